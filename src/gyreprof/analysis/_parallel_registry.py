@@ -1,0 +1,501 @@
+"""The worker registry: what each worker process says about itself.
+
+``register_worker(role, **config)`` runs inside a worker and writes one small
+JSON file, ``<registry>/<pid>.json``, with the role, the config values the
+worker actually read, and the thread settings it actually runs with. Another
+process (``census`` / ``check_parallelism`` / ``gyreprof check``) reads the
+files of the pids it finds in a process tree.
+
+The registry directory is ``$GYREPROF_REGISTRY_DIR`` when set, otherwise
+``<tempdir>/gyreprof-<uid>/workers``. Files are written atomically (temporary
+file + ``os.replace``), so a reader never sees half an entry. Each entry holds
+the process's start time, so an entry left behind by a dead process is never
+attributed to a new process that got the same pid; such entries are ignored
+and removed when the registry is read.
+"""
+
+from __future__ import annotations
+
+import atexit
+import getpass
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+__all__ = [
+    "FORMAT",
+    "THREAD_ENV_VARS",
+    "WorkerRecord",
+    "registry_dir",
+    "register_worker",
+    "unregister_worker",
+    "read_registry",
+    "validate_config",
+]
+
+FORMAT = "gyreprof-worker/1"
+
+# Environment variables that size the thread pools of numeric libraries.
+THREAD_ENV_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "NUMEXPR_MAX_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+# Two readings of one process's start time agree to the clock tick (10 ms on Linux).
+_CREATE_TIME_TOLERANCE_S = 0.05
+
+_ENV_DIR = "GYREPROF_REGISTRY_DIR"
+_atexit_installed: set[tuple[int, str]] = set()
+
+
+def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
+    """The registry directory: ``path``, else ``$GYREPROF_REGISTRY_DIR``, else a per-user temp dir.
+
+    With ``create=True`` the directory is made (mode 0700). A default directory
+    owned by another user is refused with ``PermissionError``: it could hold
+    entries written to mislead the census.
+    """
+    if path is not None:
+        directory = Path(path)
+    elif os.environ.get(_ENV_DIR):
+        directory = Path(os.environ[_ENV_DIR])
+    else:
+        uid = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
+        directory = Path(tempfile.gettempdir()) / f"gyreprof-{uid}" / "workers"
+        owner_dir = directory.parent
+        if owner_dir.exists() and hasattr(os, "getuid") and owner_dir.stat().st_uid != os.getuid():
+            raise PermissionError(
+                f"the worker registry {owner_dir} belongs to another user; "
+                f"set {_ENV_DIR} to a directory of your own"
+            )
+    if create:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return directory
+
+
+@dataclass(frozen=True)
+class WorkerRecord:
+    """One worker's registration, as written by ``register_worker``.
+
+    ``config`` holds the values the worker read (JSON types only).
+    ``thread_env`` holds the thread-count environment variables that were set
+    in the worker (name -> value, only those set). ``torch_threads`` /
+    ``torch_interop_threads`` are ``torch.get_num_threads()`` /
+    ``get_num_interop_threads()`` when torch was already imported, else
+    ``None``. ``threadpools`` is threadpoolctl's view of loaded BLAS/OpenMP
+    pools (``user_api``, ``internal_api``, ``num_threads``, ``prefix``,
+    ``version``) or ``None`` without threadpoolctl. ``os_threads`` is the
+    worker's OS thread count at registration. ``registrations`` counts
+    registrations under the same role in this process (``replace=True``).
+    """
+
+    pid: int
+    role: str
+    config: dict[str, Any]
+    create_time_s: float
+    registered_at_s: float
+    thread_env: dict[str, str] = field(default_factory=dict)
+    torch_threads: int | None = None
+    torch_interop_threads: int | None = None
+    threadpools: list[dict[str, Any]] | None = None
+    os_threads: int | None = None
+    process_name: str | None = None
+    registrations: int = 1
+    path: str | None = None
+
+    def compute_threads(self) -> int | None:
+        """Threads one unit of numeric work may run in this worker, or ``None`` when unknown.
+
+        The largest of the BLAS/OpenMP pool sizes threadpoolctl saw and torch's
+        intra-op thread count. ``None`` when neither was recorded (no pools
+        loaded, or threadpoolctl not installed and torch not imported).
+        """
+        sizes: list[int] = []
+        for pool in self.threadpools or []:
+            n = pool.get("num_threads")
+            if isinstance(n, int) and n > 0:
+                sizes.append(n)
+        if self.torch_threads:
+            sizes.append(self.torch_threads)
+        return max(sizes) if sizes else None
+
+    def lookup(self, key: str) -> tuple[bool, Any]:
+        """The value this worker runs with for ``key``: its config, then its thread settings.
+
+        Thread settings answer to the environment variable names
+        (``OMP_NUM_THREADS``, ...) and to ``torch_num_threads``,
+        ``torch_num_interop_threads``, ``blas_num_threads`` (largest pool) and
+        ``os_threads``. Returns ``(found, value)``.
+        """
+        if key in self.config:
+            return True, self.config[key]
+        if key in self.thread_env:
+            return True, self.thread_env[key]
+        derived = {
+            "torch_num_threads": self.torch_threads,
+            "torch_num_interop_threads": self.torch_interop_threads,
+            "blas_num_threads": self.compute_threads() if self.threadpools else None,
+            "os_threads": self.os_threads,
+        }
+        if derived.get(key) is not None:
+            return True, derived[key]
+        return False, None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "pid": self.pid,
+            "role": self.role,
+            "config": self.config,
+            "create_time_s": self.create_time_s,
+            "registered_at_s": self.registered_at_s,
+            "thread_env": self.thread_env,
+            "torch_threads": self.torch_threads,
+            "torch_interop_threads": self.torch_interop_threads,
+            "threadpools": self.threadpools,
+            "os_threads": self.os_threads,
+            "process_name": self.process_name,
+            "registrations": self.registrations,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str | None = None) -> WorkerRecord:
+        """Rebuild a record from ``to_dict()`` output; ``ValueError`` if it is not one."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            raise ValueError(f"not a gyreprof worker registration (expected format {FORMAT!r})")
+        try:
+            pools = data.get("threadpools")
+            return cls(
+                pid=int(data["pid"]),
+                role=str(data["role"]),
+                config=dict(data["config"]),
+                create_time_s=float(data["create_time_s"]),
+                registered_at_s=float(data["registered_at_s"]),
+                thread_env={str(k): str(v) for k, v in dict(data.get("thread_env") or {}).items()},
+                torch_threads=_opt_int(data.get("torch_threads")),
+                torch_interop_threads=_opt_int(data.get("torch_interop_threads")),
+                threadpools=[dict(p) for p in pools] if pools is not None else None,
+                os_threads=_opt_int(data.get("os_threads")),
+                process_name=_opt_str(data.get("process_name")),
+                registrations=int(data.get("registrations", 1)),
+                path=path,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"corrupted worker registration: {exc!r}") from None
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a JSON-ready copy of ``config``; ``ValueError`` naming the first bad key.
+
+    Allowed: ``None``, ``bool``, ``int``, finite ``float``, ``str``, lists and
+    tuples of those, and dicts with ``str`` keys. NumPy scalars are converted
+    to Python numbers.
+    """
+    return {key: _clean(value, f"config[{key!r}]") for key, value in _items(config, "config")}
+
+
+def _items(mapping: Mapping[Any, Any], where: str) -> Iterable[tuple[str, Any]]:
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise ValueError(
+                f"{where} has a key {key!r} of type {type(key).__name__}; "
+                "worker config keys must be strings"
+            )
+        yield key, value
+
+
+def _clean(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # numpy scalar -> Python number / bool
+        if isinstance(value, bool):
+            return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{where} is {value!r}, which JSON cannot hold; register it as a string instead"
+            )
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_clean(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, Mapping):
+        return {k: _clean(v, f"{where}[{k!r}]") for k, v in _items(value, where)}
+    raise ValueError(
+        f"{where} is a {type(value).__name__}, which cannot be registered; worker config "
+        "values must be None, bool, int, float, str, or lists/dicts of those "
+        "(register the value you read, e.g. str(x) or int(x))"
+    )
+
+
+def _thread_settings() -> dict[str, Any]:
+    """Thread settings of the calling process, without importing anything heavy."""
+    env = {name: os.environ[name] for name in THREAD_ENV_VARS if name in os.environ}
+    torch_threads: int | None = None
+    torch_interop: int | None = None
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch_threads = int(torch.get_num_threads())
+            torch_interop = int(torch.get_num_interop_threads())
+        except Exception:  # a half-imported or stubbed torch: record nothing rather than fail
+            torch_threads = torch_interop = None
+    pools: list[dict[str, Any]] | None
+    try:
+        import threadpoolctl
+    except ImportError:
+        pools = None
+    else:
+        pools = [
+            {
+                key: info.get(key)
+                for key in ("user_api", "internal_api", "num_threads", "prefix", "version")
+            }
+            for info in threadpoolctl.threadpool_info()
+        ]
+    return {
+        "thread_env": env,
+        "torch_threads": torch_threads,
+        "torch_interop_threads": torch_interop,
+        "threadpools": pools,
+    }
+
+
+def _process_name() -> str | None:
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return None
+    name = str(mp.current_process().name)
+    return None if name == "MainProcess" else name
+
+
+def _entry_path(directory: Path, pid: int) -> Path:
+    return directory / f"{pid}.json"
+
+
+def _read_entry(path: Path) -> WorkerRecord:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"corrupted worker registration {path}: not JSON ({exc.msg})") from None
+    return WorkerRecord.from_dict(data, path=str(path))
+
+
+def _matches(record: WorkerRecord, create_time_s: float) -> bool:
+    return abs(record.create_time_s - create_time_s) <= _CREATE_TIME_TOLERANCE_S
+
+
+def register_worker(
+    role: str,
+    *,
+    replace: bool = False,
+    registry: str | os.PathLike[str] | None = None,
+    **config: Any,
+) -> WorkerRecord:
+    """Record this process as a worker with ``role`` and the config values it actually read.
+
+    Call it once at worker start, after the worker has read its settings::
+
+        gp.register_worker("env_worker", num_threads=torch.get_num_threads(), env_id=env_id)
+
+    Besides ``config`` it records the thread settings the process runs with
+    (thread-count environment variables, torch's intra/inter-op threads when
+    torch is already imported, threadpoolctl's BLAS pools when threadpoolctl is
+    installed) and the OS thread count. ``census`` / ``check_parallelism``
+    running in any process of the same user then see this worker's role.
+
+    A second registration from the same process raises ``RuntimeError`` unless
+    ``replace=True``; with ``replace=True`` and the same role the entry counts
+    registrations (several envs built in one process, e.g. by
+    ``SyncVectorEnv``, show up as one process registered N times). Config keys
+    ``replace`` and ``registry`` are reserved. Raises ``ValueError`` naming the
+    key for config values that JSON cannot hold.
+    """
+    if not isinstance(role, str) or not role.strip():
+        raise ValueError(f"role must be a non-empty string such as 'env_worker', got {role!r}")
+    if any(ch in role for ch in "\n\r\t\0"):
+        raise ValueError(f"role must be one line of text, got {role!r}")
+    clean = validate_config(config)
+    directory = registry_dir(registry, create=True)
+    pid = os.getpid()
+    me = psutil.Process(pid)
+    create_time = me.create_time()
+    path = _entry_path(directory, pid)
+    registrations = 1
+    if path.exists():
+        try:
+            previous: WorkerRecord | None = _read_entry(path)
+        except (OSError, ValueError):
+            previous = None  # unreadable leftover: overwrite it
+        if previous is not None and _matches(previous, create_time):
+            if not replace:
+                raise RuntimeError(
+                    f"process {pid} is already registered as worker role {previous.role!r} "
+                    f"({path}); register once per process, or pass replace=True to overwrite "
+                    "(e.g. when several envs are built in one process, as SyncVectorEnv does)"
+                )
+            if previous.role == role:
+                registrations = previous.registrations + 1
+    threads = _thread_settings()
+    record = WorkerRecord(
+        pid=pid,
+        role=role,
+        config=clean,
+        create_time_s=create_time,
+        registered_at_s=time.time(),
+        thread_env=threads["thread_env"],
+        torch_threads=threads["torch_threads"],
+        torch_interop_threads=threads["torch_interop_threads"],
+        threadpools=threads["threadpools"],
+        os_threads=me.num_threads(),
+        process_name=_process_name(),
+        registrations=registrations,
+        path=str(path),
+    )
+    tmp = directory / f".{pid}.{time.monotonic_ns()}.tmp"
+    try:
+        tmp.write_text(json.dumps(record.to_dict(), sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _install_atexit(directory)
+    return record
+
+
+def unregister_worker(registry: str | os.PathLike[str] | None = None) -> bool:
+    """Remove this process's registration; returns whether there was one.
+
+    Use it when a registered object is closed in a process that keeps running
+    (gymnasium's ``AsyncVectorEnv`` builds one env in the parent to read its
+    spaces and closes it again). A process that exits needs no call: its entry
+    is removed at exit, or ignored and cleaned once the process is gone.
+    """
+    directory = registry_dir(registry)
+    path = _entry_path(directory, os.getpid())
+    try:
+        record = _read_entry(path)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        record = None
+    if record is not None and not _matches(record, psutil.Process().create_time()):
+        return False  # a dead predecessor's entry; the reader cleans it
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _remove_own_entry_at_exit(pid: int, directory: str) -> None:
+    if os.getpid() != pid:  # a forked child inherited the hook; its entry is its own business
+        return
+    try:
+        unregister_worker(directory)
+    except Exception:  # exit path: never turn an orderly exit into a traceback
+        pass
+
+
+def _install_atexit(directory: Path) -> None:
+    key = (os.getpid(), str(directory))
+    if key in _atexit_installed:
+        return
+    _atexit_installed.add(key)
+    atexit.register(_remove_own_entry_at_exit, *key)
+
+
+def read_registry(
+    pids: Mapping[int, float],
+    registry: str | os.PathLike[str] | None = None,
+    *,
+    prune: bool = True,
+) -> tuple[dict[int, WorkerRecord], list[str]]:
+    """Registrations of the given live processes (pid -> create time in s).
+
+    Returns ``(records by pid, problems)`` where problems are plain-words
+    notes about entries that could not be read. With ``prune=True``, entries
+    of processes that no longer exist (or whose pid now belongs to another
+    process) are deleted.
+    """
+    directory = registry_dir(registry)
+    records: dict[int, WorkerRecord] = {}
+    problems: list[str] = []
+    if not directory.is_dir():
+        return records, problems
+    for pid, create_time in pids.items():
+        path = _entry_path(directory, pid)
+        try:
+            record = _read_entry(path)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            problems.append(f"registry entry of pid {pid} unreadable: {exc}")
+            continue
+        if record.pid == pid and _matches(record, create_time):
+            records[pid] = record
+    if prune:
+        _prune(directory)
+    return records, problems
+
+
+def _prune(directory: Path) -> None:
+    """Delete entries (and stray temp files) of processes that are gone."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        stem = name[:-5] if name.endswith(".json") else None
+        if stem is None and name.startswith(".") and name.endswith(".tmp"):
+            stem = name[1:].split(".", 1)[0]
+            stale_tmp = True
+        else:
+            stale_tmp = False
+        if stem is None or not stem.isdigit():
+            continue
+        path = directory / name
+        pid = int(stem)
+        try:
+            alive_since = psutil.Process(pid).create_time()
+        except psutil.NoSuchProcess:
+            alive_since = None
+        except psutil.Error:
+            continue
+        if alive_since is not None:
+            if stale_tmp:
+                continue  # its writer may still be writing it
+            try:
+                record = _read_entry(path)
+            except (OSError, ValueError):
+                continue
+            if _matches(record, alive_since):
+                continue
+        try:
+            path.unlink()
+        except OSError:
+            pass

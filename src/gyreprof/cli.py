@@ -1,0 +1,66 @@
+"""The ``gyreprof`` command.
+
+Each subcommand lives in its own module under ``gyreprof.commands``; a module
+there provides ``register(subparsers)``, which adds its parser and sets
+``func`` (a callable taking the parsed ``argparse.Namespace`` and returning an
+exit code). Modules are found at start-up, so adding a command is adding a file.
+Heavy imports belong inside ``func``, not at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from gyreprof._version import __version__
+
+# Display order in --help; commands not listed follow alphabetically.
+_ORDER = ["demo", "report", "top", "doctor", "sweep", "envcheck", "selfcheck", "export",
+          "census", "check"]
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs: printed without a traceback, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gyreprof",
+        description="Profile RL sampler loops: where a step goes, whether the trainer waits, "
+        "which batch size, whether parallelism took effect, why nothing moves.",
+    )
+    parser.add_argument("--version", action="version", version=f"gyreprof {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    import gyreprof.commands as commands
+
+    names = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")]
+    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    for name in names:
+        module = importlib.import_module(f"gyreprof.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"gyreprof {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+        print(f"gyreprof {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

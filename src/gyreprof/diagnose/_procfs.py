@@ -1,0 +1,301 @@
+"""Read what a thread is waiting on from Linux ``/proc`` (private helper of the doctor).
+
+Everything here is best effort: on other systems, or where ``/proc`` hides a
+field (another user's process, a hardened kernel), the functions return
+``None`` or empty values instead of raising, and the doctor says what it could
+not read.
+
+Sources, per thread ``/proc/<pid>/task/<tid>/``:
+
+- ``stat``: scheduler state (``R`` running, ``S`` sleeping, ``D`` uninterruptible,
+  ``T`` stopped, ``Z`` zombie) and CPU time in clock ticks.
+- ``wchan``: the kernel function the thread sleeps in (``0`` when running or hidden).
+- ``syscall``: the system call number and arguments of a blocked thread (readable
+  by the same user unless ptrace is restricted); the first argument of calls
+  such as ``recvfrom`` is the file descriptor, which ``/proc/<pid>/fd`` and the
+  process's sockets turn into a path or an address pair.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+try:
+    _CLK_TCK = float(os.sysconf("SC_CLK_TCK"))
+except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+    _CLK_TCK = 100.0
+
+# System call numbers of the calls a blocked Python thread usually sits in.
+_SYSCALLS_X86_64: dict[int, str] = {
+    0: "read",
+    1: "write",
+    2: "open",
+    7: "poll",
+    17: "pread64",
+    19: "readv",
+    23: "select",
+    34: "pause",
+    35: "nanosleep",
+    42: "connect",
+    43: "accept",
+    44: "sendto",
+    45: "recvfrom",
+    46: "sendmsg",
+    47: "recvmsg",
+    61: "wait4",
+    72: "fcntl",
+    73: "flock",
+    128: "rt_sigtimedwait",
+    130: "rt_sigsuspend",
+    202: "futex",
+    230: "clock_nanosleep",
+    232: "epoll_wait",
+    247: "waitid",
+    257: "openat",
+    270: "pselect6",
+    271: "ppoll",
+    281: "epoll_pwait",
+    288: "accept4",
+    299: "recvmmsg",
+    441: "epoll_pwait2",
+    449: "futex_waitv",
+}
+# The generic table (aarch64, riscv64, loongarch64).
+_SYSCALLS_GENERIC: dict[int, str] = {
+    22: "epoll_pwait",
+    25: "fcntl",
+    32: "flock",
+    56: "openat",
+    63: "read",
+    64: "write",
+    65: "readv",
+    67: "pread64",
+    72: "pselect6",
+    73: "ppoll",
+    95: "waitid",
+    98: "futex",
+    101: "nanosleep",
+    115: "clock_nanosleep",
+    133: "rt_sigsuspend",
+    137: "rt_sigtimedwait",
+    202: "accept",
+    203: "connect",
+    206: "sendto",
+    207: "recvfrom",
+    211: "sendmsg",
+    212: "recvmsg",
+    242: "accept4",
+    243: "recvmmsg",
+    260: "wait4",
+    441: "epoll_pwait2",
+    449: "futex_waitv",
+}
+
+# Calls whose first argument is a file descriptor.
+_FD_CALLS = frozenset(
+    {
+        "read",
+        "write",
+        "pread64",
+        "readv",
+        "connect",
+        "accept",
+        "accept4",
+        "sendto",
+        "recvfrom",
+        "sendmsg",
+        "recvmsg",
+        "recvmmsg",
+        "fcntl",
+        "flock",
+    }
+)
+
+# What each call usually means for a stuck Python thread, in plain words.
+_MEANING: dict[str, str] = {
+    "futex": "waits on a lock or condition (threading.Lock, Queue.get, Thread.join, the GIL)",
+    "futex_waitv": "waits on a lock or condition",
+    "read": "waits to read",
+    "readv": "waits to read",
+    "pread64": "waits to read",
+    "recvfrom": "waits to receive from a socket",
+    "recvmsg": "waits to receive from a socket",
+    "recvmmsg": "waits to receive from a socket",
+    "write": "waits to write (a full pipe or socket buffer: the reader is not reading)",
+    "sendto": "waits to send (the peer is not reading)",
+    "sendmsg": "waits to send (the peer is not reading)",
+    "connect": "waits for a connection to be accepted",
+    "accept": "waits for a client to connect",
+    "accept4": "waits for a client to connect",
+    "poll": "waits in poll (a socket or pipe with a timeout, or an event loop)",
+    "ppoll": "waits in poll (a socket or pipe with a timeout, or an event loop)",
+    "select": "waits in select (a socket or pipe with a timeout)",
+    "pselect6": "waits in select (a socket or pipe with a timeout)",
+    "epoll_wait": "waits in epoll (an event loop: asyncio, grpc, zmq, a web server)",
+    "epoll_pwait": "waits in epoll (an event loop: asyncio, grpc, zmq, a web server)",
+    "epoll_pwait2": "waits in epoll (an event loop)",
+    "nanosleep": "sleeps (time.sleep)",
+    "clock_nanosleep": "sleeps (time.sleep)",
+    "pause": "waits for a signal",
+    "rt_sigsuspend": "waits for a signal",
+    "rt_sigtimedwait": "waits for a signal",
+    "wait4": "waits for a child process to exit",
+    "waitid": "waits for a child process to exit",
+    "open": "waits to open a file (a FIFO with no writer, or a slow file system)",
+    "openat": "waits to open a file (a FIFO with no writer, or a slow file system)",
+    "fcntl": "waits for a file lock",
+    "flock": "waits for a file lock",
+}
+
+
+def _syscall_table() -> dict[int, str]:
+    machine = platform.machine().lower()
+    if machine in ("x86_64", "amd64"):
+        return _SYSCALLS_X86_64
+    if machine in ("aarch64", "arm64", "riscv64", "loongarch64"):
+        return _SYSCALLS_GENERIC
+    return {}
+
+
+@dataclass(frozen=True)
+class ThreadSample:
+    """One thread at one instant: state letter, CPU seconds, kernel wait channel, system call."""
+
+    tid: int
+    name: str
+    state: str
+    cpu_s: float
+    wchan: str | None
+    syscall: str | None
+    fd: int | None
+
+
+def proc_available(pid: int) -> bool:
+    """Whether ``/proc/<pid>`` exists (Linux-style procfs)."""
+    return os.path.isdir(f"/proc/{pid}/task")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def read_wchan(pid: int, tid: int | None = None) -> str | None:
+    """The kernel wait channel of a process or one of its threads; None when hidden or running."""
+    path = f"/proc/{pid}/wchan" if tid is None else f"/proc/{pid}/task/{tid}/wchan"
+    text = _read(path)
+    if text is None:
+        return None
+    text = text.strip()
+    return None if text in ("", "0") else text
+
+
+def _parse_stat(text: str) -> tuple[str, str, float] | None:
+    """(comm, state, cpu_s) from a ``stat`` line; the name may contain spaces and parentheses."""
+    open_paren = text.find("(")
+    close_paren = text.rfind(")")
+    if open_paren < 0 or close_paren < 0:
+        return None
+    comm = text[open_paren + 1 : close_paren]
+    fields = text[close_paren + 2 :].split()
+    if len(fields) < 13:
+        return None
+    try:
+        utime = int(fields[11])
+        stime = int(fields[12])
+    except ValueError:
+        return None
+    return comm, fields[0], (utime + stime) / _CLK_TCK
+
+
+def _parse_syscall(text: str | None) -> tuple[str | None, int | None]:
+    if text is None:
+        return None, None
+    parts = text.split()
+    if not parts:
+        return None, None
+    if parts[0] == "running":
+        return "running", None
+    try:
+        number = int(parts[0])
+    except ValueError:
+        return None, None
+    if number < 0:
+        return None, None
+    name = _syscall_table().get(number, f"syscall {number}")
+    fd: int | None = None
+    if name in _FD_CALLS and len(parts) > 1:
+        try:
+            fd = int(parts[1], 16)
+        except ValueError:
+            fd = None
+    return name, fd
+
+
+def thread_samples(pid: int) -> list[ThreadSample]:
+    """Every thread of ``pid`` as read from ``/proc`` now; an empty list where unreadable."""
+    try:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    except (OSError, ValueError):
+        return []
+    out: list[ThreadSample] = []
+    for tid in tids:
+        base = f"/proc/{pid}/task/{tid}"
+        stat = _read(f"{base}/stat")
+        parsed = _parse_stat(stat) if stat else None
+        if parsed is None:
+            continue  # the thread ended between listdir and read
+        comm, state, cpu_s = parsed
+        syscall, fd = _parse_syscall(_read(f"{base}/syscall"))
+        out.append(
+            ThreadSample(
+                tid=tid,
+                name=comm,
+                state=state,
+                cpu_s=cpu_s,
+                wchan=read_wchan(pid, tid),
+                syscall=syscall,
+                fd=fd,
+            )
+        )
+    return out
+
+
+def meaning(syscall: str | None) -> str | None:
+    """Plain-words reading of a blocking system call, or None for unknown ones."""
+    if syscall is None:
+        return None
+    return _MEANING.get(syscall)
+
+
+def fd_target(pid: int, fd: int, sockets: Mapping[int, str]) -> str | None:
+    """What file descriptor ``fd`` of ``pid`` refers to: a path, a pipe or a socket's addresses."""
+    if fd in sockets:
+        return sockets[fd]
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    if target.startswith("pipe:"):
+        return f"a pipe ({target})"
+    if target.startswith("socket:"):
+        return f"a socket ({target})"
+    return target
+
+
+STATE_WORDS: dict[str, str] = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "uninterruptible wait (disk or driver)",
+    "T": "stopped by a signal",
+    "t": "stopped by a debugger",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+}

@@ -1,0 +1,219 @@
+"""The child side of ``gyreprof selfcheck``: build the sampler, call it once, report events.
+
+Run by :func:`gyreprof.diagnose.selfcheck.selfcheck` in a fresh interpreter as::
+
+    python -c "<bootstrap>" EVENTS_FILE STACKS_FILE TARGET METHOD KWARGS_JSON
+
+Each stage appends one JSON line to EVENTS_FILE (``build``, ``built``, ``call``,
+``done`` or ``error``), so the parent knows how far a hung check got.  SIGUSR1
+makes faulthandler write every thread's stack to STACKS_FILE, which the parent
+asks for before abandoning a call that timed out.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import json
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
+
+_ENDPOINT_ATTRS = ("endpoint", "url", "base_url", "address", "server_url")
+_ITER_CAP = 100_000
+
+
+def _type_name(obj: Any) -> str:
+    cls = type(obj)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
+
+
+def _emit(fh: IO[str], **event: Any) -> None:
+    fh.write(json.dumps(event, default=repr) + "\n")
+    fh.flush()
+
+
+def endpoint_of(obj: Any) -> str | None:
+    """The sampler's endpoint if it exposes one (``endpoint``, ``url``, ``host``/``port``...)."""
+    for attr in _ENDPOINT_ATTRS:
+        try:
+            value = getattr(obj, attr, None)
+        except Exception:
+            continue
+        if value is not None and not callable(value):
+            return str(value)
+    try:
+        host, port = getattr(obj, "host", None), getattr(obj, "port", None)
+    except Exception:
+        return None
+    if host is not None and port is not None:
+        return f"{host}:{port}"
+    return None
+
+
+def count_of(result: Any) -> tuple[int, str]:
+    """How many items ``result`` holds, and how that was counted."""
+    if result is None:
+        return 0, "None"
+    shape = getattr(result, "shape", None)
+    if isinstance(shape, tuple):
+        if len(shape) == 0:
+            return 1, "a scalar array"
+        return int(shape[0]), f"first dimension of shape {tuple(int(s) for s in shape)}"
+    if isinstance(result, (str, bytes, bytearray)):
+        return len(result), "length"
+    if isinstance(result, Mapping):
+        lengths = set()
+        for value in result.values():
+            vshape = getattr(value, "shape", None)
+            if isinstance(vshape, tuple) and vshape:
+                lengths.add(int(vshape[0]))
+            elif hasattr(value, "__len__") and not isinstance(value, (str, bytes)):
+                lengths.add(len(value))
+            else:
+                lengths.add(-1)
+        if len(lengths) == 1 and -1 not in lengths:
+            return lengths.pop(), f"common length of the {len(result)} values"
+        return len(result), "number of keys"
+    if hasattr(result, "__len__"):
+        return len(result), "length"
+    if isinstance(result, Iterator):
+        n = 0
+        for _ in result:
+            n += 1
+            if n >= _ITER_CAP:
+                return n, f"items of an iterator (stopped at {_ITER_CAP})"
+        return n, "items of an iterator"
+    if isinstance(result, bool):
+        return int(result), "a bool"
+    return 1, "a single value"
+
+
+def main(argv: list[str]) -> int:
+    events_path, stacks_path, target, method, kwargs_json = argv
+    sys.path.insert(0, "")  # modules in the current folder, as with python -m
+    stacks = open(stacks_path, "w", encoding="utf-8")  # noqa: SIM115 - open for the process's life
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
+    with open(events_path, "a", encoding="utf-8") as events:
+        module_name, _, factory_name = target.partition(":")
+        _emit(events, stage="build", t=time.monotonic())
+        t0 = time.perf_counter()
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_name.startswith(exc.name):
+                _emit(
+                    events,
+                    stage="error",
+                    where="import",
+                    error=f"cannot import module {module_name!r}: {exc} (is it on sys.path? "
+                    "run from the folder that holds it, or set PYTHONPATH)",
+                    traceback=None,
+                )
+                return 1
+            _emit(
+                events,
+                stage="error",
+                where="import",
+                error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return 1
+        except BaseException as exc:
+            _emit(
+                events,
+                stage="error",
+                where="import",
+                error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return 1
+        obj: Any = module
+        for part in factory_name.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                public = sorted(n for n in dir(module) if not n.startswith("_"))
+                _emit(
+                    events,
+                    stage="error",
+                    where="import",
+                    error=f"module {module_name!r} has no attribute {factory_name!r} "
+                    f"(it has: {', '.join(public[:30]) or 'nothing public'})",
+                    traceback=None,
+                )
+                return 1
+        if not callable(obj):
+            _emit(
+                events,
+                stage="error",
+                where="import",
+                error=f"{target} is a {type(obj).__name__}, not a callable factory",
+                traceback=None,
+            )
+            return 1
+        kwargs = json.loads(kwargs_json)
+        try:
+            sampler = obj(**kwargs)
+        except BaseException as exc:
+            _emit(
+                events,
+                stage="error",
+                where="build",
+                error=f"{target}(**{kwargs!r}) raised {type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return 1
+        build_s = time.perf_counter() - t0
+        _emit(
+            events,
+            stage="built",
+            build_s=build_s,
+            sampler_type=_type_name(sampler),
+            endpoint=endpoint_of(sampler),
+        )
+        call = getattr(sampler, method, None) if method else sampler
+        if call is None or not callable(call):
+            public = sorted(
+                n for n in dir(sampler) if not n.startswith("_") and callable(getattr(sampler, n))
+            )
+            _emit(
+                events,
+                stage="error",
+                where="call",
+                error=f"the sampler ({type(sampler).__name__}) has no method {method!r} "
+                f"(its methods: {', '.join(public[:30]) or 'none'}); pass --method NAME",
+                traceback=None,
+            )
+            return 1
+        _emit(events, stage="call", method=method)
+        t1 = time.perf_counter()
+        try:
+            result = call()
+            count, how = count_of(result)
+        except BaseException as exc:
+            _emit(
+                events,
+                stage="error",
+                where="call",
+                call_s=time.perf_counter() - t1,
+                error=f"{method}() raised {type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return 1
+        call_s = time.perf_counter() - t1
+        _emit(
+            events,
+            stage="done",
+            call_s=call_s,
+            result_type=_type_name(result),
+            count=count,
+            counted_as=how,
+        )
+    return 0

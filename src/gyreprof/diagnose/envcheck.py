@@ -1,0 +1,931 @@
+"""Does the environment match what the project declares?  ``gyreprof envcheck [FILE...]``.
+
+``envcheck(paths)`` reads declared requirements from
+
+- ``requirements*.txt`` files (comments, line continuations, ``-r``/``-c`` includes,
+  environment markers, extras, ``${VAR}`` expansion, per-line ``--hash`` options),
+- ``pyproject.toml`` ``[project].dependencies`` (and ``[project.optional-dependencies]``
+  groups when asked for; a group that names the project itself, such as
+  ``all = ["pkg[gym,plot]"]``, is expanded),
+- a conda ``environment.yml``: its ``pip:`` section, plus a ``python`` version pin
+  checked against the running interpreter (other conda packages are counted, not
+  checked),
+
+and compares them with what is installed (``importlib.metadata``; ``packaging`` for
+names, specifiers and markers): a package missing, a version outside its specifier,
+requested extras whose own requirements are not installed, and names that differ
+from the installed distribution's only by normalisation (``scikit_learn`` vs
+``scikit-learn``: a note, not a failure).  It also lists broken requirements among
+the installed distributions themselves (what ``pip check`` reports).  Pinned
+requirements (``==``) are listed first.
+
+Exit codes (``EnvReport.exit_code`` and ``gyreprof envcheck``): 0 everything
+matches, 1 a mismatch (missing, wrong version, missing extras, broken installed
+requirements), 2 a declaration could not be read (malformed line, unreadable
+file: reported with ``file:line``).
+
+Needs ``packaging`` (``pip install gyreprof[envcheck]``); uses PyYAML for
+``environment.yml`` when installed, otherwise a small reader for the subset of YAML
+those files use; ``tomllib`` (Python 3.11+) or ``tomli`` for ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+try:
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    _PACKAGING_ERROR: ImportError | None = None
+except ImportError as _exc:  # pragma: no cover - exercised only without packaging
+    _PACKAGING_ERROR = _exc
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_BAD_DECLARATION = 2
+
+STATUS_OK = "ok"
+STATUS_MISSING = "missing"
+STATUS_VERSION = "wrong-version"
+STATUS_EXTRAS = "missing-extras"
+STATUS_SKIPPED = "skipped"  # environment marker does not apply here
+STATUS_UNCHECKED = "unchecked"  # a URL / path / editable without a name
+_FAILING = frozenset({STATUS_MISSING, STATUS_VERSION, STATUS_EXTRAS})
+
+# pip options that do not declare packages and may appear in requirement files
+_IGNORED_OPTIONS = frozenset(
+    {
+        "-i",
+        "--index-url",
+        "--extra-index-url",
+        "--no-index",
+        "-f",
+        "--find-links",
+        "--pre",
+        "--prefer-binary",
+        "--only-binary",
+        "--no-binary",
+        "--require-hashes",
+        "--trusted-host",
+        "--use-feature",
+        "--config-settings",
+        "--global-option",
+        "--hash",
+    }
+)
+_PER_REQUIREMENT_OPTION = re.compile(r"\s+--(hash|config-settings|global-option)[= ]\S+")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_ENV_VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
+_EGG = re.compile(r"#egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+_ARCHIVE = (".whl", ".tar.gz", ".tar.bz2", ".tar.xz", ".zip", ".tgz")
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class RequirementCheck:
+    """One declared requirement compared with the installed distribution."""
+
+    name: str  # as declared
+    declared: str  # the requirement text
+    source: str  # "file:line"
+    status: str  # ok, missing, wrong-version, missing-extras, skipped, unchecked
+    pinned: bool
+    installed_name: str | None = None
+    installed_version: str | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    missing_extras: list[str] = field(default_factory=list)
+    constraint: bool = False  # from a -c file: checked only when installed
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in _FAILING
+
+
+@dataclass(frozen=True)
+class DeclarationError:
+    """A declaration that could not be read: where, the text, and why."""
+
+    source: str  # "file:line" (or just "file")
+    text: str
+    message: str
+
+    def __str__(self) -> str:
+        shown = f" {self.text!r}" if self.text else ""
+        return f"{self.source}:{shown} {self.message}"
+
+
+@dataclass(frozen=True)
+class BrokenRequirement:
+    """An installed distribution whose own requirement is not satisfied (like ``pip check``)."""
+
+    package: str
+    version: str
+    requirement: str
+    installed_version: str | None  # None: the requirement is not installed at all
+
+    def __str__(self) -> str:
+        if self.installed_version is None:
+            return f"{self.package} {self.version} requires {self.requirement}, not installed"
+        return (
+            f"{self.package} {self.version} requires {self.requirement}, "
+            f"but {self.installed_version} is installed"
+        )
+
+
+@dataclass
+class EnvReport:
+    """The result of :func:`envcheck`: ``checks`` (pinned first), ``broken``, ``errors``."""
+
+    files: list[str]
+    checks: list[RequirementCheck]
+    broken: list[BrokenRequirement]
+    errors: list[DeclarationError]
+    notes: list[str]
+
+    @property
+    def mismatches(self) -> list[RequirementCheck]:
+        return [c for c in self.checks if not c.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.broken and not self.errors
+
+    @property
+    def exit_code(self) -> int:
+        if self.errors:
+            return EXIT_BAD_DECLARATION
+        if self.mismatches or self.broken:
+            return EXIT_MISMATCH
+        return EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files": list(self.files),
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "checks": [asdict(c) for c in self.checks],
+            "broken": [asdict(b) for b in self.broken],
+            "errors": [asdict(e) for e in self.errors],
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        counts: dict[str, int] = {}
+        for c in self.checks:
+            counts[c.status] = counts.get(c.status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing declared"
+        lines = [
+            f"envcheck: {len(self.checks)} requirements from {len(self.files)} file(s): {summary}"
+            + (f"; {len(self.broken)} broken installed" if self.broken else "")
+            + (f"; {len(self.errors)} unreadable declaration(s)" if self.errors else ""),
+        ]
+        if self.checks:
+            w_name = min(40, max(len(c.declared) for c in self.checks))
+            w_inst = max(len("installed"), *(len(c.installed_version or "-") for c in self.checks))
+            pinned_done = False
+            lines.append("pinned:" if self.checks[0].pinned else "declared:")
+            for c in self.checks:
+                if not c.pinned and not pinned_done:
+                    pinned_done = True
+                    if self.checks[0].pinned:
+                        lines.append("not pinned:")
+                mark = "ok" if c.status == STATUS_OK else c.status.upper()
+                decl = c.declared if len(c.declared) <= w_name else c.declared[: w_name - 3] + "..."
+                lines.append(
+                    f"  {mark:<15} {decl:<{w_name}}  {(c.installed_version or '-'):<{w_inst}}  "
+                    f"{c.source}"
+                )
+                for p in c.problems:
+                    lines.append(f"  {'':<15} - {p}")
+                for n in c.notes:
+                    lines.append(f"  {'':<15}   note: {n}")
+        if self.broken:
+            lines.append("broken installed requirements (as pip check reports them):")
+            lines += [f"  {b}" for b in self.broken]
+        if self.errors:
+            lines.append("declarations that could not be read:")
+            lines += [f"  {e}" for e in self.errors]
+        if self.notes:
+            lines.append("notes:")
+            lines += [f"  {n}" for n in self.notes]
+        lines.append("result: " + ("OK" if self.ok else f"MISMATCH (exit code {self.exit_code})"))
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- parsing
+@dataclass
+class _Declared:
+    text: str
+    source: str
+    requirement: Any = None  # packaging Requirement, or None for unchecked entries
+    constraint: bool = False
+    note: str | None = None
+    python_pin: tuple[str, bool] | None = None  # (running version, matches) for conda python
+
+
+@dataclass
+class _Collected:
+    declared: list[_Declared] = field(default_factory=list)
+    errors: list[DeclarationError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    seen: set[Path] = field(default_factory=set)
+
+
+def _rel(path: Path) -> str:
+    """``path`` relative to the current folder when inside it, else absolute."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return str(path.absolute()) if rel.startswith("..") else rel
+
+
+def _read_text(path: Path, out: _Collected, source: str) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        out.errors.append(DeclarationError(source, "", f"not UTF-8 text ({exc.reason})"))
+    except IsADirectoryError:
+        out.errors.append(DeclarationError(source, "", "is a directory, not a file"))
+    except FileNotFoundError:
+        out.errors.append(DeclarationError(source, "", "file not found"))
+    except OSError as exc:
+        out.errors.append(DeclarationError(source, "", f"cannot be read ({exc.strerror})"))
+    return None
+
+
+def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, line) with backslash continuations joined."""
+    buf: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not buf:
+            start = number
+        if raw.endswith("\\") and not _COMMENT.search(raw[:-1]):
+            buf.append(raw[:-1])
+            continue
+        buf.append(raw)
+        yield start, " ".join(part.strip() for part in buf)
+        buf = []
+    if buf:
+        yield start, " ".join(part.strip() for part in buf)
+
+
+def _split_option(line: str) -> tuple[str, str]:
+    match = re.match(r"(--?[A-Za-z][A-Za-z0-9-]*)(?:\s*=\s*|\s+)?(.*)$", line)
+    if not match:
+        return line, ""
+    return match.group(1), match.group(2).strip()
+
+
+def _looks_like_location(text: str) -> bool:
+    return (
+        "://" in text
+        or text.startswith((".", "/", "~", "file:"))
+        or text.lower().endswith(_ARCHIVE)
+        or os.sep in text
+    )
+
+
+def _add_requirement_line(
+    text: str, source: str, base: Path, out: _Collected, constraint: bool = False
+) -> None:
+    """One requirement-file line (already stripped of comments) into ``out``."""
+    text = _ENV_VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), text)
+    if text.startswith("-"):
+        option, value = _split_option(text)
+        if option in ("-r", "--requirement", "-c", "--constraint"):
+            if not value:
+                out.errors.append(DeclarationError(source, text, f"{option} needs a file name"))
+                return
+            include = Path(value).expanduser()
+            if not include.is_absolute():
+                include = base / include
+            _parse_requirements_file(
+                include, out, constraint=option in ("-c", "--constraint"), source=source
+            )
+            return
+        if option in ("-e", "--editable"):
+            egg = _EGG.search(value)
+            if egg:
+                _add_requirement_line(egg.group(1), source, base, out, constraint)
+                out.declared[-1].note = f"editable install of {value}: only presence is checked"
+            else:
+                out.declared.append(
+                    _Declared(
+                        text=text,
+                        source=source,
+                        note="editable install without #egg=NAME: not checked",
+                    )
+                )
+            return
+        if option in _IGNORED_OPTIONS:
+            return
+        out.errors.append(
+            DeclarationError(source, text, f"unknown option {option!r} in a requirements file")
+        )
+        return
+    text = _PER_REQUIREMENT_OPTION.sub("", text).strip()
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        egg = _EGG.search(text)
+        if egg:
+            _add_requirement_line(egg.group(1), source, base, out, constraint)
+            out.declared[-1].note = f"installed from {text.split('#')[0]}: only presence is checked"
+            return
+        if _looks_like_location(text):
+            out.declared.append(
+                _Declared(
+                    text=text,
+                    source=source,
+                    note="a URL or path without a package name (name @ URL): not checked",
+                )
+            )
+            return
+        message = str(exc).splitlines()[0] if str(exc) else "invalid requirement"
+        out.errors.append(DeclarationError(source, text, f"invalid requirement: {message}"))
+        return
+    note = "direct reference (name @ URL): only presence is checked" if req.url else None
+    out.declared.append(
+        _Declared(text=text, source=source, requirement=req, constraint=constraint, note=note)
+    )
+
+
+def _parse_requirements_file(
+    path: Path, out: _Collected, constraint: bool = False, source: str | None = None
+) -> None:
+    resolved = path.resolve()
+    if resolved in out.seen:
+        return  # an include cycle, or the same file named twice
+    out.seen.add(resolved)
+    text = _read_text(path, out, source or _rel(path))
+    if text is None:
+        return
+    out.files.append(_rel(path))
+    name = _rel(path)
+    for number, line in _logical_lines(text):
+        line = _COMMENT.sub("", line).strip()
+        if line:
+            _add_requirement_line(line, f"{name}:{number}", path.parent, out, constraint)
+
+
+def _line_of(text: str, needle: str, start: int = 0) -> int | None:
+    """1-based line of the first quoted (or bare) occurrence of ``needle`` at or after ``start``."""
+    for quote in ('"', "'"):
+        pos = text.find(f"{quote}{needle}{quote}", start)
+        if pos >= 0:
+            return text.count("\n", 0, pos) + 1
+    pos = text.find(needle, start)
+    if pos < 0 and start:
+        return _line_of(text, needle)
+    return text.count("\n", 0, pos) + 1 if pos >= 0 else None
+
+
+def _toml_anchor(text: str, table: str, key: str | None) -> int:
+    """Offset of ``[table]`` (and of ``key =`` inside it) in TOML text; 0 if not found."""
+    match = re.search(rf"^\s*\[\s*{re.escape(table)}\s*\]", text, re.MULTILINE)
+    pos = match.end() if match else 0
+    if key is not None:
+        quoted = rf"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+        found = re.compile(rf"^\s*{quoted}\s*=", re.MULTILINE).search(text, pos)
+        if found:
+            pos = found.start()
+    return pos
+
+
+def _load_toml(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise ImportError(
+                "reading pyproject.toml on Python 3.10 needs tomli: pip install tomli"
+            ) from None
+    return tomllib.loads(text)
+
+
+def _parse_pyproject(
+    path: Path, out: _Collected, extras: Sequence[str] | None, all_extras: bool
+) -> None:
+    name = _rel(path)
+    text = _read_text(path, out, name)
+    if text is None:
+        return
+    try:
+        data = _load_toml(text)
+    except ImportError as exc:
+        out.errors.append(DeclarationError(name, "", str(exc)))
+        return
+    except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
+        out.errors.append(DeclarationError(name, "", f"invalid TOML: {exc}"))
+        return
+    out.files.append(name)
+    project = data.get("project")
+    if not isinstance(project, dict):
+        if "poetry" in data.get("tool", {}):
+            out.notes.append(f"{name}: [tool.poetry] dependencies are not read; only [project]")
+        else:
+            out.notes.append(f"{name}: no [project] table, nothing declared")
+        return
+    own = canonicalize_name(str(project.get("name", ""))) if project.get("name") else None
+    dynamic = project.get("dynamic", [])
+    if isinstance(dynamic, list) and "dependencies" in dynamic:
+        out.notes.append(f"{name}: dependencies are dynamic (set by the build backend): not read")
+    groups = project.get("optional-dependencies", {})
+    if not isinstance(groups, dict):
+        out.errors.append(
+            DeclarationError(name, "", "[project.optional-dependencies] is not a table")
+        )
+        groups = {}
+    canonical_groups = {canonicalize_name(str(k)): k for k in groups}
+    wanted: list[str] = []
+    if all_extras:
+        wanted = list(groups)
+    elif extras:
+        for e in extras:
+            key = canonical_groups.get(canonicalize_name(e))
+            if key is None:
+                known = ", ".join(sorted(groups)) or "none"
+                out.errors.append(
+                    DeclarationError(
+                        name, e, f"no optional-dependency group {e!r} (known: {known})"
+                    )
+                )
+            else:
+                wanted.append(key)
+
+    done_groups: set[str] = set()
+
+    def add(entries: object, where: str, anchor: int) -> None:
+        if not isinstance(entries, list):
+            out.errors.append(DeclarationError(f"{name}", where, "must be a list of strings"))
+            return
+        for entry in entries:
+            if not isinstance(entry, str):
+                out.errors.append(
+                    DeclarationError(f"{name}", repr(entry), f"{where}: entries must be strings")
+                )
+                continue
+            line = _line_of(text, entry, anchor)
+            source = f"{name}:{line}" if line else name
+            before = len(out.declared)
+            _add_requirement_line(entry, source, path.parent, out)
+            if len(out.declared) > before:
+                req = out.declared[-1].requirement
+                if own and req is not None and canonicalize_name(req.name) == own:
+                    out.declared.pop()  # the project's own extras: expand them in place
+                    for extra in sorted(req.extras):
+                        key = canonical_groups.get(canonicalize_name(extra))
+                        if key is None:
+                            out.errors.append(
+                                DeclarationError(source, entry, f"no group {extra!r} to expand")
+                            )
+                        elif key not in done_groups:
+                            done_groups.add(key)
+                            add_group(key)
+
+    def add_group(key: str) -> None:
+        anchor = _toml_anchor(text, "project.optional-dependencies", key)
+        add(groups[key], f"optional-dependencies.{key}", anchor)
+
+    add(
+        project.get("dependencies", []),
+        "dependencies",
+        _toml_anchor(text, "project", "dependencies"),
+    )
+    for key in wanted:
+        if key not in done_groups:
+            done_groups.add(key)
+            add_group(key)
+    if groups and not wanted and not all_extras:
+        out.notes.append(
+            f"{name}: optional groups not checked ({', '.join(sorted(groups))}); "
+            "pass --extras NAME or --all-extras"
+        )
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _yaml_subset_dependencies(text: str) -> tuple[list[str], list[str]]:
+    """(conda entries, pip entries) from an environment.yml without a YAML library.
+
+    Handles the block style such files use: ``dependencies:`` followed by ``- item``
+    lines and one ``- pip:`` item with its own nested ``- item`` list (or a flow
+    list ``- pip: [a, b]``).
+    """
+    conda: list[str] = []
+    pip: list[str] = []
+    in_deps = False
+    pip_indent: int | None = None
+    for raw in text.splitlines():
+        line = _COMMENT.sub("", raw).rstrip()
+        if not line.strip() or line.strip() in ("---", "..."):
+            continue
+        indent = len(line) - len(line.lstrip())
+        stripped = line.strip()
+        if indent == 0 and not stripped.startswith("-"):
+            in_deps = stripped.split(":", 1)[0].strip() == "dependencies"
+            pip_indent = None
+            rest = stripped.split(":", 1)[1].strip() if ":" in stripped else ""
+            if in_deps and rest.startswith("["):
+                conda += [_unquote(x) for x in rest.strip("[]").split(",") if x.strip()]
+            continue
+        if not in_deps or not stripped.startswith("-"):
+            continue
+        item = stripped[1:].strip()
+        if pip_indent is not None and indent > pip_indent:
+            pip.append(_unquote(item))
+            continue
+        pip_indent = None
+        if item.startswith("pip:") or item.startswith("'pip':") or item.startswith('"pip":'):
+            pip_indent = indent
+            rest = item.split(":", 1)[1].strip()
+            if rest.startswith("["):
+                pip += [_unquote(x) for x in rest.strip("[]").split(",") if x.strip()]
+                pip_indent = None
+            continue
+        conda.append(_unquote(item))
+    return conda, pip
+
+
+def _yaml_dependencies(text: str) -> tuple[list[str], list[str]]:
+    try:
+        import yaml
+    except ImportError:
+        return _yaml_subset_dependencies(text)
+    data = yaml.safe_load(text)  # yaml.YAMLError is handled by the caller
+    conda: list[str] = []
+    pip: list[str] = []
+    deps = data.get("dependencies", []) if isinstance(data, dict) else []
+    for item in deps or []:
+        if isinstance(item, dict):
+            entries = item.get("pip", [])
+            pip += [str(x) for x in entries or []]
+        elif item is not None:
+            conda.append(str(item))
+    return conda, pip
+
+
+_CONDA_PYTHON = re.compile(r"^(?:[\w.-]+::)?python\s*(?P<spec>[=<>!~].*)?$")
+
+
+def _running_python() -> str:
+    return ".".join(str(p) for p in sys.version_info[:3])
+
+
+def _conda_python_matches(spec: str, running: str) -> bool | None:
+    """Whether conda version spec ``spec`` ('=3.11', '>=3.10,<3.12', '3.11.*') admits ``running``.
+
+    None when the spec is not understood.
+    """
+    if "|" in spec:
+        results = [_conda_python_matches(part, running) for part in spec.split("|")]
+        if any(r is None for r in results):
+            return None
+        return any(results)
+    if spec.startswith("=") and not spec.startswith("=="):
+        prefix = spec[1:].removesuffix(".*").removesuffix("*").rstrip(".")
+        return running == prefix or running.startswith(prefix + ".")
+    try:
+        return SpecifierSet(spec).contains(running, prereleases=True)
+    except Exception:  # packaging's InvalidSpecifier: a conda-only syntax
+        return None
+
+
+def _add_conda_python(entry: str, source: str, out: _Collected) -> None:
+    """A conda ``python=3.11`` entry, checked against the running interpreter."""
+    match = _CONDA_PYTHON.match(entry.replace(" ", ""))
+    if not match or not match.group("spec"):
+        return
+    running = _running_python()
+    ok = _conda_python_matches(match.group("spec"), running)
+    if ok is None:
+        out.notes.append(f"{source}: conda spec {entry!r} not understood; not checked")
+        return
+    out.declared.append(
+        _Declared(
+            text=entry,
+            source=source,
+            note="conda python pin, compared with the running interpreter",
+            python_pin=(running, ok),
+        )
+    )
+
+
+def _parse_environment_yml(path: Path, out: _Collected) -> None:
+    name = _rel(path)
+    text = _read_text(path, out, name)
+    if text is None:
+        return
+    try:
+        conda, pip = _yaml_dependencies(text)
+    except Exception as exc:  # yaml.YAMLError and friends: a bad file, reported, not raised
+        out.errors.append(DeclarationError(name, "", f"invalid YAML: {exc}"))
+        return
+    out.files.append(name)
+    for entry in pip:
+        entry = _COMMENT.sub("", entry).strip()
+        if not entry:
+            continue
+        line = _line_of(text, entry)
+        _add_requirement_line(entry, f"{name}:{line}" if line else name, path.parent, out)
+    if conda:
+        others = 0
+        for entry in conda:
+            if _CONDA_PYTHON.match(entry.replace(" ", "")):
+                line = _line_of(text, entry)
+                _add_conda_python(entry, f"{name}:{line}" if line else name, out)
+            elif entry.strip() != "pip":
+                others += 1
+        if others:
+            out.notes.append(
+                f"{name}: {others} conda package(s) outside the pip section are not checked "
+                "(compare with `conda list`)"
+            )
+
+
+# ---------------------------------------------------------------------------- comparing
+def _installed() -> dict[str, metadata.Distribution]:
+    """Canonical name -> the distribution that ``import`` would find first."""
+    found: dict[str, metadata.Distribution] = {}
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"]
+        except (KeyError, OSError):
+            continue
+        if name:
+            found.setdefault(canonicalize_name(name), dist)
+    return found
+
+
+def _dist_name(dist: metadata.Distribution) -> str:
+    return str(dist.metadata["Name"])
+
+
+def _version_ok(spec: Any, version: str) -> bool | None:
+    """Whether ``version`` satisfies ``spec``; None when the installed version is not PEP 440."""
+    try:
+        return bool(spec.contains(Version(version), prereleases=True))
+    except InvalidVersion:
+        return None
+
+
+def _marker_applies(req: Any, extra: str = "") -> bool:
+    if req.marker is None:
+        return True
+    try:
+        return bool(req.marker.evaluate({"extra": extra}))
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True
+
+
+def _extra_requirements(dist: metadata.Distribution, extra: str) -> list[Any]:
+    """The requirements that ``dist[extra]`` adds beyond plain ``dist``."""
+    out = []
+    for text in dist.requires or []:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.marker is None:
+            continue
+        try:
+            with_extra = req.marker.evaluate({"extra": extra})
+            without = req.marker.evaluate({"extra": ""})
+        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            continue
+        if with_extra and not without:
+            out.append(req)
+    return out
+
+
+def _is_pinned(req: Any) -> bool:
+    specs = list(req.specifier)
+    return bool(specs) and all(
+        s.operator in ("==", "===") and not s.version.endswith(".*") for s in specs
+    )
+
+
+def _check_one(item: _Declared, installed: dict[str, metadata.Distribution]) -> RequirementCheck:
+    req = item.requirement
+    notes = [item.note] if item.note else []
+    if item.python_pin is not None:
+        running, ok = item.python_pin
+        return RequirementCheck(
+            name="python",
+            declared=item.text,
+            source=item.source,
+            status=STATUS_OK if ok else STATUS_VERSION,
+            pinned=bool(re.fullmatch(r"[\w.:-]*python\s*==?\s*\d+\.\d+\.\d+", item.text)),
+            installed_name="python",
+            installed_version=running,
+            problems=[] if ok else [f"the environment declares {item.text}; Python {running} runs"],
+            notes=notes,
+        )
+    if req is None:
+        return RequirementCheck(
+            name=item.text,
+            declared=item.text,
+            source=item.source,
+            status=STATUS_UNCHECKED,
+            pinned=False,
+            notes=notes,
+        )
+    pinned = _is_pinned(req)
+    base = {"name": req.name, "declared": item.text, "source": item.source, "pinned": pinned}
+    if not _marker_applies(req):
+        notes.append(f"marker {str(req.marker)!r} is false here: not needed")
+        return RequirementCheck(
+            **base, status=STATUS_SKIPPED, notes=notes, constraint=item.constraint
+        )
+    dist = installed.get(canonicalize_name(req.name))
+    if dist is None:
+        if item.constraint:
+            notes.append("constraint only; the package is not installed")
+            return RequirementCheck(**base, status=STATUS_SKIPPED, notes=notes, constraint=True)
+        return RequirementCheck(
+            **base,
+            status=STATUS_MISSING,
+            problems=[f"{req.name} is not installed (pip install {item.text!r})"],
+            notes=notes,
+        )
+    inst_name, inst_version = _dist_name(dist), str(dist.version)
+    if req.name != inst_name and req.name.lower() != inst_name.lower():
+        notes.append(
+            f"declared as {req.name!r}, installed as {inst_name!r}: the same package after "
+            "name normalisation (PEP 503)"
+        )
+    problems: list[str] = []
+    status = STATUS_OK
+    verdict = _version_ok(req.specifier, inst_version) if req.specifier else True
+    if verdict is None:
+        notes.append(f"installed version {inst_version!r} is not a PEP 440 version: not compared")
+    elif not verdict:
+        status = STATUS_VERSION
+        problems.append(f"{inst_name} {inst_version} is installed; {req.specifier} is declared")
+    missing_extras: list[str] = []
+    if req.extras:
+        provided = {canonicalize_name(e) for e in dist.metadata.get_all("Provides-Extra") or []}
+        for extra in sorted(req.extras):
+            if canonicalize_name(extra) not in provided:
+                notes.append(f"{inst_name} {inst_version} has no extra {extra!r}")
+                continue
+            for sub in _extra_requirements(dist, extra):
+                if not _marker_applies(sub, extra):
+                    continue
+                sub_dist = installed.get(canonicalize_name(sub.name))
+                if sub_dist is None:
+                    missing_extras.append(extra)
+                    problems.append(f"extra [{extra}] needs {sub}, which is not installed")
+                elif sub.specifier and _version_ok(sub.specifier, str(sub_dist.version)) is False:
+                    missing_extras.append(extra)
+                    problems.append(
+                        f"extra [{extra}] needs {sub}, but {sub_dist.version} is installed"
+                    )
+        if missing_extras and status == STATUS_OK:
+            status = STATUS_EXTRAS
+    return RequirementCheck(
+        **base,
+        status=status,
+        installed_name=inst_name,
+        installed_version=inst_version,
+        problems=problems,
+        notes=notes,
+        missing_extras=sorted(set(missing_extras)),
+        constraint=item.constraint,
+    )
+
+
+def _broken(installed: dict[str, metadata.Distribution]) -> list[BrokenRequirement]:
+    """Unsatisfied requirements of installed distributions, as ``pip check`` finds them."""
+    out: list[BrokenRequirement] = []
+    for key in sorted(installed):
+        dist = installed[key]
+        name, version = _dist_name(dist), str(dist.version)
+        for text in dist.requires or []:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if not _marker_applies(req):
+                continue
+            dep = installed.get(canonicalize_name(req.name))
+            if dep is None:
+                out.append(BrokenRequirement(name, version, str(req), None))
+            elif req.specifier and _version_ok(req.specifier, str(dep.version)) is False:
+                out.append(BrokenRequirement(name, version, str(req), str(dep.version)))
+    return out
+
+
+# ---------------------------------------------------------------------------- entry point
+def _kind(path: Path) -> str:
+    lower = path.name.lower()
+    if lower.endswith(".toml"):
+        return "pyproject"
+    if lower.endswith((".yml", ".yaml")):
+        return "conda"
+    return "requirements"
+
+
+def discover(folder: str | os.PathLike[str] = ".") -> list[Path]:
+    """The declaration files in ``folder``: requirements*.txt, pyproject.toml, environment.yml."""
+    base = Path(folder)
+    found = sorted(base.glob("requirements*.txt"))
+    found += (
+        sorted(p for p in (base / "requirements").glob("*.txt"))
+        if (base / "requirements").is_dir()
+        else []
+    )
+    for name in ("pyproject.toml", "environment.yml", "environment.yaml"):
+        if (base / name).is_file():
+            found.append(base / name)
+    return found
+
+
+def envcheck(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+    *,
+    extras: Iterable[str] | None = None,
+    all_extras: bool = False,
+    broken: bool = True,
+) -> EnvReport:
+    """Compare declared requirements with the installed distributions; return an EnvReport.
+
+    ``paths``: files (requirements*.txt, pyproject.toml, environment.yml) or folders
+    to look in; default the current folder.  ``extras``: optional-dependency groups of
+    pyproject.toml to check as well (``all_extras`` for all of them).  ``broken``: also
+    list unsatisfied requirements among installed distributions (like ``pip check``).
+
+    Raises ``ValueError`` when nothing to check is found, and ``ImportError`` (naming
+    the extra to install) without ``packaging``.  Malformed declarations are not
+    raised: they are listed in ``EnvReport.errors`` with ``file:line``.
+    """
+    if _PACKAGING_ERROR is not None:
+        raise ImportError(
+            "gyreprof envcheck needs the 'packaging' package: pip install gyreprof[envcheck]"
+        ) from _PACKAGING_ERROR
+    if paths is None:
+        items: list[Path] = [Path(".")]
+    elif isinstance(paths, (str, os.PathLike)):
+        items = [Path(paths)]
+    else:
+        items = [Path(p) for p in paths]
+    files: list[Path] = []
+    for item in items:
+        if item.is_dir():
+            inside = discover(item)
+            if not inside:
+                raise ValueError(
+                    f"no requirements*.txt, pyproject.toml or environment.yml in {str(item)!r}; "
+                    "pass the files to check"
+                )
+            files += inside
+        else:
+            files.append(item)
+    extras_list = list(extras or [])
+    out = _Collected()
+    for path in files:
+        kind = _kind(path)
+        if kind == "pyproject":
+            _parse_pyproject(path, out, extras_list, all_extras)
+        elif kind == "conda":
+            _parse_environment_yml(path, out)
+        else:
+            _parse_requirements_file(path, out)
+    if extras_list and not any(_kind(p) == "pyproject" for p in files):
+        out.notes.append("--extras applies to pyproject.toml optional groups; none was read")
+    installed = _installed()
+    checks = [_check_one(item, installed) for item in out.declared]
+    checks.sort(key=lambda c: (not c.pinned, canonicalize_name(c.name), c.source))
+    return EnvReport(
+        files=out.files,
+        checks=checks,
+        broken=_broken(installed) if broken else [],
+        errors=out.errors,
+        notes=out.notes,
+    )

@@ -1,0 +1,326 @@
+"""Sampler self-check: build the sampler alone, call it once, say what came back.
+
+``selfcheck("pkg.module:make_sampler", method="sample", kwargs={...}, timeout_s=60)``
+(and ``gyreprof selfcheck module:factory [--method sample] [--kwargs JSON]
+[--timeout S]``) runs, in a fresh Python process started from the current folder:
+
+1. import ``module`` and call ``factory(**kwargs)`` to build the sampler, and print its
+   endpoint if it has one (an ``endpoint``, ``url``, ``base_url``, ``address`` or
+   ``server_url`` attribute, or ``host`` and ``port``);
+2. call ``sampler.<method>()`` once (``method=""`` calls the sampler itself);
+3. report the result's type, its count (``len``, the first dimension of an array, the
+   common length of a dict of arrays) and the elapsed times.
+
+A fresh process means the check sees the sampler alone, and a hang can be abandoned:
+after ``timeout_s`` (covering build and call) every thread's stack is taken with
+faulthandler, then the process group is terminated -- the check never hangs.
+
+Exit codes (``SelfCheckResult.exit_code`` and the command):
+
+==  ===================================================================
+0   the call returned a non-empty result (count > 0)
+1   an exception: import, build or call failed (the full traceback is kept)
+2   the call returned an empty result (count == 0, or None)
+3   timed out: the call was abandoned
+==  ===================================================================
+
+(The command line also uses 2 for its own usage errors, as argparse does.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import gyreprof
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_EMPTY = 2
+EXIT_TIMEOUT = 3
+
+_STACK_WAIT_S = 1.0
+_TERM_WAIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class SelfCheckResult:
+    """What one self-check saw.  ``status``: ``ok``, ``error``, ``empty`` or ``timeout``."""
+
+    target: str
+    method: str
+    status: str
+    exit_code: int
+    stage: str  # the last stage reached: import, build, call, done
+    elapsed_s: float
+    build_s: float | None = None
+    call_s: float | None = None
+    sampler_type: str | None = None
+    endpoint: str | None = None
+    result_type: str | None = None
+    count: int | None = None
+    counted_as: str | None = None
+    error: str | None = None
+    traceback: str | None = None
+    stacks: str | None = None  # every thread's stack when a timed-out call was abandoned
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        lines = [
+            f"selfcheck {self.target} ({'call ' + self.method + '()' if self.method else 'call'})"
+        ]
+        if self.sampler_type is not None:
+            built = f"  built {self.sampler_type}"
+            if self.build_s is not None:
+                built += f" in {self.build_s:.3f} s"
+            lines.append(built)
+            lines.append(f"  endpoint: {self.endpoint}" if self.endpoint else "  endpoint: none")
+        if self.status in ("ok", "empty"):
+            lines.append(
+                f"  {self.method or 'call'}() returned {self.result_type}, count {self.count} "
+                f"({self.counted_as}) in {self.call_s:.3f} s"
+            )
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        if self.traceback:
+            lines.append("  traceback:")
+            lines += [f"    {line}" for line in self.traceback.rstrip().splitlines()]
+        if self.stacks:
+            lines.append("  stacks when abandoned:")
+            lines += [f"    {line}" for line in self.stacks.rstrip().splitlines()]
+        verdict = {
+            "ok": "OK",
+            "error": "FAILED (exception)",
+            "empty": "EMPTY RESULT",
+            "timeout": "TIMED OUT (abandoned)",
+        }[self.status]
+        lines.append(f"result: {verdict} after {self.elapsed_s:.2f} s (exit code {self.exit_code})")
+        return "\n".join(lines)
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """Split ``module:factory``; ValueError naming the expected form otherwise."""
+    if not isinstance(target, str) or target.count(":") != 1:
+        raise ValueError(f"target must look like 'package.module:factory', got {target!r}")
+    module, factory = target.split(":")
+    ident = r"[A-Za-z_][A-Za-z0-9_]*"
+    if not re.fullmatch(rf"{ident}(\.{ident})*", module) or not re.fullmatch(
+        rf"{ident}(\.{ident})*", factory
+    ):
+        raise ValueError(
+            f"target must look like 'package.module:factory' (Python names), got {target!r}"
+        )
+    return module, factory
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by the kill
+    return out
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, sig)
+        else:  # pragma: no cover - Windows
+            proc.send_signal(sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def selfcheck(
+    target: str,
+    method: str = "sample",
+    kwargs: Mapping[str, Any] | None = None,
+    timeout_s: float = 60.0,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    stdout: IO[Any] | int | None = None,
+) -> SelfCheckResult:
+    """Build ``module:factory(**kwargs)`` in a fresh process, call ``.method()`` once, report.
+
+    ``timeout_s`` bounds the whole check; past it the process is abandoned and the
+    result's ``status`` is ``"timeout"``.  ``cwd``: the folder the child starts in (its
+    modules import from there).  ``stdout``: where the sampler's own output goes
+    (default: inherited; the command passes stderr when ``--json`` is given).
+
+    Raises ``ValueError`` for a malformed target, non-JSON-serialisable kwargs or a
+    non-positive timeout; everything that goes wrong inside the check is a result.
+    """
+    parse_target(target)
+    if not isinstance(method, str):
+        raise ValueError(f"method must be a string (a method name, or '' to call the sampler)")
+    if method and not method.isidentifier():
+        raise ValueError(f"method must be a Python name, got {method!r}")
+    if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise ValueError(
+            f"kwargs must be a mapping of keyword arguments, got {type(kwargs).__name__}"
+        )
+    try:
+        kwargs_json = json.dumps(dict(kwargs or {}))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"kwargs must be JSON-serialisable: {exc}") from None
+
+    package_root = str(Path(gyreprof.__file__).resolve().parent.parent)
+    bootstrap = (
+        "import sys; sys.path.append(" + repr(package_root) + "); "
+        "from gyreprof.diagnose._selfcheck_child import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    with tempfile.TemporaryDirectory(prefix="gyreprof-selfcheck-") as tmp:
+        events_path = Path(tmp) / "events.jsonl"
+        stacks_path = Path(tmp) / "stacks.txt"
+        argv = [
+            sys.executable,
+            "-c",
+            bootstrap,
+            str(events_path),
+            str(stacks_path),
+            target,
+            method,
+            kwargs_json,
+        ]
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdout=stdout,
+            stdin=subprocess.DEVNULL,
+            start_new_session=hasattr(os, "setsid"),
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        except BaseException:
+            _kill_group(proc, signal.SIGKILL)
+            proc.wait()
+            raise
+        stacks: str | None = None
+        if timed_out:
+            usr1 = getattr(signal, "SIGUSR1", None)
+            if usr1 is not None:
+                try:
+                    proc.send_signal(usr1)
+                except ProcessLookupError:
+                    pass
+                deadline = time.monotonic() + _STACK_WAIT_S
+                while time.monotonic() < deadline:
+                    if stacks_path.exists() and stacks_path.stat().st_size > 0:
+                        time.sleep(0.1)  # let faulthandler finish writing
+                        break
+                    time.sleep(0.02)
+            _kill_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=_TERM_WAIT_S)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait()
+            try:
+                stacks = stacks_path.read_text(encoding="utf-8", errors="replace") or None
+            except OSError:
+                stacks = None
+        elapsed_s = time.monotonic() - t0
+        events = _read_events(events_path)
+    return _result(target, method, events, timed_out, proc.returncode, elapsed_s, stacks, timeout_s)
+
+
+def _result(
+    target: str,
+    method: str,
+    events: list[dict[str, Any]],
+    timed_out: bool,
+    returncode: int | None,
+    elapsed_s: float,
+    stacks: str | None,
+    timeout_s: float,
+) -> SelfCheckResult:
+    info: dict[str, Any] = {}
+    stage = "import"
+    for ev in events:
+        name = ev.get("stage")
+        if name == "build":
+            stage = "build"
+        elif name == "built":
+            stage = "built"
+            info.update(
+                build_s=ev.get("build_s"),
+                sampler_type=ev.get("sampler_type"),
+                endpoint=ev.get("endpoint"),
+            )
+        elif name == "call":
+            stage = "call"
+        elif name == "done":
+            stage = "done"
+            info.update(
+                call_s=ev.get("call_s"),
+                result_type=ev.get("result_type"),
+                count=ev.get("count"),
+                counted_as=ev.get("counted_as"),
+            )
+        elif name == "error":
+            info.update(
+                error=ev.get("error"), traceback=ev.get("traceback"), call_s=ev.get("call_s")
+            )
+            stage = str(ev.get("where", stage))
+    common = {"target": target, "method": method, "elapsed_s": elapsed_s, "stage": stage}
+    if timed_out:
+        where = {
+            "import": "importing the module",
+            "build": "building the sampler",
+            "built": "building the sampler",
+            "call": f"calling {method or 'the sampler'}()",
+            "done": "finishing",
+        }.get(stage, stage)
+        return SelfCheckResult(
+            **common,
+            **info,
+            status="timeout",
+            exit_code=EXIT_TIMEOUT,
+            stacks=stacks,
+            error=info.get("error")
+            or f"no answer within {timeout_s:g} s while {where}; the call was abandoned",
+        )
+    if "error" in info:
+        return SelfCheckResult(**common, **info, status="error", exit_code=EXIT_ERROR)
+    if stage != "done":
+        code = "a signal" if returncode is not None and returncode < 0 else f"code {returncode}"
+        return SelfCheckResult(
+            **common,
+            **info,
+            status="error",
+            exit_code=EXIT_ERROR,
+            error=f"the check process ended with {code} during {stage} "
+            "(os._exit, sys.exit or a crash in native code)",
+        )
+    if not info.get("count"):
+        return SelfCheckResult(**common, **info, status="empty", exit_code=EXIT_EMPTY)
+    return SelfCheckResult(**common, **info, status="ok", exit_code=EXIT_OK)

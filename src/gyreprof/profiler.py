@@ -1,0 +1,593 @@
+"""Profiler: named phases over one compiled Recorder (or one per thread).
+
+The fastest form is one call per phase boundary::
+
+    ENV, FWD = prof.ids("env", "fwd")
+    lap = prof.lap                     # the Recorder's own method: no Python frame
+    for _ in range(n):
+        prof.begin()
+        env.step(a); lap(ENV)
+        policy(obs); lap(FWD)
+
+Everything here except ``lap``/``begin``/``end`` and the phase timers' enter/exit
+is convenience on the read side or at set-up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import math
+import os
+import signal
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+
+from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
+from gyreprof.summary import (
+    STEP,
+    Snapshot,
+    Summary,
+    Window,
+    WindowStats,
+    default_meta,
+    merge,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MAX_PHASES = 255
+
+
+class UnknownPhaseError(KeyError, ValueError):
+    """A phase name the profiler was not given."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class Progress(NamedTuple):
+    step: int  # steps begun
+    steps_completed: int
+    phase: str | None  # the phase now open, as far as the profiler knows
+    phase_since_ns: int  # when it opened (-1: unknown)
+    now_ns: int
+    counters: dict[str, int]
+
+
+class _TimerMap(dict):  # type: ignore[type-arg]
+    """name -> PhaseTimer; a miss raises UnknownPhaseError listing the known names."""
+
+    def __missing__(self, key: object) -> Any:
+        raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
+
+
+# ------------------------------------------------------------ lap cost (calibrated)
+
+_LAP_COST: dict[str, float] = {}
+
+
+def _measure_lap_cost_ns(clock: str, n: int = 4000, rounds: int = 5) -> float:
+    """Cost of one ``lap()`` call seen from Python (call + clock read + record), in ns.
+
+    Timed as a loop of laps minus an empty loop, best of ``rounds``; cached per clock.
+    """
+    if clock in _LAP_COST:
+        return _LAP_COST[clock]
+    rec = Recorder(1, 1024, clock=clock)
+    lap = rec.lap
+    rng = range(n)
+    best = math.inf
+    for _ in range(rounds):
+        t0 = time.perf_counter_ns()
+        for _ in rng:
+            lap(0)
+        t1 = time.perf_counter_ns()
+        for _ in rng:
+            pass
+        t2 = time.perf_counter_ns()
+        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
+    cost = max(1.0, best)
+    _LAP_COST[clock] = cost
+    return cost
+
+
+# -------------------------------------------------------------------- autosave
+
+_AUTOSAVE: weakref.WeakSet[Profiler] = weakref.WeakSet()
+_AUTOSAVE_LOCK = threading.Lock()
+_HOOKS_INSTALLED = False
+_PREV_SIGTERM: Any = None
+
+
+def _autosave_all() -> None:
+    for prof in list(_AUTOSAVE):
+        try:
+            prof.save_autosave()
+        except Exception as exc:  # noqa: BLE001 - at exit, report and go on
+            print(f"gyreprof: autosave to {prof.autosave} failed: {exc}", flush=True)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    _autosave_all()
+    prev = _PREV_SIGTERM
+    if callable(prev):
+        prev(signum, frame)
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_autosave_hooks() -> None:
+    global _HOOKS_INSTALLED, _PREV_SIGTERM
+    with _AUTOSAVE_LOCK:
+        if _HOOKS_INSTALLED:
+            return
+        atexit.register(_autosave_all)
+        if threading.current_thread() is threading.main_thread():
+            prev = signal.getsignal(signal.SIGTERM)
+            if prev in (signal.SIG_DFL, None) or callable(prev):
+                _PREV_SIGTERM = prev if callable(prev) else None
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        _HOOKS_INSTALLED = True
+
+
+# -------------------------------------------------------------------- profiler
+
+
+def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(phases, str):
+        raise TypeError("phases must be a list of names, e.g. ['env', 'fwd'], not one string")
+    try:
+        names = tuple(phases)
+    except TypeError:
+        raise TypeError(f"phases must be a list of names, got {type(phases).__name__}") from None
+    if not names:
+        raise ValueError("a Profiler needs at least one phase name")
+    if len(names) > _MAX_PHASES:
+        raise ValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            raise ValueError(f"phase names must be non-empty strings, got {n!r}")
+        if n == STEP:
+            raise ValueError(f"{STEP!r} is reserved for whole steps")
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"phase names must be unique; repeated: {sorted(dup)}")
+    return names
+
+
+class Profiler:
+    """Times named phases of a loop into per-phase histograms and a ring of events.
+
+    Parameters
+    ----------
+    phases: the phase names, in the order a step runs through them.
+    capacity: ring size in events (rounded up to a power of two). Older events
+        are overwritten (and counted); histograms always keep every value.
+    warmup_steps / warmup_s: exclude the first steps (or seconds) from steady
+        state; reported apart. At most one of them.
+    significant_figures: 1..5; percentiles are within 10**-sf relative error.
+    clock: "monotonic" (default) or "tsc" (invariant-TSC x86 only).
+    per_thread: give every thread its own Recorder and merge them on read.
+    autosave: path written at exit (also on an uncaught exception or SIGTERM):
+        ``*.json`` gets the Summary as JSON, any other name the snapshot bytes.
+    window_steps / max_windows: rolling windows of ``window_steps`` steps; the
+        last ``max_windows`` are kept (fixed memory).
+    """
+
+    def __init__(
+        self,
+        phases: Sequence[str],
+        *,
+        capacity: int = 1 << 16,
+        warmup_steps: int | None = None,
+        warmup_s: float | None = None,
+        significant_figures: int = 3,
+        clock: str = "monotonic",
+        per_thread: bool = False,
+        autosave: str | os.PathLike[str] | None = None,
+        window_steps: int = 1000,
+        max_windows: int = 512,
+        lowest_ns: int = 1,
+        highest_ns: int = 3_600_000_000_000,
+        max_counters: int = 32,
+        label: str | None = None,
+    ) -> None:
+        self.phases: tuple[str, ...] = _validate_phases(phases)
+        if warmup_steps is not None and warmup_s is not None:
+            raise ValueError("give warmup_steps or warmup_s, not both")
+        for name, val in (("capacity", capacity), ("window_steps", window_steps),
+                          ("max_windows", max_windows), ("significant_figures",
+                                                         significant_figures)):
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, got {type(val).__name__}")
+        if capacity <= 0:
+            raise ValueError(f"capacity must be a positive number of events, got {capacity}")
+        if not 1 <= significant_figures <= 5:
+            raise ValueError(f"significant_figures must be 1..5, got {significant_figures}")
+        wsteps = 0
+        if warmup_steps is not None:
+            if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)):
+                raise TypeError(f"warmup_steps must be an int, got {type(warmup_steps).__name__}")
+            if warmup_steps < 0:
+                raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+            wsteps = int(warmup_steps)
+        wns = 0
+        if warmup_s is not None:
+            try:
+                ws = float(warmup_s)
+            except (TypeError, ValueError):
+                raise TypeError(f"warmup_s must be a number of seconds, got {warmup_s!r}") from None
+            if not math.isfinite(ws) or ws < 0:
+                raise ValueError(f"warmup_s must be a finite number >= 0, got {warmup_s!r}")
+            wns = int(ws * 1e9)
+        if clock not in ("monotonic", "tsc"):
+            raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
+        self._rec_kwargs: dict[str, Any] = dict(
+            capacity=int(capacity),
+            significant_figures=int(significant_figures),
+            lowest_ns=int(lowest_ns),
+            highest_ns=int(highest_ns),
+            warmup_steps=wsteps,
+            warmup_ns=wns,
+            window_steps=int(window_steps),
+            max_windows=int(max_windows),
+            max_counters=int(max_counters),
+            clock=clock,
+        )
+        self.per_thread = bool(per_thread)
+        self.label = label
+        self._index = {name: i for i, name in enumerate(self.phases)}
+        self._counter_slots: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._recorders: list[Recorder] = []
+        self._timers_by_rec: dict[int, _TimerMap] = {}
+        self.lap_cost_ns = _measure_lap_cost_ns(clock)
+        if self.per_thread:
+            self._local = threading.local()
+            self.lap: Callable[[int], None] = self._lap_threaded
+            self.begin: Callable[[], None] = self._begin_threaded
+            self.end: Callable[[], None] = self._end_threaded
+        else:
+            rec = self._new_recorder()
+            self._recorder = rec
+            self.lap = rec.lap
+            self.begin = rec.begin
+            self.end = rec.end
+            self._timers = self._timers_by_rec[id(rec)]
+            self.phase = self._timers.__getitem__  # type: ignore[method-assign]
+        self.autosave: Path | None = Path(autosave) if autosave is not None else None
+        if self.autosave is not None:
+            _AUTOSAVE.add(self)
+            _install_autosave_hooks()
+
+    # -- recorders -------------------------------------------------------------
+
+    def _new_recorder(self) -> Recorder:
+        rec = Recorder(len(self.phases), **self._rec_kwargs)
+        timers = _TimerMap({name: rec.timer(i) for i, name in enumerate(self.phases)})
+        with self._lock:
+            self._recorders.append(rec)
+            self._timers_by_rec[id(rec)] = timers
+        return rec
+
+    def _thread_recorder(self) -> Recorder:
+        try:
+            return self._local.rec  # type: ignore[no-any-return]
+        except AttributeError:
+            rec = self._new_recorder()
+            self._local.rec = rec
+            return rec
+
+    def _lap_threaded(self, phase: int) -> None:
+        self._thread_recorder().lap(phase)
+
+    def _begin_threaded(self) -> None:
+        self._thread_recorder().begin()
+
+    def _end_threaded(self) -> None:
+        self._thread_recorder().end()
+
+    @property
+    def recorder(self) -> Recorder:
+        """The Recorder of this thread (per_thread) or the only one."""
+        return self._thread_recorder() if self.per_thread else self._recorder
+
+    @property
+    def recorders(self) -> tuple[Recorder, ...]:
+        with self._lock:
+            return tuple(self._recorders)
+
+    # -- names -----------------------------------------------------------------
+
+    def id(self, name: str) -> int:
+        """Integer id of phase ``name`` (for ``lap``)."""
+        try:
+            return self._index[name]
+        except (KeyError, TypeError):
+            raise UnknownPhaseError(
+                f"unknown phase {name!r}; known phases: {list(self.phases)}"
+            ) from None
+
+    def ids(self, *names: str) -> tuple[int, ...]:
+        """Integer ids of the named phases; with no names, all of them in order."""
+        if not names:
+            return tuple(range(len(self.phases)))
+        return tuple(self.id(n) for n in names)
+
+    # -- convenient forms ------------------------------------------------------
+
+    def phase(self, name: str) -> PhaseTimer:
+        """Context manager timing phase ``name`` (two clock reads; nestable).
+
+        Without per_thread, __init__ replaces this with the timer map's own
+        ``__getitem__`` (no Python frame per call).
+        """
+        return self._timers_by_rec[id(self._thread_recorder())][name]
+
+    def timed(self, name: str) -> Callable[[F], F]:
+        """Decorator: every call of the function is timed as phase ``name``."""
+        self.id(name)  # fail now, not at the first call
+
+        def deco(fn: F) -> F:
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                with self.phase(name):
+                    return fn(*args, **kwargs)
+
+            return wrapper  # type: ignore[return-value]
+
+        return deco
+
+    def record(self, phase: str | int, duration_ns: int | float) -> None:
+        """Record a duration measured elsewhere. Bad values are counted, not recorded."""
+        pid = phase if isinstance(phase, int) and not isinstance(phase, bool) else self.id(phase)  # type: ignore[arg-type]
+        self.recorder.record(pid, duration_ns)
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to event counter ``name`` (retries, timeouts, empty results...)."""
+        slot = self._counter_slots.get(name)
+        if slot is None:
+            slot = self._counter_slot(name)
+        self.recorder.count(slot, n)
+
+    def _counter_slot(self, name: str) -> int:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"counter names must be non-empty strings, got {name!r}")
+        with self._lock:
+            slot = self._counter_slots.get(name)
+            if slot is None:
+                if len(self._counter_slots) >= self._rec_kwargs["max_counters"]:
+                    raise ValueError(
+                        f"too many counters (max_counters={self._rec_kwargs['max_counters']}); "
+                        f"existing: {list(self._counter_slots)}"
+                    )
+                slot = len(self._counter_slots)
+                self._counter_slots[name] = slot
+        return slot
+
+    @property
+    def counter_names(self) -> tuple[str, ...]:
+        return tuple(self._counter_slots)
+
+    # -- read side -------------------------------------------------------------
+
+    def progress(self) -> Progress:
+        """Where the loop is now: step, open phase and since when, counters."""
+        recs = self.recorders
+        if not recs:
+            now = monotonic_ns()
+            return Progress(0, 0, None, -1, now, {})
+        best = None
+        for rec in recs:
+            step, done, ph, since, now = rec.progress()
+            if best is None or since > best[3]:
+                best = (step, done, ph, since, now)
+        assert best is not None
+        step = sum(r.progress()[0] for r in recs)
+        done = sum(r.progress()[1] for r in recs)
+        ph = best[2]
+        counters = self.snapshot().counters if self._counter_slots else {}
+        return Progress(
+            step,
+            done,
+            self.phases[ph] if 0 <= ph < len(self.phases) else None,
+            best[3],
+            best[4],
+            counters,
+        )
+
+    def _snapshot_of(self, rec: Recorder) -> Snapshot:
+        taken = monotonic_ns()
+        stats = rec.stats_array()
+        cfg = rec.config()
+        meta = default_meta(self.label)
+        meta["windows_closed"] = int(stats[13])  # H_WINDOWS
+        return Snapshot.from_stats(
+            stats,
+            cfg,
+            self.phases,
+            self.counter_names,
+            lap_cost_ns=self.lap_cost_ns,
+            taken_ns=taken,
+            overwritten=rec.overwritten,
+            meta=meta,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """Immutable copy of everything counted so far (merged across threads)."""
+        recs = self.recorders
+        snaps = [self._snapshot_of(r) for r in recs]
+        return snaps[0] if len(snaps) == 1 else merge(snaps)
+
+    def summary(self) -> Summary:
+        """Steady-state summary (warm-up reported apart)."""
+        return self.snapshot().summary()
+
+    def events(self) -> np.ndarray:
+        """Raw events still in the ring(s), in time order (structured array: phase,
+        step, start_ns, duration_ns; phase -1 marks whole steps)."""
+        arrays = [r.events() for r in self.recorders]
+        if not arrays:
+            return np.zeros(0, dtype=EVENT_DTYPE)
+        ev = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+        if len(arrays) > 1:
+            ev = ev[np.argsort(ev["start_ns"], kind="stable")]
+        return ev
+
+    def windows(self, *, steps: int | None = None, seconds: float | None = None) -> list[Window]:
+        """Per-window percentiles.
+
+        With no argument: the rolling windows the recorder closed every
+        ``window_steps`` steps over the whole run (fixed memory, ~3% buckets).
+        With ``steps=N`` or ``seconds=S``: exact windows computed from the raw
+        events still in the ring.
+        """
+        if steps is not None and seconds is not None:
+            raise ValueError("give steps= or seconds=, not both")
+        if steps is None and seconds is None:
+            recs = self.recorders
+            if len(recs) == 1:
+                return self._snapshot_of(recs[0]).windows()
+            out: list[Window] = []
+            for r in recs:
+                out.extend(self._snapshot_of(r).windows())
+            return sorted(out, key=lambda w: w.start_ns)
+        ev = self.events()
+        warm_end = max((int(r.stats_view()[19]) for r in self.recorders), default=-1)
+        in_warm = any(r.in_warmup_now for r in self.recorders)
+        return windows_from_events(
+            ev, self.phases, steps=steps, seconds=seconds, warmup_end_step=warm_end,
+            still_warming=in_warm,
+        )
+
+    # -- watchdog, lifetime --------------------------------------------------------
+
+    def watchdog(self, stall_after_s: float, dump_to: str | os.PathLike[str] | None = None,
+                 **kwargs: Any) -> Any:
+        """Start a background thread that reports a stalled step (see gyreprof.diagnose.watchdog)."""
+        from gyreprof.diagnose.watchdog import Watchdog
+
+        dog = Watchdog(self, stall_after_s, dump_to=dump_to, **kwargs)
+        dog.start()
+        return dog
+
+    def reset(self) -> None:
+        """Forget everything recorded (all threads' recorders)."""
+        for r in self.recorders:
+            r.reset()
+
+    def save_autosave(self) -> Path | None:
+        """Write the autosave file now (also done at exit)."""
+        if self.autosave is None:
+            return None
+        snap = self.snapshot()
+        path = self.autosave
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        if path.suffix.lower() == ".json":
+            tmp.write_text(snap.summary().to_json())
+        else:
+            tmp.write_bytes(snap.to_bytes())
+        os.replace(tmp, path)
+        return path
+
+    def __enter__(self) -> Profiler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for r in self.recorders:
+            try:
+                r.end()
+            except RuntimeError:
+                pass
+        if self.autosave is not None:
+            self.save_autosave()
+
+    def __repr__(self) -> str:
+        return f"Profiler(phases={list(self.phases)}, per_thread={self.per_thread})"
+
+
+def windows_from_events(
+    events: np.ndarray,
+    phases: Sequence[str],
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    warmup_end_step: int = -1,
+    still_warming: bool = False,
+) -> list[Window]:
+    """Exact per-window stats from raw events (as returned by ``Profiler.events``)."""
+    if steps is not None:
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+            raise ValueError(f"steps must be a positive int, got {steps!r}")
+    elif seconds is not None:
+        try:
+            sec = float(seconds)
+        except (TypeError, ValueError):
+            raise ValueError(f"seconds must be a positive number, got {seconds!r}") from None
+        if not math.isfinite(sec) or sec <= 0:
+            raise ValueError(f"seconds must be a positive number, got {seconds!r}")
+    if len(events) == 0:
+        return []
+    if steps is not None:
+        ev = events[events["step"] >= 1]
+        keys = (ev["step"] - 1) // int(steps)
+    else:
+        ev = events
+        t0 = int(ev["start_ns"].min())
+        keys = (ev["start_ns"] - t0) // int(float(seconds) * 1e9)  # type: ignore[arg-type]
+    if len(ev) == 0:
+        return []
+    order = np.argsort(keys, kind="stable")
+    ev, keys = ev[order], keys[order]
+    bounds = np.flatnonzero(np.diff(keys)) + 1
+    out = []
+    for chunk_keys, chunk in zip(np.split(keys, bounds), np.split(ev, bounds), strict=True):
+        k = int(chunk_keys[0])
+        is_step = chunk["phase"] == -1
+        step_d = chunk["duration_ns"][is_step].astype(np.float64)
+        step_sum = float(step_d.sum())
+        stats: dict[str, WindowStats] = {}
+        for i, name in enumerate(phases):
+            d = chunk["duration_ns"][chunk["phase"] == i].astype(np.float64)
+            stats[name] = _window_stats(d, step_sum)
+        first_step = int(chunk["step"].min()) if len(chunk) else 0
+        warm = still_warming or (warmup_end_step >= 0 and first_step <= warmup_end_step)
+        out.append(
+            Window(
+                index=k,
+                start_ns=int(chunk["start_ns"].min()),
+                end_ns=int((chunk["start_ns"] + chunk["duration_ns"]).max()),
+                first_step=first_step,
+                steps=int(is_step.sum()),
+                warmup=bool(warm),
+                phases=stats,
+                step=_window_stats(step_d, step_sum) if len(step_d) else None,
+                source="ring",
+            )
+        )
+    return out
+
+
+def _window_stats(d: np.ndarray, step_sum: float) -> WindowStats:
+    if len(d) == 0:
+        return WindowStats(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
+    p50, p90, p99 = np.percentile(d, [50, 90, 99], method="inverted_cdf")
+    s = float(d.sum())
+    return WindowStats(
+        count=int(len(d)),
+        mean=s / len(d),
+        p50=float(p50),
+        p90=float(p90),
+        p99=float(p99),
+        max=float(d.max()),
+        share=s / step_sum if step_sum > 0 else math.nan,
+    )
