@@ -265,6 +265,23 @@ def test_worker_exiting_mid_census(registry: Path) -> None:
         assert any("exited during the check" in n for n in report.notes)
 
 
+def test_zombie_child_is_not_a_worker() -> None:
+    child = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        c = gp.census(os.getpid(), interval_s=0)
+        zombie = c.process(child.pid)
+        assert zombie.status == psutil.STATUS_ZOMBIE and zombie.error is not None
+        report = gp.check_parallelism(os.getpid(), expected={"true": 1}, census_result=c)
+        assert report.observed["true"] == 0
+        assert any(f"pid {child.pid}" in n and "not yet reaped" in n for n in report.notes)
+    finally:
+        child.wait()
+
+
 def test_census_survives_children_coming_and_going(registry: Path) -> None:
     with sampler(registry, "--no-env", "--churn") as info:
         for _ in range(15):
@@ -530,13 +547,18 @@ def test_compare_throughput_from_profiles() -> None:
             prof.record("env", env_ns)
             prof.record("fwd", 50_000)
             prof.end()
-        return prof.summary()
+        return prof
 
-    one, four = run(1_000_000), run(1_050_000)  # 4 envs per call in run b
+    one_prof, four_prof = run(1_000_000), run(1_050_000)
+    one, four = one_prof.summary(), four_prof.snapshot()  # Summaries, Snapshots, Profilers
+    assert gp.compare_throughput(one_prof, four, workers=(1, 4)).rate_a_per_s == pytest.approx(
+        1000.0, rel=0.01
+    )
     same = gp.compare_throughput(one, four, workers=(1, 4), env_steps_per_call=(1, 1))
     assert not same.changed and "did not move" in same.message
     assert same.rate_a_per_s == pytest.approx(1000.0, rel=0.01)
     batched = gp.compare_throughput(one, four, workers=(1, 4), env_steps_per_call=(1, 4))
+    assert batched.rate_b_per_s == pytest.approx(4 / 1.05e-3, rel=0.01)
     assert batched.changed and batched.ok
     with pytest.raises(ValueError, match="no phase 'step'"):
         gp.compare_throughput(one, four, workers=(1, 4), phase="step")
@@ -563,6 +585,16 @@ def test_cli_check_exit_codes(
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is False and data["observed"] == {"env_worker": 1}
     assert any("where 4 were expected" in f for f in data["findings"])
+    # The same through a fresh interpreter, as a script would run it.
+    out = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "check", str(sync4["pid"]), "--expect", "env_worker=4"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=60,
+    )
+    assert out.returncode == 1, out.stderr
+    assert "1 process where 4 were expected" in out.stdout
     if CPUS >= 2:
         args = ["check", str(async_clean["pid"]), "--expect", "env_worker=2"]
         assert cli_main([*args, "--config", "num_threads=1", "--config", "OMP_NUM_THREADS=1"]) == 0

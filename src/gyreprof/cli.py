@@ -15,15 +15,22 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
+from gyreprof._errors import UsageError
 from gyreprof._version import __version__
 
 # Display order in --help; commands not listed follow alphabetically.
-_ORDER = ["demo", "report", "top", "doctor", "sweep", "envcheck", "selfcheck", "export",
-          "census", "check"]
-
-
-class UsageError(Exception):
-    """A problem with the command line or its inputs: printed without a traceback, exit 2."""
+_ORDER = [
+    "demo",
+    "report",
+    "top",
+    "doctor",
+    "sweep",
+    "envcheck",
+    "selfcheck",
+    "export",
+    "census",
+    "check",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
 
+
+__all__ = ["UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

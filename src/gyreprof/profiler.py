@@ -176,6 +176,8 @@ class Profiler:
     significant_figures: 1..5; percentiles are within 10**-sf relative error.
     clock: "monotonic" (default) or "tsc" (invariant-TSC x86 only).
     per_thread: give every thread its own Recorder and merge them on read.
+    live: publish the stats block in shared memory for other processes
+        (``True`` or a segment name; see gyreprof.live).
     autosave: path written at exit (also on an uncaught exception or SIGTERM):
         ``*.json`` gets the Summary as JSON, any other name the snapshot bytes.
     window_steps / max_windows: rolling windows of ``window_steps`` steps; the
@@ -199,13 +201,17 @@ class Profiler:
         highest_ns: int = 3_600_000_000_000,
         max_counters: int = 32,
         label: str | None = None,
+        live: bool | str = False,
     ) -> None:
         self.phases: tuple[str, ...] = _validate_phases(phases)
         if warmup_steps is not None and warmup_s is not None:
             raise ValueError("give warmup_steps or warmup_s, not both")
-        for name, val in (("capacity", capacity), ("window_steps", window_steps),
-                          ("max_windows", max_windows), ("significant_figures",
-                                                         significant_figures)):
+        for name, val in (
+            ("capacity", capacity),
+            ("window_steps", window_steps),
+            ("max_windows", max_windows),
+            ("significant_figures", significant_figures),
+        ):
             if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
                 raise TypeError(f"{name} must be an int, got {type(val).__name__}")
         if capacity <= 0:
@@ -262,7 +268,14 @@ class Profiler:
             self.begin = rec.begin
             self.end = rec.end
             self._timers = self._timers_by_rec[id(rec)]
-            self.phase = self._timers.__getitem__  # type: ignore[method-assign]
+            self.phase = self._timers.__getitem__  # type: ignore[method-assign,assignment]
+        self.live: Any = None
+        if live:
+            if live is not True and not isinstance(live, str):
+                raise TypeError(f"live must be True, False or a segment name, got {live!r}")
+            from gyreprof.live.publish import publish_profiler
+
+            self.live = publish_profiler(self, name=None if live is True else live)
         self.autosave: Path | None = Path(autosave) if autosave is not None else None
         if self.autosave is not None:
             _AUTOSAVE.add(self)
@@ -371,6 +384,8 @@ class Profiler:
                     )
                 slot = len(self._counter_slots)
                 self._counter_slots[name] = slot
+        if self.live is not None:
+            self.live.counter_added(name, slot)
         return slot
 
     @property
@@ -464,14 +479,19 @@ class Profiler:
         warm_end = max((int(r.stats_view()[19]) for r in self.recorders), default=-1)
         in_warm = any(r.in_warmup_now for r in self.recorders)
         return windows_from_events(
-            ev, self.phases, steps=steps, seconds=seconds, warmup_end_step=warm_end,
+            ev,
+            self.phases,
+            steps=steps,
+            seconds=seconds,
+            warmup_end_step=warm_end,
             still_warming=in_warm,
         )
 
     # -- watchdog, lifetime --------------------------------------------------------
 
-    def watchdog(self, stall_after_s: float, dump_to: str | os.PathLike[str] | None = None,
-                 **kwargs: Any) -> Any:
+    def watchdog(
+        self, stall_after_s: float, dump_to: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> Any:
         """Start a background thread that reports a stalled step (see gyreprof.diagnose.watchdog)."""
         from gyreprof.diagnose.watchdog import Watchdog
 

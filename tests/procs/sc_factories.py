@@ -52,3 +52,39 @@ def make_broken() -> ListSampler:
 
 
 NOT_CALLABLE = 42
+
+
+class HangingWithChild(HangingSampler):
+    """Starts a helper process (like an env worker), then hangs; its pid is in ``pidfile``."""
+
+    def __init__(self, pidfile: str) -> None:
+        import subprocess
+        import sys
+
+        super().__init__()
+        self.worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        with open(pidfile, "w", encoding="ascii") as fh:
+            fh.write(str(self.worker.pid))
+
+
+def make_hangs_with_child(pidfile: str) -> HangingWithChild:
+    return HangingWithChild(pidfile)
+
+
+def make_hangs_in_build() -> HangingSampler:
+    threading.Event().wait()
+    return HangingSampler()
+
+
+class ArraySampler:
+    host = "127.0.0.1"
+    port = 5555
+
+    def sample(self) -> dict[str, Any]:
+        import numpy as np
+
+        return {"obs": np.zeros((8, 3)), "reward": np.ones(8)}
+
+
+def make_array() -> ArraySampler:
+    return ArraySampler()

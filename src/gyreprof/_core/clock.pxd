@@ -5,6 +5,8 @@ Contract:
 - ``gyre_mono_ns()`` returns CLOCK_MONOTONIC in nanoseconds (the clock behind
   ``time.perf_counter_ns`` / ``time.monotonic_ns`` on Linux). No GIL needed,
   never fails, never allocates.
+- ``gyre_thread_token()`` returns a value unique to the calling OS thread while
+  it lives (the address of a thread-local byte); one instruction, no call.
 - ``gyre_rdtsc()`` returns the raw time-stamp counter in ticks (x86 only;
   ``GYRE_HAVE_TSC`` is 0 elsewhere and the function returns 0). Converting
   ticks to ns needs a calibrated ratio (see recorder.pyx); only meaningful on
@@ -25,6 +27,12 @@ cdef extern from *:
     #define GYRE_HAVE_TSC 0
     static inline uint64_t gyre_rdtsc(void) { return 0; }
     #endif
+    /* A per-thread token: the address of a thread-local byte. Reading it is one
+       instruction (initial-exec TLS), much cheaper than pthread_self(). */
+    static __thread char gyre_tls_marker __attribute__((tls_model("initial-exec")));
+    static inline unsigned long gyre_thread_token(void) {
+        return (unsigned long)(uintptr_t)&gyre_tls_marker;
+    }
     static inline int64_t gyre_mono_ns(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -34,3 +42,4 @@ cdef extern from *:
     const int GYRE_HAVE_TSC
     uint64_t gyre_rdtsc() noexcept nogil
     int64_t gyre_mono_ns() noexcept nogil
+    unsigned long gyre_thread_token() noexcept nogil

@@ -47,7 +47,7 @@ cdef class Recorder:
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
     cdef bint in_warmup
-    cdef unsigned long owner     # thread ident of the writer, 0 until the first write
+    cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
     cdef int next_phase[256]     # phase opened by lap(p): the one declared after p, or -1
 
     cdef object _stats_owner     # object owning the stats block (numpy array or buffer)

@@ -14,12 +14,11 @@ import time
 
 import numpy as np
 cimport numpy as cnp
-from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport isfinite
 from libc.stdint cimport int64_t
 from libc.string cimport memcpy, memset
 
-from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc
+from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc, gyre_thread_token
 from gyreprof._core.hdr cimport (HdrLayout, hdr_bucket_width, hdr_index, hdr_init,
                                  hdr_lowest_equivalent)
 
@@ -46,14 +45,14 @@ H_WIN_STEPS = 14      # steps in the current window
 H_WIN_START = 15      # ns the current window began (-1: none)
 H_WIN_FIRST_STEP = 16 # first step number of the current window
 H_RING_HEAD = 17      # events ever written to the ring
-H_LAST_WRITE = 18     # ns of the last boundary written
+H_LAST_WRITE = 18     # ns of the last begin/end/record/timed phase (lap() leaves it: see H_OPEN_SINCE)
 H_WARMUP_END_STEP = 19  # step number of the last warm-up step (-1: warm-up not over)
 HEADER_WORDS = 32
 
 cdef enum:
     C_WIN_HEADER = 5    # per closed window: start_ns, end_ns, first_step, steps, warmup flag
     C_WIN_FIELDS = 6    # per window and histogram: count, sum, max, p50, p90, p99
-    C_WCUR_FIELDS = 6   # current window per histogram: count, sum, max, min, lo idx, hi idx
+    C_WCUR_FIELDS = 3   # current window per histogram: count, sum, max
 WIN_HEADER = C_WIN_HEADER
 WIN_FIELDS = C_WIN_FIELDS
 WCUR_FIELDS = C_WCUR_FIELDS
@@ -263,9 +262,6 @@ cdef class Recorder:
         wc[0] = 0
         wc[1] = 0
         wc[2] = -1
-        wc[3] = -1
-        wc[4] = self.WL.counts_len
-        wc[5] = -1
 
     # ------------------------------------------------------------------ clock
 
@@ -282,7 +278,7 @@ cdef class Recorder:
     # ------------------------------------------------------------ write path
 
     cdef int _claim(self) except -1:
-        cdef unsigned long tid = PyThread_get_thread_ident()
+        cdef unsigned long tid = gyre_thread_token()
         if self.owner == 0:
             self.owner = tid
             return 0
@@ -319,19 +315,12 @@ cdef class Recorder:
                 st[2] = d
             if d > st[3]:
                 st[3] = d
-        cdef int64_t wi = hdr_index(&self.WL, v)
-        self.wcounts[h * self.WL.counts_len + wi] += 1
+        self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
         st = self.wcur + C_WCUR_FIELDS * h
         st[0] += 1
         st[1] += d
         if d > st[2]:
             st[2] = d
-        if st[3] < 0 or d < st[3]:
-            st[3] = d
-        if wi < st[4]:
-            st[4] = wi
-        if wi > st[5]:
-            st[5] = wi
         cdef int64_t head = s[_H_RING_HEAD]
         cdef Event* e = &self.ring[head & self.mask]
         e.phase = h if h < self.n_phases else -1
@@ -344,7 +333,7 @@ cdef class Recorder:
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
-        if PyThread_get_thread_ident() != self.owner:
+        if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
@@ -365,7 +354,7 @@ cdef class Recorder:
 
     def end(self):
         """Close the open step now (no new step starts). No-op without an open step."""
-        if PyThread_get_thread_ident() != self.owner:
+        if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t* s = self.s
         if s[_H_STEP_START] < 0:
@@ -384,7 +373,7 @@ cdef class Recorder:
         """
         if <unsigned int>phase >= <unsigned int>self.n_phases:
             raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
-        if PyThread_get_thread_ident() != self.owner:
+        if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
@@ -397,7 +386,6 @@ cdef class Recorder:
                 s[_H_STEADY_START] = now
         s[_H_OPEN_SINCE] = now
         s[_H_OPEN_PHASE] = self.next_phase[phase]
-        s[_H_LAST_WRITE] = now
 
     def record(self, int phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
@@ -408,7 +396,7 @@ cdef class Recorder:
         """
         if <unsigned int>phase >= <unsigned int>self.n_phases:
             raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
-        if PyThread_get_thread_ident() != self.owner:
+        if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t d
         cdef double f
@@ -446,7 +434,7 @@ cdef class Recorder:
         """Add ``n`` to event counter ``slot``."""
         if <unsigned int>slot >= <unsigned int>self.max_counters:
             raise IndexError(f"counter slot {slot} out of range 0..{self.max_counters - 1}")
-        if PyThread_get_thread_ident() != self.owner:
+        if gyre_thread_token() != self.owner:
             self._claim()
         self.counters[slot] += n
 
@@ -507,8 +495,8 @@ cdef class Recorder:
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 1] = wc[1]
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 2] = wc[2]
-            lo = wc[4]
-            hi = wc[5]
+            lo = 0
+            hi = self.WL.counts_len - 1
             for k in range(3):
                 w[C_WIN_HEADER + C_WIN_FIELDS * h + 3 + k] = -1
                 rank = (qs_permille[k] * total + 999) // 1000
@@ -525,8 +513,6 @@ cdef class Recorder:
                         value = hdr_lowest_equivalent(&self.WL, i) + (hdr_bucket_width(&self.WL, i) - 1) // 2
                         if value > wc[2]:
                             value = wc[2]
-                        if value < wc[3]:
-                            value = wc[3]
                         w[C_WIN_HEADER + C_WIN_FIELDS * h + 3 + k] = value
                         k += 1
                     i += 1
@@ -615,7 +601,7 @@ cdef class PhaseTimer:
 
     def __enter__(self):
         cdef Recorder r = self.rec
-        if PyThread_get_thread_ident() != r.owner:
+        if gyre_thread_token() != r.owner:
             r._claim()
         cdef int64_t now = r._now()
         cdef int64_t* s = r.s
@@ -636,7 +622,7 @@ cdef class PhaseTimer:
         cdef Recorder r = self.rec
         if self.depth <= 0:
             return False
-        if PyThread_get_thread_ident() != r.owner:
+        if gyre_thread_token() != r.owner:
             r._claim()
         cdef int64_t now = r._now()
         self.depth -= 1

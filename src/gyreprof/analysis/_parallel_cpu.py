@@ -40,7 +40,10 @@ class CpuLimits:
     quota_source: str | None
 
     def describe(self) -> str:
-        """One plain-words line, e.g. ``2 cores available (affinity 2 of 16 CPUs, no cgroup quota)``."""
+        """One plain-words line.
+
+        For example ``2 cores available (affinity 2 of 16 CPUs, no cgroup quota)``.
+        """
         quota = (
             f"cgroup quota {_fmt_cores(self.quota_cores)} cores"
             if self.quota_cores is not None
@@ -85,7 +88,7 @@ def parse_cpu_max(text: str) -> float | None:
 
 
 def _parse_cfs(quota_text: str, period_text: str) -> float | None:
-    """Parse cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` into cores (``None``: no limit)."""
+    """Parse cgroup v1 ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` into cores (None: no cap)."""
     quota = int(quota_text.strip())
     period = int(period_text.strip())
     if quota <= 0 or period <= 0:  # -1 means "no limit"

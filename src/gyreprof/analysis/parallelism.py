@@ -28,7 +28,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psutil
@@ -723,14 +723,17 @@ def _count_findings(
             continue
         pids = matched.get(role, [])
         data: dict[str, Any] = {"role": role, "expected": want, "observed": got, "pids": pids}
-        msg = f"{role}: {_plural(got, 'process', 'processes')} where {want} {'was' if want == 1 else 'were'} expected"
+        were = "was" if want == 1 else "were"
+        msg = f"{role}: {_plural(got, 'process', 'processes')} where {want} {were} expected"
         if got == 0 and want > 0:
             if not registered and unregistered:
                 groups = Counter(p.label for p in unregistered)
                 listed = ", ".join(f"{n} × {label}" for label, n in groups.most_common())
+                children = _plural(
+                    len(unregistered), "unregistered child process", "unregistered child processes"
+                )
                 msg += (
-                    f". No process in the tree registered as {role!r}; it has "
-                    f"{_plural(len(unregistered), 'unregistered child process', 'unregistered child processes')}"
+                    f". No process in the tree registered as {role!r}; it has {children}"
                     f" ({listed}). Call gp.register_worker({role!r}) at worker start so the "
                     "census can tell workers apart"
                 )
@@ -972,6 +975,13 @@ def check_parallelism(
         else census(pid, interval_s=sample_s, registry=registry)
     )
 
+    full = c
+    # Zombies have exited: they are not workers any more, whatever they registered.
+    zombies = [p for p in c.processes if p.status == psutil.STATUS_ZOMBIE]
+    if zombies:
+        dead = {z.pid for z in zombies}
+        c = replace(c, processes=tuple(p for p in c.processes if p.pid not in dead))
+
     observed: dict[str, int] = dict(c.roles())
     matched: dict[str, list[int]] = {r: [p.pid for p in c.workers(r)] for r in observed}
     for role in expected_:
@@ -1000,6 +1010,11 @@ def check_parallelism(
     notes = list(c.notes)
     if c.vanished:
         notes.insert(0, f"exited during the check: pids {_fmt_pids(c.vanished)}")
+    for z in zombies:
+        notes.append(
+            f"pid {z.pid} ({z.label}) has exited and is not yet reaped by its parent "
+            f"(pid {z.ppid}); not counted"
+        )
     return ParallelismReport(
         pid=c.pid,
         ok=not details,
@@ -1011,7 +1026,7 @@ def check_parallelism(
         cores_available=c.cores_available,
         threads_total=sum(n for n, _ in per_worker.values()) if per_worker else None,
         threads_per_worker=per_worker,
-        census=c,
+        census=full,
     )
 
 
@@ -1066,11 +1081,13 @@ class ThroughputComparison:
 
 
 def _as_summary(run: Any, which: str) -> Any:
-    if hasattr(run, "phases"):
-        return run
+    if isinstance(getattr(run, "phases", None), Mapping):
+        return run  # a Summary: phase name -> PhaseStats
     summary = getattr(run, "summary", None)
-    if callable(summary):
-        return summary()
+    if callable(summary):  # a Snapshot or a Profiler
+        result = summary()
+        if isinstance(getattr(result, "phases", None), Mapping):
+            return result
     raise TypeError(
         f"run {which} must be a Summary, Snapshot or Profiler (or an env-steps/s number), "
         f"got {type(run).__name__}"

@@ -33,6 +33,32 @@ def _type_name(obj: Any) -> str:
     )
 
 
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` without this module's and importlib's frames."""
+    te = traceback.TracebackException.from_exception(exc)
+    for chained in _chain(te):
+        kept = [
+            f
+            for f in chained.stack
+            if f.filename not in (__file__, importlib.__file__)
+            and not f.filename.startswith("<frozen importlib")
+        ]
+        chained.stack = traceback.StackSummary.from_list(kept)
+    return "".join(te.format())
+
+
+def _chain(te: traceback.TracebackException) -> list[traceback.TracebackException]:
+    out: list[traceback.TracebackException] = []
+    todo: list[traceback.TracebackException | None] = [te]
+    while todo:
+        item = todo.pop()
+        if item is None or any(item is o for o in out):
+            continue
+        out.append(item)
+        todo += [item.__cause__, item.__context__]
+    return out
+
+
 def _emit(fh: IO[str], **event: Any) -> None:
     fh.write(json.dumps(event, default=repr) + "\n")
     fh.flush()
@@ -122,7 +148,7 @@ def main(argv: list[str]) -> int:
                 stage="error",
                 where="import",
                 error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
-                traceback=traceback.format_exc(),
+                traceback=_user_traceback(exc),
             )
             return 1
         except BaseException as exc:
@@ -131,7 +157,7 @@ def main(argv: list[str]) -> int:
                 stage="error",
                 where="import",
                 error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
-                traceback=traceback.format_exc(),
+                traceback=_user_traceback(exc),
             )
             return 1
         obj: Any = module
@@ -154,7 +180,7 @@ def main(argv: list[str]) -> int:
                 events,
                 stage="error",
                 where="import",
-                error=f"{target} is a {type(obj).__name__}, not a callable factory",
+                error=f"{target} is an object of type {type(obj).__name__}, not a callable factory",
                 traceback=None,
             )
             return 1
@@ -167,7 +193,7 @@ def main(argv: list[str]) -> int:
                 stage="error",
                 where="build",
                 error=f"{target}(**{kwargs!r}) raised {type(exc).__name__}: {exc}",
-                traceback=traceback.format_exc(),
+                traceback=_user_traceback(exc),
             )
             return 1
         build_s = time.perf_counter() - t0
@@ -204,7 +230,7 @@ def main(argv: list[str]) -> int:
                 where="call",
                 call_s=time.perf_counter() - t1,
                 error=f"{method}() raised {type(exc).__name__}: {exc}",
-                traceback=traceback.format_exc(),
+                traceback=_user_traceback(exc),
             )
             return 1
         call_s = time.perf_counter() - t1

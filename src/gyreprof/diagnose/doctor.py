@@ -271,9 +271,11 @@ class _LiveProbe:
             import gyreprof.live as live
 
             self.reader = live.attach(pid)  # type: ignore[attr-defined,unused-ignore]
-        except (LookupError, ValueError, OSError, ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError):
+            pass  # this build has no live layer
+        except Exception as exc:  # LookupError / ValueError / OSError: no usable segment
             detail = str(exc).strip()
-            if detail and not isinstance(exc, (ImportError, AttributeError)):
+            if detail:
                 self.reason = f"no gyreprof live segment ({detail})"
 
     def read(self) -> tuple[int | None, dict[str, int], str | None]:
@@ -444,10 +446,13 @@ def _absent(pid: int, interval_s: float, log: Path | None, why: str) -> ProcessD
                     evidence.append(f"the log {str(log)!r} is empty")
         else:
             evidence.append(f"the log {str(log)!r} does not exist: nothing was written there")
-    evidence.append(
-        "if the log stops short of the failure, output was buffered: run Python unbuffered "
-        "(python -u or PYTHONUNBUFFERED=1) and call gp.banner(log=...) at start-up"
-    )
+    if log is None:
+        evidence.append("pass --log FILE (where its output went) to see how it ended")
+    else:
+        evidence.append(
+            "if the log stops short of the failure, output was buffered: run Python unbuffered "
+            "(python -u or PYTHONUNBUFFERED=1) and call gp.banner(log=...) at start-up"
+        )
     return ProcessDiagnosis(
         pid=pid,
         state="absent",

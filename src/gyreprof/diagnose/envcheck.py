@@ -517,7 +517,7 @@ def _parse_pyproject(
         if key not in done_groups:
             done_groups.add(key)
             add_group(key)
-    if groups and not wanted and not all_extras:
+    if groups and not extras and not all_extras:
         out.notes.append(
             f"{name}: optional groups not checked ({', '.join(sorted(groups))}); "
             "pass --extras NAME or --all-extras"

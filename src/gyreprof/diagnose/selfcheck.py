@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -143,6 +144,22 @@ def _read_events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _start_relay(proc: subprocess.Popen[bytes], out: IO[Any]) -> threading.Thread:
+    """Copy the child's stdout into a stream that has no file descriptor."""
+
+    def copy() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                out.write(line.decode("utf-8", errors="replace"))
+            except (OSError, ValueError):
+                pass
+
+    thread = threading.Thread(target=copy, name="gyreprof-selfcheck-relay", daemon=True)
+    thread.start()
+    return thread
+
+
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     try:
         if hasattr(os, "killpg"):
@@ -174,7 +191,7 @@ def selfcheck(
     """
     parse_target(target)
     if not isinstance(method, str):
-        raise ValueError(f"method must be a string (a method name, or '' to call the sampler)")
+        raise ValueError("method must be a string (a method name, or '' to call the sampler)")
     if method and not method.isidentifier():
         raise ValueError(f"method must be a Python name, got {method!r}")
     if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
@@ -207,14 +224,22 @@ def selfcheck(
             method,
             kwargs_json,
         ]
+        target_out: IO[Any] | int | None = stdout
+        relay_to: IO[Any] | None = None
+        if stdout is not None and not isinstance(stdout, int):
+            try:
+                stdout.fileno()
+            except (AttributeError, OSError, ValueError):  # e.g. io.StringIO: relay by hand
+                target_out, relay_to = subprocess.PIPE, stdout
         t0 = time.monotonic()
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            stdout=stdout,
+            stdout=target_out,
             stdin=subprocess.DEVNULL,
             start_new_session=hasattr(os, "setsid"),
         )
+        relay = _start_relay(proc, relay_to) if relay_to is not None else None
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -249,6 +274,8 @@ def selfcheck(
             except OSError:
                 stacks = None
         elapsed_s = time.monotonic() - t0
+        if relay is not None:
+            relay.join(_TERM_WAIT_S)
         events = _read_events(events_path)
     return _result(target, method, events, timed_out, proc.returncode, elapsed_s, stacks, timeout_s)
 
@@ -291,7 +318,12 @@ def _result(
                 error=ev.get("error"), traceback=ev.get("traceback"), call_s=ev.get("call_s")
             )
             stage = str(ev.get("where", stage))
-    common = {"target": target, "method": method, "elapsed_s": elapsed_s, "stage": stage}
+    common: dict[str, Any] = {
+        "target": target,
+        "method": method,
+        "elapsed_s": elapsed_s,
+        "stage": stage,
+    }
     if timed_out:
         where = {
             "import": "importing the module",

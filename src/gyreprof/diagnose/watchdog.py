@@ -212,8 +212,14 @@ def describe_stall(prog: Any, stalled_s: float) -> str:
     done = int(prog.steps_completed)
     phase = prog.phase
     if phase is not None:
-        open_s = max(0.0, (int(prog.now_ns) - int(prog.phase_since_ns)) / 1e9)
-        return f"stalled {stalled_s:.1f} s in phase {phase!r} of step {step} (phase open {open_s:.1f} s)"
+        since_ns = int(prog.phase_since_ns)
+        if since_ns < 0:  # the profiler does not know when the phase opened
+            return f"stalled {stalled_s:.1f} s in phase {phase!r} of step {step}"
+        open_s = max(0.0, (int(prog.now_ns) - since_ns) / 1e9)
+        return (
+            f"stalled {stalled_s:.1f} s in phase {phase!r} of step {step} "
+            f"(phase open {open_s:.1f} s)"
+        )
     if step == 0:
         return f"stalled {stalled_s:.1f} s before the first step began"
     if step > done:

@@ -1,1 +1,43 @@
-"""gyreprof.live"""
+"""Live view: read a running Profiler from another process through shared memory.
+
+Writer side: ``gp.Profiler([...], live=True)`` (see ``gyreprof.live.publish``).
+Reader side::
+
+    import gyreprof as gp
+    gp.live.list()                      # [LiveEntry(pid, name, path, alive, stale, ...)]
+    r = gp.live.attach(pid)             # LiveReader
+    r.snapshot(); r.summary(); r.progress()
+    c = gp.live.collect(root_pid)       # a process tree, or a list of pids
+    c.merged, c.per_process, c.missing
+    gp.live.clean()                     # remove segments of processes that are gone
+
+Errors: LookupError (no such process or no segment), ValueError (a foreign,
+truncated or newer-version segment), PermissionError (another user's segment).
+"""
+
+from __future__ import annotations
+
+from gyreprof.live._layout import LIVE_VERSION, segment_dir
+from gyreprof.live.reader import (
+    LiveCollection,
+    LiveEntry,
+    LiveReader,
+    attach,
+    clean,
+    collect,
+    interval,
+)
+from gyreprof.live.reader import list_segments as list  # noqa: A001 - the public name
+
+__all__ = [
+    "LIVE_VERSION",
+    "LiveCollection",
+    "LiveEntry",
+    "LiveReader",
+    "attach",
+    "clean",
+    "collect",
+    "interval",
+    "list",
+    "segment_dir",
+]

@@ -1,0 +1,128 @@
+"""The child side of an isolated sweep run: one value, one repeat, a fresh interpreter.
+
+Started by ``_sweep_isolate.run_isolated`` as::
+
+    python -c "<bootstrap>" RUN_DIR        (or: python -m gyreprof.analysis._sweep_worker RUN_DIR)
+
+``RUN_DIR`` holds ``spec.json`` (the factory target, the swept parameter and
+value, steps, warm-up, phase names and the parent's ``sys.path``) and
+``kwargs.pkl`` (the keyword arguments for the factory). The child writes:
+
+* ``stage`` — one word saying how far it got (``import``, ``build``, ``warmup``,
+  ``measure``, ``report``, ``done``), overwritten at each stage, so the parent
+  can say where a run hung or crashed;
+* ``stacks.txt`` — every thread's stack, written by faulthandler when the parent
+  sends SIGUSR1 before killing a run that timed out;
+* ``result.json`` — the run's result (``_sweep_runner.run_once``), written
+  atomically at the end. No result file means the process died.
+
+The exit code is 0 whenever a result was written (a factory that raised is a
+result, not a crash).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import pickle
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _json_default(obj: Any) -> Any:
+    item = getattr(obj, "item", None)
+    if callable(item):
+        return item()
+    return repr(obj)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m gyreprof.analysis._sweep_worker RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = Path(argv[0])
+    stage_path = run_dir / "stage"
+
+    def stage(name: str) -> None:
+        try:
+            _write_atomic(stage_path, name)
+        except OSError:
+            pass
+
+    faulthandler.enable()  # a fatal signal prints the stacks into the captured output
+    stacks = open(run_dir / "stacks.txt", "w", encoding="utf-8")  # noqa: SIM115 - process lifetime
+    usr1 = getattr(signal, "SIGUSR1", None)
+    if usr1 is not None:
+        faulthandler.register(usr1, file=stacks, all_threads=True)
+    stage("import")
+    spec = json.loads((run_dir / "spec.json").read_text(encoding="utf-8"))
+    parent_path = [p for p in spec.get("sys_path", []) if isinstance(p, str)]
+    sys.path[:] = parent_path + [p for p in sys.path if p not in parent_path]
+
+    from gyreprof.analysis._sweep_runner import (
+        FactoryInfo,
+        SweepUsageError,
+        _describe_exc,
+        _user_traceback,
+        inspect_factory,
+        load_target,
+        run_once,
+    )
+
+    result: dict[str, Any]
+    try:
+        factory = load_target(spec["target"])
+        with open(run_dir / "kwargs.pkl", "rb") as fh:
+            kwargs = pickle.load(fh)
+        phases = spec.get("phases")
+        info: FactoryInfo = inspect_factory(
+            factory,
+            spec["param"],
+            [k for k in kwargs if k != spec["param"]],
+            phases,
+        )
+    except SweepUsageError as exc:
+        result = {"status": "usage", "stage": "import", "error": str(exc), "notes": []}
+    except (Exception, SystemExit) as exc:
+        result = {
+            "status": "usage",
+            "stage": "import",
+            "error": (
+                f"importing factory {spec['target'].get('module')}:"
+                f"{spec['target'].get('qualname')} raised {_describe_exc(exc)}"
+            ),
+            "traceback": _user_traceback(exc),
+            "notes": [],
+        }
+    else:
+        result = run_once(
+            factory,
+            info,
+            kwargs,
+            param=spec["param"],
+            steps=int(spec["steps"]),
+            warmup=int(spec["warmup"]),
+            stage=stage,
+            in_process=False,
+        )
+    result["pid"] = os.getpid()
+    _write_atomic(
+        run_dir / "result.json",
+        json.dumps(result, default=_json_default, allow_nan=True),
+    )
+    stage("done")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,823 @@
+"""Is the trainer waiting? The wait ratio of a trainer loop, per window, with its spikes.
+
+A slow sampler only matters when the trainer waits for it. Time the call that
+fetches a batch as one phase (``wait``) and the train step as another
+(``compute``), then::
+
+    rep = gp.wait_report(tp, wait="wait", compute="compute")
+    rep.ratio            # wait / (wait + compute) over steady state, 0..1
+    rep.window_ratios    # the same per window of steps (or seconds)
+    rep.spikes           # windows whose wait per step is far above the run's median
+    print(rep); rep.to_dict(); rep.to_json(path)
+
+Windows come from the profiler itself: exact windows computed from the raw
+events in its ring when a ``Profiler`` is given, the fixed-memory rolling
+windows (~3% resolution, whole run) when only a ``Summary`` or ``Snapshot`` is.
+
+Default thresholds (all parameters of :func:`wait_report`):
+
+- ``spike_factor=3.0``: a window spikes when its wait per step is at least 3x
+  the median window's wait per step ...
+- ``spike_min_share=0.05``: ... and exceeds that median by at least 5% of the
+  median window's step time (wait + compute per step), so that a trainer that
+  hardly waits (a few us) does not report a 3x "spike" of a few more us.
+- ``target_windows=20`` / ``min_window_steps=5``: without ``window_steps=`` or
+  ``window_s=``, the steady steps still in the ring are cut into about 20
+  windows of at least 5 steps each.
+- ``coincide_windows=0``: a wait spike coincides with a spike of another phase
+  (``other=``) when that phase spikes in the same window (or within this many
+  windows of it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from gyreprof._format import fmt_ns, fmt_pct
+from gyreprof.summary import Snapshot, Summary, Window
+
+if TYPE_CHECKING:
+    from gyreprof.profiler import Profiler
+
+    Source = Union[Profiler, Snapshot, Summary]
+
+WAIT_REPORT_FORMAT = "gyreprof.wait_report/1"
+
+DEFAULT_SPIKE_FACTOR = 3.0
+DEFAULT_SPIKE_MIN_SHARE = 0.05
+DEFAULT_TARGET_WINDOWS = 20
+DEFAULT_MIN_WINDOW_STEPS = 5
+DEFAULT_COINCIDE_WINDOWS = 0
+
+
+# --------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class WaitWindow:
+    """One window of the trainer loop (durations in ns, times since run start in s)."""
+
+    index: int
+    start_ns: int
+    end_ns: int
+    start_s: float  # seconds since the start of the run (or of the first window)
+    first_step: int
+    steps: int  # trainer steps in the window (wait calls when no steps are marked)
+    wait_ns: float  # total wait in the window
+    compute_ns: float  # total compute in the window
+    ratio: float  # wait / (wait + compute) in the window
+    wait_per_step_ns: float
+    other_ns: dict[str, float] = field(default_factory=dict)  # total per other phase
+
+    @property
+    def duration_s(self) -> float:
+        return max(0, self.end_ns - self.start_ns) / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "start_ns": self.start_ns,
+            "end_ns": self.end_ns,
+            "start_s": self.start_s,
+            "duration_s": self.duration_s,
+            "first_step": self.first_step,
+            "steps": self.steps,
+            "wait_ns": self.wait_ns,
+            "compute_ns": self.compute_ns,
+            "ratio": self.ratio,
+            "wait_per_step_ns": self.wait_per_step_ns,
+            "other_ns": dict(self.other_ns),
+        }
+
+
+@dataclass(frozen=True)
+class Spike:
+    """A window whose wait per step is far above the run's median."""
+
+    window: int  # position in WaitReport.windows
+    start_s: float  # seconds since the start of the run
+    duration_s: float
+    first_step: int
+    steps: int
+    wait_per_step_ns: float
+    median_wait_per_step_ns: float
+    factor: float  # wait_per_step_ns / median (inf when the median is 0)
+    excess_ns: float  # wait per step above the median
+    ratio: float  # the window's wait ratio
+    coincident: tuple[str, ...] = ()  # other phases that spiked at the same time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "start_s": self.start_s,
+            "duration_s": self.duration_s,
+            "first_step": self.first_step,
+            "steps": self.steps,
+            "wait_per_step_ns": self.wait_per_step_ns,
+            "median_wait_per_step_ns": self.median_wait_per_step_ns,
+            "factor": self.factor,
+            "excess_ns": self.excess_ns,
+            "ratio": self.ratio,
+            "coincident": list(self.coincident),
+        }
+
+
+@dataclass(frozen=True)
+class OtherPhase:
+    """Another named phase checked for spikes at the same time as the wait spikes."""
+
+    name: str
+    source: str  # "same profiler" or "other profiler"
+    median_per_step_ns: float
+    spike_windows: tuple[int, ...]  # positions in WaitReport.windows
+    coincident_spikes: int  # wait spikes that coincide with a spike of this phase
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "median_per_step_ns": self.median_per_step_ns,
+            "spike_windows": list(self.spike_windows),
+            "coincident_spikes": self.coincident_spikes,
+        }
+
+
+@dataclass(frozen=True)
+class WaitReport:
+    """How much of its time the trainer spends waiting for batches (ns; ratios 0..1).
+
+    ``ratio`` is wait / (wait + compute) over steady state. ``window_ratios``
+    is the same per window (steady windows only) and ``window_distribution``
+    their p10/p50/p90/max. ``wait_per_step`` holds p50/p90/p99/max/mean of one
+    wait (ns). ``spikes`` are windows whose wait per step is far above the
+    median window's; each says whether another named phase spiked with it.
+    """
+
+    wait_phase: str
+    compute_phase: str
+    ratio: float
+    steps: int  # steady-state wait samples
+    wait_ns: float  # steady-state totals
+    compute_ns: float
+    wait_per_step: dict[str, float]
+    compute_per_step: dict[str, float]
+    window_ratios: list[float]
+    window_distribution: dict[str, float]
+    windows: list[WaitWindow]
+    window_source: str  # "ring" (exact), "rolling" or "none"
+    window_size: str  # e.g. "50 steps" or "0.5 s"
+    spikes: list[Spike]
+    other: dict[str, OtherPhase]
+    thresholds: dict[str, float]
+    notes: list[str]
+    warmup_rule: str = "none"
+
+    # -- convenience -------------------------------------------------------------
+
+    @property
+    def wait_p50_ns(self) -> float:
+        return self.wait_per_step["p50"]
+
+    @property
+    def wait_p99_ns(self) -> float:
+        return self.wait_per_step["p99"]
+
+    @property
+    def speedup_bound(self) -> float:
+        """How much faster training could get with an infinitely fast sampler (1/(1-ratio))."""
+        return 1.0 / (1.0 - self.ratio) if self.ratio < 1.0 else math.inf
+
+    # -- forms -------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": WAIT_REPORT_FORMAT,
+            "wait_phase": self.wait_phase,
+            "compute_phase": self.compute_phase,
+            "ratio": self.ratio,
+            "steps": self.steps,
+            "wait_ns": self.wait_ns,
+            "compute_ns": self.compute_ns,
+            "wait_per_step": dict(self.wait_per_step),
+            "compute_per_step": dict(self.compute_per_step),
+            "window_ratios": list(self.window_ratios),
+            "window_distribution": dict(self.window_distribution),
+            "window_source": self.window_source,
+            "window_size": self.window_size,
+            "windows": [w.to_dict() for w in self.windows],
+            "spikes": [s.to_dict() for s in self.spikes],
+            "other": {k: v.to_dict() for k, v in self.other.items()},
+            "thresholds": dict(self.thresholds),
+            "warmup_rule": self.warmup_rule,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
+        """The JSON text (NaN where a number is undefined); written to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=True)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def __str__(self) -> str:
+        w, c = self.wait_phase, self.compute_phase
+        ws, cs = self.wait_per_step, self.compute_per_step
+        lines = [
+            f"wait report: trainer phases {w!r} (wait) and {c!r} (compute), "
+            f"{self.steps} steady steps",
+            f"wait ratio: {fmt_pct(self.ratio)} of the trainer's time is spent waiting "
+            f"(per step: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
+            f"an infinitely fast sampler would make training at most "
+            f"{fmt_gain(self.speedup_bound)}",
+            f"wait per step: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
+            f"p99 {fmt_ns(ws['p99'])}, max {fmt_ns(ws['max'])}",
+        ]
+        if self.window_ratios:
+            d = self.window_distribution
+            kind = "exact, from the ring" if self.window_source == "ring" else "rolling windows"
+            lines.append(
+                f"per-window wait ratio ({len(self.window_ratios)} windows of "
+                f"{self.window_size}, {kind}): p10 {fmt_pct(d['p10'])}, p50 {fmt_pct(d['p50'])}, "
+                f"p90 {fmt_pct(d['p90'])}, max {fmt_pct(d['max'])}"
+            )
+        else:
+            lines.append("per-window wait ratio: no steady windows")
+        th = self.thresholds
+        if self.spikes:
+            med = self.spikes[0].median_wait_per_step_ns
+            lines.append(
+                f"spikes: {len(self.spikes)} window(s) with wait per step >= "
+                f"{th['spike_factor']:g}x the median window ({fmt_ns(med)})"
+            )
+            for s in self.spikes[:10]:
+                co = f"; coincides with {', '.join(s.coincident)}" if s.coincident else ""
+                lines.append(
+                    f"  t=+{s.start_s:.3g} s ({s.duration_s:.3g} s), steps {s.first_step}.."
+                    f"{s.first_step + max(0, s.steps - 1)}: wait/step {fmt_ns(s.wait_per_step_ns)} "
+                    f"({_fmt_factor(s.factor)} the median), window ratio {fmt_pct(s.ratio)}{co}"
+                )
+            if len(self.spikes) > 10:
+                lines.append(f"  ... and {len(self.spikes) - 10} more")
+        elif self.window_ratios:
+            lines.append(
+                f"spikes: none (no window's wait per step reached {th['spike_factor']:g}x "
+                "the median window's)"
+            )
+        for o in self.other.values():
+            if self.spikes:
+                verdict = (
+                    "the waits grew when it did"
+                    if o.coincident_spikes
+                    else "the waits grew without it (the supply got slower)"
+                )
+                lines.append(
+                    f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
+                    f"window(s); {o.coincident_spikes} of {len(self.spikes)} wait spikes "
+                    f"coincide: {verdict}"
+                )
+            else:
+                lines.append(
+                    f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
+                    "window(s); no wait spikes to compare"
+                )
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+
+def fmt_gain(speedup: float) -> str:
+    """A speed-up factor in words: '0.5% faster' below 2x, '3.2x as fast' above."""
+    if math.isinf(speedup):
+        return "arbitrarily faster"
+    if math.isnan(speedup):
+        return "-"
+    if speedup < 2.0:
+        return f"{fmt_pct(speedup - 1.0)} faster"
+    return f"{speedup:.3g}x as fast"
+
+
+def _fmt_factor(x: float) -> str:
+    if math.isinf(x):
+        return "inf x"
+    if math.isnan(x):
+        return "-"
+    return f"{x:.3g}x"
+
+
+# ------------------------------------------------------------------ internals
+
+
+@dataclass
+class _Win:
+    """Totals of one window: sums (ns) and counts per phase name."""
+
+    start_ns: int
+    end_ns: int
+    first_step: int
+    steps: int
+    sums: dict[str, float]
+    counts: dict[str, int]
+
+
+def _from_window(w: Window) -> _Win:
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for name, st in w.phases.items():
+        counts[name] = int(st.count)
+        sums[name] = float(st.mean) * st.count if st.count else 0.0
+    return _Win(int(w.start_ns), int(w.end_ns), int(w.first_step), int(w.steps), sums, counts)
+
+
+def _group(wins: list[_Win], keys: list[int]) -> list[_Win]:
+    """Add up consecutive windows that share a key."""
+    out: list[_Win] = []
+    last: int | None = None
+    for w, k in zip(wins, keys, strict=True):
+        if out and k == last:
+            g = out[-1]
+            g.end_ns = max(g.end_ns, w.end_ns)
+            g.start_ns = min(g.start_ns, w.start_ns)
+            g.steps += w.steps
+            for n, v in w.sums.items():
+                g.sums[n] = g.sums.get(n, 0.0) + v
+            for n, cnt in w.counts.items():
+                g.counts[n] = g.counts.get(n, 0) + cnt
+        else:
+            out.append(
+                _Win(w.start_ns, w.end_ns, w.first_step, w.steps, dict(w.sums), dict(w.counts))
+            )
+            last = k
+    return out
+
+
+def _check_positive(name: str, value: float, *, integer: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if integer and not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if not math.isfinite(float(value)) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _is_profiler(obj: object) -> bool:
+    from gyreprof.profiler import Profiler
+
+    return isinstance(obj, Profiler)
+
+
+def _summary_and_snapshot(source: object, what: str) -> tuple[Summary, Snapshot | None]:
+    if isinstance(source, Summary):
+        return source, None
+    if isinstance(source, Snapshot):
+        return source.summary(), source
+    if _is_profiler(source):
+        snap = source.snapshot()  # type: ignore[attr-defined]
+        return snap.summary(), snap
+    raise TypeError(
+        f"{what} must be a gyreprof Profiler, Snapshot or Summary, got {type(source).__name__}"
+    )
+
+
+def _percentile_dict(st: Any) -> dict[str, float]:
+    return {
+        "mean": float(st.mean),
+        "p50": float(st.p50),
+        "p90": float(st.p90),
+        "p99": float(st.p99),
+        "max": float(st.max),
+    }
+
+
+def _sum_ns(st: Any) -> float:
+    s = float(getattr(st, "sum_ns", 0.0) or 0.0)
+    if s <= 0 and st.count:
+        s = float(st.mean) * st.count
+    return s
+
+
+def _auto_steps(n_steps: int, target_windows: int, min_window_steps: int) -> int:
+    return max(int(min_window_steps), math.ceil(max(1, n_steps) / max(1, int(target_windows))))
+
+
+def _spike_flags(per_step: np.ndarray, floor_ns: float, factor: float) -> tuple[np.ndarray, float]:
+    """Which windows spike: value >= factor x median and value - median >= floor."""
+    finite = per_step[np.isfinite(per_step)]
+    if len(finite) == 0:
+        return np.zeros(len(per_step), dtype=bool), math.nan
+    med = float(np.median(finite))
+    with np.errstate(invalid="ignore"):
+        flags = (per_step >= factor * med) & (per_step - med >= floor_ns) & np.isfinite(per_step)
+    return flags, med
+
+
+def _ring_windows(
+    prof: Any,
+    wait: str,
+    *,
+    window_steps: int | None,
+    window_s: float | None,
+    target_windows: int,
+    min_window_steps: int,
+    notes: list[str],
+) -> tuple[list[_Win], str]:
+    """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
+    from gyreprof.profiler import windows_from_events
+
+    ev = prof.events()
+    if len(ev) == 0:
+        return [], "-"
+    overwritten = sum(int(r.overwritten) for r in prof.recorders)
+    if overwritten:
+        notes.append(
+            f"the ring overwrote {overwritten} old events: per-window ratios cover only the "
+            "latest part of the run (overall numbers cover all of it); a larger "
+            "Profiler(capacity=...) keeps more"
+        )
+    marked = bool((ev["phase"] == -1).any())
+    warm_end = max((int(r.stats_view()[19]) for r in prof.recorders), default=-1)
+    warming = any(r.in_warmup_now for r in prof.recorders)
+    if not marked:
+        # No prof.begin(): one trainer step = one wait call and what follows it.
+        ev = ev.copy()
+        wid = prof.id(wait)
+        ev["step"] = np.cumsum(ev["phase"] == wid)
+        notes.append(
+            f"no steps were marked (prof.begin()); a trainer step is counted from each {wait!r} "
+            "call to the next"
+        )
+        warm_end, warming = -1, False
+    if window_s is not None:
+        windows = windows_from_events(
+            ev, prof.phases, seconds=window_s, warmup_end_step=warm_end, still_warming=warming
+        )
+        size = f"{window_s:g} s"
+    else:
+        if window_steps is None:
+            steps_in_ring = ev["step"][ev["step"] > max(warm_end, 0)]
+            n = len(np.unique(steps_in_ring)) if len(steps_in_ring) else 0
+            window_steps = _auto_steps(n, target_windows, min_window_steps)
+        windows = windows_from_events(
+            ev, prof.phases, steps=window_steps, warmup_end_step=warm_end, still_warming=warming
+        )
+        size = f"{window_steps} steps"
+    wins = []
+    for w in windows:
+        if w.warmup:
+            continue
+        win = _from_window(w)
+        if not marked:
+            win.steps = win.counts.get(wait, 0)
+        wins.append(win)
+    return wins, size
+
+
+def _rolling_windows(
+    summary: Summary,
+    snap: Snapshot | None,
+    *,
+    window_steps: int | None,
+    window_s: float | None,
+    notes: list[str],
+) -> tuple[list[_Win], str]:
+    """The fixed-memory rolling windows, added up into larger windows when asked."""
+    raw = snap.windows() if snap is not None else list(summary.windows)
+    raw = [w for w in raw if not w.warmup]
+    if not raw:
+        return [], "-"
+    wins = [_from_window(w) for w in raw]
+    base = max(w.steps for w in wins)
+    if window_s is not None:
+        t0 = wins[0].start_ns
+        keys = [int((w.start_ns - t0) // int(window_s * 1e9)) for w in wins]
+        return _group(wins, keys), f"{window_s:g} s"
+    if window_steps is not None:
+        k = max(1, round(window_steps / base)) if base > 0 else 1
+        if window_steps < base:
+            notes.append(
+                f"the rolling windows hold {base} steps each and cannot be split finer than "
+                f"window_steps={window_steps}; pass the Profiler itself for exact windows"
+            )
+        elif window_steps % base:
+            notes.append(
+                f"window_steps={window_steps} rounded to {k * base} (a multiple of the "
+                f"{base}-step rolling windows)"
+            )
+        return _group(wins, [i // k for i in range(len(wins))]), f"{k * base} steps"
+    return wins, f"{base} steps"
+
+
+def _other_from_profiler(
+    other_prof: Any, names: Sequence[str], wins: list[_Win]
+) -> dict[str, np.ndarray]:
+    """Per window, the time (ns) each named phase of ``other_prof`` overlaps it."""
+    ev = other_prof.events()
+    out: dict[str, np.ndarray] = {}
+    starts = np.array([w.start_ns for w in wins], dtype=np.int64)
+    ends = np.array([w.end_ns for w in wins], dtype=np.int64)
+    for name in names:
+        sel = ev[ev["phase"] == other_prof.id(name)]
+        if len(sel) == 0 or len(wins) == 0:
+            out[name] = np.zeros(len(wins))
+            continue
+        es = sel["start_ns"].astype(np.int64)
+        ee = es + sel["duration_ns"].astype(np.int64)
+        overlap = np.minimum(ee[None, :], ends[:, None]) - np.maximum(es[None, :], starts[:, None])
+        out[name] = np.clip(overlap, 0, None).sum(axis=1).astype(np.float64)
+    return out
+
+
+def _names(value: str | Sequence[str] | None, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a phase name or a list of names, got {value!r}") from None
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"{what} must hold phase names (strings), got {n!r}")
+    return names
+
+
+# ---------------------------------------------------------------------- entry
+
+
+def wait_report(
+    trainer: Source,
+    wait: str = "wait",
+    compute: str = "compute",
+    *,
+    window_steps: int | None = None,
+    window_s: float | None = None,
+    spike_factor: float = DEFAULT_SPIKE_FACTOR,
+    spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE,
+    other: str | Sequence[str] | None = None,
+    other_source: Profiler | None = None,
+    coincide_windows: int = DEFAULT_COINCIDE_WINDOWS,
+    target_windows: int = DEFAULT_TARGET_WINDOWS,
+    min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS,
+) -> WaitReport:
+    """How much the trainer waits for batches, overall and per window.
+
+    Parameters
+    ----------
+    trainer: the trainer-side ``Profiler`` (exact windows from its ring), or a
+        ``Snapshot`` / ``Summary`` of it (its rolling windows).
+    wait / compute: the names of the phase around the batch fetch and of the
+        train step.
+    window_steps / window_s: window size in trainer steps or seconds (at most
+        one). Default: about ``target_windows`` windows of at least
+        ``min_window_steps`` steps over the steady steps in the ring (the
+        rolling windows' own size for a Summary/Snapshot).
+    spike_factor / spike_min_share: a window spikes when its wait per step is
+        at least ``spike_factor`` x the median window's and exceeds it by at
+        least ``spike_min_share`` of the median window's step time.
+    other: phase name(s) to check for spikes at the same time as the wait
+        spikes (e.g. a data-loading or checkpoint phase).
+    other_source: the Profiler holding the ``other`` phases when it is not
+        the trainer's (e.g. the sampler's, same clock); matched by time.
+    coincide_windows: how many windows apart two spikes may be and still
+        coincide (0: the same window).
+
+    Raises ``ValueError`` naming the phase and the known phases when a phase is
+    missing or has no steady-state samples.
+    """
+    if window_steps is not None and window_s is not None:
+        raise ValueError("give window_steps= or window_s=, not both")
+    if window_steps is not None:
+        _check_positive("window_steps", window_steps, integer=True)
+    if window_s is not None:
+        _check_positive("window_s", window_s)
+    _check_positive("spike_factor", spike_factor)
+    if isinstance(spike_min_share, bool) or not isinstance(spike_min_share, (int, float)):
+        raise TypeError(f"spike_min_share must be a number, got {spike_min_share!r}")
+    if not 0 <= spike_min_share < math.inf:
+        raise ValueError(f"spike_min_share must be >= 0, got {spike_min_share!r}")
+    _check_positive("target_windows", target_windows, integer=True)
+    _check_positive("min_window_steps", min_window_steps, integer=True)
+    if isinstance(coincide_windows, bool) or not isinstance(coincide_windows, int):
+        raise TypeError(f"coincide_windows must be an int, got {coincide_windows!r}")
+    if coincide_windows < 0:
+        raise ValueError(f"coincide_windows must be >= 0, got {coincide_windows}")
+    for what, name in (("wait", wait), ("compute", compute)):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{what} must be a phase name (a non-empty string), got {name!r}")
+    if wait == compute:
+        raise ValueError(f"wait and compute must be different phases, both are {wait!r}")
+    other_names = _names(other, "other")
+    if other_source is not None and not _is_profiler(other_source):
+        raise TypeError(
+            "other_source must be a gyreprof Profiler (its events carry the times to match), "
+            f"got {type(other_source).__name__}"
+        )
+
+    summary, snap = _summary_and_snapshot(trainer, "trainer")
+    known = list(summary.phases)
+    for what, name in (("wait", wait), ("compute", compute)):
+        if name not in summary.phases:
+            raise ValueError(
+                f"the trainer profile has no phase {name!r} (the {what} phase); known phases: "
+                f"{known}. Pass {what}='<name>' to name it."
+            )
+    other_known = list(other_source.phases) if other_source is not None else known
+    for name in other_names:
+        if name not in other_known:
+            where = (
+                "the other_source profile" if other_source is not None else "the trainer profile"
+            )
+            raise ValueError(f"{where} has no phase {name!r} (other=); known phases: {other_known}")
+        if other_source is None and name in (wait, compute):
+            raise ValueError(f"other={name!r} is the wait or compute phase itself")
+
+    ws, cs = summary.phases[wait], summary.phases[compute]
+    for what, name, st in (("wait", wait, ws), ("compute", compute, cs)):
+        if st.count == 0:
+            why = ""
+            wu = summary.warmup
+            if wu.rule != "none" and not wu.done:
+                why = (
+                    f" The profile is still in warm-up ({wu.rule}, {wu.steps} steps so far); "
+                    "warm-up ends on step boundaries, so mark steps with prof.begin()."
+                )
+            raise ValueError(
+                f"the {what} phase {name!r} has no steady-state samples: nothing to compute a "
+                f"wait ratio from (known phases: {known}).{why} Time it with "
+                f"`with prof.phase({name!r}): ...`."
+            )
+    wait_ns, compute_ns = _sum_ns(ws), _sum_ns(cs)
+    total = wait_ns + compute_ns
+    if total <= 0:
+        raise ValueError(f"the phases {wait!r} and {compute!r} add up to 0 ns: nothing to compare")
+    ratio = wait_ns / total
+
+    notes: list[str] = []
+    if _is_profiler(trainer):
+        wins, size = _ring_windows(
+            trainer,
+            wait,
+            window_steps=window_steps,
+            window_s=window_s,
+            target_windows=target_windows,
+            min_window_steps=min_window_steps,
+            notes=notes,
+        )
+        wsource = "ring"
+    else:
+        wins, size = _rolling_windows(
+            summary, snap, window_steps=window_steps, window_s=window_s, notes=notes
+        )
+        wsource = "rolling"
+    wins = [w for w in wins if w.counts.get(wait, 0) > 0 or w.counts.get(compute, 0) > 0]
+    if not wins:
+        wsource, size = "none", "-"
+        if not _is_profiler(trainer):
+            notes.append(
+                "no per-window ratios: the summary holds no closed rolling windows (they close "
+                "every window_steps marked steps); pass the Profiler for exact windows"
+            )
+        else:
+            notes.append("no per-window ratios: no steady events left in the ring")
+
+    # times are reported in seconds since the run (or its first window) started
+    t0 = int(getattr(snap, "times", {}).get("start_ns", 0)) if snap is not None else 0
+    if wins:
+        first = min(w.start_ns for w in wins)
+        t0 = first if t0 <= 0 else min(t0, first)
+
+    # per-window values
+    wsum = np.array([w.sums.get(wait, 0.0) for w in wins], dtype=np.float64)
+    csum = np.array([w.sums.get(compute, 0.0) for w in wins], dtype=np.float64)
+    steps = np.array(
+        [w.steps if w.steps > 0 else max(1, w.counts.get(wait, 0)) for w in wins],
+        dtype=np.float64,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = np.where(wsum + csum > 0, wsum / (wsum + csum), np.nan)
+        wait_ps = wsum / steps
+        step_ps = (wsum + csum) / steps
+    finite_steps = step_ps[np.isfinite(step_ps)]
+    med_step = float(np.median(finite_steps)) if len(finite_steps) else math.nan
+    floor_ns = spike_min_share * med_step if math.isfinite(med_step) else math.inf
+
+    other_ns: dict[str, np.ndarray] = {}
+    if other_names:
+        if other_source is not None:
+            other_ns = _other_from_profiler(other_source, other_names, wins)
+        else:
+            other_ns = {
+                n: np.array([w.sums.get(n, 0.0) for w in wins], dtype=np.float64)
+                for n in other_names
+            }
+
+    windows = [
+        WaitWindow(
+            index=i,
+            start_ns=w.start_ns,
+            end_ns=w.end_ns,
+            start_s=(w.start_ns - t0) / 1e9,
+            first_step=w.first_step,
+            steps=int(steps[i]),
+            wait_ns=float(wsum[i]),
+            compute_ns=float(csum[i]),
+            ratio=float(ratios[i]),
+            wait_per_step_ns=float(wait_ps[i]),
+            other_ns={n: float(v[i]) for n, v in other_ns.items()},
+        )
+        for i, w in enumerate(wins)
+    ]
+    finite_ratios = ratios[np.isfinite(ratios)]
+    if len(finite_ratios):
+        p10, p50, p90 = np.percentile(finite_ratios, [10, 50, 90])
+        dist = {
+            "p10": float(p10),
+            "p50": float(p50),
+            "p90": float(p90),
+            "max": float(finite_ratios.max()),
+            "min": float(finite_ratios.min()),
+        }
+    else:
+        dist = dict.fromkeys(("p10", "p50", "p90", "max", "min"), math.nan)
+
+    # spikes of the wait, and of the other phases
+    wflags, wmed = _spike_flags(wait_ps, floor_ns, float(spike_factor))
+    oflags: dict[str, np.ndarray] = {}
+    omed: dict[str, float] = {}
+    for n, v in other_ns.items():
+        oflags[n], omed[n] = _spike_flags(v / steps, floor_ns, float(spike_factor))
+    spikes: list[Spike] = []
+    for i in np.flatnonzero(wflags):
+        lo, hi = max(0, i - coincide_windows), min(len(wins), i + coincide_windows + 1)
+        co = tuple(n for n, f in oflags.items() if bool(f[lo:hi].any()))
+        w = windows[i]
+        spikes.append(
+            Spike(
+                window=int(i),
+                start_s=w.start_s,
+                duration_s=w.duration_s,
+                first_step=w.first_step,
+                steps=w.steps,
+                wait_per_step_ns=w.wait_per_step_ns,
+                median_wait_per_step_ns=wmed,
+                factor=(w.wait_per_step_ns / wmed) if wmed > 0 else math.inf,
+                excess_ns=w.wait_per_step_ns - wmed,
+                ratio=w.ratio,
+                coincident=co,
+            )
+        )
+    others = {
+        n: OtherPhase(
+            name=n,
+            source="other profiler" if other_source is not None else "same profiler",
+            median_per_step_ns=omed[n],
+            spike_windows=tuple(int(i) for i in np.flatnonzero(oflags[n])),
+            coincident_spikes=sum(1 for s in spikes if n in s.coincident),
+        )
+        for n in other_names
+    }
+
+    if summary.warmup.rule == "none":
+        notes.append(
+            "warm-up was not excluded (Profiler(warmup_steps=...) or warmup_s=); first calls "
+            "are in the numbers"
+        )
+    if len(windows) and len(windows) < 5:
+        notes.append(
+            f"only {len(windows)} window(s): the per-window distribution and the spike search "
+            "say little; run longer or pass a smaller window_steps="
+        )
+    return WaitReport(
+        wait_phase=wait,
+        compute_phase=compute,
+        ratio=float(ratio),
+        steps=int(ws.count),
+        wait_ns=float(wait_ns),
+        compute_ns=float(compute_ns),
+        wait_per_step=_percentile_dict(ws),
+        compute_per_step=_percentile_dict(cs),
+        window_ratios=[float(r) for r in ratios],
+        window_distribution=dist,
+        windows=windows,
+        window_source=wsource,
+        window_size=size,
+        spikes=spikes,
+        other=others,
+        thresholds={
+            "spike_factor": float(spike_factor),
+            "spike_min_share": float(spike_min_share),
+            "coincide_windows": float(coincide_windows),
+            "target_windows": float(target_windows),
+            "min_window_steps": float(min_window_steps),
+        },
+        notes=notes,
+        warmup_rule=summary.warmup.rule,
+    )

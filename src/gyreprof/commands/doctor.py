@@ -1,0 +1,88 @@
+"""``gyreprof doctor PID``: is the process gone, spinning, blocked or progressing -- and why."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from gyreprof.cli import UsageError
+
+
+def _pid(text: str) -> int:
+    try:
+        pid = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"PID must be a process id (an integer), got {text!r}"
+        ) from None
+    if pid <= 0:
+        raise argparse.ArgumentTypeError(f"PID must be a positive process id, got {pid}")
+    return pid
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="why nothing moves: is a process absent, spinning, blocked or progressing",
+        description=(
+            "Observe process PID over --interval seconds and classify it from evidence: "
+            "absent (no such process; with --log, the log's last lines), spinning (CPU busy, "
+            "no progress), blocked (CPU idle, no progress; each thread's kernel wait channel, "
+            "system call and socket where readable) or progressing (step counter or log "
+            "advancing). Progress evidence, best first: a gyreprof live segment's step "
+            "counter, --step-file, the --log file's size and mtime, else CPU time alone. "
+            "Also: thread-count trend, event counters with their rate, a 'retrying' finding, "
+            "and py-spy stacks when py-spy is installed."
+        ),
+        epilog=("exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 2 bad command line"),
+    )
+    parser.add_argument("pid", type=_pid, metavar="PID", help="the process to examine")
+    parser.add_argument(
+        "--log", metavar="FILE", default=None, help="a log file the process writes to"
+    )
+    parser.add_argument(
+        "--step-file",
+        metavar="FILE",
+        default=None,
+        help="a file holding the step counter as an integer",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=2.0,
+        metavar="S",
+        help="observe for S seconds (default 2.0; longer for a loop that logs rarely)",
+    )
+    parser.add_argument(
+        "--no-stacks", action="store_true", help="do not run py-spy dump on a stuck process"
+    )
+    parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gyreprof.diagnose.doctor import doctor
+
+    try:
+        result = doctor(
+            args.pid,
+            log=args.log,
+            interval_s=args.interval,
+            step_file=args.step_file,
+            stacks=not args.no_stacks,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(result.to_json() if args.json else result, flush=True)
+    return result.exit_code

@@ -1,0 +1,87 @@
+"""``gyreprof report FILE``: print a saved summary (JSON) or snapshot (bytes); draw it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gyreprof.cli import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="print a saved summary or snapshot; --plot / --html draw it",
+        description="Reads a summary saved as JSON (Summary.to_json, autosave=*.json) or a "
+        "snapshot saved as bytes (Snapshot.save, autosave=other names) and prints the table, "
+        "or JSON with --json. --plot writes a PNG (percentiles, window series, phase shares) "
+        "and --html a self-contained HTML report; both need the plot extra "
+        "(pip install 'gyreprof[plot]').",
+    )
+    p.add_argument("file", help="summary JSON or snapshot file")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--plot", metavar="OUT.png", help="write the pictures to this PNG file")
+    p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
+    p.set_defaults(func=run)
+
+
+def load_summary(path: str) -> Any:
+    from gyreprof.summary import load
+
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"no such file: {path}")
+    if p.is_dir():
+        raise UsageError(f"{path} is a directory, not a summary or snapshot file")
+    return load(p)
+
+
+def _load_source(path: str) -> Any:
+    """The richest object the file holds: a Snapshot (windows, times) or a Summary."""
+    from gyreprof.summary import SNAPSHOT_MAGIC, Snapshot
+
+    p = Path(path)
+    if p.exists() and p.is_file() and p.read_bytes()[:4] == SNAPSHOT_MAGIC:
+        return Snapshot.load(p)
+    return load_summary(path)
+
+
+def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
+    if value is None:
+        return None
+    out = Path(value)
+    if out.is_dir():
+        raise UsageError(f"{option} {value} is a directory; give a file name ending in {suffix}")
+    if not out.parent.exists():
+        raise UsageError(f"{option} {value}: the folder {out.parent} does not exist")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    plot_out = _check_out("--plot", args.plot, ".png")
+    html_out = _check_out("--html", args.html, ".html")
+    source = _load_source(args.file)
+    summary = (
+        source.summary() if hasattr(source, "summary") and callable(source.summary) else source
+    )
+    if plot_out is not None or html_out is not None:
+        from gyreprof.export import html_report, plot_report
+
+        if plot_out is not None:
+            plot_report(source, plot_out)
+            print(f"wrote {plot_out}", file=sys.stderr)
+        if html_out is not None:
+            html_report(source, html_out)
+            print(f"wrote {html_out}", file=sys.stderr)
+    if args.json:
+        json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
+        print()
+    elif args.markdown:
+        print(summary.to_markdown())
+    else:
+        print(summary)
+    return 0

@@ -1,0 +1,143 @@
+"""``gyreprof top [PID]``: live per-phase percentiles of running profilers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from gyreprof.cli import UsageError
+
+
+def _pid(text: str) -> int:
+    try:
+        pid = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"PID must be a process id (an integer), got {text!r}"
+        ) from None
+    if pid <= 0:
+        raise argparse.ArgumentTypeError(f"PID must be a positive process id, got {pid}")
+    return pid
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds in 0..3600, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "top",
+        help="live per-phase percentiles of running profilers (Profiler(..., live=True))",
+        description=(
+            "Show the live segments of PID and its child processes (all segments on this "
+            "machine without PID), refreshing every --interval seconds: steps/s, per-phase "
+            "count, p50, p99, max and share for the last interval and since start, the phase "
+            "executing now and for how long, overwritten and out-of-range counts, and a merged "
+            "view when there are several processes. --once prints one report (measuring one "
+            "interval) and exits; --json prints JSON (one object per refresh). Exit code 0; "
+            "1 when there is no live segment to show; 2 for bad input or an unreadable segment. "
+            "The interactive view needs rich (pip install 'gyreprof[rich]')."
+        ),
+    )
+    parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
+                        help="root of the process tree to show (default: every segment)")
+    parser.add_argument("--once", action="store_true", help="print one report and exit")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--interval", type=_seconds, default=1.0, metavar="S",
+                        help="seconds between refreshes; with --once, the length of the "
+                        "'last window' (0: since start only; default 1)")
+    parser.add_argument("-n", "--iterations", type=_count, default=None, metavar="N",
+                        help="stop after N refreshes (default: until Ctrl-C)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gyreprof.live._top import TopModel
+
+    model = TopModel(args.pid)
+    try:
+        if args.once:
+            return _once(model, args)
+        if args.json:
+            return _stream_json(model, args)
+        try:
+            import rich  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "the interactive view needs rich: pip install 'gyreprof[rich]' "
+                "(or use --once, or --once --json)"
+            ) from None
+        return _interactive(model, args)
+    except LookupError as exc:
+        print(f"gyreprof top: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        model.close()
+
+
+def _once(model: Any, args: argparse.Namespace) -> int:
+    from gyreprof.live._top import render_text
+
+    frame = model.refresh()
+    if args.interval > 0 and frame.processes:
+        time.sleep(args.interval)
+        frame = model.refresh()
+    if args.json:
+        print(json.dumps(frame.to_dict(), indent=2))
+    else:
+        sys.stdout.write(render_text(frame))
+    return 0
+
+
+def _stream_json(model: Any, args: argparse.Namespace) -> int:
+    n = 0
+    while True:
+        frame = model.refresh()
+        print(json.dumps(frame.to_dict()), flush=True)
+        n += 1
+        if args.iterations is not None and n >= args.iterations:
+            return 0
+        time.sleep(args.interval)
+
+
+def _interactive(model: Any, args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    from gyreprof.live._top import render_rich
+
+    console = Console()
+    interval = args.interval if args.interval > 0 else 1.0
+    n = 0
+    frame = model.refresh()
+    with Live(render_rich(frame), console=console, auto_refresh=False,
+              screen=console.is_terminal and args.iterations is None) as live:
+        while True:
+            n += 1
+            if args.iterations is not None and n >= args.iterations:
+                break
+            time.sleep(interval)
+            frame = model.refresh()
+            live.update(render_rich(frame), refresh=True)
+    return 0

@@ -1,0 +1,168 @@
+"""What an export reads: a Profiler, a Snapshot, a Summary, or a saved file of one.
+
+Every exporter goes through :func:`resolve`, so they all accept the same
+inputs and fail the same way on an empty profiler or a file of the wrong kind.
+Times inside gyreprof are monotonic-clock ns; :func:`unix_offset_ns` maps them
+to wall-clock time when that mapping is known (the data was taken by this very
+process, so the monotonic clock is the same one).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary
+
+if TYPE_CHECKING:
+    from gyreprof.profiler import Profiler
+
+EVENTS_SUFFIXES = (".npz",)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One export input, seen at the levels an exporter may need."""
+
+    summary: Summary
+    snapshot: Snapshot | None  # None when the input was a Summary
+    profiler: Profiler | None  # None unless the input was a live Profiler
+    origin: str  # "profiler", "snapshot", "summary" or the file name
+
+    @property
+    def unix_offset_ns(self) -> int | None:
+        """Add to a monotonic ns timestamp of this data to get Unix-epoch ns (None: unknown)."""
+        return unix_offset_ns(self.snapshot) if self.snapshot is not None else None
+
+    @property
+    def start_ns(self) -> int | None:
+        """Monotonic ns of the first write of the run (None: unknown)."""
+        if self.snapshot is None:
+            return None
+        start = int(self.snapshot.times.get("start_ns", 0))
+        return start if start > 0 else None
+
+    @property
+    def steady_start_ns(self) -> int | None:
+        """Monotonic ns steady state began (None: unknown or still warming up)."""
+        if self.snapshot is None:
+            return None
+        v = int(self.snapshot.times.get("steady_start_ns", -1))
+        return v if v > 0 else None
+
+
+def _is_profiler(obj: Any) -> bool:
+    from gyreprof.profiler import Profiler
+
+    return isinstance(obj, Profiler)
+
+
+def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot:
+    """Read a saved snapshot (GYRS bytes) or summary (JSON); ValueError for anything else."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file: {p}")
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory, not a gyreprof summary or snapshot file")
+    head = p.read_bytes()[:4]
+    if head == b"GYRS":
+        return Snapshot.load(p)
+    if head[:2] == b"PK" and p.suffix.lower() in EVENTS_SUFFIXES:
+        from gyreprof.export.chrome import load_events
+
+        return load_events(p).snapshot
+    from gyreprof.summary import load
+
+    return load(p)
+
+
+def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
+    """Turn ``source`` into a :class:`Resolved`; ``what`` names the export in error messages.
+
+    Accepts a Profiler, Snapshot, Summary, an events file loaded with
+    ``load_events``, or a path to a saved snapshot / summary / events file.
+    Raises ValueError when nothing was recorded (unless ``allow_empty``).
+    """
+    from gyreprof.export.chrome import EventsFile
+
+    profiler = None
+    origin: str
+    if isinstance(source, (str, os.PathLike)):
+        origin = str(source)
+        source = load_file(source)
+    elif _is_profiler(source):
+        origin = "profiler"
+        profiler = source
+    elif isinstance(source, EventsFile):
+        origin = "events file"
+        source = source.snapshot
+    elif isinstance(source, Snapshot):
+        origin = "snapshot"
+    elif isinstance(source, Summary):
+        origin = "summary"
+    else:
+        raise TypeError(
+            f"{what} takes a Profiler, Snapshot, Summary or the path of a saved one, "
+            f"got {type(source).__name__}"
+        )
+    snapshot: Snapshot | None
+    if profiler is not None:
+        snapshot = profiler.snapshot()
+        summary = snapshot.summary()
+    elif isinstance(source, Snapshot):
+        snapshot = source
+        summary = source.summary()
+    else:
+        snapshot = None
+        summary = source
+    if not allow_empty and is_empty(summary):
+        raise ValueError(
+            f"nothing to export to {what}: no phase or step was recorded yet "
+            "(time something first: prof.begin() / prof.lap(i), `with prof.phase(name):` "
+            "or prof.record(name, duration_ns))"
+        )
+    return Resolved(summary=summary, snapshot=snapshot, profiler=profiler, origin=origin)
+
+
+def is_empty(summary: Summary) -> bool:
+    """True when nothing at all was recorded (not even during warm-up)."""
+    if summary.events or summary.steps or summary.warmup.steps:
+        return False
+    return all(st.count == 0 for _, st in rows(summary))
+
+
+def rows(summary: Summary, *, include_step: bool = True) -> list[tuple[str, PhaseStats]]:
+    """(name, stats) for every phase, then the whole step (named STEP) when asked."""
+    out = list(summary.phases.items())
+    if include_step:
+        out.append((STEP, summary.step))
+    return out
+
+
+def require_histograms(summary: Summary, what: str) -> None:
+    """ValueError when a summary was saved without its histograms."""
+    for name, st in rows(summary):
+        if st.count and (st._counts is None or st._layout is None):
+            raise ValueError(
+                f"{what} needs the histograms, but this summary has none for {name!r} "
+                "(it was saved with to_dict(histograms=False)); export from the Profiler, "
+                "a snapshot file, or a summary saved with Summary.to_json()"
+            )
+
+
+def unix_offset_ns(snapshot: Snapshot) -> int | None:
+    """Unix-epoch ns minus monotonic ns, when ``snapshot`` was taken by this process.
+
+    A snapshot from another process (or host, or a merge of several) carries
+    monotonic times of a clock we cannot relate to wall time: None.
+    """
+    from gyreprof._core import monotonic_ns
+
+    meta = snapshot.meta
+    if meta.get("pid") != os.getpid() or meta.get("host") != socket.gethostname():
+        return None
+    return time.time_ns() - int(monotonic_ns())

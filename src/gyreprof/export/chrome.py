@@ -1,0 +1,383 @@
+"""Chrome Trace Event JSON (loads in Perfetto and chrome://tracing) from the raw-event ring.
+
+Every phase occurrence becomes one complete (``"ph": "X"``) event and every
+step an enclosing ``"X"`` event named ``step``; since the phases of a step tile
+it, viewers nest them under their step. Timestamps are microseconds since the
+first event, written with three decimals so nanoseconds survive exactly.
+The file is written in chunks: memory stays at the size of the numpy event
+array, never a list of dicts for the whole ring.
+
+Histograms do not hold individual events, so a trace needs the ring: export
+from the live Profiler, or save the ring with :func:`save_events` and export
+that file later (``gyreprof export run.npz --format chrome``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from gyreprof._core import EVENT_DTYPE
+from gyreprof._version import __version__
+from gyreprof.summary import Snapshot
+
+if TYPE_CHECKING:
+    from gyreprof.profiler import Profiler
+
+EVENTS_FORMAT = "gyreprof.events/1"
+_REQUIRED_FIELDS = ("phase", "step", "start_ns", "duration_ns")
+
+
+@dataclass(frozen=True)
+class EventsFile:
+    """The raw events of a run with what is needed to draw them (see :func:`save_events`).
+
+    ``events`` is a structured array (phase, step, start_ns, duration_ns; phase
+    -1 marks a whole step), ``tids`` gives the recorder (thread) of each event,
+    1-based. ``steady_start_ns`` maps a tid to the monotonic ns its warm-up ended.
+    """
+
+    phases: tuple[str, ...]
+    events: np.ndarray
+    tids: np.ndarray
+    snapshot: Snapshot
+    pid: int
+    label: str | None = None
+    thread_names: dict[int, str] = field(default_factory=dict)
+    steady_start_ns: dict[int, int] = field(default_factory=dict)
+    warmup: bool = False  # True when a warm-up rule was configured
+    overwritten: int = 0
+
+    @classmethod
+    def from_profiler(cls, prof: Profiler) -> EventsFile:
+        """Copy the ring(s) of a running or finished Profiler."""
+        from gyreprof._core import recorder as _rec
+
+        recs = prof.recorders
+        parts, tids = [], []
+        thread_names: dict[int, str] = {}
+        steady: dict[int, int] = {}
+        for i, rec in enumerate(recs, start=1):
+            ev = rec.events()
+            parts.append(ev)
+            tids.append(np.full(len(ev), i, dtype=np.int32))
+            thread_names[i] = f"gyreprof thread {i}" if prof.per_thread else "gyreprof loop"
+            s = int(rec.stats_view()[_rec.H_STEADY_START])
+            if s > 0:
+                steady[i] = s
+        events = np.concatenate(parts) if parts else np.zeros(0, dtype=EVENT_DTYPE)
+        tid_arr = np.concatenate(tids) if tids else np.zeros(0, dtype=np.int32)
+        snap = prof.snapshot()
+        cfg = snap.config
+        return cls(
+            phases=tuple(prof.phases),
+            events=events,
+            tids=tid_arr,
+            snapshot=snap,
+            pid=os.getpid(),
+            label=prof.label,
+            thread_names=thread_names,
+            steady_start_ns=steady,
+            warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
+            overwritten=sum(int(r.overwritten) for r in recs),
+        )
+
+
+def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
+    """Save the Profiler's raw-event ring (and a snapshot) to a ``.npz`` file.
+
+    The file feeds every export later: ``chrome_trace`` from its events, the
+    others from its snapshot. Returns the path written.
+    """
+    from gyreprof.export._source import _is_profiler
+
+    if not _is_profiler(prof):
+        raise TypeError(f"save_events takes a Profiler, got {type(prof).__name__}")
+    ef = EventsFile.from_profiler(prof)
+    meta = {
+        "format": EVENTS_FORMAT,
+        "gyreprof": __version__,
+        "pid": ef.pid,
+        "label": ef.label,
+        "thread_names": {str(k): v for k, v in ef.thread_names.items()},
+        "steady_start_ns": {str(k): v for k, v in ef.steady_start_ns.items()},
+        "warmup": ef.warmup,
+        "overwritten": ef.overwritten,
+    }
+    p = Path(path)
+    with open(p, "wb") as fh:
+        np.savez_compressed(
+            fh,
+            events=ef.events,
+            tids=ef.tids,
+            phases=np.array(ef.phases, dtype=np.str_),
+            snapshot=np.frombuffer(ef.snapshot.to_bytes(), dtype=np.uint8),
+            meta=np.array(json.dumps(meta)),
+        )
+    return p
+
+
+def load_events(path: str | os.PathLike[str]) -> EventsFile:
+    """Read a file written by :func:`save_events`; ValueError says what is wrong."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file: {p}")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
+            if missing:
+                raise ValueError(f"missing arrays {missing}")
+            events = z["events"]
+            tids = z["tids"]
+            phases = tuple(str(x) for x in z["phases"].tolist())
+            snap_bytes = z["snapshot"].tobytes()
+            meta = json.loads(str(z["meta"]))
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ValueError(f"{p} is not a gyreprof events file (not a readable .npz: {exc})") from None
+    except (ValueError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p} is not a gyreprof events file: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != EVENTS_FORMAT:
+        raise ValueError(f"{p} is not a gyreprof events file (format marker {EVENTS_FORMAT!r} missing)")
+    names = events.dtype.names or ()
+    if any(f not in names for f in _REQUIRED_FIELDS) or events.ndim != 1:
+        raise ValueError(f"{p}: the events array lacks the fields {list(_REQUIRED_FIELDS)}")
+    if tids.shape != events.shape:
+        raise ValueError(f"{p}: {len(tids)} thread ids for {len(events)} events")
+    snapshot = Snapshot.from_bytes(snap_bytes)
+    try:
+        return EventsFile(
+            phases=phases,
+            events=events,
+            tids=tids.astype(np.int32, copy=False),
+            snapshot=snapshot,
+            pid=int(meta.get("pid", 0)),
+            label=meta.get("label"),
+            thread_names={int(k): str(v) for k, v in dict(meta.get("thread_names", {})).items()},
+            steady_start_ns={
+                int(k): int(v) for k, v in dict(meta.get("steady_start_ns", {})).items()
+            },
+            warmup=bool(meta.get("warmup", False)),
+            overwritten=int(meta.get("overwritten", 0)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{p} is not a gyreprof events file: bad metadata ({exc})") from None
+
+
+def _events_of(source: Any) -> EventsFile:
+    from gyreprof.export._source import _is_profiler
+
+    if isinstance(source, EventsFile):
+        return source
+    if _is_profiler(source):
+        return EventsFile.from_profiler(source)
+    if isinstance(source, (str, os.PathLike)):
+        p = Path(source)
+        if not p.exists():
+            raise FileNotFoundError(f"no such file: {p}")
+        head = p.read_bytes()[:4]
+        if head[:2] == b"PK":
+            return load_events(p)
+        raise ValueError(
+            f"{p} holds no raw events (a summary or snapshot keeps histograms only); a Chrome "
+            "trace needs the event ring: save it with gyreprof.export.save_events(prof, "
+            "'run.npz') and export that file"
+        )
+    if isinstance(source, np.ndarray):
+        raise TypeError(
+            "chrome_trace takes a Profiler or an EventsFile; wrap raw events with "
+            "EventsFile(...) or save them with save_events(prof, path)"
+        )
+    raise ValueError(
+        f"a Chrome trace needs raw events; a {type(source).__name__} holds histograms only. "
+        "Export from the Profiler itself, or from a file written by save_events(prof, path)"
+    )
+
+
+def _us(ns: int) -> str:
+    """Integer ns as a decimal number of microseconds, exact: 1234567 -> '1234.567'."""
+    q, r = divmod(ns, 1000)
+    return f"{q}.{r:03d}"
+
+
+def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
+    """The traceEvents entries, one JSON object per string, metadata first."""
+    ev = ef.events
+    pid = ef.pid
+    tids = sorted({int(t) for t in np.unique(ef.tids)} | set(ef.thread_names))
+    proc = ef.label or f"gyreprof (pid {pid})"
+    yield json.dumps(
+        {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": proc}}
+    )
+    for t in tids:
+        name = ef.thread_names.get(t, f"gyreprof thread {t}")
+        yield json.dumps(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": t, "args": {"name": name}}
+        )
+        yield json.dumps(
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": t,
+             "args": {"sort_index": t}}
+        )
+    if len(ev) == 0:
+        return
+    valid = ev["duration_ns"] >= 0
+    ev = ev[valid]
+    tid_col = ef.tids[valid]
+    if len(ev) == 0:
+        return
+    t0 = int(ev["start_ns"].min())
+    # per thread by start, the longer (enclosing) event first at equal starts
+    order = np.lexsort((-ev["duration_ns"], ev["start_ns"], tid_col))
+    names = [json.dumps(p) for p in ef.phases]
+    step_name = json.dumps("step")
+    nphase = len(names)
+    for lo in range(0, len(order), chunk_events):
+        idx = order[lo : lo + chunk_events]
+        chunk = ev[idx]
+        phases = chunk["phase"].tolist()
+        steps = chunk["step"].tolist()
+        starts = (chunk["start_ns"] - t0).tolist()
+        durs = chunk["duration_ns"].tolist()
+        tcol = tid_col[idx].tolist()
+        for ph, st, s, d, t in zip(phases, steps, starts, durs, tcol, strict=True):
+            if ph < 0:
+                name, cat = step_name, '"step"'
+            elif ph < nphase:
+                name, cat = names[ph], '"phase"'
+            else:
+                name, cat = json.dumps(f"phase {ph}"), '"phase"'
+            yield (
+                f'{{"name":{name},"cat":{cat},"ph":"X","pid":{pid},"tid":{t},'
+                f'"ts":{_us(s)},"dur":{_us(d)},"args":{{"step":{st}}}}}'
+            )
+    if ef.warmup:
+        for t, s in sorted(ef.steady_start_ns.items()):
+            if s >= t0:
+                yield json.dumps(
+                    {"name": "warm-up end", "cat": "gyreprof", "ph": "i", "s": "t", "pid": pid,
+                     "tid": t, "ts": float(_us(s - t0))}
+                )
+
+
+def _header(ef: EventsFile) -> dict[str, Any]:
+    valid = ef.events["duration_ns"] >= 0
+    t0 = int(ef.events["start_ns"][valid].min()) if valid.any() else 0
+    other: dict[str, Any] = {
+        "gyreprof": __version__,
+        "phases": list(ef.phases),
+        "events": int(len(ef.events)),
+        "overwritten_events": ef.overwritten,
+        "t0_monotonic_ns": t0,
+        "clock": ef.snapshot.config.get("clock", "monotonic"),
+    }
+    from gyreprof.export._source import unix_offset_ns
+
+    off = unix_offset_ns(ef.snapshot)
+    if off is not None and t0:
+        other["t0_unix_ns"] = t0 + off
+    if ef.overwritten:
+        other["note"] = (
+            f"the ring had wrapped: the {ef.overwritten} oldest events are not in this trace "
+            "(histograms still count them); raise Profiler(capacity=...) to keep more"
+        )
+    return other
+
+
+def chrome_trace(
+    source: Profiler | EventsFile | str | os.PathLike[str],
+    path: str | os.PathLike[str] | IO[str] | None = None,
+    *,
+    chunk_events: int = 16384,
+) -> Path | str | None:
+    """Write the raw events as Chrome Trace Event JSON (Perfetto, chrome://tracing).
+
+    ``source``: a Profiler, an :class:`EventsFile`, or the path of a file from
+    :func:`save_events`. ``path``: file to write (returned as a Path), an open
+    text stream (returns None), or None to return the JSON text itself.
+    Raises ValueError when the ring is empty or the source has no raw events.
+    """
+    ef = _events_of(source)
+    if isinstance(chunk_events, bool) or not isinstance(chunk_events, int) or chunk_events < 1:
+        raise ValueError(f"chunk_events must be a positive int, got {chunk_events!r}")
+    if len(ef.events) == 0:
+        raise ValueError(
+            "nothing to export to a Chrome trace: the event ring is empty (time something "
+            "first: prof.begin() / prof.lap(i) or `with prof.phase(name):`)"
+        )
+    if path is None:
+        buf = io.StringIO()
+        _write(ef, buf, chunk_events)
+        return buf.getvalue()
+    if hasattr(path, "write"):
+        _write(ef, path, chunk_events)  # type: ignore[arg-type]
+        return None
+    p = Path(path)  # type: ignore[arg-type]
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        _write(ef, fh, chunk_events)
+    os.replace(tmp, p)
+    return p
+
+
+def _write(ef: EventsFile, fh: IO[str], chunk_events: int) -> None:
+    head = json.dumps({"displayTimeUnit": "ns", "otherData": _header(ef)})
+    fh.write(head[:-1] + ',"traceEvents":[\n')
+    batch: list[str] = []
+    first = True
+    for line in _lines(ef, chunk_events):
+        batch.append(line)
+        if len(batch) >= chunk_events:
+            fh.write(("" if first else ",\n") + ",\n".join(batch))
+            first = False
+            batch.clear()
+    if batch:
+        fh.write(("" if first else ",\n") + ",\n".join(batch))
+    fh.write("\n]}\n")
+
+
+def validate_trace(doc: dict[str, Any], phases: Sequence[str] | None = None) -> list[str]:
+    """Problems found in a loaded Chrome trace (empty list: fine). Used by tests and users.
+
+    Checks the event fields, that every ``X`` event of a phase lies inside the
+    ``step`` event of the same thread and step number, and phase names.
+    """
+    problems: list[str] = []
+    events = doc.get("traceEvents")
+    if not isinstance(events, list):
+        return ["no traceEvents list"]
+    steps: dict[tuple[Any, Any, Any], tuple[float, float]] = {}
+    xs = []
+    for e in events:
+        for k in ("name", "ph", "pid", "tid"):
+            if k not in e:
+                problems.append(f"event without {k!r}: {e}")
+        if e.get("ph") == "X":
+            if not isinstance(e.get("ts"), (int, float)) or not isinstance(e.get("dur"), (int, float)):
+                problems.append(f"X event without numeric ts/dur: {e}")
+                continue
+            if e["dur"] < 0:
+                problems.append(f"negative duration: {e}")
+            key = (e["pid"], e["tid"], e.get("args", {}).get("step"))
+            if e.get("cat") == "step":
+                steps[key] = (e["ts"], e["ts"] + e["dur"])
+            else:
+                xs.append((key, e))
+    for key, e in xs:
+        if phases is not None and e["name"] not in phases:
+            problems.append(f"unknown phase name {e['name']!r}")
+        enc = steps.get(key)
+        if enc is None:
+            continue
+        if e["ts"] < enc[0] - 1e-6 or e["ts"] + e["dur"] > enc[1] + 1e-6:
+            problems.append(f"phase event outside its step: {e} not in {enc}")
+    return problems
+
+
+__all__ = ["EventsFile", "chrome_trace", "load_events", "save_events", "validate_trace"]

@@ -1,0 +1,220 @@
+"""A self-contained HTML report: summary table, warm-up, overhead and pictures in one file.
+
+Everything is inline -- CSS in a ``<style>`` block, pictures as base64 PNG data
+URIs, no scripts, no external links -- so the file opens offline, from an
+e-mail attachment or a CI artifact. Needs the ``plot`` extra (matplotlib).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from gyreprof._format import fmt_ns, fmt_pct, fmt_rate
+from gyreprof._version import __version__
+from gyreprof.export._source import Resolved, resolve, rows
+from gyreprof.summary import STEP, Summary
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1100px; color: #222; line-height: 1.4; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; }
+.sub { color: #666; font-size: 0.9em; }
+.headline { font-size: 1.1em; margin: 0.8em 0; }
+table { border-collapse: collapse; margin: 0.5em 0; font-variant-numeric: tabular-nums; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f5f5f5; }
+tr.step td { font-weight: bold; border-top: 1px solid #bbb; }
+.note { background: #fff6d5; border-left: 4px solid #f2c14e; padding: 0.4em 0.8em; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; margin: 0.5em 0; }
+footer { margin-top: 2em; color: #888; font-size: 0.8em; }
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _table(headers: list[str], body: list[list[str]], row_classes: list[str] | None = None) -> str:
+    out = ["<table>", "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    for i, r in enumerate(body):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _summary_table(s: Summary) -> str:
+    headers = ["phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share"]
+    body, classes = [], []
+    for name, st in rows(s, include_step=bool(s.step.count)):
+        body.append(
+            [
+                name,
+                str(st.count),
+                fmt_ns(st.mean),
+                fmt_ns(st.p50),
+                fmt_ns(st.p90),
+                fmt_ns(st.p99),
+                fmt_ns(st.p999),
+                fmt_ns(st.max),
+                fmt_pct(st.share) if name != STEP else "",
+            ]
+        )
+        classes.append("step" if name == STEP else "")
+    return _table(headers, body, classes)
+
+
+def _warmup_section(s: Summary) -> str:
+    w = s.warmup
+    parts = [f"<p>{_e(w)}</p>"]
+    names = [n for n in [*s.phases, STEP] if n in w.first_ns or n in w.mean_ns]
+    if names:
+        body = []
+        for n in names:
+            steady = s.phases[n].mean if n in s.phases else s.step.mean
+            body.append(
+                [
+                    n,
+                    fmt_ns(w.first_ns.get(n)),
+                    fmt_ns(w.mean_ns.get(n)),
+                    fmt_ns(w.max_ns.get(n)),
+                    fmt_ns(steady),
+                ]
+            )
+        parts.append(
+            _table(["phase", "first call", "warm-up mean", "warm-up max", "steady mean"], body)
+        )
+    return "\n".join(parts)
+
+
+def _notes(s: Summary) -> list[str]:
+    notes = []
+    if s.overwritten:
+        notes.append(f"{s.overwritten} events overwritten in the ring (histograms keep them)")
+    if s.out_of_range:
+        notes.append(f"{s.out_of_range} values above the histogram range (clamped)")
+    if s.negative:
+        notes.append(f"{s.negative} negative durations ignored")
+    if s.nonfinite:
+        notes.append(f"{s.nonfinite} NaN/inf durations ignored")
+    return notes
+
+
+def _img(png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+
+
+def _pictures(res: Resolved, steps: int | None, seconds: float | None,
+              size_px: tuple[int, int]) -> list[str]:
+    from gyreprof.export import plots
+
+    out = []
+    src = res.snapshot or res.summary
+    if any(st.count for _, st in rows(res.summary)):
+        fig = plots.plot_percentiles(src, size_px=size_px)
+        out.append(_img(plots.figure_png(fig), "duration by percentile per phase"))
+    wins = plots.windows_of(res.profiler or src, steps=steps, seconds=seconds)
+    if wins:
+        fig = plots.plot_windows(wins, size_px=size_px)
+        out.append(_img(plots.figure_png(fig), "p50 and p99 per phase per window"))
+        fig = plots.plot_shares(wins, size_px=size_px)
+        out.append(_img(plots.figure_png(fig), "share of step time per phase per window"))
+    else:
+        out.append(
+            '<p class="sub">No window closed yet, so no time series: windows close every '
+            "window_steps steps and when warm-up ends.</p>"
+        )
+    return out
+
+
+def html_report(
+    source: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    title: str | None = None,
+    steps: int | None = None,
+    seconds: float | None = None,
+    size_px: tuple[int, int] = (1000, 560),
+) -> str | Path:
+    """A self-contained HTML page of a run; written to ``path`` (returns the Path) or returned.
+
+    ``source``: a Profiler, Snapshot, Summary or the path of a saved one.
+    ``steps=``/``seconds=`` (live Profiler): exact windows from the ring for the
+    time series instead of the rolling windows. Needs the ``plot`` extra.
+    """
+    from gyreprof.export.plots import _mpl
+
+    _mpl()
+    res = resolve(source, what="an HTML report")
+    s = res.summary
+    label = s.meta.get("label")
+    title = title or (f"gyreprof report: {label}" if label else "gyreprof report")
+    who = []
+    for key in ("label", "host", "pid"):
+        if key in s.meta:
+            who.append(f"{key} {s.meta[key]}")
+    if s.sources > 1:
+        who.append(f"merged from {s.sources} sources")
+    now = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if s.steps:
+        headline = (
+            f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)})"
+        )
+    else:
+        headline = f"{s.events} phase events (no steps marked)"
+    overhead = (
+        f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time "
+        f"(~{s.lap_cost_ns:.0f} ns per boundary, clock={s.clock}, "
+        f"{s.significant_figures} significant figures)"
+        if not math.isnan(s.lap_cost_ns)
+        else f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time"
+    )
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<div class="sub">{_e(", ".join(who) or s.clock)} &middot; {_e(now)}</div>',
+        f'<p class="headline">{_e(headline)}</p>',
+        "<h2>Summary (steady state)</h2>",
+        _summary_table(s),
+        f"<p>{_e(overhead)}</p>",
+    ]
+    notes = _notes(s)
+    if notes:
+        parts.append('<p class="note">' + "<br>".join(_e(n) for n in notes) + "</p>")
+    parts += ["<h2>Warm-up</h2>", _warmup_section(s)]
+    if s.counters:
+        parts.append("<h2>Counters</h2>")
+        parts.append(
+            _table(
+                ["counter", "count", "per second"],
+                [
+                    [k, str(v), f"{s.counter_rates.get(k, math.nan):.3g}"]
+                    for k, v in s.counters.items()
+                ],
+            )
+        )
+    parts.append("<h2>Pictures</h2>")
+    parts += _pictures(res, steps, seconds, size_px)
+    parts.append(f"<footer>gyreprof {_e(__version__)}</footer></body></html>")
+    text = "\n".join(parts) + "\n"
+    if path is None:
+        return text
+    p = Path(path)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+__all__ = ["html_report"]

@@ -1,0 +1,333 @@
+"""The live segment: file naming, the versioned header, and process identity.
+
+A live segment is one file (``/dev/shm`` on Linux, else the temp directory, or
+``$GYREPROF_LIVE_DIR``) named ``gyreprof-live-<pid>-<serial>.seg`` and mapped
+with ``mmap`` by its writer (read-write) and any reader (read-only). Layout,
+every integer little-endian::
+
+    offset  size  field
+    0       8     magic b"GYRELIVE"
+    8       4     u32  LIVE_VERSION (this header's layout version)
+    12      4     u32  header_bytes: offset of the stats block (multiple of 4096)
+    16      8     u64  stats_bytes: size of the stats block
+    24      8     i64  pid of the writer process
+    32      8     i64  start_ticks: the writer's start time in clock ticks after boot
+                       (/proc/<pid>/stat field 22; -1 where unknown)
+    40      8     f64  create_time_s: the writer's start time, seconds since the epoch
+    48      4     u32  meta_offset: offset of the metadata (UTF-8 JSON)
+    52      4     u32  meta_len
+    56      4     u32  names_offset: offset of the counter-name table
+    60      4     u32  name_slot_bytes: bytes per counter-name slot (NAME_SLOT_BYTES)
+    64      4     u32  max_counters: slots in the counter-name table
+    68      4     u32  state: STATE_LIVE, or STATE_CLOSED once its writer let go
+    72      8     i64  closed_ns: CLOCK_MONOTONIC ns when closed (-1 while live)
+    80      48    reserved (zero)
+    128     ...   metadata JSON: name, phases, clock, start times, lap_cost_ns,
+                  recorder config (incl. stats-block word offsets), gyreprof
+                  version, host, command line
+    names_offset  counter-name table: ``max_counters`` slots; slot ``k`` holds the
+                  name of counter slot ``k``: one length byte (0: not yet named)
+                  followed by up to ``NAME_SLOT_BYTES - 1`` bytes of UTF-8
+    header_bytes  the Recorder's stats block (int64 words; see
+                  gyreprof._core.recorder for its layout)
+
+The metadata is written once, before the file gets its final name (segments
+are built under a temporary name and renamed), so a reader never sees a
+half-written header. Only ``state``/``closed_ns`` and the counter-name slots
+change afterwards: a slot's bytes are written before its length byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+LIVE_MAGIC = b"GYRELIVE"
+LIVE_VERSION = 1
+FIXED = struct.Struct("<8sIIQqqdIIIIIIq")  # the fields at offsets 0..79
+FIXED_BYTES = 128  # fixed part incl. reserved bytes; the metadata starts here
+STATE_OFFSET = 68
+CLOSED_NS_OFFSET = 72
+STATE_LIVE = 1
+STATE_CLOSED = 2
+NAME_SLOT_BYTES = 128
+PAGE = 4096
+PREFIX = "gyreprof-live-"
+SUFFIX = ".seg"
+FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.seg$")
+ENV_DIR = "GYREPROF_LIVE_DIR"
+
+
+def _align(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+def segment_dir() -> Path:
+    """Where live segments live: ``$GYREPROF_LIVE_DIR``, else ``/dev/shm``, else the temp dir."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env)
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return Path(tempfile.gettempdir())
+
+
+def segment_filename(pid: int, serial: int) -> str:
+    return f"{PREFIX}{pid}-{serial}{SUFFIX}"
+
+
+def parse_filename(name: str) -> tuple[int, int] | None:
+    """(pid, serial) of a segment file name, or None for any other name."""
+    m = FILE_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# ------------------------------------------------------------------ process identity
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """What tells one process apart from a later one that reuses its pid."""
+
+    start_ticks: int  # clock ticks after boot (/proc/<pid>/stat field 22), -1 unknown
+    create_time_s: float  # seconds since the epoch (psutil), nan unknown
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, start ticks) from /proc/<pid>/stat; None without procfs or process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError:
+        return None
+    tail = data[data.rfind(b")") + 2 :].split()
+    try:
+        return tail[0].decode("ascii", "replace"), int(tail[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def process_identity(pid: int) -> ProcessIdentity | None:
+    """Identity of a running process; None when there is no such process (or a zombie)."""
+    st = _proc_stat(pid) if sys.platform.startswith("linux") else None
+    try:
+        proc = psutil.Process(pid)
+        create = proc.create_time()
+        if st is None and proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        create = float("nan")
+    if st is not None:
+        if st[0] in ("Z", "X"):
+            return None
+        return ProcessIdentity(st[1], create)
+    return ProcessIdentity(-1, create)
+
+
+def same_process(recorded: ProcessIdentity, now: ProcessIdentity | None) -> bool:
+    """Whether ``now`` (the process running under the pid today) is the recorded writer."""
+    if now is None:
+        return False
+    if recorded.start_ticks >= 0 and now.start_ticks >= 0:
+        return recorded.start_ticks == now.start_ticks
+    a, b = recorded.create_time_s, now.create_time_s
+    if a != a or b != b:  # nan: cannot tell, trust the pid
+        return True
+    return abs(a - b) < 1.0
+
+
+# -------------------------------------------------------------------------- header
+
+
+@dataclass(frozen=True)
+class Header:
+    """The parsed header of a live segment."""
+
+    version: int
+    header_bytes: int
+    stats_bytes: int
+    pid: int
+    identity: ProcessIdentity
+    meta_offset: int
+    meta_len: int
+    names_offset: int
+    name_slot_bytes: int
+    max_counters: int
+    state: int
+    closed_ns: int
+    meta: dict[str, Any]
+
+    @property
+    def total_bytes(self) -> int:
+        return self.header_bytes + self.stats_bytes
+
+
+def build_header(
+    *,
+    pid: int,
+    identity: ProcessIdentity,
+    stats_bytes: int,
+    max_counters: int,
+    meta: dict[str, Any],
+) -> tuple[bytes, int, int]:
+    """(header bytes up to the stats block, header_bytes, names_offset)."""
+    meta_json = json.dumps(meta, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    names_offset = _align(FIXED_BYTES + len(meta_json), 8)
+    header_bytes = _align(names_offset + max_counters * NAME_SLOT_BYTES, PAGE)
+    buf = bytearray(header_bytes)
+    FIXED.pack_into(
+        buf,
+        0,
+        LIVE_MAGIC,
+        LIVE_VERSION,
+        header_bytes,
+        stats_bytes,
+        pid,
+        identity.start_ticks,
+        identity.create_time_s,
+        FIXED_BYTES,
+        len(meta_json),
+        names_offset,
+        NAME_SLOT_BYTES,
+        max_counters,
+        STATE_LIVE,
+        -1,
+    )
+    buf[FIXED_BYTES : FIXED_BYTES + len(meta_json)] = meta_json
+    return bytes(buf), header_bytes, names_offset
+
+
+def encode_name_slot(name: str) -> bytes:
+    """A counter-name slot: length byte + UTF-8, cut at a character boundary to fit."""
+    raw = name.encode("utf-8")
+    limit = NAME_SLOT_BYTES - 1
+    if len(raw) > limit:
+        raw = raw[:limit].decode("utf-8", "ignore").encode("utf-8")
+    return bytes([len(raw)]) + raw
+
+
+_REQUIRED_META = ("name", "phases", "config", "lap_cost_ns", "clock")
+
+
+def parse_header(buf: bytes | memoryview, size: int, where: str) -> Header:
+    """Parse and validate a segment header; ValueError naming what is wrong.
+
+    ``buf`` holds at least the first ``min(size, header_bytes)`` bytes of the
+    file and ``size`` is the file's size in bytes.
+    """
+    if size < FIXED_BYTES:
+        raise ValueError(
+            f"{where} is truncated: {size} bytes, a gyreprof live segment has at least "
+            f"{FIXED_BYTES}"
+        )
+    (
+        magic,
+        version,
+        header_bytes,
+        stats_bytes,
+        pid,
+        start_ticks,
+        create_time_s,
+        meta_offset,
+        meta_len,
+        names_offset,
+        slot_bytes,
+        max_counters,
+        state,
+        closed_ns,
+    ) = FIXED.unpack_from(buf, 0)
+    if magic != LIVE_MAGIC:
+        raise ValueError(
+            f"{where} is not a gyreprof live segment (magic {bytes(magic)!r}, "
+            f"expected {LIVE_MAGIC!r})"
+        )
+    if version != LIVE_VERSION:
+        raise ValueError(
+            f"{where} has live-segment layout version {version}; this gyreprof reads version "
+            f"{LIVE_VERSION}. Read it with the gyreprof version its writer uses."
+        )
+    if header_bytes < FIXED_BYTES or header_bytes % 8:
+        raise ValueError(f"{where} is corrupted: stats offset {header_bytes}")
+    if header_bytes + stats_bytes > size:
+        raise ValueError(
+            f"{where} is truncated: {size} bytes, its header says "
+            f"{header_bytes + stats_bytes}"
+        )
+    if (
+        meta_offset < FIXED_BYTES
+        or meta_offset + meta_len > names_offset
+        or slot_bytes != NAME_SLOT_BYTES
+        or names_offset + max_counters * slot_bytes > header_bytes
+    ):
+        raise ValueError(f"{where} is corrupted: inconsistent header offsets")
+    if state not in (STATE_LIVE, STATE_CLOSED):
+        raise ValueError(f"{where} is corrupted: unknown state {state}")
+    try:
+        meta = json.loads(bytes(buf[meta_offset : meta_offset + meta_len]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{where} is corrupted: unreadable metadata ({exc})") from None
+    if not isinstance(meta, dict) or any(k not in meta for k in _REQUIRED_META):
+        raise ValueError(f"{where} is corrupted: metadata lacks {list(_REQUIRED_META)}")
+    cfg = meta["config"]
+    phases = meta["phases"]
+    if (
+        not isinstance(cfg, dict)
+        or not isinstance(phases, list)
+        or not all(isinstance(p, str) for p in phases)
+        or len(phases) != cfg.get("n_phases")
+        or not isinstance(cfg.get("offsets"), dict)
+    ):
+        raise ValueError(f"{where} is corrupted: phases and recorder config disagree")
+    try:
+        words = int(cfg["offsets"]["words"])
+        cfg_counters = int(cfg["max_counters"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{where} is corrupted: recorder config incomplete") from None
+    if 8 * words > stats_bytes or cfg_counters != max_counters:
+        raise ValueError(f"{where} is corrupted: stats block size does not match its config")
+    return Header(
+        version=version,
+        header_bytes=header_bytes,
+        stats_bytes=stats_bytes,
+        pid=pid,
+        identity=ProcessIdentity(start_ticks, create_time_s),
+        meta_offset=meta_offset,
+        meta_len=meta_len,
+        names_offset=names_offset,
+        name_slot_bytes=slot_bytes,
+        max_counters=max_counters,
+        state=state,
+        closed_ns=closed_ns,
+        meta=meta,
+    )
+
+
+def read_name_slots(buf: bytes | memoryview, header: Header) -> list[str]:
+    """Counter names in slot order, up to the first slot not yet named."""
+    out: list[str] = []
+    base = header.names_offset
+    for k in range(header.max_counters):
+        off = base + k * header.name_slot_bytes
+        n = buf[off]
+        if n == 0 or n >= header.name_slot_bytes:
+            break
+        raw = bytes(buf[off + 1 : off + 1 + n])
+        try:
+            out.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(f"counter{k}")
+    return out

@@ -1,0 +1,379 @@
+"""Data and rendering behind ``gyreprof top``.
+
+A :class:`TopModel` keeps one reader per live segment and the previous
+snapshot of each, so every refresh reports two views of each process: *since
+start* (the steady-state summary) and *last window* (exactly what was recorded
+since the previous refresh: bucket counts only grow, so the difference of two
+snapshots is the histogram of the interval; see ``gyreprof.live.interval``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, text_table
+from gyreprof.live import _layout as lay
+from gyreprof.live.reader import LiveEntry, LiveReader, _tree, interval, list_segments
+from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary, merge
+
+TOP_FORMAT = "gyreprof.top/1"
+
+
+def _num(x: Any) -> Any:
+    """NaN/inf -> None so the JSON is strict."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _phase_dict(st: PhaseStats, with_share: bool = True) -> dict[str, Any]:
+    d = {
+        "count": st.count,
+        "mean_ns": _num(st.mean),
+        "p50_ns": _num(st.p50),
+        "p99_ns": _num(st.p99),
+        "max_ns": _num(st.max),
+    }
+    if with_share:
+        d["share"] = _num(st.share)
+    return d
+
+
+def stats_dict(s: Summary) -> dict[str, Any]:
+    """The part of a Summary that ``top --json`` prints (durations in ns, NaN -> null)."""
+    return {
+        "steps": s.steps,
+        "steps_per_s": _num(s.steps_per_s),
+        "elapsed_s": _num(s.elapsed_s),
+        "phases": {k: _phase_dict(v) for k, v in s.phases.items()},
+        "step": _phase_dict(s.step, with_share=False),
+        "overwritten": s.overwritten,
+        "out_of_range": s.out_of_range,
+        "negative": s.negative,
+        "counters": dict(s.counters),
+        "warming_up": not s.warmup.done,
+    }
+
+
+@dataclass
+class ProcessView:
+    """One segment at one refresh."""
+
+    entry: LiveEntry
+    snapshot: Snapshot | None
+    window: Snapshot | None  # since the previous refresh (None on the first)
+    window_s: float
+    step: int
+    steps_completed: int
+    open_phase: str | None
+    open_for_ns: int | None
+    closed: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        e = self.entry
+        out: dict[str, Any] = {
+            "pid": e.pid,
+            "name": e.name,
+            "path": str(e.path),
+            "alive": e.alive,
+            "stale": e.stale,
+            "closed": self.closed,
+            "step": self.step,
+            "steps_completed": self.steps_completed,
+            "open_phase": self.open_phase,
+            "open_for_ns": self.open_for_ns,
+            "since_start": stats_dict(self.snapshot.summary()) if self.snapshot else None,
+            "last_window": None,
+            "error": self.error,
+        }
+        if self.window is not None:
+            w = stats_dict(self.window.summary())
+            w["interval_s"] = self.window_s
+            out["last_window"] = w
+        return out
+
+
+@dataclass
+class Frame:
+    """Everything one refresh shows."""
+
+    processes: list[ProcessView]
+    merged: Snapshot | None
+    merged_window: Snapshot | None
+    window_s: float
+    stale: list[LiveEntry]
+    errors: list[LiveEntry]
+    target: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        merged = None
+        if self.merged is not None:
+            merged = {"since_start": stats_dict(self.merged.summary()), "last_window": None}
+            if self.merged_window is not None:
+                w = stats_dict(self.merged_window.summary())
+                w["interval_s"] = self.window_s
+                merged["last_window"] = w
+        return {
+            "format": TOP_FORMAT,
+            "taken_unix_s": time.time(),
+            "target_pid": self.target,
+            "processes": [p.to_dict() for p in self.processes],
+            "merged": merged,
+            "stale": [e.to_dict() for e in self.stale],
+            "errors": [e.to_dict() for e in self.errors],
+        }
+
+
+class TopModel:
+    """Tracks the live segments of a process tree (or of the whole machine)."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self.pid = pid
+        self._readers: dict[Path, LiveReader] = {}
+        self._prev: dict[Path, Snapshot] = {}
+        self._last_t: float | None = None
+
+    def _entries(self) -> list[LiveEntry]:
+        entries = list_segments()
+        if self.pid is None:
+            return entries
+        try:
+            pids = _tree(self.pid)
+        except LookupError:
+            own = [e for e in entries if e.pid == self.pid]
+            if own:
+                return own
+            raise LookupError(
+                f"no process with pid {self.pid} and no live segment of it "
+                f"(looked in {lay.segment_dir()})"
+            ) from None
+        found = [e for e in entries if e.pid in pids]
+        if not found:
+            raise LookupError(
+                f"no gyreprof live segment in the process tree of pid {self.pid}; create its "
+                f"Profiler with live=True (looked in {lay.segment_dir()})"
+            )
+        return found
+
+    def refresh(self) -> Frame:
+        """Read every segment once. LookupError when there is nothing to show for ``pid``."""
+        entries = self._entries()
+        now_t = time.monotonic()
+        window_s = (now_t - self._last_t) if self._last_t is not None else 0.0
+        self._last_t = now_t
+        views: list[ProcessView] = []
+        stale: list[LiveEntry] = []
+        errors: list[LiveEntry] = []
+        seen = set()
+        for e in entries:
+            if e.error is not None:
+                errors.append(e)
+                continue
+            if e.stale and self.pid is None:
+                stale.append(e)
+                continue
+            seen.add(e.path)
+            views.append(self._read(e, window_s))
+        for path in list(self._readers):
+            if path not in seen:
+                self._readers.pop(path).close()
+                self._prev.pop(path, None)
+        snaps = [v.snapshot for v in views if v.snapshot is not None]
+        wins = [v.window for v in views if v.window is not None]
+        merged = _try_merge(snaps) if len(snaps) > 1 else None
+        merged_w = _try_merge(wins) if len(wins) > 1 else None
+        return Frame(views, merged, merged_w, window_s, stale, errors, self.pid)
+
+    def _read(self, e: LiveEntry, window_s: float) -> ProcessView:
+        try:
+            r = self._readers.get(e.path)
+            if r is None:
+                r = LiveReader(e.path)
+                self._readers[e.path] = r
+            snap = r.snapshot()
+            closed = r.closed
+        except (LookupError, ValueError, OSError) as exc:
+            self._readers.pop(e.path, None)
+            return ProcessView(e, None, None, window_s, 0, 0, None, None, False, str(exc))
+        prev = self._prev.get(e.path)
+        self._prev[e.path] = snap
+        win = interval(prev, snap) if prev is not None else None
+        since = snap.open_since_ns
+        taken = int(snap.times.get("taken_ns", 0))
+        open_for = max(0, taken - since) if (snap.open_phase and since > 0) else None
+        if e.stale or closed:
+            open_for = None
+        return ProcessView(
+            entry=e,
+            snapshot=snap,
+            window=win,
+            window_s=window_s,
+            step=snap.totals["steps_begun"],
+            steps_completed=snap.totals["steps_completed"],
+            open_phase=snap.open_phase if open_for is not None else None,
+            open_for_ns=open_for,
+            closed=closed,
+        )
+
+    def close(self) -> None:
+        for r in self._readers.values():
+            r.close()
+        self._readers.clear()
+        self._prev.clear()
+
+
+def _try_merge(snaps: list[Snapshot]) -> Snapshot | None:
+    try:
+        return merge(snaps)
+    except ValueError:  # different histogram layouts: no merged view
+        return None
+
+
+# ------------------------------------------------------------------------- text
+
+
+def _status(v: ProcessView) -> str:
+    if v.error:
+        return "unreadable"
+    if v.entry.stale:
+        return "stale (process gone)"
+    if v.closed:
+        return "closed"
+    return "alive"
+
+
+def _headline(v: ProcessView) -> str:
+    e = v.entry
+    parts = [f"pid {e.pid}", str(e.name), _status(v)]
+    if v.snapshot is not None:
+        s = v.snapshot.summary()
+        parts.append(f"step {v.step}")
+        if v.window is not None:
+            parts.append(f"{fmt_rate(v.window.summary().steps_per_s)} last {v.window_s:.1f} s")
+        parts.append(f"{fmt_rate(s.steps_per_s)} since start")
+        if v.open_phase is not None and v.open_for_ns is not None:
+            parts.append(f"in {v.open_phase} for {fmt_ns(v.open_for_ns)}")
+        if not s.warmup.done:
+            parts.append("warming up")
+    if v.error:
+        parts.append(v.error)
+    return " | ".join(parts)
+
+
+def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
+    s = snap.summary()
+    w = window.summary() if window is not None else None
+    rows = []
+    for name in [*s.phases, STEP]:
+        st = s.phases[name] if name in s.phases else s.step
+        row = [name]
+        if w is not None:
+            ws = w.phases[name] if name in w.phases else w.step
+            row += [fmt_ns(ws.p50), fmt_ns(ws.p99), fmt_ns(ws.max),
+                    fmt_pct(ws.share) if name != STEP else ""]
+        row += [fmt_ns(st.p50), fmt_ns(st.p99), fmt_ns(st.max),
+                fmt_pct(st.share) if name != STEP else "", str(st.count)]
+        rows.append(row)
+    return rows
+
+
+def _headers(with_window: bool) -> list[str]:
+    """Per phase: [last window: p50 p99 max share] then since start: p50 p99 max share count."""
+    since = ["p50", "p99", "max", "share", "count"]
+    if with_window:
+        return ["phase", "last p50", "last p99", "last max", "last %", *since]
+    return ["phase", *since]
+
+
+def _footer(snap: Snapshot) -> str:
+    s = snap.summary()
+    bits = [f"overwritten {s.overwritten}", f"out-of-range {s.out_of_range}"]
+    if s.negative:
+        bits.append(f"negative {s.negative}")
+    if s.counters:
+        bits.append("counters " + ", ".join(f"{k} {v}" for k, v in s.counters.items()))
+    return "  " + " | ".join(bits)
+
+
+def render_text(frame: Frame) -> str:
+    """Plain-text rendering (no terminal library needed)."""
+    out = []
+    for v in frame.processes:
+        out.append(_headline(v))
+        if v.snapshot is not None:
+            out.append(text_table(_headers(v.window is not None), _rows(v.snapshot, v.window)))
+            out.append(_footer(v.snapshot))
+        out.append("")
+    if frame.merged is not None:
+        n = len(frame.processes)
+        rate = frame.merged.summary().steps_per_s
+        head = f"merged: {n} segments | {fmt_rate(rate)} since start"
+        if frame.merged_window is not None:
+            head += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
+        out.append(head)
+        out.append(text_table(_headers(frame.merged_window is not None),
+                              _rows(frame.merged, frame.merged_window)))
+        out.append("")
+    out.extend(_notes(frame))
+    if not frame.processes and not frame.stale and not frame.errors:
+        out.append(f"no gyreprof live segments in {lay.segment_dir()}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _notes(frame: Frame) -> list[str]:
+    out = []
+    if frame.stale:
+        pids = ", ".join(str(e.pid) for e in frame.stale)
+        out.append(
+            f"{len(frame.stale)} stale segment(s) of processes that are gone (pid {pids}); "
+            "remove them with gyreprof.live.clean()"
+        )
+    for e in frame.errors:
+        out.append(f"unreadable: {e.path}: {e.error}")
+    return out
+
+
+def render_rich(frame: Frame) -> Any:
+    """A rich renderable of the frame (rich must be installed)."""
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+
+    def table(title: str, snap: Snapshot, window: Snapshot | None, caption: str) -> Table:
+        t = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
+                  expand=False, pad_edge=False, box=box.SIMPLE_HEAD, collapse_padding=True)
+        t.add_column("phase", justify="left", no_wrap=True, max_width=16)
+        groups = (("last", "cyan"), ("all", None)) if window is not None else (("all", None),)
+        for group, style in groups:
+            for h in ("p50", "p99", "max", "share"):
+                t.add_column(f"{group}\n{h}", justify="right", style=style, no_wrap=True,
+                             min_width=7)
+        for row in _rows(snap, window):
+            t.add_row(*row[:-1], style="dim" if row[0] == STEP else None)
+        return t
+
+    for v in frame.processes:
+        if v.snapshot is None:
+            parts.append(Text(_headline(v), style="red"))
+            continue
+        parts.append(table(_headline(v), v.snapshot, v.window, _footer(v.snapshot).strip()))
+    if frame.merged is not None:
+        rate = frame.merged.summary().steps_per_s
+        title = f"merged: {len(frame.processes)} segments | {fmt_rate(rate)} since start"
+        if frame.merged_window is not None:
+            title += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
+        parts.append(table(title, frame.merged, frame.merged_window,
+                           _footer(frame.merged).strip()))
+    for line in _notes(frame):
+        parts.append(Text(line, style="yellow"))
+    if not parts:
+        parts.append(Text(f"no gyreprof live segments in {lay.segment_dir()}", style="yellow"))
+    return Group(*parts)

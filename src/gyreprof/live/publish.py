@@ -1,0 +1,325 @@
+"""Writer side of the live view: put a Profiler's stats block in a shared-memory file.
+
+``Profiler(..., live=True)`` (or ``live="name"``) calls :func:`publish_profiler`,
+which creates a segment (see ``gyreprof.live._layout`` for the format), moves
+the Recorder's stats block into it with ``Recorder.rebind`` and returns a
+:class:`LivePublication`, stored as ``prof.live``. The recorder then writes
+its histograms, counters, step counter and open-phase marker straight into the
+shared pages: the hot path is the same code with a different base pointer, so
+it costs what it costs without ``live``.
+
+Lifetime
+--------
+- ``prof.live.close()`` (or ``with prof.live:``) hands the stats block back to
+  private memory, marks the segment closed and removes its file; the profiler
+  keeps working. Readers that had it open keep seeing its last state.
+- The segment is removed at normal interpreter exit, when the Profiler is
+  garbage-collected, and at the exit of a ``multiprocessing`` child process
+  (a worker that exits through ``os._exit`` after its target returns).
+- A process killed by a signal leaves its file behind; ``gp.live.list()``
+  reports it as stale (its pid is gone, or reused by a process started later)
+  and ``gp.live.clean()`` removes it.
+
+Fork
+----
+A child created by ``fork`` (``multiprocessing`` with the fork start method,
+gymnasium ``AsyncVectorEnv`` workers on Linux) must not write into its
+parent's segment. Right after a fork the child's copy of every published
+profiler is *detached*: its stats block moves to private memory (the counts
+recorded before the fork are kept) and ``prof.live.active`` becomes False.
+The child publishes nothing until it calls ``prof.live.reopen()`` (a fresh
+segment of its own) or creates a new ``Profiler(..., live=True)``.
+
+Threads
+-------
+``per_thread=True`` profilers are refused (ValueError): each thread has its
+own Recorder, created on first use, and one segment holds one stats block.
+Publish one profiler per thread instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import socket
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from gyreprof._core import monotonic_ns
+from gyreprof._version import __version__
+from gyreprof.live import _layout as lay
+
+_SERIAL = itertools.count(1)
+_PUBLISHED: weakref.WeakSet[LivePublication] = weakref.WeakSet()
+_LOCK = threading.Lock()
+_MAX_NAME = 200
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"a live segment name must be a string, got {type(name).__name__}")
+    text = name.strip()
+    if not text or len(text) > _MAX_NAME or not text.isprintable():
+        raise ValueError(
+            f"a live segment name must be 1..{_MAX_NAME} printable characters, got {name!r}"
+        )
+    return text
+
+
+def _default_name(label: str | None) -> str:
+    if label:
+        return str(label)
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return prog if prog and not prog.startswith("-") else "python"
+
+
+class LivePublication:
+    """A profiler's stats block published in a shared-memory segment (``prof.live``).
+
+    Attributes: ``path`` (the segment file, None once closed or detached),
+    ``name``, ``pid`` (the process that published it), ``active``.
+    """
+
+    def __init__(self, recorder: Any, phases: tuple[str, ...], name: str, *,
+                 lap_cost_ns: float, label: str | None,
+                 counter_names: tuple[str, ...] = ()) -> None:
+        self._rec = recorder
+        self._phases = tuple(phases)
+        self.name = name
+        self._label = label
+        self._lap_cost_ns = float(lap_cost_ns)
+        self._counter_names: list[str] = list(counter_names)
+        self._lock = threading.Lock()
+        self.pid = os.getpid()
+        self.path: Path | None = None
+        self.active = False
+        self._mm: mmap.mmap | None = None
+        self._stats_mv: memoryview | None = None
+        self._names_offset = 0
+        self._max_counters = int(recorder.config()["max_counters"])
+        self._mp_finalizer: Any = None
+        self._open()
+
+    # -- creating ------------------------------------------------------------------
+
+    def _open(self) -> None:
+        rec = self._rec
+        cfg = rec.config()
+        stats_bytes = 8 * int(cfg["offsets"]["words"])
+        pid = os.getpid()
+        ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
+        meta = {
+            "name": self.name,
+            "label": self._label,
+            "phases": list(self._phases),
+            "clock": str(cfg["clock"]),
+            "config": cfg,
+            "lap_cost_ns": self._lap_cost_ns,
+            "start_unix_s": time.time(),
+            "start_mono_ns": int(monotonic_ns()),
+            "gyreprof": __version__,
+            "host": socket.gethostname(),
+            "argv": list(sys.argv[:16]),
+        }
+        head, header_bytes, names_offset = lay.build_header(
+            pid=pid, identity=ident, stats_bytes=stats_bytes,
+            max_counters=self._max_counters, meta=meta,
+        )
+        total = header_bytes + stats_bytes
+        directory = lay.segment_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        serial = next(_SERIAL)
+        final = directory / lay.segment_filename(pid, serial)
+        tmp = directory / f".{final.name}.{threading.get_ident()}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, total)
+            mm = mmap.mmap(fd, total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
+        try:
+            mm[:header_bytes] = head
+            for slot, cname in enumerate(self._counter_names[: self._max_counters]):
+                self._write_slot(mm, names_offset, slot, cname)
+            stats_mv = memoryview(mm)[header_bytes:total]
+            rec.rebind(stats_mv)
+            os.rename(tmp, final)
+        except BaseException:
+            try:
+                rec.rebind(None)
+            finally:
+                os.unlink(tmp)
+            raise
+        self._mm = mm
+        self._stats_mv = stats_mv
+        self._names_offset = names_offset
+        self.path = final
+        self.pid = pid
+        self.active = True
+        self._register_exit_hooks()
+
+    @staticmethod
+    def _write_slot(mm: mmap.mmap, names_offset: int, slot: int, name: str) -> None:
+        data = lay.encode_name_slot(name)
+        off = names_offset + slot * lay.NAME_SLOT_BYTES
+        mm[off + 1 : off + len(data)] = data[1:]  # the bytes first, the length byte last
+        mm[off] = data[0]
+
+    def _register_exit_hooks(self) -> None:
+        with _LOCK:
+            _PUBLISHED.add(self)
+        if "multiprocessing" in sys.modules:
+            import multiprocessing
+
+            if multiprocessing.parent_process() is not None:
+                # a multiprocessing child ends with os._exit (no atexit); its
+                # finalizer registry still runs on the way out
+                import multiprocessing.util as mp_util
+
+                ref = weakref.ref(self)
+                self._mp_finalizer = mp_util.Finalize(
+                    None, _close_ref, args=(ref,), exitpriority=10
+                )
+
+    # -- the Profiler hook -----------------------------------------------------------
+
+    def counter_added(self, name: str, slot: int) -> None:
+        """Publish the name of event counter ``slot`` (called by Profiler.count)."""
+        with self._lock:
+            while len(self._counter_names) <= slot:
+                self._counter_names.append(f"counter{len(self._counter_names)}")
+            self._counter_names[slot] = name
+            mm = self._mm
+            if mm is not None and self.active and 0 <= slot < self._max_counters:
+                self._write_slot(mm, self._names_offset, slot, name)
+
+    # -- closing ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop publishing: stats move to private memory, the segment is marked closed and
+        removed. The profiler keeps recording. Idempotent."""
+        with self._lock:
+            if not self.active:
+                return
+            if self.pid != os.getpid():
+                self._detach_locked()
+                return
+            mm = self._mm
+            assert mm is not None
+            lay_state = lay.STATE_CLOSED.to_bytes(4, "little")
+            mm[lay.CLOSED_NS_OFFSET : lay.CLOSED_NS_OFFSET + 8] = int(monotonic_ns()).to_bytes(
+                8, "little", signed=True
+            )
+            mm[lay.STATE_OFFSET : lay.STATE_OFFSET + 4] = lay_state
+            self._rec.rebind(None)
+            if self.path is not None:
+                try:
+                    os.unlink(self.path)
+                except FileNotFoundError:
+                    pass
+            self._release_mapping()
+            if self._mp_finalizer is not None:
+                self._mp_finalizer.cancel()
+                self._mp_finalizer = None
+
+    def _detach_locked(self) -> None:
+        """In a forked child: stop writing to the parent's segment (no unlink, no state)."""
+        self._rec.rebind(None)
+        self._release_mapping()
+        self._mp_finalizer = None
+
+    def _release_mapping(self) -> None:
+        mv, self._stats_mv = self._stats_mv, None
+        mm, self._mm = self._mm, None
+        self.active = False
+        self.path = None
+        if mv is not None:
+            try:
+                mv.release()
+            except BufferError:  # a stats_view() still holds it; freed with that view
+                return
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass
+
+    def _after_fork_in_child(self) -> None:
+        if self.active and self.pid != os.getpid():
+            # the parent's lock object may be held by a thread that does not exist here
+            self._lock = threading.Lock()
+            with self._lock:
+                self._detach_locked()
+
+    def reopen(self) -> Path:
+        """Publish again in a fresh segment of this process (e.g. in a forked child, or
+        after ``close()``); the counts recorded so far are kept. Returns the new path."""
+        with self._lock:
+            if self.active and self.pid == os.getpid():
+                assert self.path is not None
+                return self.path
+            if self.active:
+                self._detach_locked()
+            self._open()
+            assert self.path is not None
+            return self.path
+
+    def __enter__(self) -> LivePublication:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"at {self.path}" if self.active else "closed"
+        return f"LivePublication(name={self.name!r}, pid={self.pid}, {state})"
+
+
+def _close_ref(ref: weakref.ref[LivePublication]) -> None:
+    pub = ref()
+    if pub is not None:
+        try:
+            pub.close()
+        except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+            print(f"gyreprof: closing live segment {pub.path} failed: {exc}", file=sys.stderr)
+
+
+def _after_fork_in_child() -> None:
+    for pub in list(_PUBLISHED):
+        pub._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def publish_profiler(prof: Any, name: str | None = None) -> LivePublication:
+    """Publish ``prof``'s stats block in a new live segment; returns ``prof.live``'s value.
+
+    ``name`` labels the segment in ``gp.live.list()`` and ``gyreprof top``
+    (default: the profiler's label, else the script's file name).
+    """
+    if getattr(prof, "per_thread", False):
+        raise ValueError(
+            "live=True needs a Profiler with per_thread=False: a per-thread profiler has one "
+            "Recorder per thread and a live segment holds one. Publish one Profiler per thread "
+            "(each with live=True) instead."
+        )
+    seg_name = _check_name(name) if name is not None else _default_name(prof.label)
+    pub = LivePublication(
+        prof.recorder,
+        tuple(prof.phases),
+        seg_name,
+        lap_cost_ns=float(prof.lap_cost_ns),
+        label=prof.label,
+        counter_names=tuple(prof.counter_names),
+    )
+    weakref.finalize(prof, _close_ref, weakref.ref(pub))
+    return pub

@@ -1,0 +1,207 @@
+"""The native log-linear histogram against numpy and the pure-Python twin."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gyreprof._core import (
+    Histogram,
+    bucket_edges,
+    decode_counts,
+    encode_counts,
+    index_of,
+    layout_info,
+    percentiles_from_counts,
+)
+
+from reference import RefHistogram, RefLayout
+
+QS = [0, 1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100]
+
+
+def _distributions(rng: np.random.Generator, kind: str, n: int) -> np.ndarray:
+    if kind == "lognormal":
+        x = rng.lognormal(mean=10, sigma=1.5, size=n)
+    elif kind == "bimodal":
+        x = np.concatenate(
+            [rng.normal(2_000, 100, n // 2), rng.normal(2_000_000, 50_000, n - n // 2)]
+        )
+    elif kind == "pareto":
+        x = (rng.pareto(1.2, size=n) + 1) * 1_000
+    elif kind == "constant":
+        x = np.full(n, 123_456.0)
+    elif kind == "tiny":
+        x = rng.integers(0, 50, size=n).astype(float)
+    elif kind == "huge":
+        x = rng.uniform(1e11, 3.5e12, size=n)
+    else:  # pragma: no cover
+        raise AssertionError(kind)
+    return np.clip(np.round(x), 0, 3_600_000_000_000).astype(np.int64)
+
+
+@pytest.mark.parametrize("kind", ["lognormal", "bimodal", "pareto", "constant", "tiny", "huge"])
+@pytest.mark.parametrize("sf", [1, 2, 3, 4])
+def test_percentiles_within_significant_figures(kind: str, sf: int) -> None:
+    rng = np.random.default_rng(abs(hash((kind, sf))) % 2**32)
+    x = _distributions(rng, kind, 20_000)
+    h = Histogram(significant_figures=sf)
+    h.record_many(x)
+    got = h.percentiles(QS)
+    want = np.percentile(x, QS, method="inverted_cdf")
+    bound = 10.0 ** (-sf)
+    for q, g, w in zip(QS, got, want, strict=True):
+        # values below the linear range are exact to within one unit
+        assert abs(g - w) <= max(bound * w, 1.0), (q, g, w)
+    assert h.min == x.min() and h.max == x.max()  # exact, not bucket edges
+    assert h.total == len(x)
+    assert h.sum == pytest.approx(float(x.sum()), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(
+        st.integers(min_value=0, max_value=3_600_000_000_000), min_size=1, max_size=300
+    ),
+    q=st.floats(min_value=0, max_value=100),
+)
+def test_native_matches_reference_twin(values: list[int], q: float) -> None:
+    h = Histogram()
+    ref = RefHistogram(RefLayout())
+    for v in values:
+        h.record(v)
+        ref.record(v)
+    assert h.counts_array().tolist() == ref.counts
+    assert h.percentile(q) == ref.percentile(q)
+    assert (h.min, h.max, h.total) == (ref.min, ref.max, ref.total)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    v=st.integers(min_value=0, max_value=10**13),
+    lowest=st.sampled_from([1, 2, 1000, 1024]),
+    sf=st.integers(min_value=1, max_value=5),
+)
+def test_index_matches_reference_and_bucket_contains_value(v: int, lowest: int, sf: int) -> None:
+    highest = 10**13
+    ref = RefLayout(lowest, highest, sf)
+    i = index_of(v, lowest, highest, sf)
+    assert i == ref.index(v)
+    lo = ref.lowest_equivalent(i)
+    assert lo <= v < lo + ref.width(i)
+    assert layout_info(lowest, highest, sf)["counts_len"] == ref.counts_len
+
+
+def test_bucket_edges_tile_the_range() -> None:
+    lo, width = bucket_edges(1, 10**9, 2)
+    # consecutive buckets meet without gaps or overlaps
+    assert np.all(lo[1:] == lo[:-1] + width[:-1])
+    assert lo[0] == 0
+
+
+def test_out_of_range_counted_and_clamped() -> None:
+    h = Histogram(highest=1_000_000)
+    h.record(5_000_000)
+    h.record(10)
+    h.record(-3)
+    assert h.out_of_range == 1
+    assert h.negative == 1
+    assert h.total == 2
+    assert h.max == 5_000_000  # exact max survives clamping
+    assert h.percentile(100) == 5_000_000
+
+
+def test_merge_adds_counts_and_keeps_extremes() -> None:
+    a, b = Histogram(), Histogram()
+    a.record_many([10, 20, 30])
+    b.record_many([5, 40_000])
+    a.add(b)
+    assert a.total == 5 and a.min == 5 and a.max == 40_000
+    with pytest.raises(ValueError, match="different layouts"):
+        a.add(Histogram(significant_figures=2))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 10**10), max_size=50), min_size=3, max_size=3),
+)
+def test_merge_associative_commutative(parts: list[list[int]]) -> None:
+    hs = []
+    for p in parts:
+        h = Histogram()
+        h.record_many(np.asarray(p, dtype=np.int64))
+        hs.append(h)
+
+    def merged(order: list[int]) -> Histogram:
+        out = Histogram()
+        for i in order:
+            out.add(hs[i])
+        return out
+
+    a, b = merged([0, 1, 2]), merged([2, 0, 1])
+    assert a.counts_array().tolist() == b.counts_array().tolist()
+    assert (a.total, a.min, a.max) == (b.total, b.min, b.max)
+
+
+def test_empty_histogram_percentiles_are_nan() -> None:
+    h = Histogram()
+    assert math.isnan(h.percentile(50))
+    assert math.isnan(h.mean())
+
+
+@pytest.mark.parametrize("sf", [0, 6, -1])
+def test_bad_significant_figures(sf: int) -> None:
+    with pytest.raises(ValueError, match="significant_figures"):
+        Histogram(significant_figures=sf)
+
+
+def test_bad_range() -> None:
+    with pytest.raises(ValueError, match="at least twice"):
+        Histogram(lowest=100, highest=150)
+    with pytest.raises(ValueError, match=">= 1"):
+        Histogram(lowest=0)
+
+
+@pytest.mark.parametrize("q", [-1, 101, float("nan"), float("inf")])
+def test_bad_percentile(q: float) -> None:
+    h = Histogram()
+    h.record(5)
+    with pytest.raises(ValueError, match="0..100"):
+        h.percentile(q)
+
+
+def test_percentiles_from_counts_checks_length() -> None:
+    with pytest.raises(ValueError, match="buckets"):
+        percentiles_from_counts(np.zeros(10, dtype=np.int64), [50], 1, 10**9, 3, -1, -1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**40), max_size=400))
+def test_codec_round_trip(counts: list[int]) -> None:
+    arr = np.asarray(counts, dtype=np.int64)
+    enc = encode_counts(arr)
+    dec = decode_counts(enc, len(arr))
+    assert dec.tolist() == counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=64), st.integers(0, 100))
+def test_codec_rejects_garbage_cleanly(data: bytes, length: int) -> None:
+    try:
+        out = decode_counts(data, length)
+    except ValueError:
+        return
+    assert len(out) == length
+
+
+def test_codec_errors_name_the_problem() -> None:
+    with pytest.raises(ValueError, match="truncated"):
+        decode_counts(b"\x80", 4)
+    with pytest.raises(ValueError, match="run of"):
+        decode_counts(encode_counts(np.array([0, 0, 0, 0, 5], dtype=np.int64)), 3)
+    with pytest.raises(ValueError, match="negative count"):
+        encode_counts(np.array([1, -2], dtype=np.int64))

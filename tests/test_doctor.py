@@ -1,0 +1,280 @@
+"""gyreprof doctor against real processes in each state (tests/procs/*.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+
+import gyreprof as gp
+from gyreprof.cli import main as cli_main
+from gyreprof.diagnose.doctor import EXIT_CODES, ProcessDiagnosis, doctor
+
+PROCS = Path(__file__).parent / "procs"
+SRC = Path(gp.__file__).resolve().parent.parent
+LINUX = sys.platform.startswith("linux")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@contextmanager
+def running(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """Start tests/procs/<script> and wait for its 'ready' line; kill it afterwards."""
+    proc = subprocess.Popen(
+        [sys.executable, str(PROCS / script), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("ready"), f"{script} did not start: {line!r}"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _crash(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    log = tmp_path / "train.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(PROCS / "crash_at_start.py")],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+        )
+    return proc, log
+
+
+# ------------------------------------------------------------------------ absent
+def test_process_that_exits_at_once_is_absent_with_log_tail(tmp_path: Path) -> None:
+    proc, log = _crash(tmp_path)
+    assert proc.wait(30) != 0
+    d = doctor(proc.pid, log=log, interval_s=0.5)
+    assert isinstance(d, ProcessDiagnosis)
+    assert d.state == "absent"
+    assert d.exit_code == EXIT_CODES["absent"] == 3
+    assert any("KeyError" in line and "learning_rate" in line for line in d.log_tail)
+    assert any("loading config" in line for line in d.log_tail)
+    text = str(d)
+    assert "ABSENT" in text and "learning_rate" in text
+    assert json.loads(d.to_json())["state"] == "absent"
+
+
+def test_exited_but_unreaped_child_is_absent(tmp_path: Path) -> None:
+    proc, log = _crash(tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "child did not exit"
+            time.sleep(0.02)
+        d = doctor(proc.pid, log=log, interval_s=0.5)
+        assert d.state == "absent"
+        assert any("zombie" in e for e in d.evidence)
+    finally:
+        proc.wait(10)
+
+
+def test_absent_with_missing_log_says_so(tmp_path: Path) -> None:
+    proc, _ = _crash(tmp_path)
+    proc.wait(30)
+    d = doctor(proc.pid, log=tmp_path / "never-written.log", interval_s=0.5)
+    assert d.state == "absent"
+    assert any("does not exist" in e for e in d.evidence)
+    assert d.log_tail == []
+
+
+# ------------------------------------------------------------------------ spinning
+def test_busy_loop_without_progress_is_spinning(tmp_path: Path) -> None:
+    log = tmp_path / "spin.log"
+    with running("spin.py", str(log)) as proc:
+        d = doctor(proc.pid, log=log, interval_s=1.0)
+    assert d.state == "spinning", str(d)
+    assert d.exit_code == 5
+    assert d.progress_source == "log"
+    assert d.cpu_share is not None and d.cpu_share >= 0.2
+    assert any("did not change" in e for e in d.evidence)
+    assert d.stacks or d.stacks_hint  # py-spy output, or how to get stacks
+
+
+def test_cpu_time_alone_is_weak_evidence_and_said_so(tmp_path: Path) -> None:
+    with running("spin.py", str(tmp_path / "spin.log")) as proc:
+        d = doctor(proc.pid, interval_s=0.5, stacks=False)
+    assert d.progress_source == "cpu"
+    assert d.state == "progressing"
+    assert any("CPU time alone" in e for e in d.evidence)
+
+
+# ------------------------------------------------------------------------ blocked
+def test_blocked_on_socket_recv_nobody_writes_to() -> None:
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        with running("block_socket.py", str(port)) as proc:
+            conn, _ = server.accept()  # accepted, never written to
+            try:
+                d = doctor(proc.pid, interval_s=0.8, stacks=False)
+            finally:
+                conn.close()
+    finally:
+        server.close()
+    assert d.state == "blocked", str(d)
+    assert d.exit_code == 4
+    assert d.cpu_share is not None and d.cpu_share < 0.2
+    if LINUX and d.threads and d.threads[0].syscall:
+        main = d.threads[0]
+        assert main.syscall in ("recvfrom", "read", "recvmsg", "poll", "ppoll")
+        assert main.waits_on is not None
+        assert str(port) in main.waits_on, main.waits_on
+        assert any(str(port) in e for e in d.evidence)
+
+
+def test_blocked_on_a_lock() -> None:
+    with running("block_lock.py") as proc:
+        d = doctor(proc.pid, interval_s=0.8, stacks=False)
+    assert d.state == "blocked", str(d)
+    assert d.exit_code == 4
+    if LINUX and d.threads and d.threads[0].syscall:
+        assert d.threads[0].syscall == "futex"
+        assert "lock" in (d.threads[0].waits_on or "")
+    assert "BLOCKED" in str(d)
+
+
+def test_stopped_process_is_blocked_and_says_how_to_resume() -> None:
+    with running("progress_log.py", os.devnull) as proc:
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            d = doctor(proc.pid, interval_s=0.5, stacks=False)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+    assert d.state == "blocked"
+    assert any("kill -CONT" in e for e in d.evidence)
+
+
+# ------------------------------------------------------------------------ progressing
+def test_loop_writing_its_log_is_progressing(tmp_path: Path) -> None:
+    log = tmp_path / "progress.log"
+    with running("progress_log.py", str(log)) as proc:
+        d = doctor(proc.pid, log=log, interval_s=0.6)
+    assert d.state == "progressing", str(d)
+    assert d.exit_code == 0
+    assert d.progress_source == "log"
+    assert any("grew by" in e for e in d.evidence)
+    assert d.stacks is None and d.stacks_hint is None  # no stacks for a healthy process
+
+
+def test_gyreprof_loop_is_progressing_by_its_step_counter(tmp_path: Path) -> None:
+    step_file = tmp_path / "step"
+    with running("gyreprof_loop.py", "progress", str(step_file)) as proc:
+        deadline = time.monotonic() + 30
+        while not step_file.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        d = doctor(proc.pid, step_file=step_file, interval_s=0.6)
+    assert d.state == "progressing", str(d)
+    assert d.progress_source in ("live", "step_file")
+    assert d.steps is not None and d.steps[1] > d.steps[0]
+
+
+# ------------------------------------------------------------------------ threads
+def test_growing_thread_count_is_reported() -> None:
+    with running("threads_grow.py") as proc:
+        d = doctor(proc.pid, interval_s=1.0, stacks=False)
+    assert d.thread_trend == "growing", d.thread_counts
+    assert d.thread_counts[-1] >= d.thread_counts[0] + 2
+    assert any("thread count growing" in e for e in d.evidence)
+
+
+def test_steady_thread_count() -> None:
+    with running("block_lock.py") as proc:
+        d = doctor(proc.pid, interval_s=0.5, stacks=False)
+    assert d.thread_trend == "steady"
+    assert len(d.thread_counts) >= 2
+
+
+# ------------------------------------------------------------------------ live segment
+def _has_live() -> bool:
+    try:
+        import gyreprof.live as live
+    except ImportError:
+        return False
+    return callable(getattr(live, "attach", None))
+
+
+@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+def test_retrying_finding_from_live_counters(tmp_path: Path) -> None:
+    with running("gyreprof_loop.py", "retry", str(tmp_path / "step")) as proc:
+        time.sleep(0.3)
+        d = doctor(proc.pid, interval_s=0.8, stacks=False)
+    assert d.progress_source == "live", str(d)
+    assert d.state == "blocked"
+    assert d.retrying
+    assert d.counter_rates.get("retry", 0.0) > 0.0
+    assert any(e.startswith("retrying") for e in d.evidence)
+
+
+@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+def test_live_segment_is_the_preferred_evidence(tmp_path: Path) -> None:
+    with running("gyreprof_loop.py", "progress", str(tmp_path / "step")) as proc:
+        time.sleep(0.2)
+        d = doctor(proc.pid, log=os.devnull, interval_s=0.6)
+    assert d.progress_source == "live"
+    assert d.state == "progressing"
+
+
+# ------------------------------------------------------------------------ bad input
+@pytest.mark.parametrize("pid", [0, -5, "abc", 1.5j])
+def test_bad_pid_is_a_value_error(pid: object) -> None:
+    with pytest.raises(ValueError, match="pid"):
+        doctor(pid, interval_s=0.1)  # type: ignore[arg-type]
+
+
+def test_bad_interval_and_log_paths(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="interval_s"):
+        doctor(os.getpid(), interval_s=0)
+    with pytest.raises(ValueError, match="directory"):
+        doctor(os.getpid(), log=tmp_path, interval_s=0.1)
+
+
+# ------------------------------------------------------------------------ command line
+def test_cli_exit_code_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with running("block_lock.py") as proc:
+        code = cli_main(["doctor", str(proc.pid), "--interval", "0.5", "--json", "--no-stacks"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 4 and out["state"] == "blocked" and out["exit_code"] == 4
+    proc2, log = _crash(tmp_path)
+    proc2.wait(30)
+    code = cli_main(["doctor", str(proc2.pid), "--log", str(log), "--interval", "0.3"])
+    text = capsys.readouterr().out
+    assert code == 3 and "ABSENT" in text and "learning_rate" in text
+
+
+def test_cli_bad_input_is_a_message_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_main(["doctor", str(os.getpid()), "--log", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "directory" in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["doctor", "notapid"])
+    assert exc.value.code == 2
+    assert "PID" in capsys.readouterr().err
