@@ -105,6 +105,7 @@ def main() -> None:
                     "name": snap.meta.get("label"),
                     "env_step_count": snap.summary().phases["env_step"].count,
                     "env_step_p50_ns": snap.summary().phases["env_step"].p50,
+                    "reset_count": snap.summary().phases["reset"].count,
                     "episodes": snap.counters.get("episodes", 0),
                 }
                 for pid, snap in workers.per_process.items()

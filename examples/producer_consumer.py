@@ -11,7 +11,7 @@ Two settings give opposite verdicts:
     python examples/producer_consumer.py --slow trainer   # -> trainer-bound
     python examples/producer_consumer.py --slow env       # -> sampler-bound, env step dominates
 
-``--slow trainer`` makes each train step take 40 ms while the env is fast;
+``--slow trainer`` makes each train step take 100 ms while the env is fast;
 ``--slow env`` makes every env step take 2 ms while a train step takes 4 ms.
 ``--json`` prints one JSON object (verdict, wait report, both summaries)
 instead of text. Runs for ``--seconds`` (default 3) of trainer time.
@@ -37,7 +37,7 @@ from gyreprof.integrations.gym import ProfiledVectorEnv, phase_names
 
 SETTINGS: dict[str, dict[str, float]] = {
     # per-env step delay (s), train step time (s)
-    "trainer": {"env_delay_s": 0.0, "train_s": 0.040},
+    "trainer": {"env_delay_s": 0.0, "train_s": 0.100},
     "env": {"env_delay_s": 0.002, "train_s": 0.004},
 }
 

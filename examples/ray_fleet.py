@@ -108,11 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.address:
         ray.init(address=args.address, log_to_driver=False)
     else:
-        ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False,
-                 log_to_driver=False)
+        ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False, log_to_driver=False)
     try:
         actors = [
-            RolloutActor.remote(seed=i, straggler=(i == 0 and not args.no_straggler))
+            RolloutActor.remote(  # type: ignore[attr-defined]
+                seed=i, straggler=(i == 0 and not args.no_straggler)
+            )
             for i in range(args.actors)
         ]
         learner = gp.Profiler(["wait", "compute"], warmup_steps=2, window_steps=5)
@@ -121,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         def show(point: gpray.FleetPoint, fleet: gpray.FleetSummary) -> None:
             print(point, flush=True)
 
-        monitor = gpray.FleetMonitor(actors, interval_s=args.interval, phase="env",
-                                     learner=learner, on_update=show)
+        monitor = gpray.FleetMonitor(
+            actors, interval_s=args.interval, phase="env", learner=learner, on_update=show
+        )
         rounds = 0
         with monitor:
             deadline = time.monotonic() + args.seconds
@@ -130,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 learner.begin()
                 with learner.phase("wait"):
                     wref = ray.put(weights)
-                    batch: list[Any] = ray.get(
-                        [a.sample.remote(wref, args.steps) for a in actors]
-                    )
+                    batch: list[Any] = ray.get([a.sample.remote(wref, args.steps) for a in actors])
                 with learner.phase("compute"):
                     weights = update(weights, batch)
                 rounds += 1

@@ -18,7 +18,7 @@ import pytest
 
 import gyreprof as gp
 from gyreprof.cli import main as cli_main
-from gyreprof.diagnose.doctor import EXIT_CODES, ProcessDiagnosis, doctor
+from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 
 PROCS = Path(__file__).parent / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent

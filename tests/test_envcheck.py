@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gyreprof.cli import main as cli_main
-from gyreprof.diagnose.envcheck import (
+from gyreprof.diagnostics.envcheck import (
     STATUS_EXTRAS,
     STATUS_MISSING,
     STATUS_OK,

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from gyreprof.cli import main as cli_main
-from gyreprof.diagnose.selfcheck import SelfCheckResult, selfcheck
+from gyreprof.diagnostics.selfcheck import SelfCheckResult, selfcheck
 
 PROCS = Path(__file__).parent / "procs"
 

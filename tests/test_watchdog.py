@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import pytest
 
 import gyreprof as gp
-from gyreprof.diagnose.watchdog import Watchdog
+from gyreprof.diagnostics.watchdog import Watchdog
 
 PROCS = Path(__file__).parent / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent

@@ -34,13 +34,13 @@ _LAZY: dict[str, str] = {
     "compare_throughput": "gyreprof.analysis.parallelism",
     "ParallelismReport": "gyreprof.analysis.parallelism",
     "Census": "gyreprof.analysis.parallelism",
-    "doctor": "gyreprof.diagnose.doctor",
-    "ProcessDiagnosis": "gyreprof.diagnose.doctor",
-    "banner": "gyreprof.diagnose.banner",
-    "envcheck": "gyreprof.diagnose.envcheck",
-    "selfcheck": "gyreprof.diagnose.selfcheck",
+    "doctor": "gyreprof.diagnostics.doctor",
+    "ProcessDiagnosis": "gyreprof.diagnostics.doctor",
+    "banner": "gyreprof.diagnostics.banner",
+    "envcheck": "gyreprof.diagnostics.envcheck",
+    "selfcheck": "gyreprof.diagnostics.selfcheck",
 }
-_SUBMODULES = {"export", "live", "integrations", "analysis", "diagnose"}
+_SUBMODULES = {"export", "live", "integrations", "analysis", "diagnostics"}
 
 __all__ = [
     "__version__",

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
+from gyreprof._core import recorder as _rec
 from gyreprof.summary import (
     STEP,
     Snapshot,
@@ -409,7 +410,12 @@ class Profiler:
         step = sum(r.progress()[0] for r in recs)
         done = sum(r.progress()[1] for r in recs)
         ph = best[2]
-        counters = self.snapshot().counters if self._counter_slots else {}
+        counters: dict[str, int] = {}
+        for rec in recs:
+            view = rec.stats_view()
+            base = rec.offsets["counters"]
+            for name, slot in self._counter_slots.items():
+                counters[name] = counters.get(name, 0) + int(view[base + slot])
         return Progress(
             step,
             done,
@@ -424,7 +430,7 @@ class Profiler:
         stats = rec.stats_array()
         cfg = rec.config()
         meta = default_meta(self.label)
-        meta["windows_closed"] = int(stats[13])  # H_WINDOWS
+        meta["windows_closed"] = int(stats[_rec.H_WINDOWS])
         return Snapshot.from_stats(
             stats,
             cfg,
@@ -476,7 +482,9 @@ class Profiler:
                 out.extend(self._snapshot_of(r).windows())
             return sorted(out, key=lambda w: w.start_ns)
         ev = self.events()
-        warm_end = max((int(r.stats_view()[19]) for r in self.recorders), default=-1)
+        warm_end = max(
+            (int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in self.recorders), default=-1
+        )
         in_warm = any(r.in_warmup_now for r in self.recorders)
         return windows_from_events(
             ev,
@@ -492,8 +500,8 @@ class Profiler:
     def watchdog(
         self, stall_after_s: float, dump_to: str | os.PathLike[str] | None = None, **kwargs: Any
     ) -> Any:
-        """Start a background thread that reports a stalled step (see gyreprof.diagnose.watchdog)."""
-        from gyreprof.diagnose.watchdog import Watchdog
+        """Start a background thread that reports a stalled step (see gyreprof.diagnostics.watchdog)."""
+        from gyreprof.diagnostics.watchdog import Watchdog
 
         dog = Watchdog(self, stall_after_s, dump_to=dump_to, **kwargs)
         dog.start()

@@ -590,19 +590,19 @@ class Snapshot:
                 f"counts length {header['counts_len']} does not match the layout ({L})"
             )
         pos = 4 + hlen
-        rows = []
-        for _ in range(len(phases) + 1):
+        counts = np.zeros((len(phases) + 1, L), dtype=np.int64)
+        view = memoryview(body)
+        for row in counts:
             if pos + 4 > len(body):
                 raise ValueError("histogram data truncated")
             (n,) = struct.unpack_from("<I", body, pos)
             pos += 4
             if pos + n > len(body):
                 raise ValueError("histogram data truncated")
-            rows.append(decode_counts(body[pos : pos + n], L))
+            decode_counts(view[pos : pos + n], L, row)
             pos += n
         if pos != len(body):
             raise ValueError(f"{len(body) - pos} unexpected bytes after the histograms")
-        counts = np.vstack(rows) if rows else np.zeros((0, L), dtype=np.int64)
         stat = np.asarray(header["stat"], dtype=np.int64)
         if stat.shape != (len(phases) + 1, 4):
             raise ValueError("stat table has the wrong shape")
@@ -692,8 +692,12 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     starts, taken = [], []
     for s in snaps:
         rows = [names.index(p) for p in s.phases] + [nh - 1]
+        if rows == list(range(nh)):
+            np.add(counts, s.counts, out=counts)
+        else:
+            for src_row, dst in enumerate(rows):
+                np.add(counts[dst], s.counts[src_row], out=counts[dst])
         for src_row, dst in enumerate(rows):
-            counts[dst] += s.counts[src_row]
             stat[dst, 0] += s.stat[src_row, 0]
             stat[dst, 1] += s.stat[src_row, 1]
             smin, smax = s.stat[src_row, 2], s.stat[src_row, 3]

@@ -26,7 +26,10 @@ if mode == "fullrate":
     A, B, C = prof.ids("a", "b", "c")
     lap, begin = prof.lap, prof.begin
     for _ in range(1000):
-        begin(); lap(A); lap(B); lap(C)
+        begin()
+        lap(A)
+        lap(B)
+        lap(C)
     print(f"ready {os.getpid()} {prof.live.path}", flush=True)
     n = 0
     while time.monotonic() < deadline:

@@ -67,11 +67,17 @@ def encode_counts(const int64_t[::1] counts, Py_ssize_t length=-1):
 
 
 @cython.boundscheck(False)
-def decode_counts(const unsigned char[::1] data, Py_ssize_t length):
-    """Decode into an int64 array of ``length`` counts; ValueError on malformed input."""
+def decode_counts(const unsigned char[::1] data, Py_ssize_t length, out=None):
+    """Decode into an int64 array of ``length`` counts; ValueError on malformed input.
+
+    ``out``: an optional zeroed, contiguous int64 array of ``length`` to decode into.
+    """
     if length < 0:
         raise ValueError(f"length must be >= 0, got {length}")
-    out = np.zeros(length, dtype=np.int64)
+    if out is None:
+        out = np.zeros(length, dtype=np.int64)
+    elif out.shape[0] != length:
+        raise ValueError(f"out has {out.shape[0]} entries, {length} needed")
     cdef int64_t[::1] o = out
     cdef Py_ssize_t pos = 0, n = data.shape[0], idx = 0
     cdef uint64_t u

@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof.analysis._sweep_runner import STAGE_WORDS
+from gyreprof.analysis._sweep_runner import STAGE_WORDS, where_it_was
 
 _POLL_S = 0.1  # memory poll / wait granularity
 _STACK_WAIT_S = 1.0  # how long a timed-out run gets to write its stacks
@@ -95,17 +95,21 @@ def cgroup_oom_kills() -> int | None:
 
 
 def _innermost_frame(stacks: str) -> str | None:
-    """'func (file:line)' of the main thread's innermost frame in a faulthandler dump."""
+    """Where the main thread was, from a faulthandler dump (innermost frame first)."""
     block = stacks
     idx = stacks.find("Current thread")
     if idx < 0:
         idx = stacks.find("Thread")
     if idx >= 0:
         block = stacks[idx:]
-    m = re.search(r'File "([^"]+)", line (\d+) in (\S+)', block)
-    if not m:
-        return None
-    return f"{m.group(3)} ({os.path.basename(m.group(1))}:{m.group(2)})"
+        nxt = block.find("\nThread ", 1)
+        if nxt > 0:
+            block = block[:nxt]
+    frames = [
+        (m.group(1), int(m.group(2)), m.group(3))
+        for m in re.finditer(r'File "([^"]+)", line (\d+) in (\S+)', block)
+    ]
+    return where_it_was(frames)
 
 
 def _fmt_mib(n: int) -> str:

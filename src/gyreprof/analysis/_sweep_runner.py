@@ -210,13 +210,14 @@ def describe_target(factory: Any) -> dict[str, Any]:
             )
         return {"module": module, "qualname": qualname, "main_path": None}
     name = factory_name(factory)
-    module = getattr(factory, "__module__", None)
-    qualname = getattr(factory, "__qualname__", None)
-    if not module or not qualname:
+    mod_attr = getattr(factory, "__module__", None)
+    qual_attr = getattr(factory, "__qualname__", None)
+    if not isinstance(mod_attr, str) or not isinstance(qual_attr, str):
         raise SweepUsageError(
             f"isolate=True needs a factory that a fresh process can import by name; {name} "
             "has no __module__/__qualname__. Pass 'module:name', or use isolate=False"
         )
+    module, qualname = mod_attr, qual_attr
     if "<lambda>" in qualname or "<locals>" in qualname:
         what = "a lambda" if "<lambda>" in qualname else "defined inside a function"
         raise SweepUsageError(
@@ -288,7 +289,21 @@ def load_target(target: Mapping[str, Any]) -> Callable[..., Any]:
 
 
 def peak_rss_bytes() -> int | None:
-    """High-water mark of this process's resident memory, in bytes (None: unknown)."""
+    """High-water mark of this process's resident memory, in bytes (None: unknown).
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``: the peak of this
+    process's own address space. ``getrusage().ru_maxrss`` is not used there
+    because it carries the parent's peak across fork/exec, which would make a
+    fresh subprocess report the (larger) peak of the process that started it.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows
@@ -430,6 +445,45 @@ def observe_settings(sampler: Any, keys: Sequence[str]) -> dict[str, Any]:
                 out[key] = val
                 break
     return out
+
+
+def where_it_was(frames: Sequence[tuple[str, int, str]]) -> str | None:
+    """'func (file:line)' for the innermost frame of a stack given innermost first, plus
+    the innermost frame of user code when the innermost one is in the standard library."""
+    if not frames:
+        return None
+    import sysconfig
+
+    lib_dirs = tuple(
+        os.path.realpath(p)
+        for p in {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+        if p
+    )
+    here = os.path.dirname(os.path.realpath(__file__))
+
+    def is_lib(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real.startswith(lib_dirs) and "site-packages" not in real
+
+    def show(f: tuple[str, int, str]) -> str:
+        return f"{f[2]} ({os.path.basename(f[0])}:{f[1]})"
+
+    inner = frames[0]
+    text = show(inner)
+    if is_lib(inner[0]):
+        user = next(
+            (
+                f
+                for f in frames
+                if not is_lib(f[0])
+                and not os.path.realpath(f[0]).startswith(here)
+                and not f[0].startswith("<")
+            ),
+            None,
+        )
+        if user is not None:
+            text += f", called from {show(user)}"
+    return text
 
 
 # ------------------------------------------------------------------- the run

@@ -220,7 +220,7 @@ def _side_caveats(
             if n in summary.phases and summary.phases[n].count and v > 3 * summary.phases[n].p50
         ]
         if slow:
-            n, v = max(slow, key=lambda kv: kv[1] / summary.phases[kv[0]].p50)
+            n, v = max(slow, key=lambda kv: kv[1] / max(1.0, summary.phases[kv[0]].p50))
             first = (
                 f"; e.g. the first {n!r} took {fmt_ns(v)} against a steady p50 of "
                 f"{fmt_ns(summary.phases[n].p50)}"
@@ -237,7 +237,8 @@ def _side_caveats(
         fewest, k = min(counts.items(), key=lambda kv: kv[1])
         if k < min_p99:
             out.append(
-                f"{side}: only {k} steady samples of {fewest!r}: its p99 (and p99.9) rest on "
+                f"{side}: only {k} steady sample{'' if k == 1 else 's'} of {fewest!r}: its p99 "
+                f"(and p99.9) rest on "
                 f"fewer than {min_p99} samples and are little more than its max; run longer"
             )
         elif k < min_p999:

@@ -454,6 +454,13 @@ def _ring_windows(
             "call to the next"
         )
         warm_end, warming = -1, False
+    offset = 0
+    if warm_end > 0:
+        # drop the warm-up steps and number the steady ones from 1, so the first
+        # window starts at the first steady step instead of straddling warm-up
+        ev = ev[ev["step"] > warm_end].copy()
+        ev["step"] -= warm_end
+        offset, warm_end = warm_end, -1
     if window_s is not None:
         windows = windows_from_events(
             ev, prof.phases, seconds=window_s, warmup_end_step=warm_end, still_warming=warming
@@ -461,7 +468,7 @@ def _ring_windows(
         size = f"{window_s:g} s"
     else:
         if window_steps is None:
-            steps_in_ring = ev["step"][ev["step"] > max(warm_end, 0)]
+            steps_in_ring = ev["step"][ev["step"] > 0]
             n = len(np.unique(steps_in_ring)) if len(steps_in_ring) else 0
             window_steps = _auto_steps(n, target_windows, min_window_steps)
         windows = windows_from_events(
@@ -473,6 +480,7 @@ def _ring_windows(
         if w.warmup:
             continue
         win = _from_window(w)
+        win.first_step += offset
         if not marked:
             win.steps = win.counts.get(wait, 0)
         wins.append(win)
@@ -496,14 +504,15 @@ def _rolling_windows(
     base = max(w.steps for w in wins)
     if window_s is not None:
         t0 = wins[0].start_ns
-        keys = [int((w.start_ns - t0) // int(window_s * 1e9)) for w in wins]
+        width_ns = max(1, int(window_s * 1e9))
+        keys = [int((w.start_ns - t0) // width_ns) for w in wins]
         return _group(wins, keys), f"{window_s:g} s"
     if window_steps is not None:
         k = max(1, round(window_steps / base)) if base > 0 else 1
         if window_steps < base:
             notes.append(
-                f"the rolling windows hold {base} steps each and cannot be split finer than "
-                f"window_steps={window_steps}; pass the Profiler itself for exact windows"
+                f"the rolling windows hold {base} steps each and cannot be split into windows "
+                f"of {window_steps} steps; pass the Profiler itself for exact windows"
             )
         elif window_steps % base:
             notes.append(
@@ -514,23 +523,47 @@ def _rolling_windows(
     return wins, f"{base} steps"
 
 
+def _busy_before(es: np.ndarray, dur: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each time in ``t``: the total event time before it, sum(clip(t - start, 0, dur)).
+
+    The overlap of the events with a window [a, b) is then busy(b) - busy(a);
+    O((n + m) log n) instead of comparing every event with every window.
+    """
+    ee = es + dur
+    by_start = np.argsort(es, kind="stable")
+    s_sorted = es[by_start]
+    s_cum = np.concatenate(([0.0], np.cumsum(s_sorted)))
+    by_end = np.argsort(ee, kind="stable")
+    e_sorted = ee[by_end]
+    d_cum = np.concatenate(([0.0], np.cumsum(dur[by_end])))
+    se_cum = np.concatenate(([0.0], np.cumsum(es[by_end])))
+    n_start = np.searchsorted(s_sorted, t, side="right")
+    n_end = np.searchsorted(e_sorted, t, side="right")
+    # ended events count whole; open ones count from their start to t
+    open_n = n_start - n_end
+    open_start_sum = s_cum[n_start] - se_cum[n_end]
+    result: np.ndarray = d_cum[n_end] + open_n * t - open_start_sum
+    return result
+
+
 def _other_from_profiler(
     other_prof: Any, names: Sequence[str], wins: list[_Win]
 ) -> dict[str, np.ndarray]:
     """Per window, the time (ns) each named phase of ``other_prof`` overlaps it."""
     ev = other_prof.events()
     out: dict[str, np.ndarray] = {}
-    starts = np.array([w.start_ns for w in wins], dtype=np.int64)
-    ends = np.array([w.end_ns for w in wins], dtype=np.int64)
     for name in names:
         sel = ev[ev["phase"] == other_prof.id(name)]
         if len(sel) == 0 or len(wins) == 0:
             out[name] = np.zeros(len(wins))
             continue
-        es = sel["start_ns"].astype(np.int64)
-        ee = es + sel["duration_ns"].astype(np.int64)
-        overlap = np.minimum(ee[None, :], ends[:, None]) - np.maximum(es[None, :], starts[:, None])
-        out[name] = np.clip(overlap, 0, None).sum(axis=1).astype(np.float64)
+        t0 = int(sel["start_ns"].min())
+        es = (sel["start_ns"] - t0).astype(np.float64)
+        dur = sel["duration_ns"].astype(np.float64)
+        starts = np.array([w.start_ns - t0 for w in wins], dtype=np.float64)
+        ends = np.array([w.end_ns - t0 for w in wins], dtype=np.float64)
+        busy = _busy_before(es, dur, np.concatenate((starts, ends)))
+        out[name] = np.clip(busy[len(wins) :] - busy[: len(wins)], 0.0, None)
     return out
 
 
@@ -686,7 +719,10 @@ def wait_report(
                 "every window_steps marked steps); pass the Profiler for exact windows"
             )
         else:
-            notes.append("no per-window ratios: no steady events left in the ring")
+            notes.append(
+                "no per-window ratios: the ring holds no steady-state window (too few steady "
+                "steps, or still warming up); run longer"
+            )
 
     # times are reported in seconds since the run (or its first window) started
     t0 = int(getattr(snap, "times", {}).get("start_ns", 0)) if snap is not None else 0

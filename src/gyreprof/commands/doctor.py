@@ -72,7 +72,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gyreprof.diagnose.doctor import doctor
+    from gyreprof.diagnostics.doctor import doctor
 
     try:
         result = doctor(

@@ -51,7 +51,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gyreprof.diagnose.envcheck import envcheck
+    from gyreprof.diagnostics.envcheck import envcheck
 
     extras = [e.strip() for e in args.extras.split(",") if e.strip()] if args.extras else None
     try:

@@ -68,6 +68,13 @@ def register(sub: Any) -> None:
         help="hdrlog: Interval_Max is written as max ns / this (default 1e6: milliseconds)",
     )
     p.add_argument(
+        "--interval-s",
+        type=_positive,
+        default=None,
+        help="hdrlog from an events file: cut the raw events into intervals of this many "
+        "seconds (default: one interval holding the whole run)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="with -o FILE: print what was written as JSON (format, output, bytes)",
@@ -90,9 +97,11 @@ def run(args: argparse.Namespace) -> int:
     elif fmt == "metrics":
         options = {"prefix": args.prefix}
     elif fmt == "hdrlog":
-        options = {"max_value_unit_ratio": args.max_unit_ns}
+        options = {"max_value_unit_ratio": args.max_unit_ns, "interval_s": args.interval_s}
     if args.buckets is not None and fmt != "openmetrics":
         raise UsageError("--buckets applies to --format openmetrics only")
+    if args.interval_s is not None and fmt != "hdrlog":
+        raise UsageError("--interval-s applies to --format hdrlog only")
     to_stdout = args.output == "-"
     if to_stdout:
         export.write(src, sys.stdout, fmt, **options)

@@ -61,7 +61,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gyreprof.diagnose.selfcheck import parse_target, selfcheck
+    from gyreprof.diagnostics.selfcheck import parse_target, selfcheck
 
     try:
         kwargs = json.loads(args.kwargs)

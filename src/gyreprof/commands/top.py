@@ -54,19 +54,36 @@ def register(subparsers: Any) -> None:
             "executing now and for how long, overwritten and out-of-range counts, and a merged "
             "view when there are several processes. --once prints one report (measuring one "
             "interval) and exits; --json prints JSON (one object per refresh). Exit code 0; "
-            "1 when there is no live segment to show; 2 for bad input or an unreadable segment. "
+            "1 when there is no live segment (of PID's tree, or at all); 2 for bad input or an "
+            "unreadable segment. "
             "The interactive view needs rich (pip install 'gyreprof[rich]')."
         ),
     )
-    parser.add_argument("pid", nargs="?", type=_pid, metavar="PID",
-                        help="root of the process tree to show (default: every segment)")
+    parser.add_argument(
+        "pid",
+        nargs="?",
+        type=_pid,
+        metavar="PID",
+        help="root of the process tree to show (default: every segment)",
+    )
     parser.add_argument("--once", action="store_true", help="print one report and exit")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--interval", type=_seconds, default=1.0, metavar="S",
-                        help="seconds between refreshes; with --once, the length of the "
-                        "'last window' (0: since start only; default 1)")
-    parser.add_argument("-n", "--iterations", type=_count, default=None, metavar="N",
-                        help="stop after N refreshes (default: until Ctrl-C)")
+    parser.add_argument(
+        "--interval",
+        type=_seconds,
+        default=1.0,
+        metavar="S",
+        help="seconds between refreshes; with --once, the length of the "
+        "'last window' (0: since start only; default 1)",
+    )
+    parser.add_argument(
+        "-n",
+        "--iterations",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="stop after N refreshes (default: until Ctrl-C)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -107,7 +124,7 @@ def _once(model: Any, args: argparse.Namespace) -> int:
         print(json.dumps(frame.to_dict(), indent=2))
     else:
         sys.stdout.write(render_text(frame))
-    return 0
+    return 0 if (frame.processes or frame.stale or frame.errors) else 1
 
 
 def _stream_json(model: Any, args: argparse.Namespace) -> int:
@@ -131,8 +148,12 @@ def _interactive(model: Any, args: argparse.Namespace) -> int:
     interval = args.interval if args.interval > 0 else 1.0
     n = 0
     frame = model.refresh()
-    with Live(render_rich(frame), console=console, auto_refresh=False,
-              screen=console.is_terminal and args.iterations is None) as live:
+    with Live(
+        render_rich(frame),
+        console=console,
+        auto_refresh=False,
+        screen=console.is_terminal and args.iterations is None,
+    ) as live:
         while True:
             n += 1
             if args.iterations is not None and n >= args.iterations:

@@ -37,6 +37,13 @@ from gyreprof.export.hdrlog import (
     read_hdr_log,
 )
 from gyreprof.export.html import html_report
+from gyreprof.export.plots import (
+    figure_png,
+    plot_percentiles,
+    plot_report,
+    plot_shares,
+    plot_windows,
+)
 from gyreprof.export.prometheus import (
     CONTENT_TYPE as OPENMETRICS_CONTENT_TYPE,
 )
@@ -45,13 +52,6 @@ from gyreprof.export.prometheus import (
     bucket_counts,
     default_buckets_s,
     openmetrics,
-)
-from gyreprof.export.plots import (
-    figure_png,
-    plot_percentiles,
-    plot_report,
-    plot_shares,
-    plot_windows,
 )
 
 FORMATS = ("chrome", "openmetrics", "hdrlog", "metrics")

@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary
 
 if TYPE_CHECKING:
+    from gyreprof.export.chrome import EventsFile
     from gyreprof.profiler import Profiler
-
-EVENTS_SUFFIXES = (".npz",)
 
 
 @dataclass(frozen=True)
@@ -32,11 +31,29 @@ class Resolved:
     snapshot: Snapshot | None  # None when the input was a Summary
     profiler: Profiler | None  # None unless the input was a live Profiler
     origin: str  # "profiler", "snapshot", "summary" or the file name
+    events: EventsFile | None = None  # the raw events, when the input held them
 
     @property
     def unix_offset_ns(self) -> int | None:
         """Add to a monotonic ns timestamp of this data to get Unix-epoch ns (None: unknown)."""
+        if self.profiler is not None:
+            return current_unix_offset_ns()
+        if self.events is not None and self.events.unix_offset_ns is not None:
+            return self.events.unix_offset_ns
         return unix_offset_ns(self.snapshot) if self.snapshot is not None else None
+
+    def events_file(self, what: str) -> EventsFile:
+        """The raw events (live Profiler or events file); ValueError naming ``what`` otherwise."""
+        if self.events is not None:
+            return self.events
+        if self.profiler is not None:
+            from gyreprof.export.chrome import EventsFile
+
+            return EventsFile.from_profiler(self.profiler)
+        raise ValueError(
+            f"{what} needs the raw events, which only a live Profiler or an events file "
+            "(gyreprof.export.save_events) holds; a snapshot or summary keeps histograms only"
+        )
 
     @property
     def start_ns(self) -> int | None:
@@ -61,20 +78,24 @@ def _is_profiler(obj: Any) -> bool:
     return isinstance(obj, Profiler)
 
 
-def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot:
-    """Read a saved snapshot (GYRS bytes) or summary (JSON); ValueError for anything else."""
+def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
+    """Read a saved snapshot (GYRS bytes), summary (JSON) or events file (.npz).
+
+    ValueError for anything else.
+    """
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
     if p.is_dir():
         raise ValueError(f"{p} is a directory, not a gyreprof summary or snapshot file")
-    head = p.read_bytes()[:4]
+    with open(p, "rb") as fh:
+        head = fh.read(4)
     if head == b"GYRS":
         return Snapshot.load(p)
-    if head[:2] == b"PK" and p.suffix.lower() in EVENTS_SUFFIXES:
+    if head[:2] == b"PK":
         from gyreprof.export.chrome import load_events
 
-        return load_events(p).snapshot
+        return load_events(p)
     from gyreprof.summary import load
 
     return load(p)
@@ -90,6 +111,7 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
     from gyreprof.export.chrome import EventsFile
 
     profiler = None
+    events = None
     origin: str
     if isinstance(source, (str, os.PathLike)):
         origin = str(source)
@@ -97,14 +119,12 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
     elif _is_profiler(source):
         origin = "profiler"
         profiler = source
-    elif isinstance(source, EventsFile):
-        origin = "events file"
-        source = source.snapshot
-    elif isinstance(source, Snapshot):
-        origin = "snapshot"
-    elif isinstance(source, Summary):
-        origin = "summary"
     else:
+        origin = type(source).__name__.lower()
+    if isinstance(source, EventsFile):
+        events = source
+        source = source.snapshot
+    if profiler is None and not isinstance(source, (Snapshot, Summary)):
         raise TypeError(
             f"{what} takes a Profiler, Snapshot, Summary or the path of a saved one, "
             f"got {type(source).__name__}"
@@ -125,7 +145,9 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
             "(time something first: prof.begin() / prof.lap(i), `with prof.phase(name):` "
             "or prof.record(name, duration_ns))"
         )
-    return Resolved(summary=summary, snapshot=snapshot, profiler=profiler, origin=origin)
+    return Resolved(
+        summary=summary, snapshot=snapshot, profiler=profiler, origin=origin, events=events
+    )
 
 
 def is_empty(summary: Summary) -> bool:
@@ -154,15 +176,24 @@ def require_histograms(summary: Summary, what: str) -> None:
             )
 
 
-def unix_offset_ns(snapshot: Snapshot) -> int | None:
-    """Unix-epoch ns minus monotonic ns, when ``snapshot`` was taken by this process.
-
-    A snapshot from another process (or host, or a merge of several) carries
-    monotonic times of a clock we cannot relate to wall time: None.
-    """
+def current_unix_offset_ns() -> int:
+    """Unix-epoch ns minus monotonic ns, now (valid for this boot's monotonic clock)."""
     from gyreprof._core import monotonic_ns
 
+    return time.time_ns() - int(monotonic_ns())
+
+
+def unix_offset_ns(snapshot: Snapshot) -> int | None:
+    """Unix-epoch ns minus monotonic ns for the times of ``snapshot``, when known.
+
+    Known when the snapshot records it (``meta["unix_offset_ns"]``) or was taken
+    by this process; a snapshot from another process (or host, or a merge of
+    several) carries monotonic times we cannot relate to wall time: None.
+    """
     meta = snapshot.meta
+    recorded = meta.get("unix_offset_ns")
+    if isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded
     if meta.get("pid") != os.getpid() or meta.get("host") != socket.gethostname():
         return None
-    return time.time_ns() - int(monotonic_ns())
+    return current_unix_offset_ns()

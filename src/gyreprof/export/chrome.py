@@ -55,11 +55,13 @@ class EventsFile:
     steady_start_ns: dict[int, int] = field(default_factory=dict)
     warmup: bool = False  # True when a warm-up rule was configured
     overwritten: int = 0
+    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns of these times
 
     @classmethod
     def from_profiler(cls, prof: Profiler) -> EventsFile:
         """Copy the ring(s) of a running or finished Profiler."""
         from gyreprof._core import recorder as _rec
+        from gyreprof.export._source import current_unix_offset_ns
 
         recs = prof.recorders
         parts, tids = [], []
@@ -88,6 +90,7 @@ class EventsFile:
             steady_start_ns=steady,
             warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
             overwritten=sum(int(r.overwritten) for r in recs),
+            unix_offset_ns=current_unix_offset_ns(),
         )
 
 
@@ -111,6 +114,7 @@ def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
         "steady_start_ns": {str(k): v for k, v in ef.steady_start_ns.items()},
         "warmup": ef.warmup,
         "overwritten": ef.overwritten,
+        "unix_offset_ns": ef.unix_offset_ns,
     }
     p = Path(path)
     with open(p, "wb") as fh:
@@ -141,11 +145,15 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
             snap_bytes = z["snapshot"].tobytes()
             meta = json.loads(str(z["meta"]))
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(f"{p} is not a gyreprof events file (not a readable .npz: {exc})") from None
+        raise ValueError(
+            f"{p} is not a gyreprof events file (not a readable .npz: {exc})"
+        ) from None
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
         raise ValueError(f"{p} is not a gyreprof events file: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != EVENTS_FORMAT:
-        raise ValueError(f"{p} is not a gyreprof events file (format marker {EVENTS_FORMAT!r} missing)")
+        raise ValueError(
+            f"{p} is not a gyreprof events file (format marker {EVENTS_FORMAT!r} missing)"
+        )
     names = events.dtype.names or ()
     if any(f not in names for f in _REQUIRED_FIELDS) or events.ndim != 1:
         raise ValueError(f"{p}: the events array lacks the fields {list(_REQUIRED_FIELDS)}")
@@ -166,6 +174,9 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
             },
             warmup=bool(meta.get("warmup", False)),
             overwritten=int(meta.get("overwritten", 0)),
+            unix_offset_ns=(
+                int(meta["unix_offset_ns"]) if meta.get("unix_offset_ns") is not None else None
+            ),
         )
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{p} is not a gyreprof events file: bad metadata ({exc})") from None
@@ -182,7 +193,8 @@ def _events_of(source: Any) -> EventsFile:
         p = Path(source)
         if not p.exists():
             raise FileNotFoundError(f"no such file: {p}")
-        head = p.read_bytes()[:4]
+        with open(p, "rb") as fh:
+            head = fh.read(4)
         if head[:2] == b"PK":
             return load_events(p)
         raise ValueError(
@@ -222,8 +234,13 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
             {"name": "thread_name", "ph": "M", "pid": pid, "tid": t, "args": {"name": name}}
         )
         yield json.dumps(
-            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": t,
-             "args": {"sort_index": t}}
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": pid,
+                "tid": t,
+                "args": {"sort_index": t},
+            }
         )
     if len(ev) == 0:
         return
@@ -261,8 +278,15 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
         for t, s in sorted(ef.steady_start_ns.items()):
             if s >= t0:
                 yield json.dumps(
-                    {"name": "warm-up end", "cat": "gyreprof", "ph": "i", "s": "t", "pid": pid,
-                     "tid": t, "ts": float(_us(s - t0))}
+                    {
+                        "name": "warm-up end",
+                        "cat": "gyreprof",
+                        "ph": "i",
+                        "s": "t",
+                        "pid": pid,
+                        "tid": t,
+                        "ts": float(_us(s - t0)),
+                    }
                 )
 
 
@@ -279,7 +303,7 @@ def _header(ef: EventsFile) -> dict[str, Any]:
     }
     from gyreprof.export._source import unix_offset_ns
 
-    off = unix_offset_ns(ef.snapshot)
+    off = ef.unix_offset_ns if ef.unix_offset_ns is not None else unix_offset_ns(ef.snapshot)
     if off is not None and t0:
         other["t0_unix_ns"] = t0 + off
     if ef.overwritten:
@@ -359,7 +383,9 @@ def validate_trace(doc: dict[str, Any], phases: Sequence[str] | None = None) -> 
             if k not in e:
                 problems.append(f"event without {k!r}: {e}")
         if e.get("ph") == "X":
-            if not isinstance(e.get("ts"), (int, float)) or not isinstance(e.get("dur"), (int, float)):
+            if not isinstance(e.get("ts"), (int, float)) or not isinstance(
+                e.get("dur"), (int, float)
+            ):
                 problems.append(f"X event without numeric ts/dur: {e}")
                 continue
             if e["dur"] < 0:

@@ -136,12 +136,19 @@ class HdrHistogramData:
     def __add__(self, other: HdrHistogramData) -> HdrHistogramData:
         if not isinstance(other, HdrHistogramData):
             return NotImplemented
-        if other.layout != self.layout or other.integer_to_double_ratio != self.integer_to_double_ratio:
+        if (
+            other.layout != self.layout
+            or other.integer_to_double_ratio != self.integer_to_double_ratio
+        ):
             raise ValueError(
                 f"cannot add histograms of different layouts {self.layout} and {other.layout}"
             )
         return HdrHistogramData(
-            self.counts + other.counts, *self.layout, self.integer_to_double_ratio  # type: ignore[misc]
+            counts=self.counts + other.counts,
+            lowest=self.lowest,
+            highest=self.highest,
+            significant_figures=self.significant_figures,
+            integer_to_double_ratio=self.integer_to_double_ratio,
         )
 
     def encode(self) -> str:
@@ -216,9 +223,7 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
             f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
         )
     if norm != 0:
-        raise ValueError(
-            f"normalizing index offset {norm} (a shifted histogram) is not supported"
-        )
+        raise ValueError(f"normalizing index offset {norm} (a shifted histogram) is not supported")
     if not math.isfinite(ratio) or ratio <= 0:
         raise ValueError(f"integer-to-double ratio {ratio} is not a positive number")
     try:
@@ -383,14 +388,7 @@ def _interval_lines(
     res: Resolved, interval_s: float, include_step: bool, ratio: float, base_ns: int
 ) -> tuple[list[tuple[float, int, str]], str]:
     """(start_s, order, line) per interval and phase, cut from the raw events."""
-    from gyreprof.export.chrome import EventsFile
-
-    if res.profiler is None:
-        raise ValueError(
-            "interval_s needs the raw events, which only a live Profiler holds; "
-            "export without interval_s for one interval of the whole run"
-        )
-    ef = EventsFile.from_profiler(res.profiler)
+    ef = res.events_file("interval_s (intervals cut from the ring)")
     ev, tids = ef.events, ef.tids
     keep = ev["duration_ns"] >= 0
     if ef.warmup:
@@ -441,8 +439,9 @@ def hdr_log(
     """Write an HdrHistogram V2 interval log: one tag per phase (plus ``step``).
 
     By default each phase gets one interval holding its whole steady-state
-    histogram (full resolution). With ``interval_s`` (live Profiler only) the
-    raw events in the ring are cut into intervals of that many seconds.
+    histogram (full resolution). With ``interval_s`` (a live Profiler or an
+    events file from ``save_events``) the raw events are cut into intervals of
+    that many seconds.
     Interval_Max is written in ms (max ns / ``max_value_unit_ratio``), as
     HdrHistogram's own writer does. ``path``: a file (returns its Path), an
     open text stream (returns None) or None (returns the text).
@@ -452,12 +451,16 @@ def hdr_log(
     require_histograms(s, "an HdrHistogram log")
     ratio = float(max_value_unit_ratio)
     if not math.isfinite(ratio) or ratio <= 0:
-        raise ValueError(f"max_value_unit_ratio must be a positive number, got {max_value_unit_ratio!r}")
+        raise ValueError(
+            f"max_value_unit_ratio must be a positive number, got {max_value_unit_ratio!r}"
+        )
     if interval_s is not None:
         try:
             interval_s = float(interval_s)
         except (TypeError, ValueError):
-            raise ValueError(f"interval_s must be a number of seconds, got {interval_s!r}") from None
+            raise ValueError(
+                f"interval_s must be a number of seconds, got {interval_s!r}"
+            ) from None
         if not math.isfinite(interval_s) or interval_s <= 0:
             raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
     base_ns = res.start_ns

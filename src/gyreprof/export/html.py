@@ -113,8 +113,9 @@ def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _pictures(res: Resolved, steps: int | None, seconds: float | None,
-              size_px: tuple[int, int]) -> list[str]:
+def _pictures(
+    res: Resolved, steps: int | None, seconds: float | None, size_px: tuple[int, int]
+) -> list[str]:
     from gyreprof.export import plots
 
     out = []
@@ -122,7 +123,7 @@ def _pictures(res: Resolved, steps: int | None, seconds: float | None,
     if any(st.count for _, st in rows(res.summary)):
         fig = plots.plot_percentiles(src, size_px=size_px)
         out.append(_img(plots.figure_png(fig), "duration by percentile per phase"))
-    wins = plots.windows_of(res.profiler or src, steps=steps, seconds=seconds)
+    wins = plots.windows_of(plots._richest(res), steps=steps, seconds=seconds)
     if wins:
         fig = plots.plot_windows(wins, size_px=size_px)
         out.append(_img(plots.figure_png(fig), "p50 and p99 per phase per window"))
@@ -166,9 +167,7 @@ def html_report(
         who.append(f"merged from {s.sources} sources")
     now = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     if s.steps:
-        headline = (
-            f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)})"
-        )
+        headline = f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)})"
     else:
         headline = f"{s.events} phase events (no steps marked)"
     overhead = (

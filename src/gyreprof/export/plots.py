@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof.export._source import require_histograms, resolve
+from gyreprof.export._source import Resolved, require_histograms, resolve
 from gyreprof.summary import STEP, Window
 
 if TYPE_CHECKING:
@@ -141,8 +141,7 @@ def plot_percentiles(
     rows = [(n, st) for n, st in rows if st.count > 0]
     if not rows:
         raise ValueError(
-            "nothing to plot: no steady-state durations yet (still in warm-up, or nothing "
-            "recorded)"
+            "nothing to plot: no steady-state durations yet (still in warm-up, or nothing recorded)"
         )
     fig, ax = _setup_ax(ax, size_px, dpi)
     n_max = max(st.count for _, st in rows)
@@ -152,8 +151,7 @@ def plot_percentiles(
         q = 100.0 * (1.0 - 1.0 / x)
         y = np.array([st.percentile(float(v)) for v in q]) / scale
         style = {"color": "black", "linestyle": "--", "linewidth": 1.4} if name == STEP else {}
-        ax.plot(x, y, label=f"{name}  (p99 {st.p99 / scale:.3g} {unit}, n={st.count})",
-                **style)
+        ax.plot(x, y, label=f"{name}  (p99 {st.p99 / scale:.3g} {unit}, n={st.count})", **style)
     ticks, labels = _tail_ticks(n_max)
     ax.set_xscale("log")
     ax.set_xticks(ticks)
@@ -184,22 +182,44 @@ def plot_percentiles(
 def windows_of(
     source: Any, *, steps: int | None = None, seconds: float | None = None
 ) -> list[Window]:
-    """The windows to draw: a list of Window as is; a Profiler's rolling windows, or with
-    ``steps=``/``seconds=`` exact windows cut from its ring; a Snapshot's or Summary's
-    rolling windows (a saved file is read first)."""
+    """The windows to draw.
+
+    A list of Window is taken as is. Otherwise the source's rolling windows, or
+    with ``steps=``/``seconds=`` exact windows cut from the raw events of a live
+    Profiler or an events file (a saved file is read first).
+    """
     if isinstance(source, (list, tuple)):
         if not all(isinstance(w, Window) for w in source):
             raise TypeError("a list source must hold gyreprof Window objects")
         return list(source)
     res = resolve(source, what="a window plot", allow_empty=True)
     if steps is not None or seconds is not None:
-        if res.profiler is None:
-            raise ValueError(
-                "steps=/seconds= cut windows from the raw events, which only a live Profiler "
-                "holds; from a saved file the rolling windows are drawn (leave both out)"
+        if res.profiler is not None:
+            return res.profiler.windows(steps=steps, seconds=seconds)
+        if res.events is not None:
+            from gyreprof.profiler import windows_from_events
+
+            ef = res.events
+            ev = ef.events[np.argsort(ef.events["start_ns"], kind="stable")]
+            return windows_from_events(
+                ev,
+                ef.phases,
+                steps=steps,
+                seconds=seconds,
+                warmup_end_step=int(ef.snapshot.times.get("warmup_end_step", -1)),
+                still_warming=ef.warmup and not ef.steady_start_ns,
             )
-        return res.profiler.windows(steps=steps, seconds=seconds)
+        raise ValueError(
+            "steps=/seconds= cut windows from the raw events, which only a live Profiler or "
+            "an events file (save_events) holds; from a snapshot or summary the rolling "
+            "windows are drawn (leave both out)"
+        )
     return list(res.summary.windows)
+
+
+def _richest(res: Resolved) -> Any:
+    """The most informative object behind a resolved source (to resolve it again cheaply)."""
+    return res.profiler or res.events or res.snapshot or res.summary
 
 
 def _need_windows(wins: list[Window]) -> None:
@@ -272,8 +292,9 @@ def plot_windows(
         p50 = np.array([w.phases[name].p50 if name in w.phases else np.nan for w in wins]) / scale
         p99 = np.array([w.phases[name].p99 if name in w.phases else np.nan for w in wins]) / scale
         ax.plot(x, p50, color=color, marker=marker, markersize=3, label=f"{name} p50")
-        ax.plot(x, p99, color=color, linestyle="--", marker=marker, markersize=3,
-                label=f"{name} p99")
+        ax.plot(
+            x, p99, color=color, linestyle="--", marker=marker, markersize=3, label=f"{name} p99"
+        )
     _shade_warmup(ax, wins, t0)
     if log_y is None:
         log_y = max(vals) / max(min(vals), 1e-9) > 50
@@ -326,8 +347,17 @@ def plot_shares(
     bottom = np.zeros(len(wins))
     hatch = ["//" if w.warmup else None for w in wins]
     for j, name in enumerate(names):
-        bars = ax.bar(left, shares[:, j], width=width, bottom=bottom, align="edge",
-                      color=f"C{j % 10}", edgecolor="white", linewidth=0.3, label=name)
+        bars = ax.bar(
+            left,
+            shares[:, j],
+            width=width,
+            bottom=bottom,
+            align="edge",
+            color=f"C{j % 10}",
+            edgecolor="white",
+            linewidth=0.3,
+            label=name,
+        )
         for b, h in zip(bars, hatch, strict=True):
             if h:
                 b.set_hatch(h)
@@ -337,8 +367,17 @@ def plot_shares(
     has_steps = np.array([w.step is not None and w.step.count > 0 for w in wins])
     rest = np.where(has_steps, rest, 0.0)
     if rest.max() > 1e-3:
-        ax.bar(left, rest, width=width, bottom=bottom, align="edge", color="#cccccc",
-               edgecolor="white", linewidth=0.3, label="not in a phase")
+        ax.bar(
+            left,
+            rest,
+            width=width,
+            bottom=bottom,
+            align="edge",
+            color="#cccccc",
+            edgecolor="white",
+            linewidth=0.3,
+            label="not in a phase",
+        )
     if any(w.warmup for w in wins):
         ax.bar([np.nan], [np.nan], color="white", edgecolor="grey", hatch="//", label="warm-up")
     ax.set_ylim(0, max(1.0, float((bottom + rest).max())) * 1.02)
@@ -378,7 +417,7 @@ def plot_report(
     """
     _mpl()
     res = resolve(source, what="a report plot")
-    wins = windows_of(res.profiler or res.snapshot or res.summary, steps=steps, seconds=seconds)
+    wins = windows_of(_richest(res), steps=steps, seconds=seconds)
     fig = _new_figure(size_px, dpi)
     if wins:
         axes = fig.subplots(3, 1, gridspec_kw={"height_ratios": [1.2, 1, 1]})
@@ -388,8 +427,14 @@ def plot_report(
     else:
         ax = fig.add_subplot(1, 1, 1)
         plot_percentiles(res.snapshot or res.summary, ax=ax)
-        fig.text(0.5, 0.005, "no windows closed yet: window plots left out", ha="center",
-                 fontsize="small", color="grey")
+        fig.text(
+            0.5,
+            0.005,
+            "no windows closed yet: window plots left out",
+            ha="center",
+            fontsize="small",
+            color="grey",
+        )
     label = res.summary.meta.get("label")
     fig.suptitle(f"gyreprof report{f': {label}' if label else ''}")
     fig.tight_layout()

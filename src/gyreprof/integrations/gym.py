@@ -63,6 +63,22 @@ def _check_phase(prof: Profiler, arg: str, name: str | None) -> str | None:
     return name
 
 
+class _Timers:
+    """Phase timers of one profiler, looked up once (per call with per_thread=True)."""
+
+    __slots__ = ("prof", "cache")
+
+    def __init__(self, prof: Profiler, names: list[str | None]) -> None:
+        self.prof = prof
+        self.cache: dict[str, Any] = {}
+        if not prof.per_thread:
+            self.cache = {n: prof.phase(n) for n in names if n is not None}
+
+    def __call__(self, name: str) -> Any:
+        timer = self.cache.get(name)
+        return timer if timer is not None else self.prof.phase(name)
+
+
 def _splits(env: object) -> bool:
     return isinstance(env, AsyncVectorEnv)
 
@@ -92,17 +108,18 @@ class ProfiledEnv(gym.Wrapper):  # type: ignore[type-arg]
         self.prof = _check_profiler(prof)
         self.step_phase = _check_phase(self.prof, "step_phase", step_phase)
         self.reset_phase = _check_phase(self.prof, "reset_phase", reset_phase)
+        self._timer = _Timers(self.prof, [self.step_phase, self.reset_phase])
 
     def step(self, action: Any) -> Any:
         if self.step_phase is None:
             return self.env.step(action)
-        with self.prof.phase(self.step_phase):
+        with self._timer(self.step_phase):
             return self.env.step(action)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         if self.reset_phase is None:
             return self.env.reset(seed=seed, options=options)
-        with self.prof.phase(self.reset_phase):
+        with self._timer(self.reset_phase):
             return self.env.reset(seed=seed, options=options)
 
 
@@ -147,6 +164,9 @@ class ProfiledVectorEnv(VectorWrapper):
             self.send_phase = self.wait_phase = None
             self.step_phase = _check_phase(self.prof, "step_phase", step_phase)
         self.reset_phase = _check_phase(self.prof, "reset_phase", reset_phase)
+        self._timer = _Timers(
+            self.prof, [self.step_phase, self.send_phase, self.wait_phase, self.reset_phase]
+        )
 
     def step(self, actions: Any) -> Any:
         if self.split:
@@ -154,7 +174,7 @@ class ProfiledVectorEnv(VectorWrapper):
             return self.step_wait()
         if self.step_phase is None:
             return self.env.step(actions)
-        with self.prof.phase(self.step_phase):
+        with self._timer(self.step_phase):
             return self.env.step(actions)
 
     def step_async(self, actions: Any) -> None:
@@ -167,7 +187,7 @@ class ProfiledVectorEnv(VectorWrapper):
         if self.send_phase is None:
             env.step_async(actions)
             return
-        with self.prof.phase(self.send_phase):
+        with self._timer(self.send_phase):
             env.step_async(actions)
 
     def step_wait(self, timeout: float | None = None) -> Any:
@@ -179,13 +199,13 @@ class ProfiledVectorEnv(VectorWrapper):
         env: Any = self.env
         if self.wait_phase is None:
             return env.step_wait(timeout=timeout)
-        with self.prof.phase(self.wait_phase):
+        with self._timer(self.wait_phase):
             return env.step_wait(timeout=timeout)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> Any:
         if self.reset_phase is None:
             return self.env.reset(seed=seed, options=options)
-        with self.prof.phase(self.reset_phase):
+        with self._timer(self.reset_phase):
             return self.env.reset(seed=seed, options=options)
 
 

@@ -30,7 +30,7 @@ declares a one-thread ``"gyreprof"`` concurrency group and answers
 
 from __future__ import annotations
 
-import functools
+import json
 import math
 import os
 import socket
@@ -69,6 +69,7 @@ __all__ = [
     "IntervalStats",
     "MissingActor",
     "NoProfilerError",
+    "REASONS",
     "ProfiledActor",
     "Spread",
     "attach_profiler",
@@ -242,10 +243,12 @@ def profiled_remote(cls: _C | None = None, /, **ray_options: Any) -> Any:
         groups = dict(ray_options.get("concurrency_groups") or {})
         groups.setdefault(CONCURRENCY_GROUP, 1)
 
-        @functools.wraps(original)
+        # Not functools.wraps: Ray unwraps __wrapped__ and would lose the group.
         def gyreprof_snapshot(self: Any, *args: Any, **kwargs: Any) -> bytes:
             return original(self, *args, **kwargs)  # type: ignore[no-any-return]
 
+        gyreprof_snapshot.__doc__ = original.__doc__
+        gyreprof_snapshot.__qualname__ = f"{klass.__qualname__}.gyreprof_snapshot"
         klass.gyreprof_snapshot = ray.method(  # type: ignore[attr-defined]
             concurrency_group=CONCURRENCY_GROUP
         )(gyreprof_snapshot)
@@ -361,9 +364,8 @@ class Spread:
             f"({self.max_over_median:.2f}x median, cv {self.cv:.2f})"
         )
         if self.stragglers:
-            text += (
-                f"; stragglers (> {self.straggler_factor:g}x median): "
-                + ", ".join(self.stragglers)
+            text += f"; stragglers (> {self.straggler_factor:g}x median): " + ", ".join(
+                self.stragglers
             )
         else:
             text += f"; no straggler above {self.straggler_factor:g}x median"
@@ -432,9 +434,7 @@ class FleetSummary:
             )
         return name
 
-    def slowest(
-        self, n: int = 5, *, phase: str | None = None, q: float = 99.0
-    ) -> list[ActorStats]:
+    def slowest(self, n: int = 5, *, phase: str | None = None, q: float = 99.0) -> list[ActorStats]:
         """The ``n`` actors with the highest percentile ``q`` of ``phase``, slowest first."""
         name = self._check_phase(phase)
         scored = [(a.percentile(name, q), a) for a in self.per_actor.values()]
@@ -486,6 +486,10 @@ class FleetSummary:
             "notes": list(self.notes),
         }
 
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """``to_dict()`` as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
     def __str__(self) -> str:
         lines = [
             f"gyreprof fleet: {self.answered} of {self.total} actors answered "
@@ -503,7 +507,7 @@ class FleetSummary:
                 if sp is not None:
                     lines.append(str(sp))
         if self.wait is not None:
-            lines.append(f"learner: {self.wait}")
+            lines.append(str(self.wait))
         if self.missing:
             lines.append("missing actors:")
             lines.extend(f"  {m}" for m in self.missing.values())
@@ -537,8 +541,16 @@ class FleetSummary:
         if len(self.per_actor) > limit:
             head += f" (top {limit} of {len(self.per_actor)})"
         table = text_table(
-            ["actor", "node", "pid", "steps", "steps/s", f"{name} p50", f"{name} p99",
-             f"{name} max"],
+            [
+                "actor",
+                "node",
+                "pid",
+                "steps",
+                "steps/s",
+                f"{name} p50",
+                f"{name} p99",
+                f"{name} max",
+            ],
             rows,
             align_left=2,
         )
@@ -653,6 +665,9 @@ class _Answer:
     answer_s: float = math.nan
 
 
+_LEARNER = "\0learner"  # key of the learner's request (no actor name can hold a NUL)
+
+
 class _Gatherer:
     """Asks actors for snapshots; a request still unanswered is kept, never repeated.
 
@@ -688,7 +703,10 @@ class _Gatherer:
             except AttributeError:
                 missing.append(
                     MissingActor(
-                        name, i, aid, "no_profiler",
+                        name,
+                        i,
+                        aid,
+                        "no_profiler",
                         "the actor class has no gyreprof_snapshot method; inherit "
                         "gyreprof.integrations.ray.ProfiledActor",
                     )
@@ -702,13 +720,18 @@ class _Gatherer:
                 continue
             self.pending[name] = (ref, t0)
             refs[ref] = name
-        learner_ref = None
+        learner_ref: Any = None
         if isinstance(learner, ActorHandle):
-            try:
-                learner_ref = learner.gyreprof_snapshot.remote(windows=True)
-                refs[learner_ref] = "\0learner"
-            except Exception as exc:  # noqa: BLE001 - reported as a note by the caller
-                learner_ref = exc
+            if _LEARNER in self.pending:
+                learner_ref = self.pending[_LEARNER][0]
+            else:
+                try:
+                    learner_ref = learner.gyreprof_snapshot.remote(windows=True)
+                    self.pending[_LEARNER] = (learner_ref, t0)
+                except Exception as exc:  # noqa: BLE001 - reported as a note by the caller
+                    learner_ref = exc
+            if not isinstance(learner_ref, BaseException):
+                refs[learner_ref] = _LEARNER
         answers: list[_Answer] = []
         learner_answer: _Answer | None = None
         if isinstance(learner_ref, BaseException):
@@ -723,12 +746,12 @@ class _Gatherer:
             seen = time.monotonic()
             for ref in ready:
                 name = refs[ref]
-                if name == "\0learner":
+                self.pending.pop(name, None)
+                if name == _LEARNER:
                     learner_answer = _Answer("learner", -1, _actor_id(learner))
                     ans = learner_answer
                 else:
                     i, aid = index[name]
-                    self.pending.pop(name, None)
                     ans = _Answer(name, i, aid)
                     answers.append(ans)
                 ans.answer_s = seen - t0
@@ -738,9 +761,11 @@ class _Gatherer:
                     ans.error = exc
         for ref in waiting:
             name = refs[ref]
-            if name == "\0learner":
+            if name == _LEARNER:
                 learner_answer = _Answer(
-                    "learner", -1, _actor_id(learner),
+                    "learner",
+                    -1,
+                    _actor_id(learner),
                     error=TimeoutError(f"no answer within {timeout_s:g} s"),
                 )
                 continue
@@ -748,7 +773,10 @@ class _Gatherer:
             sent = self.pending.get(name, (None, t0))[1]
             missing.append(
                 MissingActor(
-                    name, i, aid, "timeout",
+                    name,
+                    i,
+                    aid,
+                    "timeout",
                     f"no answer within {timeout_s:g} s (asked {time.monotonic() - sent:.1f} s "
                     "ago); a plain actor answers between method calls - use "
                     "profiled_remote to answer while it is busy",
@@ -766,7 +794,10 @@ def _decode(ans: _Answer) -> tuple[Snapshot | None, MissingActor | None]:
     data = ans.payload
     if not isinstance(data, (bytes, bytearray, memoryview)):
         return None, MissingActor(
-            ans.name, ans.index, ans.actor_id, "bad_snapshot",
+            ans.name,
+            ans.index,
+            ans.actor_id,
+            "bad_snapshot",
             f"gyreprof_snapshot() returned {type(data).__name__}, expected snapshot bytes "
             "(return gyreprof.integrations.ray.snapshot_bytes(profiler))",
         )
@@ -807,7 +838,9 @@ def _wait_report(source: Snapshot | Summary, wait: str, compute: str, notes: lis
     try:
         from gyreprof.analysis.wait import wait_report
     except ImportError as exc:
-        notes.append(f"learner wait report skipped: gyreprof.analysis.wait is not available ({exc})")
+        notes.append(
+            f"learner wait report skipped: gyreprof.analysis.wait is not available ({exc})"
+        )
         return None
     try:
         return wait_report(source, wait=wait, compute=compute)
@@ -849,7 +882,10 @@ def _build(
             if snap.layout != layout:
                 missing.append(
                     MissingActor(
-                        ans.name, ans.index, ans.actor_id, "incompatible",
+                        ans.name,
+                        ans.index,
+                        ans.actor_id,
+                        "incompatible",
                         f"histogram layout (lowest_ns, highest_ns, significant_figures) "
                         f"{snap.layout} differs from the fleet's {layout}; give every actor's "
                         "Profiler the same significant_figures/lowest_ns/highest_ns",
@@ -931,8 +967,14 @@ def collect(
     started = time.monotonic()
     answers, missing, learner_answer = _Gatherer(actors).gather(t, learner)
     return _build(
-        answers, missing, learner, learner_answer,
-        phase=phase, wait=wait, compute=compute, started=started,
+        answers,
+        missing,
+        learner,
+        learner_answer,
+        phase=phase,
+        wait=wait,
+        compute=compute,
+        started=started,
     )
 
 
@@ -950,8 +992,13 @@ class IntervalStats:
     max: float  # upper end of the highest non-empty bucket
 
     def to_dict(self) -> dict[str, float]:
-        return {"count": self.count, "p50": self.p50, "p90": self.p90, "p99": self.p99,
-                "max": self.max}
+        return {
+            "count": self.count,
+            "p50": self.p50,
+            "p90": self.p90,
+            "p99": self.p99,
+            "max": self.max,
+        }
 
 
 @dataclass(frozen=True)
@@ -984,8 +1031,11 @@ class FleetPoint:
         }
 
     def __str__(self) -> str:
-        parts = [f"t={self.t_s:6.1f}s", f"actors {self.answered}/{self.answered + len(self.missing)}",
-                 f"{fmt_rate(self.steps_per_s)}"]
+        parts = [
+            f"t={self.t_s:6.1f}s",
+            f"actors {self.answered}/{self.answered + len(self.missing)}",
+            f"{fmt_rate(self.steps_per_s)}",
+        ]
         for name, st in self.phases.items():
             if name != STEP_PHASE and st.count:
                 parts.append(f"{name} p50 {fmt_ns(st.p50)} p99 {fmt_ns(st.p99)}")
@@ -1013,9 +1063,7 @@ def _interval_counts(cur: Snapshot, prev: Snapshot | None) -> tuple[np.ndarray, 
     return cur.counts, steps_now, elapsed
 
 
-def _point(
-    fleet: FleetSummary, prev: dict[str, Snapshot], phase: str, t_s: float
-) -> FleetPoint:
+def _point(fleet: FleetSummary, prev: dict[str, Snapshot], phase: str, t_s: float) -> FleetPoint:
     layout = fleet.merged_snapshot.layout if fleet.merged_snapshot is not None else None
     sums: dict[str, np.ndarray] = {}
     interval_steps = 0
@@ -1033,9 +1081,7 @@ def _point(
             sums[pname] = counts[r].copy() if acc is None else acc + counts[r]
             if pname == phase and counts[r].sum() > 0:
                 lo, hi, sf = snap.layout
-                actor_p99[name] = float(
-                    _percentiles(counts[r], (99.0,), lo, hi, sf)[0]
-                )
+                actor_p99[name] = float(_percentiles(counts[r], (99.0,), lo, hi, sf)[0])
     phases: dict[str, IntervalStats] = {}
     if layout is not None:
         lo, hi, sf = layout
@@ -1137,7 +1183,9 @@ class FleetMonitor:
         with self._lock:
             return list(self._points)
 
-    def series(self, field_name: str = "p99", phase: str | None = None) -> list[tuple[float, float]]:
+    def series(
+        self, field_name: str = "p99", phase: str | None = None
+    ) -> list[tuple[float, float]]:
         """``[(t_s, value)]`` of one interval statistic of ``phase`` (or ``steps_per_s``/``spread``)."""
         pts = self.points
         if field_name in ("steps_per_s", "spread", "answered", "interval_steps"):
@@ -1160,8 +1208,14 @@ class FleetMonitor:
             started = time.monotonic()
             answers, missing, learner_answer = self._gatherer.gather(self.timeout_s, self.learner)
             fleet = _build(
-                answers, missing, self.learner, learner_answer,
-                phase=self.phase, wait=self.wait, compute=self.compute, started=started,
+                answers,
+                missing,
+                self.learner,
+                learner_answer,
+                phase=self.phase,
+                wait=self.wait,
+                compute=self.compute,
+                started=started,
             )
             point = _point(fleet, self._prev, self.phase, time.monotonic() - self._t0)
             for name, a in fleet.per_actor.items():
@@ -1200,7 +1254,9 @@ class FleetMonitor:
             return self
         self._stop.clear()
         self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="gyreprof-fleet-monitor", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="gyreprof-fleet-monitor", daemon=True
+        )
         self._thread.start()
         return self
 

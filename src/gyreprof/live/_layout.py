@@ -40,6 +40,7 @@ change afterwards: a slot's bytes are written before its length byte.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import struct
@@ -65,6 +66,8 @@ PREFIX = "gyreprof-live-"
 SUFFIX = ".seg"
 FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.seg$")
 ENV_DIR = "GYREPROF_LIVE_DIR"
+
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 def _align(n: int, to: int) -> int:
@@ -223,7 +226,7 @@ def encode_name_slot(name: str) -> bytes:
 _REQUIRED_META = ("name", "phases", "config", "lap_cost_ns", "clock")
 
 
-def parse_header(buf: bytes | memoryview, size: int, where: str) -> Header:
+def parse_header(buf: Buffer, size: int, where: str) -> Header:
     """Parse and validate a segment header; ValueError naming what is wrong.
 
     ``buf`` holds at least the first ``min(size, header_bytes)`` bytes of the
@@ -264,8 +267,7 @@ def parse_header(buf: bytes | memoryview, size: int, where: str) -> Header:
         raise ValueError(f"{where} is corrupted: stats offset {header_bytes}")
     if header_bytes + stats_bytes > size:
         raise ValueError(
-            f"{where} is truncated: {size} bytes, its header says "
-            f"{header_bytes + stats_bytes}"
+            f"{where} is truncated: {size} bytes, its header says {header_bytes + stats_bytes}"
         )
     if (
         meta_offset < FIXED_BYTES
@@ -316,7 +318,7 @@ def parse_header(buf: bytes | memoryview, size: int, where: str) -> Header:
     )
 
 
-def read_name_slots(buf: bytes | memoryview, header: Header) -> list[str]:
+def read_name_slots(buf: Buffer, header: Header) -> list[str]:
     """Counter names in slot order, up to the first slot not yet named."""
     out: list[str] = []
     base = header.names_offset

@@ -179,6 +179,11 @@ class TopModel:
                 continue
             seen.add(e.path)
             views.append(self._read(e, window_s))
+        if self.pid is not None and not views and errors:
+            msg = "; ".join(str(e.error) for e in errors)
+            if any("permission denied" in str(e.error) for e in errors):
+                raise PermissionError(msg)
+            raise ValueError(msg)
         for path in list(self._readers):
             if path not in seen:
                 self._readers.pop(path).close()
@@ -195,7 +200,7 @@ class TopModel:
             if r is None:
                 r = LiveReader(e.path)
                 self._readers[e.path] = r
-            snap = r.snapshot()
+            snap = r.snapshot(windows=False)
             closed = r.closed
         except (LookupError, ValueError, OSError) as exc:
             self._readers.pop(e.path, None)
@@ -274,10 +279,19 @@ def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
         row = [name]
         if w is not None:
             ws = w.phases[name] if name in w.phases else w.step
-            row += [fmt_ns(ws.p50), fmt_ns(ws.p99), fmt_ns(ws.max),
-                    fmt_pct(ws.share) if name != STEP else ""]
-        row += [fmt_ns(st.p50), fmt_ns(st.p99), fmt_ns(st.max),
-                fmt_pct(st.share) if name != STEP else "", str(st.count)]
+            row += [
+                fmt_ns(ws.p50),
+                fmt_ns(ws.p99),
+                fmt_ns(ws.max),
+                fmt_pct(ws.share) if name != STEP else "",
+            ]
+        row += [
+            fmt_ns(st.p50),
+            fmt_ns(st.p99),
+            fmt_ns(st.max),
+            fmt_pct(st.share) if name != STEP else "",
+            str(st.count),
+        ]
         rows.append(row)
     return rows
 
@@ -316,8 +330,11 @@ def render_text(frame: Frame) -> str:
         if frame.merged_window is not None:
             head += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
         out.append(head)
-        out.append(text_table(_headers(frame.merged_window is not None),
-                              _rows(frame.merged, frame.merged_window)))
+        out.append(
+            text_table(
+                _headers(frame.merged_window is not None), _rows(frame.merged, frame.merged_window)
+            )
+        )
         out.append("")
     out.extend(_notes(frame))
     if not frame.processes and not frame.stale and not frame.errors:
@@ -348,14 +365,23 @@ def render_rich(frame: Frame) -> Any:
     parts: list[Any] = []
 
     def table(title: str, snap: Snapshot, window: Snapshot | None, caption: str) -> Table:
-        t = Table(title=title, title_justify="left", caption=caption, caption_justify="left",
-                  expand=False, pad_edge=False, box=box.SIMPLE_HEAD, collapse_padding=True)
+        t = Table(
+            title=title,
+            title_justify="left",
+            caption=caption,
+            caption_justify="left",
+            expand=False,
+            pad_edge=False,
+            box=box.SIMPLE_HEAD,
+            collapse_padding=True,
+        )
         t.add_column("phase", justify="left", no_wrap=True, max_width=16)
         groups = (("last", "cyan"), ("all", None)) if window is not None else (("all", None),)
         for group, style in groups:
             for h in ("p50", "p99", "max", "share"):
-                t.add_column(f"{group}\n{h}", justify="right", style=style, no_wrap=True,
-                             min_width=7)
+                t.add_column(
+                    f"{group}\n{h}", justify="right", style=style, no_wrap=True, min_width=7
+                )
         for row in _rows(snap, window):
             t.add_row(*row[:-1], style="dim" if row[0] == STEP else None)
         return t
@@ -370,8 +396,7 @@ def render_rich(frame: Frame) -> Any:
         title = f"merged: {len(frame.processes)} segments | {fmt_rate(rate)} since start"
         if frame.merged_window is not None:
             title += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
-        parts.append(table(title, frame.merged, frame.merged_window,
-                           _footer(frame.merged).strip()))
+        parts.append(table(title, frame.merged, frame.merged_window, _footer(frame.merged).strip()))
     for line in _notes(frame):
         parts.append(Text(line, style="yellow"))
     if not parts:

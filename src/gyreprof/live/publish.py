@@ -39,6 +39,7 @@ Publish one profiler per thread instead.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import mmap
 import os
@@ -78,6 +79,24 @@ def _default_name(label: str | None) -> str:
     return prog if prog and not prog.startswith("-") else "python"
 
 
+def _reserve(fd: int, size: int) -> None:
+    """Give the file ``size`` bytes of real storage now.
+
+    On tmpfs a sparse file whose pages cannot be allocated later kills the
+    writer with SIGBUS at its first touch; reserving them up front turns a
+    full ``/dev/shm`` into an OSError (ENOSPC) here instead.
+    """
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        try:
+            fallocate(fd, 0, size)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
+    os.ftruncate(fd, size)
+
+
 class LivePublication:
     """A profiler's stats block published in a shared-memory segment (``prof.live``).
 
@@ -85,9 +104,16 @@ class LivePublication:
     ``name``, ``pid`` (the process that published it), ``active``.
     """
 
-    def __init__(self, recorder: Any, phases: tuple[str, ...], name: str, *,
-                 lap_cost_ns: float, label: str | None,
-                 counter_names: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        recorder: Any,
+        phases: tuple[str, ...],
+        name: str,
+        *,
+        lap_cost_ns: float,
+        label: str | None,
+        counter_names: tuple[str, ...] = (),
+    ) -> None:
         self._rec = recorder
         self._phases = tuple(phases)
         self.name = name
@@ -127,19 +153,37 @@ class LivePublication:
             "argv": list(sys.argv[:16]),
         }
         head, header_bytes, names_offset = lay.build_header(
-            pid=pid, identity=ident, stats_bytes=stats_bytes,
-            max_counters=self._max_counters, meta=meta,
+            pid=pid,
+            identity=ident,
+            stats_bytes=stats_bytes,
+            max_counters=self._max_counters,
+            meta=meta,
         )
         total = header_bytes + stats_bytes
         directory = lay.segment_dir()
-        directory.mkdir(parents=True, exist_ok=True)
         serial = next(_SERIAL)
         final = directory / lay.segment_filename(pid, serial)
         tmp = directory / f".{final.name}.{threading.get_ident()}.tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, total)
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"cannot create a live segment in {directory} ({exc.strerror}); set "
+                f"{lay.ENV_DIR} to a writable directory, or pass live=False",
+            ) from None
+        try:
+            _reserve(fd, total)
             mm = mmap.mmap(fd, total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:
+            os.close(fd)
+            os.unlink(tmp)
+            raise OSError(
+                exc.errno,
+                f"cannot create a live segment of {total} bytes in {directory} "
+                f"({exc.strerror}); free space there, set {lay.ENV_DIR}, or pass live=False",
+            ) from None
         except BaseException:
             os.close(fd)
             os.unlink(tmp)

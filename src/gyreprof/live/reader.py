@@ -34,6 +34,11 @@ from gyreprof._core import recorder as _rec
 from gyreprof.live import _layout as lay
 from gyreprof.summary import _TOTAL_KEYS, Snapshot, Summary, merge
 
+try:
+    import pwd
+except ImportError:  # not on Unix
+    pwd = None  # type: ignore[assignment]
+
 _QUIET_TRIES = 3
 _EDGES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -49,12 +54,11 @@ def _permission_message(path: Path) -> str:
     try:
         owner = path.stat().st_uid
         who = f"uid {owner}"
-        try:
-            import pwd
-
-            who = f"user {pwd.getpwuid(owner).pw_name!r} (uid {owner})"
-        except (ImportError, KeyError):
-            pass
+        if pwd is not None:
+            try:
+                who = f"user {pwd.getpwuid(owner).pw_name!r} (uid {owner})"
+            except KeyError:
+                pass
     except OSError:
         who = "another user"
     return (
@@ -121,16 +125,22 @@ def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
         header = _read_header_file(path)
     except PermissionError:
         alive = lay.process_identity(pid) is not None
-        return LiveEntry(pid, None, path, alive, not alive, serial,
-                         error=_permission_message(path))
+        return LiveEntry(pid, None, path, alive, not alive, serial, error=_permission_message(path))
     except FileNotFoundError:
         raise
     except (ValueError, OSError) as exc:
         alive = lay.process_identity(pid) is not None
         return LiveEntry(pid, None, path, alive, not alive, serial, error=str(exc))
     if header.pid != pid:
-        return LiveEntry(pid, None, path, False, True, serial,
-                         error=f"{path} names pid {pid} but its header says {header.pid}")
+        return LiveEntry(
+            pid,
+            None,
+            path,
+            False,
+            True,
+            serial,
+            error=f"{path} names pid {pid} but its header says {header.pid}",
+        )
     alive = lay.same_process(header.identity, lay.process_identity(pid))
     return LiveEntry(
         pid=pid,
@@ -144,8 +154,9 @@ def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
     )
 
 
-def list_segments(pid: int | None = None, *, directory: str | os.PathLike[str] | None = None
-                  ) -> list[LiveEntry]:
+def list_segments(
+    pid: int | None = None, *, directory: str | os.PathLike[str] | None = None
+) -> list[LiveEntry]:
     """Live segments on this machine (of ``pid`` only, when given), oldest first per pid."""
     d = Path(directory) if directory is not None else lay.segment_dir()
     try:
@@ -245,8 +256,11 @@ class LiveReader:
         self._view = np.frombuffer(mm, dtype=np.int64, count=self._words, offset=h.header_bytes)
         self._nh = len(self.phases) + 1
         self._L = int(self.config["counts_len"])
-        self._layout = (int(self.config["lowest_ns"]), int(self.config["highest_ns"]),
-                        int(self.config["significant_figures"]))
+        self._layout = (
+            int(self.config["lowest_ns"]),
+            int(self.config["highest_ns"]),
+            int(self.config["significant_figures"]),
+        )
 
     # -- state ---------------------------------------------------------------------
 
@@ -313,18 +327,25 @@ class LiveReader:
             if st[h, 3] < top_lo:
                 st[h, 3] = max(top_hi, st[h, 2])
 
-    def snapshot(self) -> Snapshot:
-        """A consistent copy of everything the writer counted so far (see module doc)."""
+    def snapshot(self, *, windows: bool = True) -> Snapshot:
+        """A consistent copy of everything the writer counted so far (see module doc).
+
+        ``windows=False`` leaves out the closed rolling windows (cheaper when
+        only the histograms are wanted, as in ``gyreprof top``).
+        """
         names = self.counter_names()
         stats, taken = self._copy()
         self._fix_extremes(stats)
+        windows_closed = int(stats[_rec.H_WINDOWS])
+        if not windows:
+            stats[_rec.H_WINDOWS] = 0
         head = int(stats[_rec.H_RING_HEAD])
         cap = int(self.config["capacity"])
         meta = {
             "pid": self.pid,
             "host": self.meta.get("host"),
             "label": self.name,
-            "windows_closed": int(stats[_rec.H_WINDOWS]),
+            "windows_closed": windows_closed if windows else 0,
             "live_path": str(self.path),
         }
         return Snapshot.from_stats(
@@ -561,8 +582,9 @@ def _tree(root: int) -> set[int]:
     return pids
 
 
-def _read_entries(entries: Iterable[LiveEntry], missing: dict[Any, str]
-                  ) -> Iterator[tuple[LiveEntry, Snapshot]]:
+def _read_entries(
+    entries: Iterable[LiveEntry], missing: dict[Any, str]
+) -> Iterator[tuple[LiveEntry, Snapshot]]:
     for e in entries:
         if e.error is not None:
             missing[str(e.path)] = e.error

@@ -208,7 +208,7 @@ def selfcheck(
     package_root = str(Path(gyreprof.__file__).resolve().parent.parent)
     bootstrap = (
         "import sys; sys.path.append(" + repr(package_root) + "); "
-        "from gyreprof.diagnose._selfcheck_child import main; "
+        "from gyreprof.diagnostics._selfcheck_child import main; "
         "sys.exit(main(sys.argv[1:]))"
     )
     with tempfile.TemporaryDirectory(prefix="gyreprof-selfcheck-") as tmp:

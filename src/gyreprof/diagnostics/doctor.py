@@ -54,7 +54,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof.diagnose import _procfs
+from gyreprof.diagnostics import _procfs
 
 STATES = ("absent", "spinning", "blocked", "progressing")
 EXIT_CODES: dict[str, int] = {"progressing": 0, "absent": 3, "blocked": 4, "spinning": 5}

@@ -1,6 +1,6 @@
 """The child side of ``gyreprof selfcheck``: build the sampler, call it once, report events.
 
-Run by :func:`gyreprof.diagnose.selfcheck.selfcheck` in a fresh interpreter as::
+Run by :func:`gyreprof.diagnostics.selfcheck.selfcheck` in a fresh interpreter as::
 
     python -c "<bootstrap>" EVENTS_FILE STACKS_FILE TARGET METHOD KWARGS_JSON
 

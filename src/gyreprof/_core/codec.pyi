@@ -1,0 +1,9 @@
+"""Type stubs for gyreprof._core.codec (compiled)."""
+
+import numpy as np
+import numpy.typing as npt
+
+def encode_counts(counts: npt.NDArray[np.int64], length: int = ...) -> bytes: ...
+def decode_counts(
+    data: bytes, length: int, out: npt.NDArray[np.int64] | None = ...
+) -> npt.NDArray[np.int64]: ...

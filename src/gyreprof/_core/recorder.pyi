@@ -1,0 +1,103 @@
+"""Type stubs for gyreprof._core.recorder (compiled)."""
+
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+LAYOUT_VERSION: int
+H_STEP: int
+H_STEPS_DONE: int
+H_EVENTS: int
+H_OUT_OF_RANGE: int
+H_NEGATIVE: int
+H_NONFINITE: int
+H_OPEN_PHASE: int
+H_OPEN_SINCE: int
+H_STEP_START: int
+H_START: int
+H_STEADY_START: int
+H_WARMUP_STEPS: int
+H_LAST_STEP_END: int
+H_WINDOWS: int
+H_WIN_STEPS: int
+H_WIN_START: int
+H_WIN_FIRST_STEP: int
+H_RING_HEAD: int
+H_LAST_WRITE: int
+H_WARMUP_END_STEP: int
+HEADER_WORDS: int
+WIN_HEADER: int
+WIN_FIELDS: int
+WCUR_FIELDS: int
+WINDOW_SIGNIFICANT_FIGURES: int
+EVENT_DTYPE: np.dtype[Any]
+
+def stats_layout(
+    n_phases: int, counts_len: int, window_counts_len: int, max_windows: int, max_counters: int
+) -> dict[str, int]: ...
+def tsc_invariant() -> bool: ...
+def calibrate_tsc(duration_s: float = ...) -> tuple[float, int, int]: ...
+def monotonic_ns() -> int: ...
+
+class PhaseTimer:
+    def __enter__(self) -> PhaseTimer: ...
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> Literal[False]: ...
+
+class Recorder:
+    n_phases: int
+    capacity: int
+    window_steps: int
+    max_windows: int
+    max_counters: int
+    warmup_steps: int
+    warmup_ns: int
+    use_tsc: bool
+    offsets: dict[str, int]
+    def __init__(
+        self,
+        n_phases: int,
+        capacity: int = ...,
+        *,
+        significant_figures: int = ...,
+        lowest_ns: int = ...,
+        highest_ns: int = ...,
+        warmup_steps: int = ...,
+        warmup_ns: int = ...,
+        window_steps: int = ...,
+        max_windows: int = ...,
+        max_counters: int = ...,
+        clock: str = ...,
+        buffer: Any = ...,
+    ) -> None: ...
+    @staticmethod
+    def required_bytes(
+        n_phases: int,
+        *,
+        significant_figures: int = ...,
+        lowest_ns: int = ...,
+        highest_ns: int = ...,
+        max_windows: int = ...,
+        max_counters: int = ...,
+    ) -> int: ...
+    def rebind(self, buffer: Any = ...) -> None: ...
+    def reset(self) -> None: ...
+    def now_ns(self) -> int: ...
+    def begin(self) -> None: ...
+    def end(self) -> None: ...
+    def lap(self, phase: int, /) -> None: ...
+    def record(self, phase: int, duration_ns: float | int) -> None: ...
+    def count(self, slot: int, n: int = ...) -> None: ...
+    def timer(self, phase: int, /) -> PhaseTimer: ...
+    def release_writer(self) -> None: ...
+    def stats_array(self) -> npt.NDArray[np.int64]: ...
+    def stats_view(self) -> npt.NDArray[np.int64]: ...
+    def events(self) -> npt.NDArray[Any]: ...
+    @property
+    def overwritten(self) -> int: ...
+    @property
+    def in_warmup_now(self) -> bool: ...
+    @property
+    def clock(self) -> str: ...
+    def progress(self) -> tuple[int, int, int, int, int]: ...
+    def config(self) -> dict[str, Any]: ...

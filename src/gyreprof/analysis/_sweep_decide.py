@@ -1,0 +1,221 @@
+"""The sweep's decisions: when to stop, what to recommend, what to warn about.
+
+Private helper of :mod:`gyreprof.analysis.sweep`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from gyreprof.analysis._sweep_report import fmt_bytes, fmt_gain, fmt_value
+from gyreprof.analysis._sweep_result import SweepPoint
+
+# Peak memory "keeps rising" when it grows by more than both of these.
+MEM_RISE_FRACTION = 0.02
+MEM_RISE_MIN_BYTES = 1 << 20
+# A run whose measured calls took less than this in total gives shaky figures.
+SHORT_RUN_NS = 20e6
+
+
+def mem_rising(prev: SweepPoint, cur: SweepPoint) -> bool:
+    for name in ("peak_rss_bytes", "peak_gpu_bytes"):
+        a, b = prev.figure(name).median, cur.figure(name).median
+        if math.isnan(a) or math.isnan(b):
+            continue
+        if b - a > max(MEM_RISE_MIN_BYTES, MEM_RISE_FRACTION * a):
+            return True
+    return False
+
+
+def stop_check(
+    param: str,
+    points: Sequence[SweepPoint],
+    flat_within: float,
+    memory_limit: int | None,
+) -> tuple[str, str, int | float | None] | None:
+    """(reason, detail, flat_from) when the sweep should stop after the last point."""
+    cur = points[-1]
+    if not cur.measured:
+        return None
+    if memory_limit is not None:
+        peak = cur.figure("peak_rss_bytes").max
+        if not math.isnan(peak) and peak > memory_limit:
+            return (
+                "memory_limit",
+                f"stopped at {param}={fmt_value(cur.value)}: peak RSS {fmt_bytes(peak)} crossed "
+                f"memory_limit={fmt_bytes(memory_limit)}",
+                None,
+            )
+    if not cur.ok:
+        return None
+    prev = next((p for p in reversed(points[:-1]) if p.ok), None)
+    if prev is None or not prev.samples_per_s > 0:
+        return None
+    gain = cur.samples_per_s / prev.samples_per_s - 1.0
+    if gain <= flat_within and mem_rising(prev, cur):
+        a, b = prev.figure("peak_rss_bytes").median, cur.figure("peak_rss_bytes").median
+        what = f"fell {fmt_gain(-gain)[1:]}" if gain < 0 else f"changed {fmt_gain(gain)}"
+        mem = f"peak RSS rose {fmt_bytes(a)} -> {fmt_bytes(b)}" if b > a else "peak GPU memory rose"
+        return (
+            "flat",
+            f"stopped after {param}={fmt_value(cur.value)}: throughput {what} from "
+            f"{fmt_value(prev.value)} (within flat_within={flat_within:.0%}) while {mem}",
+            prev.value,
+        )
+    return None
+
+
+def recommend(points: Sequence[SweepPoint], flat_within: float) -> int | float | None:
+    eligible = [p for p in points if p.ok and not p.over_memory_limit and p.samples_per_s > 0]
+    if not eligible:
+        return None
+    best = max(p.samples_per_s for p in eligible)
+    for p in eligible:
+        if p.samples_per_s >= best * (1.0 - flat_within):
+            return p.value
+    return None  # pragma: no cover - the best itself always qualifies
+
+
+def finish_points(points: list[SweepPoint], memory_limit: int | None) -> list[SweepPoint]:
+    """Fill in gains, distinguishability and the memory-limit marks."""
+    measured = [p for p in points if p.measured and not math.isnan(p.samples_per_s)]
+    out = []
+    for p in points:
+        gain = None
+        nd: list[int | float] = []
+        if p in measured:
+            i = measured.index(p)
+            prev = measured[i - 1] if i > 0 else None
+            nxt = measured[i + 1] if i + 1 < len(measured) else None
+            if prev is not None and prev.samples_per_s > 0:
+                gain = p.samples_per_s / prev.samples_per_s - 1.0
+            spread = p.spread[1] - p.spread[0]
+            for n in (prev, nxt):
+                if n is not None and spread > abs(p.samples_per_s - n.samples_per_s):
+                    nd.append(n.value)
+        over = False
+        if memory_limit is not None:
+            peak = p.figure("peak_rss_bytes").max
+            over = not math.isnan(peak) and peak > memory_limit
+        out.append(
+            replace(p, gain=gain, not_distinguishable_from=tuple(nd), over_memory_limit=over)
+        )
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return bool(a == b)
+
+
+def sweep_warnings(
+    param: str,
+    fixed: Mapping[str, Any],
+    points: Sequence[SweepPoint],
+    *,
+    isolate: bool,
+    repeats: int,
+    abandoned: int,
+) -> list[str]:
+    out: list[str] = []
+    fv = fmt_value
+    # settings the sampler reports about itself
+    keys: list[str] = []
+    for p in points:
+        for r in p.runs:
+            for k in r.observed:
+                if k not in keys:
+                    keys.append(k)
+    for key in keys:
+        mismatches = []
+        seen: dict[Any, Any] = {}
+        for p in points:
+            passed = p.value if key == param else fixed.get(key)
+            for r in p.runs:
+                if key in r.observed:
+                    obs = r.observed[key]
+                    seen.setdefault(p.value, obs)
+                    if not same(obs, passed):
+                        mismatches.append((p.value, passed, obs))
+                        break
+        if mismatches:
+            shown = ", ".join(
+                f"{key}={fv(o)} at {param}={fv(v)}"
+                + ("" if key == param else f" (passed {fv(pa)})")
+                for v, pa, o in mismatches[:4]
+            )
+            more = f" and {len(mismatches) - 4} more" if len(mismatches) > 4 else ""
+            if key == param:
+                out.append(
+                    f"the sampler reports a different {param} than the sweep passed: {shown}"
+                    f"{more}; the figures are labelled with the values passed"
+                )
+            else:
+                out.append(
+                    f"fixed setting {key} did not stay fixed: the sampler reports {shown}{more}; "
+                    "the factory changed a setting it was given"
+                )
+        elif key != param and len({repr(v) for v in seen.values()}) > 1:
+            shown = ", ".join(f"{fv(v)}: {fv(o)}" for v, o in seen.items())
+            out.append(f"fixed setting {key} changed across values ({param} {shown})")
+    # observable parallelism
+    tkeys: list[str] = []
+    for p in points:
+        for r in p.runs:
+            for k in r.threads:
+                if k not in tkeys:
+                    tkeys.append(k)
+    for key in tkeys:
+        per_value: dict[int | float, list[int]] = {}
+        for p in points:
+            vals = sorted({r.threads[key] for r in p.runs if r.ok and key in r.threads})
+            if vals:
+                per_value[p.value] = vals
+        distinct = {v for vals in per_value.values() for v in vals}
+        if len(distinct) > 1:
+            shown = ", ".join(
+                f"{fv(v)}: {'/'.join(str(x) for x in vals)}" for v, vals in per_value.items()
+            )
+            out.append(
+                f"{key.replace('_', ' ')} changed across values ({param} {shown}): expected if "
+                f"{param} sets how many workers run; otherwise something besides {param} "
+                "changed the parallelism"
+            )
+    if not isolate:
+        out.append(
+            "isolate=False: every value ran in this process, so peak RSS is this process's "
+            "high-water mark so far (it cannot fall from one value to the next, and includes "
+            "earlier values and whatever ran before the sweep); use isolate=True for "
+            "per-value peaks"
+        )
+    if abandoned:
+        out.append(
+            f"{abandoned} in-process run(s) timed out and were abandoned; their threads may "
+            "still run and slow the runs measured after them"
+        )
+    if repeats == 1:
+        out.append(
+            "repeats=1: there is no spread, so differences between values cannot be judged "
+            "against run-to-run noise; use repeats=3 or more"
+        )
+    short = [
+        p.value for p in points if p.measured and p.figure("sample_time_ns").median < SHORT_RUN_NS
+    ]
+    if short:
+        out.append(
+            f"the measured calls took less than {SHORT_RUN_NS / 1e6:.0f} ms per run at "
+            f"{param}={', '.join(fv(v) for v in short)}: raise steps for steadier figures"
+        )
+    for p in points:
+        notes: list[str] = []
+        for r in p.runs:
+            for n in r.notes:
+                if n not in notes:
+                    notes.append(n)
+        for n in notes:
+            out.append(f"{param}={fv(p.value)}: {n}")
+    return out

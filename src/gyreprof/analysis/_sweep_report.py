@@ -1,0 +1,481 @@
+"""Text, CSV and plot output of a sweep (private helper of ``gyreprof.analysis.sweep``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gyreprof._format import fmt_ns, fmt_pct, text_table
+
+if TYPE_CHECKING:
+    from gyreprof.analysis._sweep_result import SweepPoint, SweepResult
+
+# ------------------------------------------------------------------ formatting
+
+
+def fmt_value(v: Any) -> str:
+    """A swept value as people write it: 32, 0.5, 1e-05."""
+    if isinstance(v, bool) or v is None:
+        return repr(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+def fmt_count(x: float) -> str:
+    """A count or rate without unit: 950, 12.1k, 3.4M."""
+    if x is None or math.isnan(x):
+        return "-"
+    a = abs(x)
+    if a >= 1e9:
+        return f"{x / 1e9:.3g}G"
+    if a >= 1e6:
+        return f"{x / 1e6:.3g}M"
+    if a >= 1e3:
+        return f"{x / 1e3:.3g}k"
+    return f"{x:.3g}"
+
+
+_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def _unit(n: float) -> tuple[float, str]:
+    for size, name in _UNITS:
+        if abs(n) >= size:
+            return float(size), name
+    return 1.0, "B"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """Bytes as '512 MiB', '2.7 GiB'."""
+    if n is None or math.isnan(float(n)):
+        return "-"
+    size, name = _unit(float(n))
+    return f"{n / size:.3g} {name}"
+
+
+def fmt_bytes_range(a: float, b: float) -> str:
+    """Two sizes in the unit of the larger: '0.9 -> 2.7 GiB'."""
+    size, name = _unit(max(a, b))
+    return f"{a / size:.2g} -> {b / size:.2g} {name}" if size > 1 else f"{a:.0f} -> {b:.0f} B"
+
+
+def fmt_gain(g: float | None) -> str:
+    if g is None or math.isnan(g):
+        return "-"
+    pct = 100.0 * g
+    return f"{pct:+.0f}%" if abs(pct) >= 9.5 else f"{pct:+.1f}%"
+
+
+def _fixed_words(result: SweepResult) -> str:
+    if not result.fixed:
+        return "with nothing else set (factory defaults)"
+    return "with " + ", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items()) + " fixed"
+
+
+# ------------------------------------------------------------------ report
+
+
+def headline(result: SweepResult) -> str:
+    """'with num_envs=8 fixed, batch_size 8 -> 64: 12.1k -> 38.4k samples/s (+217%), ...'."""
+    param = result.param
+    ok = [p for p in result.points if p.ok]
+    fixed = _fixed_words(result)
+    if not ok:
+        tried = ", ".join(fmt_value(p.value) for p in result.points)
+        return f"{fixed}, {param} {tried}: no value ran cleanly; no recommendation"
+    first, last = ok[0], ok[-1]
+    if first is last:
+        parts = [
+            f"{fixed}, {param} {fmt_value(first.value)}: {fmt_count(first.samples_per_s)} samples/s"
+        ]
+    else:
+        change = last.samples_per_s / first.samples_per_s - 1.0 if first.samples_per_s else math.nan
+        parts = [
+            f"{fixed}, {param} {fmt_value(first.value)} -> {fmt_value(last.value)}: "
+            f"{fmt_count(first.samples_per_s)} -> {fmt_count(last.samples_per_s)} samples/s "
+            f"({fmt_gain(change)})"
+        ]
+    best = max(ok, key=lambda p: p.samples_per_s)
+    if best is not first and best is not last:
+        parts.append(f"best {fmt_count(best.samples_per_s)} at {fmt_value(best.value)}")
+    if result.stop_reason == "flat" and result.flat_from is not None:
+        stop_gain = None
+        for p in result.points:
+            if p.value == result.stopped_at:
+                stop_gain = p.gain
+        parts.append(f"flat from {fmt_value(result.flat_from)} ({fmt_gain(stop_gain)})")
+    elif result.stop_reason == "memory_limit":
+        parts.append(f"stopped at {fmt_value(result.stopped_at)} by memory_limit")
+    a = first.figure("peak_rss_bytes").median
+    b = last.figure("peak_rss_bytes").median
+    if not math.isnan(a) and not math.isnan(b):
+        parts.append(
+            f"peak RSS {fmt_bytes_range(a, b)}" if first is not last else f"peak RSS {fmt_bytes(a)}"
+        )
+    ga = first.figure("peak_gpu_bytes").median
+    gb = last.figure("peak_gpu_bytes").median
+    if not math.isnan(ga) and not math.isnan(gb):
+        parts.append(f"peak GPU memory {fmt_bytes_range(ga, gb)}")
+    rec = (
+        f"recommended {fmt_value(result.recommended)}"
+        if result.recommended is not None
+        else "no recommendation"
+    )
+    return ", ".join(parts) + "; " + rec
+
+
+def _phase_shift(result: SweepResult) -> str | None:
+    ok = [p for p in result.points if p.ok and p.phases]
+    if len(ok) < 1:
+        return None
+    first, last = ok[0], ok[-1]
+    names = [n for n in first.phases if n in last.phases]
+    bits = []
+    for n in names:
+        a = first.phases[n].share.median
+        b = last.phases[n].share.median
+        if n == "(other)" and max(a, b) < 0.02:
+            continue
+        if first is last:
+            bits.append(f"{n} {fmt_pct(a)}")
+        else:
+            bits.append(f"{n} {fmt_pct(a)} -> {fmt_pct(b)}")
+    if not bits:
+        return None
+    span = (
+        f"{result.param}={fmt_value(first.value)}"
+        if first is last
+        else f"{result.param} {fmt_value(first.value)} -> {fmt_value(last.value)}"
+    )
+    return f"Where the call time goes ({span}): " + ", ".join(bits) + "."
+
+
+def report_text(result: SweepResult) -> str:
+    param = result.param
+    s = result.settings
+    lines = [headline(result) + "."]
+    how = "each run in a fresh process" if s.get("isolate") else "all runs in this process"
+    reps = int(s.get("repeats", 1))
+    lines.append(
+        f"Measured: {s.get('steps')} sampler calls per run after {s.get('warmup')} warm-up "
+        f"calls (excluded, reported apart); {reps} run{'s' if reps != 1 else ''} per value, "
+        f"figures are medians with min-max; samples/s counts only time inside the sampler "
+        f"calls; {how}."
+    )
+    lines.append(f"Stop: {result.stop_detail}.")
+    ok = [p for p in result.points if p.ok and not p.over_memory_limit]
+    if result.recommended is not None and ok:
+        best = max(ok, key=lambda p: p.samples_per_s)
+        fw = float(s.get("flat_within", 0.05))
+        lim = s.get("memory_limit_bytes")
+        under = f", under memory_limit={fmt_bytes(lim)}" if lim else ""
+        lines.append(
+            f"Recommended {param}={fmt_value(result.recommended)}: the smallest value within "
+            f"{fw:.0%} of the best median throughput ({fmt_count(best.samples_per_s)} samples/s "
+            f"at {fmt_value(best.value)}){under}."
+        )
+    env = result.environment
+    where = ""
+    if env.get("host"):
+        cpus = env.get("cpu_affinity") or env.get("cpu_count")
+        where = f" on {env['host']}" + (f" ({cpus} CPUs usable)" if cpus else "")
+    kept = (
+        ", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items())
+        if result.fixed
+        else "no setting given explicitly"
+    )
+    lines.append(
+        f"Controlled result: only {param} changed; fixed: {kept}; everything else at the "
+        f"factory's defaults{where}. It holds for these settings on this machine, not as a "
+        "universal optimum."
+    )
+    shift = _phase_shift(result)
+    if shift:
+        lines.append(shift)
+    elif result.measured and not any(p.phases for p in result.measured):
+        lines.append(
+            "No phase breakdown: give the factory a prof= keyword and declare its phases "
+            "(factory.phases = ('env', 'policy')) to see where the call time moves."
+        )
+    for p in result.points:
+        if not p.ok:
+            lines.append(f"Failed: {param}={fmt_value(p.value)} ({p.status}): {p.error}")
+    pairs = []
+    for p in result.points:
+        for n in p.not_distinguishable_from:
+            pair = tuple(sorted((p.value, n)))
+            if pair not in pairs:
+                pairs.append(pair)
+    if pairs:
+        shown = ", ".join(f"{fmt_value(a)} vs {fmt_value(b)}" for a, b in pairs)
+        lines.append(f"Not distinguishable (run-to-run spread wider than the difference): {shown}.")
+    for w in result.warnings:
+        lines.append(f"Warning: {w}")
+    return "\n".join(lines)
+
+
+def _note(result: SweepResult, p: SweepPoint) -> str:
+    notes = []
+    if p.value == result.recommended:
+        notes.append("recommended")
+    if (
+        result.flat_from is not None
+        and p.value == result.flat_from
+        and p.value != result.recommended
+    ):
+        notes.append("flat from here")
+    if p.value == result.stopped_at:
+        notes.append(f"stop ({result.stop_reason.replace('_', ' ')})")
+    if p.over_memory_limit:
+        notes.append("over memory limit")
+    if not p.ok:
+        notes.append(p.status)
+    if p.not_distinguishable_from:
+        notes.append("~" + "/".join(fmt_value(v) for v in p.not_distinguishable_from))
+    return ", ".join(notes)
+
+
+def table_text(result: SweepResult) -> str:
+    """Per-value table, then the per-phase breakdown when the sampler recorded phases."""
+    gpu = any(not math.isnan(p.figure("peak_gpu_bytes").median) for p in result.points)
+    headers = [
+        result.param,
+        "samples/s",
+        "min-max",
+        "vs prev",
+        "call mean",
+        "call p50",
+        "call p99",
+        "1st call",
+        "peak RSS",
+    ]
+    if gpu:
+        headers.append("GPU peak")
+    headers.append("note")
+    rows = []
+    for p in result.points:
+        f = p.figure
+        if p.measured:
+            row = [
+                fmt_value(p.value),
+                fmt_count(p.samples_per_s),
+                f"{fmt_count(p.spread[0])}-{fmt_count(p.spread[1])}",
+                fmt_gain(p.gain),
+                fmt_ns(f("call_mean_ns").median),
+                fmt_ns(f("call_p50_ns").median),
+                fmt_ns(f("call_p99_ns").median),
+                fmt_ns(f("first_call_ns").median),
+                fmt_bytes(f("peak_rss_bytes").median),
+            ]
+        else:
+            row = [fmt_value(p.value), *(["-"] * 8)]
+        if gpu:
+            row.append(fmt_bytes(f("peak_gpu_bytes").median))
+        row.append(_note(result, p))
+        rows.append(row)
+    for v in result.skipped:
+        rows.append([fmt_value(v), *(["-"] * (len(headers) - 2)), "not tried"])
+    out = text_table(headers, rows)
+    phased = [p for p in result.points if p.phases]
+    if phased:
+        names: list[str] = []
+        for p in phased:
+            for n in p.phases:
+                if n not in names:
+                    names.append(n)
+        prows = []
+        for p in phased:
+            row = [fmt_value(p.value)]
+            for n in names:
+                ph = p.phases.get(n)
+                row.append(
+                    f"{fmt_ns(ph.per_call_ns.median)} {fmt_pct(ph.share.median)}" if ph else "-"
+                )
+            prows.append(row)
+        out += "\n\nper-call time by phase (median; share of call time):\n"
+        out += text_table([result.param, *names], prows)
+    return out
+
+
+# ------------------------------------------------------------------ CSV
+
+
+def csv_text(result: SweepResult) -> str:
+    from gyreprof.analysis._sweep_result import FIGURE_NAMES
+
+    names: list[str] = []
+    for p in result.points:
+        for n in p.phases:
+            if n not in names:
+                names.append(n)
+    header = [
+        result.param,
+        "status",
+        "samples_per_s",
+        "samples_per_s_min",
+        "samples_per_s_max",
+        "gain",
+        "distinguishable",
+        "over_memory_limit",
+    ]
+    figs = [n for n in FIGURE_NAMES if n != "samples_per_s"]
+    for n in figs:
+        header += [n, f"{n}_min", f"{n}_max"]
+    for n in names:
+        header += [f"phase:{n}:per_call_ns", f"phase:{n}:share"]
+    header += ["recommended", "error"]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for p in result.points:
+        row: list[Any] = [
+            p.value,
+            p.status,
+            p.samples_per_s,
+            p.spread[0],
+            p.spread[1],
+            "" if p.gain is None else p.gain,
+            p.distinguishable,
+            p.over_memory_limit,
+        ]
+        for n in figs:
+            f = p.figure(n)
+            row += [f.median, f.min, f.max]
+        for n in names:
+            ph = p.phases.get(n)
+            row += [ph.per_call_ns.median, ph.share.median] if ph else [math.nan, math.nan]
+        row += [p.value == result.recommended, p.error or ""]
+        w.writerow(row)
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------ plot
+
+
+def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
+    """Throughput (median with min-max bars) and peak memory against the swept value."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError(
+            "SweepResult.to_plot needs matplotlib; install it with: pip install gyreprof[plot]"
+        ) from None
+    out = Path(path)
+    fig = Figure(figsize=(8, 4.8), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    param = result.param
+    meas = [p for p in result.points if p.measured]
+    xs = [float(p.value) for p in meas]
+    ys = [p.samples_per_s for p in meas]
+    lo = [max(0.0, p.samples_per_s - p.spread[0]) for p in meas]
+    hi = [max(0.0, p.spread[1] - p.samples_per_s) for p in meas]
+    ax.errorbar(
+        xs,
+        ys,
+        yerr=[lo, hi],
+        marker="o",
+        capsize=4,
+        color="tab:blue",
+        label="samples/s (median, min-max)",
+    )
+    all_x = [float(p.value) for p in result.points] + [float(v) for v in result.skipped]
+    if all_x and min(all_x) > 0 and max(all_x) / min(all_x) >= 8:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(all_x)
+    ax.set_xticklabels(
+        [fmt_value(v) for v in [p.value for p in result.points] + list(result.skipped)]
+    )
+    ax.set_xlabel(param)
+    ax.set_ylabel("samples / s (time inside sampler calls)", color="tab:blue")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax2 = ax.twinx()
+    rss = [p.figure("peak_rss_bytes") for p in meas]
+    if any(not math.isnan(f.median) for f in rss):
+        top = max((f.max for f in rss if not math.isnan(f.max)), default=1.0)
+        size, unit = _unit(top)
+        ax2.plot(
+            xs, [f.median / size for f in rss], "s--", color="tab:red", label=f"peak RSS ({unit})"
+        )
+        ax2.fill_between(
+            xs,
+            [f.min / size for f in rss],
+            [f.max / size for f in rss],
+            color="tab:red",
+            alpha=0.15,
+        )
+        gpu = [p.figure("peak_gpu_bytes") for p in meas]
+        if any(not math.isnan(f.median) for f in gpu):
+            ax2.plot(
+                xs,
+                [f.median / size for f in gpu],
+                "^:",
+                color="tab:purple",
+                label=f"peak GPU memory ({unit})",
+            )
+        lim = result.settings.get("memory_limit_bytes")
+        if lim:
+            ax2.axhline(float(lim) / size, color="tab:red", lw=1, ls=":", label="memory_limit")
+        ax2.set_ylabel(f"peak memory ({unit})", color="tab:red")
+        ax2.set_ylim(bottom=0)
+    failed = [p for p in result.points if not p.measured]
+    if failed:
+        ax.plot(
+            [float(p.value) for p in failed],
+            [0.0] * len(failed),
+            "x",
+            color="black",
+            ms=10,
+            mew=2,
+            label="failed",
+            clip_on=False,
+        )
+        for p in failed:
+            ax.annotate(
+                p.status,
+                (float(p.value), 0.0),
+                textcoords="offset points",
+                xytext=(0, 8),
+                ha="center",
+                fontsize=8,
+            )
+    if result.stopped_at is not None:
+        ax.axvline(
+            float(result.stopped_at),
+            color="gray",
+            ls=":",
+            lw=1.5,
+            label=f"stop: {result.stop_reason.replace('_', ' ')}",
+        )
+    if result.recommended is not None:
+        rp = next(p for p in result.points if p.value == result.recommended)
+        ax.plot(
+            [float(rp.value)],
+            [rp.samples_per_s],
+            marker="*",
+            ms=16,
+            color="gold",
+            mec="black",
+            ls="none",
+            label=f"recommended {fmt_value(rp.value)}",
+        )
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
+    fixed = ", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items())
+    ax.set_title(f"{param} sweep" + (f" ({fixed} fixed)" if fixed else ""), fontsize=10)
+    fig.tight_layout()
+    ext = out.suffix.lstrip(".").lower()
+    fig.savefig(out, format=ext if ext in ("png", "svg", "pdf") else "png")
+    return out

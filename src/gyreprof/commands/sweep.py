@@ -1,0 +1,267 @@
+"""``gyreprof sweep module:factory --param P --values ...``: a controlled one-variable sweep."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any
+
+from gyreprof.cli import UsageError
+
+
+def values_arg(text: str) -> list[int | float]:
+    """argparse type: '8,16,32,64' -> [8, 16, 32, 64] (ints where every item is one)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected comma-separated numbers such as 8,16,32,64")
+    out: list[int | float] = []
+    for t in items:
+        try:
+            out.append(int(t))
+        except ValueError:
+            try:
+                f = float(t)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"{t!r} is not a number; expected comma-separated numbers such as 8,16,32"
+                ) from None
+            if not math.isfinite(f):
+                raise argparse.ArgumentTypeError(f"{t!r} is not a finite number") from None
+            out.append(f)
+    return out
+
+
+def _literal(text: str) -> Any:
+    """A --fixed value: JSON (8, 0.5, true, null, [1,2], "x"), Python's True/False/None,
+    else the text itself."""
+    low = {"True": True, "False": False, "None": None}
+    if text in low:
+        return low[text]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def fixed_arg(text: str) -> tuple[str, Any]:
+    """argparse type: 'name=value' -> (name, parsed value)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(
+            f"--fixed takes NAME=VALUE with a keyword name, e.g. num_envs=8, got {text!r}"
+        )
+    return name, _literal(value.strip())
+
+
+def fraction_arg(text: str) -> float:
+    try:
+        v = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.05 or 5%, got {text!r}"
+        ) from None
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction in [0, 1) such as 0.05, got {text!r}"
+        )
+    return v
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {v}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {v}")
+    return v
+
+
+def seconds_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="controlled batch-size (or any one-setting) sweep: throughput, phases, peak memory",
+        description=(
+            "Build the sampler with FACTORY(**fixed, PARAM=value) for each value, in a fresh "
+            "process per run, and measure samples/s from time inside the sampler calls, "
+            "per-call p50/p99, the per-phase breakdown (factories that take prof=) and peak "
+            "memory; stop when throughput goes flat while memory keeps rising, or at "
+            "--memory-limit. FACTORY returns an object with .sample() (or a callable) that "
+            "makes one sampling call and returns how many samples it produced. Exit code 0 "
+            "when at least one value was measured, 1 when none was, 2 for bad input."
+        ),
+        epilog=(
+            "example: gyreprof sweep mypkg.rollout:make_sampler --param batch_size "
+            "--values 8,16,32,64 --fixed num_envs=8 --steps 200 --warmup 20 --repeats 3 "
+            "--json out.json --plot out.png"
+        ),
+    )
+    parser.add_argument(
+        "factory", metavar="FACTORY", help="the sampler factory as package.module:name"
+    )
+    parser.add_argument("--param", required=True, help="the one keyword that changes")
+    parser.add_argument(
+        "--values",
+        required=True,
+        type=values_arg,
+        metavar="V1,V2,...",
+        help="values to try, ascending, comma-separated",
+    )
+    parser.add_argument(
+        "--fixed",
+        action="append",
+        type=fixed_arg,
+        default=[],
+        metavar="NAME=VALUE",
+        help='a setting kept constant (repeatable); VALUE is JSON (8, 0.5, true, "x") or text',
+    )
+    parser.add_argument(
+        "--steps",
+        type=positive_int,
+        default=200,
+        help="measured sampler calls per run (default 200)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=nonneg_int,
+        default=20,
+        help="warm-up calls per run, excluded and reported apart (default 20)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=3,
+        help="runs per value; figures are median and min-max (default 3)",
+    )
+    parser.add_argument(
+        "--phases",
+        default=None,
+        metavar="A,B",
+        help="phase names the sampler records, if FACTORY.phases is not set",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="stop once a run's peak RSS exceeds SIZE (e.g. 8GiB, 1500MB)",
+    )
+    parser.add_argument(
+        "--flat-within",
+        type=fraction_arg,
+        default=0.05,
+        metavar="F",
+        help="throughput gain below which growing stops paying (default 0.05)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds_arg,
+        default=None,
+        metavar="S",
+        help="seconds each run may take before it is killed",
+    )
+    parser.add_argument(
+        "--no-isolate",
+        action="store_true",
+        help="run every value in this process (faster; peaks bleed)",
+    )
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="PATH",
+        help="write the result as JSON to PATH (no PATH: print JSON instead of the report)",
+    )
+    parser.add_argument("--csv", default=None, metavar="PATH", help="write one row per value")
+    parser.add_argument(
+        "--plot",
+        default=None,
+        metavar="PATH",
+        help="write a PNG of throughput and peak memory (needs gyreprof[plot])",
+    )
+    parser.add_argument(
+        "--summaries", action="store_true", help="include every run's gyreprof summary in the JSON"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress display")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from gyreprof.analysis.sweep import SweepUsageError, parse_bytes, sweep
+
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError("--plot needs matplotlib; install it with: pip install gyreprof[plot]")
+    memory_limit = None
+    if args.memory_limit is not None:
+        try:
+            memory_limit = parse_bytes(args.memory_limit)
+        except ValueError as exc:
+            raise UsageError(f"--memory-limit: {exc}") from None
+    fixed: dict[str, Any] = {}
+    for name, value in args.fixed:
+        if name in fixed:
+            raise UsageError(f"--fixed {name} given twice")
+        fixed[name] = value
+    phases = None
+    if args.phases is not None:
+        phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    # like `python -m`: modules in the current folder are importable
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    to_stdout_json = args.json == "-"
+    try:
+        result = sweep(
+            args.factory,
+            args.param,
+            args.values,
+            fixed=fixed,
+            steps=args.steps,
+            warmup=args.warmup,
+            repeats=args.repeats,
+            isolate=not args.no_isolate,
+            memory_limit=memory_limit,
+            flat_within=args.flat_within,
+            timeout_s=args.timeout,
+            progress=not args.no_progress,
+            phases=phases,
+        )
+    except (SweepUsageError, ValueError, TypeError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json and not to_stdout_json:
+        result.to_json(args.json, summaries=args.summaries)
+    if args.csv:
+        result.to_csv(args.csv)
+    if args.plot:
+        result.to_plot(args.plot)
+    if to_stdout_json:
+        print(result.to_json(summaries=args.summaries))
+    else:
+        print(result)
+    return 0 if result.measured else 1

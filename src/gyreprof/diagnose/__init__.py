@@ -1,1 +1,0 @@
-"""gyreprof.diagnose"""

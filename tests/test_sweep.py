@@ -1,0 +1,639 @@
+"""gyreprof.sweep: controlled one-variable sweeps with real samplers and real subprocesses.
+
+The samplers live in ``tests/sweep_samplers`` (on sys.path through conftest, and
+handed to the sweep's subprocesses with the parent's sys.path). Timed figures are
+only compared where the sampler's design makes the difference large (a 4x drop in
+per-sample cost; 16 MiB steps of memory), never against wall-clock constants.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+import gyreprof as gp
+from gyreprof.analysis.sweep import SweepResult, SweepUsageError, parse_bytes
+from sweep_samplers import misbehaving
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+MIB = 2**20
+
+NUMPY = "sweep_samplers.numpy_sampler:make_sampler"
+
+
+def _no_children_left() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.is_running()]
+
+
+# ----------------------------------------------------------------- the main result
+
+
+@pytest.fixture(scope="module")
+def flat_sweep() -> SweepResult:
+    # per-sample cost falls 8x from 2 to 16 (one padded chunk either way), then is flat;
+    # every sample keeps 1 MiB, so peaks rise by 16 MiB from 16 to 32. flat_within is wide
+    # because the CI machine is noisy: the designed steps are +700% and +0%.
+    return gp.sweep(
+        NUMPY,
+        "batch_size",
+        [2, 16, 32, 64],
+        steps=15,
+        warmup=3,
+        repeats=3,
+        flat_within=0.5,
+        timeout_s=120,
+        progress=False,
+    )
+
+
+def test_sweep_finds_flat_region_and_stops(flat_sweep: SweepResult) -> None:
+    r = flat_sweep
+    assert [p.value for p in r.points] == [2, 16, 32]
+    assert all(p.ok for p in r.points), [p.error for p in r.points]
+    assert r.stop_reason == "flat"
+    assert r.stopped_at == 32
+    assert r.flat_from == 16
+    assert r.skipped == (64,)
+    assert r.recommended == 16
+    p2, p16, p32 = r.points
+    assert p16.samples_per_s > 3 * p2.samples_per_s  # 8x by design
+    assert p16.gain is not None and p16.gain > 2.0
+    assert p32.gain is not None and p32.gain <= 0.5
+    # the stored batch grows: so do the per-value peaks
+    assert p16.peak_rss_bytes - p2.peak_rss_bytes > 8 * MIB
+    assert p32.peak_rss_bytes - p16.peak_rss_bytes > 10 * MIB
+    assert "flat from 16" in r.stop_detail or "from 16" in r.stop_detail
+    assert "not tried: 64" in r.stop_detail
+
+
+def test_figures_phases_and_warmup_per_value(flat_sweep: SweepResult) -> None:
+    for p in flat_sweep.points:
+        assert len(p.runs) == 3
+        lo, hi = p.spread
+        assert lo <= p.samples_per_s <= hi
+        assert p.figure("samples_per_call").median == p.value
+        call = p.figure("call_mean_ns")
+        assert call.n == 3 and call.median > 0
+        assert p.figure("call_p99_ns").median >= p.figure("call_p50_ns").median
+        for run in p.runs:
+            assert run.calls == 15 and run.warmup_calls == 3
+            assert run.samples == 15 * p.value
+            assert run.warmup["first_ns"] > 0
+            assert run.exit_code == 0
+            s = run.summary
+            assert s is not None and s.steps == 15 and s.warmup.steps == 3
+            # samples/s from time inside the calls only
+            assert run.samples_per_s == pytest.approx(run.samples / (run.sample_time_ns / 1e9))
+        assert set(p.phases) == {"compute", "store", "(other)"}
+        shares = sum(ph.share.median for ph in p.phases.values())
+        assert shares == pytest.approx(1.0, abs=0.05)
+        assert p.phases["compute"].count_per_call.median == 1.0
+    assert flat_sweep.settings["phases"] == ["compute", "store"]
+
+
+def test_outputs_table_report_json_csv(flat_sweep: SweepResult, tmp_path: Path) -> None:
+    r = flat_sweep
+    table = r.table()
+    assert table.splitlines()[0].split()[:2] == ["batch_size", "samples/s"]
+    assert "not tried" in table and "recommended" in table
+    assert "per-call time by phase" in table and "compute" in table
+    words = r.report()
+    head = words.splitlines()[0]
+    assert head.startswith("with nothing else set (factory defaults), batch_size 2 -> 32:")
+    assert "flat from 16" in head and "recommended 16" in head and "peak RSS" in head
+    assert "Controlled result: only batch_size changed" in words
+    assert "not as a universal optimum" in words
+    assert "Where the call time goes" in words
+    assert str(r).startswith(table)
+
+    text = r.to_json(tmp_path / "s.json")
+    data = json.loads(text)
+    assert data["format"] == "gyreprof.sweep/1"
+    assert data["recommended"] == 16 and data["stop_reason"] == "flat"
+    assert [p["value"] for p in data["points"]] == [2, 16, 32]
+    assert set(data["points"][0]["figures"]) >= {"samples_per_s", "peak_rss_bytes"}
+    assert "summary" not in data["points"][0]["runs"][0]
+    back = SweepResult.from_json(tmp_path / "s.json")
+    assert back.recommended == 16 and back.points[1].samples_per_s == r.points[1].samples_per_s
+    assert back.table() == r.table()
+    with_summaries = json.loads(r.to_json(summaries=True))
+    assert with_summaries["points"][0]["runs"][0]["summary"]["format"] == "gyreprof.summary/1"
+
+    rows = list(csv.DictReader(io.StringIO(r.to_csv(tmp_path / "s.csv"))))
+    assert [int(row["batch_size"]) for row in rows] == [2, 16, 32]
+    assert rows[1]["recommended"] == "True"
+    assert float(rows[2]["peak_rss_bytes"]) > float(rows[0]["peak_rss_bytes"])
+    assert "phase:compute:share" in rows[0]
+
+    png = r.to_plot(tmp_path / "s.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_which_extra(
+    flat_sweep: SweepResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import now fails
+    with pytest.raises(ImportError, match=r"gyreprof\[plot\]"):
+        flat_sweep.to_plot(tmp_path / "x.png")
+
+
+# ----------------------------------------------------------------- isolation
+
+
+def test_isolation_shows_peaks_a_shared_process_hides() -> None:
+    kwargs = dict(steps=3, warmup=0, repeats=1, progress=False)
+    iso = gp.sweep("sweep_samplers.numpy_sampler:make_shrinking", "chunks", [1, 2, 4], **kwargs)
+    shared = gp.sweep(
+        "sweep_samplers.numpy_sampler:make_shrinking", "chunks", [1, 2, 4], isolate=False, **kwargs
+    )
+    iso_peaks = [p.peak_rss_bytes for p in iso.points]
+    shared_peaks = [p.peak_rss_bytes for p in shared.points]
+    assert all(p.ok for p in iso.points + shared.points)
+    # fresh processes: 96, 48 then 24 MiB of scratch -> the peaks fall
+    assert iso_peaks[0] - iso_peaks[1] > 30 * MIB
+    assert iso_peaks[1] - iso_peaks[2] > 12 * MIB
+    # one process: the high-water mark never falls, so the drop is invisible
+    assert shared_peaks[0] <= shared_peaks[1] <= shared_peaks[2]
+    assert any("isolate=False" in w for w in shared.warnings)
+    assert not any("isolate=False" in w for w in iso.warnings)
+    assert "each run in a fresh process" in iso.report()
+
+
+def test_crashing_values_are_reported_and_the_sweep_goes_on() -> None:
+    r = gp.sweep(
+        "sweep_samplers.misbehaving:make_crashy",
+        "batch_size",
+        [1, 2, 3, 4],
+        fixed={"abort_at": 2, "kill_at": 3, "exit_at": 4},
+        steps=5,
+        warmup=1,
+        repeats=2,
+        timeout_s=120,
+        progress=False,
+    )
+    by = {p.value: p for p in r.points}
+    assert by[1].ok and len(by[1].runs) == 2
+    assert by[2].status == "crash" and "SIGABRT" in by[2].error
+    assert by[3].status == "crash" and "SIGKILL" in by[3].error
+    assert "out-of-memory" in by[3].error
+    assert by[4].status == "crash" and "exited with code 7" in by[4].error
+    assert "measured calls" in by[4].error  # where it died (call 3 is a measured call)
+    for v in (2, 3, 4):
+        assert len(by[v].runs) == 1  # the first failed run ends the value
+        assert not by[v].measured
+    assert r.recommended == 1
+    assert r.stop_reason == "end"
+    report = r.report()
+    assert "Failed: batch_size=2 (crash)" in report
+    assert _no_children_left() == []
+
+
+def test_hanging_factory_is_killed_at_the_timeout() -> None:
+    r = gp.sweep(
+        "sweep_samplers.misbehaving:make_hanging",
+        "batch_size",
+        [1, 2, 3],
+        fixed={"hang_at": 2},
+        steps=3,
+        warmup=0,
+        repeats=1,
+        timeout_s=6,
+        progress=False,
+    )
+    by = {p.value: p for p in r.points}
+    assert by[1].ok and by[3].ok
+    hung = by[2]
+    assert hung.status == "timeout"
+    assert "timed out after 6 s during building the sampler" in hung.error
+    assert "called from make_hanging (misbehaving.py:" in hung.error  # where it hung
+    assert len(hung.runs) == 1 and hung.runs[0].stacks
+    assert r.recommended in (1, 3)
+    assert _no_children_left() == []
+
+
+def test_in_process_timeout_abandons_the_run_and_says_so() -> None:
+    misbehaving.RELEASE.clear()
+    try:
+        r = gp.sweep(
+            misbehaving.make_hanging,
+            "batch_size",
+            [1, 2],
+            fixed={"hang_at": 2},
+            steps=3,
+            warmup=0,
+            repeats=1,
+            isolate=False,
+            timeout_s=0.5,
+            progress=False,
+        )
+    finally:
+        misbehaving.RELEASE.set()
+    assert r.points[0].ok
+    assert r.points[1].status == "timeout"
+    assert "abandoned" in r.points[1].error and "isolate=True" in r.points[1].error
+    assert any("abandoned" in w for w in r.warnings)
+
+
+# ----------------------------------------------------------------- bad samplers
+
+
+def test_factory_errors_and_bad_returns_are_reported_per_value() -> None:
+    r = gp.sweep(
+        misbehaving.make_bad,
+        "batch_size",
+        [1, 2, 3, 4, 5, 6],
+        fixed={"raise_at": 2, "zero_at": 3, "text_at": 4, "call_raise_at": 5},
+        steps=8,
+        warmup=2,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    by = {p.value: p for p in r.points}
+    assert by[1].ok and by[6].ok
+    assert by[2].status == "error"
+    assert "factory raised ValueError: cannot build a sampler with batch_size=2" in by[2].error
+    assert by[2].runs[0].traceback and "make_bad" in by[2].runs[0].traceback
+    assert by[3].status == "invalid" and "returned 0 samples at call 2 (warm-up)" in by[3].error
+    assert by[4].status == "invalid" and "returned str 'a batch'" in by[4].error
+    assert "positive int" in by[4].error
+    assert by[5].status == "error"
+    assert "sampler raised RuntimeError: rollout worker 3 died at call 5" in by[5].error
+    assert r.recommended in (1, 6)
+
+
+def test_factory_returning_no_sampler() -> None:
+    r = gp.sweep(
+        misbehaving.make_none,
+        "batch_size",
+        [1],
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    p = r.points[0]
+    assert p.status == "invalid"
+    assert "returned None" in p.error and ".sample()" in p.error
+    assert r.recommended is None
+    assert "no value ran cleanly" in r.report()
+
+
+def test_fixed_settings_that_did_not_stay_fixed_are_warned_about() -> None:
+    r = gp.sweep(
+        misbehaving.make_drifting,
+        "batch_size",
+        [4, 16],
+        fixed={"num_envs": 8},
+        steps=3,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    assert all(p.ok for p in r.points)
+    text = "\n".join(r.warnings)
+    assert "fixed setting num_envs did not stay fixed" in text
+    assert "num_envs=4 at batch_size=4 (passed 8)" in text
+    assert "os threads changed across values" in text
+    assert r.points[0].runs[0].observed == {"batch_size": 4, "num_envs": 4}
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((NUMPY, "batch_size", []), {}, "values is empty"),
+        ((NUMPY, "batch_size", [16, 8]), {}, "sorted ascending"),
+        ((NUMPY, "batch_size", [8, 8]), {}, "must not repeat"),
+        ((NUMPY, "batch_size", [8, True]), {}, "must be numbers"),
+        ((NUMPY, "batch_size", "8,16"), {}, "list of numbers"),
+        ((NUMPY, "batch_size", [8]), {"fixed": {"batch_size": 4}}, "both the swept parameter"),
+        ((NUMPY, "batch_size", [8]), {"fixed": {"prof": 1}}, "reserved"),
+        ((NUMPY, "prof", [8]), {}, "reserved"),
+        ((NUMPY, "batch_size", [8]), {"steps": 0}, "steps must be >= 1"),
+        ((NUMPY, "batch_size", [8]), {"repeats": 0}, "repeats must be >= 1"),
+        ((NUMPY, "batch_size", [8]), {"flat_within": 1.5}, "flat_within"),
+        ((NUMPY, "batch_size", [8]), {"memory_limit": "lots"}, "like '2GiB'"),
+        ((NUMPY, "batch_size", [8]), {"timeout_s": 0}, "timeout_s"),
+        ((NUMPY, "batch_size", [8]), {"fixed": {"mib_per_sample": lambda: 1}}, "pickled"),
+        (("no_such_module_xyz:make", "batch_size", [8]), {}, "cannot import module"),
+        (("not a target", "batch_size", [8]), {}, "package.module:factory"),
+        ((lambda batch_size: None, "batch_size", [8]), {}, "lambda"),
+        ((misbehaving.make_bad, "num_envs", [8]), {}, "no keyword parameter 'num_envs'"),
+        ((misbehaving.make_drifting, "batch_size", [8]), {}, "needs 'num_envs'"),
+        ((misbehaving.make_prof_no_phases, "batch_size", [8]), {}, "declares no phase names"),
+        ((misbehaving.make_bad, "batch_size", [8]), {"phases": ["a"]}, "no 'prof' parameter"),
+    ],
+)
+def test_bad_input_gets_a_clear_message(args: tuple, kwargs: dict, match: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        gp.sweep(*args, progress=False, **kwargs)
+
+
+def test_closure_factory_with_isolation_is_refused() -> None:
+    def make(batch_size: int) -> object:
+        return misbehaving.Counter(batch_size)
+
+    with pytest.raises(ValueError, match="defined inside a function"):
+        gp.sweep(make, "batch_size", [1], progress=False)
+    # the same factory runs in-process
+    r = gp.sweep(make, "batch_size", [1], steps=2, repeats=1, isolate=False, progress=False)
+    assert r.points[0].ok
+
+
+def test_missing_attribute_of_an_importable_module_is_named() -> None:
+    with pytest.raises(SweepUsageError, match="has no attribute 'nope'"):
+        gp.sweep("sweep_samplers.numpy_sampler:nope", "batch_size", [1], progress=False)
+
+
+def test_parse_bytes() -> None:
+    assert parse_bytes("2GiB") == 2 * 2**30
+    assert parse_bytes("1.5 GB") == 1_500_000_000
+    assert parse_bytes("512MiB") == 512 * MIB
+    assert parse_bytes(1024) == 1024
+    for bad in ("", "-1G", "2 parsecs", 0, True):
+        with pytest.raises(ValueError):
+            parse_bytes(bad)  # type: ignore[arg-type]
+
+
+def test_memory_limit_stops_the_sweep() -> None:
+    # 8 MiB per sample: ~32 MiB above the baseline at 4, ~128 MiB at 16
+    r = gp.sweep(
+        NUMPY,
+        "batch_size",
+        [4, 16, 64],
+        fixed={"mib_per_sample": 8},
+        steps=3,
+        warmup=1,
+        repeats=1,
+        memory_limit="150MiB",
+        progress=False,
+    )
+    assert r.stop_reason == "memory_limit"
+    assert r.stopped_at == 16 and r.skipped == (64,)
+    assert r.points[1].over_memory_limit and not r.points[0].over_memory_limit
+    assert r.recommended == 4
+    assert "crossed memory_limit=150 MiB" in r.stop_detail
+
+
+def test_plain_progress_lines_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    gp.sweep(
+        misbehaving.make_bad,
+        "batch_size",
+        [1, 2],
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=True,
+    )
+    err = capsys.readouterr().err
+    assert "sweep batch_size [1/2] batch_size=1:" in err
+    assert "sweep batch_size [2/2] batch_size=2:" in err
+
+
+# ----------------------------------------------------------------- real gymnasium
+
+
+def test_gymnasium_vector_env_sampler_smoke() -> None:
+    pytest.importorskip("gymnasium")
+    r = gp.sweep(
+        "sweep_samplers.gym_sampler:make_vec_sampler",
+        "num_envs",
+        [1, 4],
+        fixed={"batch_size": 8},
+        steps=10,
+        warmup=2,
+        repeats=1,
+        timeout_s=120,
+        progress=False,
+    )
+    assert all(p.ok for p in r.points), [p.error for p in r.points]
+    for p in r.points:
+        assert p.figure("samples_per_call").median == 8
+        assert set(p.phases) == {"policy", "env", "(other)"}
+        assert p.phases["env"].count_per_call.median == 8 / p.value
+        assert p.samples_per_s > 0
+    assert r.points[0].runs[0].observed == {"num_envs": 1, "batch_size": 8}
+    assert "with batch_size=8 fixed, num_envs 1 -> 4" in r.report()
+
+
+def test_example_script_sweeps_a_factory_defined_in_main(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium")
+    out = tmp_path / "cartpole.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "sweep_cartpole.py"),
+            "--values",
+            "8,16",
+            "--repeats",
+            "1",
+            "--steps",
+            "5",
+            "--warmup",
+            "1",
+            "--no-progress",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["factory"] == "__main__:make_sampler"
+    assert all(p["status"] == "ok" for p in data["points"]), data["points"]
+    assert set(data["points"][0]["phases"]) == {"sync", "policy", "env", "store", "(other)"}
+    assert "with num_envs=8 fixed" in proc.stdout
+
+
+# ----------------------------------------------------------------- command line
+
+
+def test_cli_sweep_writes_json_csv_and_plot(cli, tmp_path: Path) -> None:
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    proc = cli(
+        "sweep", NUMPY,
+        "--param", "batch_size",
+        "--values", "8,16",
+        "--fixed", "mib_per_sample=0.5",
+        "--steps", "5",
+        "--warmup", "1",
+        "--repeats", "1",
+        "--json", str(tmp_path / "out.json"),
+        "--csv", str(tmp_path / "out.csv"),
+        "--plot", str(tmp_path / "out.png"),
+        "--no-progress",
+        env=env,
+        timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["param"] == "batch_size" and data["fixed"] == {"mib_per_sample": 0.5}
+    assert [p["value"] for p in data["points"]] == [8, 16]
+    assert (tmp_path / "out.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "out.csv").read_text().startswith("batch_size,status,samples_per_s")
+    assert "Controlled result" in proc.stdout and "with mib_per_sample=0.5 fixed" in proc.stdout
+
+
+def test_cli_bad_input_exits_2_with_a_message(cli, tmp_path: Path) -> None:
+    env = {"PYTHONPATH": str(TESTS)}
+    unsorted = cli("sweep", NUMPY, "--param", "batch_size", "--values", "16,8", env=env)
+    assert unsorted.returncode == 2
+    assert "sorted ascending" in unsorted.stderr and "Traceback" not in unsorted.stderr
+    clash = cli(
+        "sweep",
+        NUMPY,
+        "--param",
+        "batch_size",
+        "--values",
+        "8",
+        "--fixed",
+        "batch_size=4",
+        env=env,
+    )
+    assert clash.returncode == 2 and "both the swept parameter" in clash.stderr
+    missing = cli("sweep", "nosuchpkg_abc.mod:make", "--param", "batch_size", "--values", "8")
+    assert missing.returncode == 2 and "cannot import module 'nosuchpkg_abc.mod'" in missing.stderr
+    not_numbers = cli("sweep", NUMPY, "--param", "batch_size", "--values", "8,lots")
+    assert not_numbers.returncode == 2 and "'lots' is not a number" in not_numbers.stderr
+
+
+def test_cli_json_to_stdout_and_exit_1_when_nothing_ran(cli) -> None:
+    env = {"PYTHONPATH": str(TESTS)}
+    proc = cli(
+        "sweep", "sweep_samplers.misbehaving:make_none", "--param", "batch_size",
+        "--values", "1", "--repeats", "1", "--steps", "2", "--no-isolate", "--json",
+        "--no-progress", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["points"][0]["status"] == "invalid" and data["recommended"] is None
+
+
+def test_nan_free_gain_for_first_point(flat_sweep: SweepResult) -> None:
+    assert flat_sweep.points[0].gain is None
+    assert not math.isnan(flat_sweep.points[1].gain or math.nan)
+
+
+class _TtyBuffer(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal_with_and_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gyreprof.analysis._sweep_progress import SweepProgress
+
+    pytest.importorskip("rich")
+    out = _TtyBuffer()
+    bar = SweepProgress(enabled=True, total=4, title="sweep batch_size", stream=out)
+    assert bar._rich is not None
+    bar.start("batch_size=8")
+    bar.done("12.1k samples/s")
+    bar.skip(2)
+    bar.close()
+    assert "batch_size=8: 12.1k samples/s" in out.getvalue()
+
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
+    monkeypatch.setitem(sys.modules, "rich.console", None)
+    monkeypatch.setitem(sys.modules, "rich.progress", None)
+    out = _TtyBuffer()
+    bar = SweepProgress(enabled=True, total=2, title="sweep batch_size", stream=out)
+    bar.start("batch_size=8")
+    bar.done("ok")
+    bar.close()
+    text = out.getvalue()
+    assert "\rsweep batch_size [############............] 1/2 batch_size=8" in text
+    assert text.endswith("\n")
+
+
+def test_torch_sampler_reports_threads_and_gpu_memory_only_with_cuda() -> None:
+    torch = pytest.importorskip("torch")
+    r = gp.sweep(
+        "sweep_samplers.torch_sampler:make_torch_sampler",
+        "batch_size",
+        [4, 8],
+        steps=3,
+        warmup=1,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    assert all(p.ok for p in r.points), [p.error for p in r.points]
+    run = r.points[0].runs[0]
+    assert run.threads["torch_threads"] == torch.get_num_threads()
+    if torch.cuda.is_available():
+        assert run.peak_gpu_bytes is not None and run.peak_gpu_bytes > 0
+        assert r.points[1].peak_gpu_bytes >= r.points[0].peak_gpu_bytes
+    else:
+        assert run.peak_gpu_bytes is None
+        assert math.isnan(r.points[0].figure("peak_gpu_bytes").median)
+        assert "GPU" not in r.table()
+
+
+# ----------------------------------------------------------------- decisions (no timing)
+
+
+def _point(value: int, rates: list[float], rss_mib: float) -> gp.SweepPoint:
+    from gyreprof.analysis.sweep import SweepPoint, SweepRun
+
+    runs = [
+        SweepRun.from_raw(
+            value,
+            i,
+            {"status": "ok", "samples_per_s": rate, "peak_rss_bytes": int(rss_mib * MIB)},
+        )
+        for i, rate in enumerate(rates)
+    ]
+    return SweepPoint.from_runs(value, runs)
+
+
+def test_stop_rule_needs_flat_throughput_and_rising_memory() -> None:
+    from gyreprof.analysis._sweep_decide import stop_check
+
+    flat_mem_up = [_point(8, [1000, 1010], 100), _point(16, [1030, 1040], 200)]
+    reason = stop_check("batch_size", flat_mem_up, 0.05, None)
+    assert reason is not None and reason[0] == "flat" and reason[2] == 8
+    assert "peak RSS rose 100 MiB -> 200 MiB" in reason[1]
+    flat_mem_same = [_point(8, [1000, 1010], 100), _point(16, [1030, 1040], 100.5)]
+    assert stop_check("batch_size", flat_mem_same, 0.05, None) is None
+    rising = [_point(8, [1000, 1010], 100), _point(16, [1500, 1510], 200)]
+    assert stop_check("batch_size", rising, 0.05, None) is None
+    over = stop_check("batch_size", rising, 0.05, 150 * MIB)
+    assert over is not None and over[0] == "memory_limit"
+
+
+def test_not_distinguishable_and_recommendation() -> None:
+    from gyreprof.analysis._sweep_decide import finish_points, recommend
+
+    pts = finish_points(
+        [
+            _point(1, [100, 200], 10),  # spread 100 > |150 - 160|: cannot be told from 2
+            _point(2, [158, 162], 10),
+            _point(4, [400, 404], 10),  # clearly above both
+            _point(8, [410, 415], 10),
+        ],
+        None,
+    )
+    assert pts[0].not_distinguishable_from == (2,)
+    assert pts[1].not_distinguishable_from == ()
+    assert pts[2].distinguishable and pts[3].distinguishable
+    assert pts[2].gain == pytest.approx(402 / 160 - 1)
+    assert recommend(pts, 0.05) == 4  # within 5% of the best (8), and smaller
+    assert recommend(pts, 0.0) == 8

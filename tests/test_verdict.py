@@ -1,0 +1,329 @@
+"""Bottleneck verdict: each branch, the caveats, missing sides, and the example's two settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gyreprof as gp
+from gyreprof.analysis.verdict import BOUNDS, DEFAULT_ENV_PHASES, Verdict, diagnose
+from gyreprof.summary import Summary
+
+MS = 1_000_000
+US = 1_000
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "producer_consumer.py"
+
+
+def trainer(wait_ns: int, compute_ns: int, steps: int = 200, **kw: object) -> gp.Profiler:
+    tp = gp.Profiler(["wait", "compute"], **kw)  # type: ignore[arg-type]
+    for _ in range(steps):
+        tp.begin()
+        tp.record("wait", wait_ns)
+        tp.record("compute", compute_ns)
+    tp.end()
+    return tp
+
+
+def sampler(phases: dict[str, int], steps: int = 200, **kw: object) -> gp.Profiler:
+    sp = gp.Profiler(list(phases), **kw)  # type: ignore[arg-type]
+    for _ in range(steps):
+        sp.begin()
+        for name, d in phases.items():
+            sp.record(name, d)
+    sp.end()
+    return sp
+
+
+def test_public_names() -> None:
+    assert gp.Verdict is Verdict
+    assert set(BOUNDS) == {"trainer", "sampler", "unknown"}
+
+
+def test_gp_diagnose_is_the_verdict() -> None:
+    # DESIGN.md: gp.diagnose(sampler=prof, trainer=tp) -> Verdict, even though a
+    # subpackage of process diagnostics (the doctor) is imported as well
+    import gyreprof.diagnostics.doctor  # noqa: F401 - binds the subpackage on gyreprof
+
+    v = gp.diagnose(sampler=sampler({"env": 5 * MS}), trainer=trainer(3 * MS, MS))
+    assert isinstance(v, Verdict) and v.bound == "sampler"
+
+
+def test_low_wait_ratio_is_trainer_bound() -> None:
+    sp = sampler({"env": 5 * MS, "fwd": MS})
+    v = diagnose(sampler=sp, trainer=trainer(20 * US, 10 * MS))
+    assert v.bound == "trainer"
+    assert v.dominant_phase == "compute"
+    assert v.dominant_kind == "trainer"
+    assert v.wait_ratio == pytest.approx(0.002, rel=0.01)
+    assert "trainer-bound" in v.reasons[0]
+    assert "0.2%" in v.reasons[0]  # the number behind the step
+    assert "does not matter until the trainer waits" in v.reasons[1]
+    assert any("sampler tuning will not speed training up" in a for a in v.advice)
+    assert str(v).startswith("verdict: trainer-bound")
+
+
+def test_trainer_bound_names_its_largest_phase() -> None:
+    tp = gp.Profiler(["wait", "fwd", "bwd", "optim"])
+    for _ in range(50):
+        tp.begin()
+        tp.record("wait", 10 * US)
+        tp.record("fwd", 2 * MS)
+        tp.record("bwd", 5 * MS)
+        tp.record("optim", MS)
+    tp.end()
+    v = diagnose(trainer=tp, compute="fwd")
+    assert v.bound == "trainer"
+    assert v.dominant_phase == "bwd"
+    assert any("how the sampler spends its time" in u for u in v.unknowns)
+
+
+def test_waiting_on_env_stepping() -> None:
+    sp = sampler({"env": 5 * MS, "fwd": 500 * US, "xfer": 100 * US})
+    v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
+    assert v.bound == "sampler"
+    assert v.dominant_phase == "env"
+    assert v.dominant_kind == "env"
+    assert v.wait_ratio == pytest.approx(0.75)
+    assert "75.0%" in v.reasons[0]
+    assert "4x as fast" in v.reasons[0]
+    assert "'env' takes" in v.reasons[1] and "env stepping" in v.reasons[1]
+    advice = " ".join(v.advice)
+    assert "parallelism took effect" in advice
+    assert "bigger batch will help little" in advice
+    assert v.sampler_shares["env"] > v.sampler_shares["fwd"]
+    assert str(v).startswith("verdict: sampler-bound")
+    assert "(look first at 'env')" in str(v)
+
+
+def test_waiting_on_forward_or_transfer() -> None:
+    sp = sampler({"env": 200 * US, "fwd": 4 * MS, "xfer": MS})
+    v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
+    assert v.bound == "sampler"
+    assert v.dominant_phase == "fwd"
+    assert v.dominant_kind == "forward/transfer"
+    assert any("sweep batch size and parallelism" in a for a in v.advice)
+    assert not any("bigger batch will help little" in a for a in v.advice)
+
+
+def test_step_wait_is_the_slowest_worker() -> None:
+    sp = sampler({"fwd": 200 * US, "step_async": 50 * US, "step_wait": 4 * MS})
+    v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
+    assert v.dominant_phase == "step_wait"
+    assert v.dominant_kind == "env"
+    assert "slowest vector-env worker" in v.reasons[1]
+
+
+def test_env_phase_names_are_configurable() -> None:
+    sp = sampler({"physics_tick": 5 * MS, "fwd": MS})
+    tp = trainer(3 * MS, MS)
+    assert "physics_tick" not in DEFAULT_ENV_PHASES
+    assert diagnose(sampler=sp, trainer=tp).dominant_kind == "forward/transfer"
+    v = diagnose(sampler=sp, trainer=tp, env_phases=("physics_tick",))
+    assert v.dominant_kind == "env"
+    # names starting with "env" always count
+    assert (
+        diagnose(sampler=sampler({"envpool": 5 * MS, "fwd": MS}), trainer=tp).dominant_kind == "env"
+    )
+
+
+def test_threshold_is_a_parameter() -> None:
+    tp = trainer(MS, 9 * MS)  # waits 10%
+    assert diagnose(trainer=tp).bound == "sampler"
+    v = diagnose(trainer=tp, trainer_bound_below=0.2)
+    assert v.bound == "trainer"
+    assert v.thresholds["trainer_bound_below"] == 0.2
+    assert "20.0% threshold" in v.reasons[0]
+
+
+def test_sampler_only_says_what_cannot_be_concluded() -> None:
+    v = diagnose(sampler=sampler({"env": 5 * MS, "fwd": MS}))
+    assert v.bound == "unknown"
+    assert v.dominant_phase == "env"
+    assert v.wait_ratio is None and v.wait_report is None
+    assert any("whether the trainer waits" in u for u in v.unknowns)
+    assert all(a.startswith("if the trainer turns out to wait") for a in v.advice)
+    assert str(v).startswith("verdict: unknown")
+    assert "cannot tell:" in str(v)
+    # a sampler that mostly hands batches over hints at a trainer-bound run
+    v2 = diagnose(sampler=sampler({"env": MS, "put": 8 * MS}))
+    assert any("handing batches over" in r for r in v2.reasons)
+
+
+def test_trainer_only_says_what_cannot_be_concluded() -> None:
+    v = diagnose(trainer=trainer(3 * MS, MS))
+    assert v.bound == "sampler"
+    assert v.dominant_phase is None
+    assert any("which sampler phase to tune" in u for u in v.unknowns)
+
+
+def test_neither_side_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least one profile"):
+        diagnose()
+
+
+def test_empty_or_misnamed_profiles_are_clear_errors() -> None:
+    with pytest.raises(ValueError, match=r"no phase 'wait'.*known phases: \['fetch', 'train'\]"):
+        diagnose(trainer=gp.Profiler(["fetch", "train"]))
+    with pytest.raises(ValueError, match="sampler profile has no steady-state samples"):
+        diagnose(sampler=gp.Profiler(["env", "fwd"]))
+    with pytest.raises(ValueError, match="'wait' has no steady-state samples"):
+        diagnose(trainer=gp.Profiler(["wait", "compute"]))
+    with pytest.raises(TypeError, match="Profiler, Snapshot or Summary"):
+        diagnose(sampler="prof")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="trainer_bound_below must be in 0..1"):
+        diagnose(trainer=trainer(MS, MS), trainer_bound_below=5)
+    with pytest.raises(TypeError, match="env_phases must be a list"):
+        diagnose(sampler=sampler({"env": MS}), env_phases="env")  # type: ignore[arg-type]
+
+
+def test_warmup_caveat() -> None:
+    v = diagnose(sampler=sampler({"env": MS}), trainer=trainer(MS, MS), overhead_limit=1.0)
+    assert sum("warm-up was not excluded" in c for c in v.caveats) == 2
+    v2 = diagnose(
+        sampler=sampler({"env": MS}, warmup_steps=5),
+        trainer=trainer(MS, MS, warmup_steps=5),
+        overhead_limit=1.0,
+    )
+    assert not any("warm-up" in c for c in v2.caveats)
+
+
+def test_first_call_outlier_is_named_in_the_warmup_caveat() -> None:
+    tp = gp.Profiler(["wait", "compute"])
+    for i in range(200):
+        tp.begin()
+        tp.record("wait", 80 * MS if i == 0 else MS)
+        tp.record("compute", MS)
+    tp.end()
+    v = diagnose(trainer=tp, overhead_limit=1.0)
+    assert any("the first 'wait' took 80 ms" in c for c in v.caveats)
+
+
+def test_sample_count_caveats() -> None:
+    few = diagnose(trainer=trainer(MS, MS, steps=50), overhead_limit=1.0)
+    assert any("only 50 steady samples" in c and "p99" in c for c in few.caveats)
+    some = diagnose(trainer=trainer(MS, MS, steps=300), overhead_limit=1.0)
+    assert any("p99.9 needs at least 1000" in c for c in some.caveats)
+    many = diagnose(trainer=trainer(MS, MS, steps=1200), overhead_limit=1.0)
+    assert not any("steady samples" in c for c in many.caveats)
+    custom = diagnose(trainer=trainer(MS, MS, steps=300), overhead_limit=1.0, min_samples_p99=500)
+    assert any("only 300 steady samples" in c for c in custom.caveats)
+
+
+def test_overhead_caveat() -> None:
+    tp = gp.Profiler(["wait", "compute"], warmup_steps=1)
+    for _ in range(200):  # a real loop: the profiler's share of it is tiny
+        tp.begin()
+        with tp.phase("wait"):
+            pass
+        with tp.phase("compute"):
+            time.sleep(0.0002)
+    tp.end()
+    s = tp.summary()
+    assert 0 < s.overhead_share < 0.05
+    assert not any("the profiler itself took" in c for c in diagnose(trainer=tp).caveats)
+    v = diagnose(trainer=tp, overhead_limit=s.overhead_share / 2)
+    assert any("the profiler itself took" in c for c in v.caveats)
+
+
+def test_gpu_caveat_when_cuda_is_in_use() -> None:
+    tp = gp.Profiler(["wait", "compute"])
+    for _ in range(10):
+        tp.begin()
+        tp.record("wait", MS)
+        tp.record("compute", MS)
+    tp.end()
+    v = diagnose(trainer=tp, gpu=True)
+    assert any("['compute'] were timed without synchronising" in c for c in v.caveats)
+    assert not any("synchronis" in c for c in diagnose(trainer=tp, gpu=False).caveats)
+    v2 = diagnose(trainer=tp.summary(), gpu=True)
+    assert any("is unknown" in c and "Summary" in c for c in v2.caveats)
+    # names that do not look like GPU work are left alone
+    sp = sampler({"env": MS, "put": MS})
+    assert not any("synchronis" in c for c in diagnose(sampler=sp, gpu=True).caveats)
+
+
+def test_snapshot_and_summary_inputs() -> None:
+    sp = sampler({"env": 5 * MS, "fwd": MS}, steps=100)
+    tp = trainer(3 * MS, MS, steps=100)
+    for s, t in (
+        (sp.snapshot(), tp.snapshot()),
+        (sp.summary(), Summary.from_json(tp.summary().to_json())),
+    ):
+        v = diagnose(sampler=s, trainer=t)
+        assert v.bound == "sampler"
+        assert v.dominant_phase == "env"
+
+
+def test_dict_json_and_text(tmp_path) -> None:
+    v = diagnose(sampler=sampler({"env": 5 * MS, "fwd": MS}), trainer=trainer(3 * MS, MS))
+    d = v.to_dict()
+    assert d["format"] == "gyreprof.verdict/1"
+    assert d["bound"] == "sampler" and d["dominant_phase"] == "env"
+    assert d["wait_report"]["ratio"] == pytest.approx(0.75)
+    path = tmp_path / "verdict.json"
+    assert json.loads(v.to_json(path)) == json.loads(path.read_text())
+    text = str(v)
+    assert "  1. the trainer spends 75.0%" in text
+    assert "next:" in text and "caveats:" in text
+
+
+def test_wait_report_options_pass_through() -> None:
+    tp = gp.Profiler(["wait", "compute", "ckpt"])
+    for i in range(100):
+        tp.begin()
+        tp.record("wait", 30 * MS if 50 <= i < 60 else 3 * MS)
+        tp.record("compute", MS)
+        tp.record("ckpt", 5 * MS if 50 <= i < 60 else 0)
+    tp.end()
+    v = diagnose(trainer=tp, window_steps=10, other="ckpt")
+    assert v.wait_report is not None and len(v.wait_report.spikes) == 1
+    assert any("together with ['ckpt']" in r for r in v.reasons)
+
+
+def run_example(setting: str) -> dict:
+    r = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--slow", setting, "--seconds", "1.5", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+@pytest.mark.slow
+def test_example_settings_give_opposite_verdicts() -> None:
+    slow_trainer = run_example("trainer")
+    slow_env = run_example("env")
+    vt, ve = slow_trainer["verdict"], slow_env["verdict"]
+    assert vt["bound"] == "trainer", vt["reasons"]
+    assert ve["bound"] == "sampler", ve["reasons"]
+    assert ve["dominant_kind"] == "env"
+    assert ve["dominant_phase"] in ("step_wait", "step_async")
+    assert vt["wait_ratio"] < 0.1 < ve["wait_ratio"]
+    for out in (slow_trainer, slow_env):
+        assert out["trainer"]["steps"] > 5
+        assert out["sampler"]["steps"] > 20
+        assert {"fwd", "step_async", "step_wait", "put"} <= set(out["sampler"]["phases"])
+
+
+def test_example_prints_text() -> None:
+    r = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--slow", "trainer", "--seconds", "0.5", "--sync"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    for header in ("-- sampler --", "-- trainer --", "-- wait report --", "-- verdict --"):
+        assert header in r.stdout
+    assert "verdict: " in r.stdout
+    assert "env_step" in r.stdout  # SyncVectorEnv: one step phase
