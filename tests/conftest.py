@@ -37,3 +37,18 @@ def run_cli(
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dirs(tmp_path_factory: pytest.TempPathFactory):
+    """Live segments and worker registrations of this test run go to private folders, so
+    processes the tests kill leave nothing behind in /dev/shm or the shared registry."""
+    saved = {k: os.environ.get(k) for k in ("GYREPROF_LIVE_DIR", "GYREPROF_REGISTRY_DIR")}
+    os.environ["GYREPROF_LIVE_DIR"] = str(tmp_path_factory.mktemp("live"))
+    os.environ["GYREPROF_REGISTRY_DIR"] = str(tmp_path_factory.mktemp("workers"))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -49,7 +49,7 @@ def flat_sweep() -> SweepResult:
         [2, 16, 32, 64],
         steps=15,
         warmup=3,
-        repeats=3,
+        repeats=2,
         flat_within=0.5,
         timeout_s=120,
         progress=False,
@@ -78,12 +78,12 @@ def test_sweep_finds_flat_region_and_stops(flat_sweep: SweepResult) -> None:
 
 def test_figures_phases_and_warmup_per_value(flat_sweep: SweepResult) -> None:
     for p in flat_sweep.points:
-        assert len(p.runs) == 3
+        assert len(p.runs) == 2
         lo, hi = p.spread
         assert lo <= p.samples_per_s <= hi
         assert p.figure("samples_per_call").median == p.value
         call = p.figure("call_mean_ns")
-        assert call.n == 3 and call.median > 0
+        assert call.n == 2 and call.median > 0
         assert p.figure("call_p99_ns").median >= p.figure("call_p50_ns").median
         for run in p.runs:
             assert run.calls == 15 and run.warmup_calls == 3
@@ -204,7 +204,7 @@ def test_hanging_factory_is_killed_at_the_timeout() -> None:
     r = gp.sweep(
         "sweep_samplers.misbehaving:make_hanging",
         "batch_size",
-        [1, 2, 3],
+        [1, 2],
         fixed={"hang_at": 2},
         steps=3,
         warmup=0,
@@ -213,13 +213,13 @@ def test_hanging_factory_is_killed_at_the_timeout() -> None:
         progress=False,
     )
     by = {p.value: p for p in r.points}
-    assert by[1].ok and by[3].ok
+    assert by[1].ok
     hung = by[2]
     assert hung.status == "timeout"
     assert "timed out after 6 s during building the sampler" in hung.error
     assert "called from make_hanging (misbehaving.py:" in hung.error  # where it hung
     assert len(hung.runs) == 1 and hung.runs[0].stacks
-    assert r.recommended in (1, 3)
+    assert r.recommended == 1
     assert _no_children_left() == []
 
 
@@ -637,3 +637,29 @@ def test_not_distinguishable_and_recommendation() -> None:
     assert pts[2].gain == pytest.approx(402 / 160 - 1)
     assert recommend(pts, 0.05) == 4  # within 5% of the best (8), and smaller
     assert recommend(pts, 0.0) == 8
+
+
+def test_a_factory_that_mutates_a_fixed_setting_is_caught_and_contained() -> None:
+    config = {"lr": 1.0}
+    r = gp.sweep(
+        misbehaving.make_mutating,
+        "batch_size",
+        [1, 2],
+        fixed={"config": config},
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    assert config == {"lr": 1.0}  # the caller's dict is untouched
+    text = "\n".join(r.warnings)
+    # each run started from lr=1.0: the change at 1 did not leak into 2
+    assert (
+        "batch_size=1: the sampler changed setting config in place ({'lr': 1.0} -> {'lr': 3.0})"
+        in text
+    )
+    assert (
+        "batch_size=2: the sampler changed setting config in place ({'lr': 1.0} -> {'lr': 4.0})"
+        in text
+    )

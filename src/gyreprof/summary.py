@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import functools
 import io
 import json
 import lzma
@@ -464,29 +465,29 @@ class Snapshot:
         H, F = _rec.WIN_HEADER, _rec.WIN_FIELDS
         total_closed = int(self.meta.get("windows_closed", len(self.rolling)))
         base = total_closed - len(self.rolling)
-        for i, row in enumerate(self.rolling):
+        names = [*self.phases, STEP]
+        nan = math.nan
+        for i, row in enumerate(self.rolling.tolist()):  # plain ints: fast to unpack
             step_sum = float(row[H + F * nphase + 1])
             stats = {}
-            for p in range(nphase + 1):
-                c, s, mx, p50, p90, p99 = (int(x) for x in row[H + F * p : H + F * p + F])
-                ws = WindowStats(
-                    count=c,
-                    mean=s / c if c else math.nan,
-                    p50=float(p50) if c else math.nan,
-                    p90=float(p90) if c else math.nan,
-                    p99=float(p99) if c else math.nan,
-                    max=float(mx) if c else math.nan,
-                    share=(s / step_sum) if step_sum > 0 else math.nan,
-                )
-                stats[self.phases[p] if p < nphase else STEP] = ws
+            for p, name in enumerate(names):
+                c, tot, mx, p50, p90, p99 = row[H + F * p : H + F * p + F]
+                if c:
+                    share = tot / step_sum if step_sum > 0 else nan
+                    ws = WindowStats(
+                        c, tot / c, float(p50), float(p90), float(p99), float(mx), share
+                    )
+                else:
+                    ws = WindowStats(0, nan, nan, nan, nan, nan, nan)
+                stats[name] = ws
             step_ws = stats.pop(STEP)
             out.append(
                 Window(
                     index=base + i,
-                    start_ns=int(row[0]),
-                    end_ns=int(row[1]),
-                    first_step=int(row[2]),
-                    steps=int(row[3]),
+                    start_ns=row[0],
+                    end_ns=row[1],
+                    first_step=row[2],
+                    steps=row[3],
                     warmup=bool(row[4]),
                     phases=stats,
                     step=step_ws,
@@ -812,8 +813,17 @@ class Summary:
     significant_figures: int
     clock: str
     sources: int
-    windows: list[Window] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    # rolling windows: given as a list, or built on first use from the snapshot
+    window_list: list[Window] | None = field(default=None, repr=False, compare=False)
+    _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def windows(self) -> list[Window]:
+        """The rolling windows (oldest first), built on first access."""
+        if self.window_list is not None:
+            return self.window_list
+        return self._snapshot.windows() if self._snapshot is not None else []
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot) -> Summary:
@@ -880,7 +890,7 @@ class Summary:
             significant_figures=int(cfg["significant_figures"]),
             clock=str(cfg.get("clock", "monotonic")),
             sources=len(snap.sources),
-            windows=snap.windows(),
+            _snapshot=snap,
             meta=dict(snap.meta),
         )
 
@@ -898,24 +908,22 @@ class Summary:
             rows.append((STEP, self.step))
         return rows
 
+    TABLE_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")
+
+    def table_rows(self) -> list[list[str]]:
+        """The summary table as formatted cells, one row per phase and one for whole steps."""
+        return [
+            [
+                name,
+                str(st.count),
+                *(fmt_ns(v) for v in (st.mean, st.p50, st.p90, st.p99, st.p999, st.max)),
+                fmt_pct(st.share) if name != STEP else "",
+            ]
+            for name, st in self._rows()
+        ]
+
     def table(self) -> str:
-        headers = ["phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share"]
-        rows = []
-        for name, st in self._rows():
-            rows.append(
-                [
-                    name,
-                    str(st.count),
-                    fmt_ns(st.mean),
-                    fmt_ns(st.p50),
-                    fmt_ns(st.p90),
-                    fmt_ns(st.p99),
-                    fmt_ns(st.p999),
-                    fmt_ns(st.max),
-                    fmt_pct(st.share) if name != STEP else "",
-                ]
-            )
-        return text_table(headers, rows)
+        return text_table(list(self.TABLE_HEADERS), self.table_rows())
 
     def __str__(self) -> str:
         lines = []
@@ -930,21 +938,15 @@ class Summary:
         lines.append(self.table())
         lines.append(str(self.warmup))
         w = self.warmup
+        steady = {**{k: v.mean for k, v in self.phases.items()}, STEP: self.step.mean}
         if w.first_ns:
-            parts = []
-            for name in [*self.phases, STEP]:
-                if name in w.first_ns:
-                    steady = self.phases[name].mean if name in self.phases else self.step.mean
-                    parts.append(
-                        f"{name} {fmt_ns(w.first_ns[name])} (steady mean {fmt_ns(steady)})"
-                    )
+            parts = [
+                f"{n} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
+                for n, v in w.first_ns.items()
+            ]
             lines.append("first call: " + ", ".join(parts))
         if w.mean_ns:
-            parts = []
-            for name in [*self.phases, STEP]:
-                if name in w.mean_ns:
-                    steady = self.phases[name].mean if name in self.phases else self.step.mean
-                    parts.append(f"{name} {fmt_ns(w.mean_ns[name])} -> {fmt_ns(steady)}")
+            parts = [f"{n} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}" for n, v in w.mean_ns.items()]
             lines.append("warm-up vs steady mean: " + ", ".join(parts))
         lines.append(
             f"profiler overhead: {fmt_pct(self.overhead_share)} of wall time "
@@ -974,21 +976,8 @@ class Summary:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        headers = ["phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share"]
-        rows = [
-            [
-                name,
-                str(st.count),
-                fmt_ns(st.mean),
-                fmt_ns(st.p50),
-                fmt_ns(st.p90),
-                fmt_ns(st.p99),
-                fmt_ns(st.p999),
-                fmt_ns(st.max),
-                fmt_pct(st.share) if name != STEP else "",
-            ]
-            for name, st in self._rows()
-        ]
+        headers = list(self.TABLE_HEADERS)
+        rows = self.table_rows()
         head = (
             f"**{self.steps} steady steps, {fmt_rate(self.steps_per_s)}**; {self.warmup}; "
             f"profiler overhead {fmt_pct(self.overhead_share)}"
@@ -1172,7 +1161,7 @@ class Summary:
             significant_figures=int(d["significant_figures"]),
             clock=str(d.get("clock", "monotonic")),
             sources=int(d.get("sources", 1)),
-            windows=windows,
+            window_list=windows,
             meta=dict(d.get("meta", {})),
         )
 

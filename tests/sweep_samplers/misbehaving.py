@@ -100,3 +100,9 @@ def make_drifting(batch_size: int, num_envs: int) -> Drifting:
 
 def make_prof_no_phases(batch_size: int, prof: Any = None) -> Counter:
     return Counter(batch_size)
+
+
+def make_mutating(batch_size: int, config: dict[str, Any]) -> Counter:
+    """Changes the config it was given (a bug a shared process would carry to later values)."""
+    config["lr"] = config.get("lr", 0.0) * 2 + batch_size
+    return Counter(batch_size)

@@ -80,16 +80,17 @@ def recommend(points: Sequence[SweepPoint], flat_within: float) -> int | float |
 
 
 def finish_points(points: list[SweepPoint], memory_limit: int | None) -> list[SweepPoint]:
-    """Fill in gains, distinguishability and the memory-limit marks."""
-    measured = [p for p in points if p.measured and not math.isnan(p.samples_per_s)]
+    """Fill in gains and distinguishability (among the values that ran cleanly, as the
+    stop rule compares them) and the memory-limit marks."""
+    clean = [i for i, p in enumerate(points) if p.ok and not math.isnan(p.samples_per_s)]
     out = []
-    for p in points:
+    for i, p in enumerate(points):
         gain = None
         nd: list[int | float] = []
-        if p in measured:
-            i = measured.index(p)
-            prev = measured[i - 1] if i > 0 else None
-            nxt = measured[i + 1] if i + 1 < len(measured) else None
+        if i in clean:
+            k = clean.index(i)
+            prev = points[clean[k - 1]] if k > 0 else None
+            nxt = points[clean[k + 1]] if k + 1 < len(clean) else None
             if prev is not None and prev.samples_per_s > 0:
                 gain = p.samples_per_s / prev.samples_per_s - 1.0
             spread = p.spread[1] - p.spread[0]

@@ -143,11 +143,20 @@ def _death(rc: int, stage: str, rss_seen: int, oom_delta: int | None) -> str:
 
 
 def _last_line(output: str) -> str | None:
+    """The run's last meaningful line of output (faulthandler's module list skipped)."""
     for line in reversed(output.strip().splitlines()):
         line = line.strip()
-        if line:
+        if line and not line.startswith("Extension modules:"):
             return line[:300]
     return None
+
+
+def _crash_site(output: str) -> str | None:
+    """Where a fatal signal hit, from the faulthandler dump in the run's output."""
+    idx = output.rfind("Fatal Python error")
+    if idx < 0:
+        return None
+    return _innermost_frame(output[idx:])
 
 
 def run_isolated(
@@ -282,8 +291,11 @@ def run_isolated(
                 oom_after - oom_before if oom_after is not None and oom_before is not None else None
             )
             error = _death(rc, stage, rss_seen, delta)
+            site = _crash_site(output)
             last = _last_line(output)
-            if last:
+            if site:
+                error += f"; it was in {site}"
+            elif last:
                 error += f"; last output: {last}"
             status = "crash"
         result = {"status": status, "stage": stage, "error": error, "notes": []}

@@ -165,9 +165,11 @@ def report_text(result: SweepResult) -> str:
     lines = [headline(result) + "."]
     how = "each run in a fresh process" if s.get("isolate") else "all runs in this process"
     reps = int(s.get("repeats", 1))
+    steps, warm = int(s.get("steps", 0)), int(s.get("warmup", 0))
     lines.append(
-        f"Measured: {s.get('steps')} sampler calls per run after {s.get('warmup')} warm-up "
-        f"calls (excluded, reported apart); {reps} run{'s' if reps != 1 else ''} per value, "
+        f"Measured: {steps} sampler call{'s' if steps != 1 else ''} per run after {warm} "
+        f"warm-up call{'s' if warm != 1 else ''} (excluded, reported apart); "
+        f"{reps} run{'s' if reps != 1 else ''} per value, "
         f"figures are medians with min-max; samples/s counts only time inside the sampler "
         f"calls; {how}."
     )
@@ -366,6 +368,7 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise ImportError(
             "SweepResult.to_plot needs matplotlib; install it with: pip install gyreprof[plot]"
@@ -399,6 +402,7 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     ax.set_xlabel(param)
     ax.set_ylabel("samples / s (time inside sampler calls)", color="tab:blue")
     ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_count(y)))
     ax.grid(True, alpha=0.3)
     ax2 = ax.twinx()
     rss = [p.figure("peak_rss_bytes") for p in meas]

@@ -571,6 +571,7 @@ def run_once(
     res["baseline_rss_bytes"] = peak_rss_bytes()
     stage("build")
     call_kwargs = dict(kwargs)
+    given = {k: _safe_repr(v) for k, v in kwargs.items()}
     if info.accepts_prof:
         call_kwargs["prof"] = prof
     try:
@@ -693,9 +694,23 @@ def run_once(
             "prof.phase(name), prof.lap(id) or prof.record() only"
         )
     res["summary"] = summary.to_dict()
+    for k, v in kwargs.items():
+        now = _safe_repr(v)
+        if now != given[k]:
+            res["notes"].append(
+                f"the sampler changed setting {k} in place ({given[k]} -> {now}); the sweep "
+                "hands every run its own copy, but the figures reflect the changed value"
+            )
     _close(obj, res)
     res["stage"] = "done"
     return res
+
+
+def _safe_repr(v: Any) -> str:
+    try:
+        return reprlib.repr(v)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not fail the run
+        return object.__repr__(v)
 
 
 def _close(obj: Any, res: dict[str, Any]) -> None:

@@ -102,6 +102,7 @@ bytes, rates per second; missing numbers are ``NaN`` or null.
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import os
@@ -277,6 +278,10 @@ def _run_in_process(
     def stage(name: str) -> None:
         state["stage"] = name
 
+    try:  # every run gets its own copy, so a factory that mutates a setting cannot leak it
+        kwargs = copy.deepcopy(dict(kwargs))
+    except Exception:  # noqa: BLE001 - uncopyable values are passed as they are
+        kwargs = dict(kwargs)
     t0 = time.monotonic()
     common = dict(param=param, steps=steps, warmup=warmup, stage=stage, in_process=True)
     if timeout_s is None:
