@@ -217,6 +217,11 @@ def test_bad_input(tmp_path: Path) -> None:
     empty = gp.Profiler(["env"])
     with pytest.raises(ValueError, match="ring is empty"):
         chrome_trace(empty)
+    threaded = gp.Profiler(["env"], per_thread=True)  # no thread has written yet
+    with pytest.raises(ValueError, match="ring is empty"):
+        chrome_trace(threaded)
+    with pytest.raises(ValueError, match="nothing to export"):
+        gp.export.openmetrics(threaded)
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ValueError, match="not a gyreprof events file"):

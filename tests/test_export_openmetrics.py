@@ -165,6 +165,8 @@ def test_collector_in_a_registry_and_over_http() -> None:
     empty = gp.Profiler(["idle"])
     reg.register(GyreprofCollector(p, labels={"worker": "0"}))
     reg.register(GyreprofCollector(empty, namespace="idle"))  # scrapes fine before any data
+    threaded = gp.Profiler(["t"], per_thread=True)  # no thread has a recorder yet
+    reg.register(GyreprofCollector(threaded, namespace="threaded"))
     text = om_latest(reg).decode()
     fams = _families(text)
     got = _buckets(fams["gyreprof_phase_seconds"], phase="env", worker="0")
@@ -268,18 +270,20 @@ def test_to_metrics_keys_and_values() -> None:
     m = s.to_metrics(prefix="gyreprof/")
     assert all(isinstance(v, float) for v in m.values())
     assert all(k.startswith("gyreprof/") for k in m)
-    expected = {"steps", "steps_per_s", "overhead_share", "overwritten", "out_of_range", "negative"}
-    for name in ("env", "fwd", "step"):
-        expected |= {
-            f"{name}/{k}"
-            for k in ("count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
-        }
-    expected |= {"env/share", "fwd/share", "counter/retry"}
+    expected = {
+        "steps", "steps_per_s", "elapsed_s", "events", "warmup_steps", "overhead_share",
+        "overwritten", "out_of_range", "negative", "nonfinite",
+    }  # fmt: skip
+    stats = ("count", "mean_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns")
+    for base in ("phase/env", "phase/fwd", "step"):
+        expected |= {f"{base}/{k}" for k in stats}
+    expected |= {"phase/env/share", "phase/fwd/share", "counter/retry"}
     assert set(m) == {"gyreprof/" + k for k in expected}
     assert m["gyreprof/steps"] == s.steps == 10
-    assert m["gyreprof/env/p99_ns"] == s.phases["env"].p99
+    assert m["gyreprof/warmup_steps"] == 2
+    assert m["gyreprof/phase/env/p99_ns"] == s.phases["env"].p99
     assert m["gyreprof/step/count"] == s.step.count
-    assert m["gyreprof/fwd/share"] == pytest.approx(s.phases["fwd"].share)
+    assert m["gyreprof/phase/fwd/share"] == pytest.approx(s.phases["fwd"].share)
     assert m["gyreprof/counter/retry"] == 2.0
     # keys are stable: same run, same keys; another prefix just swaps the prefix
     assert set(p.summary().to_metrics("x.")) == {"x." + k[len("gyreprof/") :] for k in m}
@@ -316,5 +320,5 @@ def test_cli_metrics_json_has_no_nan(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())  # strict JSON: NaN became null
-    assert data["run/never/p50_ns"] is None
-    assert data["run/env/count"] == 5
+    assert data["run/phase/never/p50_ns"] is None
+    assert data["run/phase/env/count"] == 5

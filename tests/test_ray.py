@@ -247,6 +247,10 @@ def test_killed_actor_is_reported_not_waited_for(good):
     doomed = Counted.remote("doomed")
     ray.get(doomed.record.remote(10, 1_000, 1_000), timeout=120)
     ray.kill(doomed)
+    # ray.kill is asynchronous: wait until Ray itself reports the actor dead, so the
+    # collect below meets a dead actor rather than racing the kill
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(doomed.record.remote(1, 1, 1), timeout=60)
     t0 = time.monotonic()
     fleet = gpray.collect([*actors, doomed], timeout_s=30)
     elapsed = time.monotonic() - t0

@@ -91,10 +91,18 @@ def test_csv_and_markdown_and_metrics() -> None:
     md = s.to_markdown()
     assert "| env |" in md and "| phase |" in md
     m = s.to_metrics(prefix="gyreprof/")
-    assert m["gyreprof/env/count"] == 10.0
+    assert m["gyreprof/phase/env/count"] == 10.0
     assert m["gyreprof/counter/retry"] == 1.0
     assert "gyreprof/steps_per_s" in m and "gyreprof/step/p99_ns" in m
     assert all(isinstance(v, float) for v in m.values())
+    # a phase named like a whole-step or run-level key cannot collide with it
+    q = gp.Profiler(["step", "steps"])
+    q.begin()
+    q.lap(0)
+    q.lap(1)
+    q.end()
+    mq = q.summary().to_metrics("")
+    assert mq["phase/step/count"] == 1.0 and mq["step/count"] == 1.0 and mq["steps"] == 1.0
 
 
 def test_merge_counts_exact_and_associative() -> None:

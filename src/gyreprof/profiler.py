@@ -430,6 +430,8 @@ class Profiler:
         stats = rec.stats_array()
         cfg = rec.config()
         meta = default_meta(self.label)
+        # wall-clock time of the monotonic clock's zero, so saved snapshots can be dated
+        meta["unix_offset_ns"] = time.time_ns() - monotonic_ns()
         meta["windows_closed"] = int(stats[_rec.H_WINDOWS])
         return Snapshot.from_stats(
             stats,
@@ -445,6 +447,8 @@ class Profiler:
     def snapshot(self) -> Snapshot:
         """Immutable copy of everything counted so far (merged across threads)."""
         recs = self.recorders
+        if not recs:  # per_thread before any thread wrote: an empty snapshot
+            return self._snapshot_of(Recorder(len(self.phases), **self._rec_kwargs))
         snaps = [self._snapshot_of(r) for r in recs]
         return snaps[0] if len(snaps) == 1 else merge(snaps)
 

@@ -1045,30 +1045,40 @@ class Summary:
     def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
         """Flat ``{name: number}`` for any logger's ``log(dict)`` (TensorBoard, W&B, ...).
 
-        Keys are stable: ``{prefix}steps_per_s``, ``{prefix}overhead_share``,
-        ``{prefix}{phase}/{p50_ns|p90_ns|p99_ns|p999_ns|mean_ns|max_ns|count|share}``,
-        ``{prefix}step/...``, ``{prefix}counter/{name}``, ``{prefix}out_of_range`` ...
+        Stable keys (every value a float; NaN where a phase has no data):
+        ``{prefix}steps``, ``steps_per_s``, ``elapsed_s``, ``events``, ``warmup_steps``,
+        ``overhead_share``, ``overwritten``, ``out_of_range``, ``negative``, ``nonfinite``;
+        per phase ``{prefix}phase/{name}/{count|mean_ns|min_ns|p50_ns|p90_ns|p99_ns|p999_ns|
+        max_ns|share}``; whole steps ``{prefix}step/{...}`` (no share); counters
+        ``{prefix}counter/{name}``. Phases live under ``phase/`` so no phase name can
+        collide with the run-level or whole-step keys.
         """
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         out: dict[str, float] = {
             f"{prefix}steps": float(self.steps),
             f"{prefix}steps_per_s": float(self.steps_per_s),
+            f"{prefix}elapsed_s": float(self.elapsed_s),
+            f"{prefix}events": float(self.events),
+            f"{prefix}warmup_steps": float(self.warmup.steps),
             f"{prefix}overhead_share": float(self.overhead_share),
             f"{prefix}overwritten": float(self.overwritten),
             f"{prefix}out_of_range": float(self.out_of_range),
             f"{prefix}negative": float(self.negative),
+            f"{prefix}nonfinite": float(self.nonfinite),
         }
-        for name, st in [*self.phases.items(), ("step", self.step)]:
-            base = f"{prefix}{name}/"
+        rows = [(f"{prefix}phase/{name}/", st) for name, st in self.phases.items()]
+        rows.append((f"{prefix}step/", self.step))
+        for base, st in rows:
             out[base + "count"] = float(st.count)
             out[base + "mean_ns"] = float(st.mean)
+            out[base + "min_ns"] = float(st.min)
             out[base + "p50_ns"] = float(st.p50)
             out[base + "p90_ns"] = float(st.p90)
             out[base + "p99_ns"] = float(st.p99)
             out[base + "p999_ns"] = float(st.p999)
             out[base + "max_ns"] = float(st.max)
-            if name != "step":
+            if st is not self.step:
                 out[base + "share"] = float(st.share)
         for k, v in self.counters.items():
             out[f"{prefix}counter/{k}"] = float(v)

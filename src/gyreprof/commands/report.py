@@ -16,12 +16,13 @@ def register(sub: Any) -> None:
         "report",
         help="print a saved summary or snapshot; --plot / --html draw it",
         description="Reads a summary saved as JSON (Summary.to_json, autosave=*.json) or a "
-        "snapshot saved as bytes (Snapshot.save, autosave=other names) and prints the table, "
+        "snapshot saved as bytes (Snapshot.save, autosave=other names) or an events file "
+        "(gyreprof.export.save_events) and prints the table, "
         "or JSON with --json. --plot writes a PNG (percentiles, window series, phase shares) "
         "and --html a self-contained HTML report; both need the plot extra "
         "(pip install 'gyreprof[plot]').",
     )
-    p.add_argument("file", help="summary JSON or snapshot file")
+    p.add_argument("file", help="summary JSON, snapshot or events (.npz) file")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--plot", metavar="OUT.png", help="write the pictures to this PNG file")
@@ -29,25 +30,17 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def load_summary(path: str) -> Any:
-    from gyreprof.summary import load
+def _load_source(path: str) -> Any:
+    """The richest object the file holds: an events file or a Snapshot (windows, times),
+    else a Summary."""
+    from gyreprof.export._source import load_file
 
     p = Path(path)
     if not p.exists():
         raise UsageError(f"no such file: {path}")
     if p.is_dir():
         raise UsageError(f"{path} is a directory, not a summary or snapshot file")
-    return load(p)
-
-
-def _load_source(path: str) -> Any:
-    """The richest object the file holds: a Snapshot (windows, times) or a Summary."""
-    from gyreprof.summary import SNAPSHOT_MAGIC, Snapshot
-
-    p = Path(path)
-    if p.exists() and p.is_file() and p.read_bytes()[:4] == SNAPSHOT_MAGIC:
-        return Snapshot.load(p)
-    return load_summary(path)
+    return load_file(p)
 
 
 def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
@@ -64,10 +57,16 @@ def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
+    from gyreprof.export import EventsFile
+    from gyreprof.summary import Snapshot
+
     source = _load_source(args.file)
-    summary = (
-        source.summary() if hasattr(source, "summary") and callable(source.summary) else source
-    )
+    if isinstance(source, EventsFile):
+        summary = source.snapshot.summary()
+    elif isinstance(source, Snapshot):
+        summary = source.summary()
+    else:
+        summary = source
     if plot_out is not None or html_out is not None:
         from gyreprof.export import html_report, plot_report
 

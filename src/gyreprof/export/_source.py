@@ -130,6 +130,9 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
             f"got {type(source).__name__}"
         )
     snapshot: Snapshot | None
+    if profiler is not None and not profiler.recorders:
+        # per_thread=True and no thread has written yet: there is nothing to snapshot
+        raise ValueError(_nothing(what))
     if profiler is not None:
         snapshot = profiler.snapshot()
         summary = snapshot.summary()
@@ -140,13 +143,17 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
         snapshot = None
         summary = source
     if not allow_empty and is_empty(summary):
-        raise ValueError(
-            f"nothing to export to {what}: no phase or step was recorded yet "
-            "(time something first: prof.begin() / prof.lap(i), `with prof.phase(name):` "
-            "or prof.record(name, duration_ns))"
-        )
+        raise ValueError(_nothing(what))
     return Resolved(
         summary=summary, snapshot=snapshot, profiler=profiler, origin=origin, events=events
+    )
+
+
+def _nothing(what: str) -> str:
+    return (
+        f"nothing to export to {what}: no phase or step was recorded yet "
+        "(time something first: prof.begin() / prof.lap(i), `with prof.phase(name):` "
+        "or prof.record(name, duration_ns))"
     )
 
 

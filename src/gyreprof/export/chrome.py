@@ -1,11 +1,12 @@
 """Chrome Trace Event JSON (loads in Perfetto and chrome://tracing) from the raw-event ring.
 
 Every phase occurrence becomes one complete (``"ph": "X"``) event and every
-step an enclosing ``"X"`` event named ``step``; since the phases of a step tile
-it, viewers nest them under their step. Timestamps are microseconds since the
-first event, written with three decimals so nanoseconds survive exactly.
-The file is written in chunks: memory stays at the size of the numpy event
-array, never a list of dicts for the whole ring.
+step an enclosing ``"X"`` event named ``step``; the phases of a step lie inside
+it, so viewers nest them under their step. Timestamps are microseconds since the
+first event, written with three decimals so nanoseconds survive exactly (in any run
+shorter than about ten days).
+The file is written in chunks: memory stays at a small multiple of the numpy
+event array (32 bytes an event), never a list of dicts for the whole ring.
 
 Histograms do not hold individual events, so a trace needs the ring: export
 from the live Profiler, or save the ring with :func:`save_events` and export
@@ -25,7 +26,6 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof._core import EVENT_DTYPE
 from gyreprof._version import __version__
 from gyreprof.summary import Snapshot
 
@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 EVENTS_FORMAT = "gyreprof.events/1"
 _REQUIRED_FIELDS = ("phase", "step", "start_ns", "duration_ns")
+_EMPTY = (
+    "nothing to export to a Chrome trace: the event ring is empty (time something "
+    "first: prof.begin() / prof.lap(i) or `with prof.phase(name):`)"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class EventsFile:
         from gyreprof.export._source import current_unix_offset_ns
 
         recs = prof.recorders
+        if not recs:
+            raise ValueError(_EMPTY)  # per_thread=True and no thread has written yet
         parts, tids = [], []
         thread_names: dict[int, str] = {}
         steady: dict[int, int] = {}
@@ -75,8 +81,8 @@ class EventsFile:
             s = int(rec.stats_view()[_rec.H_STEADY_START])
             if s > 0:
                 steady[i] = s
-        events = np.concatenate(parts) if parts else np.zeros(0, dtype=EVENT_DTYPE)
-        tid_arr = np.concatenate(tids) if tids else np.zeros(0, dtype=np.int32)
+        events = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        tid_arr = tids[0] if len(tids) == 1 else np.concatenate(tids)
         snap = prof.snapshot()
         cfg = snap.config
         return cls(
@@ -213,12 +219,6 @@ def _events_of(source: Any) -> EventsFile:
     )
 
 
-def _us(ns: int) -> str:
-    """Integer ns as a decimal number of microseconds, exact: 1234567 -> '1234.567'."""
-    q, r = divmod(ns, 1000)
-    return f"{q}.{r:03d}"
-
-
 def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
     """The traceEvents entries, one JSON object per string, metadata first."""
     ev = ef.events
@@ -245,8 +245,9 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
     if len(ev) == 0:
         return
     valid = ev["duration_ns"] >= 0
-    ev = ev[valid]
-    tid_col = ef.tids[valid]
+    tid_col = ef.tids
+    if not valid.all():  # the ring holds no negative durations today; stay safe, copy-free
+        ev, tid_col = ev[valid], tid_col[valid]
     if len(ev) == 0:
         return
     t0 = int(ev["start_ns"].min())
@@ -260,8 +261,9 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
         chunk = ev[idx]
         phases = chunk["phase"].tolist()
         steps = chunk["step"].tolist()
-        starts = (chunk["start_ns"] - t0).tolist()
-        durs = chunk["duration_ns"].tolist()
+        # us with three decimals is exact ns: a float64 of up to ~1e15 ns / 1000 rounds back
+        starts = ((chunk["start_ns"] - t0) / 1000.0).tolist()
+        durs = (chunk["duration_ns"] / 1000.0).tolist()
         tcol = tid_col[idx].tolist()
         for ph, st, s, d, t in zip(phases, steps, starts, durs, tcol, strict=True):
             if ph < 0:
@@ -272,7 +274,7 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
                 name, cat = json.dumps(f"phase {ph}"), '"phase"'
             yield (
                 f'{{"name":{name},"cat":{cat},"ph":"X","pid":{pid},"tid":{t},'
-                f'"ts":{_us(s)},"dur":{_us(d)},"args":{{"step":{st}}}}}'
+                f'"ts":{s:.3f},"dur":{d:.3f},"args":{{"step":{st}}}}}'
             )
     if ef.warmup:
         for t, s in sorted(ef.steady_start_ns.items()):
@@ -285,7 +287,7 @@ def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
                         "s": "t",
                         "pid": pid,
                         "tid": t,
-                        "ts": float(_us(s - t0)),
+                        "ts": round((s - t0) / 1000.0, 3),
                     }
                 )
 
@@ -331,10 +333,7 @@ def chrome_trace(
     if isinstance(chunk_events, bool) or not isinstance(chunk_events, int) or chunk_events < 1:
         raise ValueError(f"chunk_events must be a positive int, got {chunk_events!r}")
     if len(ef.events) == 0:
-        raise ValueError(
-            "nothing to export to a Chrome trace: the event ring is empty (time something "
-            "first: prof.begin() / prof.lap(i) or `with prof.phase(name):`)"
-        )
+        raise ValueError(_EMPTY)
     if path is None:
         buf = io.StringIO()
         _write(ef, buf, chunk_events)

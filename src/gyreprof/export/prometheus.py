@@ -353,11 +353,14 @@ class GyreprofCollector:
         self._labels = _check_names(namespace, labels)
         self._include_step = include_step
 
-    def _resolved(self) -> Resolved:
+    def _resolved(self) -> Resolved | None:
         src = self._source
         from gyreprof.export._source import _is_profiler
 
-        if callable(src) and not _is_profiler(src):
+        if _is_profiler(src):
+            if not src.recorders:
+                return None  # per_thread=True and no thread has written yet
+        elif callable(src):
             src = src()
         return resolve(src, what="a Prometheus scrape", allow_empty=True)
 
@@ -365,6 +368,8 @@ class GyreprofCollector:
         from prometheus_client.core import Metric
 
         res = self._resolved()
+        if res is None:
+            return
         fams = families(
             res.summary,
             buckets_s=self._buckets,
