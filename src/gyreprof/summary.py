@@ -345,11 +345,12 @@ class Snapshot:
             raise ValueError(f"stats block has {stats.shape[0]} words, {off['words']} needed")
         h = stats[: _rec.HEADER_WORDS]
         counts = stats[off["counts"] : off["counts"] + nh * L].reshape(nh, L).copy()
-        stat = stats[off["stat"] : off["stat"] + 4 * nh].reshape(nh, 4).copy()
+        hot = hot_lines(stats, off, nh)
+        stat = hot[:, _rec.HOT_STAT : _rec.HOT_STAT + 4].copy()
         # counts come from the buckets so a copy taken while the writer runs stays consistent
         stat[:, 0] = counts.sum(axis=1)
         warm = stats[off["warm"] : off["warm"] + 3 * nh].reshape(nh, 3).copy()
-        first = stats[off["first"] : off["first"] + nh].copy()
+        first = hot[:, _rec.HOT_FIRST].copy()
         counters_raw = stats[off["counters"] : off["counters"] + int(config["max_counters"])]
         counters = {name: int(counters_raw[i]) for i, name in enumerate(counter_names)}
         # closed rolling windows, oldest first
@@ -381,7 +382,7 @@ class Snapshot:
             "steps_begun": int(h[_rec.H_STEP]),
             "steps_completed": int(h[_rec.H_STEPS_DONE]),
             "warmup_steps_done": int(h[_rec.H_WARMUP_STEPS]),
-            "events": int(h[_rec.H_EVENTS]),
+            "events": int(stat[:nphase, 0].sum() + warm[:nphase, 0].sum()),
             "overwritten": int(overwritten),
             "out_of_range": int(h[_rec.H_OUT_OF_RANGE]),
             "negative": int(h[_rec.H_NEGATIVE]),
@@ -649,6 +650,15 @@ class Snapshot:
         return (
             f"Snapshot(phases={list(self.phases)}, steps={self.steps}, sources={len(self.sources)})"
         )
+
+
+def hot_lines(stats: np.ndarray, offsets: Mapping[str, int], nh: int) -> np.ndarray:
+    """View of a stats block's per-histogram lines: shape (nh, 8); columns are
+    first value, steady count/sum/min/max, current-window count/sum/max
+    (``recorder.HOT_*`` name the columns). Writes go through to ``stats``."""
+    width = int(offsets.get("hot_words", 8))
+    start = int(offsets["hot"])
+    return stats[start : start + width * nh].reshape(nh, width)
 
 
 def merge(snapshots: Iterable[Snapshot]) -> Snapshot:

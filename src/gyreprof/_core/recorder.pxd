@@ -32,37 +32,36 @@ ctypedef struct Event:
 
 
 cdef class Recorder:
+    # Hot fields first: the lap path reads these, and keeping them together keeps the
+    # number of cache lines a lap touches small.
+    cdef int64_t* s              # the stats block (hot header words first)
+    cdef int64_t* hot            # per histogram, one 64-byte line: see C_HOT_* in recorder.pyx
+    cdef int64_t* counts         # per histogram: L.counts_len buckets
+    cdef int64_t* wcounts        # per histogram: WL.counts_len buckets
+    cdef Event* ring
+    cdef int64_t mask
+    cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
+    cdef readonly int n_phases
+    cdef bint in_warmup
+    cdef readonly bint use_tsc
     cdef HdrLayout L             # full-resolution phase histograms
     cdef HdrLayout WL            # coarse histograms of the current rolling window
-    cdef readonly int n_phases
+    cdef double ns_per_tick
+    cdef unsigned long long tsc_base
+    cdef int64_t tsc_base_ns
+    # cold
+    cdef int64_t* warm           # per histogram: warm-up count, sum, max
+    cdef int64_t* wring          # closed windows
+    cdef int64_t* counters       # event counters (prof.count)
     cdef readonly int64_t capacity
-    cdef int64_t mask
     cdef readonly int64_t window_steps
     cdef readonly int max_windows
     cdef readonly int max_counters
     cdef readonly int64_t warmup_steps
     cdef readonly int64_t warmup_ns
-    cdef readonly bint use_tsc
-    cdef double ns_per_tick
-    cdef unsigned long long tsc_base
-    cdef int64_t tsc_base_ns
-    cdef bint in_warmup
-    cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
-    cdef int next_phase[256]     # phase opened by lap(p): the one declared after p, or -1
-
     cdef object _stats_owner     # object owning the stats block (numpy array or buffer)
     cdef object _stats           # numpy int64 view of the stats block
-    cdef int64_t* s              # the stats block
-    cdef int64_t* first          # per histogram: first value recorded, -1 none
-    cdef int64_t* warm           # per histogram: warm-up count, sum, max
-    cdef int64_t* stat           # per histogram: steady count, sum, min, max
-    cdef int64_t* counts         # per histogram: L.counts_len buckets
-    cdef int64_t* wcur           # per histogram: window count, sum, max, min, lo idx, hi idx
-    cdef int64_t* wcounts        # per histogram: WL.counts_len buckets
-    cdef int64_t* wring          # closed windows
-    cdef int64_t* counters       # event counters (prof.count)
     cdef object _ring
-    cdef Event* ring
     cdef readonly object offsets  # dict: region name -> word offset in the stats block
 
     cdef _bind(self, object buffer, object copy_from)

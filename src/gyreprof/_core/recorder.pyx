@@ -26,46 +26,56 @@ cnp.import_array()
 
 LAYOUT_VERSION = 1
 
-# header words of the stats block
+# header words of the stats block; words 0..7 are the ones lap() touches (one cache line)
 H_STEP = 0            # steps begun
-H_STEPS_DONE = 1      # steps completed (closed by begin() or end())
-H_EVENTS = 2          # phase records (laps, records, timed phases), warm-up included
-H_OUT_OF_RANGE = 3    # values above the range (clamped into the top bucket)
-H_NEGATIVE = 4        # negative durations (counted, not recorded)
-H_NONFINITE = 5       # NaN / infinite durations given to record()
-H_OPEN_PHASE = 6      # phase now open (-1: none / between phases)
-H_OPEN_SINCE = 7      # ns of the last boundary (-1: none)
-H_STEP_START = 8      # ns the open step began (-1: no step open)
-H_START = 9           # ns of the first write (0: nothing written yet)
-H_STEADY_START = 10   # ns warm-up ended (-1: still warming up)
-H_WARMUP_STEPS = 11   # steps completed during warm-up
-H_LAST_STEP_END = 12  # ns the last step closed (-1: none)
-H_WINDOWS = 13        # rolling windows closed so far
-H_WIN_STEPS = 14      # steps in the current window
-H_WIN_START = 15      # ns the current window began (-1: none)
-H_WIN_FIRST_STEP = 16 # first step number of the current window
-H_RING_HEAD = 17      # events ever written to the ring
+H_OPEN_PHASE = 1      # phase now open (-1: none / between phases)
+H_OPEN_SINCE = 2      # ns of the last boundary (-1: none)
+H_RING_HEAD = 3       # events ever written to the ring
+H_STEP_START = 4      # ns the open step began (-1: no step open)
+H_NEGATIVE = 5        # negative durations (counted, not recorded)
+H_OUT_OF_RANGE = 6    # values above the range (clamped into the top bucket)
+H_START = 7           # ns of the first write (0: nothing written yet)
+H_STEPS_DONE = 8      # steps completed (closed by begin() or end())
+H_EVENTS = 9          # unused (phase records are the histogram and warm-up counts)
+H_NONFINITE = 10      # NaN / infinite durations given to record()
+H_STEADY_START = 11   # ns warm-up ended (-1: still warming up)
+H_WARMUP_STEPS = 12   # steps completed during warm-up
+H_LAST_STEP_END = 13  # ns the last step closed (-1: none)
+H_WINDOWS = 14        # rolling windows closed so far
+H_WIN_STEPS = 15      # steps in the current window
+H_WIN_START = 16      # ns the current window began (-1: none)
+H_WIN_FIRST_STEP = 17 # first step number of the current window
 H_LAST_WRITE = 18     # ns of the last begin/end/record/timed phase (lap() leaves it: see H_OPEN_SINCE)
 H_WARMUP_END_STEP = 19  # step number of the last warm-up step (-1: warm-up not over)
 HEADER_WORDS = 32
 
 cdef enum:
+    # one 64-byte line per histogram: first value, steady count/sum/min/max,
+    # current-window count/sum/max
+    C_HOT = 8
+    C_HOT_FIRST = 0
+    C_HOT_STAT = 1
+    C_HOT_WIN = 5
     C_WIN_HEADER = 5    # per closed window: start_ns, end_ns, first_step, steps, warmup flag
     C_WIN_FIELDS = 6    # per window and histogram: count, sum, max, p50, p90, p99
     C_WCUR_FIELDS = 3   # current window per histogram: count, sum, max
 WIN_HEADER = C_WIN_HEADER
 WIN_FIELDS = C_WIN_FIELDS
 WCUR_FIELDS = C_WCUR_FIELDS
+HOT_WORDS = C_HOT
+HOT_FIRST = C_HOT_FIRST
+HOT_STAT = C_HOT_STAT
+HOT_WIN = C_HOT_WIN
 WINDOW_SIGNIFICANT_FIGURES = 1   # rolling windows: ~3% buckets, 39x16 counters per histogram
 
 EVENT_DTYPE = np.dtype([("phase", np.int32), ("_pad", np.int32), ("step", np.int64),
                         ("start_ns", np.int64), ("duration_ns", np.int64)])
 
-cdef int64_t _H_STEP = 0, _H_STEPS_DONE = 1, _H_EVENTS = 2, _H_OUT_OF_RANGE = 3
-cdef int64_t _H_NEGATIVE = 4, _H_NONFINITE = 5, _H_OPEN_PHASE = 6, _H_OPEN_SINCE = 7
-cdef int64_t _H_STEP_START = 8, _H_START = 9, _H_STEADY_START = 10, _H_WARMUP_STEPS = 11
-cdef int64_t _H_LAST_STEP_END = 12, _H_WINDOWS = 13, _H_WIN_STEPS = 14, _H_WIN_START = 15
-cdef int64_t _H_WIN_FIRST_STEP = 16, _H_RING_HEAD = 17, _H_LAST_WRITE = 18
+cdef int64_t _H_STEP = 0, _H_OPEN_PHASE = 1, _H_OPEN_SINCE = 2, _H_RING_HEAD = 3
+cdef int64_t _H_STEP_START = 4, _H_NEGATIVE = 5, _H_OUT_OF_RANGE = 6, _H_START = 7
+cdef int64_t _H_STEPS_DONE = 8, _H_EVENTS = 9, _H_NONFINITE = 10, _H_STEADY_START = 11
+cdef int64_t _H_WARMUP_STEPS = 12, _H_LAST_STEP_END = 13, _H_WINDOWS = 14, _H_WIN_STEPS = 15
+cdef int64_t _H_WIN_START = 16, _H_WIN_FIRST_STEP = 17, _H_LAST_WRITE = 18
 cdef int64_t _H_WARMUP_END_STEP = 19
 
 
@@ -75,14 +85,15 @@ def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
     cdef int64_t nh = n_phases + 1
     off = {}
     pos = HEADER_WORDS
-    for name, size in (("first", nh), ("warm", 3 * nh), ("stat", 4 * nh),
-                       ("counts", nh * counts_len), ("wcur", WCUR_FIELDS * nh),
+    for name, size in (("hot", C_HOT * nh), ("warm", 3 * nh),
+                       ("counts", nh * counts_len),
                        ("wcounts", nh * window_counts_len),
-                       ("wring", max_windows * (WIN_HEADER + WIN_FIELDS * nh)),
+                       ("wring", max_windows * (C_WIN_HEADER + C_WIN_FIELDS * nh)),
                        ("counters", max_counters)):
         off[name] = pos
         pos += size
     off["words"] = pos
+    off["hot_words"] = C_HOT
     return off
 
 
@@ -175,11 +186,6 @@ cdef class Recorder:
         self.max_counters = max_counters
         self.warmup_steps = warmup_steps
         self.warmup_ns = warmup_ns
-        cdef int p
-        for p in range(256):
-            self.next_phase[p] = -1
-        for p in range(n_phases - 1):
-            self.next_phase[p] = p + 1
         self.offsets = stats_layout(n_phases, self.L.counts_len, self.WL.counts_len,
                                     max_windows, max_counters)
         self._ring = np.zeros(cap, dtype=EVENT_DTYPE)
@@ -201,8 +207,10 @@ cdef class Recorder:
     cdef _bind(self, object buffer, object copy_from):
         cdef int64_t words = self.offsets["words"]
         if buffer is None:
-            arr = np.zeros(words, dtype=np.int64)
-            owner = arr
+            raw = np.zeros(words + 8, dtype=np.int64)  # aligned to a 64-byte line below
+            start = ((-raw.ctypes.data) % 64) // 8
+            arr = raw[start : start + words]
+            owner = raw
         else:
             mv = memoryview(buffer)
             if mv.readonly:
@@ -220,11 +228,9 @@ cdef class Recorder:
         self._stats = arr
         self.s = <int64_t*>cnp.PyArray_DATA(arr)
         off = self.offsets
-        self.first = self.s + <int64_t>off["first"]
+        self.hot = self.s + <int64_t>off["hot"]
         self.warm = self.s + <int64_t>off["warm"]
-        self.stat = self.s + <int64_t>off["stat"]
         self.counts = self.s + <int64_t>off["counts"]
-        self.wcur = self.s + <int64_t>off["wcur"]
         self.wcounts = self.s + <int64_t>off["wcounts"]
         self.wring = self.s + <int64_t>off["wring"]
         self.counters = self.s + <int64_t>off["counters"]
@@ -252,13 +258,13 @@ cdef class Recorder:
         self.in_warmup = self.warmup_steps > 0 or self.warmup_ns > 0
         s[_H_STEADY_START] = -1
         for h in range(nh):
-            self.first[h] = -1
-            self.stat[4 * h + 2] = -1
+            self.hot[C_HOT * h + C_HOT_FIRST] = -1
+            self.hot[C_HOT * h + C_HOT_STAT + 2] = -1
             self._reset_wcur(h)
         self.owner = 0
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
-        cdef int64_t* wc = self.wcur + C_WCUR_FIELDS * h
+        cdef int64_t* wc = self.hot + C_HOT * h + C_HOT_WIN
         wc[0] = 0
         wc[1] = 0
         wc[2] = -1
@@ -297,8 +303,9 @@ cdef class Recorder:
         if v > self.L.highest:
             s[_H_OUT_OF_RANGE] += 1
             v = self.L.highest
-        if self.first[h] < 0:
-            self.first[h] = d
+        cdef int64_t* hl = self.hot + C_HOT * h
+        if hl[C_HOT_FIRST] < 0:
+            hl[C_HOT_FIRST] = d
         cdef int64_t* st
         if self.in_warmup:
             st = self.warm + 3 * h
@@ -308,7 +315,7 @@ cdef class Recorder:
                 st[2] = d
         else:
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
-            st = self.stat + 4 * h
+            st = hl + C_HOT_STAT
             st[0] += 1
             st[1] += d
             if st[2] < 0 or d < st[2]:
@@ -316,20 +323,18 @@ cdef class Recorder:
             if d > st[3]:
                 st[3] = d
         self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
-        st = self.wcur + C_WCUR_FIELDS * h
+        st = hl + C_HOT_WIN
         st[0] += 1
         st[1] += d
         if d > st[2]:
             st[2] = d
         cdef int64_t head = s[_H_RING_HEAD]
         cdef Event* e = &self.ring[head & self.mask]
-        e.phase = h if h < self.n_phases else -1
+        e.phase = h  # n_phases marks a whole step; events() turns it into -1
         e.step = s[_H_STEP]
         e.start_ns = start
         e.duration_ns = d
         s[_H_RING_HEAD] = head + 1
-        if h < self.n_phases:
-            s[_H_EVENTS] += 1
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -385,7 +390,7 @@ cdef class Recorder:
             if not self.in_warmup:
                 s[_H_STEADY_START] = now
         s[_H_OPEN_SINCE] = now
-        s[_H_OPEN_PHASE] = self.next_phase[phase]
+        s[_H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
     def record(self, int phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
@@ -489,7 +494,7 @@ cdef class Recorder:
         w[3] = s[_H_WIN_STEPS]
         w[4] = 1 if self.in_warmup else 0
         for h in range(nh):
-            wc = self.wcur + C_WCUR_FIELDS * h
+            wc = self.hot + C_HOT * h + C_HOT_WIN
             cnt = self.wcounts + h * self.WL.counts_len
             total = wc[0]
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total
@@ -541,8 +546,11 @@ cdef class Recorder:
         cdef int64_t n = head if head < self.capacity else self.capacity
         cdef int64_t cut = head & self.mask
         if head <= self.capacity:
-            return np.array(self._ring[:n], copy=True)
-        return np.concatenate((self._ring[cut:], self._ring[:cut]))
+            out = np.array(self._ring[:n], copy=True)
+        else:
+            out = np.concatenate((self._ring[cut:], self._ring[:cut]))
+        out["phase"][out["phase"] == self.n_phases] = -1
+        return out
 
     @property
     def overwritten(self):

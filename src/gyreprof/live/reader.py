@@ -32,7 +32,7 @@ import psutil
 from gyreprof._core import bucket_edges, monotonic_ns
 from gyreprof._core import recorder as _rec
 from gyreprof.live import _layout as lay
-from gyreprof.summary import _TOTAL_KEYS, Snapshot, Summary, merge
+from gyreprof.summary import _TOTAL_KEYS, Snapshot, Summary, hot_lines, merge
 
 try:
     import pwd
@@ -312,7 +312,7 @@ class LiveReader:
         off = self.config["offsets"]
         nh, L = self._nh, self._L
         counts = stats[off["counts"] : off["counts"] + nh * L].reshape(nh, L)
-        st = stats[off["stat"] : off["stat"] + 4 * nh].reshape(nh, 4)
+        st = hot_lines(stats, off, nh)[:, _rec.HOT_STAT : _rec.HOT_STAT + 4]
         lo, width = _edges(*self._layout)
         highest = self._layout[1]
         for h in range(nh):
