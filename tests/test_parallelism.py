@@ -608,3 +608,28 @@ def test_cli_check_exit_codes(
         with pytest.raises(SystemExit) as exc:
             cli_main(bad)
         assert exc.value.code == 2
+
+
+def test_census_shows_live_segments(tmp_path) -> None:
+    """A process publishing a live gyreprof segment shows its phases and steps in the census."""
+    code = (
+        "import sys, time, gyreprof as gp\n"
+        "prof = gp.Profiler(['env', 'fwd'], live='sampler')\n"
+        "for _ in range(500):\n"
+        "    prof.begin(); prof.lap(0); prof.lap(1)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        c = gp.census(proc.pid, interval_s=0)
+        live = c.process(proc.pid).live
+        assert len(live) == 1
+        assert "sampler" in live[0] and "env, fwd" in live[0] and "steps so far" in live[0]
+        assert "live gyreprof segment" in str(c)
+        assert c.to_dict()["processes"][0]["live"] == list(live)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

@@ -89,6 +89,8 @@ class ProcessInfo:
     create_time_s: float
     worker: WorkerRecord | None = None
     error: str | None = None
+    # gyreprof live segments this process publishes: "name: phases, N steps"
+    live: tuple[str, ...] = ()
 
     @property
     def role(self) -> str | None:
@@ -123,6 +125,7 @@ class ProcessInfo:
             "label": self.label,
             "worker": self.worker.to_dict() if self.worker is not None else None,
             "error": self.error,
+            "live": list(self.live),
         }
 
 
@@ -336,6 +339,9 @@ class Census:
                 ]
             )
         lines += _table(rows, right={0, 1, 4, 5, 6})
+        for p in self.processes:
+            for seg in p.live:
+                lines.append(f"  live gyreprof segment of pid {p.pid}: {seg}")
         extra = list(self.notes)
         if self.vanished:
             extra.insert(0, f"exited during the census: pids {_fmt_pids(self.vanished)}")
@@ -538,6 +544,7 @@ def census(
         infos.append(info)
     if pid in vanished:
         notes.append(f"pid {pid} itself exited during the census")
+    infos = _with_live_segments(infos, notes)
     return Census(
         pid=pid,
         processes=tuple(infos),
@@ -548,6 +555,34 @@ def census(
         vanished=tuple(vanished),
         notes=tuple(notes),
     )
+
+
+def _with_live_segments(infos: list[ProcessInfo], notes: list[str]) -> list[ProcessInfo]:
+    """Attach what the live segments of these processes say (phases, steps so far)."""
+    try:
+        from gyreprof.live import attach
+        from gyreprof.live import list as list_segments
+    except ImportError:  # the compiled core is not built: no live view either
+        return infos
+    pids = {p.pid for p in infos}
+    try:
+        entries = [e for e in list_segments() if e.pid in pids and e.alive]
+    except (OSError, ValueError) as exc:
+        notes.append(f"live segments could not be listed: {exc}")
+        return infos
+    found: dict[int, list[str]] = {}
+    for e in entries:
+        desc = f"{e.name}: phases {', '.join(e.phases or ())}"
+        try:
+            reader = attach(e.path)
+            try:
+                desc += f"; {reader.snapshot(windows=False).steps} steps so far"
+            finally:
+                reader.close()
+        except (LookupError, ValueError, OSError) as exc:
+            desc += f" (unreadable: {exc})"
+        found.setdefault(e.pid, []).append(desc)
+    return [replace(p, live=tuple(found[p.pid])) if p.pid in found else p for p in infos]
 
 
 # --------------------------------------------------------------------------- check
