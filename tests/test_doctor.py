@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -278,3 +279,14 @@ def test_cli_bad_input_is_a_message_not_a_traceback(
         cli_main(["doctor", "notapid"])
     assert exc.value.code == 2
     assert "PID" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed (gyreprof[doctor])")
+def test_py_spy_stacks_name_the_blocked_line(tmp_path: Path) -> None:
+    """With py-spy present (the doctor extra), a blocked process comes with its Python stack."""
+    with running("block_lock.py") as proc:
+        d = doctor(proc.pid, interval_s=0.5)
+    assert d.state == "blocked", str(d)
+    assert d.stacks, str(d)
+    assert "block_lock.py" in d.stacks
+    assert "py-spy" in str(d)
