@@ -281,7 +281,9 @@ def test_cli_bad_input_is_a_message_not_a_traceback(
     assert "PID" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed (gyreprof[doctor])")
+@pytest.mark.skipif(
+    shutil.which("py-spy") is None, reason="py-spy is not installed (gyreprof[doctor])"
+)
 def test_py_spy_stacks_name_the_blocked_line(tmp_path: Path) -> None:
     """With py-spy present (the doctor extra), a blocked process comes with its Python stack."""
     with running("block_lock.py") as proc:
