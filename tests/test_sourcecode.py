@@ -30,6 +30,18 @@ def test_ruff() -> None:
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source checkout")
+def test_ruff_format() -> None:
+    r = subprocess.run(
+        [*_tool("ruff"), "format", "--check", "src", "tests", "benchmarks", "examples"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source checkout")
 def test_mypy() -> None:
     cache = ROOT / ".mypy_cache"
     r = subprocess.run(
