@@ -6,30 +6,7 @@ import argparse
 from typing import Any
 
 from gyreprof.cli import UsageError
-
-
-def pid_arg(text: str) -> int:
-    """argparse type for a process id: a positive integer."""
-    try:
-        pid = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"PID must be a process id (an integer), got {text!r}"
-        ) from None
-    if pid <= 0:
-        raise argparse.ArgumentTypeError(f"PID must be a positive process id, got {pid}")
-    return pid
-
-
-def seconds_arg(text: str) -> float:
-    """argparse type for a duration in seconds >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
-    return value
+from gyreprof.commands import _args
 
 
 def register(subparsers: Any) -> None:
@@ -43,10 +20,10 @@ def register(subparsers: Any) -> None:
             "Exit code 0, or 2 when PID does not exist."
         ),
     )
-    parser.add_argument("pid", type=pid_arg, metavar="PID", help="root of the process tree")
+    parser.add_argument("pid", type=_args.pid, metavar="PID", help="root of the process tree")
     parser.add_argument(
         "--interval",
-        type=seconds_arg,
+        type=_args.seconds(allow_zero=True),
         default=0.5,
         metavar="S",
         help="sample CPU use over S seconds (0: lifetime average, instant; default 0.5)",

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from gyreprof.cli import UsageError
-from gyreprof.commands.census import pid_arg, seconds_arg
+from gyreprof.commands import _args
 
 
 def _key_value(text: str) -> tuple[str, str]:
@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
             "or a PID that does not exist."
         ),
     )
-    parser.add_argument("pid", type=pid_arg, metavar="PID", help="root of the process tree")
+    parser.add_argument("pid", type=_args.pid, metavar="PID", help="root of the process tree")
     parser.add_argument(
         "--expect",
         type=_expect_arg,
@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--sample",
-        type=seconds_arg,
+        type=_args.seconds(allow_zero=True),
         default=0.0,
         metavar="S",
         help="sample CPU use over S seconds and report workers that use none (default: off)",

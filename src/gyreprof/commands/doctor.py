@@ -3,32 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 from gyreprof.cli import UsageError
-
-
-def _pid(text: str) -> int:
-    try:
-        pid = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"PID must be a process id (an integer), got {text!r}"
-        ) from None
-    if pid <= 0:
-        raise argparse.ArgumentTypeError(f"PID must be a positive process id, got {pid}")
-    return pid
-
-
-def _interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+from gyreprof.commands import _args
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +25,7 @@ def register(subparsers: Any) -> None:
         ),
         epilog=("exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 2 bad command line"),
     )
-    parser.add_argument("pid", type=_pid, metavar="PID", help="the process to examine")
+    parser.add_argument("pid", type=_args.pid, metavar="PID", help="the process to examine")
     parser.add_argument(
         "--log", metavar="FILE", default=None, help="a log file the process writes to"
     )
@@ -59,7 +37,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=_interval,
+        type=_args.seconds(),
         default=2.0,
         metavar="S",
         help="observe for S seconds (default 2.0; longer for a loop that logs rarely)",

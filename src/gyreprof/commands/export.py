@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from gyreprof.cli import UsageError
+from gyreprof.commands import _args
 
 _FORMATS = ("chrome", "openmetrics", "hdrlog", "metrics")
 
@@ -24,16 +24,6 @@ def _buckets(text: str) -> list[float]:
     if not vals:
         raise argparse.ArgumentTypeError("--buckets needs at least one bound in seconds")
     return vals
-
-
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return v
 
 
 def register(sub: Any) -> None:
@@ -63,13 +53,13 @@ def register(sub: Any) -> None:
     p.add_argument("--prefix", default="gyreprof/", help="metrics: key prefix")
     p.add_argument(
         "--max-unit-ns",
-        type=_positive,
+        type=_args.positive_number,
         default=1e6,
         help="hdrlog: Interval_Max is written as max ns / this (default 1e6: milliseconds)",
     )
     p.add_argument(
         "--interval-s",
-        type=_positive,
+        type=_args.positive_number,
         default=None,
         help="hdrlog from an events file: cut the raw events into intervals of this many "
         "seconds (default: one interval holding the whole run)",

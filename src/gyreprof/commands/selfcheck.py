@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
 from gyreprof.cli import UsageError
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
+from gyreprof.commands import _args
 
 
 def register(subparsers: Any) -> None:
@@ -51,7 +41,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_timeout,
+        type=_args.seconds(),
         default=60.0,
         metavar="S",
         help="abandon the check after S seconds, build included (default 60)",

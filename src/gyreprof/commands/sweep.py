@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from gyreprof.cli import UsageError
+from gyreprof.commands import _args
 
 
 def values_arg(text: str) -> list[int | float]:
@@ -71,36 +72,6 @@ def fraction_arg(text: str) -> float:
     return v
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {v}")
-    return v
-
-
-def nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {v}")
-    return v
-
-
-def seconds_arg(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return v
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sweep",
@@ -141,19 +112,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--steps",
-        type=positive_int,
+        type=_args.count(1),
         default=200,
         help="measured sampler calls per run (default 200)",
     )
     parser.add_argument(
         "--warmup",
-        type=nonneg_int,
+        type=_args.count(0),
         default=20,
         help="warm-up calls per run, excluded and reported apart (default 20)",
     )
     parser.add_argument(
         "--repeats",
-        type=positive_int,
+        type=_args.count(1),
         default=3,
         help="runs per value; figures are median and min-max (default 3)",
     )
@@ -178,7 +149,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=seconds_arg,
+        type=_args.seconds(),
         default=None,
         metavar="S",
         help="seconds each run may take before it is killed",

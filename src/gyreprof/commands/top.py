@@ -9,38 +9,7 @@ import time
 from typing import Any
 
 from gyreprof.cli import UsageError
-
-
-def _pid(text: str) -> int:
-    try:
-        pid = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"PID must be a process id (an integer), got {text!r}"
-        ) from None
-    if pid <= 0:
-        raise argparse.ArgumentTypeError(f"PID must be a positive process id, got {pid}")
-    return pid
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds in 0..3600, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
+from gyreprof.commands import _args
 
 
 def register(subparsers: Any) -> None:
@@ -62,7 +31,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "pid",
         nargs="?",
-        type=_pid,
+        type=_args.pid,
         metavar="PID",
         help="root of the process tree to show (default: every segment)",
     )
@@ -70,7 +39,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument(
         "--interval",
-        type=_seconds,
+        type=_args.seconds(allow_zero=True, maximum=3600),
         default=1.0,
         metavar="S",
         help="seconds between refreshes; with --once, the length of the "
@@ -79,7 +48,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "-n",
         "--iterations",
-        type=_count,
+        type=_args.count(1),
         default=None,
         metavar="N",
         help="stop after N refreshes (default: until Ctrl-C)",
