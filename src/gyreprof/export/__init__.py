@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+from gyreprof.export._source import write_text
 from gyreprof.export.chrome import EventsFile, chrome_trace, load_events, save_events
 from gyreprof.export.hdrlog import (
     HdrHistogramData,
@@ -94,14 +95,7 @@ def write(
         text = _metrics_json(source, options.pop("prefix", "gyreprof/"))
         if options:
             raise TypeError(f"unexpected options for metrics: {sorted(options)}")
-    if path is None:
-        return text
-    if hasattr(path, "write"):
-        path.write(text)  # type: ignore[union-attr]
-        return None
-    p = Path(path)  # type: ignore[arg-type]
-    p.write_text(text, encoding="utf-8")
-    return p
+    return write_text(text, path)
 
 
 __all__ = [

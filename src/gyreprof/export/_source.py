@@ -204,3 +204,16 @@ def unix_offset_ns(snapshot: Snapshot) -> int | None:
     if meta.get("pid") != os.getpid() or meta.get("host") != socket.gethostname():
         return None
     return current_unix_offset_ns()
+
+
+def write_text(text: str, path: Any) -> str | Path | None:
+    """Return ``text`` when ``path`` is None, write it to a stream (returning None) or to a
+    file (returning its Path)."""
+    if path is None:
+        return text
+    if hasattr(path, "write"):
+        path.write(text)
+        return None
+    p = Path(path)
+    p.write_text(text, encoding="utf-8")
+    return p

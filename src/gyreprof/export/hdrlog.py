@@ -46,7 +46,7 @@ from gyreprof._core import (
     percentiles_from_counts,
 )
 from gyreprof._version import __version__
-from gyreprof.export._source import Resolved, require_histograms, resolve
+from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
 from gyreprof.summary import STEP
 
 ENCODING_COOKIE_BASE = 0x1C849303
@@ -501,14 +501,7 @@ def hdr_log(
     body.sort(key=lambda x: (x[0], x[1]))
     lines.extend(line for _, _, line in body)
     text = "\n".join(lines) + "\n"
-    if path is None:
-        return text
-    if hasattr(path, "write"):
-        path.write(text)  # type: ignore[union-attr]
-        return None
-    p = Path(path)  # type: ignore[arg-type]
-    p.write_text(text, encoding="utf-8")
-    return p
+    return write_text(text, path)
 
 
 __all__ = [
