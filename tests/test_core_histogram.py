@@ -205,3 +205,24 @@ def test_codec_errors_name_the_problem() -> None:
         decode_counts(encode_counts(np.array([0, 0, 0, 0, 5], dtype=np.int64)), 3)
     with pytest.raises(ValueError, match="negative count"):
         encode_counts(np.array([1, -2], dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xff" * 9 + b"\x02",  # a zero-run of -INT64_MIN: must not wrap the index
+        b"\x02" + b"\xff" * 9 + b"\x04\x06\x08",
+        b"\xff" * 9 + b"\x7e" * 1000,
+    ],
+)
+def test_codec_extreme_zero_run_is_refused(data: bytes) -> None:
+    big = np.zeros(16, dtype=np.int64)
+    with pytest.raises(ValueError, match="passes the end"):
+        decode_counts(data, 3, big[5:8])
+    assert not big[8:].any() and not big[:5].any()  # nothing written outside the slice
+
+
+def test_uninitialised_histogram_is_not_usable() -> None:
+    h = Histogram.__new__(Histogram)  # __cinit__ runs: a valid empty histogram
+    h.record(5)
+    assert h.total == 1

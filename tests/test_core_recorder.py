@@ -287,3 +287,24 @@ def test_phase_timer_nests_and_restores_open_phase() -> None:
     assert sorted(ev["phase"].tolist()) == [0, 1]
     d = {int(e["phase"]): int(e["duration_ns"]) for e in ev}
     assert d[0] >= d[1]
+
+
+def test_construction_cannot_be_bypassed_or_repeated() -> None:
+    with pytest.raises(TypeError):
+        Recorder.__new__(Recorder)  # no half-built recorder
+    rec = Recorder(1, significant_figures=1)
+    rec.__init__(1, significant_figures=5, clock="bogus")  # type: ignore[misc]  # no effect
+    rec.record(0, 5)
+    assert rec.config()["significant_figures"] == 1
+    with pytest.raises(IndexError):
+        R.PhaseTimer(rec, 7)
+    with pytest.raises(IndexError):
+        rec.lap(2**40)
+
+
+def test_sums_cannot_overflow() -> None:
+    rec = Recorder(1)
+    for _ in range(4):
+        rec.record(0, 2**63)
+    hot = hot_lines(rec.stats_array(), rec.offsets, 2)
+    assert hot[0, R.HOT_STAT] == 4 and hot[0, R.HOT_STAT + 1] > 0

@@ -344,3 +344,19 @@ def test_env_var_free_import_is_cheap() -> None:
     )
     assert r.returncode == 0
     assert "gyreprof._core" not in r.stdout  # the core loads on first use
+
+
+def test_time_warmup_ends_without_steps() -> None:
+    prof = gp.Profiler(["a"], warmup_s=0.01)
+    for _ in range(30):
+        with prof.phase("a"):
+            time.sleep(0.001)
+    s = prof.summary()
+    assert s.warmup.done and 0 < s.phases["a"].count < 30
+
+
+def test_step_warmup_without_steps_says_how_to_fix_it() -> None:
+    prof = gp.Profiler(["a"], warmup_steps=5)
+    with prof.phase("a"):
+        pass
+    assert "prof.begin()" in str(prof.summary().warmup)

@@ -268,3 +268,15 @@ def test_snapshot_size_is_compact() -> None:
     assert np.array_equal(gp.Snapshot.from_bytes(small).counts, snap.counts)
     with pytest.raises(ValueError, match="compression"):
         snap.to_bytes(compression="gzip")
+
+
+def test_crafted_zero_run_in_a_snapshot_is_a_value_error() -> None:
+    data = _prof({"env": [100, 2000]}).snapshot().to_bytes()
+    body = bytearray(zlib.decompress(data[6:]))
+    hlen = int.from_bytes(body[:4], "little")
+    pos = 4 + hlen
+    n = int.from_bytes(body[pos : pos + 4], "little")
+    evil = b"\xff" * 9 + b"\x7e" * 64
+    body[pos : pos + 4 + n] = len(evil).to_bytes(4, "little") + evil
+    with pytest.raises(ValueError, match="corrupted"):
+        gp.Snapshot.from_bytes(data[:6] + zlib.compress(bytes(body)))

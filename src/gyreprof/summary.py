@@ -204,7 +204,10 @@ class WarmupInfo:
         if self.rule == "none":
             return "warm-up: none excluded (pass warmup_steps= or warmup_s= to exclude it)"
         if not self.done:
-            return f"warm-up: {self.rule}, still warming up ({self.steps} steps so far)"
+            hint = ""
+            if self.steps == 0 and "steps" in self.rule:
+                hint = "; warm-up counts steps: mark them with prof.begin(), or use warmup_s="
+            return f"warm-up: {self.rule}, still warming up ({self.steps} steps so far{hint})"
         return f"warm-up: {self.rule} excluded, {self.steps} steps, {fmt_ns(self.elapsed_ns)}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -667,6 +670,8 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     Phases are matched by name (the union, in first-seen order); the histogram
     layouts must be equal. Counts, sums and counters add; min/max take the
     extremes; throughput adds. Associative and commutative up to phase order.
+    Merging several sources drops their rolling windows (they belong to one
+    source each); merging a single snapshot returns it unchanged.
     """
     snaps = list(snapshots)
     if not snaps:
@@ -740,7 +745,9 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         "open_since_ns": -1,
         "warmup_end_step": -1,
     }
-    costs = [s.lap_cost_ns for s in snaps]
+    # the cost of a boundary, weighted by how many boundaries each source recorded
+    weights = [max(1, int(s.stat[:, 0].sum())) for s in snaps]
+    lap_cost = float(np.average([s.lap_cost_ns for s in snaps], weights=weights))
     base = snaps[0]
     return Snapshot(
         phases=names,
@@ -753,7 +760,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         counters=counters,
         times=times,
         rolling=None,
-        lap_cost_ns=float(np.mean(costs)),
+        lap_cost_ns=lap_cost,
         sources=sources,
         meta={"merged": len(sources)},
     )

@@ -102,12 +102,14 @@ def decode_counts(const unsigned char[::1] data, Py_ssize_t length, out=None):
             shift += 7
         v = _unzigzag(u)
         if v < 0:
-            if -v > length - idx:
+            # compare without negating: -INT64_MIN does not exist
+            if v < -(<int64_t>(length - idx)):
                 raise ValueError(
-                    f"corrupted counts: a run of {-v} zeros passes the end ({length} buckets)")
-            idx += -v
+                    f"corrupted counts: a run of {-(<object>v)} zeros passes the end "
+                    f"({length} buckets)")
+            idx -= v
         else:
-            if idx >= length:
+            if idx < 0 or idx >= length:
                 raise ValueError(f"corrupted counts: more than {length} buckets")
             o[idx] = v
             idx += 1

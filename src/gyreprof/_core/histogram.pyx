@@ -147,8 +147,10 @@ cdef class Histogram:
     recorded. ``min``, ``max`` and ``sum`` are exact, not bucket edges.
     """
 
-    def __init__(self, int64_t lowest=DEFAULT_LOWEST_NS, int64_t highest=DEFAULT_HIGHEST_NS,
-                 int significant_figures=3):
+    # All set-up happens in __cinit__, which runs exactly once per object (also for
+    # Histogram.__new__), so no method can meet a half-built or re-initialised histogram.
+    def __cinit__(self, int64_t lowest=DEFAULT_LOWEST_NS, int64_t highest=DEFAULT_HIGHEST_NS,
+                  int significant_figures=3):
         hdr_init(&self.layout, lowest, highest, significant_figures)
         self._counts = np.zeros(self.layout.counts_len, dtype=np.int64)
         self.counts = <int64_t*>cnp.PyArray_DATA(self._counts)

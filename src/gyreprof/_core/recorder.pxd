@@ -71,4 +71,5 @@ cdef class Recorder:
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
+    cdef bint _warmup_over_unstepped(self, int64_t now) noexcept
     cdef void _end_warmup(self, int64_t now) noexcept

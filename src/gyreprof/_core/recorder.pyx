@@ -145,7 +145,9 @@ cdef class Recorder:
     least ``Recorder.required_bytes(...)`` bytes that holds the stats block.
     """
 
-    def __init__(self, int n_phases, int64_t capacity=65536, *, int significant_figures=3,
+    # All set-up happens in __cinit__, which runs exactly once per object: no method can
+    # meet a half-built recorder, and calling __init__ again cannot resize a live one.
+    def __cinit__(self, int n_phases, int64_t capacity=65536, *, int significant_figures=3,
                  int64_t lowest_ns=1, int64_t highest_ns=3_600_000_000_000,
                  int64_t warmup_steps=0, int64_t warmup_ns=0, int64_t window_steps=1000,
                  int max_windows=512, int max_counters=32, str clock="monotonic",
@@ -307,17 +309,17 @@ cdef class Recorder:
         if hl[C_HOT_FIRST] < 0:
             hl[C_HOT_FIRST] = d
         cdef int64_t* st
-        if self.in_warmup:
+        if self.in_warmup and not self._warmup_over_unstepped(start + d):
             st = self.warm + 3 * h
             st[0] += 1
-            st[1] += d
+            st[1] += v  # sums add the clamped value: they cannot overflow
             if d > st[2]:
                 st[2] = d
         else:
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
             st = hl + C_HOT_STAT
             st[0] += 1
-            st[1] += d
+            st[1] += v
             if st[2] < 0 or d < st[2]:
                 st[2] = d
             if d > st[3]:
@@ -325,7 +327,7 @@ cdef class Recorder:
         self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
         st = hl + C_HOT_WIN
         st[0] += 1
-        st[1] += d
+        st[1] += v
         if d > st[2]:
             st[2] = d
         cdef int64_t head = s[_H_RING_HEAD]
@@ -371,12 +373,12 @@ cdef class Recorder:
         s[_H_OPEN_PHASE] = -1
         s[_H_LAST_WRITE] = now
 
-    def lap(self, int phase):
+    def lap(self, long long phase):
         """Close ``phase`` at now and open the next declared phase (one clock read).
 
         The first lap after construction or ``end()`` only sets the boundary.
         """
-        if <unsigned int>phase >= <unsigned int>self.n_phases:
+        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
             raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
         if gyre_thread_token() != self.owner:
             self._claim()
@@ -392,14 +394,14 @@ cdef class Recorder:
         s[_H_OPEN_SINCE] = now
         s[_H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
-    def record(self, int phase, duration_ns):
+    def record(self, long long phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
 
         Negative, NaN or infinite durations are counted (``negative`` /
         ``nonfinite``), never recorded; values above the range are clamped and
         counted as out of range.
         """
-        if <unsigned int>phase >= <unsigned int>self.n_phases:
+        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
             raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
         if gyre_thread_token() != self.owner:
             self._claim()
@@ -435,17 +437,17 @@ cdef class Recorder:
         self._record(phase, d, now - d if d >= 0 else now)
         self.s[_H_LAST_WRITE] = now
 
-    def count(self, int slot, int64_t n=1):
+    def count(self, long long slot, int64_t n=1):
         """Add ``n`` to event counter ``slot``."""
-        if <unsigned int>slot >= <unsigned int>self.max_counters:
+        if <unsigned long long>slot >= <unsigned long long>self.max_counters:
             raise IndexError(f"counter slot {slot} out of range 0..{self.max_counters - 1}")
         if gyre_thread_token() != self.owner:
             self._claim()
         self.counters[slot] += n
 
-    def timer(self, int phase):
+    def timer(self, long long phase):
         """A reusable context manager timing ``phase`` (two clock reads, nestable)."""
-        if <unsigned int>phase >= <unsigned int>self.n_phases:
+        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
             raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
         return PhaseTimer(self, phase)
 
@@ -467,6 +469,16 @@ cdef class Recorder:
                 self._end_warmup(now)
         elif s[_H_WIN_STEPS] >= self.window_steps:
             self._close_window(now)
+
+    cdef bint _warmup_over_unstepped(self, int64_t now) noexcept:
+        """A time-based warm-up of a loop that marks no steps ends at the first record
+        past it (with steps it ends at a step boundary, in _close_step)."""
+        cdef int64_t* s = self.s
+        if (self.warmup_ns > 0 and s[_H_STEP_START] < 0 and s[_H_START] > 0
+                and now - s[_H_START] >= self.warmup_ns):
+            self._end_warmup(now)
+            return True
+        return False
 
     cdef void _end_warmup(self, int64_t now) noexcept:
         self._close_window(now)
@@ -602,7 +614,9 @@ cdef class PhaseTimer:
     cdef int64_t starts[64]
     cdef int64_t parents[64]
 
-    def __cinit__(self, Recorder rec, int phase):
+    def __cinit__(self, Recorder rec not None, int phase):
+        if phase < 0 or phase >= rec.n_phases:
+            raise IndexError(f"phase id {phase} out of range 0..{rec.n_phases - 1}")
         self.rec = rec
         self.phase = phase
         self.depth = 0
