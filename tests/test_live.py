@@ -307,7 +307,7 @@ def test_sigkilled_writer_leaves_a_stale_segment_that_is_detected_and_cleaned(
     assert gp.live.collect([pid], include_stale=True).per_process[pid].steps == snap.steps
 
     rc, out, err = _top_here(capsys, "--once", "--json", "--interval", "0")
-    assert rc == 0, err
+    assert rc == 1, err  # nothing live to show: the stale segment is reported, exit 1
     report = json.loads(out)
     assert [e["pid"] for e in report["stale"]] == [pid] and report["processes"] == []
 
@@ -587,3 +587,19 @@ def test_reader_of_a_closed_reader_raises() -> None:
     with pytest.raises(ValueError, match="closed"):
         r.snapshot()
     prof.live.close()
+
+
+def test_top_once_exit_codes_without_live_segments(capsys, live_dir) -> None:
+    """No segment at all -> 1; only an unreadable one -> 2."""
+    rc, _, _ = _top_here(capsys, "--once", "--json", "--interval", "0")
+    assert rc == 1
+    (live_dir / "gyreprof-live-99999-1.seg").write_bytes(b"not a segment")
+    rc, out, _ = _top_here(capsys, "--once", "--json", "--interval", "0")
+    assert rc == 2
+    assert json.loads(out)["processes"] == []
+
+
+def test_clean_skips_things_that_only_look_like_segments(live_dir) -> None:
+    (live_dir / "gyreprof-live-77777-1.seg").mkdir()
+    assert gp.live.clean() == []
+    assert (live_dir / "gyreprof-live-77777-1.seg").is_dir()

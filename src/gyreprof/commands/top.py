@@ -93,7 +93,7 @@ def _once(model: Any, args: argparse.Namespace) -> int:
         print(json.dumps(frame.to_dict(), indent=2))
     else:
         sys.stdout.write(render_text(frame))
-    return 0 if (frame.processes or frame.stale or frame.errors) else 1
+    return 0 if frame.processes else (2 if frame.errors else 1)
 
 
 def _stream_json(model: Any, args: argparse.Namespace) -> int:

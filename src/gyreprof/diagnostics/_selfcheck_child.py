@@ -133,7 +133,9 @@ def main(argv: list[str]) -> int:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name is not None and module_name.startswith(exc.name):
+            if exc.name is not None and (
+                exc.name == module_name or module_name.startswith(exc.name + ".")
+            ):
                 _emit(
                     events,
                     stage="error",

@@ -192,6 +192,7 @@ class _Sample:
     status: str | None
     threads: list[_procfs.ThreadSample]
     steps: int | None
+    events: int | None  # phase events of the live segment (moves within long steps)
     counters: dict[str, int]
     open_phase: str | None
     log_size: int | None
@@ -271,6 +272,11 @@ class _LiveProbe:
             import gyreprof.live as live
 
             self.reader = live.attach(pid)  # type: ignore[attr-defined,unused-ignore]
+            if getattr(self.reader, "stale", False):
+                # left by an earlier process that had this pid: not evidence about this one
+                self.reader.close()
+                self.reader = None
+                self.reason = "no gyreprof live segment (only a stale one of an earlier process)"
         except (ImportError, AttributeError):
             pass  # this build has no live layer
         except Exception as exc:  # LookupError / ValueError / OSError: no usable segment
@@ -278,22 +284,25 @@ class _LiveProbe:
             if detail:
                 self.reason = f"no gyreprof live segment ({detail})"
 
-    def read(self) -> tuple[int | None, dict[str, int], str | None]:
+    def read(self) -> tuple[int | None, dict[str, int], str | None, int | None]:
+        """(steps completed, counters, open phase, phase events) — Nones without a segment."""
         if self.reader is None:
-            return None, {}, None
+            return None, {}, None, None
         try:
             snap = self.reader.snapshot()
         except Exception as exc:  # a segment that vanished or is torn: no evidence, not a crash
             self.reason = f"the live segment could not be read ({exc})"
             self.close()
-            return None, {}, None
+            return None, {}, None, None
         steps = getattr(snap, "steps", None)
+        events = getattr(snap, "totals", {}).get("events")
         counters = getattr(snap, "counters", None) or {}
         phase = getattr(snap, "open_phase", None)
         return (
             int(steps) if steps is not None else None,
             {str(k): int(v) for k, v in dict(counters).items()},
             str(phase) if phase is not None else None,
+            int(events) if events is not None else None,
         )
 
     def close(self) -> None:
@@ -358,7 +367,7 @@ def _sample(
         cpu_s, num_threads, status = None, None, None
     if status == psutil.STATUS_ZOMBIE:
         raise _Gone
-    steps, counters, phase = live.read()
+    steps, counters, phase, events = live.read()
     size, mtime = _log_stat(log)
     return _Sample(
         t_s=time.monotonic() - t0,
@@ -367,6 +376,7 @@ def _sample(
         status=status,
         threads=_procfs.thread_samples(pid),
         steps=steps,
+        events=events,
         counters=counters,
         open_phase=phase,
         log_size=size,
@@ -568,13 +578,22 @@ def _classify(
     if first.steps is not None and last.steps is not None:
         source = "live"
         steps = (first.steps, last.steps)
-        progressed = last.steps > first.steps
         rate = (last.steps - first.steps) / wall_s
+        phases_moved = (
+            first.events is not None and last.events is not None and last.events > first.events
+        )
+        progressed = last.steps > first.steps or phases_moved
         where = f" (open phase {last.open_phase!r})" if last.open_phase else ""
-        if progressed:
+        if last.steps > first.steps:
             evidence.append(
                 f"live segment: step counter advanced {first.steps} -> {last.steps} "
                 f"in {wall_s:.1f} s ({rate:.1f} steps/s){where}"
+            )
+        elif phases_moved:
+            evidence.append(
+                f"live segment: no step completed in {wall_s:.1f} s, but phases did "
+                f"({first.events} -> {last.events} phase events){where}: steps are longer "
+                "than the interval; rerun with a longer --interval to see whole steps"
             )
         else:
             evidence.append(
@@ -701,7 +720,7 @@ def _classify(
         )
     wchan = _procfs.read_wchan(pid)
     if state == "blocked" and waits:
-        main = waits[0] if waits[0].tid == pid else None
+        main = next((w for w in waits if w.tid == pid), None)
         if main is not None:
             what = main.waits_on or (f"in {main.syscall}" if main.syscall else "waiting")
             chan = f" (kernel wait channel {main.wchan})" if main.wchan else ""

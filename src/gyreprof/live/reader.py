@@ -193,11 +193,11 @@ def clean(*, directory: str | os.PathLike[str] | None = None) -> list[LiveEntry]
     for e in list_segments(directory=directory):
         if not e.stale:
             continue
+        if e.error is not None and not e.path.is_file():
+            continue  # a directory or other object that only looks like a segment by name
         try:
             os.unlink(e.path)
-        except FileNotFoundError:
-            continue
-        except PermissionError:
+        except OSError:  # gone already, not ours to remove, not a file
             continue
         removed.append(e)
     return removed
@@ -459,6 +459,9 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
         if e.error and "permission denied" in e.error:
             raise PermissionError(e.error)
         raise ValueError(e.error or f"the live segment {e.path} is unreadable")
+    # a running process's own segment first; a stale one (a dead process that had this pid)
+    # only when nothing else is there
+    readable.sort(key=lambda e: not e.alive)
     return LiveReader(readable[0].path)
 
 
