@@ -40,6 +40,9 @@ def test_cpu_only_adds_nothing() -> None:
     prof = gp.Profiler(["fwd", "xfer"])
     timer = cuda_phase(prof, "fwd")
     assert timer is prof.phase("fwd")  # the profiler's own timer, no wrapper
+    # code written for a GPU box (device=local_rank) still runs on the CPU build
+    assert cuda_phase(prof, "fwd", device=0) is prof.phase("fwd")
+    assert synchronized(prof, device=0).lap is prof.lap
     sp = synchronized(prof)
     assert not sp.synchronizes
     assert sp.lap is prof.lap and sp.begin is prof.begin and sp.end is prof.end

@@ -381,3 +381,16 @@ def test_overlap_of_events_with_windows_matches_brute_force() -> None:
         )
         fast = _busy_before(es, dur, b) - _busy_before(es, dur, a)
         np.testing.assert_allclose(fast, brute, rtol=1e-9, atol=1e-3)
+
+
+def test_open_step_does_not_invent_a_spike() -> None:
+    """begin() without end(): the last, still-open step must not inflate its window."""
+    tp = gp.Profiler(["wait", "compute"])
+    for _ in range(102):
+        tp.begin()
+        tp.record("wait", 3_000_000)
+        tp.record("compute", 1_000_000)
+    # no tp.end(): step 102 is still open
+    rep = gp.wait_report(tp, window_steps=2, spike_factor=2.0)
+    assert rep.spikes == []
+    assert max(rep.window_ratios) == pytest.approx(min(rep.window_ratios))

@@ -38,6 +38,17 @@ def stop_check(
 ) -> tuple[str, str, int | float | None] | None:
     """(reason, detail, flat_from) when the sweep should stop after the last point."""
     cur = points[-1]
+    if memory_limit is not None and not cur.measured:
+        # a run that died (often the out-of-memory killer) after its process tree had
+        # crossed the limit: larger values would only die too
+        seen = max((r.rss_seen_bytes or 0 for r in cur.runs), default=0)
+        if seen > memory_limit:
+            return (
+                "memory_limit",
+                f"stopped at {param}={fmt_value(cur.value)}: the run failed after its processes "
+                f"reached {fmt_bytes(seen)}, above memory_limit={fmt_bytes(memory_limit)}",
+                None,
+            )
     if not cur.measured:
         return None
     if memory_limit is not None:

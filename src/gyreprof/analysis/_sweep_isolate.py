@@ -34,7 +34,7 @@ _EXIT_GRACE_S = 5.0  # a run that reported but does not exit is killed after thi
 _OUTPUT_TAIL = 2000  # characters of the run's own output kept with a failure
 
 _BOOTSTRAP = (
-    "import sys; sys.path.append({root!r}); "
+    "import sys; sys.path.insert(0, {root!r}); "
     "from gyreprof.analysis._sweep_worker import main; sys.exit(main(sys.argv[1:]))"
 )
 

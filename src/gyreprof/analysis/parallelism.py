@@ -769,8 +769,10 @@ def _count_findings(
                 )
                 msg += (
                     f". No process in the tree registered as {role!r}; it has {children}"
-                    f" ({listed}). Call gp.register_worker({role!r}) at worker start so the "
-                    "census can tell workers apart"
+                    f" ({listed}). Call gp.register_worker({role!r}, replace=True) at worker "
+                    "start (replace=True: an env built twice in one process, as SyncVectorEnv "
+                    "does, registers again instead of failing) so the census can tell workers "
+                    "apart"
                 )
             elif not unregistered and not registered:
                 msg += (

@@ -181,12 +181,14 @@ def _is_env_phase(name: str, env_phases: Sequence[str]) -> bool:
 
 
 def _cuda_in_use() -> bool:
-    """True when this process imported torch and CUDA is available (never imports torch)."""
+    """True when this process imported torch and initialised CUDA (never imports torch)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return False
     try:
-        return bool(torch.cuda.is_available())
+        # initialised, not merely available: the analysing process on a GPU machine may be
+        # looking at a CPU-only run
+        return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
     except Exception:  # noqa: BLE001 - a broken CUDA setup is "not in use" here
         return False
 

@@ -234,10 +234,10 @@ class WaitReport:
             f"wait report: trainer phases {w!r} (wait) and {c!r} (compute), "
             f"{self.steps} steady steps",
             f"wait ratio: {fmt_pct(self.ratio)} of the trainer's time is spent waiting "
-            f"(per step: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
+            f"(per call: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
             f"an infinitely fast sampler would make training at most "
             f"{fmt_gain(self.speedup_bound)}",
-            f"wait per step: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
+            f"wait per call: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
             f"p99 {fmt_ns(ws['p99'])}, max {fmt_ns(ws['max'])}",
         ]
         if self.window_ratios:
@@ -442,7 +442,16 @@ def _ring_windows(
             "Profiler(capacity=...) keeps more"
         )
     marked = bool((ev["phase"] == -1).any())
-    warm_end = max((int(r.stats_view()[19]) for r in prof.recorders), default=-1)
+    if marked:
+        # a step still open (a live run, or begin() without end()) would add its phases to
+        # the last window without counting the step: keep closed steps only
+        closed = np.unique(ev["step"][ev["phase"] == -1])
+        ev = ev[(ev["phase"] == -1) | np.isin(ev["step"], closed)]
+    from gyreprof._core import recorder as _rec
+
+    warm_end = max(
+        (int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in prof.recorders), default=-1
+    )
     warming = any(r.in_warmup_now for r in prof.recorders)
     if not marked:
         # No prof.begin(): one trainer step = one wait call and what follows it.
@@ -835,7 +844,7 @@ def wait_report(
         wait_phase=wait,
         compute_phase=compute,
         ratio=float(ratio),
-        steps=int(ws.count),
+        steps=int(summary.steps) if summary.steps > 0 else int(ws.count),
         wait_ns=float(wait_ns),
         compute_ns=float(compute_ns),
         wait_per_step=_percentile_dict(ws),

@@ -98,6 +98,10 @@ def _check_profiler(prof: object) -> None:
 def _sync_function(device: Any) -> Callable[[], None] | None:
     """``torch.cuda.synchronize`` bound to ``device``; None when CUDA is not available."""
     if device is not None:
+        if isinstance(device, int) and not isinstance(device, bool):
+            if device < 0:
+                raise ValueError(f"device index must be >= 0, got {device}")
+            device = f"cuda:{device}"  # torch.device(0) needs a CUDA build; this form does not
         try:
             dev = torch.device(device)
         except (RuntimeError, TypeError, ValueError) as exc:
