@@ -224,7 +224,7 @@ def test_unregistered_children_are_counted_by_label(registry: Path) -> None:
     with sampler(registry, "--no-env", "--sleepers", "2") as info:
         report = gp.check_parallelism(info["pid"], expected={"env_worker": 2})
         [count] = [f for f in report.details if f.kind == "count"]
-        assert "register_worker('env_worker')" in count.message
+        assert "register_worker('env_worker', replace=True)" in count.message
         assert "2 × sleep" in count.message
         by_label = gp.check_parallelism(info["pid"], expected={"sleep": 2})
         assert by_label.observed == {"sleep": 2}
