@@ -26,6 +26,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._subproc import request_stacks
 from gyreprof.analysis._sweep_runner import STAGE_WORDS, where_it_was
 
 _POLL_S = 0.1  # memory poll / wait granularity
@@ -246,23 +247,7 @@ def run_isolated(
             raise
         stacks: str | None = None
         if timed_out:
-            usr1 = getattr(signal, "SIGUSR1", None)
-            stacks_path = run_dir / "stacks.txt"
-            if usr1 is not None:
-                try:
-                    proc.send_signal(usr1)
-                except ProcessLookupError:
-                    pass
-                deadline = time.monotonic() + _STACK_WAIT_S
-                while time.monotonic() < deadline:
-                    if stacks_path.exists() and stacks_path.stat().st_size > 0:
-                        time.sleep(0.05)  # let faulthandler finish the dump
-                        break
-                    time.sleep(0.02)
-            try:
-                stacks = stacks_path.read_text(encoding="utf-8", errors="replace") or None
-            except OSError:
-                stacks = None
+            stacks = request_stacks(proc, run_dir / "stacks.txt", _STACK_WAIT_S)
         # the run is over (or abandoned): nothing it started may outlive it
         _kill_tree(proc.pid, known)
         rc = proc.wait()

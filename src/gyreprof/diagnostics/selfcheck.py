@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import gyreprof
+from gyreprof._subproc import request_stacks
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -251,28 +252,13 @@ def selfcheck(
             raise
         stacks: str | None = None
         if timed_out:
-            usr1 = getattr(signal, "SIGUSR1", None)
-            if usr1 is not None:
-                try:
-                    proc.send_signal(usr1)
-                except ProcessLookupError:
-                    pass
-                deadline = time.monotonic() + _STACK_WAIT_S
-                while time.monotonic() < deadline:
-                    if stacks_path.exists() and stacks_path.stat().st_size > 0:
-                        time.sleep(0.1)  # let faulthandler finish writing
-                        break
-                    time.sleep(0.02)
+            stacks = request_stacks(proc, stacks_path, _STACK_WAIT_S)
             _kill_group(proc, signal.SIGTERM)
             try:
                 proc.wait(timeout=_TERM_WAIT_S)
             except subprocess.TimeoutExpired:
                 _kill_group(proc, signal.SIGKILL)
                 proc.wait()
-            try:
-                stacks = stacks_path.read_text(encoding="utf-8", errors="replace") or None
-            except OSError:
-                stacks = None
         elapsed_s = time.monotonic() - t0
         if relay is not None:
             relay.join(_TERM_WAIT_S)
