@@ -51,7 +51,8 @@ HEADER_WORDS = 32
 
 cdef enum:
     # one 64-byte line per histogram: first value, steady count/sum/min/max,
-    # current-window count/sum/max
+    # current-window count/sum/max. The two counts are not maintained by the writer (the
+    # buckets hold them); readers fill them in from the buckets.
     C_HOT = 8
     C_HOT_FIRST = 0
     C_HOT_STAT = 1
@@ -316,9 +317,9 @@ cdef class Recorder:
             if d > st[2]:
                 st[2] = d
         else:
+            # no count is kept beside the buckets: readers add up the buckets
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
             st = hl + C_HOT_STAT
-            st[0] += 1
             st[1] += v
             if st[2] < 0 or d < st[2]:
                 st[2] = d
@@ -326,7 +327,6 @@ cdef class Recorder:
                 st[3] = d
         self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
         st = hl + C_HOT_WIN
-        st[0] += 1
         st[1] += v
         if d > st[2]:
             st[2] = d
@@ -508,7 +508,9 @@ cdef class Recorder:
         for h in range(nh):
             wc = self.hot + C_HOT * h + C_HOT_WIN
             cnt = self.wcounts + h * self.WL.counts_len
-            total = wc[0]
+            total = 0
+            for i in range(self.WL.counts_len):
+                total += cnt[i]
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 1] = wc[1]
             w[C_WIN_HEADER + C_WIN_FIELDS * h + 2] = wc[2]
