@@ -120,6 +120,103 @@ def count_of(result: Any) -> tuple[int, str]:
     return 1, "a single value"
 
 
+class _Failed(Exception):
+    """A self-check step failed: where, what to say, and the user's exception if any."""
+
+    def __init__(
+        self, where: str, error: str, exc: BaseException | None = None, **extra: Any
+    ) -> None:
+        super().__init__(error)
+        self.where, self.error, self.exc, self.extra = where, error, exc, extra
+
+
+def _import_factory(target: str) -> Any:
+    module_name, _, factory_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:
+        missing = getattr(exc, "name", None)
+        if (
+            isinstance(exc, ModuleNotFoundError)
+            and missing is not None
+            and (missing == module_name or module_name.startswith(missing + "."))
+        ):
+            raise _Failed(
+                "import",
+                f"cannot import module {module_name!r}: {exc} (is it on sys.path? "
+                "run from the folder that holds it, or set PYTHONPATH)",
+            ) from None
+        raise _Failed(
+            "import", f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", exc
+        ) from None
+    obj: Any = module
+    for part in factory_name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            public = sorted(n for n in dir(module) if not n.startswith("_"))
+            raise _Failed(
+                "import",
+                f"module {module_name!r} has no attribute {factory_name!r} "
+                f"(it has: {', '.join(public[:30]) or 'nothing public'})",
+            ) from None
+    if not callable(obj):
+        raise _Failed(
+            "import", f"{target} is an object of type {type(obj).__name__}, not a callable factory"
+        )
+    return obj
+
+
+def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
+    _emit(events, stage="build", t=time.monotonic())
+    t0 = time.perf_counter()
+    factory = _import_factory(target)
+    kwargs = json.loads(kwargs_json)
+    try:
+        sampler = factory(**kwargs)
+    except BaseException as exc:
+        raise _Failed(
+            "build", f"{target}(**{kwargs!r}) raised {type(exc).__name__}: {exc}", exc
+        ) from None
+    _emit(
+        events,
+        stage="built",
+        build_s=time.perf_counter() - t0,
+        sampler_type=_type_name(sampler),
+        endpoint=endpoint_of(sampler),
+    )
+    call = getattr(sampler, method, None) if method else sampler
+    if call is None or not callable(call):
+        public = sorted(
+            n for n in dir(sampler) if not n.startswith("_") and callable(getattr(sampler, n))
+        )
+        raise _Failed(
+            "call",
+            f"the sampler ({type(sampler).__name__}) has no method {method!r} "
+            f"(its methods: {', '.join(public[:30]) or 'none'}); pass --method NAME",
+        )
+    _emit(events, stage="call", method=method)
+    t1 = time.perf_counter()
+    try:
+        result = call()
+        count, how = count_of(result)
+    except BaseException as exc:
+        raise _Failed(
+            "call",
+            f"{method}() raised {type(exc).__name__}: {exc}",
+            exc,
+            call_s=time.perf_counter() - t1,
+        ) from None
+    _emit(
+        events,
+        stage="done",
+        call_s=time.perf_counter() - t1,
+        result_type=_type_name(result),
+        count=count,
+        counted_as=how,
+    )
+
+
 def main(argv: list[str]) -> int:
     events_path, stacks_path, target, method, kwargs_json = argv
     sys.path.insert(0, "")  # modules in the current folder, as with python -m
@@ -127,121 +224,16 @@ def main(argv: list[str]) -> int:
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
     with open(events_path, "a", encoding="utf-8") as events:
-        module_name, _, factory_name = target.partition(":")
-        _emit(events, stage="build", t=time.monotonic())
-        t0 = time.perf_counter()
         try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and (
-                exc.name == module_name or module_name.startswith(exc.name + ".")
-            ):
-                _emit(
-                    events,
-                    stage="error",
-                    where="import",
-                    error=f"cannot import module {module_name!r}: {exc} (is it on sys.path? "
-                    "run from the folder that holds it, or set PYTHONPATH)",
-                    traceback=None,
-                )
-                return 1
+            _check(events, target, method, kwargs_json)
+        except _Failed as f:
             _emit(
                 events,
                 stage="error",
-                where="import",
-                error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
-                traceback=_user_traceback(exc),
+                where=f.where,
+                **f.extra,
+                error=f.error,
+                traceback=_user_traceback(f.exc) if f.exc is not None else None,
             )
             return 1
-        except BaseException as exc:
-            _emit(
-                events,
-                stage="error",
-                where="import",
-                error=f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
-                traceback=_user_traceback(exc),
-            )
-            return 1
-        obj: Any = module
-        for part in factory_name.split("."):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                public = sorted(n for n in dir(module) if not n.startswith("_"))
-                _emit(
-                    events,
-                    stage="error",
-                    where="import",
-                    error=f"module {module_name!r} has no attribute {factory_name!r} "
-                    f"(it has: {', '.join(public[:30]) or 'nothing public'})",
-                    traceback=None,
-                )
-                return 1
-        if not callable(obj):
-            _emit(
-                events,
-                stage="error",
-                where="import",
-                error=f"{target} is an object of type {type(obj).__name__}, not a callable factory",
-                traceback=None,
-            )
-            return 1
-        kwargs = json.loads(kwargs_json)
-        try:
-            sampler = obj(**kwargs)
-        except BaseException as exc:
-            _emit(
-                events,
-                stage="error",
-                where="build",
-                error=f"{target}(**{kwargs!r}) raised {type(exc).__name__}: {exc}",
-                traceback=_user_traceback(exc),
-            )
-            return 1
-        build_s = time.perf_counter() - t0
-        _emit(
-            events,
-            stage="built",
-            build_s=build_s,
-            sampler_type=_type_name(sampler),
-            endpoint=endpoint_of(sampler),
-        )
-        call = getattr(sampler, method, None) if method else sampler
-        if call is None or not callable(call):
-            public = sorted(
-                n for n in dir(sampler) if not n.startswith("_") and callable(getattr(sampler, n))
-            )
-            _emit(
-                events,
-                stage="error",
-                where="call",
-                error=f"the sampler ({type(sampler).__name__}) has no method {method!r} "
-                f"(its methods: {', '.join(public[:30]) or 'none'}); pass --method NAME",
-                traceback=None,
-            )
-            return 1
-        _emit(events, stage="call", method=method)
-        t1 = time.perf_counter()
-        try:
-            result = call()
-            count, how = count_of(result)
-        except BaseException as exc:
-            _emit(
-                events,
-                stage="error",
-                where="call",
-                call_s=time.perf_counter() - t1,
-                error=f"{method}() raised {type(exc).__name__}: {exc}",
-                traceback=_user_traceback(exc),
-            )
-            return 1
-        call_s = time.perf_counter() - t1
-        _emit(
-            events,
-            stage="done",
-            call_s=call_s,
-            result_type=_type_name(result),
-            count=count,
-            counted_as=how,
-        )
     return 0
