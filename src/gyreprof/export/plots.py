@@ -254,6 +254,25 @@ def _shade_warmup(ax: Any, wins: list[Window], t0: int) -> None:
         ax.axvspan(a, b, color=_WARM_COLOR, alpha=0.25, lw=0, label="warm-up" if i == 0 else None)
 
 
+def _window_plot(
+    source: Any,
+    steps: int | None,
+    seconds: float | None,
+    phases: Sequence[str] | None,
+    ax: Any,
+    size_px: tuple[int, int],
+    dpi: int,
+) -> tuple[list[Window], list[str], Figure, Any, int]:
+    """What every per-window plot starts with: the windows, the phases to draw, the
+    axes, and the time origin (ns)."""
+    _mpl()
+    wins = windows_of(source, steps=steps, seconds=seconds)
+    _need_windows(wins)
+    names = _phase_names(wins, phases)
+    fig, ax = _setup_ax(ax, size_px, dpi)
+    return wins, names, fig, ax, min(w.start_ns for w in wins)
+
+
 def plot_windows(
     source: Any,
     path: str | os.PathLike[str] | None = None,
@@ -268,12 +287,7 @@ def plot_windows(
     title: str | None = "p50 (solid) and p99 (dashed) per window",
 ) -> Figure:
     """p50 and p99 per phase over time, one point per window, warm-up windows shaded."""
-    _mpl()
-    wins = windows_of(source, steps=steps, seconds=seconds)
-    _need_windows(wins)
-    names = _phase_names(wins, phases)
-    fig, ax = _setup_ax(ax, size_px, dpi)
-    t0 = min(w.start_ns for w in wins)
+    wins, names, fig, ax, t0 = _window_plot(source, steps, seconds, phases, ax, size_px, dpi)
     x = np.array([((w.start_ns + w.end_ns) / 2 - t0) / 1e9 for w in wins])
     vals = [
         v
@@ -335,12 +349,7 @@ def plot_shares(
     title: str | None = "Share of step time per window",
 ) -> Figure:
     """One stacked bar per window: each phase's share of step time (and the rest)."""
-    _mpl()
-    wins = windows_of(source, steps=steps, seconds=seconds)
-    _need_windows(wins)
-    names = _phase_names(wins, phases)
-    fig, ax = _setup_ax(ax, size_px, dpi)
-    t0 = min(w.start_ns for w in wins)
+    wins, names, fig, ax, t0 = _window_plot(source, steps, seconds, phases, ax, size_px, dpi)
     left = np.array([(w.start_ns - t0) / 1e9 for w in wins])
     width = np.array([max(w.end_ns - w.start_ns, 1) / 1e9 for w in wins])
     shares = np.array([_shares(w, names) for w in wins])  # windows x phases
