@@ -22,16 +22,21 @@ def fmt_ns(value: float | int | None) -> str:
     return f"{v / 1e9:.3g} s"
 
 
-def fmt_rate(value: float) -> str:
-    """A rate per second: '950/s', '12.1k/s', '3.4M/s'."""
-    if value is None or math.isnan(value):
+def fmt_count(x: float | None) -> str:
+    """A count without unit: 950, 12.1k, 3.4M, 1.2G ('-' for None or NaN)."""
+    if x is None or math.isnan(x):
         return "-"
-    a = abs(value)
-    if a >= 1e6:
-        return f"{value / 1e6:.3g}M/s"
-    if a >= 1e3:
-        return f"{value / 1e3:.3g}k/s"
-    return f"{value:.3g}/s"
+    a = abs(x)
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{x / div:.3g}{suffix}"
+    return f"{x:.3g}"
+
+
+def fmt_rate(value: float | None) -> str:
+    """A rate per second: '950/s', '12.1k/s', '3.4M/s'."""
+    text = fmt_count(value)
+    return text if text == "-" else text + "/s"
 
 
 def fmt_pct(fraction: float) -> str:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._format import fmt_ns, fmt_pct, text_table
+from gyreprof._format import fmt_count, fmt_ns, fmt_pct, text_table
 
 if TYPE_CHECKING:
     from gyreprof.analysis._sweep_result import SweepPoint, SweepResult
@@ -28,20 +28,6 @@ def fmt_value(v: Any) -> str:
     if isinstance(v, str):
         return repr(v)
     return str(v)
-
-
-def fmt_count(x: float) -> str:
-    """A count or rate without unit: 950, 12.1k, 3.4M."""
-    if x is None or math.isnan(x):
-        return "-"
-    a = abs(x)
-    if a >= 1e9:
-        return f"{x / 1e9:.3g}G"
-    if a >= 1e6:
-        return f"{x / 1e6:.3g}M"
-    if a >= 1e3:
-        return f"{x / 1e3:.3g}k"
-    return f"{x:.3g}"
 
 
 _UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
