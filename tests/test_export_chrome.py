@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -15,6 +13,8 @@ import pytest
 import gyreprof as gp
 from gyreprof.export import chrome_trace, load_events, save_events
 from gyreprof.export.chrome import validate_trace
+
+from conftest import run_cli
 
 
 def _run_loop(prof: gp.Profiler, steps: int) -> None:
@@ -174,23 +174,7 @@ def test_events_file_roundtrip_and_cli(prof: gp.Profiler, tmp_path: Path) -> Non
     assert len(_x_events(from_file)) == len(_x_events(live))
 
     out = tmp_path / "cli.json"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gyreprof.cli",
-            "export",
-            str(path),
-            "--format",
-            "chrome",
-            "-o",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(path), "--format", "chrome", "-o", str(out), "--json", timeout=60)
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     assert info["format"] == "chrome" and info["bytes"] == out.stat().st_size
@@ -203,12 +187,7 @@ def test_snapshot_file_is_refused_with_a_hint(prof: gp.Profiler, tmp_path: Path)
         chrome_trace(snap)
     with pytest.raises(ValueError, match="raw events"):
         chrome_trace(prof.summary())  # type: ignore[arg-type]
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "export", str(snap), "-f", "chrome"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(snap), "-f", "chrome", timeout=60)
     assert r.returncode == 2
     assert "save_events" in r.stderr and "Traceback" not in r.stderr
 
@@ -238,19 +217,9 @@ def test_bad_input(tmp_path: Path) -> None:
         chrome_trace(p, chunk_events=0)
     with pytest.raises(TypeError, match="Profiler"):
         save_events(p.summary(), tmp_path / "x.npz")  # type: ignore[arg-type]
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "export", str(tmp_path / "nope"), "-f", "chrome"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(tmp_path / "nope"), "-f", "chrome", timeout=60)
     assert r.returncode == 2 and "no such file" in r.stderr
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "export", str(junk), "-f", "perfetto"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(junk), "-f", "perfetto", timeout=60)
     assert r.returncode == 2 and "invalid choice" in r.stderr
 
 

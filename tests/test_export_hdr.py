@@ -6,8 +6,6 @@ import base64
 import io
 import math
 import struct
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -27,6 +25,8 @@ from gyreprof.export import (
     parse_hdr_log,
     read_hdr_log,
 )
+
+from conftest import run_cli
 
 HOUR_NS = 3_600_000_000_000
 L = int(layout_info()["counts_len"])
@@ -201,13 +201,7 @@ def test_intervals_cut_from_the_ring(tmp_path: Path) -> None:
 def test_cli_hdrlog(tmp_path: Path) -> None:
     snap = _recorded().snapshot().save(tmp_path / "run.snap")
     out = tmp_path / "out.hlog"
-    cli = [sys.executable, "-m", "gyreprof.cli", "export"]
-    r = subprocess.run(
-        [*cli, str(snap), "--format", "hdrlog", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(snap), "--format", "hdrlog", "-o", str(out), timeout=60)
     assert r.returncode == 0, r.stderr
     assert read_hdr_log(out).histogram("env").total_count == 10_000
     p = gp.Profiler(["a"])
@@ -216,20 +210,12 @@ def test_cli_hdrlog(tmp_path: Path) -> None:
         p.lap(0)
     p.end()
     ev = gp.export.save_events(p, tmp_path / "run.npz")
-    r = subprocess.run(
-        [*cli, str(ev), "-f", "hdrlog", "--interval-s", "0.5", "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    r = run_cli(
+        "export", str(ev), "-f", "hdrlog", "--interval-s", "0.5", "-o", str(out), timeout=60
     )
     assert r.returncode == 0, r.stderr
     assert read_hdr_log(out).histogram("a").total_count == 50
-    r = subprocess.run(
-        [*cli, str(snap), "-f", "openmetrics", "--interval-s", "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(snap), "-f", "openmetrics", "--interval-s", "1", timeout=60)
     assert r.returncode == 2 and "--interval-s applies to --format hdrlog" in r.stderr
 
 
@@ -313,12 +299,7 @@ def test_bad_logs_raise_value_error(tmp_path: Path) -> None:
         parse_hdr_log(good).histogram("nope")
     with pytest.raises(ValueError, match="nothing to export"):
         hdr_log(gp.Profiler(["env"]))
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "export", str(notlog), "-f", "hdrlog"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(notlog), "-f", "hdrlog", timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 

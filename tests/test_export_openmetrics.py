@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +16,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 import gyreprof as gp
 from gyreprof.export import GyreprofCollector, bucket_counts, default_buckets_s, openmetrics
+
+from conftest import run_cli
 
 RNG = np.random.default_rng(7)
 ENV_NS = RNG.lognormal(mean=math.log(200_000), sigma=0.6, size=3000).astype(np.int64)
@@ -212,20 +212,13 @@ def test_collector_takes_a_fresh_snapshot_per_scrape() -> None:
 def test_cli_openmetrics_to_stdout(tmp_path: Path) -> None:
     p = _recorded()
     snap = p.snapshot().save(tmp_path / "run.snap")
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gyreprof.cli",
-            "export",
-            str(snap),
-            "--format",
-            "openmetrics",
-            "--buckets",
-            "0.00001,0.0001,0.001",
-        ],
-        capture_output=True,
-        text=True,
+    r = run_cli(
+        "export",
+        str(snap),
+        "--format",
+        "openmetrics",
+        "--buckets",
+        "0.00001,0.0001,0.001",
         timeout=60,
     )
     assert r.returncode == 0, r.stderr
@@ -236,22 +229,7 @@ def test_cli_openmetrics_to_stdout(tmp_path: Path) -> None:
         1e-3,
         math.inf,
     ]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gyreprof.cli",
-            "export",
-            str(snap),
-            "-f",
-            "openmetrics",
-            "--buckets",
-            "a,b",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli("export", str(snap), "-f", "openmetrics", "--buckets", "a,b", timeout=60)
     assert r.returncode == 2 and "--buckets" in r.stderr
 
 
@@ -300,23 +278,8 @@ def test_cli_metrics_json_has_no_nan(tmp_path: Path) -> None:
     p.end()
     snap = p.snapshot().save(tmp_path / "run.snap")
     out = tmp_path / "m.json"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gyreprof.cli",
-            "export",
-            str(snap),
-            "-f",
-            "metrics",
-            "--prefix",
-            "run/",
-            "-o",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    r = run_cli(
+        "export", str(snap), "-f", "metrics", "--prefix", "run/", "-o", str(out), timeout=60
     )
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())  # strict JSON: NaN became null

@@ -7,7 +7,6 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +17,8 @@ pytest.importorskip("matplotlib", reason="the HTML report needs the plot extra (
 
 import gyreprof as gp  # noqa: E402
 from gyreprof.export import html_report  # noqa: E402
+
+from conftest import run_cli
 
 _BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -100,12 +101,7 @@ def test_from_saved_files_and_cli(prof: gp.Profiler, tmp_path: Path) -> None:
     text = html_report(js, size_px=(400, 300))
     assert isinstance(text, str) and text.count("data:image/png;base64,") == 3
     out = tmp_path / "cli.html"
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "report", str(snap), "--html", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = run_cli("report", str(snap), "--html", str(out), "--json", timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.lstrip().startswith("{")  # --json output stays clean; notes go to stderr
     assert "wrote" in r.stderr

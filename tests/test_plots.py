@@ -20,6 +20,8 @@ from gyreprof.export import (  # noqa: E402
     plot_windows,
 )
 
+from conftest import run_cli
+
 
 def _png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
@@ -116,28 +118,12 @@ def test_snapshot_and_summary_files(prof: gp.Profiler, tmp_path: Path) -> None:
 def test_cli_report_plot(prof: gp.Profiler, tmp_path: Path) -> None:
     snap = prof.snapshot().save(tmp_path / "run.snap")
     out = tmp_path / "cli.png"
-    r = subprocess.run(
-        [sys.executable, "-m", "gyreprof.cli", "report", str(snap), "--plot", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = run_cli("report", str(snap), "--plot", str(out), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "steady steps" in r.stdout
     assert _png_size(out) == (1200, 1500)
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gyreprof.cli",
-            "report",
-            str(snap),
-            "--plot",
-            str(tmp_path / "no" / "such" / "dir.png"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    r = run_cli(
+        "report", str(snap), "--plot", str(tmp_path / "no" / "such" / "dir.png"), timeout=60
     )
     assert r.returncode == 2 and "does not exist" in r.stderr
 
