@@ -663,3 +663,25 @@ def test_a_factory_that_mutates_a_fixed_setting_is_caught_and_contained() -> Non
         "batch_size=2: the sampler changed setting config in place ({'lr': 1.0} -> {'lr': 4.0})"
         in text
     )
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_samples_per_s_counts_time_inside_steady_calls_only(isolate: bool) -> None:
+    """A 0.4 s build and two 0.1 s first calls must not dilute a 5 ms-per-call rate."""
+    r = gp.sweep(
+        "sweep_samplers.timed:make_sleeper",
+        "batch_size",
+        [4],
+        steps=20,
+        warmup=2,
+        repeats=1,
+        isolate=isolate,
+        progress=False,
+    )
+    run = r.points[0].runs[0]
+    assert run.status == "ok", run.error
+    # 20 steady calls of >= 5 ms each; wide upper bound for a loaded machine
+    assert 0.1 <= run.sample_time_ns / 1e9 < 0.4
+    assert run.wall_s - run.sample_time_ns / 1e9 > 0.5  # build + warm-up stayed outside
+    assert 4 * 20 / 0.4 < run.samples_per_s <= 4 / 0.005  # at most the sleep-bound rate
+    assert run.warmup["first_ns"] >= 100e6 > 10 * run.call["p50_ns"]
