@@ -180,7 +180,12 @@ def test_intervals_cut_from_the_ring(tmp_path: Path) -> None:
         p.lap(0)
         p.lap(1)
     p.end()
-    log = parse_hdr_log(hdr_log(p, interval_s=0.001))  # type: ignore[arg-type]
+    # Cut the run into intervals a quarter of its own span long, so the test holds on a
+    # machine of any speed (a fixed 1 ms interval failed where 300 steps took < 1 ms).
+    ev = p.events()
+    span_s = int((ev["start_ns"] + ev["duration_ns"]).max() - ev["start_ns"].min()) / 1e9
+    interval_s = span_s / 4
+    log = parse_hdr_log(hdr_log(p, interval_s=interval_s))  # type: ignore[arg-type]
     assert len({iv.start_s for iv in log}) >= 2
     starts = [iv.start_s for iv in log]
     assert starts == sorted(starts)
@@ -191,7 +196,7 @@ def test_intervals_cut_from_the_ring(tmp_path: Path) -> None:
         hdr_log(p.snapshot(), interval_s=1.0)
     # an events file holds the ring: intervals work from it later
     ef = gp.export.save_events(p, tmp_path / "run.npz")
-    again = parse_hdr_log(hdr_log(ef, interval_s=0.001))  # type: ignore[arg-type]
+    again = parse_hdr_log(hdr_log(ef, interval_s=interval_s))  # type: ignore[arg-type]
     assert again.histogram("a").total_count == s.phases["a"].count
     assert again.start_time_s is not None  # the file kept the wall-clock mapping
     with pytest.raises(ValueError, match="interval_s"):
