@@ -23,14 +23,14 @@ import psutil
 import pytest
 
 import gyreprof as gp
-from gyreprof.analysis import _parallel_registry as registry_mod
-from gyreprof.analysis._parallel_cpu import cgroup_quota_cores, cpu_limits, parse_cpu_max
 from gyreprof.analysis.parallelism import (
     Census,
     ParallelismReport,
     ThroughputComparison,
     unregister_worker,
 )
+from gyreprof.analysis.parallelism import registry as registry_mod
+from gyreprof.analysis.parallelism.cpu import cgroup_quota_cores, cpu_limits, parse_cpu_max
 from gyreprof.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
