@@ -28,6 +28,7 @@ from gyreprof.analysis.parallelism._text import (
     fmt_bytes,
     fmt_cpu,
     fmt_pids,
+    plural,
     shorten,
     span,
     table,
@@ -46,6 +47,12 @@ class ProcessInfo:
     ``cpu_percent`` is per-core percent (100 = one core busy; above 100 for
     multi-threaded work) over the census interval, or over the process's
     lifetime when the census was taken with ``interval_s=0``.
+
+    ``worker`` is the registration of a worker process. ``main_envs`` is the
+    registration of a process that built envs of a role but is not one of its
+    workers: the main process of an ``AsyncVectorEnv`` (one env, to read the
+    spaces) or of a ``SyncVectorEnv`` (all envs, run inline). Its
+    ``registrations`` is the number of envs built there.
     """
 
     pid: int
@@ -62,6 +69,7 @@ class ProcessInfo:
     error: str | None = None
     # gyreprof live segments this process publishes: "name: phases, N steps"
     live: tuple[str, ...] = ()
+    main_envs: WorkerRecord | None = None
 
     @property
     def role(self) -> str | None:
@@ -97,6 +105,11 @@ class ProcessInfo:
             "worker": self.worker.to_dict() if self.worker is not None else None,
             "error": self.error,
             "live": list(self.live),
+            "main_envs": (
+                {"role": self.main_envs.role, "envs": self.main_envs.registrations}
+                if self.main_envs is not None
+                else None
+            ),
         }
 
 
@@ -221,6 +234,34 @@ class Census:
             p for p in self.processes if p.worker is not None and (role is None or p.role == role)
         ]
 
+    def main_envs(self) -> dict[str, int]:
+        """Role -> envs built in main processes (not workers), for roles that have any."""
+        out: dict[str, int] = {}
+        for p in self.processes:
+            if p.main_envs is not None:
+                out[p.main_envs.role] = out.get(p.main_envs.role, 0) + p.main_envs.registrations
+        return out
+
+    def describe_role(self, role: str) -> str:
+        """``4 env_worker processes (pids ...), and 1 env built in the main process`` style."""
+        workers = [p for p in self.workers(role) if p.status != psutil.STATUS_ZOMBIE]
+        mains = [p for p in self.processes if p.main_envs is not None and p.main_envs.role == role]
+        if workers:
+            text = f"{plural(len(workers), role + ' process', role + ' processes')} "
+            text += f"(pids {fmt_pids([p.pid for p in workers])})"
+            envs = sum(p.worker.registrations for p in workers if p.worker is not None)
+            if envs != len(workers):
+                text += f" with {plural(envs, 'env')}"
+        else:
+            text = f"no {role} worker processes"
+        if mains:
+            envs = sum(p.main_envs.registrations for p in mains if p.main_envs is not None)
+            where = "the main process" if len(mains) == 1 else f"{len(mains)} main processes"
+            text += ", and " if workers else "; "
+            text += f"{plural(envs, 'env')} built in {where} "
+            text += f"(pid{'s' if len(mains) > 1 else ''} {fmt_pids([p.pid for p in mains])})"
+        return text
+
     def groups(self) -> list[ProcessGroup]:
         """Processes grouped by role, or by command when unregistered; largest group first."""
         buckets: dict[tuple[str, str | None], list[ProcessInfo]] = {}
@@ -263,6 +304,7 @@ class Census:
             "num_processes": len(self.processes),
             "num_threads": sum(p.num_threads or 0 for p in self.processes),
             "roles": self.roles(),
+            "main_envs": self.main_envs(),
             "groups": [g.to_dict() for g in self.groups()],
             "processes": [p.to_dict() for p in self.processes],
             "vanished": list(self.vanished),
@@ -301,7 +343,7 @@ class Census:
                 [
                     str(p.pid),
                     "?" if p.ppid is None else str(p.ppid),
-                    p.role or "-",
+                    _role_cell(p),
                     p.status or "?",
                     "?" if p.num_threads is None else str(p.num_threads),
                     fmt_cpu(p.cpu_percent),
@@ -310,6 +352,8 @@ class Census:
                 ]
             )
         lines += table(rows, right={0, 1, 4, 5, 6})
+        for role in sorted(self.main_envs()):
+            lines.append(f"  {role}: {self.describe_role(role)}")
         for p in self.processes:
             for seg in p.live:
                 lines.append(f"  live gyreprof segment of pid {p.pid}: {seg}")
@@ -475,7 +519,7 @@ def census(
         infos.append(info)
     if pid in vanished:
         notes.append(f"pid {pid} itself exited during the census")
-    infos = _with_live_segments(infos, notes)
+    infos = _split_main_envs(_with_live_segments(infos, notes))
     return Census(
         pid=pid,
         processes=tuple(infos),
@@ -514,3 +558,51 @@ def _with_live_segments(infos: list[ProcessInfo], notes: list[str]) -> list[Proc
             desc += f" (unreadable: {exc})"
         found.setdefault(e.pid, []).append(desc)
     return [replace(p, live=tuple(found[p.pid])) if p.pid in found else p for p in infos]
+
+
+def _role_cell(p: ProcessInfo) -> str:
+    if p.role is not None:
+        return p.role
+    if p.main_envs is not None:
+        return f"main ({plural(p.main_envs.registrations, p.main_envs.role + ' env')})"
+    return "-"
+
+
+def _ancestors(pid: int, parents: dict[int, int | None]) -> list[int]:
+    """Pids above ``pid`` within the census, nearest first."""
+    out: list[int] = []
+    seen = {pid}
+    up = parents.get(pid)
+    while up is not None and up in parents and up not in seen:
+        out.append(up)
+        seen.add(up)
+        up = parents.get(up)
+    return out
+
+
+def _split_main_envs(infos: list[ProcessInfo]) -> list[ProcessInfo]:
+    """Tell the main process of a role's workers apart from the workers.
+
+    A registered process with a descendant registered under the same role is
+    their main process (``AsyncVectorEnv`` builds one env in the parent before
+    it starts the workers). A process that built several envs of a role no
+    other process holds, and is not a multiprocessing child, runs them inline
+    (``SyncVectorEnv``): no worker processes. Either way its registration moves
+    from ``worker`` to ``main_envs``. One registration in a process alone is a
+    worker (a learner, or a one-env sampler).
+    """
+    parents = {p.pid: p.ppid for p in infos}
+    holders: dict[str, list[ProcessInfo]] = {}
+    for p in infos:
+        if p.worker is not None:
+            holders.setdefault(p.worker.role, []).append(p)
+    mains: set[int] = set()
+    for procs in holders.values():
+        pids = {p.pid for p in procs}
+        for p in procs:
+            mains.update(a for a in _ancestors(p.pid, parents) if a in pids)
+        if len(procs) == 1:
+            only = procs[0].worker
+            if only is not None and only.registrations > 1 and only.process_name is None:
+                mains.add(procs[0].pid)
+    return [replace(p, worker=None, main_envs=p.worker) if p.pid in mains else p for p in infos]

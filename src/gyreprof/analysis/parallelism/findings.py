@@ -34,9 +34,10 @@ class Finding:
     """One problem found by ``check_parallelism``.
 
     ``kind`` is one of ``"count"`` (expected vs observed workers), ``"config"``
-    (intended vs read config), ``"oversubscription"``, ``"idle"`` (workers that
-    used no CPU while sampled), ``"registry"`` (nothing registered to compare
-    against). ``data`` holds the numbers behind ``message``.
+    (intended vs read config), ``"inline"`` (envs of a role built in the main
+    process, no worker process: ``SyncVectorEnv``), ``"oversubscription"``,
+    ``"idle"`` (workers that used no CPU while sampled), ``"registry"``
+    (nothing registered to compare against). ``data`` holds the numbers behind ``message``.
     """
 
     kind: str
@@ -52,7 +53,9 @@ class ParallelismReport:
     """Result of ``check_parallelism``: ``ok`` when nothing was found.
 
     ``observed`` maps each role (expected or registered) to the number of
-    processes seen with it; ``findings`` lists plain-words problems (``details``
+    worker processes seen with it (envs built in the main process are not
+    worker processes: ``main_envs`` maps role to their count, and
+    :meth:`describe` says both); ``findings`` lists plain-words problems (``details``
     has them with their kind and numbers); ``notes`` holds things worth knowing
     that are not problems (processes that exited during the check, fields that
     could not be read). ``threads_total`` is the sum of threads per worker used
@@ -71,6 +74,7 @@ class ParallelismReport:
     threads_total: int | None
     threads_per_worker: dict[int, tuple[int, str]]
     census: Census
+    main_envs: dict[str, int] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[str]:
@@ -81,6 +85,17 @@ class ParallelismReport:
     def exit_code(self) -> int:
         """0 when ok, 1 when there are findings (2 is the CLI's usage error)."""
         return 0 if self.ok else 1
+
+    def describe(self, role: str) -> str:
+        """What was seen of ``role`` in plain words.
+
+        For example ``4 env_worker processes (pids ...), and 1 env built in the
+        main process (pid ...)``, or ``no env_worker worker processes; 4 envs
+        built in the main process (pid ...)`` for a ``SyncVectorEnv``.
+        """
+        if role in self.census.roles() or role in self.main_envs:
+            return self.census.describe_role(role)
+        return plural(self.observed.get(role, 0), "process", "processes")
 
     def kinds(self) -> set[str]:
         """The kinds of findings present (``"count"``, ``"config"``, ...)."""
@@ -103,6 +118,8 @@ class ParallelismReport:
                 str(pid): {"threads": n, "source": src}
                 for pid, (n, src) in self.threads_per_worker.items()
             },
+            "main_envs": self.main_envs,
+            "roles": {role: self.describe(role) for role in self.observed},
             "census": self.census.to_dict(),
         }
 
@@ -117,9 +134,9 @@ class ParallelismReport:
         roles = sorted(set(self.expected) | set(self.observed))
         for role in roles:
             want = self.expected.get(role)
-            got = self.observed.get(role, 0)
             lines.append(
-                f"  {role}: {got} process(es)" + (f", {want} expected" if want is not None else "")
+                f"  {role}: {self.describe(role)}"
+                + (f"; {want} expected" if want is not None else "")
             )
         if self.threads_total is not None:
             lines.append(
@@ -186,9 +203,9 @@ def _validate_intended(config: Mapping[str, Any] | None) -> dict[str, Any]:
 def _count_findings(
     c: Census, expected: dict[str, int], observed: dict[str, int], matched: dict[str, list[int]]
 ) -> list[Finding]:
+    """Expected against observed worker processes, per role; inline envs without workers."""
     findings: list[Finding] = []
-    registered = c.workers()
-    unregistered = [p for p in c.processes if p.worker is None and p.pid != c.pid]
+    main_envs = c.main_envs()
     for role, want in expected.items():
         got = observed.get(role, 0)
         if got == want:
@@ -196,59 +213,89 @@ def _count_findings(
         pids = matched.get(role, [])
         data: dict[str, Any] = {"role": role, "expected": want, "observed": got, "pids": pids}
         were = "was" if want == 1 else "were"
-        msg = f"{role}: {plural(got, 'process', 'processes')} where {want} {were} expected"
-        if got == 0 and want > 0:
-            if not registered and unregistered:
-                groups = Counter(p.label for p in unregistered)
-                listed = ", ".join(f"{n} × {label}" for label, n in groups.most_common())
-                children = plural(
-                    len(unregistered), "unregistered child process", "unregistered child processes"
-                )
-                msg += (
-                    f". No process in the tree registered as {role!r}; it has {children}"
-                    f" ({listed}). Call gp.register_worker({role!r}, replace=True) at worker "
-                    "start (replace=True: an env built twice in one process, as SyncVectorEnv "
-                    "does, registers again instead of failing) so the census can tell workers "
-                    "apart"
-                )
-            elif not unregistered and not registered:
-                msg += (
-                    f": the tree of pid {c.pid} is a single process, so no worker processes "
-                    "were ever started (a synchronous backend, or num_workers=0)"
-                )
-            else:
-                seen = ", ".join(f"{r} ({n})" for r, n in sorted(c.roles().items())) or "none"
-                msg += f"; registered roles in the tree: {seen}"
-                if unregistered:
-                    msg += (
-                        f"; {len(unregistered)} other child process(es) did not register "
-                        f"(pids {fmt_pids([p.pid for p in unregistered])})"
-                    )
-        elif got < want:
-            inline = [
-                p for p in c.workers(role) if p.worker is not None and p.worker.registrations > 1
-            ]
-            if inline:
-                p = inline[0]
-                assert p.worker is not None
-                msg += (
-                    f"; pid {p.pid} registered as {role!r} {p.worker.registrations} times: "
-                    "those workers run inline in one process (a synchronous backend such as "
-                    "SyncVectorEnv, or a worker-count setting that never reached the launcher)"
-                )
-                data["inline_registrations"] = {
-                    str(q.pid): q.worker.registrations for q in inline if q.worker is not None
-                }
-            else:
-                msg += f" (pids {fmt_pids(pids)})"
-            if c.vanished:
-                msg += (
-                    f"; {plural(len(c.vanished), 'process', 'processes')} exited during the check"
-                )
+        if got == 0 and role in main_envs:
+            data["main_envs"] = main_envs[role]
+            msg = f"{role}: no worker processes where {want} {were} expected; " + _inline(c, role)
         else:
-            msg += f" (pids {fmt_pids(pids)}): more workers than configured"
+            msg = f"{role}: {plural(got, 'process', 'processes')} where {want} {were} expected"
+            if got == 0 and want > 0:
+                msg += _none_found(c, role)
+            elif got < want:
+                msg += _too_few(c, role, pids, data)
+            else:
+                msg += f" (pids {fmt_pids(pids)}): more workers than configured"
         findings.append(Finding("count", msg, data))
+    for role, envs in sorted(main_envs.items()):
+        if role not in expected and not c.workers(role) and envs > 1:
+            msg = f"{role}: no worker processes; " + _inline(c, role)
+            findings.append(Finding("inline", msg, {"role": role, "main_envs": envs}))
     return findings
+
+
+def _inline(c: Census, role: str) -> str:
+    """Why envs built in the main process, with no worker process, are not parallel."""
+    mains = [p.pid for p in c.processes if p.main_envs is not None and p.main_envs.role == role]
+    envs = c.main_envs().get(role, 0)
+    return (
+        f"{plural(envs, 'env')} built in the main process (pid {fmt_pids(mains)}) run there "
+        "one after another (a synchronous vector env such as SyncVectorEnv or DummyVecEnv, or "
+        "a worker-count setting that never reached the launcher); AsyncVectorEnv or "
+        "SubprocVecEnv runs them in worker processes"
+    )
+
+
+def _none_found(c: Census, role: str) -> str:
+    """No process holds ``role``: what the tree holds instead."""
+    registered = c.workers()
+    unregistered = [
+        p for p in c.processes if p.worker is None and p.main_envs is None and p.pid != c.pid
+    ]
+    if not registered and unregistered:
+        groups = Counter(p.label for p in unregistered)
+        listed = ", ".join(f"{n} × {label}" for label, n in groups.most_common())
+        children = plural(
+            len(unregistered), "unregistered child process", "unregistered child processes"
+        )
+        return (
+            f". No process in the tree registered as {role!r}; it has {children}"
+            f" ({listed}). Call gp.register_worker({role!r}) at worker start (in the env "
+            "factory is fine: an env built in the main process is told apart from the "
+            "workers) so the census can tell workers apart"
+        )
+    if not unregistered and not registered:
+        return (
+            f": the tree of pid {c.pid} is a single process, so no worker processes "
+            "were ever started (a synchronous backend, or num_workers=0)"
+        )
+    seen = ", ".join(f"{r} ({n})" for r, n in sorted(c.roles().items())) or "none"
+    msg = f"; registered roles in the tree: {seen}"
+    if unregistered:
+        msg += (
+            f"; {len(unregistered)} other child process(es) did not register "
+            f"(pids {fmt_pids([p.pid for p in unregistered])})"
+        )
+    return msg
+
+
+def _too_few(c: Census, role: str, pids: list[int], data: dict[str, Any]) -> str:
+    """Some workers of ``role`` but fewer than expected: several envs per process, or exits."""
+    inline = [p for p in c.workers(role) if p.worker is not None and p.worker.registrations > 1]
+    if inline:
+        p = inline[0]
+        assert p.worker is not None
+        msg = (
+            f"; pid {p.pid} built {p.worker.registrations} {role!r} envs: those run inline "
+            "in one process (a synchronous backend, or a worker-count setting that never "
+            "reached the launcher)"
+        )
+        data["inline_registrations"] = {
+            str(q.pid): q.worker.registrations for q in inline if q.worker is not None
+        }
+    else:
+        msg = f" (pids {fmt_pids(pids)})"
+    if c.vanished:
+        msg += f"; {plural(len(c.vanished), 'process', 'processes')} exited during the check"
+    return msg
 
 
 def _config_findings(
@@ -450,30 +497,9 @@ def check_parallelism(
     )
 
     full = c
-    # Zombies have exited: they are not workers any more, whatever they registered.
-    zombies = [p for p in c.processes if p.status == psutil.STATUS_ZOMBIE]
-    if zombies:
-        dead = {z.pid for z in zombies}
-        c = replace(c, processes=tuple(p for p in c.processes if p.pid not in dead))
-
-    observed: dict[str, int] = dict(c.roles())
-    matched: dict[str, list[int]] = {r: [p.pid for p in c.workers(r)] for r in observed}
-    for role in expected_:
-        if role in observed:
-            continue
-        by_label = [p for p in c.processes if p.worker is None and p.label == role]
-        observed[role] = len(by_label)
-        matched[role] = [p.pid for p in by_label]
-
-    # The processes the config, thread and idle checks look at.
-    if expected_:
-        wanted = {pid_ for role in expected_ for pid_ in matched.get(role, [])}
-        workers = [p for p in c.processes if p.pid in wanted]
-    elif c.workers():
-        workers = c.workers()
-    else:
-        workers = [p for p in c.processes if p.pid != c.pid]
-
+    c, zombies = _without_zombies(c)
+    observed, matched = _observe(c, expected_)
+    workers = _checked_workers(c, expected_, matched)
     per_worker = _threads_per_worker(workers)
     details: list[Finding] = []
     details += _count_findings(c, expected_, observed, matched)
@@ -481,14 +507,7 @@ def check_parallelism(
     details += _oversubscription_findings(c, workers, per_worker, float(max_threads_per_core))
     details += _idle_findings(c, workers)
 
-    notes = list(c.notes)
-    if c.vanished:
-        notes.insert(0, f"exited during the check: pids {fmt_pids(c.vanished)}")
-    for z in zombies:
-        notes.append(
-            f"pid {z.pid} ({z.label}) has exited and is not yet reaped by its parent "
-            f"(pid {z.ppid}); not counted"
-        )
+    notes = _notes(c, zombies)
     return ParallelismReport(
         pid=c.pid,
         ok=not details,
@@ -501,4 +520,60 @@ def check_parallelism(
         threads_total=sum(n for n, _ in per_worker.values()) if per_worker else None,
         threads_per_worker=per_worker,
         census=full,
+        main_envs=c.main_envs(),
     )
+
+
+def _without_zombies(c: Census) -> tuple[Census, list[ProcessInfo]]:
+    """Zombies have exited: they are not workers any more, whatever they registered."""
+    zombies = [p for p in c.processes if p.status == psutil.STATUS_ZOMBIE]
+    if not zombies:
+        return c, []
+    dead = {z.pid for z in zombies}
+    return replace(c, processes=tuple(p for p in c.processes if p.pid not in dead)), zombies
+
+
+def _observe(c: Census, expected: dict[str, int]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Role -> worker process count, and role -> their pids.
+
+    Registered roles count worker processes (a role whose envs were all built
+    in the main process counts 0); an expected role nobody registered is
+    matched against the command labels of unregistered processes.
+    """
+    observed: dict[str, int] = dict(c.roles())
+    for role in c.main_envs():
+        observed.setdefault(role, 0)
+    matched: dict[str, list[int]] = {r: [p.pid for p in c.workers(r)] for r in observed}
+    for role in expected:
+        if role in observed:
+            continue
+        by_label = [
+            p for p in c.processes if p.worker is None and p.main_envs is None and p.label == role
+        ]
+        observed[role] = len(by_label)
+        matched[role] = [p.pid for p in by_label]
+    return observed, matched
+
+
+def _checked_workers(
+    c: Census, expected: dict[str, int], matched: dict[str, list[int]]
+) -> list[ProcessInfo]:
+    """The processes the config, thread and idle checks look at."""
+    if expected:
+        wanted = {pid for role in expected for pid in matched.get(role, [])}
+        return [p for p in c.processes if p.pid in wanted]
+    if c.workers():
+        return c.workers()
+    return [p for p in c.processes if p.pid != c.pid]
+
+
+def _notes(c: Census, zombies: list[ProcessInfo]) -> list[str]:
+    notes = list(c.notes)
+    if c.vanished:
+        notes.insert(0, f"exited during the check: pids {fmt_pids(c.vanished)}")
+    for z in zombies:
+        notes.append(
+            f"pid {z.pid} ({z.label}) has exited and is not yet reaped by its parent "
+            f"(pid {z.ppid}); not counted"
+        )
+    return notes
