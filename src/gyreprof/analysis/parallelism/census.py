@@ -470,39 +470,11 @@ def census(
     interval_s = check_seconds("interval_s", interval_s)
     directory = registry_dir(registry)
     notes: list[str] = []
-    try:
-        root = psutil.Process(pid)
-        limits = cpu_limits(pid)
-    except psutil.NoSuchProcess:
-        raise ProcessLookupError(
-            f"no process with pid {pid}: it does not exist or has already exited"
-        ) from None
-    try:
-        children = root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        raise ProcessLookupError(f"process {pid} exited as the census started") from None
-    except psutil.AccessDenied:
-        children = []
-        notes.append(f"access denied listing the children of pid {pid}; only pid {pid} is shown")
-    procs: list[psutil.Process] = [root, *children]
-
+    procs, limits = _tree(pid, notes)
     vanished: list[int] = []
-    before: dict[int, float | None] = {}
-    create_times: dict[int, float] = {}
-    for proc in procs:
-        scratch: list[str] = []
-        try:
-            with proc.oneshot():
-                before[proc.pid] = _cpu_seconds(proc, scratch) if interval_s > 0 else None
-                ct = _read_field(proc, "create_time", scratch)
-        except _Vanished:
-            vanished.append(proc.pid)
-            continue
-        if ct is not None:
-            create_times[proc.pid] = float(ct)
+    before, create_times = _first_reading(procs, interval_s, vanished)
     if interval_s > 0:
         time.sleep(interval_s)
-
     workers, problems = read_registry(create_times, directory)
     notes.extend(problems)
     infos: list[ProcessInfo] = []
@@ -530,6 +502,45 @@ def census(
         vanished=tuple(vanished),
         notes=tuple(notes),
     )
+
+
+def _tree(pid: int, notes: list[str]) -> tuple[list[psutil.Process], CpuLimits]:
+    """``pid`` and its descendants, and the CPU limits of ``pid``."""
+    try:
+        root = psutil.Process(pid)
+        limits = cpu_limits(pid)
+    except psutil.NoSuchProcess:
+        raise ProcessLookupError(
+            f"no process with pid {pid}: it does not exist or has already exited"
+        ) from None
+    try:
+        children = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        raise ProcessLookupError(f"process {pid} exited as the census started") from None
+    except psutil.AccessDenied:
+        children = []
+        notes.append(f"access denied listing the children of pid {pid}; only pid {pid} is shown")
+    return [root, *children], limits
+
+
+def _first_reading(
+    procs: list[psutil.Process], interval_s: float, vanished: list[int]
+) -> tuple[dict[int, float | None], dict[int, float]]:
+    """(CPU seconds before the interval, start time) per pid; exited pids go to ``vanished``."""
+    before: dict[int, float | None] = {}
+    create_times: dict[int, float] = {}
+    for proc in procs:
+        scratch: list[str] = []
+        try:
+            with proc.oneshot():
+                before[proc.pid] = _cpu_seconds(proc, scratch) if interval_s > 0 else None
+                ct = _read_field(proc, "create_time", scratch)
+        except _Vanished:
+            vanished.append(proc.pid)
+            continue
+        if ct is not None:
+            create_times[proc.pid] = float(ct)
+    return before, create_times
 
 
 def _with_live_segments(infos: list[ProcessInfo], notes: list[str]) -> list[ProcessInfo]:

@@ -146,31 +146,7 @@ def compare_throughput(
         ok = change > tolerance
     else:  # fewer workers: a drop is expected; no drop means the removed ones did nothing
         ok = change < -tolerance
-    figures = f"{rate_a:,.0f}→{rate_b:,.0f} ({change:+.0%})"
-    what = f"{phase} steps/s"
-    if wa == wb:
-        msg = f"same worker count ({wa}); {what} {figures}"
-    elif not changed:
-        msg = (
-            f"changed the worker count {wa}→{wb}, {what} did not move: {figures}; "
-            f"linear scaling would give {rate_a * wb / wa:,.0f} — the extra workers do no useful "
-            "work (check `gyreprof check PID`: fewer worker processes than configured, "
-            "oversubscribed cores, or a bottleneck outside the workers)"
-        )
-    elif (change > 0) == (wb > wa):
-        assert efficiency is not None
-        msg = (
-            f"changed the worker count {wa}→{wb}: {what} {figures}, "
-            f"{efficiency:.0%} of linear scaling"
-        )
-    else:
-        msg = (
-            f"changed the worker count {wa}→{wb}: {what} moved the wrong way, {figures} — "
-            "more workers made it slower (oversubscription or inter-process overhead)"
-            if wb > wa
-            else f"changed the worker count {wa}→{wb}: {what} rose, {figures} — the removed "
-            "workers were costing throughput"
-        )
+    msg = _message(phase, wa, wb, rate_a, rate_b, changed)
     if loop_a is not None and loop_b is not None:
         msg += f"; whole loop {loop_a:,.0f}→{loop_b:,.0f} env steps/s ({loop_b / loop_a - 1:+.0%})"
     return ThroughputComparison(
@@ -187,3 +163,34 @@ def compare_throughput(
         loop_steps_per_s=(loop_a, loop_b),
         message=msg,
     )
+
+
+def _message(phase: str, wa: int, wb: int, rate_a: float, rate_b: float, changed: bool) -> str:
+    """The plain-words verdict on the rates at two worker counts."""
+    change = rate_b / rate_a - 1.0
+    efficiency = (rate_b / rate_a) / (wb / wa) if wa != wb else None
+    figures = f"{rate_a:,.0f}→{rate_b:,.0f} ({change:+.0%})"
+    what = f"{phase} steps/s"
+    if wa == wb:
+        return f"same worker count ({wa}); {what} {figures}"
+    elif not changed:
+        return (
+            f"changed the worker count {wa}→{wb}, {what} did not move: {figures}; "
+            f"linear scaling would give {rate_a * wb / wa:,.0f} — the extra workers do no useful "
+            "work (check `gyreprof check PID`: fewer worker processes than configured, "
+            "oversubscribed cores, or a bottleneck outside the workers)"
+        )
+    elif (change > 0) == (wb > wa):
+        assert efficiency is not None
+        return (
+            f"changed the worker count {wa}→{wb}: {what} {figures}, "
+            f"{efficiency:.0%} of linear scaling"
+        )
+    else:
+        return (
+            f"changed the worker count {wa}→{wb}: {what} moved the wrong way, {figures} — "
+            "more workers made it slower (oversubscription or inter-process overhead)"
+            if wb > wa
+            else f"changed the worker count {wa}→{wb}: {what} rose, {figures} — the removed "
+            "workers were costing throughput"
+        )
