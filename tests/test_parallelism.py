@@ -419,6 +419,12 @@ def test_real_sync_vector_env_in_this_process(
         [count] = [f for f in report.details if f.kind == "count"]
         assert "env_worker: no worker processes where 4 were expected" in count.message
         assert "4 envs built in the main process" in count.message
+        # With no worker process, the config the envs read in the main process is compared.
+        same = gp.check_parallelism(os.getpid(), config={"env_id": "CartPole-v1"})
+        assert "config" not in same.kinds() and "registry" not in same.kinds()
+        other = gp.check_parallelism(os.getpid(), config={"env_id": "Pendulum-v1"})
+        [config] = [f for f in other.details if f.kind == "config"]
+        assert config.data["pids"] == [os.getpid()] and config.data["actual"] == "CartPole-v1"
     finally:
         env.close()
         unregister_worker(reg)

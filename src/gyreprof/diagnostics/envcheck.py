@@ -311,37 +311,7 @@ def _add_requirement_line(
     """One requirement-file line (already stripped of comments) into ``out``."""
     text = _ENV_VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), text)
     if text.startswith("-"):
-        option, value = _split_option(text)
-        if option in ("-r", "--requirement", "-c", "--constraint"):
-            if not value:
-                out.errors.append(DeclarationError(source, text, f"{option} needs a file name"))
-                return
-            include = Path(value).expanduser()
-            if not include.is_absolute():
-                include = base / include
-            _parse_requirements_file(
-                include, out, constraint=option in ("-c", "--constraint"), source=source
-            )
-            return
-        if option in ("-e", "--editable"):
-            egg = _EGG.search(value)
-            if egg:
-                _add_requirement_line(egg.group(1), source, base, out, constraint)
-                out.declared[-1].note = f"editable install of {value}: only presence is checked"
-            else:
-                out.declared.append(
-                    _Declared(
-                        text=text,
-                        source=source,
-                        note="editable install without #egg=NAME: not checked",
-                    )
-                )
-            return
-        if option in _IGNORED_OPTIONS:
-            return
-        out.errors.append(
-            DeclarationError(source, text, f"unknown option {option!r} in a requirements file")
-        )
+        _add_option_line(text, source, base, out, constraint)
         return
     text = _PER_REQUIREMENT_OPTION.sub("", text).strip()
     try:
@@ -368,6 +338,40 @@ def _add_requirement_line(
     out.declared.append(
         _Declared(text=text, source=source, requirement=req, constraint=constraint, note=note)
     )
+
+
+def _add_option_line(text: str, source: str, base: Path, out: _Collected, constraint: bool) -> None:
+    """An option line: ``-r``/``-c`` includes, ``-e`` editables; index options are ignored."""
+    option, value = _split_option(text)
+    if option in ("-r", "--requirement", "-c", "--constraint"):
+        if not value:
+            out.errors.append(DeclarationError(source, text, f"{option} needs a file name"))
+            return
+        include = Path(value).expanduser()
+        if not include.is_absolute():
+            include = base / include
+        _parse_requirements_file(
+            include, out, constraint=option in ("-c", "--constraint"), source=source
+        )
+        return
+    if option in ("-e", "--editable"):
+        egg = _EGG.search(value)
+        if egg:
+            _add_requirement_line(egg.group(1), source, base, out, constraint)
+            out.declared[-1].note = f"editable install of {value}: only presence is checked"
+        else:
+            out.declared.append(
+                _Declared(
+                    text=text,
+                    source=source,
+                    note="editable install without #egg=NAME: not checked",
+                )
+            )
+        return
+    if option not in _IGNORED_OPTIONS:
+        out.errors.append(
+            DeclarationError(source, text, f"unknown option {option!r} in a requirements file")
+        )
 
 
 def _parse_requirements_file(

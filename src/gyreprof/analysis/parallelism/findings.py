@@ -21,7 +21,7 @@ import psutil
 
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
-from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS
+from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
 
 __all__ = ["Finding", "ParallelismReport", "check_parallelism"]
 
@@ -301,10 +301,18 @@ def _too_few(c: Census, role: str, pids: list[int], data: dict[str, Any]) -> str
 def _config_findings(
     c: Census, workers: list[ProcessInfo], intended: dict[str, Any]
 ) -> list[Finding]:
+    """Intended config against what each registered worker read.
+
+    With no worker process registered, the registrations of envs built in
+    the main process (``SyncVectorEnv``) are compared instead: that is where
+    those envs read their settings.
+    """
     if not intended:
         return []
-    registered = [p for p in workers if p.worker is not None]
-    if not registered:
+    records = [p.worker for p in workers if p.worker is not None]
+    if not records:
+        records = [p.main_envs for p in c.processes if p.main_envs is not None]
+    if not records:
         return [
             Finding(
                 "registry",
@@ -314,52 +322,61 @@ def _config_findings(
                 {"keys": sorted(intended)},
             )
         ]
+    roles = sorted({r.role for r in records})
+    total = len(records)
+    who = f"{total} {'/'.join(roles)} {'process' if total == 1 else 'processes'}"
     findings: list[Finding] = []
     for key, want in intended.items():
-        missing: list[int] = []
-        wrong: dict[Any, list[tuple[int, Any]]] = {}
-        for p in registered:
-            assert p.worker is not None
-            found, value = p.worker.lookup(key)
-            if not found:
-                missing.append(p.pid)
-            elif _canon(value) != _canon(want):
-                wrong.setdefault(_canon(value), []).append((p.pid, value))
-        roles = sorted({p.role for p in registered if p.role is not None})
-        total = len(registered)
-        who = f"{total} {'/'.join(roles)} {'process' if total == 1 else 'processes'}"
-        for entries in wrong.values():
-            pids = [pid for pid, _ in entries]
-            value = entries[0][1]
-            findings.append(
-                Finding(
-                    "config",
-                    f"{key}: intended {want!r}, but {len(pids)} of {who} run with {value!r} "
-                    f"(pids {fmt_pids(pids)}) — the setting did not reach them (overridden "
-                    "upstream, a different key read, or set after the workers started)",
-                    {"key": key, "intended": want, "actual": value, "pids": pids},
-                )
+        findings += _config_key_findings(key, want, records, who)
+    return findings
+
+
+def _config_key_findings(
+    key: str, want: Any, records: list[WorkerRecord], who: str
+) -> list[Finding]:
+    """One config key: the workers running with another value, and those that never read it."""
+    missing: list[int] = []
+    wrong: dict[Any, list[tuple[int, Any]]] = {}
+    for record in records:
+        found, value = record.lookup(key)
+        if not found:
+            missing.append(record.pid)
+        elif _canon(value) != _canon(want):
+            wrong.setdefault(_canon(value), []).append((record.pid, value))
+    findings: list[Finding] = []
+    for entries in wrong.values():
+        pids = [pid for pid, _ in entries]
+        value = entries[0][1]
+        findings.append(
+            Finding(
+                "config",
+                f"{key}: intended {want!r}, but {len(pids)} of {who} run with {value!r} "
+                f"(pids {fmt_pids(pids)}) — the setting did not reach them (overridden "
+                "upstream, a different key read, or set after the workers started)",
+                {"key": key, "intended": want, "actual": value, "pids": pids},
             )
-        if missing:
-            if key in THREAD_ENV_VARS:
-                detail = (
-                    f"it is not set in {len(missing)} of {who} (pids {fmt_pids(missing)}), so "
-                    "their libraries use their default (usually one thread per core) — set it "
-                    "in the environment the workers start with"
-                )
-            else:
-                detail = (
-                    f"{len(missing)} of {who} never read it (pids {fmt_pids(missing)}; not in "
-                    "their registered config or thread settings) — a wrong key name, or the "
-                    "setting never reaches the worker"
-                )
-            findings.append(
-                Finding(
-                    "config",
-                    f"{key}: intended {want!r}, but {detail}",
-                    {"key": key, "intended": want, "actual": None, "pids": missing},
-                )
-            )
+        )
+    if not missing:
+        return findings
+    if key in THREAD_ENV_VARS:
+        detail = (
+            f"it is not set in {len(missing)} of {who} (pids {fmt_pids(missing)}), so "
+            "their libraries use their default (usually one thread per core) — set it "
+            "in the environment the workers start with"
+        )
+    else:
+        detail = (
+            f"{len(missing)} of {who} never read it (pids {fmt_pids(missing)}; not in "
+            "their registered config or thread settings) — a wrong key name, or the "
+            "setting never reaches the worker"
+        )
+    findings.append(
+        Finding(
+            "config",
+            f"{key}: intended {want!r}, but {detail}",
+            {"key": key, "intended": want, "actual": None, "pids": missing},
+        )
+    )
     return findings
 
 

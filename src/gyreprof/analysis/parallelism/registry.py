@@ -64,6 +64,16 @@ _atexit_installed: set[tuple[int, str]] = set()
 _register_lock = threading.Lock()
 
 
+def _fresh_lock_in_child() -> None:
+    """A child forked while another thread held the lock gets one that is free."""
+    global _register_lock
+    _register_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
 def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
     """The registry directory: ``path``, else ``$GYREPROF_REGISTRY_DIR``, else a per-user temp dir.
 
