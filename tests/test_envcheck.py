@@ -8,6 +8,9 @@ requirement of its own, so those paths are tested without installing anything.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from importlib import metadata
 from pathlib import Path
@@ -23,7 +26,6 @@ from gyreprof.diagnostics.envcheck import (
     STATUS_UNCHECKED,
     STATUS_VERSION,
     EnvReport,
-    _yaml_subset_dependencies,
     envcheck,
 )
 
@@ -236,27 +238,58 @@ def test_conda_environment_pip_section_and_python_pin(tmp_path: Path) -> None:
     assert any("conda package(s)" in n for n in report.notes)
 
 
-def test_yaml_subset_reader() -> None:
-    conda, pip = _yaml_subset_dependencies(
-        textwrap.dedent(
-            """
-            name: x
-            dependencies:
-              - numpy=1.26  # conda
-              - 'pip'
-              - pip:
-                  - torch==2.1.0
-                  - "gymnasium>=0.29"
-              - python>=3.10
-            variables:
-              - not-a-dependency
-            """
-        )
+def test_environment_yml_read_by_yaml_safe_load(tmp_path: Path) -> None:
+    """Flow lists, quoted items, anchors: whatever YAML allows, not a hand-written subset."""
+    env = _write(
+        tmp_path / "environment.yml",
+        f"""
+        name: x
+        base: &pins ["numpy=={NUMPY}"]
+        dependencies:
+          - 'pip'
+          - pip: *pins
+          - python>=3.0
+        variables:
+          - gyreprof-not-a-dependency
+        """,
     )
-    assert conda == ["numpy=1.26", "pip", "python>=3.10"]
-    assert pip == ["torch==2.1.0", "gymnasium>=0.29"]
-    conda, pip = _yaml_subset_dependencies("dependencies:\n- a\n- pip: [b>=1, 'c']\n")
-    assert conda == ["a"] and pip == ["b>=1", "c"]
+    report = envcheck(env, broken=False)
+    by = _by_name(report)
+    assert sorted(by) == ["numpy", "python"]
+    assert by["numpy"][0].status == STATUS_OK and by["python"][0].status == STATUS_OK
+    bad = _write(tmp_path / "environment.yaml", "dependencies: [a\n  - b: !!python/object x\n")
+    report = envcheck(bad, broken=False)
+    assert report.exit_code == 2 and "invalid YAML" in report.errors[0].message
+    unsafe = _write(
+        tmp_path / "env-unsafe.yml", "dependencies:\n  - !!python/object/apply:os.getcwd []\n"
+    )
+    report = envcheck(unsafe, broken=False)  # the safe loader refuses to build objects
+    assert report.exit_code == 2 and "invalid YAML" in report.errors[0].message
+
+
+@pytest.mark.parametrize(("blocked", "named"), [("yaml", "pyyaml"), ("packaging", "packaging")])
+def test_missing_extra_is_named_with_the_install_hint_before_any_work(
+    tmp_path: Path, blocked: str, named: str
+) -> None:
+    """A real interpreter in which the library cannot be imported (sys.modules[name] = None)."""
+    code = (
+        "import sys\n"
+        f"sys.modules[{blocked!r}] = None\n"
+        "from gyreprof.cli import main\n"
+        # a folder that does not exist: the extras message must come before any reading
+        f"sys.exit(main(['envcheck', {str(tmp_path / 'nowhere')!r}]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")},
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert f"gyreprof envcheck needs {named}" in out.stderr
+    assert 'pip install "gyreprof[envcheck]"' in out.stderr
+    assert "Traceback" not in out.stderr and "nowhere" not in out.stderr
 
 
 def test_broken_installed_requirements_like_pip_check(tmp_path: Path, fake_site: Path) -> None:

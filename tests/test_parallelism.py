@@ -23,14 +23,14 @@ import psutil
 import pytest
 
 import gyreprof as gp
-from gyreprof.analysis import _parallel_registry as registry_mod
-from gyreprof.analysis._parallel_cpu import cgroup_quota_cores, cpu_limits, parse_cpu_max
 from gyreprof.analysis.parallelism import (
     Census,
     ParallelismReport,
     ThroughputComparison,
     unregister_worker,
 )
+from gyreprof.analysis.parallelism import registry as registry_mod
+from gyreprof.analysis.parallelism.cpu import cgroup_quota_cores, cpu_limits, parse_cpu_max
 from gyreprof.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
@@ -135,7 +135,10 @@ def test_async_vector_env_found_as_four_workers(async_oversubscribed: dict[str, 
     assert c.roles() == {"env_worker": 4}
     assert sorted(p.pid for p in c.workers("env_worker")) == sorted(info["workers"])
     root = c.root
-    assert root is not None and root.role is None  # the parent's dummy env unregistered
+    # The env AsyncVectorEnv builds in the parent to read the spaces: not a fifth worker.
+    assert root is not None and root.role is None and root.worker is None
+    assert root.main_envs is not None and root.main_envs.registrations == 1
+    assert c.main_envs() == {"env_worker": 1}
     group = next(g for g in c.groups() if g.role == "env_worker")
     assert group.count == 4
     assert group.process_name == "Worker<AsyncVectorEnv>"
@@ -151,18 +154,34 @@ def test_async_vector_env_found_as_four_workers(async_oversubscribed: dict[str, 
     report = gp.check_parallelism(info["pid"], expected={"env_worker": 4})
     assert isinstance(report, ParallelismReport)
     assert report.observed["env_worker"] == 4
-    assert "count" not in report.kinds()
+    assert report.main_envs == {"env_worker": 1}
+    assert "count" not in report.kinds() and "inline" not in report.kinds()
+    pids = ", ".join(str(p) for p in sorted(info["workers"]))
+    assert report.describe("env_worker") == (
+        f"4 env_worker processes (pids {pids}), and 1 env built in the main process "
+        f"(pid {info['pid']})"
+    )
+    assert "4 env_worker processes (pids" in str(report)
 
 
-def test_sync_vector_env_flagged_as_one_process(sync4: dict[str, Any]) -> None:
-    report = gp.check_parallelism(sync4["pid"], expected={"env_worker": 4})
+def test_sync_vector_env_flagged_as_no_worker_processes(sync4: dict[str, Any]) -> None:
+    # register_worker ran 4 times in one process (once per env): no error, 4 envs counted.
+    c = gp.census(sync4["pid"], interval_s=0)
+    assert c.roles() == {} and c.main_envs() == {"env_worker": 4}
+    report = gp.check_parallelism(sync4["pid"], expected={"env_worker": 4}, census_result=c)
     assert not report.ok and report.exit_code == 1
-    assert report.observed == {"env_worker": 1}
+    assert report.observed == {"env_worker": 0} and report.main_envs == {"env_worker": 4}
     [count] = [f for f in report.details if f.kind == "count"]
-    assert "1 process where 4 were expected" in count.message
-    assert "4 times" in count.message  # the 4 envs were built inline in one process
-    assert count.data["observed"] == 1 and count.data["expected"] == 4
-    assert "1 process where 4 were expected" in str(report)
+    assert "no worker processes where 4 were expected" in count.message
+    assert f"4 envs built in the main process (pid {sync4['pid']})" in count.message
+    assert count.data["observed"] == 0 and count.data["main_envs"] == 4
+    assert report.describe("env_worker") == (
+        f"no env_worker worker processes; 4 envs built in the main process (pid {sync4['pid']})"
+    )
+    # Flagged without being told what to expect, too.
+    unasked = gp.check_parallelism(sync4["pid"], census_result=c)
+    [inline] = unasked.details
+    assert inline.kind == "inline" and "env_worker: no worker processes" in inline.message
 
 
 def test_thread_settings_different_from_intended_flagged(
@@ -224,7 +243,7 @@ def test_unregistered_children_are_counted_by_label(registry: Path) -> None:
     with sampler(registry, "--no-env", "--sleepers", "2") as info:
         report = gp.check_parallelism(info["pid"], expected={"env_worker": 2})
         [count] = [f for f in report.details if f.kind == "count"]
-        assert "register_worker('env_worker', replace=True)" in count.message
+        assert "gp.register_worker('env_worker')" in count.message
         assert "2 × sleep" in count.message
         by_label = gp.check_parallelism(info["pid"], expected={"sleep": 2})
         assert by_label.observed == {"sleep": 2}
@@ -321,17 +340,21 @@ def test_bad_check_arguments() -> None:
 # --------------------------------------------------------------------------- registration
 
 
-def test_register_twice_and_replace(tmp_path: Path) -> None:
+def test_register_again_counts_one_more_env(tmp_path: Path) -> None:
     reg = tmp_path / "reg"
     try:
         first = gp.register_worker("learner", registry=reg, lr=3e-4, layers=[64, 64])
         assert first.pid == os.getpid() and first.registrations == 1
         assert json.loads((reg / f"{os.getpid()}.json").read_text())["role"] == "learner"
-        with pytest.raises(RuntimeError, match="already registered as worker role 'learner'"):
-            gp.register_worker("learner", registry=reg)
-        again = gp.register_worker("learner", registry=reg, replace=True, lr=1e-3)
+        c = gp.census(os.getpid(), interval_s=0, registry=reg)
+        assert c.roles() == {"learner": 1}  # registered once, alone: a process with that role
+        again = gp.register_worker("learner", registry=reg, lr=1e-3)  # never an error
         assert again.registrations == 2 and again.config == {"lr": 1e-3}
-        other = gp.register_worker("actor", registry=reg, replace=True)
+        c = gp.census(os.getpid(), interval_s=0, registry=reg)
+        assert c.roles() == {} and c.main_envs() == {"learner": 2}  # two built inline
+        old_style = gp.register_worker("learner", registry=reg, replace=True)
+        assert old_style.registrations == 3
+        other = gp.register_worker("actor", registry=reg)
         assert other.registrations == 1
         c = gp.census(os.getpid(), interval_s=0, registry=reg)
         assert c.roles() == {"actor": 1}
@@ -339,6 +362,72 @@ def test_register_twice_and_replace(tmp_path: Path) -> None:
         unregister_worker(reg)
     assert not (reg / f"{os.getpid()}.json").exists()
     assert unregister_worker(reg) is False
+
+
+def _registering_factory(role: str) -> Any:
+    """The env factory a user writes: register_worker inside it, nothing else."""
+    import gymnasium
+
+    def make() -> Any:
+        gp.register_worker(role, env_id="CartPole-v1")
+        return gymnasium.make("CartPole-v1")
+
+    return make
+
+
+def test_real_async_vector_env_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AsyncVectorEnv(4): the naive count is 5 (the parent builds one env to read the spaces)."""
+    gymnasium = pytest.importorskip("gymnasium")
+    reg = tmp_path / "reg"
+    monkeypatch.setenv("GYREPROF_REGISTRY_DIR", str(reg))  # the forked workers inherit it
+    env = gymnasium.vector.AsyncVectorEnv([_registering_factory("env_worker")] * 4, context="fork")
+    try:
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        workers = sorted(p.pid for p in env.processes)
+        report = gp.check_parallelism(os.getpid(), expected={"env_worker": 4})
+        assert report.observed["env_worker"] == 4, str(report)
+        assert report.main_envs == {"env_worker": 1}
+        assert "count" not in report.kinds() and "inline" not in report.kinds()
+        assert sorted(p.pid for p in report.census.workers("env_worker")) == workers
+        assert report.describe("env_worker") == (
+            f"4 env_worker processes (pids {', '.join(map(str, workers))}), and 1 env built "
+            f"in the main process (pid {os.getpid()})"
+        )
+        # Expecting 5 (the naive count) is reported as one too many expected.
+        five = gp.check_parallelism(os.getpid(), expected={"env_worker": 5})
+        assert five.observed["env_worker"] == 4 and "count" in five.kinds()
+    finally:
+        env.close()
+        unregister_worker(reg)
+
+
+def test_real_sync_vector_env_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SyncVectorEnv(4): four calls in one process, no exception, no worker processes."""
+    gymnasium = pytest.importorskip("gymnasium")
+    reg = tmp_path / "reg"
+    monkeypatch.setenv("GYREPROF_REGISTRY_DIR", str(reg))
+    env = gymnasium.vector.SyncVectorEnv([_registering_factory("env_worker")] * 4)
+    try:
+        env.reset(seed=0)
+        report = gp.check_parallelism(os.getpid(), expected={"env_worker": 4})
+        assert report.observed["env_worker"] == 0 and report.main_envs == {"env_worker": 4}
+        [count] = [f for f in report.details if f.kind == "count"]
+        assert "env_worker: no worker processes where 4 were expected" in count.message
+        assert "4 envs built in the main process" in count.message
+        # With no worker process, the config the envs read in the main process is compared.
+        same = gp.check_parallelism(os.getpid(), config={"env_id": "CartPole-v1"})
+        assert "config" not in same.kinds() and "registry" not in same.kinds()
+        other = gp.check_parallelism(os.getpid(), config={"env_id": "Pendulum-v1"})
+        [config] = [f for f in other.details if f.kind == "config"]
+        assert config.data["pids"] == [os.getpid()] and config.data["actual"] == "CartPole-v1"
+    finally:
+        env.close()
+        unregister_worker(reg)
 
 
 @pytest.mark.parametrize(
@@ -583,8 +672,9 @@ def test_cli_check_exit_codes(
     code = cli_main(["check", str(sync4["pid"]), "--expect", "env_worker=4", "--json"])
     assert code == 1
     data = json.loads(capsys.readouterr().out)
-    assert data["ok"] is False and data["observed"] == {"env_worker": 1}
-    assert any("where 4 were expected" in f for f in data["findings"])
+    assert data["ok"] is False and data["observed"] == {"env_worker": 0}
+    assert data["main_envs"] == {"env_worker": 4}
+    assert any("no worker processes where 4 were expected" in f for f in data["findings"])
     # The same through a fresh interpreter, as a script would run it.
     out = subprocess.run(
         [sys.executable, "-m", "gyreprof", "check", str(sync4["pid"]), "--expect", "env_worker=4"],
@@ -594,7 +684,8 @@ def test_cli_check_exit_codes(
         timeout=60,
     )
     assert out.returncode == 1, out.stderr
-    assert "1 process where 4 were expected" in out.stdout
+    assert "no worker processes where 4 were expected" in out.stdout
+    assert "4 envs built in the main process" in out.stdout
     if CPUS >= 2:
         args = ["check", str(async_clean["pid"]), "--expect", "env_worker=2"]
         assert cli_main([*args, "--config", "num_threads=1", "--config", "OMP_NUM_THREADS=1"]) == 0

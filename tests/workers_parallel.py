@@ -22,15 +22,17 @@ from typing import Any
 
 import gymnasium
 
-from gyreprof.analysis.parallelism import register_worker, unregister_worker
+from gyreprof.analysis.parallelism import register_worker
 
 
 class RegisteringEnv(gymnasium.Wrapper):  # type: ignore[type-arg]
-    """Registers the process it is built in as a worker; unregisters on close.
+    """Registers the process it is built in as a worker, as the README tells users to.
 
-    ``AsyncVectorEnv`` builds one env in the parent to read its spaces and
-    closes it again, so unregistering on close keeps the parent out of the
-    worker count.
+    Nothing else: no unregistering on close, no special case. ``AsyncVectorEnv``
+    builds one env in the parent to read the spaces (the census must count it
+    as an env built in the main process, not a fifth worker) and
+    ``SyncVectorEnv`` builds all four in one process (the second call must not
+    raise).
     """
 
     def __init__(
@@ -42,11 +44,7 @@ class RegisteringEnv(gymnasium.Wrapper):  # type: ignore[type-arg]
 
             # Keep the limiter alive: the pools stay at this size in this process.
             self._limits = threadpoolctl.threadpool_limits(blas)
-        register_worker(role, replace=True, **config)
-
-    def close(self) -> None:
-        unregister_worker()
-        super().close()
+        register_worker(role, **config)
 
 
 def _make(role: str, config: dict[str, Any], blas: int | None) -> Any:

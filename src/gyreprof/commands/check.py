@@ -49,7 +49,9 @@ def register(subparsers: Any) -> None:
             "(--config, also thread variables such as OMP_NUM_THREADS), threads per worker "
             "against the cores the job may use (CPU affinity and cgroup quota), and, with "
             "--sample, workers that use no CPU. Workers report their role and config with "
-            "gyreprof.register_worker(role, key=value, ...). "
+            "gyreprof.register_worker(role, key=value, ...); an env built in the main "
+            "process (the one AsyncVectorEnv builds to read the spaces, or all of a "
+            "SyncVectorEnv's) is counted apart from the worker processes. "
             "Exit code 0 when all is as expected, 1 when there are findings, 2 for bad input "
             "or a PID that does not exist."
         ),

@@ -24,9 +24,10 @@ matches, 1 a mismatch (missing, wrong version, missing extras, broken installed
 requirements), 2 a declaration could not be read (malformed line, unreadable
 file: reported with ``file:line``).
 
-Needs ``packaging`` (``pip install gyreprof[envcheck]``); uses PyYAML for
-``environment.yml`` when installed, otherwise a small reader for the subset of YAML
-those files use; ``tomllib`` (Python 3.11+) or ``tomli`` for ``pyproject.toml``.
+Reads TOML with ``tomllib`` (Python 3.11+) or ``tomli``, YAML with PyYAML's safe
+loader and requirements with ``packaging``: the ``envcheck`` extra
+(``pip install "gyreprof[envcheck]"``). Without them, :func:`envcheck` raises an
+``ImportError`` naming what is missing and that command before it reads anything.
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ try:
     from packaging.specifiers import SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
+except ImportError:  # pragma: no cover - reported by _require_extras before any work
+    pass
 
-    _PACKAGING_ERROR: ImportError | None = None
-except ImportError as _exc:  # pragma: no cover - exercised only without packaging
-    _PACKAGING_ERROR = _exc
+INSTALL_HINT = 'pip install "gyreprof[envcheck]"'
 
 EXIT_OK = 0
 EXIT_MISMATCH = 1
@@ -310,37 +311,7 @@ def _add_requirement_line(
     """One requirement-file line (already stripped of comments) into ``out``."""
     text = _ENV_VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), text)
     if text.startswith("-"):
-        option, value = _split_option(text)
-        if option in ("-r", "--requirement", "-c", "--constraint"):
-            if not value:
-                out.errors.append(DeclarationError(source, text, f"{option} needs a file name"))
-                return
-            include = Path(value).expanduser()
-            if not include.is_absolute():
-                include = base / include
-            _parse_requirements_file(
-                include, out, constraint=option in ("-c", "--constraint"), source=source
-            )
-            return
-        if option in ("-e", "--editable"):
-            egg = _EGG.search(value)
-            if egg:
-                _add_requirement_line(egg.group(1), source, base, out, constraint)
-                out.declared[-1].note = f"editable install of {value}: only presence is checked"
-            else:
-                out.declared.append(
-                    _Declared(
-                        text=text,
-                        source=source,
-                        note="editable install without #egg=NAME: not checked",
-                    )
-                )
-            return
-        if option in _IGNORED_OPTIONS:
-            return
-        out.errors.append(
-            DeclarationError(source, text, f"unknown option {option!r} in a requirements file")
-        )
+        _add_option_line(text, source, base, out, constraint)
         return
     text = _PER_REQUIREMENT_OPTION.sub("", text).strip()
     try:
@@ -367,6 +338,40 @@ def _add_requirement_line(
     out.declared.append(
         _Declared(text=text, source=source, requirement=req, constraint=constraint, note=note)
     )
+
+
+def _add_option_line(text: str, source: str, base: Path, out: _Collected, constraint: bool) -> None:
+    """An option line: ``-r``/``-c`` includes, ``-e`` editables; index options are ignored."""
+    option, value = _split_option(text)
+    if option in ("-r", "--requirement", "-c", "--constraint"):
+        if not value:
+            out.errors.append(DeclarationError(source, text, f"{option} needs a file name"))
+            return
+        include = Path(value).expanduser()
+        if not include.is_absolute():
+            include = base / include
+        _parse_requirements_file(
+            include, out, constraint=option in ("-c", "--constraint"), source=source
+        )
+        return
+    if option in ("-e", "--editable"):
+        egg = _EGG.search(value)
+        if egg:
+            _add_requirement_line(egg.group(1), source, base, out, constraint)
+            out.declared[-1].note = f"editable install of {value}: only presence is checked"
+        else:
+            out.declared.append(
+                _Declared(
+                    text=text,
+                    source=source,
+                    note="editable install without #egg=NAME: not checked",
+                )
+            )
+        return
+    if option not in _IGNORED_OPTIONS:
+        out.errors.append(
+            DeclarationError(source, text, f"unknown option {option!r} in a requirements file")
+        )
 
 
 def _parse_requirements_file(
@@ -411,31 +416,46 @@ def _toml_anchor(text: str, table: str, key: str | None) -> int:
     return pos
 
 
-def _load_toml(text: str) -> dict[str, Any]:
+def _toml_module() -> Any:
+    """``tomllib`` (Python 3.11+) or ``tomli``; ``ImportError`` when neither is there."""
     if sys.version_info >= (3, 11):
         import tomllib
-    else:  # pragma: no cover - Python 3.10
+
+        return tomllib
+    import tomli  # pragma: no cover - Python 3.10
+
+    return tomli  # pragma: no cover
+
+
+def _require_extras() -> None:
+    """Fail before any work when a library of the ``envcheck`` extra is missing."""
+    missing: list[str] = []
+    for module, dist in (("packaging", "packaging"), ("yaml", "pyyaml")):
         try:
-            import tomli as tomllib
+            __import__(module)
         except ImportError:
-            raise ImportError(
-                "reading pyproject.toml on Python 3.10 needs tomli: pip install tomli"
-            ) from None
-    return tomllib.loads(text)
+            missing.append(dist)
+    try:
+        _toml_module()
+    except ImportError:
+        missing.append("tomli")
+    if missing:
+        raise ImportError(
+            f"gyreprof envcheck needs {', '.join(missing)} (the 'envcheck' extra), which "
+            f"{'is' if len(missing) == 1 else 'are'} not installed here: {INSTALL_HINT}"
+        )
 
 
 def _parse_pyproject(
     path: Path, out: _Collected, extras: Sequence[str] | None, all_extras: bool
 ) -> None:
+    """``[project].dependencies`` and the asked-for optional groups of a pyproject.toml."""
     name = _rel(path)
     text = _read_text(path, out, name)
     if text is None:
         return
     try:
-        data = _load_toml(text)
-    except ImportError as exc:
-        out.errors.append(DeclarationError(name, "", str(exc)))
-        return
+        data = _toml_module().loads(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
         out.errors.append(DeclarationError(name, "", f"invalid TOML: {exc}"))
         return
@@ -447,145 +467,116 @@ def _parse_pyproject(
         else:
             out.notes.append(f"{name}: no [project] table, nothing declared")
         return
-    own = canonicalize_name(str(project.get("name", ""))) if project.get("name") else None
     dynamic = project.get("dynamic", [])
     if isinstance(dynamic, list) and "dependencies" in dynamic:
         out.notes.append(f"{name}: dependencies are dynamic (set by the build backend): not read")
-    groups = project.get("optional-dependencies", {})
-    if not isinstance(groups, dict):
-        out.errors.append(
-            DeclarationError(name, "", "[project.optional-dependencies] is not a table")
-        )
-        groups = {}
-    canonical_groups = {canonicalize_name(str(k)): k for k in groups}
-    wanted: list[str] = []
-    if all_extras:
-        wanted = list(groups)
-    elif extras:
-        for e in extras:
-            key = canonical_groups.get(canonicalize_name(e))
-            if key is None:
-                known = ", ".join(sorted(groups)) or "none"
-                out.errors.append(
-                    DeclarationError(
-                        name, e, f"no optional-dependency group {e!r} (known: {known})"
-                    )
-                )
-            else:
-                wanted.append(key)
-
-    done_groups: set[str] = set()
-
-    def add(entries: object, where: str, anchor: int) -> None:
-        if not isinstance(entries, list):
-            out.errors.append(DeclarationError(f"{name}", where, "must be a list of strings"))
-            return
-        for entry in entries:
-            if not isinstance(entry, str):
-                out.errors.append(
-                    DeclarationError(f"{name}", repr(entry), f"{where}: entries must be strings")
-                )
-                continue
-            line = _line_of(text, entry, anchor)
-            source = f"{name}:{line}" if line else name
-            before = len(out.declared)
-            _add_requirement_line(entry, source, path.parent, out)
-            if len(out.declared) > before:
-                req = out.declared[-1].requirement
-                if own and req is not None and canonicalize_name(req.name) == own:
-                    out.declared.pop()  # the project's own extras: expand them in place
-                    for extra in sorted(req.extras):
-                        key = canonical_groups.get(canonicalize_name(extra))
-                        if key is None:
-                            out.errors.append(
-                                DeclarationError(source, entry, f"no group {extra!r} to expand")
-                            )
-                        elif key not in done_groups:
-                            done_groups.add(key)
-                            add_group(key)
-
-    def add_group(key: str) -> None:
-        anchor = _toml_anchor(text, "project.optional-dependencies", key)
-        add(groups[key], f"optional-dependencies.{key}", anchor)
-
-    add(
+    reader = _PyprojectReader(path, name, text, project, out)
+    reader.add(
         project.get("dependencies", []),
         "dependencies",
         _toml_anchor(text, "project", "dependencies"),
     )
-    for key in wanted:
-        if key not in done_groups:
-            done_groups.add(key)
-            add_group(key)
-    if groups and not extras and not all_extras:
+    for key in reader.wanted_groups(extras, all_extras):
+        reader.add_group(key)
+    if reader.groups and not extras and not all_extras:
         out.notes.append(
-            f"{name}: optional groups not checked ({', '.join(sorted(groups))}); "
+            f"{name}: optional groups not checked ({', '.join(sorted(reader.groups))}); "
             "pass --extras NAME or --all-extras"
         )
 
 
-def _unquote(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+class _PyprojectReader:
+    """Adds one pyproject's requirement lists to ``out``, expanding the project's own extras.
 
-
-def _yaml_subset_dependencies(text: str) -> tuple[list[str], list[str]]:
-    """(conda entries, pip entries) from an environment.yml without a YAML library.
-
-    Handles the block style such files use: ``dependencies:`` followed by ``- item``
-    lines and one ``- pip:`` item with its own nested ``- item`` list (or a flow
-    list ``- pip: [a, b]``).
+    A group such as ``all = ["pkg[gym,plot]"]`` that names the project itself
+    stands for those groups; each group is read once.
     """
-    conda: list[str] = []
-    pip: list[str] = []
-    in_deps = False
-    pip_indent: int | None = None
-    for raw in text.splitlines():
-        line = _COMMENT.sub("", raw).rstrip()
-        if not line.strip() or line.strip() in ("---", "..."):
-            continue
-        indent = len(line) - len(line.lstrip())
-        stripped = line.strip()
-        if indent == 0 and not stripped.startswith("-"):
-            in_deps = stripped.split(":", 1)[0].strip() == "dependencies"
-            pip_indent = None
-            rest = stripped.split(":", 1)[1].strip() if ":" in stripped else ""
-            if in_deps and rest.startswith("["):
-                conda += [_unquote(x) for x in rest.strip("[]").split(",") if x.strip()]
-            continue
-        if not in_deps or not stripped.startswith("-"):
-            continue
-        item = stripped[1:].strip()
-        if pip_indent is not None and indent > pip_indent:
-            pip.append(_unquote(item))
-            continue
-        pip_indent = None
-        if item.startswith("pip:") or item.startswith("'pip':") or item.startswith('"pip":'):
-            pip_indent = indent
-            rest = item.split(":", 1)[1].strip()
-            if rest.startswith("["):
-                pip += [_unquote(x) for x in rest.strip("[]").split(",") if x.strip()]
-                pip_indent = None
-            continue
-        conda.append(_unquote(item))
-    return conda, pip
+
+    def __init__(
+        self, path: Path, name: str, text: str, project: dict[str, Any], out: _Collected
+    ) -> None:
+        self.path, self.name, self.text, self.out = path, name, text, out
+        self.own = canonicalize_name(str(project["name"])) if project.get("name") else None
+        groups = project.get("optional-dependencies", {})
+        if not isinstance(groups, dict):
+            out.errors.append(
+                DeclarationError(name, "", "[project.optional-dependencies] is not a table")
+            )
+            groups = {}
+        self.groups: dict[str, Any] = groups
+        self.canonical = {canonicalize_name(str(k)): k for k in groups}
+        self.done: set[str] = set()
+
+    def wanted_groups(self, extras: Sequence[str] | None, all_extras: bool) -> list[str]:
+        """The group keys asked for; an unknown name is a declaration error."""
+        if all_extras:
+            return list(self.groups)
+        wanted: list[str] = []
+        for e in extras or []:
+            key = self.canonical.get(canonicalize_name(e))
+            if key is None:
+                known = ", ".join(sorted(self.groups)) or "none"
+                self.out.errors.append(
+                    DeclarationError(
+                        self.name, e, f"no optional-dependency group {e!r} (known: {known})"
+                    )
+                )
+            else:
+                wanted.append(key)
+        return wanted
+
+    def add_group(self, key: str) -> None:
+        if key in self.done:
+            return
+        self.done.add(key)
+        anchor = _toml_anchor(self.text, "project.optional-dependencies", key)
+        self.add(self.groups[key], f"optional-dependencies.{key}", anchor)
+
+    def add(self, entries: object, where: str, anchor: int) -> None:
+        if not isinstance(entries, list):
+            self.out.errors.append(DeclarationError(self.name, where, "must be a list of strings"))
+            return
+        for entry in entries:
+            if not isinstance(entry, str):
+                self.out.errors.append(
+                    DeclarationError(self.name, repr(entry), f"{where}: entries must be strings")
+                )
+                continue
+            line = _line_of(self.text, entry, anchor)
+            source = f"{self.name}:{line}" if line else self.name
+            before = len(self.out.declared)
+            _add_requirement_line(entry, source, self.path.parent, self.out)
+            if len(self.out.declared) > before:
+                self._expand_own(source, entry)
+
+    def _expand_own(self, source: str, entry: str) -> None:
+        """The last entry names the project itself: replace it by the groups it names."""
+        req = self.out.declared[-1].requirement
+        if not self.own or req is None or canonicalize_name(req.name) != self.own:
+            return
+        self.out.declared.pop()
+        for extra in sorted(req.extras):
+            key = self.canonical.get(canonicalize_name(extra))
+            if key is None:
+                self.out.errors.append(
+                    DeclarationError(source, entry, f"no group {extra!r} to expand")
+                )
+            else:
+                self.add_group(key)
 
 
 def _yaml_dependencies(text: str) -> tuple[list[str], list[str]]:
-    try:
-        import yaml
-    except ImportError:
-        return _yaml_subset_dependencies(text)
-    data = yaml.safe_load(text)  # yaml.YAMLError is handled by the caller
+    """(conda entries, pip entries) of an environment.yml; ``yaml.YAMLError`` if malformed."""
+    import yaml
+
+    data = yaml.safe_load(text)
     conda: list[str] = []
     pip: list[str] = []
     deps = data.get("dependencies", []) if isinstance(data, dict) else []
-    for item in deps or []:
+    for item in deps if isinstance(deps, list) else []:
         if isinstance(item, dict):
             entries = item.get("pip", [])
-            pip += [str(x) for x in entries or []]
+            pip += [str(x) for x in entries or []] if isinstance(entries, list) else []
         elif item is not None:
             conda.append(str(item))
     return conda, pip
@@ -642,9 +633,11 @@ def _parse_environment_yml(path: Path, out: _Collected) -> None:
     text = _read_text(path, out, name)
     if text is None:
         return
+    import yaml
+
     try:
         conda, pip = _yaml_dependencies(text)
-    except Exception as exc:  # yaml.YAMLError and friends: a bad file, reported, not raised
+    except yaml.YAMLError as exc:  # a bad file is reported, not raised
         out.errors.append(DeclarationError(name, "", f"invalid YAML: {exc}"))
         return
     out.files.append(name)
@@ -732,21 +725,11 @@ def _is_pinned(req: Any) -> bool:
 
 
 def _check_one(item: _Declared, installed: dict[str, metadata.Distribution]) -> RequirementCheck:
+    """One declared requirement against the installed distributions."""
     req = item.requirement
     notes = [item.note] if item.note else []
     if item.python_pin is not None:
-        running, ok = item.python_pin
-        return RequirementCheck(
-            name="python",
-            declared=item.text,
-            source=item.source,
-            status=STATUS_OK if ok else STATUS_VERSION,
-            pinned=bool(re.fullmatch(r"[\w.:-]*python\s*==?\s*\d+\.\d+\.\d+", item.text)),
-            installed_name="python",
-            installed_version=running,
-            problems=[] if ok else [f"the environment declares {item.text}; Python {running} runs"],
-            notes=notes,
-        )
+        return _check_python_pin(item, notes)
     if req is None:
         return RequirementCheck(
             name=item.text,
@@ -756,8 +739,12 @@ def _check_one(item: _Declared, installed: dict[str, metadata.Distribution]) -> 
             pinned=False,
             notes=notes,
         )
-    pinned = _is_pinned(req)
-    base = {"name": req.name, "declared": item.text, "source": item.source, "pinned": pinned}
+    base = {
+        "name": req.name,
+        "declared": item.text,
+        "source": item.source,
+        "pinned": _is_pinned(req),
+    }
     if not _marker_applies(req):
         notes.append(f"marker {str(req.marker)!r} is false here: not needed")
         return RequirementCheck(
@@ -788,27 +775,9 @@ def _check_one(item: _Declared, installed: dict[str, metadata.Distribution]) -> 
     elif not verdict:
         status = STATUS_VERSION
         problems.append(f"{inst_name} {inst_version} is installed; {req.specifier} is declared")
-    missing_extras: list[str] = []
-    if req.extras:
-        provided = {canonicalize_name(e) for e in dist.metadata.get_all("Provides-Extra") or []}
-        for extra in sorted(req.extras):
-            if canonicalize_name(extra) not in provided:
-                notes.append(f"{inst_name} {inst_version} has no extra {extra!r}")
-                continue
-            for sub in _extra_requirements(dist, extra):
-                if not _marker_applies(sub, extra):
-                    continue
-                sub_dist = installed.get(canonicalize_name(sub.name))
-                if sub_dist is None:
-                    missing_extras.append(extra)
-                    problems.append(f"extra [{extra}] needs {sub}, which is not installed")
-                elif sub.specifier and _version_ok(sub.specifier, str(sub_dist.version)) is False:
-                    missing_extras.append(extra)
-                    problems.append(
-                        f"extra [{extra}] needs {sub}, but {sub_dist.version} is installed"
-                    )
-        if missing_extras and status == STATUS_OK:
-            status = STATUS_EXTRAS
+    missing_extras = _check_extras(req, dist, installed, problems, notes)
+    if missing_extras and status == STATUS_OK:
+        status = STATUS_EXTRAS
     return RequirementCheck(
         **base,
         status=status,
@@ -816,9 +785,53 @@ def _check_one(item: _Declared, installed: dict[str, metadata.Distribution]) -> 
         installed_version=inst_version,
         problems=problems,
         notes=notes,
-        missing_extras=sorted(set(missing_extras)),
+        missing_extras=missing_extras,
         constraint=item.constraint,
     )
+
+
+def _check_python_pin(item: _Declared, notes: list[str]) -> RequirementCheck:
+    """A conda ``python=`` pin against the running interpreter."""
+    assert item.python_pin is not None
+    running, ok = item.python_pin
+    return RequirementCheck(
+        name="python",
+        declared=item.text,
+        source=item.source,
+        status=STATUS_OK if ok else STATUS_VERSION,
+        pinned=bool(re.fullmatch(r"[\w.:-]*python\s*==?\s*\d+\.\d+\.\d+", item.text)),
+        installed_name="python",
+        installed_version=running,
+        problems=[] if ok else [f"the environment declares {item.text}; Python {running} runs"],
+        notes=notes,
+    )
+
+
+def _check_extras(
+    req: Any,
+    dist: metadata.Distribution,
+    installed: dict[str, metadata.Distribution],
+    problems: list[str],
+    notes: list[str],
+) -> list[str]:
+    """The requested extras of ``req`` whose own requirements are not installed (sorted)."""
+    missing: set[str] = set()
+    provided = {canonicalize_name(e) for e in dist.metadata.get_all("Provides-Extra") or []}
+    for extra in sorted(req.extras):
+        if canonicalize_name(extra) not in provided:
+            notes.append(f"{_dist_name(dist)} {dist.version} has no extra {extra!r}")
+            continue
+        for sub in _extra_requirements(dist, extra):
+            if not _marker_applies(sub, extra):
+                continue
+            sub_dist = installed.get(canonicalize_name(sub.name))
+            if sub_dist is None:
+                missing.add(extra)
+                problems.append(f"extra [{extra}] needs {sub}, which is not installed")
+            elif sub.specifier and _version_ok(sub.specifier, str(sub_dist.version)) is False:
+                missing.add(extra)
+                problems.append(f"extra [{extra}] needs {sub}, but {sub_dist.version} is installed")
+    return sorted(missing)
 
 
 def _broken(installed: dict[str, metadata.Distribution]) -> list[BrokenRequirement]:
@@ -881,44 +894,16 @@ def envcheck(
     pyproject.toml to check as well (``all_extras`` for all of them).  ``broken``: also
     list unsatisfied requirements among installed distributions (like ``pip check``).
 
-    Raises ``ValueError`` when nothing to check is found, and ``ImportError`` (naming
-    the extra to install) without ``packaging``.  Malformed declarations are not
-    raised: they are listed in ``EnvReport.errors`` with ``file:line``.
+    Raises ``ValueError`` when nothing to check is found, and ``ImportError``
+    (naming what is missing and ``pip install "gyreprof[envcheck]"``) before
+    reading anything when ``packaging``, PyYAML or, on Python 3.10, ``tomli`` is
+    not installed.  Malformed declarations are not raised: they are listed in
+    ``EnvReport.errors`` with ``file:line``.
     """
-    if _PACKAGING_ERROR is not None:
-        raise ImportError(
-            "gyreprof envcheck needs the 'packaging' package: pip install gyreprof[envcheck]"
-        ) from _PACKAGING_ERROR
-    if paths is None:
-        items: list[Path] = [Path(".")]
-    elif isinstance(paths, (str, os.PathLike)):
-        items = [Path(paths)]
-    else:
-        items = [Path(p) for p in paths]
-    files: list[Path] = []
-    for item in items:
-        if item.is_dir():
-            inside = discover(item)
-            if not inside:
-                raise ValueError(
-                    f"no requirements*.txt, pyproject.toml or environment.yml in {str(item)!r}; "
-                    "pass the files to check"
-                )
-            files += inside
-        else:
-            files.append(item)
+    _require_extras()
+    files = _files_to_read(paths)
     extras_list = list(extras or [])
-    out = _Collected()
-    for path in files:
-        kind = _kind(path)
-        if kind == "pyproject":
-            _parse_pyproject(path, out, extras_list, all_extras)
-        elif kind == "conda":
-            _parse_environment_yml(path, out)
-        else:
-            _parse_requirements_file(path, out)
-    if extras_list and not any(_kind(p) == "pyproject" for p in files):
-        out.notes.append("--extras applies to pyproject.toml optional groups; none was read")
+    out = _read_declarations(files, extras_list, all_extras)
     installed = _installed()
     checks = [_check_one(item, installed) for item in out.declared]
     checks.sort(key=lambda c: (not c.pinned, canonicalize_name(c.name), c.source))
@@ -929,3 +914,44 @@ def envcheck(
         errors=out.errors,
         notes=out.notes,
     )
+
+
+def _files_to_read(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None,
+) -> list[Path]:
+    """The declaration files named, and those found in the folders named (default ``.``)."""
+    if paths is None:
+        items: list[Path] = [Path(".")]
+    elif isinstance(paths, (str, os.PathLike)):
+        items = [Path(paths)]
+    else:
+        items = [Path(p) for p in paths]
+    files: list[Path] = []
+    for item in items:
+        if not item.is_dir():
+            files.append(item)
+            continue
+        inside = discover(item)
+        if not inside:
+            raise ValueError(
+                f"no requirements*.txt, pyproject.toml or environment.yml in {str(item)!r}; "
+                "pass the files to check"
+            )
+        files += inside
+    return files
+
+
+def _read_declarations(files: list[Path], extras: list[str], all_extras: bool) -> _Collected:
+    """Every declared requirement of ``files``, with the errors and notes met on the way."""
+    out = _Collected()
+    for path in files:
+        kind = _kind(path)
+        if kind == "pyproject":
+            _parse_pyproject(path, out, extras, all_extras)
+        elif kind == "conda":
+            _parse_environment_yml(path, out)
+        else:
+            _parse_requirements_file(path, out)
+    if extras and not any(_kind(p) == "pyproject" for p in files):
+        out.notes.append("--extras applies to pyproject.toml optional groups; none was read")
+    return out

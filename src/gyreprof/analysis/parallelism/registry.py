@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,17 @@ _CREATE_TIME_TOLERANCE_S = 0.05
 
 _ENV_DIR = "GYREPROF_REGISTRY_DIR"
 _atexit_installed: set[tuple[int, str]] = set()
+_register_lock = threading.Lock()
+
+
+def _fresh_lock_in_child() -> None:
+    """A child forked while another thread held the lock gets one that is free."""
+    global _register_lock
+    _register_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
 
 
 def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = False) -> Path:
@@ -99,8 +111,8 @@ class WorkerRecord:
     ``None``. ``threadpools`` is threadpoolctl's view of loaded BLAS/OpenMP
     pools (``user_api``, ``internal_api``, ``num_threads``, ``prefix``,
     ``version``) or ``None`` without threadpoolctl. ``os_threads`` is the
-    worker's OS thread count at registration. ``registrations`` counts
-    registrations under the same role in this process (``replace=True``).
+    worker's OS thread count at registration. ``registrations`` counts the
+    calls under the same role in this process: the envs built in it.
     """
 
     pid: int
@@ -318,7 +330,8 @@ def register_worker(
 ) -> WorkerRecord:
     """Record this process as a worker with ``role`` and the config values it actually read.
 
-    Call it once at worker start, after the worker has read its settings::
+    Call it at worker start, after the worker has read its settings; inside an
+    env factory is fine::
 
         gp.register_worker("env_worker", num_threads=torch.get_num_threads(), env_id=env_id)
 
@@ -328,13 +341,15 @@ def register_worker(
     installed) and the OS thread count. ``census`` / ``check_parallelism``
     running in any process of the same user then see this worker's role.
 
-    A second registration from the same process raises ``RuntimeError`` unless
-    ``replace=True``; with ``replace=True`` and the same role the entry counts
-    registrations (several envs built in one process, e.g. by
-    ``SyncVectorEnv``, show up as one process registered N times). Config keys
+    Calling it again in the same process is never an error: with the same
+    role it counts one more env built in this process (``registrations``;
+    ``SyncVectorEnv`` builds all its envs in one process), with another role
+    the new role replaces the old one. The latest config is kept. ``replace``
+    is accepted for compatibility and changes nothing. Config keys
     ``replace`` and ``registry`` are reserved. Raises ``ValueError`` naming the
     key for config values that JSON cannot hold.
     """
+    del replace  # a second call always counts one more env; kept for old call sites
     if not isinstance(role, str) or not role.strip():
         raise ValueError(f"role must be a non-empty string such as 'env_worker', got {role!r}")
     if any(ch in role for ch in "\n\r\t\0"):
@@ -345,54 +360,57 @@ def register_worker(
     me = psutil.Process(pid)
     create_time = me.create_time()
     path = _entry_path(directory, pid)
-    registrations = 1
-    if path.exists():
-        try:
-            previous: WorkerRecord | None = _read_entry(path)
-        except (OSError, ValueError):
-            previous = None  # unreadable leftover: overwrite it
-        if previous is not None and _matches(previous, create_time):
-            if not replace:
-                raise RuntimeError(
-                    f"process {pid} is already registered as worker role {previous.role!r} "
-                    f"({path}); register once per process, or pass replace=True to overwrite "
-                    "(e.g. when several envs are built in one process, as SyncVectorEnv does)"
-                )
-            if previous.role == role:
-                registrations = previous.registrations + 1
-    threads = _thread_settings()
-    record = WorkerRecord(
-        pid=pid,
-        role=role,
-        config=clean,
-        create_time_s=create_time,
-        registered_at_s=time.time(),
-        thread_env=threads["thread_env"],
-        torch_threads=threads["torch_threads"],
-        torch_interop_threads=threads["torch_interop_threads"],
-        threadpools=threads["threadpools"],
-        os_threads=me.num_threads(),
-        process_name=_process_name(),
-        registrations=registrations,
-        path=str(path),
-    )
-    tmp = directory / f".{pid}.{time.monotonic_ns()}.tmp"
+    with _register_lock:  # envs built in several threads of one process count each
+        previous = _own_entry(path, create_time)
+        same_role = previous is not None and previous.role == role
+        threads = _thread_settings()
+        record = WorkerRecord(
+            pid=pid,
+            role=role,
+            config=clean,
+            create_time_s=create_time,
+            registered_at_s=time.time(),
+            thread_env=threads["thread_env"],
+            torch_threads=threads["torch_threads"],
+            torch_interop_threads=threads["torch_interop_threads"],
+            threadpools=threads["threadpools"],
+            os_threads=me.num_threads(),
+            process_name=_process_name(),
+            registrations=previous.registrations + 1 if same_role and previous else 1,
+            path=str(path),
+        )
+        _write_entry(directory, path, record)
+    _install_atexit(directory)
+    return record
+
+
+def _own_entry(path: Path, create_time_s: float) -> WorkerRecord | None:
+    """This process's current registration, or ``None`` (none, unreadable, or a dead pid's)."""
+    try:
+        previous = _read_entry(path)
+    except (OSError, ValueError):
+        return None  # absent, or an unreadable leftover that is overwritten
+    return previous if _matches(previous, create_time_s) else None
+
+
+def _write_entry(directory: Path, path: Path, record: WorkerRecord) -> None:
+    """Write ``record`` atomically: a temporary file, then ``os.replace``."""
+    tmp = directory / f".{record.pid}.{time.monotonic_ns()}.tmp"
     try:
         tmp.write_text(json.dumps(record.to_dict(), sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
-    _install_atexit(directory)
-    return record
 
 
 def unregister_worker(registry: str | os.PathLike[str] | None = None) -> bool:
     """Remove this process's registration; returns whether there was one.
 
     Use it when a registered object is closed in a process that keeps running
-    (gymnasium's ``AsyncVectorEnv`` builds one env in the parent to read its
-    spaces and closes it again). A process that exits needs no call: its entry
+    and should no longer be listed. (The env gymnasium's ``AsyncVectorEnv``
+    builds in the parent to read the spaces needs no call: the census counts
+    it as an env built in the main process, not as a worker.) A process that exits needs no call: its entry
     is removed at exit, or ignored and cleaned once the process is gone.
     """
     directory = registry_dir(registry)

@@ -1,0 +1,619 @@
+"""The process tree under a pid: per process its state, CPU, memory, threads and registration.
+
+``census(pid)`` reads the tree once (twice ``interval_s`` apart for CPU use),
+joins each process with its ``register_worker`` entry and groups the result
+so that "4 × env_worker" reads at a glance. A process that registered a role
+that processes below it registered too is the *main* process of those
+workers (gymnasium's ``AsyncVectorEnv`` builds one env in the parent to read
+the spaces): its envs are counted as "built in the main process", and it is
+not a worker. So is a process that built several envs of a role nobody else
+holds (``SyncVectorEnv``: the envs run inline, one after another).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import psutil
+
+from gyreprof.analysis.parallelism._text import (
+    fmt_bytes,
+    fmt_cpu,
+    fmt_pids,
+    plural,
+    shorten,
+    span,
+    table,
+)
+from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
+from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
+
+__all__ = ["Census", "ProcessGroup", "ProcessInfo", "census"]
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """One process of a census. Fields that could not be read (access denied,
+    zombie) are ``None`` and ``error`` says why.
+
+    ``cpu_percent`` is per-core percent (100 = one core busy; above 100 for
+    multi-threaded work) over the census interval, or over the process's
+    lifetime when the census was taken with ``interval_s=0``.
+
+    ``worker`` is the registration of a worker process. ``main_envs`` is the
+    registration of a process that built envs of a role but is not one of its
+    workers: the main process of an ``AsyncVectorEnv`` (one env, to read the
+    spaces) or of a ``SyncVectorEnv`` (all envs, run inline). Its
+    ``registrations`` is the number of envs built there.
+    """
+
+    pid: int
+    ppid: int | None
+    name: str
+    cmdline: tuple[str, ...]
+    status: str | None
+    num_threads: int | None
+    rss_bytes: int | None
+    cpu_percent: float | None
+    cpu_time_s: float | None
+    create_time_s: float
+    worker: WorkerRecord | None = None
+    error: str | None = None
+    # gyreprof live segments this process publishes: "name: phases, N steps"
+    live: tuple[str, ...] = ()
+    main_envs: WorkerRecord | None = None
+
+    @property
+    def role(self) -> str | None:
+        """The role this process registered with ``register_worker``, else ``None``."""
+        return self.worker.role if self.worker is not None else None
+
+    @property
+    def command(self) -> str:
+        """Command line as one string (the process name when it cannot be read)."""
+        return " ".join(self.cmdline) if self.cmdline else f"[{self.name}]"
+
+    @property
+    def label(self) -> str:
+        """Grouping label: the role when registered, else a short form of the command."""
+        if self.role is not None:
+            return self.role
+        return _command_label(self.name, self.cmdline)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "ppid": self.ppid,
+            "name": self.name,
+            "cmdline": list(self.cmdline),
+            "status": self.status,
+            "num_threads": self.num_threads,
+            "rss_bytes": self.rss_bytes,
+            "cpu_percent": self.cpu_percent,
+            "cpu_time_s": self.cpu_time_s,
+            "create_time_s": self.create_time_s,
+            "role": self.role,
+            "label": self.label,
+            "worker": self.worker.to_dict() if self.worker is not None else None,
+            "error": self.error,
+            "live": list(self.live),
+            "main_envs": (
+                {"role": self.main_envs.role, "envs": self.main_envs.registrations}
+                if self.main_envs is not None
+                else None
+            ),
+        }
+
+
+_PY_EXE = re.compile(r"^(python|pypy)[\d.]*m?$")
+_MP_SUFFIX = re.compile(r"-\d+$")
+
+
+def _command_label(name: str, cmdline: Sequence[str]) -> str:
+    """Short, groupable description of a command line (``python train.py``, ``sleep``)."""
+    if not cmdline:
+        return f"[{name}]"
+    exe = os.path.basename(cmdline[0]) or name
+    args = list(cmdline[1:])
+    if not _PY_EXE.match(exe):
+        return exe
+    # Skip interpreter options such as -u, -X dev, -W ignore.
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] not in ("-c", "-m"):
+        i += 2 if args[i] in ("-X", "-W") else 1
+    if i >= len(args):
+        return exe
+    if args[i] == "-c":
+        code = args[i + 1] if i + 1 < len(args) else ""
+        if "multiprocessing.spawn" in code:
+            return f"{exe} (multiprocessing spawn child)"
+        if "resource_tracker" in code:
+            return f"{exe} (multiprocessing resource tracker)"
+        if "forkserver" in code:
+            return f"{exe} (multiprocessing forkserver)"
+        return f"{exe} -c ..."
+    if args[i] == "-m":
+        return f"{exe} -m {args[i + 1]}" if i + 1 < len(args) else exe
+    return f"{exe} {os.path.basename(args[i])}"
+
+
+@dataclass(frozen=True)
+class ProcessGroup:
+    """Processes of a census that share a role (or, unregistered, a command)."""
+
+    label: str
+    role: str | None
+    pids: tuple[int, ...]
+    threads_min: int | None
+    threads_max: int | None
+    threads_total: int
+    cpu_percent: float | None
+    rss_bytes: int
+    process_name: str | None
+
+    @property
+    def count(self) -> int:
+        return len(self.pids)
+
+    @property
+    def title(self) -> str:
+        """``env_worker (Worker<AsyncVectorEnv>)`` style label for display."""
+        return f"{self.label} ({self.process_name})" if self.process_name else self.label
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "role": self.role,
+            "count": self.count,
+            "pids": list(self.pids),
+            "threads_min": self.threads_min,
+            "threads_max": self.threads_max,
+            "threads_total": self.threads_total,
+            "cpu_percent": self.cpu_percent,
+            "rss_bytes": self.rss_bytes,
+            "process_name": self.process_name,
+        }
+
+
+@dataclass(frozen=True)
+class Census:
+    """The process tree under ``pid`` as read at ``taken_at_s`` (Unix time).
+
+    ``processes`` lists the processes that could be read (the root first).
+    ``vanished`` holds pids that exited while the census ran; ``notes`` says
+    in plain words what could not be read and why.
+    """
+
+    pid: int
+    processes: tuple[ProcessInfo, ...]
+    limits: CpuLimits
+    interval_s: float
+    taken_at_s: float
+    registry: str
+    vanished: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cores_available(self) -> float:
+        """Cores the root process may use: the smaller of CPU affinity and cgroup quota."""
+        return self.limits.cores_available
+
+    @property
+    def root(self) -> ProcessInfo | None:
+        """The process ``pid`` itself (``None`` when it exited during the census)."""
+        for proc in self.processes:
+            if proc.pid == self.pid:
+                return proc
+        return None
+
+    def __len__(self) -> int:
+        return len(self.processes)
+
+    def process(self, pid: int) -> ProcessInfo:
+        """The census entry of ``pid``; ``KeyError`` listing the pids present when absent."""
+        for proc in self.processes:
+            if proc.pid == pid:
+                return proc
+        raise KeyError(f"pid {pid} is not in this census; pids: {[p.pid for p in self.processes]}")
+
+    def roles(self) -> dict[str, int]:
+        """Registered role -> number of processes registered with it."""
+        return dict(Counter(p.role for p in self.processes if p.role is not None))
+
+    def workers(self, role: str | None = None) -> list[ProcessInfo]:
+        """Registered processes, all or those with ``role``."""
+        return [
+            p for p in self.processes if p.worker is not None and (role is None or p.role == role)
+        ]
+
+    def main_envs(self) -> dict[str, int]:
+        """Role -> envs built in main processes (not workers), for roles that have any."""
+        out: dict[str, int] = {}
+        for p in self.processes:
+            if p.main_envs is not None:
+                out[p.main_envs.role] = out.get(p.main_envs.role, 0) + p.main_envs.registrations
+        return out
+
+    def describe_role(self, role: str) -> str:
+        """``4 env_worker processes (pids ...), and 1 env built in the main process`` style."""
+        workers = [p for p in self.workers(role) if p.status != psutil.STATUS_ZOMBIE]
+        mains = [p for p in self.processes if p.main_envs is not None and p.main_envs.role == role]
+        if workers:
+            text = f"{plural(len(workers), role + ' process', role + ' processes')} "
+            text += f"(pids {fmt_pids([p.pid for p in workers])})"
+            envs = sum(p.worker.registrations for p in workers if p.worker is not None)
+            if envs != len(workers):
+                text += f" with {plural(envs, 'env')}"
+        else:
+            text = f"no {role} worker processes"
+        if mains:
+            envs = sum(p.main_envs.registrations for p in mains if p.main_envs is not None)
+            where = "the main process" if len(mains) == 1 else f"{len(mains)} main processes"
+            text += ", and " if workers else "; "
+            text += f"{plural(envs, 'env')} built in {where} "
+            text += f"(pid{'s' if len(mains) > 1 else ''} {fmt_pids([p.pid for p in mains])})"
+        return text
+
+    def groups(self) -> list[ProcessGroup]:
+        """Processes grouped by role, or by command when unregistered; largest group first."""
+        buckets: dict[tuple[str, str | None], list[ProcessInfo]] = {}
+        for proc in self.processes:
+            buckets.setdefault((proc.label, proc.role), []).append(proc)
+        groups: list[ProcessGroup] = []
+        for (label, role), procs in buckets.items():
+            threads = [p.num_threads for p in procs if p.num_threads is not None]
+            cpu = [p.cpu_percent for p in procs if p.cpu_percent is not None]
+            names = {
+                _MP_SUFFIX.sub("", p.worker.process_name)
+                for p in procs
+                if p.worker is not None and p.worker.process_name
+            }
+            groups.append(
+                ProcessGroup(
+                    label=label,
+                    role=role,
+                    pids=tuple(p.pid for p in procs),
+                    threads_min=min(threads) if threads else None,
+                    threads_max=max(threads) if threads else None,
+                    threads_total=sum(threads),
+                    cpu_percent=sum(cpu) if cpu else None,
+                    rss_bytes=sum(p.rss_bytes or 0 for p in procs),
+                    process_name=names.pop() if len(names) == 1 else None,
+                )
+            )
+        root_label = self.root.label if self.root is not None else None
+        groups.sort(key=lambda g: (g.label != root_label, -g.count, g.label))
+        return groups
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "taken_at_s": self.taken_at_s,
+            "interval_s": self.interval_s,
+            "registry": self.registry,
+            "limits": self.limits.to_dict(),
+            "cores_available": self.cores_available,
+            "num_processes": len(self.processes),
+            "num_threads": sum(p.num_threads or 0 for p in self.processes),
+            "roles": self.roles(),
+            "main_envs": self.main_envs(),
+            "groups": [g.to_dict() for g in self.groups()],
+            "processes": [p.to_dict() for p in self.processes],
+            "vanished": list(self.vanished),
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __str__(self) -> str:
+        threads = sum(p.num_threads or 0 for p in self.processes)
+        root = self.root
+        head = (
+            f"process tree of pid {self.pid}"
+            + (f" ({shorten(root.command, 60)})" if root is not None else " (exited)")
+            + f": {len(self.processes)} processes, {threads} threads; {self.limits.describe()}"
+        )
+        lines = [head, ""]
+        rows = [["count", "role / command", "threads", "cpu%", "rss", "pids"]]
+        for g in self.groups():
+            rows.append(
+                [
+                    f"{g.count} ×",
+                    g.title,
+                    span(g.threads_min, g.threads_max),
+                    fmt_cpu(g.cpu_percent),
+                    fmt_bytes(g.rss_bytes),
+                    fmt_pids(g.pids),
+                ]
+            )
+        lines += table(rows, right={0, 2, 3, 4})
+        lines.append("")
+        rows = [["pid", "ppid", "role", "state", "threads", "cpu%", "rss", "command"]]
+        for p in self.processes:
+            rows.append(
+                [
+                    str(p.pid),
+                    "?" if p.ppid is None else str(p.ppid),
+                    _role_cell(p),
+                    p.status or "?",
+                    "?" if p.num_threads is None else str(p.num_threads),
+                    fmt_cpu(p.cpu_percent),
+                    "?" if p.rss_bytes is None else fmt_bytes(p.rss_bytes),
+                    shorten(p.command, 70),
+                ]
+            )
+        lines += table(rows, right={0, 1, 4, 5, 6})
+        for role in sorted(self.main_envs()):
+            lines.append(f"  {role}: {self.describe_role(role)}")
+        for p in self.processes:
+            for seg in p.live:
+                lines.append(f"  live gyreprof segment of pid {p.pid}: {seg}")
+        extra = list(self.notes)
+        if self.vanished:
+            extra.insert(0, f"exited during the census: pids {fmt_pids(self.vanished)}")
+        lines += [f"note: {n}" for n in extra]
+        return "\n".join(lines)
+
+
+def _check_pid(pid: Any) -> int:
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        raise ValueError(f"pid must be a positive integer process id, got {pid!r}")
+    if pid <= 0:
+        raise ValueError(f"pid must be a positive integer process id, got {pid}")
+    return pid
+
+
+def check_seconds(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+class _Vanished(Exception):
+    """The process exited while being read."""
+
+
+def _read_field(proc: psutil.Process, what: str, errors: list[str]) -> Any:
+    """One psutil field; ``None`` (and a note) on access denied or zombie, ``_Vanished`` if gone."""
+    try:
+        return getattr(proc, what)()
+    except psutil.ZombieProcess:
+        errors.append(f"{what}: zombie")
+        return None
+    except psutil.NoSuchProcess:
+        raise _Vanished() from None
+    except psutil.AccessDenied:
+        errors.append(f"{what}: access denied")
+        return None
+
+
+def _cpu_seconds(proc: psutil.Process, errors: list[str]) -> float | None:
+    times = _read_field(proc, "cpu_times", errors)
+    return None if times is None else float(times.user + times.system)
+
+
+def _read_process(
+    proc: psutil.Process,
+    cpu_before_s: float | None,
+    interval_s: float,
+    worker: WorkerRecord | None,
+) -> ProcessInfo:
+    """Everything the census shows about one process; raises ``_Vanished`` if it exited."""
+    errors: list[str] = []
+    with proc.oneshot():
+        create_time = _read_field(proc, "create_time", errors)
+        name = _read_field(proc, "name", errors) or "?"
+        cmdline = _read_field(proc, "cmdline", errors) or []
+        status = _read_field(proc, "status", errors)
+        ppid = _read_field(proc, "ppid", errors)
+        num_threads = _read_field(proc, "num_threads", errors)
+        mem = _read_field(proc, "memory_info", errors)
+        cpu_s = _cpu_seconds(proc, errors)
+    cpu_percent: float | None = None
+    if cpu_s is not None:
+        if interval_s > 0 and cpu_before_s is not None:
+            cpu_percent = max(0.0, cpu_s - cpu_before_s) / interval_s * 100.0
+        elif interval_s == 0 and create_time is not None:
+            age = max(time.time() - float(create_time), 1e-3)
+            cpu_percent = cpu_s / age * 100.0
+    if status == psutil.STATUS_ZOMBIE:
+        errors = [e for e in errors if not e.endswith("zombie")]
+        errors.append("zombie: exited, not yet reaped by its parent")
+    return ProcessInfo(
+        pid=proc.pid,
+        ppid=ppid,
+        name=str(name),
+        cmdline=tuple(str(a) for a in cmdline),
+        status=status,
+        num_threads=num_threads,
+        rss_bytes=int(mem.rss) if mem is not None else None,
+        cpu_percent=cpu_percent,
+        cpu_time_s=cpu_s,
+        create_time_s=float(create_time) if create_time is not None else 0.0,
+        worker=worker,
+        error="; ".join(errors) or None,
+    )
+
+
+def census(
+    pid: int,
+    *,
+    interval_s: float = 0.1,
+    registry: str | os.PathLike[str] | None = None,
+) -> Census:
+    """Read the process tree under ``pid`` (``pid`` and all its descendants).
+
+    ``interval_s`` is how long CPU use is sampled for ``cpu_percent`` (two
+    readings, ``interval_s`` apart); ``0`` reports each process's lifetime
+    average instead and returns at once. ``registry`` overrides the worker
+    registry directory (default: ``$GYREPROF_REGISTRY_DIR`` or a per-user
+    temp dir).
+
+    Raises ``ProcessLookupError`` when ``pid`` does not exist, ``ValueError``
+    for a pid that is not a positive integer. Processes that exit while the
+    census runs are listed in ``vanished``; fields that cannot be read (access
+    denied, zombies) are ``None`` with the reason in ``ProcessInfo.error`` —
+    the census reports what it could read.
+    """
+    pid = _check_pid(pid)
+    interval_s = check_seconds("interval_s", interval_s)
+    directory = registry_dir(registry)
+    notes: list[str] = []
+    procs, limits = _tree(pid, notes)
+    vanished: list[int] = []
+    before, create_times = _first_reading(procs, interval_s, vanished)
+    if interval_s > 0:
+        time.sleep(interval_s)
+    workers, problems = read_registry(create_times, directory)
+    notes.extend(problems)
+    infos: list[ProcessInfo] = []
+    for proc in procs:
+        if proc.pid in vanished:
+            continue
+        try:
+            info = _read_process(proc, before.get(proc.pid), interval_s, workers.get(proc.pid))
+        except _Vanished:
+            vanished.append(proc.pid)
+            continue
+        if info.error and "access denied" in info.error:
+            notes.append(f"pid {info.pid}: {info.error}")
+        infos.append(info)
+    if pid in vanished:
+        notes.append(f"pid {pid} itself exited during the census")
+    infos = _split_main_envs(_with_live_segments(infos, notes))
+    return Census(
+        pid=pid,
+        processes=tuple(infos),
+        limits=limits,
+        interval_s=interval_s,
+        taken_at_s=time.time(),
+        registry=str(directory),
+        vanished=tuple(vanished),
+        notes=tuple(notes),
+    )
+
+
+def _tree(pid: int, notes: list[str]) -> tuple[list[psutil.Process], CpuLimits]:
+    """``pid`` and its descendants, and the CPU limits of ``pid``."""
+    try:
+        root = psutil.Process(pid)
+        limits = cpu_limits(pid)
+    except psutil.NoSuchProcess:
+        raise ProcessLookupError(
+            f"no process with pid {pid}: it does not exist or has already exited"
+        ) from None
+    try:
+        children = root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        raise ProcessLookupError(f"process {pid} exited as the census started") from None
+    except psutil.AccessDenied:
+        children = []
+        notes.append(f"access denied listing the children of pid {pid}; only pid {pid} is shown")
+    return [root, *children], limits
+
+
+def _first_reading(
+    procs: list[psutil.Process], interval_s: float, vanished: list[int]
+) -> tuple[dict[int, float | None], dict[int, float]]:
+    """(CPU seconds before the interval, start time) per pid; exited pids go to ``vanished``."""
+    before: dict[int, float | None] = {}
+    create_times: dict[int, float] = {}
+    for proc in procs:
+        scratch: list[str] = []
+        try:
+            with proc.oneshot():
+                before[proc.pid] = _cpu_seconds(proc, scratch) if interval_s > 0 else None
+                ct = _read_field(proc, "create_time", scratch)
+        except _Vanished:
+            vanished.append(proc.pid)
+            continue
+        if ct is not None:
+            create_times[proc.pid] = float(ct)
+    return before, create_times
+
+
+def _with_live_segments(infos: list[ProcessInfo], notes: list[str]) -> list[ProcessInfo]:
+    """Attach what the live segments of these processes say (phases, steps so far)."""
+    try:
+        from gyreprof.live import attach
+        from gyreprof.live import list as list_segments
+    except ImportError:  # the compiled core is not built: no live view either
+        return infos
+    pids = {p.pid for p in infos}
+    try:
+        entries = [e for e in list_segments() if e.pid in pids and e.alive]
+    except (OSError, ValueError) as exc:
+        notes.append(f"live segments could not be listed: {exc}")
+        return infos
+    found: dict[int, list[str]] = {}
+    for e in entries:
+        desc = f"{e.name}: phases {', '.join(e.phases or ())}"
+        try:
+            reader = attach(e.path)
+            try:
+                desc += f"; {reader.snapshot(windows=False).steps} steps so far"
+            finally:
+                reader.close()
+        except (LookupError, ValueError, OSError) as exc:
+            desc += f" (unreadable: {exc})"
+        found.setdefault(e.pid, []).append(desc)
+    return [replace(p, live=tuple(found[p.pid])) if p.pid in found else p for p in infos]
+
+
+def _role_cell(p: ProcessInfo) -> str:
+    if p.role is not None:
+        return p.role
+    if p.main_envs is not None:
+        return f"main ({plural(p.main_envs.registrations, p.main_envs.role + ' env')})"
+    return "-"
+
+
+def _ancestors(pid: int, parents: dict[int, int | None]) -> list[int]:
+    """Pids above ``pid`` within the census, nearest first."""
+    out: list[int] = []
+    seen = {pid}
+    up = parents.get(pid)
+    while up is not None and up in parents and up not in seen:
+        out.append(up)
+        seen.add(up)
+        up = parents.get(up)
+    return out
+
+
+def _split_main_envs(infos: list[ProcessInfo]) -> list[ProcessInfo]:
+    """Tell the main process of a role's workers apart from the workers.
+
+    A registered process with a descendant registered under the same role is
+    their main process (``AsyncVectorEnv`` builds one env in the parent before
+    it starts the workers). A process that built several envs of a role no
+    other process holds, and is not a multiprocessing child, runs them inline
+    (``SyncVectorEnv``): no worker processes. Either way its registration moves
+    from ``worker`` to ``main_envs``. One registration in a process alone is a
+    worker (a learner, or a one-env sampler).
+    """
+    parents = {p.pid: p.ppid for p in infos}
+    holders: dict[str, list[ProcessInfo]] = {}
+    for p in infos:
+        if p.worker is not None:
+            holders.setdefault(p.worker.role, []).append(p)
+    mains: set[int] = set()
+    for procs in holders.values():
+        pids = {p.pid for p in procs}
+        for p in procs:
+            mains.update(a for a in _ancestors(p.pid, parents) if a in pids)
+        if len(procs) == 1:
+            only = procs[0].worker
+            if only is not None and only.registrations > 1 and only.process_name is None:
+                mains.add(procs[0].pid)
+    return [replace(p, worker=None, main_envs=p.worker) if p.pid in mains else p for p in infos]

@@ -1,0 +1,596 @@
+"""Did the configured parallelism take effect? Expected against observed, in plain words.
+
+``check_parallelism(pid, expected={role: n}, config={key: value})`` compares
+the census of the tree under ``pid`` with what was intended: worker counts
+(envs built in the main process are told apart from worker processes), the
+config the workers actually read, oversubscription (workers × threads per
+worker beyond the cores the process may use) and, when sampled, workers that
+used no CPU. Each problem is a :class:`Finding` with the numbers behind it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import psutil
+
+from gyreprof.analysis.parallelism._text import fmt_pids, plural
+from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
+from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
+
+__all__ = ["Finding", "ParallelismReport", "check_parallelism"]
+
+# Less CPU than one scheduler tick (10 ms) over the sampling interval counts as "no CPU".
+_IDLE_CPU_S = 0.005
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found by ``check_parallelism``.
+
+    ``kind`` is one of ``"count"`` (expected vs observed workers), ``"config"``
+    (intended vs read config), ``"inline"`` (envs of a role built in the main
+    process, no worker process: ``SyncVectorEnv``), ``"oversubscription"``,
+    ``"idle"`` (workers that used no CPU while sampled), ``"registry"``
+    (nothing registered to compare against). ``data`` holds the numbers behind ``message``.
+    """
+
+    kind: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "data": self.data}
+
+
+@dataclass(frozen=True)
+class ParallelismReport:
+    """Result of ``check_parallelism``: ``ok`` when nothing was found.
+
+    ``observed`` maps each role (expected or registered) to the number of
+    worker processes seen with it (envs built in the main process are not
+    worker processes: ``main_envs`` maps role to their count, and
+    :meth:`describe` says both); ``findings`` lists plain-words problems (``details``
+    has them with their kind and numbers); ``notes`` holds things worth knowing
+    that are not problems (processes that exited during the check, fields that
+    could not be read). ``threads_total`` is the sum of threads per worker used
+    for the oversubscription check, ``threads_per_worker`` maps worker pid to
+    ``(threads, source)``.
+    """
+
+    pid: int
+    ok: bool
+    observed: dict[str, int]
+    expected: dict[str, int]
+    config: dict[str, Any]
+    details: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    cores_available: float
+    threads_total: int | None
+    threads_per_worker: dict[int, tuple[int, str]]
+    census: Census
+    main_envs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[str]:
+        """Plain-words findings (empty when ``ok``)."""
+        return [f.message for f in self.details]
+
+    @property
+    def exit_code(self) -> int:
+        """0 when ok, 1 when there are findings (2 is the CLI's usage error)."""
+        return 0 if self.ok else 1
+
+    def describe(self, role: str) -> str:
+        """What was seen of ``role`` in plain words.
+
+        For example ``4 env_worker processes (pids ...), and 1 env built in the
+        main process (pid ...)``, or ``no env_worker worker processes; 4 envs
+        built in the main process (pid ...)`` for a ``SyncVectorEnv``.
+        """
+        if role in self.census.roles() or role in self.main_envs:
+            return self.census.describe_role(role)
+        return plural(self.observed.get(role, 0), "process", "processes")
+
+    def kinds(self) -> set[str]:
+        """The kinds of findings present (``"count"``, ``"config"``, ...)."""
+        return {f.kind for f in self.details}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "observed": self.observed,
+            "expected": self.expected,
+            "config": self.config,
+            "findings": self.findings,
+            "details": [f.to_dict() for f in self.details],
+            "notes": list(self.notes),
+            "cores_available": self.cores_available,
+            "threads_total": self.threads_total,
+            "threads_per_worker": {
+                str(pid): {"threads": n, "source": src}
+                for pid, (n, src) in self.threads_per_worker.items()
+            },
+            "main_envs": self.main_envs,
+            "roles": {role: self.describe(role) for role in self.observed},
+            "census": self.census.to_dict(),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=str)
+
+    def __str__(self) -> str:
+        head = f"parallelism check of pid {self.pid}: " + (
+            "ok" if self.ok else f"{len(self.details)} finding(s)"
+        )
+        lines = [head]
+        roles = sorted(set(self.expected) | set(self.observed))
+        for role in roles:
+            want = self.expected.get(role)
+            lines.append(
+                f"  {role}: {self.describe(role)}"
+                + (f"; {want} expected" if want is not None else "")
+            )
+        if self.threads_total is not None:
+            lines.append(
+                f"  threads across workers: {self.threads_total} on {self.census.limits.describe()}"
+            )
+        else:
+            lines.append(f"  {self.census.limits.describe()}")
+        lines += [f"- {msg}" for msg in self.findings]
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _canon(value: Any) -> Any:
+    """Comparable form of a config value: ``"1"``, ``1`` and ``1.0`` compare equal."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return ("str", text)
+        if isinstance(value, str):
+            return ("str", value)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("num", float(value))
+    if value is None:
+        return ("none", None)
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(_canon(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("dict", tuple(sorted((str(k), _canon(v)) for k, v in value.items())))
+    return ("other", repr(value))
+
+
+def _validate_expected(expected: Mapping[str, int] | None) -> dict[str, int]:
+    if expected is None:
+        return {}
+    if not isinstance(expected, Mapping):
+        raise ValueError(f"expected must map role -> process count, got {type(expected).__name__}")
+    out: dict[str, int] = {}
+    for role, count in expected.items():
+        if not isinstance(role, str) or not role:
+            raise ValueError(f"expected: role names must be non-empty strings, got {role!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(
+                f"expected[{role!r}] must be a process count (int >= 0), got {count!r}"
+            )
+        out[role] = count
+    return out
+
+
+def _validate_intended(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config must map key -> intended value, got {type(config).__name__}")
+    for key in config:
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"config keys must be non-empty strings, got {key!r}")
+    return dict(config)
+
+
+def _count_findings(
+    c: Census, expected: dict[str, int], observed: dict[str, int], matched: dict[str, list[int]]
+) -> list[Finding]:
+    """Expected against observed worker processes, per role; inline envs without workers."""
+    findings: list[Finding] = []
+    main_envs = c.main_envs()
+    for role, want in expected.items():
+        got = observed.get(role, 0)
+        if got == want:
+            continue
+        pids = matched.get(role, [])
+        data: dict[str, Any] = {"role": role, "expected": want, "observed": got, "pids": pids}
+        were = "was" if want == 1 else "were"
+        if got == 0 and role in main_envs:
+            data["main_envs"] = main_envs[role]
+            msg = f"{role}: no worker processes where {want} {were} expected; " + _inline(c, role)
+        else:
+            msg = f"{role}: {plural(got, 'process', 'processes')} where {want} {were} expected"
+            if got == 0 and want > 0:
+                msg += _none_found(c, role)
+            elif got < want:
+                msg += _too_few(c, role, pids, data)
+            else:
+                msg += f" (pids {fmt_pids(pids)}): more workers than configured"
+        findings.append(Finding("count", msg, data))
+    for role, envs in sorted(main_envs.items()):
+        if role not in expected and not c.workers(role) and envs > 1:
+            msg = f"{role}: no worker processes; " + _inline(c, role)
+            findings.append(Finding("inline", msg, {"role": role, "main_envs": envs}))
+    return findings
+
+
+def _inline(c: Census, role: str) -> str:
+    """Why envs built in the main process, with no worker process, are not parallel."""
+    mains = [p.pid for p in c.processes if p.main_envs is not None and p.main_envs.role == role]
+    envs = c.main_envs().get(role, 0)
+    return (
+        f"{plural(envs, 'env')} built in the main process (pid {fmt_pids(mains)}) run there "
+        "one after another (a synchronous vector env such as SyncVectorEnv or DummyVecEnv, or "
+        "a worker-count setting that never reached the launcher); AsyncVectorEnv or "
+        "SubprocVecEnv runs them in worker processes"
+    )
+
+
+def _none_found(c: Census, role: str) -> str:
+    """No process holds ``role``: what the tree holds instead."""
+    registered = c.workers()
+    unregistered = [
+        p for p in c.processes if p.worker is None and p.main_envs is None and p.pid != c.pid
+    ]
+    if not registered and unregistered:
+        groups = Counter(p.label for p in unregistered)
+        listed = ", ".join(f"{n} × {label}" for label, n in groups.most_common())
+        children = plural(
+            len(unregistered), "unregistered child process", "unregistered child processes"
+        )
+        return (
+            f". No process in the tree registered as {role!r}; it has {children}"
+            f" ({listed}). Call gp.register_worker({role!r}) at worker start (in the env "
+            "factory is fine: an env built in the main process is told apart from the "
+            "workers) so the census can tell workers apart"
+        )
+    if not unregistered and not registered:
+        return (
+            f": the tree of pid {c.pid} is a single process, so no worker processes "
+            "were ever started (a synchronous backend, or num_workers=0)"
+        )
+    seen = ", ".join(f"{r} ({n})" for r, n in sorted(c.roles().items())) or "none"
+    msg = f"; registered roles in the tree: {seen}"
+    if unregistered:
+        msg += (
+            f"; {len(unregistered)} other child process(es) did not register "
+            f"(pids {fmt_pids([p.pid for p in unregistered])})"
+        )
+    return msg
+
+
+def _too_few(c: Census, role: str, pids: list[int], data: dict[str, Any]) -> str:
+    """Some workers of ``role`` but fewer than expected: several envs per process, or exits."""
+    inline = [p for p in c.workers(role) if p.worker is not None and p.worker.registrations > 1]
+    if inline:
+        p = inline[0]
+        assert p.worker is not None
+        msg = (
+            f"; pid {p.pid} built {p.worker.registrations} {role!r} envs: those run inline "
+            "in one process (a synchronous backend, or a worker-count setting that never "
+            "reached the launcher)"
+        )
+        data["inline_registrations"] = {
+            str(q.pid): q.worker.registrations for q in inline if q.worker is not None
+        }
+    else:
+        msg = f" (pids {fmt_pids(pids)})"
+    if c.vanished:
+        msg += f"; {plural(len(c.vanished), 'process', 'processes')} exited during the check"
+    return msg
+
+
+def _config_findings(
+    c: Census, workers: list[ProcessInfo], intended: dict[str, Any]
+) -> list[Finding]:
+    """Intended config against what each registered worker read.
+
+    With no worker process registered, the registrations of envs built in
+    the main process (``SyncVectorEnv``) are compared instead: that is where
+    those envs read their settings.
+    """
+    if not intended:
+        return []
+    records = [p.worker for p in workers if p.worker is not None]
+    if not records:
+        records = [p.main_envs for p in c.processes if p.main_envs is not None]
+    if not records:
+        return [
+            Finding(
+                "registry",
+                f"cannot compare config ({', '.join(sorted(intended))}): no process in the tree "
+                f"of pid {c.pid} registered as a worker; call gp.register_worker(role, key=value, "
+                "...) in each worker with the values it actually read",
+                {"keys": sorted(intended)},
+            )
+        ]
+    roles = sorted({r.role for r in records})
+    total = len(records)
+    who = f"{total} {'/'.join(roles)} {'process' if total == 1 else 'processes'}"
+    findings: list[Finding] = []
+    for key, want in intended.items():
+        findings += _config_key_findings(key, want, records, who)
+    return findings
+
+
+def _config_key_findings(
+    key: str, want: Any, records: list[WorkerRecord], who: str
+) -> list[Finding]:
+    """One config key: the workers running with another value, and those that never read it."""
+    missing: list[int] = []
+    wrong: dict[Any, list[tuple[int, Any]]] = {}
+    for record in records:
+        found, value = record.lookup(key)
+        if not found:
+            missing.append(record.pid)
+        elif _canon(value) != _canon(want):
+            wrong.setdefault(_canon(value), []).append((record.pid, value))
+    findings: list[Finding] = []
+    for entries in wrong.values():
+        pids = [pid for pid, _ in entries]
+        value = entries[0][1]
+        findings.append(
+            Finding(
+                "config",
+                f"{key}: intended {want!r}, but {len(pids)} of {who} run with {value!r} "
+                f"(pids {fmt_pids(pids)}) — the setting did not reach them (overridden "
+                "upstream, a different key read, or set after the workers started)",
+                {"key": key, "intended": want, "actual": value, "pids": pids},
+            )
+        )
+    if not missing:
+        return findings
+    if key in THREAD_ENV_VARS:
+        detail = (
+            f"it is not set in {len(missing)} of {who} (pids {fmt_pids(missing)}), so "
+            "their libraries use their default (usually one thread per core) — set it "
+            "in the environment the workers start with"
+        )
+    else:
+        detail = (
+            f"{len(missing)} of {who} never read it (pids {fmt_pids(missing)}; not in "
+            "their registered config or thread settings) — a wrong key name, or the "
+            "setting never reaches the worker"
+        )
+    findings.append(
+        Finding(
+            "config",
+            f"{key}: intended {want!r}, but {detail}",
+            {"key": key, "intended": want, "actual": None, "pids": missing},
+        )
+    )
+    return findings
+
+
+def _threads_per_worker(workers: list[ProcessInfo]) -> dict[int, tuple[int, str]]:
+    out: dict[int, tuple[int, str]] = {}
+    for p in workers:
+        pool = p.worker.compute_threads() if p.worker is not None else None
+        if pool is not None:
+            out[p.pid] = (pool, "thread pool size")
+        elif p.num_threads is not None:
+            out[p.pid] = (p.num_threads, "OS threads")
+    return out
+
+
+def _oversubscription_findings(
+    c: Census,
+    workers: list[ProcessInfo],
+    per_worker: dict[int, tuple[int, str]],
+    max_threads_per_core: float,
+) -> list[Finding]:
+    if not per_worker:
+        return []
+    total = sum(n for n, _ in per_worker.values())
+    cores = c.cores_available
+    if total <= cores * max_threads_per_core:
+        return []
+    n_workers = len(per_worker)
+    counts = [n for n, _ in per_worker.values()]
+    lo, hi = min(counts), max(counts)
+    sources = sorted({src for _, src in per_worker.values()})
+    roles = sorted({p.label for p in workers if p.pid in per_worker})
+    who = f"{n_workers} {'/'.join(roles)} {'process' if n_workers == 1 else 'processes'}"
+    each = f"{hi} thread{'s' if hi != 1 else ''}" if lo == hi else f"{lo}-{hi} threads"
+    fit = max(1, int(cores // n_workers)) if n_workers else 1
+    if hi > 1:
+        advice = (
+            f"cap the threads in each worker to {fit} (OMP_NUM_THREADS={fit} in the workers' "
+            f"environment, threadpoolctl.threadpool_limits({fit}) or torch.set_num_threads({fit}) "
+            f"at worker start)"
+            + (f" or run at most {max(1, int(cores))} workers" if n_workers > cores else "")
+        )
+    else:
+        advice = (
+            f"more busy workers than cores take turns on the CPUs; run at most "
+            f"{max(1, int(cores))} workers or give the job more cores, unless the workers mostly "
+            "wait on I/O"
+        )
+    msg = (
+        f"oversubscribed: {who} × {each} ({', '.join(sources)}) = {total} threads on "
+        f"{c.limits.describe()}: {advice}"
+    )
+    return [
+        Finding(
+            "oversubscription",
+            msg,
+            {
+                "workers": n_workers,
+                "threads_total": total,
+                "threads_per_worker_max": hi,
+                "cores_available": cores,
+                "max_threads_per_core": max_threads_per_core,
+            },
+        )
+    ]
+
+
+def _idle_findings(c: Census, workers: list[ProcessInfo]) -> list[Finding]:
+    if c.interval_s <= 0:
+        return []
+    idle = [
+        p
+        for p in workers
+        if p.cpu_percent is not None and p.cpu_percent / 100.0 * c.interval_s < _IDLE_CPU_S
+    ]
+    if not idle:
+        return []
+    roles = "/".join(sorted({p.label for p in idle}))
+    return [
+        Finding(
+            "idle",
+            f"{len(idle)} of {len(workers)} {roles} processes used no CPU in {c.interval_s:g} s "
+            f"(pids {fmt_pids([p.pid for p in idle])}): started but given no work, or blocked "
+            "(was the sampler running while this was measured?)",
+            {"pids": [p.pid for p in idle], "interval_s": c.interval_s},
+        )
+    ]
+
+
+def check_parallelism(
+    pid: int,
+    expected: Mapping[str, int] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    sample_s: float = 0.0,
+    max_threads_per_core: float = 1.0,
+    registry: str | os.PathLike[str] | None = None,
+    census_result: Census | None = None,
+) -> ParallelismReport:
+    """Check that the configured parallelism of the process tree under ``pid`` took effect.
+
+    * ``expected`` — role -> process count, e.g. ``{"env_worker": 8}``. Roles
+      are matched against ``register_worker`` roles; a role nobody registered
+      is matched against unregistered processes' command labels (as shown by
+      ``census``).
+    * ``config`` — key -> intended value. Each registered worker (of the
+      expected roles, or all when ``expected`` is empty) is checked: the key is
+      looked up in its registered config, then in its thread settings
+      (``OMP_NUM_THREADS`` & co., ``torch_num_threads``,
+      ``torch_num_interop_threads``, ``blas_num_threads``). ``"1"``, ``1`` and
+      ``1.0`` compare equal.
+    * Oversubscription — the sum of threads per worker (thread-pool size from
+      the registration where known, else the OS thread count) above
+      ``max_threads_per_core`` × cores available (CPU affinity and cgroup
+      quota of ``pid``).
+    * ``sample_s > 0`` samples CPU use twice, that far apart, and reports
+      workers that used none.
+
+    ``census_result`` reuses an existing census instead of taking one.
+    Raises ``ProcessLookupError`` for a pid that does not exist and
+    ``ValueError`` for malformed arguments.
+    """
+    expected_ = _validate_expected(expected)
+    intended = _validate_intended(config)
+    sample_s = check_seconds("sample_s", sample_s)
+    if (
+        isinstance(max_threads_per_core, bool)
+        or not isinstance(max_threads_per_core, (int, float))
+        or not max_threads_per_core > 0
+    ):
+        raise ValueError(f"max_threads_per_core must be > 0, got {max_threads_per_core!r}")
+    c = (
+        census_result
+        if census_result is not None
+        else census(pid, interval_s=sample_s, registry=registry)
+    )
+
+    full = c
+    c, zombies = _without_zombies(c)
+    observed, matched = _observe(c, expected_)
+    workers = _checked_workers(c, expected_, matched)
+    per_worker = _threads_per_worker(workers)
+    details: list[Finding] = []
+    details += _count_findings(c, expected_, observed, matched)
+    details += _config_findings(c, workers, intended)
+    details += _oversubscription_findings(c, workers, per_worker, float(max_threads_per_core))
+    details += _idle_findings(c, workers)
+
+    notes = _notes(c, zombies)
+    return ParallelismReport(
+        pid=c.pid,
+        ok=not details,
+        observed=observed,
+        expected=expected_,
+        config=intended,
+        details=tuple(details),
+        notes=tuple(notes),
+        cores_available=c.cores_available,
+        threads_total=sum(n for n, _ in per_worker.values()) if per_worker else None,
+        threads_per_worker=per_worker,
+        census=full,
+        main_envs=c.main_envs(),
+    )
+
+
+def _without_zombies(c: Census) -> tuple[Census, list[ProcessInfo]]:
+    """Zombies have exited: they are not workers any more, whatever they registered."""
+    zombies = [p for p in c.processes if p.status == psutil.STATUS_ZOMBIE]
+    if not zombies:
+        return c, []
+    dead = {z.pid for z in zombies}
+    return replace(c, processes=tuple(p for p in c.processes if p.pid not in dead)), zombies
+
+
+def _observe(c: Census, expected: dict[str, int]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Role -> worker process count, and role -> their pids.
+
+    Registered roles count worker processes (a role whose envs were all built
+    in the main process counts 0); an expected role nobody registered is
+    matched against the command labels of unregistered processes.
+    """
+    observed: dict[str, int] = dict(c.roles())
+    for role in c.main_envs():
+        observed.setdefault(role, 0)
+    matched: dict[str, list[int]] = {r: [p.pid for p in c.workers(r)] for r in observed}
+    for role in expected:
+        if role in observed:
+            continue
+        by_label = [
+            p for p in c.processes if p.worker is None and p.main_envs is None and p.label == role
+        ]
+        observed[role] = len(by_label)
+        matched[role] = [p.pid for p in by_label]
+    return observed, matched
+
+
+def _checked_workers(
+    c: Census, expected: dict[str, int], matched: dict[str, list[int]]
+) -> list[ProcessInfo]:
+    """The processes the config, thread and idle checks look at."""
+    if expected:
+        wanted = {pid for role in expected for pid in matched.get(role, [])}
+        return [p for p in c.processes if p.pid in wanted]
+    if c.workers():
+        return c.workers()
+    return [p for p in c.processes if p.pid != c.pid]
+
+
+def _notes(c: Census, zombies: list[ProcessInfo]) -> list[str]:
+    notes = list(c.notes)
+    if c.vanished:
+        notes.insert(0, f"exited during the check: pids {fmt_pids(c.vanished)}")
+    for z in zombies:
+        notes.append(
+            f"pid {z.pid} ({z.label}) has exited and is not yet reaped by its parent "
+            f"(pid {z.ppid}); not counted"
+        )
+    return notes
