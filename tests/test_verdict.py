@@ -61,9 +61,9 @@ def test_low_wait_ratio_is_trainer_bound() -> None:
     assert v.dominant_phase == "compute"
     assert v.dominant_kind == "trainer"
     assert v.wait_ratio == pytest.approx(0.002, rel=0.01)
-    assert "trainer-bound" in v.reasons[0]
-    assert "0.2%" in v.reasons[0]  # the number behind the step
-    assert "does not matter until the trainer waits" in v.reasons[1]
+    assert "trainer-bound" in v.reasons[1]
+    assert "0.2%" in v.reasons[1]  # the number behind the step
+    assert "does not matter until the trainer waits" in v.reasons[2]
     assert any("sampler tuning will not speed training up" in a for a in v.advice)
     assert str(v).startswith("verdict: trainer-bound")
 
@@ -90,9 +90,9 @@ def test_waiting_on_env_stepping() -> None:
     assert v.dominant_phase == "env"
     assert v.dominant_kind == "env"
     assert v.wait_ratio == pytest.approx(0.75)
-    assert "75.0%" in v.reasons[0]
-    assert "4x as fast" in v.reasons[0]
-    assert "'env' takes" in v.reasons[1] and "env stepping" in v.reasons[1]
+    assert "75.0%" in v.reasons[1]
+    assert "4x as fast" in v.reasons[1]
+    assert "'env' takes" in v.reasons[2] and "env stepping" in v.reasons[2]
     advice = " ".join(v.advice)
     assert "parallelism took effect" in advice
     assert "bigger batch will help little" in advice
@@ -116,7 +116,7 @@ def test_step_wait_is_the_slowest_worker() -> None:
     v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
     assert v.dominant_phase == "step_wait"
     assert v.dominant_kind == "env"
-    assert "slowest vector-env worker" in v.reasons[1]
+    assert "slowest vector-env worker" in v.reasons[2]
 
 
 def test_env_phase_names_are_configurable() -> None:
@@ -138,7 +138,7 @@ def test_threshold_is_a_parameter() -> None:
     v = diagnose(trainer=tp, trainer_bound_below=0.2)
     assert v.bound == "trainer"
     assert v.thresholds["trainer_bound_below"] == 0.2
-    assert "20.0% threshold" in v.reasons[0]
+    assert "20.0% threshold" in v.reasons[1]
 
 
 def test_sampler_only_says_what_cannot_be_concluded() -> None:
@@ -269,7 +269,7 @@ def test_dict_json_and_text(tmp_path) -> None:
     path = tmp_path / "verdict.json"
     assert json.loads(v.to_json(path)) == json.loads(path.read_text())
     text = str(v)
-    assert "  1. the trainer spends 75.0%" in text
+    assert "  2. the trainer spends 75.0%" in text
     assert "next:" in text and "caveats:" in text
 
 
