@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -327,3 +329,176 @@ def test_example_prints_text() -> None:
         assert header in r.stdout
     assert "verdict: " in r.stdout
     assert "env_step" in r.stdout  # SyncVectorEnv: one step phase
+
+
+# ------------------------------------------------------------ the loop's shape
+
+
+def sb3_run(sp: gp.Profiler, train_factor: float, rollouts: int = 10) -> gp.Profiler:
+    """A real SB3 PPO on CartPole (DummyVecEnv, env stepping timed by ProfiledEnv).
+
+    collect_rollouts is timed as the trainer's 'wait' and train as its 'compute';
+    train also sleeps ``train_factor`` x the last rollout's duration, so the trainer
+    waits about 1 / (1 + train_factor) of the time whatever the machine's speed.
+    """
+    pytest.importorskip("stable_baselines3")
+    import gymnasium
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from gyreprof.integrations.gym import ProfiledEnv
+
+    tp = gp.Profiler(["wait", "compute"])
+    last = {"collect_s": 0.0}
+
+    class TimedPPO(PPO):
+        def collect_rollouts(self, *args: object, **kwargs: object) -> bool:
+            tp.begin()
+            t0 = time.perf_counter()
+            with tp.phase("wait"):
+                ok = super().collect_rollouts(*args, **kwargs)  # type: ignore[arg-type]
+            last["collect_s"] = time.perf_counter() - t0
+            return bool(ok)
+
+        def train(self) -> None:
+            with tp.phase("compute"):
+                time.sleep(train_factor * last["collect_s"])
+                super().train()
+
+    venv = DummyVecEnv([lambda: ProfiledEnv(gymnasium.make("CartPole-v1"), sp)])
+    model = TimedPPO(
+        "MlpPolicy", venv, n_steps=128, batch_size=128, n_epochs=1, seed=0, device="cpu"
+    )
+    model.learn(total_timesteps=128 * rollouts)
+    tp.end()
+    return tp
+
+
+@pytest.mark.slow
+def test_sb3_ppo_with_a_slow_train_is_trainer_bound_although_it_waits() -> None:
+    sp = gp.Profiler(["env_step", "env_reset"])
+    tp = sb3_run(sp, train_factor=2.5)
+    v = diagnose(sampler=sp, trainer=tp)
+    # the trainer still waits about a quarter of the time: the old rule (wait > 10% ->
+    # sampler-bound) called this sampler-bound
+    assert v.wait_ratio is not None and 0.12 < v.wait_ratio < 0.45, v.wait_ratio
+    assert v.loop == "sync" and v.loop_source == "detected", v.loop_evidence
+    assert v.bound == "trainer", str(v)
+    assert v.dominant_phase == "compute"
+    text = str(v)
+    assert "infinitely fast sampler saves at most" in text and "compute is" in text
+    assert "synchronous loop" in text
+    # the same numbers read as an overlapped pipeline are sampler-bound
+    assert diagnose(sampler=sp, trainer=tp, loop="overlapped").bound == "sampler"
+    d = v.to_dict()
+    assert d["loop"] == "sync" and d["loop_source"] == "detected"
+
+
+@pytest.mark.slow
+def test_sb3_rollout_with_only_env_step_timed_leads_with_the_untimed_share() -> None:
+    sp = gp.Profiler(["env_step", "env_reset"])
+    tp = sb3_run(sp, train_factor=0.0, rollouts=20)  # one cheap epoch: collecting dominates
+    v = diagnose(sampler=sp, trainer=tp, loop="sync")
+    assert v.bound == "sampler", str(v)
+    assert v.loop_source == "declared"
+    # the sampler marks no steps: its wall time is the trainer's wait (collect_rollouts),
+    # of which stepping CartPole is a small part (the policy forward and buffer writes
+    # are not timed)
+    assert v.coverage is not None and 0.01 < v.coverage < 0.5, v.coverage
+    assert v.sampler_shares["(untimed)"] == pytest.approx(1.0 - v.coverage)
+    assert v.sampler_shares["env_step"] < v.coverage + 1e-9
+    assert "collect" not in (v.sampler_wall or "") and "'wait' time" in (v.sampler_wall or "")
+    sampler_reason = next(r for r in v.reasons if r.startswith("sampler:"))
+    assert "untimed" in sampler_reason.split("'env_step'")[0]  # the untimed share comes first
+    assert "dominant" not in sampler_reason.replace("can be called dominant", "")
+    assert "policy forward" in sampler_reason
+    assert v.dominant_phase == "(untimed)" and v.dominant_kind == "untimed"
+    assert any("time the rest of the sampler step" in a for a in v.advice)
+    assert "look first at the sampler's untimed" in str(v)
+
+
+def pipeline(produce_s: float, train_s: float, steps: int = 60) -> tuple[gp.Profiler, gp.Profiler]:
+    """A real sampler thread feeding a queue while the main thread trains (sleeps)."""
+    sp = gp.Profiler(["env", "put"])
+    tp = gp.Profiler(["wait", "compute"], warmup_steps=3)
+    q: queue.Queue[int] = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            sp.begin()
+            with sp.phase("env"):
+                time.sleep(produce_s)
+            with sp.phase("put"):
+                while not stop.is_set():
+                    try:
+                        q.put(1, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+        sp.end()
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    try:
+        for _ in range(steps):
+            tp.begin()
+            with tp.phase("wait"):
+                q.get(timeout=10)
+            with tp.phase("compute"):
+                time.sleep(train_s)
+        tp.end()
+    finally:
+        stop.set()
+        th.join(10)
+    return sp, tp
+
+
+def test_queue_fed_pipeline_waiting_30_percent_is_sampler_bound() -> None:
+    sp, tp = pipeline(produce_s=0.010, train_s=0.007)
+    v = diagnose(sampler=sp, trainer=tp)
+    assert v.loop == "overlapped" and v.loop_source == "detected", v.loop_evidence
+    assert v.wait_ratio is not None and 0.12 < v.wait_ratio < 0.6, v.wait_ratio
+    assert v.bound == "sampler", str(v)
+    assert v.dominant_phase == "env"
+    assert "a faster trainer saves nothing until the sampler keeps up" in str(v)
+    # the same wait read as a synchronous loop would be trainer-bound (below half)
+    if v.wait_ratio < 0.5:
+        assert diagnose(sampler=sp, trainer=tp, loop="sync").bound == "trainer"
+    # its steps are marked: shares are of the sampler's wall time and nearly all timed
+    assert v.coverage is not None and v.coverage > 0.9
+    assert set(v.sampler_shares) == {"env", "put", "(untimed)"}
+
+
+def test_queue_fed_pipeline_with_a_slow_trainer_is_trainer_bound() -> None:
+    sp, tp = pipeline(produce_s=0.001, train_s=0.010, steps=40)
+    v = diagnose(sampler=sp, trainer=tp)
+    assert v.loop == "overlapped" and v.loop_source == "detected", v.loop_evidence
+    assert v.bound == "trainer", str(v)
+    assert v.wait_ratio is not None and v.wait_ratio < 0.1
+
+
+def test_undetectable_shape_says_what_the_other_rule_would_say() -> None:
+    tp = trainer(MS, 3 * MS)  # waits 25%; record()ed durations place no work in time
+    v = diagnose(sampler=sampler({"env": MS}), trainer=tp)
+    assert v.loop == "overlapped" and v.loop_source == "default"
+    assert v.bound == "sampler"
+    assert any("pass loop='sync'" in u and "trainer-bound" in u for u in v.unknowns)
+    vs = diagnose(trainer=tp, loop="sync")
+    assert vs.bound == "trainer" and vs.loop_source == "declared"
+    assert "an infinitely fast sampler saves at most 25.0% of wall time; compute is 75.0%" in str(
+        vs
+    )
+    # the synchronous rule's line is a parameter
+    assert diagnose(trainer=tp, loop="sync", sync_sampler_above=0.2).bound == "sampler"
+    with pytest.raises(ValueError, match="loop must be 'sync'"):
+        diagnose(trainer=tp, loop="async")
+    with pytest.raises(ValueError, match="min_coverage must be in 0..1"):
+        diagnose(trainer=tp, min_coverage=2)
+
+
+def test_snapshots_cannot_show_the_shape() -> None:
+    sp, tp = pipeline(produce_s=0.002, train_s=0.002, steps=20)
+    v = diagnose(sampler=sp.snapshot(), trainer=tp.snapshot())
+    assert v.loop_source == "default"
+    assert "Snapshot or Summary" in (v.loop_evidence or "")

@@ -671,8 +671,8 @@ def _sampler_wall(
     elif loop == "sync" and report is not None and report.wait_ns > 0:
         wall = float(report.wait_ns)
         basis = (
-            f"the trainer's {wait!r} time (the sampler marks no steps; in a synchronous loop it "
-            "runs while the trainer waits)"
+            f"the trainer's {wait!r} time: the sampler marks no steps, and in a synchronous "
+            "loop it runs while the trainer waits"
         )
     else:
         wall, basis = s_summary.elapsed_s * 1e9, "its profile's elapsed time (no steps marked)"
