@@ -310,6 +310,9 @@ def test_example_settings_give_opposite_verdicts() -> None:
     assert ve["dominant_kind"] == "env"
     assert ve["dominant_phase"] in ("step_wait", "step_async")
     assert vt["wait_ratio"] < 0.1 < ve["wait_ratio"]
+    # a sampler thread feeding a queue: the shape is found from the timestamps
+    for v in (vt, ve):
+        assert v["loop"] == "overlapped" and v["loop_source"] == "detected", v["loop_evidence"]
     for out in (slow_trainer, slow_env):
         assert out["trainer"]["steps"] > 5
         assert out["sampler"]["steps"] > 20
