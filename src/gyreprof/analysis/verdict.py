@@ -413,8 +413,9 @@ def _overlap_ns(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _clip(iv: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    out = np.clip(iv, lo, hi)
-    return out[out[:, 1] > out[:, 0]]
+    out: np.ndarray = np.clip(iv, lo, hi)
+    kept: np.ndarray = out[out[:, 1] > out[:, 0]]
+    return kept
 
 
 def _undetected(why: str) -> _Shape:
@@ -797,6 +798,80 @@ def _sampler_step(
     return top
 
 
+def _trainer_side(
+    found: _Findings,
+    trainer: object,
+    sampler: object,
+    loop: str | None,
+    wait: str,
+    compute: str,
+    thresholds: dict[str, float],
+    side_kw: dict[str, Any],
+    wait_kwargs: dict[str, Any],
+) -> tuple[WaitReport, _Shape]:
+    """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
+    t_summary, _ = _summary_and_snapshot(trainer, "trainer")
+    report = wait_report(trainer, wait, compute, **wait_kwargs)  # type: ignore[arg-type]
+    shape = _loop_shape(
+        loop,
+        sampler,
+        trainer,
+        wait,
+        compute,
+        overlap_above=thresholds["overlap_above"],
+        min_aligned=thresholds["min_aligned"],
+    )
+    _trainer_step(
+        found,
+        report,
+        t_summary,
+        shape,
+        wait=wait,
+        compute=compute,
+        trainer_bound_below=thresholds["trainer_bound_below"],
+        sync_sampler_above=thresholds["sync_sampler_above"],
+    )
+    found.caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
+    return report, shape
+
+
+def _sampler_side(
+    found: _Findings,
+    sampler: object,
+    loop: str | None,
+    report: WaitReport | None,
+    wait: str,
+    env_phases: Sequence[str],
+    thresholds: dict[str, float],
+    side_kw: dict[str, Any],
+) -> _Wall:
+    """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
+    s_summary, _ = _summary_and_snapshot(sampler, "sampler")
+    if not any(st.count > 0 for st in s_summary.phases.values()):
+        raise ValueError(
+            "the sampler profile has no steady-state samples in any phase (phases: "
+            f"{list(s_summary.phases)}); time its loop first"
+        )
+    wall = _sampler_wall(s_summary, loop, report, wait)
+    top = _sampler_step(
+        found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
+    )
+    found.caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
+    return wall
+
+
+def _no_sampler(found: _Findings) -> None:
+    if found.bound == "sampler":
+        found.unknowns.append(
+            "which sampler phase to tune: no sampler profile; time the sampler loop with "
+            "phases such as 'env', 'fwd', 'xfer' and pass it as sampler="
+        )
+    elif found.bound == "trainer":
+        found.unknowns.append(
+            "how the sampler spends its time (no sampler profile); it does not limit training now"
+        )
+
+
 # ---------------------------------------------------------------------- entry
 
 
@@ -903,59 +978,30 @@ def diagnose(
 
     # 1-2. the loop's shape; is the trainer waiting?
     if trainer is not None:
-        t_summary, _ = _summary_and_snapshot(trainer, "trainer")
-        report = wait_report(trainer, wait, compute, **wait_kwargs)
-        shape = _loop_shape(
-            loop,
-            sampler,
-            trainer,
-            wait,
-            compute,
-            overlap_above=float(overlap_above),
-            min_aligned=float(min_aligned),
+        report, shape = _trainer_side(
+            found, trainer, sampler, loop, wait, compute, thresholds, side_kw, wait_kwargs
         )
-        _trainer_step(
-            found,
-            report,
-            t_summary,
-            shape,
-            wait=wait,
-            compute=compute,
-            trainer_bound_below=float(trainer_bound_below),
-            sync_sampler_above=float(sync_sampler_above),
-        )
-        found.caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
     else:
         found.unknowns.append(
             "whether the trainer waits for the sampler: without a trainer profile (phases "
             f"{wait!r} around the batch fetch and {compute!r} around the train step) a faster "
             "sampler may or may not speed training up"
         )
-
     # 3. where does the sampler's wall time go?
     wall: _Wall | None = None
     if sampler is not None:
-        s_summary, _ = _summary_and_snapshot(sampler, "sampler")
-        if not any(st.count > 0 for st in s_summary.phases.values()):
-            raise ValueError(
-                "the sampler profile has no steady-state samples in any phase (phases: "
-                f"{list(s_summary.phases)}); time its loop first"
-            )
-        wall = _sampler_wall(s_summary, shape.loop if shape else loop, report, wait)
-        top = _sampler_step(
-            found, s_summary, wall, env_phases=env_phases, min_coverage=float(min_coverage)
+        wall = _sampler_side(
+            found,
+            sampler,
+            shape.loop if shape else loop,
+            report,
+            wait,
+            env_phases,
+            thresholds,
+            side_kw,
         )
-        found.caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
-    elif found.bound == "sampler":
-        found.unknowns.append(
-            "which sampler phase to tune: no sampler profile; time the sampler loop with "
-            "phases such as 'env', 'fwd', 'xfer' and pass it as sampler="
-        )
-    elif found.bound == "trainer":
-        found.unknowns.append(
-            "how the sampler spends its time (no sampler profile); it does not limit training now"
-        )
-
+    else:
+        _no_sampler(found)
     # 4. caveats are gathered with each side
     return Verdict(
         bound=found.bound,
