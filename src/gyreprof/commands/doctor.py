@@ -28,8 +28,7 @@ def register(subparsers: Any) -> None:
             "and py-spy stacks when py-spy is installed."
         ),
         epilog=(
-            "exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, "
-            "2 bad command line"
+            "exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, 2 bad command line"
         ),
     )
     parser.add_argument("pid", type=_args.pid, metavar="PID", help="the process to examine")
