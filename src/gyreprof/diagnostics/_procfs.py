@@ -321,6 +321,8 @@ class OpenFile:
 #: at most this many written files are watched (a process with thousands of open files
 #: still costs a bounded number of reads per look)
 MAX_WATCHED_FILES = 64
+#: at most this many file descriptors are examined per look
+MAX_EXAMINED_FDS = 4096
 #: paths never watched: shared memory (the live segment is read as such) and the procfs
 _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
 
@@ -352,21 +354,27 @@ def written_files(pid: int, limit: int = MAX_WATCHED_FILES) -> list[OpenFile]:
     except (OSError, ValueError):
         return []
     out: dict[str, OpenFile] = {}
-    for fd in fds:
+    for fd in fds[:MAX_EXAMINED_FDS]:
         if len(out) >= limit:
             break
+        try:
+            path = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        # pipes, sockets, anonymous inodes ("pipe:[123]") and devices are never progress files
+        if not path.startswith("/") or path.startswith(_SKIP_PREFIXES):
+            continue
         role = {1: "stdout", 2: "stderr"}.get(fd, "open for writing")
         if fd > 2 and not _fd_writable(pid, fd):
             continue
         try:
-            path = os.readlink(f"/proc/{pid}/fd/{fd}")
             st = os.stat(f"/proc/{pid}/fd/{fd}")  # the open file itself, even if renamed
         except OSError:
             continue
-        if not stat.S_ISREG(st.st_mode) or path.startswith(_SKIP_PREFIXES):
+        if not stat.S_ISREG(st.st_mode):
             continue
         if path in out:
-            if out[path].role in ("stdout", "stderr") and role == "stderr":
+            if out[path].role == "stdout" and role == "stderr":
                 out[path] = OpenFile(fd, path, "stdout and stderr", st.st_size, st.st_mtime_ns)
             continue
         out[path] = OpenFile(fd, path, role, st.st_size, st.st_mtime_ns)
