@@ -508,3 +508,56 @@ def test_snapshots_cannot_show_the_shape() -> None:
     v = diagnose(sampler=sp.snapshot(), trainer=tp.snapshot())
     assert v.loop_source == "default"
     assert "Snapshot or Summary" in (v.loop_evidence or "")
+
+
+def remote_sampler(tmp_path: Path, mode: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    path = tmp_path / f"sampler-{mode}.npz"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "procs" / "remote_sampler.py"), mode, str(path)]
+        + list(args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    return proc, path
+
+
+def test_shape_is_detected_across_processes_by_wall_clock_offsets(tmp_path: Path) -> None:
+    # overlapped: a sampler process writes items into a pipe while the trainer computes
+    proc, path = remote_sampler(tmp_path, "overlapped", "45")
+    assert proc.stdout is not None and proc.stdin is not None
+    tp = gp.Profiler(["wait", "compute"], warmup_steps=3)
+    for _ in range(40):
+        tp.begin()
+        with tp.phase("wait"):
+            assert proc.stdout.readline().startswith("item")
+        with tp.phase("compute"):
+            time.sleep(0.007)
+    tp.end()
+    proc.stdin.close()
+    assert proc.wait(60) == 0
+    v = diagnose(sampler=gp.export.load_events(path), trainer=tp)
+    assert v.loop == "overlapped" and v.loop_source == "detected", v.loop_evidence
+    assert "wall-clock offsets" in (v.loop_evidence or "")
+    assert v.bound == "sampler", str(v)
+
+    # synchronous: the trainer asks a sampler process for a batch and waits for it
+    proc, path = remote_sampler(tmp_path, "sync")
+    assert proc.stdout is not None and proc.stdin is not None
+    tp = gp.Profiler(["wait", "compute"], warmup_steps=3)
+    for _ in range(25):
+        tp.begin()
+        with tp.phase("wait"):
+            proc.stdin.write("next\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().startswith("item")
+        with tp.phase("compute"):
+            time.sleep(0.030)  # computes 60% of the time, waits 40%
+    tp.end()
+    proc.stdin.close()
+    assert proc.wait(60) == 0
+    v = diagnose(sampler=gp.export.load_events(path), trainer=tp)
+    assert v.loop == "sync" and v.loop_source == "detected", v.loop_evidence
+    assert v.bound == "trainer", str(v)
+    assert v.coverage is not None and v.coverage > 0.9  # its steps are marked and timed

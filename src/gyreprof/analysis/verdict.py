@@ -13,12 +13,13 @@
      sustained wait means the sampler cannot keep up.
 
    ``loop="sync"`` or ``loop="overlapped"`` declares the shape. Otherwise it is
-   detected from the timestamps of the two Profilers' raw events (one clock,
-   ``CLOCK_MONOTONIC``): the sampler's work (its marked steps, else its timed
-   phases) either falls inside the trainer's ``wait`` or overlaps its
+   detected from the timestamps of the two sides' raw events (one clock,
+   ``CLOCK_MONOTONIC``): the sampler's work (its timed phases) either falls inside the trainer's ``wait`` or overlaps its
    ``compute``. A sampler working during at least ``overlap_above`` (default
    0.2) of the trainer's compute time means overlapped, less means
-   synchronous. The
+   synchronous. A side profiled in another process is passed as its saved
+   events file (``gp.export.save_events`` there, ``gp.export.load_events``
+   here); the two time lines are aligned by their wall-clock offsets. The
    detection gives up (and says why) when fewer than ``min_aligned`` (0.5) of
    the sampler's time in the common stretch lies inside either trainer phase,
    when a side's events overlap each other (durations given to ``record()``),
@@ -60,6 +61,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -422,6 +424,59 @@ def _undetected(why: str) -> _Shape:
     return _Shape("overlapped", "default", f"not detected ({why})")
 
 
+@dataclass(frozen=True)
+class _Events:
+    """A side's raw events, its phase names, and how its clock maps to Unix time."""
+
+    events: np.ndarray
+    phases: tuple[str, ...]
+    unix_offset_ns: int | None  # Unix-epoch ns minus monotonic ns; None: unknown
+    in_process: bool  # a Profiler of this process (same clock as the other side's)
+
+
+def _is_events_file(source: object) -> bool:
+    """A saved raw-event file (``gp.export.load_events``): events, phases and a snapshot."""
+    return (
+        not _is_profiler(source)
+        and isinstance(getattr(source, "events", None), np.ndarray)
+        and isinstance(getattr(source, "snapshot", None), Snapshot)
+    )
+
+
+def _profile_of(source: object) -> object:
+    """What the summaries and the wait report read: an events file's snapshot."""
+    return source.snapshot if _is_events_file(source) else source  # type: ignore[attr-defined]
+
+
+def _events_of(source: object) -> _Events | None:
+    if _is_profiler(source):
+        offset = time.time_ns() - time.monotonic_ns()
+        return _Events(source.events(), tuple(source.phases), offset, True)  # type: ignore[attr-defined]
+    if _is_events_file(source):
+        off = getattr(source, "unix_offset_ns", None)
+        return _Events(
+            source.events,  # type: ignore[attr-defined]
+            tuple(getattr(source, "phases", ())),
+            int(off) if off is not None else None,
+            False,
+        )
+    return None
+
+
+def _aligned(s: _Events, t: _Events) -> tuple[np.ndarray, np.ndarray, str]:
+    """Both sides' events on one time line, and how they were put there."""
+    if s.in_process and t.in_process:
+        return s.events, t.events, "one process, one clock"
+    if s.unix_offset_ns is None or t.unix_offset_ns is None:
+        return s.events, t.events, "assuming one host's monotonic clock (no wall-clock offset)"
+    out = []
+    for side in (s, t):
+        ev = side.events.copy()
+        ev["start_ns"] = ev["start_ns"] + int(side.unix_offset_ns or 0)
+        out.append(ev)
+    return out[0], out[1], "aligned across processes by their wall-clock offsets"
+
+
 def _detect_loop(
     sampler: object,
     trainer: object,
@@ -432,18 +487,21 @@ def _detect_loop(
     min_aligned: float,
 ) -> _Shape:
     """Synchronous or overlapped, from where the sampler's work falls in the trainer's time."""
-    if not (_is_profiler(sampler) and _is_profiler(trainer)):
+    s_src, t_src = _events_of(sampler), _events_of(trainer)
+    if s_src is None or t_src is None:
         return _undetected(
-            "the shape is read from both sides' raw events, which only a Profiler holds, not "
-            "a Snapshot or Summary"
+            "the shape is read from both sides' raw events, which a Profiler or a saved "
+            "events file (gp.export.save_events) holds, not a Snapshot or Summary"
         )
-    tev = trainer.events()  # type: ignore[attr-defined]
-    sev = sampler.events()  # type: ignore[attr-defined]
-    w_ev = tev[tev["phase"] == trainer.id(wait)]  # type: ignore[attr-defined]
-    c_ev = tev[tev["phase"] == trainer.id(compute)]  # type: ignore[attr-defined]
-    marked = sev["phase"] == -1
-    s_ev = sev[marked] if marked.any() else sev[sev["phase"] >= 0]
-    basis = "its marked steps" if marked.any() else "its timed phases"
+    sev, tev, clock = _aligned(s_src, t_src)
+    if wait not in t_src.phases or compute not in t_src.phases:
+        return _undetected(f"the trainer's events have no {wait!r} or {compute!r} phase")
+    w_ev = tev[tev["phase"] == t_src.phases.index(wait)]
+    c_ev = tev[tev["phase"] == t_src.phases.index(compute)]
+    # the timed phases are the sampler's work; a marked step may also hold its idle
+    # time (a worker waiting for the next request until its next begin())
+    s_ev = sev[sev["phase"] >= 0]
+    basis = f"its timed phases; {clock}"
     if len(w_ev) == 0 or len(c_ev) == 0 or len(s_ev) == 0:
         return _undetected("the rings hold no sampler events or no trainer wait/compute events")
     s_iv, t_iv = _intervals(s_ev), _intervals(np.concatenate((w_ev, c_ev)))
@@ -810,8 +868,9 @@ def _trainer_side(
     wait_kwargs: dict[str, Any],
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
-    t_summary, _ = _summary_and_snapshot(trainer, "trainer")
-    report = wait_report(trainer, wait, compute, **wait_kwargs)  # type: ignore[arg-type]
+    t_profile = _profile_of(trainer)
+    t_summary, _ = _summary_and_snapshot(t_profile, "trainer")
+    report = wait_report(t_profile, wait, compute, **wait_kwargs)  # type: ignore[arg-type]
     shape = _loop_shape(
         loop,
         sampler,
@@ -831,7 +890,7 @@ def _trainer_side(
         trainer_bound_below=thresholds["trainer_bound_below"],
         sync_sampler_above=thresholds["sync_sampler_above"],
     )
-    found.caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
+    found.caveats += _side_caveats("trainer", t_profile, t_summary, [wait, compute], **side_kw)
     return report, shape
 
 
@@ -846,7 +905,8 @@ def _sampler_side(
     side_kw: dict[str, Any],
 ) -> _Wall:
     """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
-    s_summary, _ = _summary_and_snapshot(sampler, "sampler")
+    s_profile = _profile_of(sampler)
+    s_summary, _ = _summary_and_snapshot(s_profile, "sampler")
     if not any(st.count > 0 for st in s_summary.phases.values()):
         raise ValueError(
             "the sampler profile has no steady-state samples in any phase (phases: "
@@ -856,7 +916,7 @@ def _sampler_side(
     top = _sampler_step(
         found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
     )
-    found.caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
+    found.caveats += _side_caveats("sampler", s_profile, s_summary, [top], **side_kw)
     return wall
 
 
@@ -929,7 +989,9 @@ def diagnose(
     Parameters
     ----------
     sampler / trainer: Profiler, Snapshot or Summary of each side (either may
-        be None, not both).
+        be None, not both), or a saved events file
+        (``gp.export.load_events(path)``) of another process: its raw events
+        and wall-clock offset let the loop's shape be detected across processes.
     wait / compute: the trainer's phase names (see ``wait_report``).
     loop: ``"sync"`` (collect, then train: SB3, CleanRL), ``"overlapped"`` (a
         sampler thread or process feeding a queue) or None: detect it from
