@@ -14,8 +14,8 @@
 
    ``loop="sync"`` or ``loop="overlapped"`` declares the shape. Otherwise it is
    detected from the timestamps of the two sides' raw events (one clock,
-   ``CLOCK_MONOTONIC``): the sampler's work (its timed phases) either falls inside the trainer's ``wait`` or overlaps its
-   ``compute``. A sampler working during at least ``overlap_above`` (default
+   ``CLOCK_MONOTONIC``): the sampler's work (its timed phases) either falls
+   inside the trainer's ``wait`` or overlaps its ``compute``. A sampler working during at least ``overlap_above`` (default
    0.2) of the trainer's compute time means overlapped, less means
    synchronous. A side profiled in another process is passed as its saved
    events file (``gp.export.save_events`` there, ``gp.export.load_events``
