@@ -674,7 +674,7 @@ def _files_progress(taken: Sequence[_Sample], wall_s: float) -> _Progress | None
     if grew:
         words = [
             f"{first_seen[p].role} file {p!r} grew by {d} bytes in {wall_s:.1f} s (found "
-            "open for writing; no --log given)"
+            "open for writing)"
             for p, d in grew[:5]
         ]
         return _Progress("files", True, words, watched=watched)
