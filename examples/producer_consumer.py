@@ -11,6 +11,11 @@ Two settings give opposite verdicts:
     python examples/producer_consumer.py --slow trainer   # -> trainer-bound
     python examples/producer_consumer.py --slow env       # -> sampler-bound, env step dominates
 
+The sampler thread works while the trainer computes, so the verdict detects an
+overlapped pipeline from the two profiles' timestamps (``verdict.loop ==
+"overlapped"``, ``verdict.loop_source == "detected"``): any sustained wait of the
+trainer then means the sampler cannot keep up.
+
 ``--slow trainer`` makes each train step take 100 ms while the env is fast;
 ``--slow env`` makes every env step take 2 ms while a train step takes 4 ms.
 ``--json`` prints one JSON object (verdict, wait report, both summaries)

@@ -39,6 +39,7 @@ def running(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [sys.executable, str(PROCS / script), *args],
         stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # never a file that grows (pytest's own output may be one)
         text=True,
         env=_env(),
     )
@@ -115,12 +116,16 @@ def test_busy_loop_without_progress_is_spinning(tmp_path: Path) -> None:
     assert d.stacks or d.stacks_hint  # py-spy output, or how to get stacks
 
 
-def test_cpu_time_alone_is_weak_evidence_and_said_so(tmp_path: Path) -> None:
+def test_cpu_time_alone_is_never_progress(tmp_path: Path) -> None:
+    # a busy loop with no log, no live segment and no output file: the old doctor called
+    # this PROGRESSING from the CPU time alone
     with running("spin.py", str(tmp_path / "spin.log")) as proc:
         d = doctor(proc.pid, interval_s=0.5, stacks=False)
-    assert d.progress_source == "cpu"
-    assert d.state == "progressing"
-    assert any("CPU time alone" in e for e in d.evidence)
+    assert d.progress_source == "none"
+    assert d.state == "busy", str(d)
+    assert d.exit_code == EXIT_CODES["busy"] == 6
+    assert any("CPU time alone cannot tell" in e for e in d.evidence)
+    assert any("no progress signal to tell work from spinning" in e for e in d.evidence)
 
 
 # ------------------------------------------------------------------------ blocked
@@ -292,3 +297,88 @@ def test_py_spy_stacks_name_the_blocked_line(tmp_path: Path) -> None:
     assert d.stacks, str(d)
     assert "block_lock.py" in d.stacks
     assert "py-spy" in str(d)
+
+
+# ------------------------------------------------------------------------ found evidence
+@contextmanager
+def busy_output(
+    tmp_path: Path, mode: str, stdout: Path | None, *extra: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """tests/procs/busy_output.py with stdout (and stderr) to ``stdout`` or /dev/null."""
+    ready = tmp_path / f"ready-{mode}"
+    target = open(stdout, "ab") if stdout is not None else open(os.devnull, "wb")  # noqa: SIM115
+    with target:
+        proc = subprocess.Popen(
+            [sys.executable, str(PROCS / "busy_output.py"), mode, str(ready), *extra],
+            stdout=target,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert proc.poll() is None, "busy_output.py exited"
+            assert time.monotonic() < deadline, "busy_output.py did not start"
+            time.sleep(0.02)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.skipif(not LINUX, reason="open files are found through /proc")
+def test_busy_loop_printing_to_a_file_is_progressing_without_log(tmp_path: Path) -> None:
+    out = tmp_path / "train.out"
+    with busy_output(tmp_path, "print", out) as proc:
+        d = doctor(proc.pid, interval_s=0.6, stacks=False)
+    assert d.state == "progressing", str(d)
+    assert d.exit_code == 0
+    assert d.progress_source == "files"
+    assert any(str(out) in e and "grew by" in e for e in d.evidence), d.evidence
+    assert any(w.startswith(str(out)) and "stdout" in w for w in d.watched), d.watched
+    assert json.loads(d.to_json())["watched"] == d.watched
+
+
+@pytest.mark.skipif(not LINUX, reason="open files are found through /proc")
+def test_busy_loop_printing_to_dev_null_is_busy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with busy_output(tmp_path, "print", None) as proc:
+        d = doctor(proc.pid, interval_s=0.6, stacks=False)
+        code = cli_main(["doctor", str(proc.pid), "--interval", "0.5", "--json", "--no-stacks"])
+    assert d.state == "busy", str(d)
+    assert d.exit_code == 6
+    assert d.progress_source == "none" and d.progressed is None
+    assert d.watched == []
+    assert "BUSY" in str(d)
+    out = json.loads(capsys.readouterr().out)
+    assert code == 6 and out["state"] == "busy" and out["exit_code"] == 6
+
+
+@pytest.mark.skipif(not LINUX, reason="open files are found through /proc")
+def test_busy_loop_writing_a_file_it_holds_open_is_progressing(tmp_path: Path) -> None:
+    events = tmp_path / "events.out.tfevents"
+    with busy_output(tmp_path, "file", None, str(events)) as proc:
+        d = doctor(proc.pid, interval_s=0.6, stacks=False)
+    assert d.state == "progressing", str(d)
+    assert d.progress_source == "files"
+    assert any(str(events) in e and "open for writing" in e for e in d.evidence), d.evidence
+
+
+@pytest.mark.skipif(not LINUX, reason="open files are found through /proc")
+def test_busy_loop_whose_output_file_stays_quiet(tmp_path: Path) -> None:
+    """A found file that does not grow is not proof of a stall: busy, not spinning.
+
+    Named with --log, the same silence counts: spinning.
+    """
+    out = tmp_path / "quiet.out"
+    with busy_output(tmp_path, "quiet", out) as proc:
+        found = doctor(proc.pid, interval_s=0.6, stacks=False)
+        named = doctor(proc.pid, log=out, interval_s=0.6, stacks=False)
+    assert found.state == "busy", str(found)
+    assert found.exit_code == 6
+    assert found.progress_source == "files"
+    assert any(w.startswith(str(out)) for w in found.watched)
+    assert any("not taken as a stall" in e for e in found.evidence)
+    assert named.state == "spinning", str(named)
+    assert named.progress_source == "log" and named.exit_code == 5

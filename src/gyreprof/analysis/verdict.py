@@ -2,19 +2,55 @@
 
 ``gp.diagnose(sampler=prof, trainer=tp)`` follows a fixed order:
 
-1. Is the trainer waiting? The trainer's wait ratio (see
-   :func:`gyreprof.analysis.wait.wait_report`) below ``trainer_bound_below``
-   (default 0.10) means training is trainer-bound: a faster sampler will not
-   speed it up; look at compute and the optimizer.
-2. If it waits, which sampler phase takes the largest share of the sampler
-   step? An env-stepping phase (by name: ``env_phases``, or a name starting
-   with ``env``) means: look at how the env is called and whether the
-   parallelism took effect; a bigger batch helps little. Any other phase
-   (forward, transfer, ...) means: sweep batch size and parallelism.
-3. Caveats: warm-up not excluded, too few steady samples for the percentiles
-   quoted (< ``min_samples_p99`` = 100 for p99, < ``min_samples_p999`` = 1000
-   for p99.9), profiler overhead above ``overhead_limit`` (5%), and GPU-looking
-   phases timed without CUDA synchronisation while CUDA is in use.
+1. **How is the loop built?** The same wait ratio means different things in
+   two shapes:
+
+   - a *synchronous* loop (SB3, CleanRL: collect, then train) runs the sampler
+     only while the trainer waits, so the trainer's wait ratio *is* the
+     sampler's share of wall time;
+   - an *overlapped* pipeline (a sampler thread or process feeding a queue
+     while the trainer computes) hides the sampler behind compute, so any
+     sustained wait means the sampler cannot keep up.
+
+   ``loop="sync"`` or ``loop="overlapped"`` declares the shape. Otherwise it is
+   detected from the timestamps of the two sides' raw events (one clock,
+   ``CLOCK_MONOTONIC``): the sampler's work (its timed phases) either falls
+   inside the trainer's ``wait`` or overlaps its ``compute``. A sampler working during at least ``overlap_above`` (default
+   0.2) of the trainer's compute time means overlapped, less means
+   synchronous. A side profiled in another process is passed as its saved
+   events file (``gp.export.save_events`` there, ``gp.export.load_events``
+   here); the two time lines are aligned by their wall-clock offsets. The
+   detection gives up (and says why) when fewer than ``min_aligned`` (0.5) of
+   the sampler's time in the common stretch lies inside either trainer phase,
+   when a side's events overlap each other (durations given to ``record()``),
+   or when a side is a Snapshot or Summary (they carry no raw events). The
+   overlapped rule is then used (the stricter reading), and the verdict says
+   what the synchronous rule would have said.
+2. **Is the trainer waiting?** With wait ratio ``r`` (see
+   :func:`gyreprof.analysis.wait.wait_report`):
+
+   - synchronous: sampler-bound when ``r > sync_sampler_above`` (default 0.5:
+     the side with the larger share of wall time), else trainer-bound. Both
+     ceilings are printed: an infinitely fast sampler saves at most ``r`` of
+     wall time; compute is ``1 - r``.
+   - overlapped: sampler-bound when ``r >= trainer_bound_below`` (default
+     0.10), trainer-bound below it. A sampler fast enough to remove the wait
+     saves up to ``r``; a faster trainer saves nothing until the sampler keeps up.
+3. **Where does the sampler's wall time go?** ``sampler_shares`` are shares of
+   the sampler's *wall* time: its marked steps (``prof.begin()``); without
+   marked steps, the trainer's wait in a synchronous loop, else the sampler
+   profile's elapsed time. The rest is ``"(untimed)"`` and ``coverage`` is the
+   timed fraction. Below ``min_coverage`` (default 0.8) the verdict leads with
+   the untimed share and says what to time next (the policy forward, buffer
+   writes), and never calls a timed phase "dominant". Otherwise: an
+   env-stepping phase (by name: ``env_phases``, or a name starting with
+   ``env``) means look at how the env is called and whether the parallelism
+   took effect; any other phase means sweep batch size and parallelism.
+4. **Caveats:** warm-up not excluded, too few steady samples for the
+   percentiles quoted (< ``min_samples_p99`` = 100 for p99, <
+   ``min_samples_p999`` = 1000 for p99.9), profiler overhead above
+   ``overhead_limit`` (5%), and GPU-looking phases timed without CUDA
+   synchronisation while CUDA is in use.
 
 Either side may be missing; the verdict then says what can and cannot be
 concluded (``bound="unknown"`` without a trainer profile).
@@ -25,14 +61,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+import numpy as np
+
 from gyreprof._format import fmt_ns, fmt_pct
 from gyreprof.analysis.wait import (
     WaitReport,
+    _busy_before,
     _is_profiler,
     _summary_and_snapshot,
     fmt_gain,
@@ -93,21 +133,36 @@ DEFAULT_OVERHEAD_LIMIT = 0.05
 DEFAULT_MIN_SAMPLES_P99 = 100
 DEFAULT_MIN_SAMPLES_P999 = 1000
 
+DEFAULT_SYNC_SAMPLER_ABOVE = 0.5
+DEFAULT_OVERLAP_ABOVE = 0.2
+DEFAULT_MIN_ALIGNED = 0.5
+DEFAULT_MIN_COVERAGE = 0.8
+
 BOUNDS = ("trainer", "sampler", "unknown")
+#: loop shapes: collect-then-train, or a sampler feeding a queue while the trainer computes
+LOOPS = ("sync", "overlapped")
+#: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
+UNTIMED = "(untimed)"
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The bottleneck, in plain words.
 
-    ``bound`` is ``"trainer"`` (the trainer hardly waits: tune compute),
-    ``"sampler"`` (the trainer waits for batches: tune the sampler) or
-    ``"unknown"`` (no trainer profile to tell). ``dominant_phase`` is the phase
-    to look at first (the sampler's largest phase when sampler-bound, the
-    trainer's largest non-wait phase when trainer-bound). ``reasons`` are the
-    steps taken, each with its numbers; ``advice`` what to do next;
-    ``unknowns`` what cannot be concluded from the profiles given;
-    ``caveats`` what may make the numbers mislead.
+    ``bound`` is ``"trainer"`` (tune compute), ``"sampler"`` (the trainer
+    waits for batches: tune the sampler) or ``"unknown"`` (no trainer profile
+    to tell). ``loop`` is the shape judged (``"sync"``: collect, then train;
+    ``"overlapped"``: a sampler feeding a queue; None without a trainer
+    profile), ``loop_source`` how it was known (``"declared"``,
+    ``"detected"`` from the timestamps, or ``"default"`` when it could not be
+    detected) and ``loop_evidence`` the words behind it. ``dominant_phase`` is
+    the phase to look at first (``"(untimed)"`` when the sampler's untimed
+    time is its largest part). ``sampler_shares`` are shares of the sampler's
+    wall time (see ``sampler_wall``) with the rest under ``"(untimed)"``;
+    ``coverage`` is the timed fraction. ``reasons`` are the steps taken, each
+    with its numbers; ``advice`` what to do next; ``unknowns`` what cannot be
+    concluded from the profiles given; ``caveats`` what may make the numbers
+    mislead.
     """
 
     bound: str
@@ -118,14 +173,22 @@ class Verdict:
     unknowns: list[str] = field(default_factory=list)
     wait_ratio: float | None = None
     sampler_shares: dict[str, float] = field(default_factory=dict)
-    dominant_kind: str | None = None  # "env", "forward/transfer", "trainer" or None
+    dominant_kind: str | None = None  # "env", "forward/transfer", "untimed", "trainer" or None
     wait_report: WaitReport | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
+    loop: str | None = None
+    loop_source: str | None = None
+    loop_evidence: str | None = None
+    coverage: float | None = None
+    sampler_wall: str | None = None  # what the sampler's wall time was taken from
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": VERDICT_FORMAT,
             "bound": self.bound,
+            "loop": self.loop,
+            "loop_source": self.loop_source,
+            "loop_evidence": self.loop_evidence,
             "dominant_phase": self.dominant_phase,
             "dominant_kind": self.dominant_kind,
             "reasons": list(self.reasons),
@@ -134,6 +197,8 @@ class Verdict:
             "caveats": list(self.caveats),
             "wait_ratio": self.wait_ratio,
             "sampler_shares": dict(self.sampler_shares),
+            "coverage": self.coverage,
+            "sampler_wall": self.sampler_wall,
             "thresholds": dict(self.thresholds),
             "wait_report": self.wait_report.to_dict() if self.wait_report else None,
         }
@@ -147,14 +212,28 @@ class Verdict:
 
     @property
     def headline(self) -> str:
+        sync = self.loop == "sync"
         if self.bound == "trainer":
-            head = "trainer-bound: the trainer hardly waits; tune compute, not the sampler"
+            head = (
+                "trainer-bound: compute holds the larger share of wall time; tune it first"
+                if sync
+                else "trainer-bound: the trainer hardly waits; tune compute, not the sampler"
+            )
         elif self.bound == "sampler":
-            head = "sampler-bound: the trainer waits for batches; tune the sampler"
+            head = (
+                "sampler-bound: collecting holds the larger share of wall time; tune the sampler"
+                if sync
+                else "sampler-bound: the trainer waits for batches; tune the sampler"
+            )
         else:
             head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
-        if self.dominant_phase is not None:
+        if self.dominant_phase == UNTIMED and self.coverage is not None:
+            head += f" (look first at the sampler's untimed {fmt_pct(1.0 - self.coverage)})"
+        elif self.dominant_phase is not None:
             head += f" (look first at {self.dominant_phase!r})"
+        if self.loop is not None:
+            shape = "synchronous loop" if sync else "overlapped pipeline"
+            head += f" [{shape}, {self.loop_source}]"
         return head
 
     def __str__(self) -> str:
@@ -292,7 +371,597 @@ def _check_count(name: str, value: int) -> None:
         raise ValueError(f"{name} must be >= 1, got {value}")
 
 
+# ------------------------------------------------------------ the loop's shape
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The loop shape used, how it was known, and in words why."""
+
+    loop: str
+    source: str  # "declared", "detected" or "default"
+    words: str
+
+
+def _intervals(ev: np.ndarray) -> np.ndarray:
+    """(n, 2) float64 [start, end) of events, sorted by start."""
+    start = ev["start_ns"].astype(np.float64)
+    iv = np.stack((start, start + ev["duration_ns"].astype(np.float64)), axis=1)
+    return iv[np.argsort(iv[:, 0], kind="stable")]
+
+
+def _union(iv: np.ndarray) -> np.ndarray:
+    """The union of sorted intervals, as disjoint sorted intervals."""
+    if len(iv) == 0:
+        return iv
+    ends = np.maximum.accumulate(iv[:, 1])
+    new = np.ones(len(iv), dtype=bool)
+    new[1:] = iv[1:, 0] > ends[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(iv) - 1)
+    return np.stack((iv[first, 0], ends[last]), axis=1)
+
+
+def _length(iv: np.ndarray) -> float:
+    return float((iv[:, 1] - iv[:, 0]).sum()) if len(iv) else 0.0
+
+
+def _overlap_ns(a: np.ndarray, b: np.ndarray) -> float:
+    """Total time the disjoint intervals ``a`` and ``b`` share."""
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    busy = _busy_before(b[:, 0], b[:, 1] - b[:, 0], np.concatenate((a[:, 0], a[:, 1])))
+    return float((busy[len(a) :] - busy[: len(a)]).sum())
+
+
+def _clip(iv: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    out: np.ndarray = np.clip(iv, lo, hi)
+    kept: np.ndarray = out[out[:, 1] > out[:, 0]]
+    return kept
+
+
+def _undetected(why: str) -> _Shape:
+    return _Shape("overlapped", "default", f"not detected ({why})")
+
+
+@dataclass(frozen=True)
+class _Events:
+    """A side's raw events, its phase names, and how its clock maps to Unix time."""
+
+    events: np.ndarray
+    phases: tuple[str, ...]
+    unix_offset_ns: int | None  # Unix-epoch ns minus monotonic ns; None: unknown
+    in_process: bool  # a Profiler of this process (same clock as the other side's)
+
+
+def _is_events_file(source: object) -> bool:
+    """A saved raw-event file (``gp.export.load_events``): events, phases and a snapshot."""
+    return (
+        not _is_profiler(source)
+        and isinstance(getattr(source, "events", None), np.ndarray)
+        and isinstance(getattr(source, "snapshot", None), Snapshot)
+    )
+
+
+def _profile_of(source: object) -> object:
+    """What the summaries and the wait report read: an events file's snapshot."""
+    return source.snapshot if _is_events_file(source) else source  # type: ignore[attr-defined]
+
+
+def _events_of(source: object) -> _Events | None:
+    if _is_profiler(source):
+        offset = time.time_ns() - time.monotonic_ns()
+        return _Events(source.events(), tuple(source.phases), offset, True)  # type: ignore[attr-defined]
+    if _is_events_file(source):
+        off = getattr(source, "unix_offset_ns", None)
+        return _Events(
+            source.events,  # type: ignore[attr-defined]
+            tuple(getattr(source, "phases", ())),
+            int(off) if off is not None else None,
+            False,
+        )
+    return None
+
+
+def _aligned(s: _Events, t: _Events) -> tuple[np.ndarray, np.ndarray, str]:
+    """Both sides' events on one time line, and how they were put there."""
+    if s.in_process and t.in_process:
+        return s.events, t.events, "one process, one clock"
+    if s.unix_offset_ns is None or t.unix_offset_ns is None:
+        return s.events, t.events, "assuming one host's monotonic clock (no wall-clock offset)"
+    out = []
+    for side in (s, t):
+        ev = side.events.copy()
+        ev["start_ns"] = ev["start_ns"] + int(side.unix_offset_ns or 0)
+        out.append(ev)
+    return out[0], out[1], "aligned across processes by their wall-clock offsets"
+
+
+def _detect_loop(
+    sampler: object,
+    trainer: object,
+    wait: str,
+    compute: str,
+    *,
+    overlap_above: float,
+    min_aligned: float,
+) -> _Shape:
+    """Synchronous or overlapped, from where the sampler's work falls in the trainer's time."""
+    s_src, t_src = _events_of(sampler), _events_of(trainer)
+    if s_src is None or t_src is None:
+        return _undetected(
+            "the shape is read from both sides' raw events, which a Profiler or a saved "
+            "events file (gp.export.save_events) holds, not a Snapshot or Summary"
+        )
+    sev, tev, clock = _aligned(s_src, t_src)
+    if wait not in t_src.phases or compute not in t_src.phases:
+        return _undetected(f"the trainer's events have no {wait!r} or {compute!r} phase")
+    w_ev = tev[tev["phase"] == t_src.phases.index(wait)]
+    c_ev = tev[tev["phase"] == t_src.phases.index(compute)]
+    # the timed phases are the sampler's work; a marked step may also hold its idle
+    # time (a worker waiting for the next request until its next begin())
+    s_ev = sev[sev["phase"] >= 0]
+    basis = f"its timed phases; {clock}"
+    if len(w_ev) == 0 or len(c_ev) == 0 or len(s_ev) == 0:
+        return _undetected("the rings hold no sampler events or no trainer wait/compute events")
+    s_iv, t_iv = _intervals(s_ev), _intervals(np.concatenate((w_ev, c_ev)))
+    for side, iv in (("sampler", s_iv), ("trainer", t_iv)):
+        if _length(iv) > 1.02 * _length(_union(iv)) + 1e3:
+            return _undetected(
+                f"the {side}'s events overlap each other (durations given to record(), or "
+                "several threads), so their timestamps do not place its work"
+            )
+    lo = max(s_iv[0, 0], t_iv[0, 0])
+    hi = min(float(s_iv[:, 1].max()), float(t_iv[:, 1].max()))
+    s_common = _clip(_union(s_iv), lo, hi) if hi > lo else s_iv[:0]
+    s_total = _length(s_common)
+    if s_total <= 0:
+        return _undetected("the sampler's and the trainer's events share no stretch of time")
+    c_common = _clip(_union(_intervals(c_ev)), lo, hi)
+    in_c = _overlap_ns(s_common, c_common)
+    in_w = _overlap_ns(s_common, _union(_intervals(w_ev)))
+    aligned = in_c + in_w
+    if aligned < min_aligned * s_total:
+        return _undetected(
+            f"only {fmt_pct(aligned / s_total)} of the sampler's time falls inside the "
+            f"trainer's {wait!r} or {compute!r} (at least {fmt_pct(min_aligned)} needed)"
+        )
+    c_total = _length(c_common)
+    busy = in_c / c_total if c_total > 0 else 0.0
+    if busy >= overlap_above:
+        return _Shape(
+            "overlapped",
+            "detected",
+            f"detected from the timestamps: the sampler ({basis}) was working during "
+            f"{fmt_pct(busy)} of the trainer's {compute!r} time (at least "
+            f"{fmt_pct(overlap_above)} means the two overlap)",
+        )
+    return _Shape(
+        "sync",
+        "detected",
+        f"detected from the timestamps: the sampler ({basis}) was working during only "
+        f"{fmt_pct(busy)} of the trainer's {compute!r} time (below {fmt_pct(overlap_above)}); "
+        f"{fmt_pct(in_w / aligned)} of its work ran inside the trainer's {wait!r}",
+    )
+
+
+def _loop_shape(
+    loop: str | None,
+    sampler: object,
+    trainer: object,
+    wait: str,
+    compute: str,
+    *,
+    overlap_above: float,
+    min_aligned: float,
+) -> _Shape:
+    if loop is not None:
+        return _Shape(loop, "declared", f"declared: loop={loop!r}")
+    if sampler is None:
+        return _undetected("no sampler profile to compare the trainer's phases with")
+    return _detect_loop(
+        sampler, trainer, wait, compute, overlap_above=overlap_above, min_aligned=min_aligned
+    )
+
+
+# ----------------------------------------------------------- the trainer's side
+
+
+@dataclass
+class _Findings:
+    """What the steps of ``diagnose`` found so far."""
+
+    bound: str = "unknown"
+    dominant: str | None = None
+    kind: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    unknowns: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+
+
+def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
+    ws, cs = report.wait_per_step, report.compute_per_step
+    spread = ""
+    if report.window_ratios:
+        d = report.window_distribution
+        spread = (
+            f"; per window (of {report.window_size}) p10 {fmt_pct(d['p10'])}, "
+            f"p90 {fmt_pct(d['p90'])}"
+        )
+    return (
+        f"the trainer spends {fmt_pct(report.ratio)} of its time waiting for batches ({wait!r} "
+        f"p50 {fmt_ns(ws['p50'])}, p99 {fmt_ns(ws['p99'])} per step, against {compute!r} p50 "
+        f"{fmt_ns(cs['p50'])}{spread})"
+    )
+
+
+def _sync_bound(r: float, sync_sampler_above: float) -> str:
+    return "sampler" if r > sync_sampler_above else "trainer"
+
+
+def _judge_sync(report: WaitReport, measured: str, sync_sampler_above: float) -> tuple[str, str]:
+    r = report.ratio
+    bound = _sync_bound(r, sync_sampler_above)
+    ceilings = (
+        f"an infinitely fast sampler saves at most {fmt_pct(r)} of wall time; compute is "
+        f"{fmt_pct(1.0 - r)}"
+    )
+    if bound == "sampler":
+        why = (
+            f"collecting holds the larger share (above {fmt_pct(sync_sampler_above)}), so "
+            "the run is sampler-bound"
+        )
+    else:
+        why = (
+            f"compute holds the larger share (the wait is not above "
+            f"{fmt_pct(sync_sampler_above)}), so the run is trainer-bound although the "
+            "trainer waits"
+        )
+    text = (
+        f"{measured}. In a synchronous loop the sampler runs only while the trainer waits, so "
+        f"the wait is the sampler's share of wall time: {ceilings}; {why}"
+    )
+    return bound, text
+
+
+def _judge_overlapped(
+    report: WaitReport, measured: str, trainer_bound_below: float
+) -> tuple[str, str]:
+    r = report.ratio
+    if r < trainer_bound_below:
+        return "trainer", (
+            f"{measured}: below the {fmt_pct(trainer_bound_below)} threshold, so training is "
+            f"trainer-bound; even an infinitely fast sampler would save at most {fmt_pct(r)} "
+            f"(make it at most {fmt_gain(report.speedup_bound)}); compute is "
+            f"{fmt_pct(1.0 - r)} of the trainer's time"
+        )
+    return "sampler", (
+        f"{measured}: at or above the {fmt_pct(trainer_bound_below)} threshold, so in an "
+        f"overlapped pipeline the trainer is held back by the sampler; a sampler fast enough "
+        f"to remove the wait saves up to {fmt_pct(r)} (training up to "
+        f"{fmt_gain(report.speedup_bound)}); a faster trainer saves nothing until the sampler "
+        "keeps up"
+    )
+
+
+def _spike_words(report: WaitReport, bound: str) -> str | None:
+    if not report.spikes:
+        return None
+    if bound == "trainer":
+        worst = max(report.spikes, key=lambda s: s.wait_per_step_ns)
+        return (
+            f"the waits come in bursts: {len(report.spikes)} window(s) spike, the worst "
+            f"at t=+{worst.start_s:.3g} s with {fmt_ns(worst.wait_per_step_ns)} per step "
+            f"({fmt_pct(worst.ratio)} of that window)"
+        )
+    co = sum(1 for s in report.spikes if s.coincident)
+    return (
+        f"{len(report.spikes)} window(s) spike to at least "
+        f"{report.thresholds['spike_factor']:g}x the median wait"
+        + (f", {co} of them together with {sorted(report.other)}" if co else "")
+    )
+
+
+def _trainer_step(
+    found: _Findings,
+    report: WaitReport,
+    t_summary: Summary,
+    shape: _Shape,
+    *,
+    wait: str,
+    compute: str,
+    trainer_bound_below: float,
+    sync_sampler_above: float,
+) -> None:
+    """Step 2: trainer- or sampler-bound, by the rule of the loop's shape."""
+    measured = _measured_words(report, wait, compute)
+    if shape.loop == "sync":
+        bound, text = _judge_sync(report, measured, sync_sampler_above)
+    else:
+        bound, text = _judge_overlapped(report, measured, trainer_bound_below)
+    shape_name = "synchronous loop" if shape.loop == "sync" else "overlapped pipeline"
+    found.reasons.append(f"loop shape: {shape_name}, {shape.words}")
+    found.reasons.append(text)
+    found.bound = bound
+    spikes = _spike_words(report, bound)
+    if spikes:
+        found.reasons.append(spikes)
+    if shape.source == "default":
+        other = _sync_bound(report.ratio, sync_sampler_above)
+        found.unknowns.append(
+            "the loop's shape: judged as an overlapped pipeline (the stricter reading); if the "
+            "loop collects and then trains (SB3, CleanRL), pass loop='sync'; it would then be "
+            f"{other}-bound"
+        )
+    if bound == "trainer":
+        others = {n: st.share for n, st in t_summary.phases.items() if n != wait and st.count > 0}
+        found.dominant = max(others, key=lambda n: others[n]) if others else compute
+        found.kind = "trainer"
+        found.advice.append(
+            f"sampler tuning will not speed training up much; look at {found.dominant!r}: the "
+            "compute itself, the optimizer step, data movement inside the train step"
+        )
+
+
+# ----------------------------------------------------------- the sampler's side
+
+
+@dataclass(frozen=True)
+class _Wall:
+    """The sampler's wall time, what it was taken from, and the timed shares of it."""
+
+    ns: float
+    basis: str
+    shares: dict[str, float]  # timed phases, then UNTIMED
+    coverage: float
+    note: str | None
+
+
+def _sampler_wall(
+    s_summary: Summary, loop: str | None, report: WaitReport | None, wait: str
+) -> _Wall:
+    """Step 3: the sampler's wall time and each phase's share of it."""
+    live = {n: st for n, st in s_summary.phases.items() if st.count > 0}
+    timed = {n: float(st.sum_ns) for n, st in live.items()}
+    timed_ns = sum(timed.values())
+    if s_summary.steps > 0 and s_summary.step.sum_ns > 0:
+        wall, basis = float(s_summary.step.sum_ns), "its marked steps"
+    elif loop == "sync" and report is not None and report.wait_ns > 0:
+        wall = float(report.wait_ns)
+        basis = (
+            f"the trainer's {wait!r} time: the sampler marks no steps, and in a synchronous "
+            "loop it runs while the trainer waits"
+        )
+    else:
+        wall, basis = s_summary.elapsed_s * 1e9, "its profile's elapsed time (no steps marked)"
+    note = None
+    if wall <= 0 or timed_ns > 1.05 * wall:
+        note = (
+            f"the sampler's phases add up to more than {basis} ({fmt_ns(timed_ns)} against "
+            f"{fmt_ns(max(wall, 0.0))}: durations given to record(), or phases timed outside the steps): "
+            "shares are of the timed time"
+        )
+        wall, basis = timed_ns, "its timed phases (see the caveat)"
+    coverage = min(1.0, timed_ns / wall) if wall > 0 else 0.0
+    shares = {n: v / wall for n, v in timed.items()} if wall > 0 else dict.fromkeys(timed, 0.0)
+    shares[UNTIMED] = max(0.0, 1.0 - coverage)
+    return _Wall(wall, basis, shares, coverage, note)
+
+
+def _phase_kind_and_tuning(
+    top: str, shares: dict[str, float], env_phases: Sequence[str]
+) -> tuple[str, str, list[str]]:
+    if _is_env_phase(top, env_phases):
+        what = "it is env stepping"
+        if top.lower() == "step_wait" and "step_async" in shares:
+            what += (
+                " - waiting for the slowest vector-env worker (step_async, the send, takes "
+                f"{fmt_pct(shares['step_async'])})"
+            )
+        return (
+            "env",
+            what,
+            [
+                "look at how the env is called (per-step Python overhead, observation copies, "
+                "resets) and whether the parallelism took effect: "
+                "gp.check_parallelism(pid, expected={'env_worker': N})",
+                "a bigger batch will help little while env stepping dominates",
+            ],
+        )
+    return (
+        "forward/transfer",
+        "it is not env stepping (forward pass / transfer / other)",
+        [
+            "sweep batch size and parallelism: gp.sweep(make_sampler, 'batch_size', "
+            "[8, 16, 32, 64], ...)"
+        ],
+    )
+
+
+def _sampler_words(
+    wall: _Wall, s_summary: Summary, top: str, min_coverage: float
+) -> tuple[str, bool]:
+    """The sampler's reason (untimed first when coverage is low) and whether untimed leads."""
+    shares = wall.shares
+    order = sorted((n for n in shares if n != UNTIMED), key=lambda n: shares[n], reverse=True)
+    st = s_summary.phases[top]
+    rest = ", ".join(f"{n!r} {fmt_pct(shares[n])}" for n in order[1:4])
+    untimed = shares[UNTIMED]
+    if wall.coverage < min_coverage:
+        untimed_leads = untimed > shares[top]
+        place = "the largest part" if untimed_leads else "a large part"
+        text = (
+            f"sampler: {fmt_pct(untimed)} of the sampler's wall time (from {wall.basis}) is "
+            f"untimed, {place}: only {fmt_pct(wall.coverage)} is timed (below "
+            f"{fmt_pct(min_coverage)}), so no timed phase can be called dominant; time the "
+            "rest next (the policy forward, buffer writes, observation conversion: whatever "
+            f"runs between the timed phases). Timed: {top!r} {fmt_pct(shares[top])} (p50 "
+            f"{fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})" + (f", then {rest}" if rest else "")
+        )
+        return text, untimed_leads
+    lead = "the largest" if shares[top] < 0.5 else "dominant"
+    text = (
+        f"sampler: {top!r} takes {fmt_pct(shares[top])} of the sampler's wall time (from "
+        f"{wall.basis}; {lead}; p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})"
+        + (f", then {rest}" if rest else "")
+        + (f", untimed {fmt_pct(untimed)}" if untimed >= 0.005 else "")
+    )
+    return text, False
+
+
+def _sampler_step(
+    found: _Findings,
+    s_summary: Summary,
+    wall: _Wall,
+    *,
+    env_phases: Sequence[str],
+    min_coverage: float,
+) -> str:
+    """Step 3's verdict: which part of the sampler to look at; returns the top timed phase."""
+    timed = {n: v for n, v in wall.shares.items() if n != UNTIMED}
+    top = max(timed, key=lambda n: timed[n])
+    top_kind, what, tune = _phase_kind_and_tuning(top, wall.shares, env_phases)
+    seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage)
+    if untimed_leads:
+        top_kind, what = "untimed", "the untimed part is the largest"
+        tune = [
+            "time the rest of the sampler step before tuning it: wrap the policy forward, "
+            "the buffer writes and the observation handling in phases (prof.phase('fwd'), ...)"
+        ]
+    look = UNTIMED if untimed_leads else top
+    if wall.note:
+        found.caveats.append(f"sampler: {wall.note}")
+    if found.bound == "sampler":
+        found.dominant, found.kind = look, top_kind
+        found.reasons.append(f"{seen}; {what}")
+        found.advice += tune
+    elif found.bound == "trainer":
+        found.reasons.append(
+            f"{seen}; this does not matter until the trainer waits for the sampler"
+        )
+    else:
+        found.dominant, found.kind = look, top_kind
+        found.reasons.append(f"{seen}; {what}")
+        found.advice += [f"if the trainer turns out to wait for the sampler: {t}" for t in tune]
+        if top.lower() in DEFAULT_HANDOFF_PHASES:
+            found.reasons.append(
+                f"{top!r} looks like handing batches over: if it blocks on a full queue, "
+                "the sampler is waiting for its consumer, which points to a trainer-bound run"
+            )
+        found.unknowns.append(
+            "whether tuning the sampler pays off at all: profile the trainer as well and "
+            "call diagnose(sampler=..., trainer=...)"
+        )
+    return top
+
+
+def _trainer_side(
+    found: _Findings,
+    trainer: object,
+    sampler: object,
+    loop: str | None,
+    wait: str,
+    compute: str,
+    thresholds: dict[str, float],
+    side_kw: dict[str, Any],
+    wait_kwargs: dict[str, Any],
+) -> tuple[WaitReport, _Shape]:
+    """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
+    t_profile = _profile_of(trainer)
+    t_summary, _ = _summary_and_snapshot(t_profile, "trainer")
+    report = wait_report(t_profile, wait, compute, **wait_kwargs)  # type: ignore[arg-type]
+    shape = _loop_shape(
+        loop,
+        sampler,
+        trainer,
+        wait,
+        compute,
+        overlap_above=thresholds["overlap_above"],
+        min_aligned=thresholds["min_aligned"],
+    )
+    _trainer_step(
+        found,
+        report,
+        t_summary,
+        shape,
+        wait=wait,
+        compute=compute,
+        trainer_bound_below=thresholds["trainer_bound_below"],
+        sync_sampler_above=thresholds["sync_sampler_above"],
+    )
+    found.caveats += _side_caveats("trainer", t_profile, t_summary, [wait, compute], **side_kw)
+    return report, shape
+
+
+def _sampler_side(
+    found: _Findings,
+    sampler: object,
+    loop: str | None,
+    report: WaitReport | None,
+    wait: str,
+    env_phases: Sequence[str],
+    thresholds: dict[str, float],
+    side_kw: dict[str, Any],
+) -> _Wall:
+    """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
+    s_profile = _profile_of(sampler)
+    s_summary, _ = _summary_and_snapshot(s_profile, "sampler")
+    if not any(st.count > 0 for st in s_summary.phases.values()):
+        raise ValueError(
+            "the sampler profile has no steady-state samples in any phase (phases: "
+            f"{list(s_summary.phases)}); time its loop first"
+        )
+    wall = _sampler_wall(s_summary, loop, report, wait)
+    top = _sampler_step(
+        found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
+    )
+    found.caveats += _side_caveats("sampler", s_profile, s_summary, [top], **side_kw)
+    return wall
+
+
+def _no_sampler(found: _Findings) -> None:
+    if found.bound == "sampler":
+        found.unknowns.append(
+            "which sampler phase to tune: no sampler profile; time the sampler loop with "
+            "phases such as 'env', 'fwd', 'xfer' and pass it as sampler="
+        )
+    elif found.bound == "trainer":
+        found.unknowns.append(
+            "how the sampler spends its time (no sampler profile); it does not limit training now"
+        )
+
+
 # ---------------------------------------------------------------------- entry
+
+
+def _check_arguments(
+    sampler: object,
+    trainer: object,
+    loop: str | None,
+    fractions: dict[str, float],
+    counts: dict[str, int],
+    env_phases: Sequence[str],
+    gpu_hints: Sequence[str],
+) -> None:
+    if sampler is None and trainer is None:
+        raise ValueError(
+            "diagnose needs at least one profile: diagnose(sampler=prof, trainer=tp) "
+            "(a Profiler, Snapshot or Summary for each side)"
+        )
+    for name, value in fractions.items():
+        _check_fraction(name, value)
+    for name, n in counts.items():
+        _check_count(name, n)
+    if loop is not None and loop not in LOOPS:
+        raise ValueError(
+            f"loop must be 'sync' (collect, then train), 'overlapped' (a sampler feeding a "
+            f"queue while the trainer computes) or None (detect it), got {loop!r}"
+        )
+    if isinstance(env_phases, str):
+        raise TypeError("env_phases must be a list of names, not one string")
+    if isinstance(gpu_hints, str):
+        raise TypeError("gpu_hints must be a list of substrings, not one string")
 
 
 def diagnose(
@@ -301,8 +970,13 @@ def diagnose(
     *,
     wait: str = "wait",
     compute: str = "compute",
+    loop: str | None = None,
     env_phases: Sequence[str] = DEFAULT_ENV_PHASES,
     trainer_bound_below: float = DEFAULT_TRAINER_BOUND_BELOW,
+    sync_sampler_above: float = DEFAULT_SYNC_SAMPLER_ABOVE,
+    overlap_above: float = DEFAULT_OVERLAP_ABOVE,
+    min_aligned: float = DEFAULT_MIN_ALIGNED,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
     overhead_limit: float = DEFAULT_OVERHEAD_LIMIT,
     min_samples_p99: int = DEFAULT_MIN_SAMPLES_P99,
     min_samples_p999: int = DEFAULT_MIN_SAMPLES_P999,
@@ -315,11 +989,25 @@ def diagnose(
     Parameters
     ----------
     sampler / trainer: Profiler, Snapshot or Summary of each side (either may
-        be None, not both).
+        be None, not both), or a saved events file
+        (``gp.export.load_events(path)``) of another process: its raw events
+        and wall-clock offset let the loop's shape be detected across processes.
     wait / compute: the trainer's phase names (see ``wait_report``).
+    loop: ``"sync"`` (collect, then train: SB3, CleanRL), ``"overlapped"`` (a
+        sampler thread or process feeding a queue) or None: detect it from
+        both Profilers' event timestamps.
     env_phases: sampler phase names that mean env stepping (lower case;
         names starting with "env" count too).
-    trainer_bound_below: a wait ratio below this is trainer-bound.
+    trainer_bound_below: overlapped pipeline: a wait ratio below this is
+        trainer-bound, at or above it sampler-bound (default 0.10).
+    sync_sampler_above: synchronous loop: a wait ratio above this is
+        sampler-bound, else trainer-bound (default 0.5: the larger share).
+    overlap_above: detection: a sampler working during at least this share
+        of the trainer's compute time means overlapped (default 0.2).
+    min_aligned: detection gives up when less than this share of the
+        sampler's time falls inside the trainer's wait or compute (0.5).
+    min_coverage: below this timed share of the sampler's wall time the
+        verdict leads with the untimed share (default 0.8).
     overhead_limit: profiler overhead share above this is a caveat.
     min_samples_p99 / min_samples_p999: fewer steady samples than this make
         the p99 / p99.9 a caveat.
@@ -327,35 +1015,18 @@ def diagnose(
         torch and CUDA is available.
     wait_kwargs: passed on to ``wait_report`` (window_steps=, other=, ...).
     """
-    if sampler is None and trainer is None:
-        raise ValueError(
-            "diagnose needs at least one profile: diagnose(sampler=prof, trainer=tp) "
-            "(a Profiler, Snapshot or Summary for each side)"
-        )
-    _check_fraction("trainer_bound_below", trainer_bound_below)
-    _check_fraction("overhead_limit", overhead_limit)
-    _check_count("min_samples_p99", min_samples_p99)
-    _check_count("min_samples_p999", min_samples_p999)
-    if isinstance(env_phases, str):
-        raise TypeError("env_phases must be a list of names, not one string")
-    if isinstance(gpu_hints, str):
-        raise TypeError("gpu_hints must be a list of substrings, not one string")
-    use_gpu = _cuda_in_use() if gpu is None else bool(gpu)
-
-    reasons: list[str] = []
-    advice: list[str] = []
-    unknowns: list[str] = []
-    caveats: list[str] = []
-    bound = "unknown"
-    dominant: str | None = None
-    kind: str | None = None
-    report: WaitReport | None = None
-    thresholds = {
-        "trainer_bound_below": float(trainer_bound_below),
-        "overhead_limit": float(overhead_limit),
-        "min_samples_p99": float(min_samples_p99),
-        "min_samples_p999": float(min_samples_p999),
+    fractions = {
+        "trainer_bound_below": trainer_bound_below,
+        "sync_sampler_above": sync_sampler_above,
+        "overlap_above": overlap_above,
+        "min_aligned": min_aligned,
+        "min_coverage": min_coverage,
+        "overhead_limit": overhead_limit,
     }
+    counts = {"min_samples_p99": min_samples_p99, "min_samples_p999": min_samples_p999}
+    _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints)
+    use_gpu = _cuda_in_use() if gpu is None else bool(gpu)
+    thresholds = {k: float(v) for k, v in {**fractions, **counts}.items()}
     side_kw: dict[str, Any] = dict(
         overhead_limit=float(overhead_limit),
         min_p99=int(min_samples_p99),
@@ -363,151 +1034,52 @@ def diagnose(
         gpu=use_gpu,
         gpu_hints=tuple(gpu_hints),
     )
+    found = _Findings()
+    report: WaitReport | None = None
+    shape: _Shape | None = None
 
-    # 1. is the trainer waiting?
+    # 1-2. the loop's shape; is the trainer waiting?
     if trainer is not None:
-        t_summary, _ = _summary_and_snapshot(trainer, "trainer")
-        report = wait_report(trainer, wait, compute, **wait_kwargs)
-        r = report.ratio
-        ws, cs = report.wait_per_step, report.compute_per_step
-        spread = ""
-        if report.window_ratios:
-            d = report.window_distribution
-            spread = (
-                f"; per window (of {report.window_size}) p10 {fmt_pct(d['p10'])}, "
-                f"p90 {fmt_pct(d['p90'])}"
-            )
-        measured = (
-            f"the trainer spends {fmt_pct(r)} of its time waiting for batches ({wait!r} p50 "
-            f"{fmt_ns(ws['p50'])}, p99 {fmt_ns(ws['p99'])} per step, against {compute!r} p50 "
-            f"{fmt_ns(cs['p50'])}{spread})"
+        report, shape = _trainer_side(
+            found, trainer, sampler, loop, wait, compute, thresholds, side_kw, wait_kwargs
         )
-        others = {n: st.share for n, st in t_summary.phases.items() if n != wait and st.count > 0}
-        if r < trainer_bound_below:
-            bound = "trainer"
-            dominant = max(others, key=lambda n: others[n]) if others else compute
-            kind = "trainer"
-            reasons.append(
-                f"{measured}: below the {fmt_pct(trainer_bound_below)} threshold, so training "
-                f"is trainer-bound; even an infinitely fast sampler would make it at most "
-                f"{fmt_gain(report.speedup_bound)}"
-            )
-            if report.spikes:
-                worst = max(report.spikes, key=lambda s: s.wait_per_step_ns)
-                reasons.append(
-                    f"the waits come in bursts: {len(report.spikes)} window(s) spike, the worst "
-                    f"at t=+{worst.start_s:.3g} s with {fmt_ns(worst.wait_per_step_ns)} per step "
-                    f"({fmt_pct(worst.ratio)} of that window)"
-                )
-            advice.append(
-                f"sampler tuning will not speed training up; look at {dominant!r}: the compute "
-                "itself, the optimizer step, data movement inside the train step"
-            )
-        else:
-            bound = "sampler"
-            reasons.append(
-                f"{measured}: at or above the {fmt_pct(trainer_bound_below)} threshold, so "
-                f"the trainer is held back by the sampler; a sampler fast enough to remove "
-                f"the wait would make training up to {fmt_gain(report.speedup_bound)}"
-            )
-            if report.spikes:
-                co = sum(1 for s in report.spikes if s.coincident)
-                reasons.append(
-                    f"{len(report.spikes)} window(s) spike to at least "
-                    f"{report.thresholds['spike_factor']:g}x the median wait"
-                    + (f", {co} of them together with {sorted(report.other)}" if co else "")
-                )
-        caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
     else:
-        unknowns.append(
+        found.unknowns.append(
             "whether the trainer waits for the sampler: without a trainer profile (phases "
             f"{wait!r} around the batch fetch and {compute!r} around the train step) a faster "
             "sampler may or may not speed training up"
         )
-
-    # 2. which sampler phase dominates?
+    # 3. where does the sampler's wall time go?
+    wall: _Wall | None = None
     if sampler is not None:
-        s_summary, _ = _summary_and_snapshot(sampler, "sampler")
-        live = {n: st for n, st in s_summary.phases.items() if st.count > 0}
-        if not live:
-            raise ValueError(
-                "the sampler profile has no steady-state samples in any phase (phases: "
-                f"{list(s_summary.phases)}); time its loop first"
-            )
-        shares = {n: float(st.share) for n, st in live.items()}
-        order = sorted(shares, key=lambda n: shares[n], reverse=True)
-        top = order[0]
-        st = live[top]
-        top_kind = "env" if _is_env_phase(top, env_phases) else "forward/transfer"
-        rest = ", ".join(f"{n!r} {fmt_pct(shares[n])}" for n in order[1:4])
-        lead = "the largest" if shares[top] < 0.5 else "dominant"
-        seen = (
-            f"sampler: {top!r} takes {fmt_pct(shares[top])} of the sampler step ({lead}; p50 "
-            f"{fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})" + (f", then {rest}" if rest else "")
+        wall = _sampler_side(
+            found,
+            sampler,
+            shape.loop if shape else loop,
+            report,
+            wait,
+            env_phases,
+            thresholds,
+            side_kw,
         )
-        if top_kind == "env":
-            what = "it is env stepping"
-            if top.lower() == "step_wait" and "step_async" in shares:
-                what += (
-                    " - waiting for the slowest vector-env worker (step_async, the send, takes "
-                    f"{fmt_pct(shares['step_async'])})"
-                )
-            tune = [
-                "look at how the env is called (per-step Python overhead, observation copies, "
-                "resets) and whether the parallelism took effect: "
-                "gp.check_parallelism(pid, expected={'env_worker': N})",
-                "a bigger batch will help little while env stepping dominates",
-            ]
-        else:
-            what = "it is not env stepping (forward pass / transfer / other)"
-            tune = [
-                "sweep batch size and parallelism: gp.sweep(make_sampler, 'batch_size', "
-                "[8, 16, 32, 64], ...)"
-            ]
-        if bound == "sampler":
-            dominant, kind = top, top_kind
-            reasons.append(f"{seen}; {what}")
-            advice += tune
-        elif bound == "trainer":
-            reasons.append(f"{seen}; this does not matter until the trainer waits for the sampler")
-        else:
-            dominant, kind = top, top_kind
-            reasons.append(f"{seen}; {what}")
-            advice += [f"if the trainer turns out to wait for the sampler: {t}" for t in tune]
-            if top.lower() in DEFAULT_HANDOFF_PHASES:
-                reasons.append(
-                    f"{top!r} looks like handing batches over: if it blocks on a full queue, "
-                    "the sampler is waiting for its consumer, which points to a trainer-bound run"
-                )
-            unknowns.append(
-                "whether tuning the sampler pays off at all: profile the trainer as well and "
-                "call diagnose(sampler=..., trainer=...)"
-            )
-        caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
-        sampler_shares = shares
     else:
-        sampler_shares = {}
-        if bound == "sampler":
-            unknowns.append(
-                "which sampler phase to tune: no sampler profile; time the sampler loop with "
-                "phases such as 'env', 'fwd', 'xfer' and pass it as sampler="
-            )
-        elif bound == "trainer":
-            unknowns.append(
-                "how the sampler spends its time (no sampler profile); it does not limit "
-                "training now"
-            )
-
+        _no_sampler(found)
+    # 4. caveats are gathered with each side
     return Verdict(
-        bound=bound,
-        dominant_phase=dominant,
-        reasons=reasons,
-        caveats=caveats,
-        advice=advice,
-        unknowns=unknowns,
+        bound=found.bound,
+        dominant_phase=found.dominant,
+        reasons=found.reasons,
+        caveats=found.caveats,
+        advice=found.advice,
+        unknowns=found.unknowns,
         wait_ratio=report.ratio if report is not None else None,
-        sampler_shares=sampler_shares,
-        dominant_kind=kind,
+        sampler_shares=dict(wall.shares) if wall is not None else {},
+        dominant_kind=found.kind,
         wait_report=report,
         thresholds=thresholds,
+        loop=shape.loop if shape is not None else None,
+        loop_source=shape.source if shape is not None else None,
+        loop_evidence=shape.words if shape is not None else None,
+        coverage=wall.coverage if wall is not None else None,
+        sampler_wall=wall.basis if wall is not None else None,
     )

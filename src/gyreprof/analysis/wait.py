@@ -418,6 +418,13 @@ def _spike_flags(per_step: np.ndarray, floor_ns: float, factor: float) -> tuple[
     return flags, med
 
 
+def _warmup_end_step(prof: Any) -> int:
+    """The last warm-up step over the profiler's recorders (-1: none), from the stats block."""
+    from gyreprof._core import recorder as _rec
+
+    return max((int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in prof.recorders), default=-1)
+
+
 def _ring_windows(
     prof: Any,
     wait: str,
@@ -447,11 +454,7 @@ def _ring_windows(
         # the last window without counting the step: keep closed steps only
         closed = np.unique(ev["step"][ev["phase"] == -1])
         ev = ev[(ev["phase"] == -1) | np.isin(ev["step"], closed)]
-    from gyreprof._core import recorder as _rec
-
-    warm_end = max(
-        (int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in prof.recorders), default=-1
-    )
+    warm_end = _warmup_end_step(prof)
     warming = any(r.in_warmup_now for r in prof.recorders)
     if not marked:
         # No prof.begin(): one trainer step = one wait call and what follows it.
@@ -594,6 +597,279 @@ def _names(value: str | Sequence[str] | None, what: str) -> list[str]:
 # ---------------------------------------------------------------------- entry
 
 
+def _check_options(
+    wait: str,
+    compute: str,
+    *,
+    window_steps: int | None,
+    window_s: float | None,
+    spike_factor: float,
+    spike_min_share: float,
+    other_source: object,
+    coincide_windows: int,
+    target_windows: int,
+    min_window_steps: int,
+) -> None:
+    """Every option of ``wait_report``: a TypeError or ValueError naming it."""
+    if window_steps is not None and window_s is not None:
+        raise ValueError("give window_steps= or window_s=, not both")
+    if window_steps is not None:
+        _check_positive("window_steps", window_steps, integer=True)
+    if window_s is not None:
+        _check_positive("window_s", window_s)
+    _check_positive("spike_factor", spike_factor)
+    if isinstance(spike_min_share, bool) or not isinstance(spike_min_share, (int, float)):
+        raise TypeError(f"spike_min_share must be a number, got {spike_min_share!r}")
+    if not 0 <= spike_min_share < math.inf:
+        raise ValueError(f"spike_min_share must be >= 0, got {spike_min_share!r}")
+    _check_positive("target_windows", target_windows, integer=True)
+    _check_positive("min_window_steps", min_window_steps, integer=True)
+    if isinstance(coincide_windows, bool) or not isinstance(coincide_windows, int):
+        raise TypeError(f"coincide_windows must be an int, got {coincide_windows!r}")
+    if coincide_windows < 0:
+        raise ValueError(f"coincide_windows must be >= 0, got {coincide_windows}")
+    for what, name in (("wait", wait), ("compute", compute)):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"{what} must be a phase name (a non-empty string), got {name!r}")
+    if wait == compute:
+        raise ValueError(f"wait and compute must be different phases, both are {wait!r}")
+    if other_source is not None and not _is_profiler(other_source):
+        raise TypeError(
+            "other_source must be a gyreprof Profiler (its events carry the times to match), "
+            f"got {type(other_source).__name__}"
+        )
+
+
+def _check_phases(
+    summary: Summary,
+    wait: str,
+    compute: str,
+    other_names: Sequence[str],
+    other_source: Any,
+) -> None:
+    """The named phases exist, and wait / compute have steady-state samples."""
+    known = list(summary.phases)
+    for what, name in (("wait", wait), ("compute", compute)):
+        if name not in summary.phases:
+            raise ValueError(
+                f"the trainer profile has no phase {name!r} (the {what} phase); known phases: "
+                f"{known}. Pass {what}='<name>' to name it."
+            )
+    other_known = list(other_source.phases) if other_source is not None else known
+    for name in other_names:
+        if name not in other_known:
+            where = (
+                "the other_source profile" if other_source is not None else "the trainer profile"
+            )
+            raise ValueError(f"{where} has no phase {name!r} (other=); known phases: {other_known}")
+        if other_source is None and name in (wait, compute):
+            raise ValueError(f"other={name!r} is the wait or compute phase itself")
+    for what, name in (("wait", wait), ("compute", compute)):
+        if summary.phases[name].count == 0:
+            why = ""
+            wu = summary.warmup
+            if wu.rule != "none" and not wu.done:
+                why = (
+                    f" The profile is still in warm-up ({wu.rule}, {wu.steps} steps so far); "
+                    "warm-up ends on step boundaries, so mark steps with prof.begin()."
+                )
+            raise ValueError(
+                f"the {what} phase {name!r} has no steady-state samples: nothing to compute a "
+                f"wait ratio from (known phases: {known}).{why} Time it with "
+                f"`with prof.phase({name!r}): ...`."
+            )
+
+
+def _trainer_windows(
+    trainer: object,
+    summary: Summary,
+    snap: Snapshot | None,
+    wait: str,
+    compute: str,
+    *,
+    window_steps: int | None,
+    window_s: float | None,
+    target_windows: int,
+    min_window_steps: int,
+    notes: list[str],
+) -> tuple[list[_Win], str, str]:
+    """The trainer's steady windows, their size in words, and where they came from."""
+    if _is_profiler(trainer):
+        wins, size = _ring_windows(
+            trainer,
+            wait,
+            window_steps=window_steps,
+            window_s=window_s,
+            target_windows=target_windows,
+            min_window_steps=min_window_steps,
+            notes=notes,
+        )
+        wsource = "ring"
+    else:
+        wins, size = _rolling_windows(
+            summary, snap, window_steps=window_steps, window_s=window_s, notes=notes
+        )
+        wsource = "rolling"
+    wins = [w for w in wins if w.counts.get(wait, 0) > 0 or w.counts.get(compute, 0) > 0]
+    if not wins:
+        wsource, size = "none", "-"
+        if not _is_profiler(trainer):
+            notes.append(
+                "no per-window ratios: the summary holds no closed rolling windows (they close "
+                "every window_steps marked steps); pass the Profiler for exact windows"
+            )
+        else:
+            notes.append(
+                "no per-window ratios: the ring holds no steady-state window (too few steady "
+                "steps, or still warming up); run longer"
+            )
+    return wins, size, wsource
+
+
+@dataclass(frozen=True)
+class _PerWindow:
+    """Per-window arrays (one entry per window)."""
+
+    wait_ns: np.ndarray
+    compute_ns: np.ndarray
+    steps: np.ndarray
+    ratios: np.ndarray
+    wait_per_step: np.ndarray
+    floor_ns: float  # the smallest excess over the median that counts as a spike
+
+
+def _per_window(wins: list[_Win], wait: str, compute: str, spike_min_share: float) -> _PerWindow:
+    wsum = np.array([w.sums.get(wait, 0.0) for w in wins], dtype=np.float64)
+    csum = np.array([w.sums.get(compute, 0.0) for w in wins], dtype=np.float64)
+    steps = np.array(
+        [w.steps if w.steps > 0 else max(1, w.counts.get(wait, 0)) for w in wins],
+        dtype=np.float64,
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = np.where(wsum + csum > 0, wsum / (wsum + csum), np.nan)
+        wait_ps = wsum / steps
+        step_ps = (wsum + csum) / steps
+    finite_steps = step_ps[np.isfinite(step_ps)]
+    med_step = float(np.median(finite_steps)) if len(finite_steps) else math.nan
+    floor_ns = spike_min_share * med_step if math.isfinite(med_step) else math.inf
+    return _PerWindow(wsum, csum, steps, ratios, wait_ps, floor_ns)
+
+
+def _other_per_window(
+    other_names: Sequence[str], other_source: Any, wins: list[_Win]
+) -> dict[str, np.ndarray]:
+    if not other_names:
+        return {}
+    if other_source is not None:
+        return _other_from_profiler(other_source, other_names, wins)
+    return {n: np.array([w.sums.get(n, 0.0) for w in wins], dtype=np.float64) for n in other_names}
+
+
+def _run_start_ns(snap: Snapshot | None, wins: list[_Win]) -> int:
+    """Times are reported in seconds since the run (or its first window) started."""
+    t0 = int(getattr(snap, "times", {}).get("start_ns", 0)) if snap is not None else 0
+    if wins:
+        first = min(w.start_ns for w in wins)
+        t0 = first if t0 <= 0 else min(t0, first)
+    return t0
+
+
+def _wait_windows(
+    wins: list[_Win], pw: _PerWindow, other_ns: dict[str, np.ndarray], t0: int
+) -> list[WaitWindow]:
+    return [
+        WaitWindow(
+            index=i,
+            start_ns=w.start_ns,
+            end_ns=w.end_ns,
+            start_s=(w.start_ns - t0) / 1e9,
+            first_step=w.first_step,
+            steps=int(pw.steps[i]),
+            wait_ns=float(pw.wait_ns[i]),
+            compute_ns=float(pw.compute_ns[i]),
+            ratio=float(pw.ratios[i]),
+            wait_per_step_ns=float(pw.wait_per_step[i]),
+            other_ns={n: float(v[i]) for n, v in other_ns.items()},
+        )
+        for i, w in enumerate(wins)
+    ]
+
+
+def _ratio_distribution(ratios: np.ndarray) -> dict[str, float]:
+    finite = ratios[np.isfinite(ratios)]
+    if not len(finite):
+        return dict.fromkeys(("p10", "p50", "p90", "max", "min"), math.nan)
+    p10, p50, p90 = np.percentile(finite, [10, 50, 90])
+    return {
+        "p10": float(p10),
+        "p50": float(p50),
+        "p90": float(p90),
+        "max": float(finite.max()),
+        "min": float(finite.min()),
+    }
+
+
+def _spikes(
+    windows: list[WaitWindow],
+    pw: _PerWindow,
+    other_ns: dict[str, np.ndarray],
+    *,
+    spike_factor: float,
+    coincide_windows: int,
+    other_source: object,
+) -> tuple[list[Spike], dict[str, OtherPhase]]:
+    """Spikes of the wait, each checked against spikes of the other phases."""
+    wflags, wmed = _spike_flags(pw.wait_per_step, pw.floor_ns, float(spike_factor))
+    oflags: dict[str, np.ndarray] = {}
+    omed: dict[str, float] = {}
+    for n, v in other_ns.items():
+        oflags[n], omed[n] = _spike_flags(v / pw.steps, pw.floor_ns, float(spike_factor))
+    spikes: list[Spike] = []
+    for i in np.flatnonzero(wflags):
+        lo, hi = max(0, i - coincide_windows), min(len(windows), i + coincide_windows + 1)
+        co = tuple(n for n, f in oflags.items() if bool(f[lo:hi].any()))
+        w = windows[i]
+        spikes.append(
+            Spike(
+                window=int(i),
+                start_s=w.start_s,
+                duration_s=w.duration_s,
+                first_step=w.first_step,
+                steps=w.steps,
+                wait_per_step_ns=w.wait_per_step_ns,
+                median_wait_per_step_ns=wmed,
+                factor=(w.wait_per_step_ns / wmed) if wmed > 0 else math.inf,
+                excess_ns=w.wait_per_step_ns - wmed,
+                ratio=w.ratio,
+                coincident=co,
+            )
+        )
+    others = {
+        n: OtherPhase(
+            name=n,
+            source="other profiler" if other_source is not None else "same profiler",
+            median_per_step_ns=omed[n],
+            spike_windows=tuple(int(i) for i in np.flatnonzero(oflags[n])),
+            coincident_spikes=sum(1 for s in spikes if n in s.coincident),
+        )
+        for n in other_ns
+    }
+    return spikes, others
+
+
+def _closing_notes(summary: Summary, windows: list[WaitWindow], notes: list[str]) -> None:
+    if summary.warmup.rule == "none":
+        notes.append(
+            "warm-up was not excluded (Profiler(warmup_steps=...) or warmup_s=); first calls "
+            "are in the numbers"
+        )
+    if len(windows) and len(windows) < 5:
+        notes.append(
+            f"only {len(windows)} window(s): the per-window distribution and the spike search "
+            "say little; run longer or pass a smaller window_steps="
+        )
+
+
 def wait_report(
     trainer: Source,
     wait: str = "wait",
@@ -634,223 +910,67 @@ def wait_report(
     Raises ``ValueError`` naming the phase and the known phases when a phase is
     missing or has no steady-state samples.
     """
-    if window_steps is not None and window_s is not None:
-        raise ValueError("give window_steps= or window_s=, not both")
-    if window_steps is not None:
-        _check_positive("window_steps", window_steps, integer=True)
-    if window_s is not None:
-        _check_positive("window_s", window_s)
-    _check_positive("spike_factor", spike_factor)
-    if isinstance(spike_min_share, bool) or not isinstance(spike_min_share, (int, float)):
-        raise TypeError(f"spike_min_share must be a number, got {spike_min_share!r}")
-    if not 0 <= spike_min_share < math.inf:
-        raise ValueError(f"spike_min_share must be >= 0, got {spike_min_share!r}")
-    _check_positive("target_windows", target_windows, integer=True)
-    _check_positive("min_window_steps", min_window_steps, integer=True)
-    if isinstance(coincide_windows, bool) or not isinstance(coincide_windows, int):
-        raise TypeError(f"coincide_windows must be an int, got {coincide_windows!r}")
-    if coincide_windows < 0:
-        raise ValueError(f"coincide_windows must be >= 0, got {coincide_windows}")
-    for what, name in (("wait", wait), ("compute", compute)):
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"{what} must be a phase name (a non-empty string), got {name!r}")
-    if wait == compute:
-        raise ValueError(f"wait and compute must be different phases, both are {wait!r}")
-    other_names = _names(other, "other")
-    if other_source is not None and not _is_profiler(other_source):
-        raise TypeError(
-            "other_source must be a gyreprof Profiler (its events carry the times to match), "
-            f"got {type(other_source).__name__}"
-        )
-
-    summary, snap = _summary_and_snapshot(trainer, "trainer")
-    known = list(summary.phases)
-    for what, name in (("wait", wait), ("compute", compute)):
-        if name not in summary.phases:
-            raise ValueError(
-                f"the trainer profile has no phase {name!r} (the {what} phase); known phases: "
-                f"{known}. Pass {what}='<name>' to name it."
-            )
-    other_known = list(other_source.phases) if other_source is not None else known
-    for name in other_names:
-        if name not in other_known:
-            where = (
-                "the other_source profile" if other_source is not None else "the trainer profile"
-            )
-            raise ValueError(f"{where} has no phase {name!r} (other=); known phases: {other_known}")
-        if other_source is None and name in (wait, compute):
-            raise ValueError(f"other={name!r} is the wait or compute phase itself")
-
-    ws, cs = summary.phases[wait], summary.phases[compute]
-    for what, name, st in (("wait", wait, ws), ("compute", compute, cs)):
-        if st.count == 0:
-            why = ""
-            wu = summary.warmup
-            if wu.rule != "none" and not wu.done:
-                why = (
-                    f" The profile is still in warm-up ({wu.rule}, {wu.steps} steps so far); "
-                    "warm-up ends on step boundaries, so mark steps with prof.begin()."
-                )
-            raise ValueError(
-                f"the {what} phase {name!r} has no steady-state samples: nothing to compute a "
-                f"wait ratio from (known phases: {known}).{why} Time it with "
-                f"`with prof.phase({name!r}): ...`."
-            )
-    wait_ns, compute_ns = _sum_ns(ws), _sum_ns(cs)
-    total = wait_ns + compute_ns
-    if total <= 0:
-        raise ValueError(f"the phases {wait!r} and {compute!r} add up to 0 ns: nothing to compare")
-    ratio = wait_ns / total
-
-    notes: list[str] = []
-    if _is_profiler(trainer):
-        wins, size = _ring_windows(
-            trainer,
-            wait,
-            window_steps=window_steps,
-            window_s=window_s,
-            target_windows=target_windows,
-            min_window_steps=min_window_steps,
-            notes=notes,
-        )
-        wsource = "ring"
-    else:
-        wins, size = _rolling_windows(
-            summary, snap, window_steps=window_steps, window_s=window_s, notes=notes
-        )
-        wsource = "rolling"
-    wins = [w for w in wins if w.counts.get(wait, 0) > 0 or w.counts.get(compute, 0) > 0]
-    if not wins:
-        wsource, size = "none", "-"
-        if not _is_profiler(trainer):
-            notes.append(
-                "no per-window ratios: the summary holds no closed rolling windows (they close "
-                "every window_steps marked steps); pass the Profiler for exact windows"
-            )
-        else:
-            notes.append(
-                "no per-window ratios: the ring holds no steady-state window (too few steady "
-                "steps, or still warming up); run longer"
-            )
-
-    # times are reported in seconds since the run (or its first window) started
-    t0 = int(getattr(snap, "times", {}).get("start_ns", 0)) if snap is not None else 0
-    if wins:
-        first = min(w.start_ns for w in wins)
-        t0 = first if t0 <= 0 else min(t0, first)
-
-    # per-window values
-    wsum = np.array([w.sums.get(wait, 0.0) for w in wins], dtype=np.float64)
-    csum = np.array([w.sums.get(compute, 0.0) for w in wins], dtype=np.float64)
-    steps = np.array(
-        [w.steps if w.steps > 0 else max(1, w.counts.get(wait, 0)) for w in wins],
-        dtype=np.float64,
+    _check_options(
+        wait,
+        compute,
+        window_steps=window_steps,
+        window_s=window_s,
+        spike_factor=spike_factor,
+        spike_min_share=spike_min_share,
+        other_source=other_source,
+        coincide_windows=coincide_windows,
+        target_windows=target_windows,
+        min_window_steps=min_window_steps,
     )
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ratios = np.where(wsum + csum > 0, wsum / (wsum + csum), np.nan)
-        wait_ps = wsum / steps
-        step_ps = (wsum + csum) / steps
-    finite_steps = step_ps[np.isfinite(step_ps)]
-    med_step = float(np.median(finite_steps)) if len(finite_steps) else math.nan
-    floor_ns = spike_min_share * med_step if math.isfinite(med_step) else math.inf
+    other_names = _names(other, "other")
 
-    other_ns: dict[str, np.ndarray] = {}
-    if other_names:
-        if other_source is not None:
-            other_ns = _other_from_profiler(other_source, other_names, wins)
-        else:
-            other_ns = {
-                n: np.array([w.sums.get(n, 0.0) for w in wins], dtype=np.float64)
-                for n in other_names
-            }
+    # 1. the overall ratio
+    summary, snap = _summary_and_snapshot(trainer, "trainer")
+    _check_phases(summary, wait, compute, other_names, other_source)
+    ws, cs = summary.phases[wait], summary.phases[compute]
+    wait_ns, compute_ns = _sum_ns(ws), _sum_ns(cs)
+    if wait_ns + compute_ns <= 0:
+        raise ValueError(f"the phases {wait!r} and {compute!r} add up to 0 ns: nothing to compare")
 
-    windows = [
-        WaitWindow(
-            index=i,
-            start_ns=w.start_ns,
-            end_ns=w.end_ns,
-            start_s=(w.start_ns - t0) / 1e9,
-            first_step=w.first_step,
-            steps=int(steps[i]),
-            wait_ns=float(wsum[i]),
-            compute_ns=float(csum[i]),
-            ratio=float(ratios[i]),
-            wait_per_step_ns=float(wait_ps[i]),
-            other_ns={n: float(v[i]) for n, v in other_ns.items()},
-        )
-        for i, w in enumerate(wins)
-    ]
-    finite_ratios = ratios[np.isfinite(ratios)]
-    if len(finite_ratios):
-        p10, p50, p90 = np.percentile(finite_ratios, [10, 50, 90])
-        dist = {
-            "p10": float(p10),
-            "p50": float(p50),
-            "p90": float(p90),
-            "max": float(finite_ratios.max()),
-            "min": float(finite_ratios.min()),
-        }
-    else:
-        dist = dict.fromkeys(("p10", "p50", "p90", "max", "min"), math.nan)
+    # 2. per window
+    notes: list[str] = []
+    wins, size, wsource = _trainer_windows(
+        trainer,
+        summary,
+        snap,
+        wait,
+        compute,
+        window_steps=window_steps,
+        window_s=window_s,
+        target_windows=target_windows,
+        min_window_steps=min_window_steps,
+        notes=notes,
+    )
+    pw = _per_window(wins, wait, compute, spike_min_share)
+    other_ns = _other_per_window(other_names, other_source, wins)
+    windows = _wait_windows(wins, pw, other_ns, _run_start_ns(snap, wins))
 
-    # spikes of the wait, and of the other phases
-    wflags, wmed = _spike_flags(wait_ps, floor_ns, float(spike_factor))
-    oflags: dict[str, np.ndarray] = {}
-    omed: dict[str, float] = {}
-    for n, v in other_ns.items():
-        oflags[n], omed[n] = _spike_flags(v / steps, floor_ns, float(spike_factor))
-    spikes: list[Spike] = []
-    for i in np.flatnonzero(wflags):
-        lo, hi = max(0, i - coincide_windows), min(len(wins), i + coincide_windows + 1)
-        co = tuple(n for n, f in oflags.items() if bool(f[lo:hi].any()))
-        w = windows[i]
-        spikes.append(
-            Spike(
-                window=int(i),
-                start_s=w.start_s,
-                duration_s=w.duration_s,
-                first_step=w.first_step,
-                steps=w.steps,
-                wait_per_step_ns=w.wait_per_step_ns,
-                median_wait_per_step_ns=wmed,
-                factor=(w.wait_per_step_ns / wmed) if wmed > 0 else math.inf,
-                excess_ns=w.wait_per_step_ns - wmed,
-                ratio=w.ratio,
-                coincident=co,
-            )
-        )
-    others = {
-        n: OtherPhase(
-            name=n,
-            source="other profiler" if other_source is not None else "same profiler",
-            median_per_step_ns=omed[n],
-            spike_windows=tuple(int(i) for i in np.flatnonzero(oflags[n])),
-            coincident_spikes=sum(1 for s in spikes if n in s.coincident),
-        )
-        for n in other_names
-    }
-
-    if summary.warmup.rule == "none":
-        notes.append(
-            "warm-up was not excluded (Profiler(warmup_steps=...) or warmup_s=); first calls "
-            "are in the numbers"
-        )
-    if len(windows) and len(windows) < 5:
-        notes.append(
-            f"only {len(windows)} window(s): the per-window distribution and the spike search "
-            "say little; run longer or pass a smaller window_steps="
-        )
+    # 3. spikes of the wait, and of the other phases
+    spikes, others = _spikes(
+        windows,
+        pw,
+        other_ns,
+        spike_factor=spike_factor,
+        coincide_windows=coincide_windows,
+        other_source=other_source,
+    )
+    _closing_notes(summary, windows, notes)
     return WaitReport(
         wait_phase=wait,
         compute_phase=compute,
-        ratio=float(ratio),
+        ratio=float(wait_ns / (wait_ns + compute_ns)),
         steps=int(summary.steps) if summary.steps > 0 else int(ws.count),
         wait_ns=float(wait_ns),
         compute_ns=float(compute_ns),
         wait_per_step=_percentile_dict(ws),
         compute_per_step=_percentile_dict(cs),
-        window_ratios=[float(r) for r in ratios],
-        window_distribution=dist,
+        window_ratios=[float(r) for r in pw.ratios],
+        window_distribution=_ratio_distribution(pw.ratios),
         windows=windows,
         window_source=wsource,
         window_size=size,

@@ -1,4 +1,4 @@
-"""``gyreprof doctor PID``: is the process gone, spinning, blocked or progressing -- and why."""
+"""``gyreprof doctor PID``: is the process gone, spinning, blocked, busy or progressing -- and why."""
 
 from __future__ import annotations
 
@@ -12,18 +12,24 @@ from gyreprof.commands import _args
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "doctor",
-        help="why nothing moves: is a process absent, spinning, blocked or progressing",
+        help="why nothing moves: is a process absent, spinning, blocked, busy or progressing",
         description=(
             "Observe process PID over --interval seconds and classify it from evidence: "
             "absent (no such process; with --log, the log's last lines), spinning (CPU busy, "
             "no progress), blocked (CPU idle, no progress; each thread's kernel wait channel, "
-            "system call and socket where readable) or progressing (step counter or log "
+            "system call and socket where readable), busy (CPU busy and no progress signal "
+            "to tell work from spinning) or progressing (step counter, log or output file "
             "advancing). Progress evidence, best first: a gyreprof live segment's step "
-            "counter, --step-file, the --log file's size and mtime, else CPU time alone. "
+            "counter, --step-file, the --log file's size and mtime, then files found in "
+            "/proc: stdout/stderr redirected to a file and files open for writing (their "
+            "growth is progress; their silence is not taken as a stall). CPU time alone "
+            "never counts as progress. "
             "Also: thread-count trend, event counters with their rate, a 'retrying' finding, "
             "and py-spy stacks when py-spy is installed."
         ),
-        epilog=("exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 2 bad command line"),
+        epilog=(
+            "exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, 2 bad command line"
+        ),
     )
     parser.add_argument("pid", type=_args.pid, metavar="PID", help="the process to examine")
     parser.add_argument(

@@ -14,12 +14,18 @@ Sources, per thread ``/proc/<pid>/task/<tid>/``:
   by the same user unless ptrace is restricted); the first argument of calls
   such as ``recvfrom`` is the file descriptor, which ``/proc/<pid>/fd`` and the
   process's sockets turn into a path or an address pair.
+
+Per process, ``/proc/<pid>/fd/<n>`` (a link to the open file) and
+``/proc/<pid>/fdinfo/<n>`` (its open flags) tell which regular files the
+process writes: its stdout and stderr when redirected to a file, logs,
+TensorBoard event files, checkpoints. Their growth is progress evidence.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -299,3 +305,77 @@ STATE_WORDS: dict[str, str] = {
     "X": "dead",
     "I": "idle",
 }
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    """A regular file a process holds open for writing, as seen now."""
+
+    fd: int
+    path: str
+    role: str  # "stdout", "stderr" or "open for writing"
+    size: int
+    mtime_ns: int
+
+
+#: at most this many written files are watched (a process with thousands of open files
+#: still costs a bounded number of reads per look)
+MAX_WATCHED_FILES = 64
+#: at most this many file descriptors are examined per look
+MAX_EXAMINED_FDS = 4096
+#: paths never watched: shared memory (the live segment is read as such) and the procfs
+_SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
+
+
+def _fd_writable(pid: int, fd: int) -> bool:
+    """Whether ``fd`` was opened for writing (O_WRONLY or O_RDWR), from ``fdinfo``."""
+    text = _read(f"/proc/{pid}/fdinfo/{fd}")
+    if text is None:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags:"):
+            try:
+                flags = int(line.split()[1], 8)
+            except (IndexError, ValueError):
+                return False
+            return (flags & 0o3) in (0o1, 0o2)
+    return False
+
+
+def written_files(pid: int, limit: int = MAX_WATCHED_FILES) -> list[OpenFile]:
+    """Regular files ``pid`` writes: its stdout / stderr when redirected to a file, and
+    other files it holds open for writing (logs, event files, checkpoints).
+
+    Best effort: an empty list where ``/proc/<pid>/fd`` cannot be read (another
+    user's process, not Linux). One entry per path; stdout and stderr first.
+    """
+    try:
+        fds = sorted(int(f) for f in os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, ValueError):
+        return []
+    out: dict[str, OpenFile] = {}
+    for fd in fds[:MAX_EXAMINED_FDS]:
+        if len(out) >= limit:
+            break
+        try:
+            path = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        # pipes, sockets, anonymous inodes ("pipe:[123]") and devices are never progress files
+        if not path.startswith("/") or path.startswith(_SKIP_PREFIXES):
+            continue
+        role = {1: "stdout", 2: "stderr"}.get(fd, "open for writing")
+        if fd > 2 and not _fd_writable(pid, fd):
+            continue
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")  # the open file itself, even if renamed
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if path in out:
+            if out[path].role == "stdout" and role == "stderr":
+                out[path] = OpenFile(fd, path, "stdout and stderr", st.st_size, st.st_mtime_ns)
+            continue
+        out[path] = OpenFile(fd, path, role, st.st_size, st.st_mtime_ns)
+    return list(out.values())

@@ -1,17 +1,22 @@
-"""Why does nothing move?  Classify a process from evidence: absent, spinning, blocked, progressing.
+"""Why does nothing move?  Classify a process from evidence: absent, spinning, blocked,
+busy, progressing.
 
 ``doctor(pid, log=None, interval_s=2.0)`` looks at the process several times
 over ``interval_s`` seconds (psutil everywhere; ``/proc`` on Linux for each
-thread's scheduler state, kernel wait channel and system call) and returns a
-:class:`ProcessDiagnosis`:
+thread's scheduler state, kernel wait channel, system call and open files) and
+returns a :class:`ProcessDiagnosis`:
 
 ``absent``       no such process (or it exited and is a zombie).  With ``log=`` the
                  log's last lines are shown: a start-up exception hidden by output
                  buffering is the usual cause.
-``spinning``     alive, burning CPU (at least ``SPIN_CPU_SHARE`` of one core), no progress.
+``spinning``     alive, burning CPU (at least ``SPIN_CPU_SHARE`` of one core, or runnable
+                 at ``BUSY_RUNNING_SHARE`` of the looks), and the
+                 live segment, ``step_file=`` or ``log=`` shows no progress.
 ``blocked``      alive, little CPU, no progress; each thread's kernel wait channel and
                  system call (and the socket or file it waits on) where readable.
-``progressing``  the step counter or the log advances.
+``busy``         alive, burning CPU, and no progress signal at all: nothing tells useful
+                 work from a loop that spins (pass ``--log`` or publish a live segment).
+``progressing``  the step counter, the log or a file the process writes advances.
 
 Progress evidence, best first (the diagnosis says which one it used):
 
@@ -19,8 +24,15 @@ Progress evidence, best first (the diagnosis says which one it used):
    counter, open phase and event counters;
 2. ``step_file=``: a file whose whole content is the step counter as an integer;
 3. ``log=``: the log file's size and modification time;
-4. otherwise CPU time alone -- weak evidence, since a busy loop also burns CPU:
-   a process using CPU counts as progressing, an idle one as blocked.
+4. found without being named (Linux ``/proc``): the process's stdout and stderr when
+   redirected to a regular file, and the other regular files it holds open for
+   writing (logs, TensorBoard event files, checkpoints). One that grows is progress.
+   One that does not grow is *not* taken as proof of a stall -- a training loop may
+   print once a minute -- so a busy process whose found files stay quiet is ``busy``
+   (the files are listed), not ``spinning``; name the file with ``log=`` to make its
+   silence count, or observe longer;
+5. otherwise nothing: a busy process is ``busy``, an idle one ``blocked``.  CPU time
+   alone never counts as progress, since a busy loop burns CPU too.
 
 Also reported: the thread-count trend across the samples (a growing count suggests
 a retry storm or a thread leak), a ``retrying`` finding when a retry-like counter of
@@ -34,6 +46,7 @@ progressing    0
 absent         3
 blocked        4
 spinning       5
+busy           6
 =============  ====
 
 (2 is left to command-line errors, 1 to unexpected failures.)
@@ -56,11 +69,21 @@ import psutil
 
 from gyreprof.diagnostics import _procfs
 
-STATES = ("absent", "spinning", "blocked", "progressing")
-EXIT_CODES: dict[str, int] = {"progressing": 0, "absent": 3, "blocked": 4, "spinning": 5}
+STATES = ("absent", "spinning", "blocked", "busy", "progressing")
+EXIT_CODES: dict[str, int] = {
+    "progressing": 0,
+    "absent": 3,
+    "blocked": 4,
+    "spinning": 5,
+    "busy": 6,
+}
 
-#: No progress and at least this share of one core busy -> "spinning"; below -> "blocked".
+#: No progress (or no progress signal) and at least this share of one core busy ->
+#: "spinning" (or "busy"); below -> "blocked".
 SPIN_CPU_SHARE = 0.2
+#: ... or runnable (a thread in state R) at least this share of the looks (a busy loop
+#: on a crowded machine may get less than SPIN_CPU_SHARE of a core).
+BUSY_RUNNING_SHARE = 0.6
 #: Below this share of one core a process is called idle in the evidence.
 IDLE_CPU_SHARE = 0.05
 #: At or above this share of one core a process is called busy in the evidence.
@@ -100,11 +123,14 @@ class ThreadWait:
 class ProcessDiagnosis:
     """The doctor's answer for one process.
 
-    ``state`` is one of ``absent``, ``spinning``, ``blocked``, ``progressing``;
-    ``evidence`` lists, in plain words, what was seen; ``exit_code`` is the
-    state's exit code (see the module docstring).  ``cpu_share`` is CPU seconds
-    per wall second over the observation (1.0 = one core); ``progress_source``
-    is ``"live"``, ``"step_file"``, ``"log"`` or ``"cpu"``.
+    ``state`` is one of ``absent``, ``spinning``, ``blocked``, ``busy``,
+    ``progressing``; ``evidence`` lists, in plain words, what was seen;
+    ``exit_code`` is the state's exit code (see the module docstring).
+    ``cpu_share`` is CPU seconds per wall second over the observation (1.0 = one
+    core); ``progress_source`` is the evidence used: ``"live"``, ``"step_file"``,
+    ``"log"``, ``"files"`` (files found open for writing) or ``"none"`` (no
+    progress signal); ``watched`` lists the files found and watched, each as
+    ``"PATH (role)"``.
     """
 
     pid: int
@@ -129,6 +155,7 @@ class ProcessDiagnosis:
     log_tail: list[str] = field(default_factory=list)
     stacks: str | None = None
     stacks_hint: str | None = None
+    watched: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict of every field."""
@@ -145,7 +172,7 @@ class ProcessDiagnosis:
             head += f" ({_shorten(self.command, 80)})"
         lines = [f"{head}: {self.state.upper()}  (exit code {self.exit_code})"]
         lines += [f"  - {e}" for e in self.evidence]
-        if self.threads and self.state in ("blocked", "spinning"):
+        if self.threads and self.state in ("blocked", "spinning", "busy"):
             lines.append(f"threads ({len(self.threads)}):")
             lines += [f"  {line}" for line in _thread_lines(self.threads)]
         if self.log_tail:
@@ -198,6 +225,7 @@ class _Sample:
     log_size: int | None
     log_mtime_ns: int | None
     step_file: int | None
+    files: dict[str, _procfs.OpenFile] = field(default_factory=dict)
 
 
 class _Gone(Exception):
@@ -382,6 +410,7 @@ def _sample(
         log_size=size,
         log_mtime_ns=mtime,
         step_file=_read_step_file(step_file),
+        files={f.path: f for f in _procfs.written_files(pid)},
     )
 
 
@@ -492,10 +521,12 @@ def doctor(
     stacks: bool = True,
 ) -> ProcessDiagnosis:
     """Observe process ``pid`` for ``interval_s`` seconds and say whether it is absent,
-    spinning, blocked or progressing, with the evidence.
+    spinning, blocked, busy or progressing, with the evidence.
 
-    ``log``: a file the process writes (its growth is progress; its tail is shown when
-    the process is gone).  ``step_file``: a file holding the step counter as an
+    ``log``: a file the process writes (its growth is progress, its silence a stall;
+    its tail is shown when the process is gone).  Without it, the files the process
+    writes are found in ``/proc`` (stdout / stderr redirected to a file, files open
+    for writing): their growth is progress, their silence is not taken as a stall.  ``step_file``: a file holding the step counter as an
     integer.  ``samples``: how many looks spread over the interval (at least 2; the
     thread-count trend uses all of them).  ``stacks``: run ``py-spy dump`` on a
     spinning or blocked process when py-spy is installed.
@@ -551,120 +582,193 @@ def doctor(
     )
 
 
-def _classify(
-    pid: int,
-    command: str | None,
-    interval_s: float,
-    taken: list[_Sample],
+@dataclass
+class _Progress:
+    """The progress evidence used and what it showed."""
+
+    source: str  # "live", "step_file", "log", "files" or "none"
+    progressed: bool | None  # None: no progress signal at all
+    evidence: list[str]
+    steps: tuple[int, int] | None = None
+    watched: list[str] = field(default_factory=list)
+
+
+def _live_progress(first: _Sample, last: _Sample, wall_s: float) -> _Progress | None:
+    if first.steps is None or last.steps is None:
+        return None
+    rate = (last.steps - first.steps) / wall_s
+    phases_moved = (
+        first.events is not None and last.events is not None and last.events > first.events
+    )
+    where = f" (open phase {last.open_phase!r})" if last.open_phase else ""
+    if last.steps > first.steps:
+        words = (
+            f"live segment: step counter advanced {first.steps} -> {last.steps} "
+            f"in {wall_s:.1f} s ({rate:.1f} steps/s){where}"
+        )
+    elif phases_moved:
+        words = (
+            f"live segment: no step completed in {wall_s:.1f} s, but phases did "
+            f"({first.events} -> {last.events} phase events){where}: steps are longer "
+            "than the interval; rerun with a longer --interval to see whole steps"
+        )
+    else:
+        words = f"live segment: step counter stayed at {last.steps} for {wall_s:.1f} s{where}"
+    progressed = last.steps > first.steps or phases_moved
+    return _Progress("live", progressed, [words], steps=(first.steps, last.steps))
+
+
+def _step_file_progress(
+    first: _Sample, last: _Sample, wall_s: float, step_file: Path | None
+) -> _Progress | None:
+    if first.step_file is None or last.step_file is None:
+        return None
+    progressed = last.step_file > first.step_file
+    verb = (
+        f"advanced {first.step_file} -> {last.step_file}"
+        if progressed
+        else f"stayed at {last.step_file}"
+    )
+    words = f"step file {str(step_file)!r}: counter {verb} in {wall_s:.1f} s"
+    return _Progress("step_file", progressed, [words], steps=(first.step_file, last.step_file))
+
+
+def _log_progress(
+    first: _Sample, last: _Sample, wall_s: float, log: Path | None
+) -> _Progress | None:
+    if log is None or last.log_size is None:
+        return None
+    grown = (
+        first.log_size is None
+        or last.log_size != first.log_size
+        or last.log_mtime_ns != first.log_mtime_ns
+    )
+    if grown:
+        delta = last.log_size - (first.log_size or 0)
+        words = f"log {str(log)!r} grew by {delta} bytes in {wall_s:.1f} s"
+    else:
+        age_s = max(0.0, time.time() - (last.log_mtime_ns or 0) / 1e9)
+        words = (
+            f"log {str(log)!r} did not change in {wall_s:.1f} s (last written {age_s:.1f} s "
+            "ago; if the process logs less often, rerun with a longer interval)"
+        )
+    return _Progress("log", grown, [words])
+
+
+def _files_progress(taken: Sequence[_Sample], wall_s: float) -> _Progress | None:
+    """Files found open for writing: the first and last look at each path seen twice."""
+    first_seen: dict[str, _procfs.OpenFile] = {}
+    last_seen: dict[str, _procfs.OpenFile] = {}
+    for sample in taken:
+        for path, f in sample.files.items():
+            first_seen.setdefault(path, f)
+            last_seen[path] = f
+    if not first_seen:
+        return None
+    watched = [f"{p} ({f.role})" for p, f in first_seen.items()]
+    grew = [
+        (p, last_seen[p].size - f.size)
+        for p, f in first_seen.items()
+        if last_seen[p].size != f.size or last_seen[p].mtime_ns != f.mtime_ns
+    ]
+    if grew:
+        words = [
+            f"{first_seen[p].role} file {p!r} grew by {d} bytes in {wall_s:.1f} s (found "
+            "open for writing)"
+            for p, d in grew[:5]
+        ]
+        return _Progress("files", True, words, watched=watched)
+    shown = ", ".join(watched[:5]) + (f" and {len(watched) - 5} more" if len(watched) > 5 else "")
+    quiet = (
+        f"files the process writes did not grow in {wall_s:.1f} s: {shown}; a loop that "
+        "writes less often looks the same, so this is not taken as a stall (name the file "
+        "with --log to make its silence count, or observe longer with --interval)"
+    )
+    return _Progress("files", None, [quiet], watched=watched)
+
+
+def _no_signal(live: _LiveProbe, log: Path | None, step_file: Path | None) -> _Progress:
+    missing = [live.reason]
+    if step_file is not None:
+        missing.append(f"step file {str(step_file)!r} missing or not an integer")
+    if log is not None:
+        missing.append(f"log {str(log)!r} does not exist")
+    else:
+        missing.append("no log given")
+    missing.append("no stdout, stderr or other file found open for writing")
+    words = (
+        "no progress signal (" + "; ".join(missing) + "): CPU time alone cannot tell useful "
+        "work from a busy loop -- pass --log FILE or publish a live segment"
+    )
+    return _Progress("none", None, [words])
+
+
+def _progress(
+    taken: Sequence[_Sample],
+    wall_s: float,
     live: _LiveProbe,
     log: Path | None,
     step_file: Path | None,
-    sockets: Mapping[int, str],
-    proc: psutil.Process,
-    want_stacks: bool,
-) -> ProcessDiagnosis:
+) -> _Progress:
+    """The best progress evidence available, best first (see the module docstring)."""
     first, last = taken[0], taken[-1]
-    wall_s = max(last.t_s - first.t_s, 1e-9)
-    evidence: list[str] = []
+    for found in (
+        _live_progress(first, last, wall_s),
+        _step_file_progress(first, last, wall_s, step_file),
+        _log_progress(first, last, wall_s, log),
+        _files_progress(taken, wall_s),
+    ):
+        if found is not None:
+            return found
+    return _no_signal(live, log, step_file)
 
-    cpu_share: float | None = None
-    if first.cpu_s is not None and last.cpu_s is not None:
-        cpu_share = max(0.0, (last.cpu_s - first.cpu_s) / wall_s)
 
-    # ---- progress evidence, best first
-    source: str
-    progressed: bool
-    steps: tuple[int, int] | None = None
-    if first.steps is not None and last.steps is not None:
-        source = "live"
-        steps = (first.steps, last.steps)
-        rate = (last.steps - first.steps) / wall_s
-        phases_moved = (
-            first.events is not None and last.events is not None and last.events > first.events
-        )
-        progressed = last.steps > first.steps or phases_moved
-        where = f" (open phase {last.open_phase!r})" if last.open_phase else ""
-        if last.steps > first.steps:
-            evidence.append(
-                f"live segment: step counter advanced {first.steps} -> {last.steps} "
-                f"in {wall_s:.1f} s ({rate:.1f} steps/s){where}"
-            )
-        elif phases_moved:
-            evidence.append(
-                f"live segment: no step completed in {wall_s:.1f} s, but phases did "
-                f"({first.events} -> {last.events} phase events){where}: steps are longer "
-                "than the interval; rerun with a longer --interval to see whole steps"
-            )
-        else:
-            evidence.append(
-                f"live segment: step counter stayed at {last.steps} for {wall_s:.1f} s{where}"
-            )
-    elif first.step_file is not None and last.step_file is not None:
-        source = "step_file"
-        steps = (first.step_file, last.step_file)
-        progressed = last.step_file > first.step_file
-        verb = (
-            f"advanced {first.step_file} -> {last.step_file}"
-            if progressed
-            else f"stayed at {last.step_file}"
-        )
-        evidence.append(f"step file {str(step_file)!r}: counter {verb} in {wall_s:.1f} s")
-    elif log is not None and last.log_size is not None:
-        source = "log"
-        grown = (
-            first.log_size is None
-            or last.log_size != first.log_size
-            or last.log_mtime_ns != first.log_mtime_ns
-        )
-        progressed = grown
-        if grown:
-            delta = last.log_size - (first.log_size or 0)
-            evidence.append(f"log {str(log)!r} grew by {delta} bytes in {wall_s:.1f} s")
-        else:
-            age_s = max(0.0, time.time() - (last.log_mtime_ns or 0) / 1e9)
-            evidence.append(
-                f"log {str(log)!r} did not change in {wall_s:.1f} s (last written {age_s:.1f} s "
-                "ago; if the process logs less often, rerun with a longer interval)"
-            )
-    else:
-        source = "cpu"
-        progressed = cpu_share is not None and cpu_share >= IDLE_CPU_SHARE
-        missing = [live.reason]
-        if step_file is not None:
-            missing.append(f"step file {str(step_file)!r} missing or not an integer")
-        if log is not None:
-            missing.append(f"log {str(log)!r} does not exist")
-        else:
-            missing.append("no log given")
-        evidence.append(
-            "progress judged from CPU time alone (" + "; ".join(missing) + "): this cannot tell "
-            "useful work from a busy loop -- pass --log FILE or publish a live segment"
-        )
+def _running_share(taken: Sequence[_Sample]) -> float:
+    """Share of the looks at which some thread was running or runnable (state R).
 
-    if cpu_share is not None:
-        evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
-    else:
-        evidence.append("CPU time could not be read (permission denied)")
+    On a crowded machine a busy loop may get less than ``SPIN_CPU_SHARE`` of a core,
+    yet it is runnable whenever it is looked at; an idle process almost never is.
+    """
+    looks = [s for s in taken if s.threads]
+    if not looks:
+        return 0.0
+    return sum(1 for s in looks if any(t.state == "R" for t in s.threads)) / len(looks)
 
-    # ---- the state
-    status = last.status
+
+def _state(
+    status: str | None,
+    progress: _Progress,
+    cpu_share: float | None,
+    running_share: float,
+    pid: int,
+) -> tuple[str, list[str]]:
+    """The state from the process status, the progress evidence and how busy it was."""
     if status in (psutil.STATUS_STOPPED, getattr(psutil, "STATUS_TRACING_STOP", "tracing-stop")):
-        state = "blocked"
-        evidence.append(
+        return "blocked", [
             f"the process is {status}: a signal (SIGSTOP, Ctrl-Z) or a debugger paused it; "
             f"resume with: kill -CONT {pid}"
-        )
-    elif source == "cpu":
-        state = "progressing" if progressed else "blocked"
-    elif progressed:
-        state = "progressing"
-    elif cpu_share is not None and cpu_share >= SPIN_CPU_SHARE:
-        state = "spinning"
-    else:
-        state = "blocked"
+        ]
+    if progress.progressed:
+        return "progressing", []
+    busy = (cpu_share is not None and cpu_share >= SPIN_CPU_SHARE) or (
+        running_share >= BUSY_RUNNING_SHARE
+    )
+    if progress.progressed is None:
+        if busy:
+            return "busy", [
+                "CPU busy, no progress signal to tell work from spinning; pass --log or "
+                "publish a live segment"
+            ]
+        return "blocked", []
+    return ("spinning" if busy else "blocked"), []
 
-    # ---- counters and the retrying finding
+
+def _counter_findings(
+    first: _Sample, last: _Sample, wall_s: float, steps: tuple[int, int] | None
+) -> tuple[dict[str, float], bool, list[str]]:
+    """Counter rates and the ``retrying`` finding (retry-like counters moving, steps not)."""
     counter_rates: dict[str, float] = {}
+    evidence: list[str] = []
     retrying = False
     for name, value in sorted(last.counters.items()):
         delta = value - first.counters.get(name, 0)
@@ -684,21 +788,25 @@ def _classify(
             f"stayed at {steps[1] if steps else '?'} -- the loop is retrying, not stepping "
             "(check the server it calls, its timeouts and the retry limit)"
         )
+    return counter_rates, retrying, evidence
 
-    # ---- threads
-    counts = [s.num_threads for s in taken if s.num_threads is not None]
-    trend = _thread_trend(counts)
-    if counts:
-        if trend == "growing":
-            evidence.append(
-                f"thread count growing: {counts[0]} -> {counts[-1]} over {wall_s:.1f} s "
-                "(a growing count suggests a retry storm or leaked threads/connections)"
-            )
-        elif trend == "steady":
-            evidence.append(f"thread count steady at {counts[-1]}")
-        else:
-            evidence.append(f"thread count {trend}: {' -> '.join(str(c) for c in counts)}")
 
+def _thread_count_words(counts: Sequence[int], trend: str, wall_s: float) -> list[str]:
+    if not counts:
+        return []
+    if trend == "growing":
+        return [
+            f"thread count growing: {counts[0]} -> {counts[-1]} over {wall_s:.1f} s "
+            "(a growing count suggests a retry storm or leaked threads/connections)"
+        ]
+    if trend == "steady":
+        return [f"thread count steady at {counts[-1]}"]
+    return [f"thread count {trend}: {' -> '.join(str(c) for c in counts)}"]
+
+
+def _thread_waits(
+    first: _Sample, last: _Sample, pid: int, sockets: Mapping[int, str]
+) -> list[ThreadWait]:
     first_cpu = {t.tid: t.cpu_s for t in first.threads}
     waits: list[ThreadWait] = []
     for t in last.threads:
@@ -718,28 +826,68 @@ def _classify(
                 waits_on=words if t.state != "R" else None,
             )
         )
-    wchan = _procfs.read_wchan(pid)
+    return waits
+
+
+def _thread_findings(state: str, waits: Sequence[ThreadWait], pid: int) -> list[str]:
+    """What the threads wait on (blocked) or which ones burn the CPU (spinning, busy)."""
+    evidence: list[str] = []
     if state == "blocked" and waits:
         main = next((w for w in waits if w.tid == pid), None)
         if main is not None:
             what = main.waits_on or (f"in {main.syscall}" if main.syscall else "waiting")
             chan = f" (kernel wait channel {main.wchan})" if main.wchan else ""
             evidence.append(f"main thread {what}{chan}")
-        others = [w for w in waits if w.tid != pid and w.waits_on]
         kinds: dict[str, int] = {}
-        for w in others:
-            kinds[w.waits_on or ""] = kinds.get(w.waits_on or "", 0) + 1
+        for w in waits:
+            if w.tid != pid and w.waits_on:
+                kinds[w.waits_on] = kinds.get(w.waits_on, 0) + 1
         for what, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:5]:
             evidence.append(f"{n} other thread{'s' if n > 1 else ''}: {what}")
-    elif state == "spinning" and waits:
-        busy = sorted((w for w in waits if w.cpu_s > 0.0), key=lambda w: -w.cpu_s)[:3]
-        for w in busy:
+    elif state in ("spinning", "busy") and waits:
+        for w in sorted((w for w in waits if w.cpu_s > 0.0), key=lambda w: -w.cpu_s)[:3]:
             who = "main thread" if w.tid == pid else f"thread {w.tid}"
             evidence.append(f"{who} used {w.cpu_s:.2f} s CPU ({w.state})")
-    elif not waits and state in ("blocked", "spinning") and not _procfs.proc_available(pid):
+    elif not waits and state in ("blocked", "spinning", "busy") and not _procfs.proc_available(pid):
         evidence.append("per-thread wait states need Linux /proc; not available here")
+    return evidence
 
-    # ---- log tail, stacks
+
+def _classify(
+    pid: int,
+    command: str | None,
+    interval_s: float,
+    taken: list[_Sample],
+    live: _LiveProbe,
+    log: Path | None,
+    step_file: Path | None,
+    sockets: Mapping[int, str],
+    proc: psutil.Process,
+    want_stacks: bool,
+) -> ProcessDiagnosis:
+    first, last = taken[0], taken[-1]
+    wall_s = max(last.t_s - first.t_s, 1e-9)
+
+    cpu_share: float | None = None
+    if first.cpu_s is not None and last.cpu_s is not None:
+        cpu_share = max(0.0, (last.cpu_s - first.cpu_s) / wall_s)
+    progress = _progress(taken, wall_s, live, log, step_file)
+    evidence = list(progress.evidence)
+    if cpu_share is not None:
+        evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
+    else:
+        evidence.append("CPU time could not be read (permission denied)")
+
+    state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid)
+    evidence += why
+    counter_rates, retrying, words = _counter_findings(first, last, wall_s, progress.steps)
+    evidence += words
+    counts = [s.num_threads for s in taken if s.num_threads is not None]
+    trend = _thread_trend(counts)
+    evidence += _thread_count_words(counts, trend, wall_s)
+    waits = _thread_waits(first, last, pid, sockets)
+    evidence += _thread_findings(state, waits, pid)
+
     tail: list[str] = []
     if log is not None and log.exists():
         try:
@@ -748,7 +896,7 @@ def _classify(
             evidence.append(f"the log {str(log)!r} could not be read ({exc})")
     stacks: str | None = None
     hint: str | None = None
-    if state in ("blocked", "spinning"):
+    if state in ("blocked", "spinning", "busy"):
         if want_stacks:
             stacks, hint = _py_spy(pid)
         else:
@@ -760,16 +908,16 @@ def _classify(
         evidence=evidence,
         exit_code=EXIT_CODES[state],
         interval_s=interval_s,
-        progress_source=source,
-        progressed=progressed,
+        progress_source=progress.source,
+        progressed=progress.progressed,
         cpu_share=cpu_share,
         command=command,
-        status=status,
+        status=last.status,
         thread_counts=counts,
         thread_trend=trend,
         threads=waits,
-        wchan=wchan,
-        steps=steps,
+        wchan=_procfs.read_wchan(pid),
+        steps=progress.steps,
         open_phase=last.open_phase,
         counter_rates=counter_rates,
         retrying=retrying,
@@ -777,4 +925,5 @@ def _classify(
         log_tail=tail,
         stacks=stacks,
         stacks_hint=hint,
+        watched=progress.watched,
     )
