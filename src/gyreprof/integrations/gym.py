@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gyreprof._errors import MissingExtraError
+
 try:
     import gymnasium as gym
     from gymnasium.vector import AsyncVectorEnv, VectorEnv, VectorWrapper
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "gyreprof.integrations.gym needs gymnasium, which is not installed: "
-        "pip install gyreprof[gym]"
-    ) from exc
+    raise MissingExtraError("gyreprof.integrations.gym", "gymnasium", extra="gym") from exc
 
 from gyreprof.profiler import Profiler
 
