@@ -36,6 +36,7 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import IO, Any
 
+from gyreprof._format import fmt_bytes
 from gyreprof._version import __version__
 
 #: Distributions whose versions the banner lists (when installed).
@@ -138,10 +139,6 @@ def _ranges(cpus: Iterable[int]) -> str:
         start = prev = c
     parts.append(f"{start}-{prev}" if prev > start else str(start))
     return ",".join(parts)
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.1f} GiB"
 
 
 def _stream_kind(stream: Any) -> str:
@@ -269,7 +266,8 @@ def banner(
         rows.append(
             (
                 "memory",
-                f"{_gib(vm.total)} total, {_gib(vm.available)} available; rss {rss / 2**20:.0f} MiB",
+                f"{fmt_bytes(vm.total)} total, {fmt_bytes(vm.available)} available; "
+                f"rss {fmt_bytes(rss)}",
             )
         )
     except (ImportError, OSError) as exc:
