@@ -21,7 +21,7 @@ import gyreprof as gp
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 
-PROCS = Path(__file__).parent / "procs"
+PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
 

@@ -155,7 +155,11 @@ _DELETE = object()
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        (["format"], "gyreprof.test-report/1", "version 1 .* an older gyreprof; this one reads version 2"),
+        (
+            ["format"],
+            "gyreprof.test-report/1",
+            "version 1 .* an older gyreprof; this one reads version 2",
+        ),
         (["format"], "gyreprof.test-report/3", "version 3 .* a newer gyreprof"),
         (["format"], "gyreprof.other/2", "a 'gyreprof.other' record, not 'gyreprof.test-report'"),
         (["format"], _DELETE, "no 'format' tag"),

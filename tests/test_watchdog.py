@@ -16,7 +16,7 @@ import pytest
 import gyreprof as gp
 from gyreprof.diagnostics.watchdog import Watchdog
 
-PROCS = Path(__file__).parent / "procs"
+PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 STALL = re.compile(r"gyreprof watchdog: stalled \d+\.\d s in phase '(\w+)' of step (\d+)")
 
