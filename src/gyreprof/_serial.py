@@ -53,6 +53,7 @@ __all__ = [
     "encode",
     "format_of",
     "loads",
+    "plain",
     "serial_format",
 ]
 
@@ -110,6 +111,12 @@ def encode(obj: Any) -> dict[str, Any]:
         raise TypeError(f"encode needs a dataclass instance, got {cls.__name__}")
     tag = format_of(cls)
     return {"format": tag, **_encode_fields(obj, tag)}
+
+
+def plain(value: Any) -> Any:
+    """Any value :func:`encode` can write (a dataclass, list, dict, ...) as plain JSON
+    types, without a format tag: for the parts of a record."""
+    return _encode_value(value, type(value).__name__)
 
 
 def dumps(obj: Any, **json_kwargs: Any) -> str:
