@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import MissingExtraError
+from gyreprof._errors import MissingExtraError, UnknownPhaseError
 
 try:
     import gymnasium as gym
@@ -54,7 +54,7 @@ def _check_phase(prof: Profiler, arg: str, name: str | None) -> str | None:
     if not isinstance(name, str):
         raise TypeError(f"{arg} must be a phase name or None, got {name!r}")
     if name not in prof.phases:
-        raise ValueError(
+        raise UnknownPhaseError(
             f"{arg}={name!r} is not a phase of the profiler; known phases: {list(prof.phases)}. "
             f"Add it to the Profiler's phases (phase_names(env) lists what the wrapper records) "
             f"or pass {arg}=None to leave that call untimed."
