@@ -119,11 +119,13 @@ class _Collector:
                 self.visit(stmt.body, "typing")
                 self.visit(stmt.orelse, kind)
             else:
+                # still module level inside if/try/with; not inside a class body
+                inner = top and not isinstance(stmt, ast.ClassDef)
                 for child in ast.iter_child_nodes(stmt):
                     if isinstance(child, ast.stmt):
-                        self.visit([child], kind)
+                        self.visit([child], kind, inner)
                     elif isinstance(child, ast.ExceptHandler):
-                        self.visit(child.body, kind)
+                        self.visit(child.body, kind, inner)
                     elif isinstance(child, ast.expr):
                         self.calls(child, kind)
 
@@ -278,6 +280,14 @@ def test_the_detector_finds_hidden_cycles_and_ignores_typing_ones(tmp_path: Path
             ),
             "pkg/cmds/__init__.py": "",
             "pkg/cmds/run.py": "try:\n    from ..cli import main\nexcept ImportError:\n    pass\n",
+            # PEP 562 lazy loading (also under a guard): no edge, so no cycle
+            "pkg/lazy/__init__.py": (
+                "import importlib\n"
+                "if not False:\n"
+                "    def __getattr__(n):\n"
+                "        return importlib.import_module(f'pkg.lazy.{n}')\n"
+            ),
+            "pkg/lazy/m.py": "import pkg.lazy\n",
             # three modules around, at module level
             "pkg/x.py": "import pkg.y\n",
             "pkg/y.py": "class C:\n    from pkg import z\n",

@@ -118,15 +118,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"gyreprof.{name}")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gyreprof' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt gp.X is an error there
+
+    def __getattr__(name: str) -> Any:
+        if name in _SUBMODULES:
+            return importlib.import_module(f"gyreprof.{name}")
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'gyreprof' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:
