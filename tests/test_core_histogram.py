@@ -19,7 +19,7 @@ from gyreprof._core import (
     percentiles_from_counts,
 )
 
-from reference import RefHistogram, RefLayout
+from helpers.reference import RefHistogram, RefLayout
 
 QS = [0, 1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100]
 

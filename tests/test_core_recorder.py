@@ -12,7 +12,7 @@ from gyreprof._core import Recorder, monotonic_ns, tsc_invariant
 from gyreprof._core import recorder as R
 from gyreprof.summary import hot_lines
 
-from reference import RefRing
+from helpers.reference import RefRing
 
 
 def _bucket_counts(rec: Recorder, stats: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""gyreprof doctor against real processes in each state (tests/procs/*.py)."""
+"""gyreprof doctor against real processes in each state (tests/helpers/procs/*.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import gyreprof as gp
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 
-PROCS = Path(__file__).parent / "procs"
+PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
 
@@ -35,7 +35,7 @@ def _env() -> dict[str, str]:
 
 @contextmanager
 def running(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """Start tests/procs/<script> and wait for its 'ready' line; kill it afterwards."""
+    """Start tests/helpers/procs/<script> and wait for its 'ready' line; kill it afterwards."""
     proc = subprocess.Popen(
         [sys.executable, str(PROCS / script), *args],
         stdout=subprocess.PIPE,
@@ -304,7 +304,7 @@ def test_py_spy_stacks_name_the_blocked_line(tmp_path: Path) -> None:
 def busy_output(
     tmp_path: Path, mode: str, stdout: Path | None, *extra: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """tests/procs/busy_output.py with stdout (and stderr) to ``stdout`` or /dev/null."""
+    """tests/helpers/procs/busy_output.py with stdout (and stderr) to ``stdout`` or /dev/null."""
     ready = tmp_path / f"ready-{mode}"
     target = open(stdout, "ab") if stdout is not None else open(os.devnull, "wb")  # noqa: SIM115
     with target:

@@ -12,6 +12,7 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 import gyreprof as gp  # noqa: E402
+from gyreprof._errors import UnknownPhaseError  # noqa: E402
 from gyreprof.integrations.gym import (  # noqa: E402
     ProfiledEnv,
     ProfiledVectorEnv,
@@ -84,9 +85,10 @@ def test_profiled_env_options_and_errors() -> None:
     finally:
         env.close()
     with pytest.raises(
-        ValueError, match=r"reset_phase='env_reset' is not a phase.*\['step', 'fwd'\]"
-    ):
+        UnknownPhaseError, match=r"reset_phase='env_reset' is not a phase.*\['step', 'fwd'\]"
+    ) as info:
         ProfiledEnv(gym.make("CartPole-v1"), prof, step_phase="step")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, KeyError)
     with pytest.raises(TypeError, match="prof must be a gyreprof Profiler"):
         ProfiledEnv(gym.make("CartPole-v1"), object())  # type: ignore[arg-type]
     venv = gym.vector.SyncVectorEnv([make_cartpole])

@@ -33,7 +33,7 @@ from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveReader
 
 HERE = Path(__file__).resolve().parent
-PROCS = HERE / "live_procs"
+PROCS = HERE / "helpers" / "live_procs"
 ROOT = HERE.parent
 EXAMPLE = ROOT / "examples" / "live_async_vector_env.py"
 

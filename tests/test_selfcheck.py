@@ -1,4 +1,4 @@
-"""gyreprof selfcheck: its four exit codes on small factories (tests/procs/sc_factories.py)."""
+"""gyreprof selfcheck: its four exit codes on small factories (tests/helpers/procs/sc_factories.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.selfcheck import SelfCheckResult, selfcheck
 
-PROCS = Path(__file__).parent / "procs"
+PROCS = Path(__file__).parent / "helpers" / "procs"
 
 
 def check(target: str, **kw: object) -> SelfCheckResult:

@@ -42,6 +42,17 @@ def test_ruff_format() -> None:
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source checkout")
+def test_mypy_config_is_strict() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config.get("strict") is True
+    for override in config.get("overrides", []):
+        # strict may be relaxed only for named error codes in named modules, never wholesale
+        assert set(override) <= {"module", "disable_error_code", "implicit_reexport"}, override
+        assert "*" not in override["module"] and "gyreprof.*" not in override["module"]
+
+
+@pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source checkout")
 def test_mypy() -> None:
     cache = ROOT / ".mypy_cache"
     r = subprocess.run(

@@ -513,7 +513,7 @@ def test_snapshots_cannot_show_the_shape() -> None:
 def remote_sampler(tmp_path: Path, mode: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
     path = tmp_path / f"sampler-{mode}.npz"
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "procs" / "remote_sampler.py"), mode, str(path)]
+        [sys.executable, str(ROOT / "tests" / "helpers" / "procs" / "remote_sampler.py"), mode, str(path)]
         + list(args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

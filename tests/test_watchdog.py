@@ -16,7 +16,7 @@ import pytest
 import gyreprof as gp
 from gyreprof.diagnostics.watchdog import Watchdog
 
-PROCS = Path(__file__).parent / "procs"
+PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 STALL = re.compile(r"gyreprof watchdog: stalled \d+\.\d s in phase '(\w+)' of step (\d+)")
 
@@ -153,9 +153,12 @@ def test_bad_arguments(tmp_path: Path) -> None:
     prof = gp.Profiler(["env"])
     with pytest.raises(TypeError, match="progress"):
         Watchdog(object(), 1.0)
-    for bad in (0, -1.0, float("nan"), float("inf"), "5"):
+    for bad in (0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="stall_after_s"):
-            Watchdog(prof, bad)  # type: ignore[arg-type]
+            Watchdog(prof, bad)
+    for wrong in ("5", True, None):
+        with pytest.raises(TypeError, match="stall_after_s must be a number of seconds"):
+            Watchdog(prof, wrong)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="poll_s"):
         Watchdog(prof, 1.0, poll_s=0)
     with pytest.raises(ValueError, match="does not exist"):

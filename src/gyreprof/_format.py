@@ -1,4 +1,21 @@
-"""Small formatting helpers shared by the text reports (ASCII only)."""
+"""How gyreprof writes numbers for people: one spelling for each kind (ASCII only).
+
+==============  =====================  ======================================
+kind            function               looks like
+==============  =====================  ======================================
+duration (ns)   :func:`fmt_ns`         ``850 ns``, ``12.3 us``, ``1.2 s``
+count           :func:`fmt_count`      ``950``, ``12.1k``, ``3.4M``
+rate            :func:`fmt_rate`       ``12.1k/s``
+fraction        :func:`fmt_pct`        ``12.5%`` (from 0.125)
+bytes           :func:`fmt_bytes`      ``950 B``, ``512 MiB``, ``2.7 GiB``
+two sizes       :func:`fmt_bytes_range`  ``0.9 -> 2.7 GiB``
+ratio           :func:`fmt_factor`     ``3.2x``
+speed-up        :func:`fmt_speedup`    ``0.5% faster``, ``3.2x as fast``
+relative change :func:`fmt_change_pct` ``+12%``, ``-3.4%``
+==============  =====================  ======================================
+
+Missing values (``None`` or NaN) print as ``-``.
+"""
 
 from __future__ import annotations
 
@@ -39,10 +56,71 @@ def fmt_rate(value: float | None) -> str:
     return text if text == "-" else text + "/s"
 
 
-def fmt_pct(fraction: float) -> str:
+def fmt_pct(fraction: float | None) -> str:
+    """A fraction as a percentage with one decimal: 0.125 -> '12.5%'."""
     if fraction is None or math.isnan(fraction):
         return "-"
     return f"{100.0 * fraction:.1f}%"
+
+
+_BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
+
+
+def _byte_unit(n: float) -> tuple[float, str]:
+    for size, name in _BYTE_UNITS:
+        if abs(n) >= size:
+            return float(size), name
+    return 1.0, "B"
+
+
+def fmt_bytes(n: float | None) -> str:
+    """A size in bytes, binary units, three significant figures: '950 B', '512 MiB', '2.7 GiB'."""
+    if n is None or math.isnan(float(n)):
+        return "-"
+    size, name = _byte_unit(float(n))
+    if size == 1.0:
+        return f"{float(n):.0f} B"
+    return f"{float(n) / size:.3g} {name}"
+
+
+def fmt_bytes_range(a: float, b: float) -> str:
+    """Two sizes in the unit of the larger: '0.9 -> 2.7 GiB'."""
+    size, name = _byte_unit(max(a, b))
+    if size == 1.0:
+        return f"{a:.0f} -> {b:.0f} B"
+    return f"{a / size:.2g} -> {b / size:.2g} {name}"
+
+
+def fmt_factor(x: float | None) -> str:
+    """A ratio: '3.2x', 'inf x'."""
+    if x is None or math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "inf x"
+    return f"{x:.3g}x"
+
+
+def fmt_speedup(speedup: float | None) -> str:
+    """How much faster, from a ratio of rates (new / old): '0.5% faster' below 2x, then
+    '3.2x as fast'; 'arbitrarily faster' for an infinite ratio."""
+    if speedup is None or math.isnan(speedup):
+        return "-"
+    if math.isinf(speedup):
+        return "arbitrarily faster"
+    if speedup < 2.0:
+        return f"{fmt_pct(speedup - 1.0)} faster"
+    return f"{speedup:.3g}x as fast"
+
+
+def fmt_change_pct(change: float | None) -> str:
+    """A relative change (new / old - 1) with its sign: 0.12 -> '+12%', -0.034 -> '-3.4%'.
+
+    Whole percent from 9.5% up, one decimal below (so small changes keep a digit).
+    """
+    if change is None or math.isnan(change):
+        return "-"
+    pct = 100.0 * change
+    return f"{pct:+.0f}%" if abs(pct) >= 9.5 else f"{pct:+.1f}%"
 
 
 def text_table(headers: list[str], rows: list[list[str]], align_left: int = 1) -> str:
@@ -62,6 +140,7 @@ def text_table(headers: list[str], rows: list[list[str]], align_left: int = 1) -
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table."""
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)

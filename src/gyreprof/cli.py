@@ -15,7 +15,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-from gyreprof._errors import UsageError
+from gyreprof._errors import MissingExtraError, UsageError
 from gyreprof._version import __version__
 
 # Display order in --help; commands not listed follow alphabetically.
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except UsageError as exc:
+    except (UsageError, MissingExtraError) as exc:
         print(f"gyreprof {args.command}: {exc}", file=sys.stderr)
         return 2
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+# UsageError lives in gyreprof._errors; it stays importable from here for old callers.
 __all__ = ["UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 from gyreprof.commands import _args
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 from gyreprof.commands import _args
 
 

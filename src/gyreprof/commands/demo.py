@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 
 
 def register(sub: Any) -> None:

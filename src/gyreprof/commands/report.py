@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 
 
 def register(sub: Any) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 from gyreprof.commands import _args
 
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from gyreprof.cli import UsageError
+from gyreprof._errors import UsageError
 from gyreprof.commands import _args
 
 

@@ -36,6 +36,8 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import IO, Any
 
+from gyreprof._format import fmt_bytes
+from gyreprof._validate import check_output_path
 from gyreprof._version import __version__
 
 #: Distributions whose versions the banner lists (when installed).
@@ -140,10 +142,6 @@ def _ranges(cpus: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.1f} GiB"
-
-
 def _stream_kind(stream: Any) -> str:
     if stream is None:
         return "none"
@@ -212,15 +210,7 @@ def banner(
 
     Raises ``ValueError`` if ``log`` is a directory or its folder does not exist.
     """
-    log_path: Path | None = None
-    if log is not None:
-        log_path = Path(log)
-        if log_path.is_dir():
-            raise ValueError(f"log {str(log_path)!r} is a directory; pass a file path")
-        if not log_path.parent.is_dir():
-            raise ValueError(
-                f"log {str(log_path)!r}: folder {str(log_path.parent)!r} does not exist"
-            )
+    log_path = None if log is None else check_output_path("log", log)
 
     rows: list[tuple[str, str]] = []
     now = _dt.datetime.now(_dt.timezone.utc).astimezone()
@@ -269,7 +259,8 @@ def banner(
         rows.append(
             (
                 "memory",
-                f"{_gib(vm.total)} total, {_gib(vm.available)} available; rss {rss / 2**20:.0f} MiB",
+                f"{fmt_bytes(vm.total)} total, {fmt_bytes(vm.available)} available; "
+                f"rss {fmt_bytes(rss)}",
             )
         )
     except (ImportError, OSError) as exc:

@@ -23,7 +23,6 @@ Usually created through ``prof.watchdog(stall_after_s, dump_to=None)``.
 from __future__ import annotations
 
 import faulthandler
-import math
 import os
 import sys
 import tempfile
@@ -32,6 +31,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from gyreprof._validate import check_output_path, check_positive_number
 
 _MIN_POLL_S = 0.005
 _MAX_POLL_S = 1.0
@@ -68,28 +69,15 @@ class Watchdog:
                 f"Watchdog needs an object with a progress() method (a gyreprof.Profiler), "
                 f"got {type(profiler).__name__}"
             )
-        if not _positive(stall_after_s):
-            raise ValueError(
-                f"stall_after_s must be a positive number of seconds, got {stall_after_s!r}"
-            )
+        stall_after_s = check_positive_number("stall_after_s", stall_after_s, unit="seconds")
         if poll_s is None:
-            poll_s = min(_MAX_POLL_S, max(_MIN_POLL_S, float(stall_after_s) / 4.0))
-        elif not _positive(poll_s):
-            raise ValueError(f"poll_s must be a positive number of seconds, got {poll_s!r}")
-        self._dump_to: Path | None = None
-        if dump_to is not None:
-            path = Path(dump_to)
-            if path.is_dir():
-                raise ValueError(f"dump_to {str(path)!r} is a directory; pass a file path")
-            if not path.parent.is_dir():
-                raise ValueError(
-                    f"dump_to {str(path)!r}: folder {str(path.parent)!r} does not exist; "
-                    "create it first"
-                )
-            self._dump_to = path
+            poll_s = min(_MAX_POLL_S, max(_MIN_POLL_S, stall_after_s / 4.0))
+        else:
+            poll_s = check_positive_number("poll_s", poll_s, unit="seconds")
+        self._dump_to = None if dump_to is None else check_output_path("dump_to", dump_to)
         self.profiler = profiler
-        self.stall_after_s = float(stall_after_s)
-        self.poll_s = float(poll_s)
+        self.stall_after_s = stall_after_s
+        self.poll_s = poll_s
         self.stalls = 0  #: stalls reported so far
         self.last_report: str | None = None  #: the text of the latest stall report
         self.error: BaseException | None = None  #: set if progress() raised; the thread ended
@@ -225,12 +213,3 @@ def describe_stall(prog: Any, stalled_s: float) -> str:
     if step > done:
         return f"stalled {stalled_s:.1f} s in step {step}, outside any phase"
     return f"stalled {stalled_s:.1f} s between steps, after step {step}"
-
-
-def _positive(x: object) -> bool:
-    return (
-        isinstance(x, (int, float))
-        and not isinstance(x, bool)
-        and math.isfinite(float(x))
-        and float(x) > 0.0
-    )

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gyreprof._errors import MissingExtraError, UnknownPhaseError
+
 try:
     import gymnasium as gym
     from gymnasium.vector import AsyncVectorEnv, VectorEnv, VectorWrapper
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "gyreprof.integrations.gym needs gymnasium, which is not installed: "
-        "pip install gyreprof[gym]"
-    ) from exc
+    raise MissingExtraError("gyreprof.integrations.gym", "gymnasium", extra="gym") from exc
 
 from gyreprof.profiler import Profiler
 
@@ -55,7 +54,7 @@ def _check_phase(prof: Profiler, arg: str, name: str | None) -> str | None:
     if not isinstance(name, str):
         raise TypeError(f"{arg} must be a phase name or None, got {name!r}")
     if name not in prof.phases:
-        raise ValueError(
+        raise UnknownPhaseError(
             f"{arg}={name!r} is not a phase of the profiler; known phases: {list(prof.phases)}. "
             f"Add it to the Profiler's phases (phase_names(env) lists what the wrapper records) "
             f"or pass {arg}=None to leave that call untimed."

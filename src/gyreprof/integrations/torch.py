@@ -34,12 +34,16 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
+from gyreprof._errors import MissingExtraError
+
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "gyreprof.integrations.torch needs PyTorch, which is not installed: "
-        "pip install gyreprof[torch] (or install torch for your CUDA version from pytorch.org)"
+    raise MissingExtraError(
+        "gyreprof.integrations.torch",
+        "PyTorch",
+        extra="torch",
+        note="(or install torch for your CUDA version from pytorch.org)",
     ) from exc
 
 from gyreprof.profiler import Profiler

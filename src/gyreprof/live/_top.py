@@ -9,6 +9,7 @@ snapshots is the histogram of the interval; see ``gyreprof.live.interval``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, text_table
+from gyreprof._serial import encode, plain, serial_format
 from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveEntry, LiveReader, _tree, interval, list_segments
 from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary, merge
@@ -23,40 +25,116 @@ from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary, merge
 TOP_FORMAT = "gyreprof.top/1"
 
 
-def _num(x: Any) -> Any:
+def _num(x: Any) -> float | None:
     """NaN/inf -> None so the JSON is strict."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+    f = float(x)
+    return f if math.isfinite(f) else None
 
 
-def _phase_dict(st: PhaseStats, with_share: bool = True) -> dict[str, Any]:
-    d = {
-        "count": st.count,
-        "mean_ns": _num(st.mean),
-        "p50_ns": _num(st.p50),
-        "p99_ns": _num(st.p99),
-        "max_ns": _num(st.max),
-    }
-    if with_share:
-        d["share"] = _num(st.share)
-    return d
+# ------------------------------------------------------------- the --json record
+# What ``top --json`` prints, one TopRecord per refresh; gyreprof._serial writes and
+# reads it (``decode(TopRecord, json.loads(line))`` gives it back, checked).
+
+
+@dataclass(frozen=True)
+class PhaseRecord:
+    """One phase (durations in ns; None where there is no number)."""
+
+    count: int
+    mean_ns: float | None
+    p50_ns: float | None
+    p99_ns: float | None
+    max_ns: float | None
+    share: float | None = None  # of the step; None for the step itself
+
+    @classmethod
+    def of(cls, st: PhaseStats, with_share: bool = True) -> PhaseRecord:
+        return cls(
+            count=int(st.count),
+            mean_ns=_num(st.mean),
+            p50_ns=_num(st.p50),
+            p99_ns=_num(st.p99),
+            max_ns=_num(st.max),
+            share=_num(st.share) if with_share else None,
+        )
+
+
+@dataclass(frozen=True)
+class StatsRecord:
+    """The part of a Summary that ``top --json`` prints."""
+
+    steps: int
+    steps_per_s: float | None
+    elapsed_s: float | None
+    phases: dict[str, PhaseRecord]
+    step: PhaseRecord
+    overwritten: int
+    out_of_range: int
+    negative: int
+    counters: dict[str, int]
+    warming_up: bool
+    interval_s: float | None = None  # the window's length; None for since-start
+
+    @classmethod
+    def of(cls, s: Summary, interval_s: float | None = None) -> StatsRecord:
+        return cls(
+            steps=int(s.steps),
+            steps_per_s=_num(s.steps_per_s),
+            elapsed_s=_num(s.elapsed_s),
+            phases={k: PhaseRecord.of(v) for k, v in s.phases.items()},
+            step=PhaseRecord.of(s.step, with_share=False),
+            overwritten=int(s.overwritten),
+            out_of_range=int(s.out_of_range),
+            negative=int(s.negative),
+            counters={str(k): int(v) for k, v in s.counters.items()},
+            warming_up=not s.warmup.done,
+            interval_s=interval_s,
+        )
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """One live segment at one refresh."""
+
+    pid: int
+    name: str
+    path: str
+    alive: bool
+    stale: bool
+    closed: bool
+    step: int
+    steps_completed: int
+    open_phase: str | None
+    open_for_ns: int | None
+    since_start: StatsRecord | None
+    last_window: StatsRecord | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class MergedRecord:
+    """All processes merged (when their layouts agree)."""
+
+    since_start: StatsRecord
+    last_window: StatsRecord | None
+
+
+@serial_format(TOP_FORMAT)
+@dataclass(frozen=True)
+class TopRecord:
+    """One refresh of ``gyreprof top``."""
+
+    taken_unix_s: float
+    target_pid: int | None
+    processes: list[ProcessRecord]
+    merged: MergedRecord | None
+    stale: list[dict[str, Any]]  # LiveEntry.to_dict() of segments whose writer is gone
+    errors: list[dict[str, Any]]  # ... and of segments that could not be read
 
 
 def stats_dict(s: Summary) -> dict[str, Any]:
     """The part of a Summary that ``top --json`` prints (durations in ns, NaN -> null)."""
-    return {
-        "steps": s.steps,
-        "steps_per_s": _num(s.steps_per_s),
-        "elapsed_s": _num(s.elapsed_s),
-        "phases": {k: _phase_dict(v) for k, v in s.phases.items()},
-        "step": _phase_dict(s.step, with_share=False),
-        "overwritten": s.overwritten,
-        "out_of_range": s.out_of_range,
-        "negative": s.negative,
-        "counters": dict(s.counters),
-        "warming_up": not s.warmup.done,
-    }
+    return dataclasses.asdict(StatsRecord.of(s))
 
 
 @dataclass
@@ -74,28 +152,30 @@ class ProcessView:
     closed: bool
     error: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> ProcessRecord:
         e = self.entry
-        out: dict[str, Any] = {
-            "pid": e.pid,
-            "name": e.name,
-            "path": str(e.path),
-            "alive": e.alive,
-            "stale": e.stale,
-            "closed": self.closed,
-            "step": self.step,
-            "steps_completed": self.steps_completed,
-            "open_phase": self.open_phase,
-            "open_for_ns": self.open_for_ns,
-            "since_start": stats_dict(self.snapshot.summary()) if self.snapshot else None,
-            "last_window": None,
-            "error": self.error,
-        }
+        window = None
         if self.window is not None:
-            w = stats_dict(self.window.summary())
-            w["interval_s"] = self.window_s
-            out["last_window"] = w
-        return out
+            window = StatsRecord.of(self.window.summary(), interval_s=self.window_s)
+        return ProcessRecord(
+            pid=int(e.pid),
+            name=str(e.name),
+            path=str(e.path),
+            alive=bool(e.alive),
+            stale=bool(e.stale),
+            closed=self.closed,
+            step=int(self.step),
+            steps_completed=int(self.steps_completed),
+            open_phase=self.open_phase,
+            open_for_ns=None if self.open_for_ns is None else int(self.open_for_ns),
+            since_start=StatsRecord.of(self.snapshot.summary()) if self.snapshot else None,
+            last_window=window,
+            error=self.error,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = plain(self.record())
+        return d
 
 
 @dataclass
@@ -110,23 +190,25 @@ class Frame:
     errors: list[LiveEntry]
     target: int | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> TopRecord:
         merged = None
         if self.merged is not None:
-            merged = {"since_start": stats_dict(self.merged.summary()), "last_window": None}
+            window = None
             if self.merged_window is not None:
-                w = stats_dict(self.merged_window.summary())
-                w["interval_s"] = self.window_s
-                merged["last_window"] = w
-        return {
-            "format": TOP_FORMAT,
-            "taken_unix_s": time.time(),
-            "target_pid": self.target,
-            "processes": [p.to_dict() for p in self.processes],
-            "merged": merged,
-            "stale": [e.to_dict() for e in self.stale],
-            "errors": [e.to_dict() for e in self.errors],
-        }
+                window = StatsRecord.of(self.merged_window.summary(), interval_s=self.window_s)
+            merged = MergedRecord(StatsRecord.of(self.merged.summary()), window)
+        return TopRecord(
+            taken_unix_s=time.time(),
+            target_pid=self.target,
+            processes=[p.record() for p in self.processes],
+            merged=merged,
+            stale=[e.to_dict() for e in self.stale],
+            errors=[e.to_dict() for e in self.errors],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``gyreprof.top/1`` record as plain JSON types (strict: no NaN)."""
+        return encode(self.record())
 
 
 class TopModel:

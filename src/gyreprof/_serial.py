@@ -1,0 +1,420 @@
+"""One encoder and one decoder for gyreprof's result objects (dataclasses).
+
+A result class declares its format tag once, ``"<name>/<version>"``::
+
+    @serial_format("gyreprof.verdict/1")
+    @dataclass(frozen=True)
+    class Verdict:
+        side: Literal["sampler", "trainer", "neither"]
+        share: float
+        notes: list[str] = field(default_factory=list)
+
+    data = encode(verdict)           # {"format": "gyreprof.verdict/1", "side": ..., ...}
+    again = decode(Verdict, data)    # validated, the same value
+
+:func:`encode` turns the object into plain JSON types (dict, list, str, int, float,
+bool, None): nested dataclasses become dicts, tuples and sets lists, enums their
+value, paths text, numpy scalars and arrays Python numbers and lists, and the
+non-finite floats the strings ``"nan"``, ``"inf"`` and ``"-inf"`` (so the output is
+strict JSON). Only the top-level dict carries the ``"format"`` tag.
+
+:func:`decode` reads that back against the class's type hints and checks every
+value on the way: nested dataclasses, ``list``/``tuple``/``set``/``dict``, ``X | None``
+and other unions, ``Literal``, enums, ``Any``. Anything wrong -- another format,
+another version, a missing or unknown field, a value of the wrong type, a value the
+class's ``__post_init__`` refuses -- raises :class:`SerialError` (a ``ValueError``)
+that says where (``.phases[2].name``) and what was wrong. Nothing else escapes.
+
+A field left out of the data takes its default, so a field added with a default
+does not need a new version; a field with ``metadata={"serial": False}`` is never
+written (it must have a default) and fields with ``init=False`` are left to the
+class to compute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import numbers
+import types
+import typing
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any, TypeVar, Union
+
+from gyreprof._errors import CorruptDataError
+
+__all__ = [
+    "SerialError",
+    "decode",
+    "dumps",
+    "encode",
+    "format_of",
+    "loads",
+    "plain",
+    "serial_format",
+]
+
+T = TypeVar("T")
+
+_TAG_ATTR = "__serial_format__"
+
+
+class SerialError(CorruptDataError):
+    """Data that does not decode into the class asked for (a ``ValueError``)."""
+
+
+# ------------------------------------------------------------------ the tag
+
+
+def serial_format(tag: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: give a dataclass its format tag, ``"<name>/<version>"``."""
+    _split_tag(tag)
+
+    def mark(cls: type[T]) -> type[T]:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"serial_format({tag!r}) needs a dataclass, got {cls.__name__}")
+        setattr(cls, _TAG_ATTR, tag)
+        return cls
+
+    return mark
+
+
+def format_of(cls: type[Any]) -> str:
+    """The format tag a class declared (``TypeError`` if it declared none)."""
+    tag = cls.__dict__.get(_TAG_ATTR)
+    if not isinstance(tag, str):
+        raise TypeError(
+            f"{cls.__name__} has no format tag; decorate it with @serial_format('name/1') "
+            f"or set the class variable {_TAG_ATTR} = 'name/1'"
+        )
+    return tag
+
+
+def _split_tag(tag: object) -> tuple[str, int]:
+    if isinstance(tag, str) and tag.count("/") == 1:
+        name, _, version = tag.partition("/")
+        if name and version.isdigit() and version.isascii():
+            return name, int(version)
+    raise ValueError(f"a format tag must look like 'gyreprof.thing/1', got {tag!r}")
+
+
+# ------------------------------------------------------------------ encode
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """``obj`` (an instance of a tagged dataclass) as a JSON-ready dict with its tag."""
+    cls = type(obj)
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"encode needs a dataclass instance, got {cls.__name__}")
+    tag = format_of(cls)
+    return {"format": tag, **_encode_fields(obj, tag)}
+
+
+def plain(value: Any) -> Any:
+    """Any value :func:`encode` can write (a dataclass, list, dict, ...) as plain JSON
+    types, without a format tag: for the parts of a record."""
+    return _encode_value(value, type(value).__name__)
+
+
+def dumps(obj: Any, **json_kwargs: Any) -> str:
+    """:func:`encode` then ``json.dumps`` (strict JSON: no NaN or Infinity literals)."""
+    return json.dumps(encode(obj), allow_nan=False, **json_kwargs)
+
+
+def _encode_fields(obj: Any, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        if not f.init or f.metadata.get("serial", True) is False:
+            continue
+        out[f.name] = _encode_value(getattr(obj, f.name), f"{where}.{f.name}")
+    return out
+
+
+def _encode_value(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return _encode_value(value.value, where)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _encode_float(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encode_fields(value, where)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            key = _encode_key(k, where)
+            if key in out:
+                raise TypeError(f"{where}: two keys are both written as {key!r}")
+            out[key] = _encode_value(v, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_encode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        items = [_encode_value(v, f"{where}[]") for v in value]
+        return sorted(items, key=lambda x: (type(x).__name__, repr(x)))
+    if isinstance(value, PurePath):
+        return str(value)
+    if type(value).__module__ == "numpy":
+        if hasattr(value, "tolist"):  # numpy scalar or array -> Python numbers and lists
+            return _encode_value(value.tolist(), where)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _encode_float(float(value))
+    raise TypeError(f"{where}: cannot encode a {type(value).__name__}")
+
+
+def _encode_float(x: float) -> float | str:
+    if math.isfinite(x):
+        return float(x)
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _encode_key(key: Any, where: str) -> str:
+    if isinstance(key, enum.Enum):
+        key = key.value
+    if isinstance(key, str):
+        return key
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        return str(int(key))
+    raise TypeError(f"{where}: dict keys must be str, int or enums, got {type(key).__name__}")
+
+
+# ------------------------------------------------------------------ decode
+
+
+def decode(cls: type[T], data: Any) -> T:
+    """Rebuild a ``cls`` from :func:`encode`'s output, checking the tag and every value.
+
+    Raises :class:`SerialError` (a ``ValueError``) naming what was wrong and where.
+    """
+    tag = format_of(cls)
+    if not isinstance(data, Mapping):
+        raise SerialError(f"{tag}: expected an object (dict), got {_what(data)}")
+    found = data.get("format")
+    if found != tag:
+        raise SerialError(_tag_mismatch(tag, found))
+    try:
+        return _decode_dataclass(cls, data, tag, skip=("format",))
+    except RecursionError:
+        raise SerialError(f"{tag}: the data is nested too deeply") from None
+
+
+def loads(cls: type[T], text: str | bytes) -> T:
+    """``json.loads`` then :func:`decode`; text that is not JSON is a :class:`SerialError`."""
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SerialError(f"{format_of(cls)}: not JSON: {exc}") from None
+    return decode(cls, data)
+
+
+def _tag_mismatch(tag: str, found: Any) -> str:
+    name, version = _split_tag(tag)
+    if found is None:
+        return f"{tag}: the data has no 'format' tag; is it a {name} record?"
+    try:
+        found_name, found_version = _split_tag(found)
+    except ValueError:
+        return f"{tag}: unreadable 'format' tag {found!r}"
+    if found_name == name:
+        newer = "a newer" if found_version > version else "an older"
+        return (
+            f"{tag}: the data is version {found_version} ({found!r}), written by {newer} "
+            f"gyreprof; this one reads version {version}"
+        )
+    return f"{tag}: the data is a {found_name!r} record, not {name!r}"
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _decode_dataclass(
+    cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...] = ()
+) -> T:
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    known: set[str] = set(skip)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.metadata.get("serial", True) is False:
+            continue
+        known.add(f.name)
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SerialError(f"{where}: missing field {f.name!r}")
+            continue
+        kwargs[f.name] = _decode_value(hints[f.name], data[f.name], f"{where}.{f.name}")
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        shown = ", ".join(repr(k) for k in unknown[:5])
+        raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise SerialError(f"{where}: {cls.__name__} refused the data: {exc}") from None
+
+
+def _what(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _decode_value(tp: Any, value: Any, where: str) -> Any:
+    if tp is Any or tp is object:
+        return value
+    if tp is None or tp is type(None):
+        if value is not None:
+            raise SerialError(f"{where}: expected null, got {_what(value)}")
+        return None
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Union or origin is types.UnionType:
+        return _decode_union(args, value, where)
+    if origin is typing.Literal:
+        for option in args:
+            if value == option and type(value) is type(option):
+                return option
+        raise SerialError(f"{where}: expected one of {list(args)}, got {_what(value)}")
+    if origin in (list, tuple, set, frozenset):
+        return _decode_sequence(origin, args, value, where)
+    if origin is dict or origin is Mapping:
+        return _decode_dict(args, value, where)
+    if isinstance(tp, type):
+        return _decode_scalar(tp, value, where)
+    raise TypeError(f"{where}: the type {tp!r} is not supported by gyreprof._serial")
+
+
+def _decode_union(args: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value is None:
+        if type(None) in args:
+            return None
+        raise SerialError(f"{where}: expected {_names(args)}, got null")
+    errors: list[str] = []
+    for arm in args:
+        if arm is type(None):
+            continue
+        try:
+            return _decode_value(arm, value, where)
+        except SerialError as exc:
+            errors.append(str(exc))
+    if len(errors) == 1:
+        raise SerialError(errors[0])
+    raise SerialError(f"{where}: expected {_names(args)}, got {_what(value)}")
+
+
+def _names(args: tuple[Any, ...]) -> str:
+    return " or ".join(
+        "null" if a is type(None) else getattr(a, "__name__", None) or repr(a) for a in args
+    )
+
+
+def _decode_sequence(origin: Any, args: tuple[Any, ...], value: Any, where: str) -> Any:
+    if not isinstance(value, (list, tuple)):
+        raise SerialError(f"{where}: expected a list, got {_what(value)}")
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(value) != len(args):
+            raise SerialError(f"{where}: expected {len(args)} items, got {len(value)}")
+        return tuple(
+            _decode_value(a, v, f"{where}[{i}]")
+            for i, (a, v) in enumerate(zip(args, value, strict=True))
+        )
+    item = args[0] if args else Any
+    items = [_decode_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is list:
+        return items
+    if origin is tuple:
+        return tuple(items)
+    try:
+        return origin(items)
+    except TypeError:
+        raise SerialError(f"{where}: the items cannot form a set") from None
+
+
+def _decode_dict(args: tuple[Any, ...], value: Any, where: str) -> dict[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise SerialError(f"{where}: expected an object (dict), got {_what(value)}")
+    key_t, val_t = args if args else (Any, Any)
+    out: dict[Any, Any] = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise SerialError(f"{where}: keys must be text, got {_what(k)}")
+        key = _decode_key(key_t, k, where)
+        out[key] = _decode_value(val_t, v, f"{where}[{k!r}]")
+    return out
+
+
+def _decode_key(tp: Any, key: str, where: str) -> Any:
+    if tp is Any or tp is str:
+        return key
+    if tp is int:
+        text = key[1:] if key.startswith("-") else key
+        if text.isdigit() and text.isascii():
+            return int(key)
+        raise SerialError(f"{where}: expected an integer key, got {key!r}")
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        sample = next(iter(tp)).value if len(tp) else None
+        raw: Any = key
+        if isinstance(sample, int) and not isinstance(sample, bool):
+            raw = _decode_key(int, key, where)
+        return _decode_scalar(tp, raw, f"{where}[{key!r}]")
+    raise TypeError(f"{where}: dict keys of type {tp!r} are not supported")
+
+
+def _decode_scalar(tp: type[Any], value: Any, where: str) -> Any:
+    if tp is bool:
+        if isinstance(value, bool) or (type(value).__name__ == "bool_" and _is_numpy(value)):
+            return bool(value)
+        raise SerialError(f"{where}: expected true or false, got {_what(value)}")
+    if tp is int:
+        if isinstance(value, numbers.Integral) and not _is_bool(value):
+            return int(value)
+        raise SerialError(f"{where}: expected an integer, got {_what(value)}")
+    if tp is float:
+        if isinstance(value, numbers.Real) and not _is_bool(value):
+            return float(value)
+        if value in ("nan", "inf", "-inf"):
+            return float(value)
+        raise SerialError(f"{where}: expected a number, got {_what(value)}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise SerialError(f"{where}: expected text, got {_what(value)}")
+    if issubclass(tp, enum.Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            options = [m.value for m in tp]
+            raise SerialError(
+                f"{where}: expected one of {options} ({tp.__name__}), got {_what(value)}"
+            ) from None
+    if issubclass(tp, PurePath):
+        if isinstance(value, str):
+            return tp(value)
+        raise SerialError(f"{where}: expected a path (text), got {_what(value)}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise SerialError(f"{where}: expected an object (dict), got {_what(value)}")
+        return _decode_dataclass(tp, value, where)
+    raise TypeError(f"{where}: the type {tp.__name__} is not supported by gyreprof._serial")
+
+
+def _is_numpy(value: Any) -> bool:
+    return type(value).__module__ == "numpy"
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool) or (_is_numpy(value) and type(value).__name__ == "bool_")
