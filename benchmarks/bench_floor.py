@@ -66,6 +66,7 @@ from gyreprof._core.recorder import tsc_invariant
 _FLOOR_TEMPLATE = '''\
 # cython: language_level=3, always_allow_keywords=False
 """The floor: read the recorder's clock, store one word (built by bench_floor.py)."""
+import time
 from libc.stdint cimport int64_t, uint64_t
 {clock}
 
@@ -74,14 +75,45 @@ HAVE_TSC = bool(GYRE_HAVE_TSC)
 
 
 cdef class Floor:
-    """``mono(phase)`` / ``tsc(phase)``: one clock read, one store; the same call
-    shape as ``Recorder.lap`` (one positional int converted to long long)."""
+    """One clock read, one store; the same call shape as ``Recorder.lap`` (one
+    positional int converted to long long).
+
+    ``mono``: CLOCK_MONOTONIC ns. ``tsc``: the TSC converted to ns the way the
+    recorder's ``clock="tsc"`` does (base + ticks * ns_per_tick, one multiply).
+    ``tsc_raw``: the raw tick count, no conversion.
+    """
     cdef int64_t last
+    cdef double ns_per_tick
+    cdef uint64_t tsc_base
+    cdef int64_t tsc_base_ns
+
+    def __cinit__(self):
+        self.ns_per_tick = 0.0
+        self.tsc_base = 0
+        self.tsc_base_ns = 0
+
+    def calibrate(self, double duration_s=0.02):
+        """Measure ns per TSC tick against CLOCK_MONOTONIC over ``duration_s``."""
+        cdef uint64_t t0 = gyre_rdtsc()
+        cdef int64_t m0 = gyre_mono_ns()
+        time.sleep(duration_s)
+        cdef uint64_t t1 = gyre_rdtsc()
+        cdef int64_t m1 = gyre_mono_ns()
+        if t1 <= t0:
+            raise ValueError("the TSC did not advance")
+        self.ns_per_tick = (<double>(m1 - m0)) / (<double>(t1 - t0))
+        self.tsc_base = t1
+        self.tsc_base_ns = m1
+        return self.ns_per_tick
 
     def mono(self, long long phase):
         self.last = gyre_mono_ns()
 
     def tsc(self, long long phase):
+        self.last = self.tsc_base_ns + <int64_t>(
+            <double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
+
+    def tsc_raw(self, long long phase):
         self.last = <int64_t>gyre_rdtsc()
 
     @property
@@ -340,6 +372,7 @@ def bench_lap_vs_floor(calls: int, rounds: int, n_boot: int = 2000) -> dict[str,
     """lap / step / perf_counter_ns against the floor, for each usable clock."""
     floor_mod = load_floor()
     fl = floor_mod.Floor()
+    fl.calibrate()
     m = calls // 4
     calls = 4 * m
     clocks = ["monotonic"] + (["tsc"] if tsc_usable() else [])
@@ -351,6 +384,8 @@ def bench_lap_vs_floor(calls: int, rounds: int, n_boot: int = 2000) -> dict[str,
         keep += [p, q]
         floor_fn = fl.mono if clock == "monotonic" else fl.tsc
         contenders[f"floor[{clock}]"] = loop4(floor_fn, m)
+        if clock == "tsc":
+            contenders["floor[tsc-raw]"] = loop4(fl.tsc_raw, m)
         contenders[f"lap[{clock}]"] = loop4(p.lap, m)
         contenders[f"step[{clock}]"] = step4(q.begin, q.lap, m)
     r = run_rounds(contenders, calls, rounds)
@@ -367,12 +402,16 @@ def bench_lap_vs_floor(calls: int, rounds: int, n_boot: int = 2000) -> dict[str,
     ratios: dict[str, dict[str, float]] = {}
     for clock in clocks:
         fv = r[f"floor[{clock}]"]
-        for form in ("lap", "step"):
-            v = r[f"{form}[{clock}]"]
-            ratios[f"{form}[{clock}] / floor"] = {
-                **ratio_stats(v, fv, n_boot),
-                **{"net_" + k: x for k, x in ratio_stats(v - loop, fv - loop, n_boot).items()},
-            }
+        floors = [("floor", fv)]
+        if clock == "tsc":
+            floors.append(("floor[tsc-raw]", r["floor[tsc-raw]"]))
+        for fname, fvv in floors:
+            for form in ("lap", "step"):
+                v = r[f"{form}[{clock}]"]
+                ratios[f"{form}[{clock}] / {fname}"] = {
+                    **ratio_stats(v, fvv, n_boot),
+                    **{"net_" + k: x for k, x in ratio_stats(v - loop, fvv - loop, n_boot).items()},
+                }
     return {
         "calls_per_run": calls,
         "rounds": rounds,
@@ -610,7 +649,7 @@ def run_all(quick: bool, scale: bool = True, tiny: bool = False) -> dict[str, An
             exps = [10, 12, 16, 20, 22, 24]
         res["phases"] = bench_phases(calls, rounds, phases, nb)
         res["capacity"] = bench_capacity(calls, rounds, exps, nb)
-        res["threads"] = bench_threads(calls // 4 if not tiny else 400, max(3, rounds // 3), 16, nb)
+        res["threads"] = bench_threads(calls if not tiny else 2_000, max(3, rounds // 3), 16, nb)
     return res
 
 
@@ -621,6 +660,12 @@ def test_floor_sanity() -> None:
     fl.mono(0)
     b = gp._core.recorder.monotonic_ns()
     assert a <= fl.value <= b  # the floor reads CLOCK_MONOTONIC, like the recorder
+    if tsc_usable():
+        fl.calibrate(0.005)
+        a = gp._core.recorder.monotonic_ns()
+        fl.tsc(0)
+        b = gp._core.recorder.monotonic_ns()
+        assert a - 100_000 <= fl.value <= b + 100_000  # TSC converted to ns, near monotonic
     res = run_all(quick=True, tiny=True)
     for v in res["floor"]["ratios"].values():
         assert np.isfinite(v["median"]) and v["median"] > 0.5, v
