@@ -192,7 +192,9 @@ def _build(source: str, src: Path, key: str) -> Path:
         timeout=600,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"building the floor failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        raise RuntimeError(
+            f"building the floor failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+        )
     try:
         os.replace(work, final)
     except OSError:  # another run finished the same build first
@@ -219,7 +221,12 @@ def load_floor() -> ModuleType:
     for clock, label in attempts:
         source = _FLOOR_TEMPLATE.format(clock=clock, source=label)
         h = hashlib.sha256()
-        for part in (source, sys.version, Cython.__version__, pxd.read_text() if pxd.is_file() else ""):
+        for part in (
+            source,
+            sys.version,
+            str(getattr(Cython, "__version__", "")),
+            pxd.read_text() if pxd.is_file() else "",
+        ):
             h.update(part.encode())
         try:
             d = _build(source, src, "floor-" + h.hexdigest()[:16])
@@ -433,7 +440,9 @@ def _cycle(f: Callable[[int], Any], ids: list[int]) -> Callable[[], None]:
     return run
 
 
-def bench_phases(calls: int, rounds: int, counts: Sequence[int], n_boot: int = 2000) -> dict[str, Any]:
+def bench_phases(
+    calls: int, rounds: int, counts: Sequence[int], n_boot: int = 2000
+) -> dict[str, Any]:
     """Cost per lap as the number of phases grows; laps cycle through every phase."""
     fl = load_floor().Floor()
     contenders: dict[str, Callable[[], None]] = {}
@@ -460,7 +469,9 @@ def bench_phases(calls: int, rounds: int, counts: Sequence[int], n_boot: int = 2
     return out
 
 
-def bench_capacity(calls: int, rounds: int, exps: Sequence[int], n_boot: int = 2000) -> dict[str, Any]:
+def bench_capacity(
+    calls: int, rounds: int, exps: Sequence[int], n_boot: int = 2000
+) -> dict[str, Any]:
     """Cost per lap as the ring grows, in the steady state (ring written through once)."""
     m = calls // 4
     contenders: dict[str, Callable[[], None]] = {"loop": empty4(m)}
@@ -489,7 +500,8 @@ class _Gang:
         self.cpu = [0] * k
         self.stop = False
         self.threads = [
-            threading.Thread(target=self._work, args=(prof, i, entry), daemon=True) for i in range(k)
+            threading.Thread(target=self._work, args=(prof, i, entry), daemon=True)
+            for i in range(k)
         ]
         for t in self.threads:
             t.start()
@@ -594,7 +606,9 @@ def report(res: dict[str, Any]) -> str:
             f"{'' if name == 'loop' else format(v['net_median_ns'], '.1f')} |"
         )
     lines.append("")
-    lines.append("| ratio | per call as called (median of rounds [95% CI]) | net of loop | target |")
+    lines.append(
+        "| ratio | per call as called (median of rounds [95% CI]) | net of loop | target |"
+    )
     lines.append("|---|---|---|---|")
     for name, v in f["ratios"].items():
         lines.append(f"| {name} | {_ci(v)} | {_ci(v, 'net_')} | <= 1.10x |")

@@ -303,9 +303,7 @@ def summarise(t: np.ndarray, q: float = 0.25, n_boot: int = 2000) -> dict[str, A
     i = {f: j for j, f in enumerate(FORMS)}
     pr = t[:, i["lap"]] / t[:, i["floor"]] - 1
     out["paired_lap_vs_floor"] = float(np.median(pr))
-    out["paired_lap_vs_floor_ci"] = bootstrap_ci(
-        lambda idx: float(np.median(pr[idx])), n, n_boot
-    )
+    out["paired_lap_vs_floor_ci"] = bootstrap_ci(lambda idx: float(np.median(pr[idx])), n, n_boot)
     return out
 
 
