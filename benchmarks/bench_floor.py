@@ -644,7 +644,7 @@ def report(res: dict[str, Any]) -> str:
         )
     lines.append("")
     lines.append(
-        "| ratio | per call as called (median of rounds [95% CI]) | net of loop | target |"
+        "| ratio | as called: q25 ratio [95% CI] (min/min, paired median) | net of the empty loop | target |"
     )
     lines.append("|---|---|---|---|")
     for name, v in f["ratios"].items():
