@@ -366,13 +366,13 @@ def report(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_all(quick: bool, tiny: bool = False) -> list[dict[str, Any]]:
+def run_all(quick: bool, tiny: bool = False, rounds: int | None = None) -> list[dict[str, Any]]:
     if tiny:
         cp, npy, rounds, nb = (60, 60, 5, 200)
     elif quick:
         cp, npy, rounds, nb = (200, 200, 101, 1000)
     else:
-        cp, npy, rounds, nb = (200, 200, 1001, 2000)
+        cp, npy, rounds, nb = (200, 200, rounds or 1001, 2000)
     return [bench("cartpole", cp, rounds, nb), bench("numpy", npy, rounds, nb)]
 
 
@@ -392,10 +392,11 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    ap.add_argument("--rounds", type=int, help="runs per form (full mode; default 1001)")
     ap.add_argument("--json", metavar="PATH", help="write the raw numbers as JSON")
     a = ap.parse_args(argv)
     t0 = time.time()
-    res = run_all(a.quick)
+    res = run_all(a.quick, rounds=a.rounds)
     print(report(res))
     print(f"(load average at end {os.getloadavg()}, {time.time() - t0:.1f} s)")
     if a.json:
