@@ -152,10 +152,13 @@ cdef extern from *:
 
 _BUILD_SCRIPT = """\
 import sys
+import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
-src, tmp = sys.argv[1], sys.argv[2]
-ext = Extension("_gyre_floor", ["_gyre_floor.pyx"], extra_compile_args=["-O3"])
+src, tmp, name = sys.argv[1], sys.argv[2], sys.argv[3]
+ext = Extension(name, [name + ".pyx"], include_dirs=[np.get_include()],
+                extra_compile_args=["-O3"],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
 setup(
     script_args=["build_ext", "--inplace", "--build-temp", tmp],
     ext_modules=cythonize([ext], include_path=[src], quiet=True,
@@ -178,17 +181,17 @@ def _cache_root() -> Path:
     return Path(tempfile.gettempdir()) / f"gyreprof-floor-{os.getuid()}"
 
 
-def _build(source: str, src: Path, key: str) -> Path:
-    """Compile ``source`` into ``<cache>/<key>/`` (atomically) and return that directory."""
+def _build(source: str, src: Path, key: str, name: str = "_gyre_floor") -> Path:
+    """Compile ``source`` as module ``name`` into ``<cache>/<key>/`` (atomically)."""
     final = _cache_root() / key
-    if any(final.glob("_gyre_floor*.so")):
+    if any(final.glob(f"{name}*.so")):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
-    (work / "_gyre_floor.pyx").write_text(source)
+    (work / f"{name}.pyx").write_text(source)
     (work / "build.py").write_text(_BUILD_SCRIPT)
     proc = subprocess.run(
-        [sys.executable, "build.py", str(src), str(work / "tmp")],
+        [sys.executable, "build.py", str(src), str(work / "tmp"), name],
         cwd=work,
         capture_output=True,
         text=True,
@@ -201,7 +204,7 @@ def _build(source: str, src: Path, key: str) -> Path:
     try:
         os.replace(work, final)
     except OSError:  # another run finished the same build first
-        if not any(final.glob("_gyre_floor*.so")):
+        if not any(final.glob(f"{name}*.so")):
             raise
         return final
     return final
@@ -236,14 +239,34 @@ def load_floor() -> ModuleType:
         except RuntimeError as e:
             errors.append(str(e))
             continue
-        so = next(d.glob("_gyre_floor*.so"))
-        spec = importlib.util.spec_from_file_location("_gyre_floor", so)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = _load_so(d, "_gyre_floor")
         _FLOOR = mod
         return mod
     raise RuntimeError("could not build the floor:\n" + "\n".join(errors))
+
+
+def _load_so(d: Path, name: str) -> ModuleType:
+    so = next(d.glob(f"{name}*.so"))
+    spec = importlib.util.spec_from_file_location(name, so)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load_probe() -> ModuleType:
+    """The bookkeeping-budget probe (``benchmarks/_floor_probe.pyx``), built like the floor."""
+    import Cython
+
+    source = (Path(__file__).resolve().parent / "_floor_probe.pyx").read_text()
+    src = _src_root()
+    pxd = src / "gyreprof" / "_core" / "clock.pxd"
+    h = hashlib.sha256()
+    for part in (source, sys.version, str(getattr(Cython, "__version__", "")), pxd.read_text()):
+        h.update(part.encode())
+    return _load_so(
+        _build(source, src, "probe-" + h.hexdigest()[:16], "_floor_probe"), "_floor_probe"
+    )
 
 
 def tsc_usable() -> bool:
@@ -456,6 +479,56 @@ def bench_lap_vs_floor(calls: int, rounds: int, n_boot: int = 2000) -> dict[str,
     }
 
 
+def bench_probe(calls: int, rounds: int, n_boot: int = 2000) -> dict[str, Any]:
+    """The bookkeeping budget: ``_floor_probe.pyx`` variants against the floor and lap."""
+    probe = load_probe()
+    fl = load_floor().Floor()
+    npt = fl.calibrate()
+    m = calls // 4
+    mono = {
+        "lap (gyreprof)": gp.Profiler(["a", "b", "c", "d"]).lap,
+        "checks + header": probe.Probe(4).lap_a2,
+        "+ bucket": probe.Probe(4).lap_b,
+        "+ sum/min/max": probe.Probe(4).lap_c,
+        "+ 32-byte ring (lean)": probe.Probe(4).lap,
+        "lean, bucket deferred": probe.Probe(4).lap_defer,
+        "deferred, no ring": probe.Probe(4).lap_defer_noring,
+        "16-byte ring, batch of 64": probe.Probe(4).lap_batch,
+    }
+    contenders: dict[str, Callable[[], None]] = {
+        "loop": empty4(m),
+        "floor[monotonic]": loop4(fl.mono, m),
+    }
+    for k, f in mono.items():
+        contenders[f"{k} [monotonic]"] = loop4(f, m)
+    clocks = ["monotonic"]
+    if tsc_usable():
+        clocks.append("tsc")
+        contenders["floor[tsc]"] = loop4(fl.tsc, m)
+        tsc = {
+            "lap (gyreprof)": gp.Profiler(["a", "b", "c", "d"], clock="tsc").lap,
+            "+ 32-byte ring (lean)": probe.Probe(4, tsc=True, ns_per_tick=npt).lap,
+            "lean, bucket deferred": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_defer,
+            "deferred, no ring": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_defer_noring,
+            "16-byte ring, batch of 64": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_batch,
+        }
+        for k, f in tsc.items():
+            contenders[f"{k} [tsc]"] = loop4(f, m)
+    r = run_rounds(contenders, 4 * m, rounds)
+    out: dict[str, Any] = {}
+    for name, v in r.items():
+        if name == "loop" or name.startswith("floor"):
+            continue
+        clock = "tsc" if name.endswith("[tsc]") else "monotonic"
+        fv = r[f"floor[{clock}]"]
+        out[name] = {
+            "q25_ns": float(np.quantile(v, 0.25)),
+            "over_floor_ns": float(np.quantile(v, 0.25) - np.quantile(fv, 0.25)),
+            **ratio_stats(v, fv, n_boot=n_boot),
+        }
+    return out
+
+
 # --------------------------------------------------------------------------- scale
 
 
@@ -651,6 +724,12 @@ def report(res: dict[str, Any]) -> str:
         lines.append(f"| {name} | {_ci(v)} | {_ci(v, 'net_')} | <= 1.10x |")
     if "tsc" not in f["clocks"]:
         lines.append("\n(TSC skipped: not invariant here.)")
+    if "probe" in res:
+        lines.append("\n### bookkeeping budget (benchmarks/_floor_probe.pyx; ratio to the floor)\n")
+        lines.append("| variant | q25 ns/call | over the floor, ns | ratio [95% CI] |")
+        lines.append("|---|---|---|---|")
+        for name, v in res["probe"].items():
+            lines.append(f"| {name} | {v['q25_ns']:.1f} | {v['over_floor_ns']:+.1f} | {_ci(v)} |")
     if "phases" in res:
         lines.append("\n### scale: phases (laps cycle through all phases; ratio to the first)\n")
         lines.append("| phases | net ns/lap (q25) | ratio [95% CI] |")
@@ -683,7 +762,9 @@ def report(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_all(quick: bool, scale: bool = True, tiny: bool = False) -> dict[str, Any]:
+def run_all(
+    quick: bool, scale: bool = True, tiny: bool = False, probe: bool = False
+) -> dict[str, Any]:
     """All measurements; ``tiny`` is the pytest smoke size (a few seconds)."""
     nb = 300 if tiny else 2000
     if tiny:
@@ -693,6 +774,8 @@ def run_all(quick: bool, scale: bool = True, tiny: bool = False) -> dict[str, An
     else:
         calls, rounds = 8_000, 1001
     res: dict[str, Any] = {"floor": bench_lap_vs_floor(calls, rounds, nb)}
+    if probe:
+        res["probe"] = bench_probe(calls, rounds, nb)
     if scale:
         phases = [1, 4, 16, 64, 255] if not tiny else [1, 255]
         exps = [10, 16, 24] if not (quick or tiny) else ([10, 14] if tiny else [10, 16, 20])
@@ -734,10 +817,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     ap.add_argument("--no-scale", action="store_true", help="only lap vs floor")
+    ap.add_argument(
+        "--probe", action="store_true", help="also time the bookkeeping-budget probe variants"
+    )
     ap.add_argument("--json", metavar="PATH", help="write the raw numbers as JSON")
     a = ap.parse_args(argv)
     t0 = time.time()
-    res = run_all(a.quick, scale=not a.no_scale)
+    res = run_all(a.quick, scale=not a.no_scale, probe=a.probe)
     res["meta"] = {
         "python": sys.version.split()[0],
         "gyreprof": gp.__file__,
