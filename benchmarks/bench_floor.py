@@ -48,6 +48,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,7 @@ def _build(source: str, src: Path, key: str, name: str = "_gyre_floor") -> Path:
         timeout=600,
     )
     if proc.returncode != 0:
+        shutil.rmtree(work, ignore_errors=True)
         raise RuntimeError(
             f"building the floor failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
         )
