@@ -4,13 +4,15 @@
     python benchmarks/bench_skew.py --quick    # smoke run (seconds)
     python benchmarks/bench_skew.py --json out.json
 
-The same loop code runs in five forms, with four boundaries per step:
+The same loop code runs in six forms, with four boundaries per step:
 
 * ``bare``: no timing;
 * ``floor``: the compiled floor of ``bench_floor.py`` (one CLOCK_MONOTONIC read,
   one store) called at the four boundaries;
 * ``lap``: ``begin()`` then ``lap(ENV)``, ``lap(FWD)``, ``lap(XFER)`` (the
   documented sampler idiom, ``lap = prof.lap`` with int ids);
+* ``lap4``: four laps and no ``begin()`` (a fourth phase covers the loop top),
+  which separates the cost of ``begin`` from that of ``lap``;
 * ``with``: three pre-made timers, ``with t_env: ...`` per phase (six clock reads);
 * ``rawlist``: ``ts.append(perf_counter_ns())`` at the four boundaries.
 
@@ -19,11 +21,11 @@ with a linear policy, and a C-speed batched step (linearised CartPole for 64
 envs: a 4x4 matmul and a few in-place numpy ufuncs, a few us a step).
 
 How it resolves 1% on a noisy shared machine: many short runs (a few ms, so
-most fit between two preemptions), the five forms of a round in a fresh random
+most fit between two preemptions), the forms of a round in a fresh random
 order, the garbage collector off, and each form summarised by a low quantile
 of its per-run time (the lower quartile by default: the least-disturbed runs,
 less fragile than the single minimum). Confidence intervals are percentile
-bootstraps over rounds (a resampled round keeps all five forms of that round).
+bootstraps over rounds (a resampled round keeps all the forms of that round).
 
 Reported per loop: each form's added wall time vs bare; ``lap`` vs ``floor``
 (target <= +1%); ``lap`` added / ``rawlist`` added (target <= 0.5).
@@ -49,7 +51,7 @@ import gyreprof as gp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_floor import bootstrap_ci, load_floor  # noqa: E402
 
-FORMS = ("bare", "floor", "lap", "with", "rawlist")
+FORMS = ("bare", "floor", "lap", "lap4", "with", "rawlist")
 Loop = Callable[[], None]
 
 
@@ -77,6 +79,9 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
     lap, begin, fl = t["lap"], t["begin"], t["floor"]
     ENV, FWD, XFER = t["ids"]
     env_t, fwd_t, xfer_t = t["timers"]
+    prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
+    lap4 = prof4.lap
+    ST, ENV4, FWD4, XFER4 = prof4.ids()
     pc = time.perf_counter_ns
     rng = range(steps)
 
@@ -121,6 +126,21 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
             lap(XFER)
         out.clear()
 
+    def lap4f() -> None:
+        obs, _ = env.reset(seed=0)
+        a = 0
+        for _ in rng:
+            lap4(ST)
+            obs, r, term, trunc, _i = env.step(a)
+            if term:
+                obs, _ = env.reset(seed=0)
+            lap4(ENV4)
+            a = 1 if float(obs @ w) > 0 else 0
+            lap4(FWD4)
+            out.append(a)
+            lap4(XFER4)
+        out.clear()
+
     def withf() -> None:
         obs, _ = env.reset(seed=0)
         a = 0
@@ -152,7 +172,14 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
         out.clear()
         ts.clear()
 
-    return {"bare": bare, "floor": floor, "lap": lapf, "with": withf, "rawlist": rawlist}
+    return {
+        "bare": bare,
+        "floor": floor,
+        "lap": lapf,
+        "lap4": lap4f,
+        "with": withf,
+        "rawlist": rawlist,
+    }
 
 
 def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
@@ -191,6 +218,9 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
     lap, begin, fl = t["lap"], t["begin"], t["floor"]
     ENV, FWD, XFER = t["ids"]
     env_t, fwd_t, xfer_t = t["timers"]
+    prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
+    lap4 = prof4.lap
+    ST, ENV4, FWD4, XFER4 = prof4.ids()
     pc = time.perf_counter_ns
     ts: list[int] = []
     rng = range(steps)
@@ -224,6 +254,17 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
             xfer()
             lap(XFER)
 
+    def lap4f() -> None:
+        s[:] = s0
+        for _ in rng:
+            lap4(ST)
+            physics()
+            lap4(ENV4)
+            policy()
+            lap4(FWD4)
+            xfer()
+            lap4(XFER4)
+
     def withf() -> None:
         s[:] = s0
         for _ in rng:
@@ -247,7 +288,14 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
             app(pc())
         ts.clear()
 
-    return {"bare": bare, "floor": floor, "lap": lapf, "with": withf, "rawlist": rawlist}
+    return {
+        "bare": bare,
+        "floor": floor,
+        "lap": lapf,
+        "lap4": lap4f,
+        "with": withf,
+        "rawlist": rawlist,
+    }
 
 
 def run_interleaved(forms: dict[str, Loop], steps: int, rounds: int, seed: int = 0) -> np.ndarray:
@@ -280,6 +328,7 @@ def _metrics(t: np.ndarray, q: float) -> dict[str, float]:
     for f in FORMS[1:]:
         m[f"{f}_added"] = v[f] / v["bare"] - 1
     m["lap_vs_floor"] = v["lap"] / v["floor"] - 1
+    m["lap4_vs_floor"] = v["lap4"] / v["floor"] - 1
     raw_added = v["rawlist"] - v["bare"]
     m["lap_over_rawlist_added"] = (v["lap"] - v["bare"]) / raw_added if raw_added else float("nan")
     return m
@@ -351,6 +400,11 @@ def report(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| lap vs floor (wall time) | {_pct(e['lap_vs_floor'])} [{_pct(lo)}, {_pct(hi)}] | "
             f"{_pct(r['q10']['estimate']['lap_vs_floor'])} | {_pct(r['min']['lap_vs_floor'])} | <= +1% |"
+        )
+        lo, hi = ci["lap4_vs_floor"]
+        lines.append(
+            f"| lap4 (no begin) vs floor | {_pct(e['lap4_vs_floor'])} [{_pct(lo)}, {_pct(hi)}] | "
+            f"{_pct(r['q10']['estimate']['lap4_vs_floor'])} | {_pct(r['min']['lap4_vs_floor'])} | |"
         )
         lo, hi = ci["lap_over_rawlist_added"]
         k = "lap_over_rawlist_added"
