@@ -83,3 +83,36 @@ def test_report_missing_file(tmp_path) -> None:
     assert r.returncode == 2 and "no such file" in r.stderr
     r = run_cli("report", str(tmp_path))
     assert r.returncode == 2 and "directory" in r.stderr
+
+
+def test_output_to_a_closed_pipe_exits_quietly(tmp_path) -> None:
+    """`gyreprof report run.snap | head -0`: the reader is gone before we write. We stop
+    with the shell's SIGPIPE status and no traceback (a traceback here is the bug)."""
+    import os
+    import subprocess
+    import sys
+
+    import gyreprof as gp
+
+    prof = gp.Profiler(["env", "fwd"])
+    for _ in range(50):
+        prof.begin()
+        prof.lap(0)
+        prof.lap(1)
+    prof.end()
+    path = prof.snapshot().save(tmp_path / "run.snap")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "gyreprof", "report", str(path)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "BrokenPipe" not in r.stderr
