@@ -26,5 +26,5 @@ class FlatSampler:
         return self.batch_size
 
 
-def make_flat(batch_size: int, per_sample_s: float = 1e-4, noise: float = 0.15) -> FlatSampler:
+def make_flat(batch_size: int, per_sample_s: float = 1e-4, noise: float = 0.1) -> FlatSampler:
     return FlatSampler(batch_size, per_sample_s, 1.0 + random.uniform(-noise, noise))

@@ -189,8 +189,8 @@ def report_text(result: SweepResult) -> str:
     if pairs:
         shown = ", ".join(f"{fmt_value(a)} vs {fmt_value(b)}" for a, b in pairs)
         lines.append(
-            f"Not distinguishable (by the test above: the difference is within flat_within "
-            f"plus the noise): {shown}."
+            f"Not distinguishable (by the test above: the ratio is within flat_within and "
+            f"the noise): {shown}."
         )
     lines.append(_NOTE_LEGEND)
     for w in result.warnings:
@@ -231,9 +231,9 @@ def _recommendation_words(result: SweepResult) -> str | None:
     return (
         f"Recommended {param}={fmt_value(result.recommended)}: {why}{under}. Rule: the "
         f"smallest value not distinguishable from the best median; two medians are "
-        f"distinguishable when they differ by more than flat_within ({fw:.0%}) plus the "
-        f"sweep's noise ({nz:.0%}: the widest relative min-max spread of samples/s of any "
-        "value), relative to the larger."
+        f"distinguishable when the larger exceeds the smaller by more than flat_within "
+        f"({fw:.0%}) and the sweep's noise ({nz:.0%}: the widest relative min-max spread of "
+        f"samples/s of any value) compounded, a factor of {(1 + fw) * (1 + nz):.3g}."
     )
 
 

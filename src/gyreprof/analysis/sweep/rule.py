@@ -6,9 +6,9 @@ The recommended value is **the smallest value whose median throughput is not
 distinguishable from the best median**, among the values that ran cleanly and
 stayed under ``memory_limit``.
 
-Two medians ``a <= b`` are *distinguishable* when ``b - a > (flat_within +
-noise) * b``: they differ by more than ``flat_within`` plus the sweep's
-run-to-run noise. The noise is the widest relative spread ``(max - min) /
+Two medians ``a <= b`` are *distinguishable* when ``b / a > (1 + flat_within)
+* (1 + noise)``: their ratio exceeds both ``flat_within`` and the sweep's
+run-to-run noise, compounded. The noise is the widest relative spread ``(max - min) /
 median`` of samples/s over the repeats of any clean value (0 with one repeat).
 It is pooled over the values because a value's own few repeats say little
 about its noise, and taken as the widest because a flat sampler's values share
@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # result -> report -> rule: the type is for annotations only
 
 RULE = (
     "the smallest value whose median throughput is not distinguishable from the best "
-    "median; two medians are distinguishable when they differ by more than flat_within "
-    "plus the sweep's noise (the widest relative min-max spread of any value), relative "
-    "to the larger"
+    "median; two medians are distinguishable when the larger exceeds the smaller by more "
+    "than (1 + flat_within) x (1 + noise), the noise being the widest relative min-max "
+    "spread of samples/s of any value"
 )
 
 
@@ -50,7 +50,9 @@ def noise(points: Sequence[SweepPoint]) -> float:
 
 
 def distinguishable(a: float, b: float, flat_within: float, noise_: float) -> bool:
-    """Medians ``a`` and ``b`` differ by more than ``flat_within`` plus ``noise_``,
-    relative to the larger (see the module docstring)."""
+    """The larger of medians ``a`` and ``b`` exceeds the smaller by more than
+    ``(1 + flat_within) * (1 + noise_)`` (see the module docstring)."""
     hi, lo = max(a, b), min(a, b)
-    return hi - lo > (flat_within + noise_) * hi
+    if not lo > 0:
+        return hi > 0
+    return hi / lo > (1.0 + flat_within) * (1.0 + noise_)
