@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof._version import __version__
-from gyreprof.analysis.sweep import report as _report
 from gyreprof.analysis.sweep.record import FIGURE_NAMES, RunResult, decode, encode
+from gyreprof.analysis.sweep.report import csv_text, headline, plot, report_text, table_text
 
 FORMAT = "gyreprof.sweep/1"
 READABLE_FORMATS = (FORMAT,)
@@ -267,15 +267,15 @@ class SweepResult:
 
     def report(self) -> str:
         """The result in plain words, phrased as a controlled result."""
-        return _report.report_text(self)
+        return report_text(self)
 
     def headline(self) -> str:
         """The one-sentence summary (first line of ``report()``)."""
-        return _report.headline(self)
+        return headline(self)
 
     def table(self) -> str:
         """Aligned text table: one row per value, then the phase breakdown if any."""
-        return _report.table_text(self)
+        return table_text(self)
 
     def __str__(self) -> str:
         return self.table() + "\n\n" + self.report()
@@ -333,7 +333,7 @@ class SweepResult:
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per value: medians and spreads of every figure, then per-phase columns."""
-        text = _report.csv_text(self)
+        text = csv_text(self)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -341,7 +341,7 @@ class SweepResult:
     def to_plot(self, path: str | os.PathLike[str]) -> Path:
         """Write a PNG: samples/s (median, min-max bars) and peak memory against the value,
         the stop point and the recommendation marked. Needs matplotlib (``gyreprof[plot]``)."""
-        return _report.plot(self, path)
+        return plot(self, path)
 
 
 # ------------------------------------------------------------------ sizes
