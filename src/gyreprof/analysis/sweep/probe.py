@@ -218,7 +218,7 @@ class WorkerMemoryWatch:
     value is also read once more on exit, so a short run still gets a figure.
     """
 
-    def __init__(self, interval_s: float = 0.05) -> None:
+    def __init__(self, interval_s: float = 0.2) -> None:
         self.interval_s = interval_s
         self.peak_bytes = 0
         self._stop = threading.Event()
