@@ -173,9 +173,22 @@ def sweep_warnings(
     repeats: int,
     abandoned: int,
 ) -> list[str]:
+    """Everything the reader should doubt: settings that moved, parallelism that changed,
+    the set-up's limits, short runs, and the runs' own notes."""
+    return [
+        *_settings_warnings(param, fixed, points),
+        *_parallelism_warnings(param, points),
+        *_setup_warnings(isolate=isolate, repeats=repeats, abandoned=abandoned),
+        *_run_warnings(param, points),
+    ]
+
+
+def _settings_warnings(
+    param: str, fixed: Mapping[str, Any], points: Sequence[SweepPoint]
+) -> list[str]:
+    """Settings the sampler reports about itself that differ from what was passed."""
     out: list[str] = []
     fv = fmt_value
-    # settings the sampler reports about itself
     keys: list[str] = []
     for p in points:
         for r in p.runs:
@@ -214,7 +227,13 @@ def sweep_warnings(
         elif key != param and len({repr(v) for v in seen.values()}) > 1:
             shown = ", ".join(f"{fv(v)}: {fv(o)}" for v, o in seen.items())
             out.append(f"fixed setting {key} changed across values ({param} {shown})")
-    # observable parallelism
+    return out
+
+
+def _parallelism_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]:
+    """Thread and process counts that changed across values."""
+    out: list[str] = []
+    fv = fmt_value
     tkeys: list[str] = []
     for p in points:
         for r in p.runs:
@@ -237,6 +256,11 @@ def sweep_warnings(
                 f"{param} sets how many workers run; otherwise something besides {param} "
                 "changed the parallelism"
             )
+    return out
+
+
+def _setup_warnings(*, isolate: bool, repeats: int, abandoned: int) -> list[str]:
+    out: list[str] = []
     if not isolate:
         out.append(
             "isolate=False: every value ran in this process, so peak RSS is this process's "
@@ -254,6 +278,13 @@ def sweep_warnings(
             "repeats=1: there is no spread, so differences between values cannot be judged "
             "against run-to-run noise; use repeats=3 or more"
         )
+    return out
+
+
+def _run_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]:
+    """Values whose runs were too short, and each run's own notes."""
+    out: list[str] = []
+    fv = fmt_value
     short = [
         p.value for p in points if p.measured and p.figure("sample_time_ns").median < SHORT_RUN_NS
     ]
