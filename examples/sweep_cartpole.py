@@ -10,9 +10,16 @@ buffer sized to the batch) — so the sweep shows where the time moves as the
 batch grows: the fixed per-call sync is shared by more samples, while the
 environment cost per sample stays put, so throughput rises and then flattens.
 
+``sample()`` returns the number of transitions it collected (an int), which
+``gyreprof sweep`` and ``gyreprof selfcheck`` both read as that many samples::
+
+    cd examples && gyreprof selfcheck sweep_cartpole:make_sampler --kwargs '{"batch_size": 8}'
+
 Each value runs in a fresh process (the factory below is re-imported there
 from this file; the ``__main__`` block does not run again), and the result is
-a controlled statement: only the swept setting changed.
+a controlled statement: only the swept setting changed. The recommendation is
+the smallest value whose throughput is not distinguishable from the best (the
+report states the test), so reruns agree where the curve is flat.
 
 Run it::
 

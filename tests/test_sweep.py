@@ -493,7 +493,7 @@ def test_cli_sweep_writes_json_csv_and_plot(cli, tmp_path: Path) -> None:
 
 
 def test_cli_bad_input_exits_2_with_a_message(cli, tmp_path: Path) -> None:
-    env = {"PYTHONPATH": str(TESTS)}
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     unsorted = cli("sweep", NUMPY, "--param", "batch_size", "--values", "16,8", env=env)
     assert unsorted.returncode == 2
     assert "sorted ascending" in unsorted.stderr and "Traceback" not in unsorted.stderr
@@ -516,7 +516,7 @@ def test_cli_bad_input_exits_2_with_a_message(cli, tmp_path: Path) -> None:
 
 
 def test_cli_json_to_stdout_and_exit_1_when_nothing_ran(cli) -> None:
-    env = {"PYTHONPATH": str(TESTS)}
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     proc = cli(
         "sweep", "sweep_samplers.misbehaving:make_none", "--param", "batch_size",
         "--values", "1", "--repeats", "1", "--steps", "2", "--no-isolate", "--json",
@@ -538,7 +538,7 @@ class _TtyBuffer(io.StringIO):
 
 
 def test_progress_bar_on_a_terminal_with_and_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gyreprof.analysis._sweep_progress import SweepProgress
+    from gyreprof.analysis.sweep.progress import SweepProgress
 
     pytest.importorskip("rich")
     out = _TtyBuffer()
@@ -594,10 +594,12 @@ def _point(value: int, rates: list[float], rss_mib: float) -> gp.SweepPoint:
     from gyreprof.analysis.sweep import SweepPoint, SweepRun
 
     runs = [
-        SweepRun.from_raw(
-            value,
-            i,
-            {"status": "ok", "samples_per_s": rate, "peak_rss_bytes": int(rss_mib * MIB)},
+        SweepRun(
+            value=value,
+            repeat=i,
+            status="ok",
+            samples_per_s=rate,
+            peak_rss_bytes=int(rss_mib * MIB),
         )
         for i, rate in enumerate(rates)
     ]
@@ -605,7 +607,7 @@ def _point(value: int, rates: list[float], rss_mib: float) -> gp.SweepPoint:
 
 
 def test_stop_rule_needs_flat_throughput_and_rising_memory() -> None:
-    from gyreprof.analysis._sweep_decide import stop_check
+    from gyreprof.analysis.sweep.decide import stop_check
 
     flat_mem_up = [_point(8, [1000, 1010], 100), _point(16, [1030, 1040], 200)]
     reason = stop_check("batch_size", flat_mem_up, 0.05, None)
@@ -620,23 +622,74 @@ def test_stop_rule_needs_flat_throughput_and_rising_memory() -> None:
 
 
 def test_not_distinguishable_and_recommendation() -> None:
-    from gyreprof.analysis._sweep_decide import finish_points, recommend
+    from gyreprof.analysis.sweep.decide import finish_points, recommend
+    from gyreprof.analysis.sweep.rule import noise
 
     pts = finish_points(
         [
-            _point(1, [100, 200], 10),  # spread 100 > |150 - 160|: cannot be told from 2
-            _point(2, [158, 162], 10),
+            _point(1, [100, 104], 10),
+            _point(2, [158, 162], 10),  # +55% over 1: far beyond 5% + noise
             _point(4, [400, 404], 10),  # clearly above both
-            _point(8, [410, 415], 10),
+            _point(8, [410, 415], 10),  # +2.6% over 4: within 5% + noise
         ],
         None,
+        0.05,
     )
-    assert pts[0].not_distinguishable_from == (2,)
-    assert pts[1].not_distinguishable_from == ()
-    assert pts[2].distinguishable and pts[3].distinguishable
+    assert noise(pts) == pytest.approx(4 / 102)  # the widest relative spread (value 1)
+    assert pts[0].not_distinguishable_from == ()
+    assert pts[2].not_distinguishable_from == (8,)
+    assert pts[3].not_distinguishable_from == (4,)
     assert pts[2].gain == pytest.approx(402 / 160 - 1)
-    assert recommend(pts, 0.05) == 4  # within 5% of the best (8), and smaller
-    assert recommend(pts, 0.0) == 8
+    assert recommend(pts, 0.05) == 4  # the smallest value not distinguishable from 8
+    # the tolerance is flat_within plus the noise: with none of either, 4 < 8 counts
+    exact = finish_points([_point(4, [402], 10), _point(8, [412], 10)], None, 0.0)
+    assert recommend(exact, 0.0) == 8
+
+
+def test_recommendation_where_argmax_flips_with_the_noise() -> None:
+    """A flat sampler measured twice: the best median moves from 64 to 8 and back with the
+    noise, so argmax would recommend 64 one time and 16 the next; the rule says 8 both times."""
+    from gyreprof.analysis.sweep.decide import best, finish_points, recommend, still_rising
+
+    sweeps = [
+        [  # run-to-run spread ~10%; 64's median happens to be highest, 9% above 8's
+            _point(8, [1000, 1010, 1100], 10),
+            _point(16, [1020, 1060, 1090], 10),
+            _point(32, [990, 1050, 1080], 10),
+            _point(64, [1060, 1100, 1110], 10),
+        ],
+        [
+            _point(8, [1010, 1040, 1100], 10),
+            _point(16, [1050, 1110, 1120], 10),
+            _point(32, [1000, 1030, 1090], 10),
+            _point(64, [990, 1020, 1080], 10),
+        ],
+    ]
+    naive = []
+    for pts in sweeps:
+        done = finish_points(pts, None, 0.05)
+        top = best(done)
+        assert top is not None
+        naive.append(top.value)
+        assert recommend(done, 0.05) == 8
+        # and nothing says "still rising": the largest value is no better than the rest
+        assert still_rising(done, 0.05) is None
+        # the table marks every neighbour as not distinguishable, as the rule reads them
+        assert all(p.not_distinguishable_from for p in done)
+    assert naive == [64, 16]
+
+
+def test_still_rising_only_when_the_largest_value_is_recommended() -> None:
+    from gyreprof.analysis.sweep.decide import finish_points, recommend, still_rising
+
+    rising = finish_points(
+        [_point(8, [1000, 1010], 10), _point(16, [1500, 1520], 10), _point(32, [2200, 2210], 10)],
+        None,
+        0.05,
+    )
+    assert recommend(rising, 0.05) == 32
+    last = still_rising(rising, 0.05)
+    assert last is not None and last.value == 32
 
 
 def test_a_factory_that_mutates_a_fixed_setting_is_caught_and_contained() -> None:
@@ -685,3 +738,214 @@ def test_samples_per_s_counts_time_inside_steady_calls_only(isolate: bool) -> No
     assert run.wall_s - run.sample_time_ns / 1e9 > 0.5  # build + warm-up stayed outside
     assert 4 * 20 / 0.4 < run.samples_per_s <= 4 / 0.005  # at most the sleep-bound rate
     assert run.warmup["first_ns"] >= 100e6 > 10 * run.call["p50_ns"]
+
+
+# ----------------------------------------------------------------- stable recommendations
+
+
+def test_reruns_of_a_flat_noisy_sampler_recommend_the_same_value() -> None:
+    """Throughput does not depend on batch_size; each run lands up to 10% off. Three
+    sweeps must recommend the same (smallest) value, and no sentence may say larger
+    values pay off."""
+    recs, bests = [], []
+    for _ in range(3):
+        r = gp.sweep(
+            "sweep_samplers.flat:make_flat",
+            "batch_size",
+            [8, 16, 32, 64],
+            steps=8,
+            warmup=1,
+            repeats=5,
+            isolate=False,
+            progress=False,
+        )
+        assert all(p.ok for p in r.points), [p.error for p in r.points]
+        assert r.stop_reason == "end"
+        recs.append(r.recommended)
+        bests.append(max(r.points, key=lambda p: p.samples_per_s).value)
+        text = r.report()
+        assert "may pay off" not in text and "still rising" not in text
+        assert "Rule: the smallest value not distinguishable from the best median" in text
+        assert "Note column:" in text and "'~16'" in text
+        assert _note_of(r, 8).startswith("recommended")
+    assert recs == [8, 8, 8], (recs, bests)
+
+
+def _note_of(r: SweepResult, value: int) -> str:
+    for line in r.table().splitlines()[1:]:
+        cells = line.split()
+        if cells and cells[0] == str(value):
+            return line.split("  ")[-1].strip()
+    raise AssertionError(f"no row for {value}")
+
+
+# ----------------------------------------------------------------- the whole sampler's memory
+
+
+def test_memory_limit_counts_the_samplers_worker_processes() -> None:
+    """Each worker process holds 48 MiB; the measuring process allocates nothing. The
+    limit is crossed by the tree at 4 workers, never by the measuring process alone."""
+    r = gp.sweep(
+        "sweep_samplers.workers:make_workers",
+        "num_workers",
+        [1, 4, 8],
+        steps=5,
+        warmup=1,
+        repeats=1,
+        memory_limit="200MiB",
+        timeout_s=180,
+        progress=False,
+    )
+    assert all(p.ok for p in r.points), [p.error for p in r.points]
+    one, four = r.points
+    assert r.stop_reason == "memory_limit" and r.stopped_at == 4 and r.skipped == (8,)
+    assert four.over_memory_limit and not one.over_memory_limit
+    own = four.figure("peak_rss_bytes").median
+    tree = four.figure("peak_tree_rss_bytes").median
+    workers = four.figure("children_rss_bytes").median
+    assert own < 200 * MIB  # the measuring process alone stays under the limit
+    assert workers > 4 * 48 * MIB  # four workers' blocks, interpreters on top
+    assert tree >= own + workers and tree > 200 * MIB
+    assert four.peak_tree_rss_bytes is not None and four.peak_tree_rss_bytes > 200 * MIB
+    assert "process tree" in r.stop_detail and "worker processes" in r.stop_detail
+    assert r.recommended == 1
+    text = str(r)
+    assert "tree RSS" in r.table()
+    assert "for the whole sampler" in text and "in the measuring process" in text
+    back = SweepResult.from_json(r.to_json())
+    assert back.points[1].peak_tree_rss_bytes == four.peak_tree_rss_bytes
+    assert _no_children_left() == []
+
+
+# ----------------------------------------------------------------- the process boundary
+
+
+def test_run_result_crosses_the_boundary_typed_and_foreign_data_is_refused() -> None:
+    from gyreprof.analysis.sweep import RUN_FORMAT, RunResult
+
+    run = RunResult(
+        status="ok",
+        samples=8,
+        calls=2,
+        sample_time_ns=1e6,
+        samples_per_s=8000.0,
+        wall_s=0.5,
+        call={"mean_ns": 5.0},
+        notes=("a",),
+    )
+    back = RunResult.from_json(run.to_json())
+    assert back == run and isinstance(back.notes, tuple)
+    for text, match in [
+        ("{not json", "not JSON"),
+        ('{"format": "someone-else/9"}', "not a gyreprof.sweep-run/1 record"),
+        ("[1, 2]", "not a gyreprof.sweep-run/1 record"),
+        (f'{{"format": "{RUN_FORMAT}"}}', "missing 'status'"),
+        (f'{{"format": "{RUN_FORMAT}", "status": "ok", "calls": "many"}}', "calls: expected an"),
+        (f'{{"format": "{RUN_FORMAT}", "status": "ok", "call": [1]}}', "call: expected an obj"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            RunResult.from_json(text)
+    # fields a newer worker adds are ignored, not fatal
+    newer = json.loads(run.to_json())
+    newer["added_later"] = {"x": 1}
+    assert RunResult.from_json(json.dumps(newer)) == run
+
+
+@pytest.mark.parametrize(
+    ("payload", "match"),
+    [
+        ('{"format": "someone-else/9"}', "not a gyreprof.sweep-run/1 record"),
+        ("{broken", "not JSON"),
+    ],
+)
+def test_a_foreign_result_file_is_an_error_for_that_value(payload: str, match: str) -> None:
+    r = gp.sweep(
+        "sweep_samplers.misbehaving:make_clobbering",
+        "batch_size",
+        [1],
+        fixed={"payload": payload},
+        steps=2,
+        warmup=0,
+        repeats=1,
+        timeout_s=120,
+        progress=False,
+    )
+    p = r.points[0]
+    assert p.status == "error" and "the run finished but" in (p.error or "")
+    assert match in (p.error or "")
+    assert r.recommended is None
+
+
+def test_old_format_files_still_load() -> None:
+    """A gyreprof.sweep/1 file written before the tree figures and count rules existed."""
+    old = json.loads((TESTS / "sweep_samplers" / "sweep_v1.json").read_text())
+    r = SweepResult.from_dict(old)
+    assert r.recommended == 8 and [p.value for p in r.points] == [8, 16]
+    assert r.points[0].peak_tree_rss_bytes is None
+    assert "recommended" in r.table()
+    with pytest.raises(ValueError, match="format 'gyreprof.sweep/0'"):
+        SweepResult.from_dict({**old, "format": "gyreprof.sweep/0"})
+    with pytest.raises(ValueError, match=r"points\[0\].spread"):
+        SweepResult.from_dict({**old, "points": [{**old["points"][0], "spread": "wide"}]})
+
+
+# ----------------------------------------------------------------- one reading of a return value
+
+
+def test_sweep_and_selfcheck_read_a_return_value_the_same_way() -> None:
+    from gyreprof.diagnostics.selfcheck import selfcheck
+
+    r = gp.sweep(
+        misbehaving.make_bad,
+        "batch_size",
+        [3, 4],
+        fixed={"text_at": 4},
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    assert r.points[0].runs[0].count_rule == "an int: the number of samples"
+    assert "each call's return value read as an int: the number of samples" in r.report()
+    assert r.points[1].status == "invalid" and "text, not a batch" in (r.points[1].error or "")
+    ok = selfcheck("sweep_samplers.misbehaving:make_bad", kwargs={"batch_size": 3}, cwd=TESTS)
+    assert ok.exit_code == 0 and ok.count == 3 and ok.count_rule == "int"
+    assert "counted by rule: int" in str(ok)
+    text = selfcheck(
+        "sweep_samplers.misbehaving:make_bad",
+        kwargs={"batch_size": 4, "text_at": 4},
+        cwd=TESTS,
+    )
+    assert text.exit_code == 1 and text.count_rule == "refused"
+    assert "text, not a batch" in (text.error or "")
+
+
+def test_selfcheck_counts_the_sweep_examples_return_as_samples() -> None:
+    pytest.importorskip("gymnasium")
+    from gyreprof.diagnostics.selfcheck import selfcheck
+
+    r = selfcheck(
+        "sweep_cartpole:make_sampler",
+        kwargs={"batch_size": 8, "num_envs": 8},
+        cwd=ROOT / "examples",
+        timeout_s=120,
+    )
+    assert r.exit_code == 0, str(r)
+    assert r.result_type == "int" and r.count == 8 and r.count_rule == "int"
+    assert "count 8 (an int: the number of samples)" in str(r)
+
+
+def test_count_samples_rules() -> None:
+    import numpy as np
+
+    from gyreprof._sample_count import NotACount, count_samples
+
+    assert count_samples(8).n == 8 and count_samples(np.int64(8)).rule == "int"
+    assert count_samples(None).n == 0
+    assert count_samples(np.zeros((5, 3))).rule == "first dimension"
+    assert count_samples({"obs": np.zeros((4, 2)), "rew": [1, 2, 3, 4]}).n == 4
+    assert count_samples([1, 2]).detail == "length of a list"
+    for bad in (True, -1, "ab", b"x", 2.5, iter([1]), {"a": [1], "b": [1, 2]}, np.array(1.5)):
+        with pytest.raises(NotACount):
+            count_samples(bad)

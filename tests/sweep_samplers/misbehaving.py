@@ -106,3 +106,20 @@ def make_mutating(batch_size: int, config: dict[str, Any]) -> Counter:
     """Changes the config it was given (a bug a shared process would carry to later values)."""
     config["lr"] = config.get("lr", 0.0) * 2 + batch_size
     return Counter(batch_size)
+
+
+def make_clobbering(batch_size: int, payload: str = '{"format": "someone-else/9"}') -> Counter:
+    """A sampler whose process, on exit, replaces the sweep worker's result file with
+    ``payload`` (foreign or broken data crossing the process boundary)."""
+    import atexit
+    import sys
+    from pathlib import Path
+
+    run_dir = Path(sys.argv[-1])
+    if (run_dir / "spec.json").exists():
+
+        def clobber() -> None:
+            (run_dir / "result.json").write_text(payload, encoding="utf-8")
+
+        atexit.register(clobber)
+    return Counter(batch_size)

@@ -18,12 +18,15 @@ def register(subparsers: Any) -> None:
         description=(
             "Import MODULE, build the sampler with FACTORY(**KWARGS) in a fresh Python "
             "process started in the current folder, print its endpoint if it has one, call "
-            "its METHOD once and print the result's type, count and elapsed time. A call "
+            "its METHOD once and print the result's type, its sample count and the rule that "
+            "counted it (the reading gyreprof sweep uses: an int is the number of samples, "
+            "an array its first dimension, a list its length), and the elapsed time. A call "
             "that does not return within --timeout is abandoned (every thread's stack is "
             "printed), so the command never hangs."
         ),
         epilog=(
-            "exit codes: 0 non-empty result, 1 exception (full traceback printed), "
+            "exit codes: 0 non-empty result, 1 exception (full traceback printed) or a "
+            "result that is no sample count, "
             "2 empty result (also: bad command line), 3 timed out"
         ),
     )

@@ -81,9 +81,13 @@ def register(subparsers: Any) -> None:
             "process per run, and measure samples/s from time inside the sampler calls, "
             "per-call p50/p99, the per-phase breakdown (factories that take prof=) and peak "
             "memory; stop when throughput goes flat while memory keeps rising, or at "
-            "--memory-limit. FACTORY returns an object with .sample() (or a callable) that "
-            "makes one sampling call and returns how many samples it produced. Exit code 0 "
-            "when at least one value was measured, 1 when none was, 2 for bad input."
+            "--memory-limit (peak RSS of the whole sampler: the measuring process plus its "
+            "worker processes). The recommendation is the smallest value whose throughput "
+            "is not distinguishable from the best (the report states the test). FACTORY "
+            "returns an object with .sample() (or a callable) that makes one sampling call "
+            "and returns how many samples it produced: an int, or the batch (read as "
+            "gyreprof selfcheck reads it). Exit code 0 when at least one value was "
+            "measured, 1 when none was, 2 for bad input."
         ),
         epilog=(
             "example: gyreprof sweep mypkg.rollout:make_sampler --param batch_size "
@@ -138,7 +142,8 @@ def register(subparsers: Any) -> None:
         "--memory-limit",
         default=None,
         metavar="SIZE",
-        help="stop once a run's peak RSS exceeds SIZE (e.g. 8GiB, 1500MB)",
+        help="stop once a run's peak RSS, worker processes included, exceeds SIZE "
+        "(e.g. 8GiB, 1500MB)",
     )
     parser.add_argument(
         "--flat-within",

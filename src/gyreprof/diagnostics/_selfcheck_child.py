@@ -19,11 +19,11 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
+from gyreprof._sample_count import NotACount, count_samples
+
 _ENDPOINT_ATTRS = ("endpoint", "url", "base_url", "address", "server_url")
-_ITER_CAP = 100_000
 
 
 def _type_name(obj: Any) -> str:
@@ -82,42 +82,17 @@ def endpoint_of(obj: Any) -> str | None:
     return None
 
 
-def count_of(result: Any) -> tuple[int, str]:
-    """How many items ``result`` holds, and how that was counted."""
-    if result is None:
-        return 0, "None"
-    shape = getattr(result, "shape", None)
-    if isinstance(shape, tuple):
-        if len(shape) == 0:
-            return 1, "a scalar array"
-        return int(shape[0]), f"first dimension of shape {tuple(int(s) for s in shape)}"
-    if isinstance(result, (str, bytes, bytearray)):
-        return len(result), "length"
-    if isinstance(result, Mapping):
-        lengths = set()
-        for value in result.values():
-            vshape = getattr(value, "shape", None)
-            if isinstance(vshape, tuple) and vshape:
-                lengths.add(int(vshape[0]))
-            elif hasattr(value, "__len__") and not isinstance(value, (str, bytes)):
-                lengths.add(len(value))
-            else:
-                lengths.add(-1)
-        if len(lengths) == 1 and -1 not in lengths:
-            return lengths.pop(), f"common length of the {len(result)} values"
-        return len(result), "number of keys"
-    if hasattr(result, "__len__"):
-        return len(result), "length"
-    if isinstance(result, Iterator):
-        n = 0
-        for _ in result:
-            n += 1
-            if n >= _ITER_CAP:
-                return n, f"items of an iterator (stopped at {_ITER_CAP})"
-        return n, "items of an iterator"
-    if isinstance(result, bool):
-        return int(result), "a bool"
-    return 1, "a single value"
+def count_of(result: Any) -> tuple[int | None, str, str]:
+    """How many samples ``result`` stands for, the rule's name and its words.
+
+    The one reading ``gyreprof sweep`` uses too (:func:`gyreprof._sample_count.count_samples`);
+    a value that is no count gives ``(None, "refused", why)``.
+    """
+    try:
+        count = count_samples(result)
+    except NotACount as exc:
+        return None, "refused", str(exc)
+    return count.n, count.rule, count.detail
 
 
 class _Failed(Exception):
@@ -199,7 +174,6 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
     t1 = time.perf_counter()
     try:
         result = call()
-        count, how = count_of(result)
     except BaseException as exc:
         raise _Failed(
             "call",
@@ -207,12 +181,15 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
             exc,
             call_s=time.perf_counter() - t1,
         ) from None
+    call_s = time.perf_counter() - t1
+    count, rule, how = count_of(result)
     _emit(
         events,
         stage="done",
-        call_s=time.perf_counter() - t1,
+        call_s=call_s,
         result_type=_type_name(result),
         count=count,
+        count_rule=rule,
         counted_as=how,
     )
 

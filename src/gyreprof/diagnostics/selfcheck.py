@@ -8,8 +8,12 @@
    endpoint if it has one (an ``endpoint``, ``url``, ``base_url``, ``address`` or
    ``server_url`` attribute, or ``host`` and ``port``);
 2. call ``sampler.<method>()`` once (``method=""`` calls the sampler itself);
-3. report the result's type, its count (``len``, the first dimension of an array, the
-   common length of a dict of arrays) and the elapsed times.
+3. report the result's type, its sample count and the rule that counted it, and the
+   elapsed times. The count follows the one reading ``gyreprof sweep`` uses
+   (:mod:`gyreprof._sample_count`): an int is the number of samples (a sampler that
+   returns 8 produced 8 samples), an array counts its first dimension, a dict of arrays
+   their common length, another sized container its ``len``, ``None`` is 0. A bool,
+   text, an iterator or any other object is no count: the check says why and fails.
 
 A fresh process means the check sees the sampler alone, and a hang can be abandoned:
 after ``timeout_s`` (covering build and call) every thread's stack is taken with
@@ -19,7 +23,8 @@ Exit codes (``SelfCheckResult.exit_code`` and the command):
 
 ==  ===================================================================
 0   the call returned a non-empty result (count > 0)
-1   an exception: import, build or call failed (the full traceback is kept)
+1   an exception: import, build or call failed (the full traceback is kept); or the
+    call returned something that is no sample count (``count_rule == "refused"``)
 2   the call returned an empty result (count == 0, or None)
 3   timed out: the call was abandoned
 ==  ===================================================================
@@ -72,7 +77,8 @@ class SelfCheckResult:
     endpoint: str | None = None
     result_type: str | None = None
     count: int | None = None
-    counted_as: str | None = None
+    count_rule: str | None = None  # the rule's name: int, first dimension, length, ...
+    counted_as: str | None = None  # the rule in words, or why the value is no count
     error: str | None = None
     traceback: str | None = None
     stacks: str | None = None  # every thread's stack when a timed-out call was abandoned
@@ -97,6 +103,9 @@ class SelfCheckResult:
             lines.append(
                 f"  {self.method or 'call'}() returned {self.result_type}, count {self.count} "
                 f"({self.counted_as}) in {self.call_s:.3f} s"
+            )
+            lines.append(
+                f"  counted by rule: {self.count_rule} (the same reading as gyreprof sweep)"
             )
         if self.error:
             lines.append(f"  error: {self.error}")
@@ -297,6 +306,7 @@ def _result(
                 call_s=ev.get("call_s"),
                 result_type=ev.get("result_type"),
                 count=ev.get("count"),
+                count_rule=ev.get("count_rule"),
                 counted_as=ev.get("counted_as"),
             )
         elif name == "error":
@@ -338,6 +348,17 @@ def _result(
             exit_code=EXIT_ERROR,
             error=f"the check process ended with {code} during {stage} "
             "(os._exit, sys.exit or a crash in native code)",
+        )
+    if info.get("count_rule") == "refused":
+        return SelfCheckResult(
+            **common,
+            **info,
+            status="error",
+            exit_code=EXIT_ERROR,
+            error=(
+                f"{method or 'the sampler'}() returned {info.get('result_type')}, which is no "
+                f"sample count: {info.get('counted_as')}"
+            ),
         )
     if not info.get("count"):
         return SelfCheckResult(**common, **info, status="empty", exit_code=EXIT_EMPTY)

@@ -1,8 +1,8 @@
 """The child side of an isolated sweep run: one value, one repeat, a fresh interpreter.
 
-Started by ``_sweep_isolate.run_isolated`` as::
+Started by ``isolate.run_isolated`` as::
 
-    python -c "<bootstrap>" RUN_DIR        (or: python -m gyreprof.analysis._sweep_worker RUN_DIR)
+    python -c "<bootstrap>" RUN_DIR        (or: python -m gyreprof.analysis.sweep.worker RUN_DIR)
 
 ``RUN_DIR`` holds ``spec.json`` (the factory target, the swept parameter and
 value, steps, warm-up, phase names and the parent's ``sys.path``) and
@@ -13,7 +13,8 @@ value, steps, warm-up, phase names and the parent's ``sys.path``) and
   can say where a run hung or crashed;
 * ``stacks.txt`` — every thread's stack, written by faulthandler when the parent
   sends SIGUSR1 before killing a run that timed out;
-* ``result.json`` — the run's result (``_sweep_runner.run_once``), written
+* ``result.json`` — the run's :class:`~gyreprof.analysis.sweep.record.RunResult`
+  (``RunResult.to_json``: JSON tagged ``gyreprof.sweep-run/1``), written
   atomically at the end. No result file means the process died.
 
 The exit code is 0 whenever a result was written (a factory that raised is a
@@ -28,8 +29,19 @@ import os
 import pickle
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from gyreprof.analysis.sweep.factory import (
+    SweepUsageError,
+    describe_exc,
+    inspect_factory,
+    load_target,
+    user_traceback,
+)
+from gyreprof.analysis.sweep.record import RunResult
+from gyreprof.analysis.sweep.runner import run_once
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -38,16 +50,9 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _json_default(obj: Any) -> Any:
-    item = getattr(obj, "item", None)
-    if callable(item):
-        return item()
-    return repr(obj)
-
-
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m gyreprof.analysis._sweep_worker RUN_DIR", file=sys.stderr)
+        print("usage: python -m gyreprof.analysis.sweep.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(argv[0])
     stage_path = run_dir / "stage"
@@ -68,60 +73,46 @@ def main(argv: list[str]) -> int:
     parent_path = [p for p in spec.get("sys_path", []) if isinstance(p, str)]
     sys.path[:] = parent_path + [p for p in sys.path if p not in parent_path]
 
-    from gyreprof.analysis._sweep_runner import (
-        FactoryInfo,
-        SweepUsageError,
-        _describe_exc,
-        _user_traceback,
-        inspect_factory,
-        load_target,
-        run_once,
-    )
-
-    result: dict[str, Any]
-    try:
-        factory = load_target(spec["target"])
-        with open(run_dir / "kwargs.pkl", "rb") as fh:
-            kwargs = pickle.load(fh)
-        phases = spec.get("phases")
-        info: FactoryInfo = inspect_factory(
-            factory,
-            spec["param"],
-            [k for k in kwargs if k != spec["param"]],
-            phases,
-        )
-    except SweepUsageError as exc:
-        result = {"status": "usage", "stage": "import", "error": str(exc), "notes": []}
-    except (Exception, SystemExit) as exc:
-        result = {
-            "status": "usage",
-            "stage": "import",
-            "error": (
-                f"importing factory {spec['target'].get('module')}:"
-                f"{spec['target'].get('qualname')} raised {_describe_exc(exc)}"
-            ),
-            "traceback": _user_traceback(exc),
-            "notes": [],
-        }
-    else:
-        result = run_once(
-            factory,
-            info,
-            kwargs,
-            param=spec["param"],
-            steps=int(spec["steps"]),
-            warmup=int(spec["warmup"]),
-            stage=stage,
-            in_process=False,
-        )
-    result["pid"] = os.getpid()
-    _write_atomic(
-        run_dir / "result.json",
-        json.dumps(result, default=_json_default, allow_nan=True),
-    )
+    result = _run(spec, run_dir, stage)
+    result = result.replace(pid=os.getpid())
+    _write_atomic(run_dir / "result.json", result.to_json())
     stage("done")
     sys.stdout.flush()
     return 0
+
+
+def _run(spec: dict[str, Any], run_dir: Path, stage: Callable[[str], None]) -> RunResult:
+    """Load the factory and run once; a factory that cannot be loaded is a ``usage`` result."""
+    target = spec["target"]
+    try:
+        factory = load_target(target)
+        with open(run_dir / "kwargs.pkl", "rb") as fh:
+            kwargs = pickle.load(fh)
+        info = inspect_factory(
+            factory, spec["param"], [k for k in kwargs if k != spec["param"]], spec.get("phases")
+        )
+    except SweepUsageError as exc:
+        return RunResult(status="usage", stage="import", error=str(exc))
+    except (Exception, SystemExit) as exc:
+        return RunResult(
+            status="usage",
+            stage="import",
+            error=(
+                f"importing factory {target.get('module')}:{target.get('qualname')} raised "
+                f"{describe_exc(exc)}"
+            ),
+            traceback=user_traceback(exc),
+        )
+    return run_once(
+        factory,
+        info,
+        kwargs,
+        param=spec["param"],
+        steps=int(spec["steps"]),
+        warmup=int(spec["warmup"]),
+        stage=stage,
+        in_process=False,
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Parent side of isolated sweep runs: start a fresh interpreter per run, watch it, read it.
 
-Each run gets its own temporary folder (see ``_sweep_worker`` for the files in
+Each run gets its own temporary folder (see ``worker`` for the files in
 it) and its own session/process group, so a timeout can kill the run together
 with any processes it started (vector-env workers). While it waits, the parent
 polls the run's resident memory, so a run that dies still says how much memory
@@ -27,7 +27,8 @@ from typing import Any
 import psutil
 
 from gyreprof._subproc import request_stacks
-from gyreprof.analysis._sweep_runner import STAGE_WORDS, where_it_was
+from gyreprof.analysis.sweep.factory import STAGE_WORDS, where_it_was
+from gyreprof.analysis.sweep.record import RunResult
 
 _POLL_S = 0.1  # memory poll / wait granularity
 _STACK_WAIT_S = 1.0  # how long a timed-out run gets to write its stacks
@@ -36,7 +37,7 @@ _OUTPUT_TAIL = 2000  # characters of the run's own output kept with a failure
 
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, {root!r}); "
-    "from gyreprof.analysis._sweep_worker import main; sys.exit(main(sys.argv[1:]))"
+    "from gyreprof.analysis.sweep.worker import main; sys.exit(main(sys.argv[1:]))"
 )
 
 
@@ -160,6 +161,113 @@ def _crash_site(output: str) -> str | None:
     return _innermost_frame(output[idx:])
 
 
+def _spec(
+    target: Mapping[str, Any],
+    param: str,
+    steps: int,
+    warmup: int,
+    phases: Sequence[str] | None,
+) -> dict[str, Any]:
+    return {
+        "target": dict(target),
+        "param": param,
+        "steps": int(steps),
+        "warmup": int(warmup),
+        "phases": list(phases) if phases is not None else None,
+        "sys_path": [p for p in sys.path if isinstance(p, str)],
+    }
+
+
+class _Watch:
+    """Waits for the run's process while polling its tree's memory and the timeout."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], result_path: Path) -> None:
+        self.proc = proc
+        self.result_path = result_path
+        try:
+            self.ps: psutil.Process | None = psutil.Process(proc.pid)
+        except psutil.Error:
+            self.ps = None
+        self.known: list[psutil.Process] = []
+        self.rss_seen = 0
+        self.timed_out = False
+        self.killed_after_report = False
+
+    def _poll_memory(self) -> None:
+        if self.ps is None:
+            return
+        tree = _tree(self.ps)
+        for p in tree:
+            if p not in self.known:
+                self.known.append(p)
+        self.rss_seen = max(self.rss_seen, _tree_rss(tree))
+
+    def wait(self, t0: float, timeout_s: float | None) -> None:
+        reported_at: float | None = None
+        try:
+            while True:
+                try:
+                    self.proc.wait(timeout=_POLL_S)
+                    return
+                except subprocess.TimeoutExpired:
+                    pass
+                self._poll_memory()
+                now = time.monotonic()
+                if reported_at is None and self.result_path.exists():
+                    reported_at = now
+                if timeout_s is not None and now - t0 > timeout_s and reported_at is None:
+                    self.timed_out = True
+                    return
+                if reported_at is not None and now - reported_at > _EXIT_GRACE_S:
+                    self.killed_after_report = True  # it reported but does not exit: kill it
+                    return
+        except BaseException:
+            _kill_tree(self.proc.pid, self.known)
+            self.proc.wait()
+            raise
+
+
+def _read_result(path: Path) -> RunResult | str | None:
+    """The run's record; the reason in words when it is there but unreadable; None if absent."""
+    if not path.exists():
+        return None
+    try:
+        return RunResult.from_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return f"its result file could not be read ({exc})"
+    except ValueError as exc:
+        return str(exc)
+
+
+def _failed(
+    watch: _Watch,
+    rc: int,
+    stage: str,
+    output: str,
+    stacks: str | None,
+    timeout_s: float | None,
+    oom_delta: int | None,
+) -> RunResult:
+    """The record of a run that died or timed out without reporting."""
+    if watch.timed_out:
+        where = STAGE_WORDS.get(stage, stage)
+        frame = _innermost_frame(stacks or "")
+        at = f"; it was in {frame}" if frame else ""
+        return RunResult(
+            status="timeout",
+            stage=stage,
+            error=f"timed out after {timeout_s:g} s during {where} and was killed{at}",
+        )
+    error = _death(rc, stage, watch.rss_seen, oom_delta)
+    site = _crash_site(output)
+    last = _last_line(output)
+    if site:
+        error += f"; it was in {site}"
+    elif last:
+        error += f"; last output: {last}"
+    return RunResult(status="crash", stage=stage, error=error)
+
+
 def run_isolated(
     target: Mapping[str, Any],
     kwargs: Mapping[str, Any],
@@ -169,24 +277,18 @@ def run_isolated(
     warmup: int,
     phases: Sequence[str] | None,
     timeout_s: float | None,
-) -> dict[str, Any]:
-    """Run one value once in a fresh interpreter; return the run's result dict.
+) -> RunResult:
+    """Run one value once in a fresh interpreter; return the run's record.
 
-    Adds ``exit_code``, ``wall_s``, ``output`` (tail of the run's stdout/stderr),
-    ``rss_seen_bytes`` (largest RSS of the run's process tree the parent saw) and,
-    for a timed-out run, ``stacks``. A run that died or timed out comes back with
-    ``status`` ``"crash"`` or ``"timeout"`` and the error in plain words.
+    Adds ``exit_code``, ``wall_s``, ``output`` (tail of the run's stdout/stderr,
+    failures only), ``rss_seen_bytes`` (largest RSS of the run's process tree
+    the parent saw) and, for a timed-out run, ``stacks``. A run that died or
+    timed out comes back with ``status`` ``"crash"`` or ``"timeout"``, and one
+    whose result file cannot be read with ``"error"``, the error in plain words.
     """
     with tempfile.TemporaryDirectory(prefix="gyreprof-sweep-") as tmp:
         run_dir = Path(tmp)
-        spec = {
-            "target": dict(target),
-            "param": param,
-            "steps": int(steps),
-            "warmup": int(warmup),
-            "phases": list(phases) if phases is not None else None,
-            "sys_path": [p for p in sys.path if isinstance(p, str)],
-        }
+        spec = _spec(target, param, steps, warmup, phases)
         (run_dir / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         with open(run_dir / "kwargs.pkl", "wb") as fh:
             pickle.dump(dict(kwargs), fh)
@@ -206,50 +308,13 @@ def run_isolated(
                 env=env,
                 start_new_session=hasattr(os, "setsid"),
             )
-        try:
-            ps = psutil.Process(proc.pid)
-        except psutil.Error:
-            ps = None
-        known: list[psutil.Process] = []
-        rss_seen = 0
-        timed_out = False
-        killed_after_report = False
-        reported_at: float | None = None
-        result_path = run_dir / "result.json"
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=_POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if ps is not None:
-                    tree = _tree(ps)
-                    for p in tree:
-                        if p not in known:
-                            known.append(p)
-                    rss_seen = max(rss_seen, _tree_rss(tree))
-                now = time.monotonic()
-                if timeout_s is not None and now - t0 > timeout_s and reported_at is None:
-                    if result_path.exists():
-                        reported_at = now
-                    else:
-                        timed_out = True
-                        break
-                if reported_at is None and result_path.exists():
-                    reported_at = now
-                if reported_at is not None and now - reported_at > _EXIT_GRACE_S:
-                    killed_after_report = True  # it reported but does not exit: kill it
-                    break
-        except BaseException:
-            _kill_tree(proc.pid, known)
-            proc.wait()
-            raise
+        watch = _Watch(proc, run_dir / "result.json")
+        watch.wait(t0, timeout_s)
         stacks: str | None = None
-        if timed_out:
+        if watch.timed_out:
             stacks = request_stacks(proc, run_dir / "stacks.txt", _STACK_WAIT_S)
         # the run is over (or abandoned): nothing it started may outlive it
-        _kill_tree(proc.pid, known)
+        _kill_tree(proc.pid, watch.known)
         rc = proc.wait()
         wall_s = time.monotonic() - t0
         try:
@@ -257,46 +322,28 @@ def run_isolated(
         except OSError:
             stage = "start"
         output = out_path.read_text(encoding="utf-8", errors="replace")[-_OUTPUT_TAIL:]
-        result: dict[str, Any] | None = None
-        if result_path.exists():
-            try:
-                result = json.loads(result_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                result = None
+        got = _read_result(run_dir / "result.json")
         oom_after = cgroup_oom_kills()
-    if result is None:
-        if timed_out:
-            where = STAGE_WORDS.get(stage, stage)
-            frame = _innermost_frame(stacks or "")
-            at = f"; it was in {frame}" if frame else ""
-            error = f"timed out after {timeout_s:g} s during {where} and was killed{at}"
-            status = "timeout"
-        else:
-            delta = (
-                oom_after - oom_before if oom_after is not None and oom_before is not None else None
-            )
-            error = _death(rc, stage, rss_seen, delta)
-            site = _crash_site(output)
-            last = _last_line(output)
-            if site:
-                error += f"; it was in {site}"
-            elif last:
-                error += f"; last output: {last}"
-            status = "crash"
-        result = {"status": status, "stage": stage, "error": error, "notes": []}
-    elif rc != 0 and result.get("status") == "ok":
-        if killed_after_report:
-            note = (
-                f"the run's process did not exit within {_EXIT_GRACE_S:g} s of reporting "
-                "(a non-daemon thread left running?) and was killed; its figures stand"
-            )
-        else:
-            note = f"the run's process exited with code {rc} after reporting; its figures stand"
-        result.setdefault("notes", []).append(note)
-    result["exit_code"] = rc
-    result["wall_s"] = wall_s
-    result["output"] = output if result.get("status") != "ok" else ""
-    result["rss_seen_bytes"] = rss_seen
-    if stacks:
-        result["stacks"] = stacks
-    return result
+    if isinstance(got, RunResult):
+        result = got
+        if rc != 0 and result.ok:
+            if watch.killed_after_report:
+                note = (
+                    f"the run's process did not exit within {_EXIT_GRACE_S:g} s of reporting "
+                    "(a non-daemon thread left running?) and was killed; its figures stand"
+                )
+            else:
+                note = f"the run's process exited with code {rc} after reporting; its figures stand"
+            result = result.replace(notes=(*result.notes, note))
+    elif isinstance(got, str):
+        result = RunResult(status="error", stage=stage, error=f"the run finished but {got}")
+    else:
+        delta = oom_after - oom_before if oom_after is not None and oom_before is not None else None
+        result = _failed(watch, rc, stage, output, stacks, timeout_s, delta)
+    return result.replace(
+        exit_code=rc,
+        wall_s=wall_s,
+        output=output if not result.ok else "",
+        rss_seen_bytes=watch.rss_seen,
+        stacks=stacks or result.stacks,
+    )

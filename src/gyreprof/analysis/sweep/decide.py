@@ -1,6 +1,6 @@
 """The sweep's decisions: when to stop, what to recommend, what to warn about.
 
-Private helper of :mod:`gyreprof.analysis.sweep`.
+The recommendation rule and the distinguishability test are in ``rule``.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gyreprof.analysis._sweep_report import fmt_bytes, fmt_gain, fmt_value
-from gyreprof.analysis._sweep_result import SweepPoint
+from gyreprof.analysis.sweep.result import SweepPoint
+from gyreprof.analysis.sweep.rule import distinguishable, noise
+from gyreprof.analysis.sweep.words import fmt_bytes, fmt_gain, fmt_value
 
 # Peak memory "keeps rising" when it grows by more than both of these.
 MEM_RISE_FRACTION = 0.02
@@ -21,8 +22,11 @@ SHORT_RUN_NS = 20e6
 
 
 def mem_rising(prev: SweepPoint, cur: SweepPoint) -> bool:
-    for name in ("peak_rss_bytes", "peak_gpu_bytes"):
-        a, b = prev.figure(name).median, cur.figure(name).median
+    """Peak memory of the whole sampler (RSS of the process tree, or CUDA) rose."""
+    for a, b in (
+        (prev.memory_figure().median, cur.memory_figure().median),
+        (prev.figure("peak_gpu_bytes").median, cur.figure("peak_gpu_bytes").median),
+    ):
         if math.isnan(a) or math.isnan(b):
             continue
         if b - a > max(MEM_RISE_MIN_BYTES, MEM_RISE_FRACTION * a):
@@ -52,12 +56,18 @@ def stop_check(
     if not cur.measured:
         return None
     if memory_limit is not None:
-        peak = cur.figure("peak_rss_bytes").max
+        peak = cur.memory_figure().max
         if not math.isnan(peak) and peak > memory_limit:
+            own = cur.figure("peak_rss_bytes").max
+            workers = (
+                f" (the measuring process {fmt_bytes(own)}, the rest its worker processes)"
+                if not math.isnan(own) and peak - own > max(MEM_RISE_MIN_BYTES, 0.02 * peak)
+                else ""
+            )
             return (
                 "memory_limit",
-                f"stopped at {param}={fmt_value(cur.value)}: peak RSS {fmt_bytes(peak)} crossed "
-                f"memory_limit={fmt_bytes(memory_limit)}",
+                f"stopped at {param}={fmt_value(cur.value)}: peak RSS of the sampler's process "
+                f"tree {fmt_bytes(peak)}{workers} crossed memory_limit={fmt_bytes(memory_limit)}",
                 None,
             )
     if not cur.ok:
@@ -67,7 +77,7 @@ def stop_check(
         return None
     gain = cur.samples_per_s / prev.samples_per_s - 1.0
     if gain <= flat_within and mem_rising(prev, cur):
-        a, b = prev.figure("peak_rss_bytes").median, cur.figure("peak_rss_bytes").median
+        a, b = prev.memory_figure().median, cur.memory_figure().median
         what = f"fell {fmt_gain(-gain)[1:]}" if gain < 0 else f"changed {fmt_gain(gain)}"
         mem = f"peak RSS rose {fmt_bytes(a)} -> {fmt_bytes(b)}" if b > a else "peak GPU memory rose"
         return (
@@ -79,21 +89,50 @@ def stop_check(
     return None
 
 
+def _eligible(points: Sequence[SweepPoint]) -> list[SweepPoint]:
+    return [p for p in points if p.ok and not p.over_memory_limit and p.samples_per_s > 0]
+
+
+def best(points: Sequence[SweepPoint]) -> SweepPoint | None:
+    """The eligible point with the largest median throughput (argmax, for reference)."""
+    eligible = _eligible(points)
+    return max(eligible, key=lambda p: p.samples_per_s) if eligible else None
+
+
 def recommend(points: Sequence[SweepPoint], flat_within: float) -> int | float | None:
-    eligible = [p for p in points if p.ok and not p.over_memory_limit and p.samples_per_s > 0]
-    if not eligible:
+    """The smallest value not distinguishable from the best (module docstring)."""
+    top = best(points)
+    if top is None:
         return None
-    best = max(p.samples_per_s for p in eligible)
-    for p in eligible:
-        if p.samples_per_s >= best * (1.0 - flat_within):
+    nz = noise(points)
+    for p in _eligible(points):
+        if not distinguishable(p.samples_per_s, top.samples_per_s, flat_within, nz):
             return p.value
-    return None  # pragma: no cover - the best itself always qualifies
+    return top.value  # pragma: no cover - the best is never distinguishable from itself
 
 
-def finish_points(points: list[SweepPoint], memory_limit: int | None) -> list[SweepPoint]:
-    """Fill in gains and distinguishability (among the values that ran cleanly, as the
-    stop rule compares them) and the memory-limit marks."""
+def still_rising(points: Sequence[SweepPoint], flat_within: float) -> SweepPoint | None:
+    """The largest clean point when it is the recommendation and distinguishably
+    better than the clean value before it (so a larger value may pay off); else None."""
+    clean = [p for p in points if p.ok and p.samples_per_s > 0]
+    if len(clean) < 2 or recommend(points, flat_within) != clean[-1].value:
+        return None
+    prev, last = clean[-2], clean[-1]
+    nz = noise(points)
+    if last.samples_per_s > prev.samples_per_s and distinguishable(
+        prev.samples_per_s, last.samples_per_s, flat_within, nz
+    ):
+        return last
+    return None
+
+
+def finish_points(
+    points: list[SweepPoint], memory_limit: int | None, flat_within: float = 0.05
+) -> list[SweepPoint]:
+    """Fill in gains, the neighbours each value is not distinguishable from (among the
+    values that ran cleanly, by ``distinguishable``) and the memory-limit marks."""
     clean = [i for i, p in enumerate(points) if p.ok and not math.isnan(p.samples_per_s)]
+    nz = noise(points)
     out = []
     for i, p in enumerate(points):
         gain = None
@@ -104,13 +143,14 @@ def finish_points(points: list[SweepPoint], memory_limit: int | None) -> list[Sw
             nxt = points[clean[k + 1]] if k + 1 < len(clean) else None
             if prev is not None and prev.samples_per_s > 0:
                 gain = p.samples_per_s / prev.samples_per_s - 1.0
-            spread = p.spread[1] - p.spread[0]
             for n in (prev, nxt):
-                if n is not None and spread > abs(p.samples_per_s - n.samples_per_s):
+                if n is not None and not distinguishable(
+                    p.samples_per_s, n.samples_per_s, flat_within, nz
+                ):
                     nd.append(n.value)
         over = False
         if memory_limit is not None:
-            peak = p.figure("peak_rss_bytes").max
+            peak = p.memory_figure().max
             over = not math.isnan(peak) and peak > memory_limit
         out.append(
             replace(p, gain=gain, not_distinguishable_from=tuple(nd), over_memory_limit=over)
@@ -133,9 +173,22 @@ def sweep_warnings(
     repeats: int,
     abandoned: int,
 ) -> list[str]:
+    """Everything the reader should doubt: settings that moved, parallelism that changed,
+    the set-up's limits, short runs, and the runs' own notes."""
+    return [
+        *_settings_warnings(param, fixed, points),
+        *_parallelism_warnings(param, points),
+        *_setup_warnings(isolate=isolate, repeats=repeats, abandoned=abandoned),
+        *_run_warnings(param, points),
+    ]
+
+
+def _settings_warnings(
+    param: str, fixed: Mapping[str, Any], points: Sequence[SweepPoint]
+) -> list[str]:
+    """Settings the sampler reports about itself that differ from what was passed."""
     out: list[str] = []
     fv = fmt_value
-    # settings the sampler reports about itself
     keys: list[str] = []
     for p in points:
         for r in p.runs:
@@ -174,7 +227,13 @@ def sweep_warnings(
         elif key != param and len({repr(v) for v in seen.values()}) > 1:
             shown = ", ".join(f"{fv(v)}: {fv(o)}" for v, o in seen.items())
             out.append(f"fixed setting {key} changed across values ({param} {shown})")
-    # observable parallelism
+    return out
+
+
+def _parallelism_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]:
+    """Thread and process counts that changed across values."""
+    out: list[str] = []
+    fv = fmt_value
     tkeys: list[str] = []
     for p in points:
         for r in p.runs:
@@ -197,6 +256,11 @@ def sweep_warnings(
                 f"{param} sets how many workers run; otherwise something besides {param} "
                 "changed the parallelism"
             )
+    return out
+
+
+def _setup_warnings(*, isolate: bool, repeats: int, abandoned: int) -> list[str]:
+    out: list[str] = []
     if not isolate:
         out.append(
             "isolate=False: every value ran in this process, so peak RSS is this process's "
@@ -214,6 +278,13 @@ def sweep_warnings(
             "repeats=1: there is no spread, so differences between values cannot be judged "
             "against run-to-run noise; use repeats=3 or more"
         )
+    return out
+
+
+def _run_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]:
+    """Values whose runs were too short, and each run's own notes."""
+    out: list[str] = []
+    fv = fmt_value
     short = [
         p.value for p in points if p.measured and p.figure("sample_time_ns").median < SHORT_RUN_NS
     ]

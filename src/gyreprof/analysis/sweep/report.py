@@ -1,4 +1,4 @@
-"""Text, CSV and plot output of a sweep (private helper of ``gyreprof.analysis.sweep``)."""
+"""Text, CSV and plot output of a sweep result."""
 
 from __future__ import annotations
 
@@ -10,55 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gyreprof._format import fmt_count, fmt_ns, fmt_pct, text_table
+from gyreprof.analysis.sweep.record import FIGURE_NAMES
+from gyreprof.analysis.sweep.rule import noise
+from gyreprof.analysis.sweep.words import byte_unit, fmt_bytes, fmt_bytes_range, fmt_gain, fmt_value
 
-if TYPE_CHECKING:
-    from gyreprof.analysis._sweep_result import SweepPoint, SweepResult
-
-# ------------------------------------------------------------------ formatting
-
-
-def fmt_value(v: Any) -> str:
-    """A swept value as people write it: 32, 0.5, 1e-05."""
-    if isinstance(v, bool) or v is None:
-        return repr(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return f"{v:g}"
-    if isinstance(v, str):
-        return repr(v)
-    return str(v)
-
-
-_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
-
-
-def _unit(n: float) -> tuple[float, str]:
-    for size, name in _UNITS:
-        if abs(n) >= size:
-            return float(size), name
-    return 1.0, "B"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """Bytes as '512 MiB', '2.7 GiB'."""
-    if n is None or math.isnan(float(n)):
-        return "-"
-    size, name = _unit(float(n))
-    return f"{n / size:.3g} {name}"
-
-
-def fmt_bytes_range(a: float, b: float) -> str:
-    """Two sizes in the unit of the larger: '0.9 -> 2.7 GiB'."""
-    size, name = _unit(max(a, b))
-    return f"{a / size:.2g} -> {b / size:.2g} {name}" if size > 1 else f"{a:.0f} -> {b:.0f} B"
-
-
-def fmt_gain(g: float | None) -> str:
-    if g is None or math.isnan(g):
-        return "-"
-    pct = 100.0 * g
-    return f"{pct:+.0f}%" if abs(pct) >= 9.5 else f"{pct:+.1f}%"
+if TYPE_CHECKING:  # result imports this module; the types are for annotations only
+    from gyreprof.analysis.sweep.result import SweepPoint, SweepResult
 
 
 def _fixed_words(result: SweepResult) -> str:
@@ -101,12 +58,9 @@ def headline(result: SweepResult) -> str:
         parts.append(f"flat from {fmt_value(result.flat_from)} ({fmt_gain(stop_gain)})")
     elif result.stop_reason == "memory_limit":
         parts.append(f"stopped at {fmt_value(result.stopped_at)} by memory_limit")
-    a = first.figure("peak_rss_bytes").median
-    b = last.figure("peak_rss_bytes").median
-    if not math.isnan(a) and not math.isnan(b):
-        parts.append(
-            f"peak RSS {fmt_bytes_range(a, b)}" if first is not last else f"peak RSS {fmt_bytes(a)}"
-        )
+    mem = _memory_words(first, last)
+    if mem:
+        parts.append(mem)
     ga = first.figure("peak_gpu_bytes").median
     gb = last.figure("peak_gpu_bytes").median
     if not math.isnan(ga) and not math.isnan(gb):
@@ -117,6 +71,30 @@ def headline(result: SweepResult) -> str:
         else "no recommendation"
     )
     return ", ".join(parts) + "; " + rec
+
+
+def _has_workers(p: SweepPoint) -> bool:
+    """The sampler's worker processes held a noticeable share of its memory."""
+    own = p.figure("peak_rss_bytes").median
+    tree = p.figure("peak_tree_rss_bytes").median
+    return not math.isnan(tree) and not math.isnan(own) and tree - own > max(2**20, 0.02 * tree)
+
+
+def _memory_words(first: SweepPoint, last: SweepPoint) -> str | None:
+    """'peak RSS 0.9 -> 2.7 GiB' (the whole sampler), with the measuring process apart
+    when worker processes held part of it."""
+
+    def span(name: str) -> str | None:
+        a, b = first.figure(name).median, last.figure(name).median
+        if math.isnan(a) or math.isnan(b):
+            return None
+        return fmt_bytes_range(a, b) if first is not last else fmt_bytes(a)
+
+    own = span("peak_rss_bytes")
+    tree = span("peak_tree_rss_bytes")
+    if tree is not None and (_has_workers(first) or _has_workers(last)):
+        return f"peak RSS {tree} for the whole sampler ({own} in the measuring process)"
+    return None if own is None else f"peak RSS {own}"
 
 
 def _phase_shift(result: SweepResult) -> str | None:
@@ -160,16 +138,21 @@ def report_text(result: SweepResult) -> str:
         f"calls; {how}."
     )
     lines.append(f"Stop: {result.stop_detail}.")
-    ok = [p for p in result.points if p.ok and not p.over_memory_limit]
-    if result.recommended is not None and ok:
-        best = max(ok, key=lambda p: p.samples_per_s)
-        fw = float(s.get("flat_within", 0.05))
-        lim = s.get("memory_limit_bytes")
-        under = f", under memory_limit={fmt_bytes(lim)}" if lim else ""
+    rec = _recommendation_words(result)
+    if rec:
+        lines.append(rec)
+    rules = sorted({r.count_rule for p in result.points for r in p.runs if r.ok and r.count_rule})
+    if rules:
         lines.append(
-            f"Recommended {param}={fmt_value(result.recommended)}: the smallest value within "
-            f"{fw:.0%} of the best median throughput ({fmt_count(best.samples_per_s)} samples/s "
-            f"at {fmt_value(best.value)}){under}."
+            "Samples per call: each call's return value read as "
+            + " / ".join(rules)
+            + " (the rules gyreprof selfcheck uses too)."
+        )
+    if any(_has_workers(p) for p in result.measured):
+        lines.append(
+            "Memory: 'peak RSS' is the process that ran the sampler; 'tree RSS' adds its "
+            "worker processes (polled while it ran); the stop rule and memory_limit judge "
+            "the tree."
         )
     env = result.environment
     where = ""
@@ -205,10 +188,53 @@ def report_text(result: SweepResult) -> str:
                 pairs.append(pair)
     if pairs:
         shown = ", ".join(f"{fmt_value(a)} vs {fmt_value(b)}" for a, b in pairs)
-        lines.append(f"Not distinguishable (run-to-run spread wider than the difference): {shown}.")
+        lines.append(
+            f"Not distinguishable (by the test above: the ratio is within flat_within and "
+            f"the noise): {shown}."
+        )
+    lines.append(_NOTE_LEGEND)
     for w in result.warnings:
         lines.append(f"Warning: {w}")
     return "\n".join(lines)
+
+
+_NOTE_LEGEND = (
+    "Note column: 'recommended' (the rule above), 'flat from here' (the stop rule found "
+    "no gain past this value), 'stop (...)' (the last value tried, and why), 'over memory "
+    "limit', a failure status (error, invalid, crash, timeout), '~16' (not distinguishable "
+    "from the neighbour 16)."
+)
+
+
+def _recommendation_words(result: SweepResult) -> str | None:
+    ok = [p for p in result.points if p.ok and not p.over_memory_limit and p.samples_per_s > 0]
+    if result.recommended is None or not ok:
+        return None
+    param = result.param
+    best = max(ok, key=lambda p: p.samples_per_s)
+    fw = float(result.settings.get("flat_within", 0.05))
+    nz = noise(result.points)
+    lim = result.settings.get("memory_limit_bytes")
+    under = f", under memory_limit={fmt_bytes(lim)}" if lim else ""
+    rec = result.point(result.recommended)
+    if rec is best:
+        why = f"it has the best median throughput ({fmt_count(best.samples_per_s)} samples/s)"
+        smaller = [p for p in ok if p.value < rec.value]
+        if smaller:
+            why += ", distinguishable from every smaller value"
+    else:
+        why = (
+            f"the smallest value whose median ({fmt_count(rec.samples_per_s)} samples/s) is not "
+            f"distinguishable from the best ({fmt_count(best.samples_per_s)} at "
+            f"{fmt_value(best.value)})"
+        )
+    return (
+        f"Recommended {param}={fmt_value(result.recommended)}: {why}{under}. Rule: the "
+        f"smallest value not distinguishable from the best median; two medians are "
+        f"distinguishable when the larger exceeds the smaller by more than flat_within "
+        f"({fw:.0%}) and the sweep's noise ({nz:.0%}: the widest relative min-max spread of "
+        f"samples/s of any value) compounded, a factor of {(1 + fw) * (1 + nz):.3g}."
+    )
 
 
 def _note(result: SweepResult, p: SweepPoint) -> str:
@@ -245,6 +271,7 @@ def table_text(result: SweepResult) -> str:
         "call p99",
         "1st call",
         "peak RSS",
+        "tree RSS",
     ]
     if gpu:
         headers.append("GPU peak")
@@ -263,9 +290,10 @@ def table_text(result: SweepResult) -> str:
                 fmt_ns(f("call_p99_ns").median),
                 fmt_ns(f("first_call_ns").median),
                 fmt_bytes(f("peak_rss_bytes").median),
+                fmt_bytes(p.memory_figure().median),
             ]
         else:
-            row = [fmt_value(p.value), *(["-"] * 8)]
+            row = [fmt_value(p.value), *(["-"] * 9)]
         if gpu:
             row.append(fmt_bytes(f("peak_gpu_bytes").median))
         row.append(_note(result, p))
@@ -298,8 +326,6 @@ def table_text(result: SweepResult) -> str:
 
 
 def csv_text(result: SweepResult) -> str:
-    from gyreprof.analysis._sweep_result import FIGURE_NAMES
-
     names: list[str] = []
     for p in result.points:
         for n in p.phases:
@@ -391,13 +417,23 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_count(y)))
     ax.grid(True, alpha=0.3)
     ax2 = ax.twinx()
-    rss = [p.figure("peak_rss_bytes") for p in meas]
+    rss = [p.memory_figure() for p in meas]
     if any(not math.isnan(f.median) for f in rss):
         top = max((f.max for f in rss if not math.isnan(f.max)), default=1.0)
-        size, unit = _unit(top)
+        size, unit = byte_unit(top)
+        workers = any(_has_workers(p) for p in meas)
         ax2.plot(
-            xs, [f.median / size for f in rss], "s--", color="tab:red", label=f"peak RSS ({unit})"
+            xs,
+            [f.median / size for f in rss],
+            "s--",
+            color="tab:red",
+            label=f"peak RSS, whole sampler ({unit})" if workers else f"peak RSS ({unit})",
         )
+        if workers:
+            own = [p.figure("peak_rss_bytes").median / size for p in meas]
+            ax2.plot(
+                xs, own, "o:", color="tab:orange", label=f"peak RSS, measuring process ({unit})"
+            )
         ax2.fill_between(
             xs,
             [f.min / size for f in rss],
