@@ -35,7 +35,6 @@ SRC = Path(gyreprof.__file__).resolve().parent.parent
 # moves to export/events.py). Each entry must still be a cycle: once it is gone the
 # test says to delete it, so a cycle cannot come back under an old excuse.
 KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"gyreprof.analysis._sweep_report", "gyreprof.analysis._sweep_result"}),
     frozenset({"gyreprof.export._source", "gyreprof.export.chrome"}),
 }
 
