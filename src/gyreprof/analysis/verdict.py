@@ -1065,6 +1065,17 @@ def diagnose(
     else:
         _no_sampler(found)
     # 4. caveats are gathered with each side
+    return _verdict(found, report, shape, wall, thresholds)
+
+
+def _verdict(
+    found: _Findings,
+    report: WaitReport | None,
+    shape: _Shape | None,
+    wall: _Wall | None,
+    thresholds: dict[str, float],
+) -> Verdict:
+    """The findings of both sides as one Verdict."""
     return Verdict(
         bound=found.bound,
         dominant_phase=found.dominant,

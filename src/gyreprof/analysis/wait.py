@@ -888,6 +888,13 @@ def wait_report(
         other_source=other_source,
     )
     _closing_notes(summary, windows, notes)
+    thresholds = {
+        "spike_factor": float(spike_factor),
+        "spike_min_share": float(spike_min_share),
+        "coincide_windows": float(coincide_windows),
+        "target_windows": float(target_windows),
+        "min_window_steps": float(min_window_steps),
+    }
     return WaitReport(
         wait_phase=wait,
         compute_phase=compute,
@@ -904,13 +911,7 @@ def wait_report(
         window_size=size,
         spikes=spikes,
         other=others,
-        thresholds={
-            "spike_factor": float(spike_factor),
-            "spike_min_share": float(spike_min_share),
-            "coincide_windows": float(coincide_windows),
-            "target_windows": float(target_windows),
-            "min_window_steps": float(min_window_steps),
-        },
+        thresholds=thresholds,
         notes=notes,
         warmup_rule=summary.warmup.rule,
     )
