@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 import gyreprof as gp
+from gyreprof._errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 
@@ -78,6 +79,9 @@ def test_process_that_exits_at_once_is_absent_with_log_tail(tmp_path: Path) -> N
     text = str(d)
     assert "ABSENT" in text and "learning_rate" in text
     assert json.loads(d.to_json())["state"] == "absent"
+    assert ProcessDiagnosis.from_dict(json.loads(d.to_json())) == d
+    with pytest.raises(CorruptDataError, match=r"\.exit_code"):
+        ProcessDiagnosis.from_dict({**d.to_dict(), "exit_code": "3"})
 
 
 def test_exited_but_unreaped_child_is_absent(tmp_path: Path) -> None:
@@ -353,6 +357,9 @@ def test_busy_loop_printing_to_dev_null_is_busy(
     assert "BUSY" in str(d)
     out = json.loads(capsys.readouterr().out)
     assert code == 6 and out["state"] == "busy" and out["exit_code"] == 6
+    again = ProcessDiagnosis.from_dict(out)  # the CLI's JSON reads back, threads included
+    assert again.state == "busy" and again.threads and again.threads[0].tid > 0
+    assert ProcessDiagnosis.from_dict(d.to_dict()) == d
 
 
 @pytest.mark.skipif(not LINUX, reason="open files are found through /proc")

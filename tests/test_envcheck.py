@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gyreprof._errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.envcheck import (
     STATUS_EXTRAS,
@@ -323,6 +324,12 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["envcheck", str(bad), "--no-broken", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["checks"][0]["status"] == "missing" and data["exit_code"] == 1
+    assert data["ok"] is False and data["format"] == "gyreprof.envcheck/1"
+    back = EnvReport.from_dict(data)
+    assert back.exit_code == 1 and back.checks[0].name == "gyreprof-missing-pkg"
+    assert back.to_dict() == data
+    with pytest.raises(CorruptDataError, match=r"checks\[0\]\.pinned"):
+        EnvReport.from_dict({**data, "checks": [{**data["checks"][0], "pinned": "no"}]})
     assert cli_main(["envcheck", str(broken), "--no-broken"]) == 2
     assert "requirements-broken.txt:1" in capsys.readouterr().out
     (tmp_path / "empty").mkdir()

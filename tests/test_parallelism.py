@@ -23,6 +23,7 @@ import psutil
 import pytest
 
 import gyreprof as gp
+from gyreprof._errors import CorruptDataError
 from gyreprof.analysis.parallelism import (
     Census,
     ParallelismReport,
@@ -416,6 +417,12 @@ def test_real_sync_vector_env_in_this_process(
         env.reset(seed=0)
         report = gp.check_parallelism(os.getpid(), expected={"env_worker": 4})
         assert report.observed["env_worker"] == 0 and report.main_envs == {"env_worker": 4}
+        again = ParallelismReport.from_dict(json.loads(report.to_json()))
+        assert again == report and str(again) == str(report)
+        assert again.census.main_envs() == {"env_worker": 4}
+        root = again.census.root
+        assert root is not None and root.main_envs is not None
+        assert root.main_envs.config["env_id"] == "CartPole-v1"
         [count] = [f for f in report.details if f.kind == "count"]
         assert "env_worker: no worker processes where 4 were expected" in count.message
         assert "4 envs built in the main process" in count.message
@@ -662,6 +669,10 @@ def test_cli_census_json(async_oversubscribed: dict[str, Any], capsys: Any) -> N
     data = json.loads(capsys.readouterr().out)
     assert data["roles"] == {"env_worker": 4}
     assert data["pid"] == async_oversubscribed["pid"]
+    assert data["num_processes"] == len(data["processes"]) and data["groups"][0]["count"] >= 1
+    back = Census.from_dict(data)
+    assert back.roles() == {"env_worker": 4} and back.to_dict() == data
+    assert all(p.worker is not None for p in back.workers("env_worker"))
     assert cli_main(["census", str(async_oversubscribed["pid"]), "--interval", "0"]) == 0
     assert "env_worker" in capsys.readouterr().out
 
@@ -675,6 +686,12 @@ def test_cli_check_exit_codes(
     assert data["ok"] is False and data["observed"] == {"env_worker": 0}
     assert data["main_envs"] == {"env_worker": 4}
     assert any("no worker processes where 4 were expected" in f for f in data["findings"])
+    back = ParallelismReport.from_dict(data)
+    assert back.findings == data["findings"] and back.to_dict() == data
+    with pytest.raises(CorruptDataError, match=r"census\.processes\[0\]\.pid"):
+        ParallelismReport.from_dict(
+            {**data, "census": {**data["census"], "processes": [{"pid": "x"}]}}
+        )
     # The same through a fresh interpreter, as a script would run it.
     out = subprocess.run(
         [sys.executable, "-m", "gyreprof", "check", str(sync4["pid"]), "--expect", "env_worker=4"],

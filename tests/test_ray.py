@@ -20,7 +20,10 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install gyreprof[ray])")
 
 import gyreprof as gp  # noqa: E402
+from gyreprof._errors import UnknownPhaseError  # noqa: E402
+from gyreprof.analysis.wait import WaitReport  # noqa: E402
 from gyreprof.integrations import ray as gpray  # noqa: E402
+from gyreprof.summary import Summary  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -229,7 +232,12 @@ def test_merged_counts_exact_and_per_actor_stats_kept(good):
     assert fleet.merged.phases["env"].min == pytest.approx(10_000, rel=1e-3)
     text = str(fleet)
     assert "3 of 3 actors answered" in text and "actor-2" in text and "stragglers" in text
-    json.dumps(fleet.to_dict())
+    data = json.loads(fleet.to_json(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
+    assert data["format"] == "gyreprof.fleet/1" and data["slowest"][0] == "actor-2"
+    assert data["per_actor"]["actor-0"]["summary"]["steps"] == fleet.per_actor["actor-0"].steps
+    back = gpray.FleetRecord.from_dict(data)
+    assert back == fleet.record() and back.spread == sp
+    assert Summary.from_dict(back.merged).phases["env"].count == fleet.merged.phases["env"].count
 
 
 def test_mapping_names_and_unknown_phase(good):
@@ -237,7 +245,7 @@ def test_mapping_names_and_unknown_phase(good):
     fleet = gpray.collect({"left": actors[0], "right": actors[1]}, timeout_s=30, phase="fwd")
     assert sorted(fleet.per_actor) == ["left", "right"]
     assert fleet.merged is not None and fleet.merged.phases["env"].count == 300
-    with pytest.raises(ValueError, match="recorded phases"):
+    with pytest.raises(UnknownPhaseError, match="recorded phases"):
         fleet.slowest(phase="xfer")
     assert fleet.spread(phase="(step)") is not None
 
@@ -334,6 +342,8 @@ def test_busy_actors_monitor_and_timeout(cluster):
     points = mon.points
     assert len(points) >= 3, mon.errors
     assert seen == points
+    again = [gpray.FleetPoint.from_dict(json.loads(json.dumps(p.to_dict()))) for p in points]
+    assert [p.to_dict() for p in again] == [p.to_dict() for p in points]  # NaN-safe compare
     assert mon.errors == []
     # the loop was never stopped: still running after the monitor is done
     ready, _ = ray.wait([loop], timeout=0)
@@ -388,7 +398,9 @@ def test_learner_wait_report(good, where):
         assert fleet.wait is not None, fleet.notes
         assert 0.5 < fleet.wait.ratio < 0.95
         assert "wait" in str(fleet)
-    json.loads(fleet.to_json())
+    data = json.loads(fleet.to_json())
+    if fleet.wait is not None:
+        assert WaitReport.from_dict(data["wait"]).to_dict() == data["wait"]  # NaN-safe
     if where == "actor":
         ray.kill(learner)
 

@@ -22,6 +22,7 @@ from gyreprof._serial import (
     encode,
     format_of,
     loads,
+    serial_derived,
     serial_format,
 )
 
@@ -362,3 +363,50 @@ def test_hypothesis_any_corruption_is_a_serial_error_or_a_valid_report(data: st.
     except SerialError:
         return
     assert isinstance(back, Report)  # the corruption happened to be valid data
+
+
+@serial_derived("total", "names")
+@dataclass(frozen=True)
+class Part:
+    a: int
+    b: int
+
+    @property
+    def total(self) -> int:
+        return self.a + self.b
+
+    def names(self) -> list[str]:
+        return [f"a={self.a}", f"b={self.b}"]
+
+
+@serial_format("gyreprof.test-derived/1", derived=("ok",))
+@dataclass(frozen=True)
+class WithDerived:
+    parts: list[Part]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.total > 0 for p in self.parts)
+
+
+def test_derived_values_are_written_and_computed_again_on_decode() -> None:
+    r = WithDerived([Part(1, 2), Part(-5, 1)])
+    data = encode(r)
+    assert data["ok"] is False
+    assert data["parts"][0] == {"a": 1, "b": 2, "total": 3, "names": ["a=1", "b=2"]}
+    data["ok"] = True  # a stale or edited derived value is not believed
+    data["parts"][1]["total"] = 99
+    back = decode(WithDerived, data)
+    assert back == r and back.ok is False and back.parts[1].total == -4
+    del data["parts"][0]["total"]  # and not required either
+    assert decode(WithDerived, data) == r
+    data["parts"][0]["extra"] = 1
+    with pytest.raises(SerialError, match="extra"):
+        decode(WithDerived, data)
+
+
+def test_derived_names_must_be_computed_values_not_fields() -> None:
+    with pytest.raises(TypeError, match="not a field"):
+        serial_derived("a")(Part)
+    with pytest.raises(TypeError, match="property or a method"):
+        serial_format("gyreprof.x/1", derived=("missing",))(Part)

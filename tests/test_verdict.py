@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
+from gyreprof._errors import CorruptDataError
 from gyreprof.analysis.verdict import BOUNDS, DEFAULT_ENV_PHASES, Verdict, diagnose
 from gyreprof.summary import Summary
 
@@ -513,7 +514,12 @@ def test_snapshots_cannot_show_the_shape() -> None:
 def remote_sampler(tmp_path: Path, mode: str, *args: str) -> tuple[subprocess.Popen[str], Path]:
     path = tmp_path / f"sampler-{mode}.npz"
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "helpers" / "procs" / "remote_sampler.py"), mode, str(path)]
+        [
+            sys.executable,
+            str(ROOT / "tests" / "helpers" / "procs" / "remote_sampler.py"),
+            mode,
+            str(path),
+        ]
         + list(args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -561,3 +567,29 @@ def test_shape_is_detected_across_processes_by_wall_clock_offsets(tmp_path: Path
     assert v.loop == "sync" and v.loop_source == "detected", v.loop_evidence
     assert v.bound == "trainer", str(v)
     assert v.coverage is not None and v.coverage > 0.9  # its steps are marked and timed
+
+
+def test_round_trip_through_strict_json_with_the_wait_report_nested() -> None:
+    v = diagnose(sampler=sampler({"env": 5 * MS, "fwd": MS}), trainer=trainer(3 * MS, MS))
+    text = v.to_json()
+    data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert "format" not in data["wait_report"]  # only the top level carries the tag
+    back = Verdict.from_dict(data)
+    assert back == v and str(back) == str(v)
+    assert back.wait_report is not None and back.wait_report.ratio == pytest.approx(0.75)
+    alone = diagnose(sampler=sampler({"env": MS}))
+    assert Verdict.from_dict(alone.to_dict()) == alone
+    with pytest.raises(CorruptDataError, match=r"wait_report\.ratio"):
+        Verdict.from_dict({**data, "wait_report": {**data["wait_report"], "ratio": None}})
+
+
+def test_clamped_and_negative_values_are_caveats_but_ring_overwrites_are_not() -> None:
+    # a small ring overwrites most events, but the histograms the verdict reads keep them
+    tp = trainer(3 * MS, MS, steps=300, capacity=64)
+    assert tp.summary().overwritten > 0
+    tp.record("compute", -5)
+    tp.record("wait", 2 * 3600 * 10**9)  # above the 1 h range: clamped
+    v = diagnose(trainer=tp)
+    assert "trainer: 1 negative durations ignored" in v.caveats
+    assert "trainer: 1 values above the range (clamped)" in v.caveats
+    assert not any("overwritten" in c for c in v.caveats)

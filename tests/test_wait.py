@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
+from gyreprof._errors import CorruptDataError, UnknownPhaseError
 from gyreprof.analysis.wait import (
     DEFAULT_SPIKE_FACTOR,
     DEFAULT_SPIKE_MIN_SHARE,
@@ -288,11 +289,13 @@ def test_text_dict_and_json_forms(tmp_path) -> None:
 
 def test_missing_phase_names_the_phase_and_the_known_ones() -> None:
     tp = constructed([MS] * 10, MS)
-    with pytest.raises(ValueError, match=r"no phase 'fetch'.*known phases: \['wait', 'compute'\]"):
+    with pytest.raises(
+        UnknownPhaseError, match=r"no phase 'fetch'.*known phases: \['wait', 'compute'\]"
+    ):
         wait_report(tp, wait="fetch")
-    with pytest.raises(ValueError, match=r"no phase 'train'"):
+    with pytest.raises(KeyError, match=r"no phase 'train'"):  # UnknownPhaseError is both
         wait_report(tp.summary(), compute="train")
-    with pytest.raises(ValueError, match=r"no phase 'ckpt' \(other=\)"):
+    with pytest.raises(UnknownPhaseError, match=r"no phase 'ckpt' \(other=\)"):
         wait_report(tp, other="ckpt")
     with pytest.raises(ValueError, match="different phases"):
         wait_report(tp, wait="wait", compute="wait")
@@ -394,3 +397,50 @@ def test_open_step_does_not_invent_a_spike() -> None:
     rep = gp.wait_report(tp, window_steps=2, spike_factor=2.0)
     assert rep.spikes == []
     assert max(rep.window_ratios) == pytest.approx(min(rep.window_ratios))
+
+
+def _strict(text: str) -> object:
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+
+
+def test_round_trip_through_strict_json_keeps_windows_spikes_and_other_phases() -> None:
+    waits = [MS] * 60 + [20 * MS] * 10 + [MS] * 30
+    load = [0] * 60 + [5 * MS] * 10 + [0] * 30
+    rep = wait_report(constructed(waits, MS, extra={"load": load}), window_steps=10, other="load")
+    assert rep.spikes and rep.spikes[0].coincident == ("load",)
+    data = _strict(rep.to_json())
+    assert isinstance(data, dict) and data["format"] == "gyreprof.wait_report/1"
+    assert data["windows"][0]["duration_s"] == rep.windows[0].duration_s  # derived, written
+    back = WaitReport.from_dict(data)
+    assert back == rep and str(back) == str(rep)
+    assert isinstance(back.spikes[0].coincident, tuple)
+
+
+def test_undefined_numbers_survive_the_round_trip_as_nan() -> None:
+    rep = wait_report(constructed([MS] * 4, MS, window_steps=1000).summary())
+    assert math.isnan(rep.window_distribution["p50"])
+    data = _strict(rep.to_json())
+    assert isinstance(data, dict) and data["window_distribution"]["p50"] == "nan"
+    assert math.isnan(WaitReport.from_dict(data).window_distribution["p50"])
+
+
+def test_corrupt_report_dict_names_the_field() -> None:
+    d = wait_report(constructed([3 * MS] * 50, MS), window_steps=10).to_dict()
+    with pytest.raises(CorruptDataError, match=r"\.ratio"):
+        WaitReport.from_dict({**d, "ratio": "high"})
+    with pytest.raises(CorruptDataError, match="verdict"):
+        WaitReport.from_dict({**d, "format": "gyreprof.verdict/1"})
+    bad_spike = json.loads(json.dumps(d))
+    bad_spike["windows"][0]["steps"] = 1.5
+    with pytest.raises(CorruptDataError, match=r"windows\[0\]\.steps"):
+        WaitReport.from_dict(bad_spike)
+
+
+def test_values_lost_or_clamped_are_noted_in_the_summary_words() -> None:
+    tp = constructed([3 * MS] * 50, MS)
+    tp.record("compute", -5)
+    tp.record("wait", 2 * 3600 * 10**9)  # above the 1 h range: clamped
+    notes = wait_report(tp, window_steps=10).notes
+    assert "1 negative durations ignored" in notes
+    assert "1 values above the range (clamped)" in notes
+    assert not any("overwritten in the ring" in n for n in notes)

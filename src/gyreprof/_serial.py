@@ -29,6 +29,13 @@ A field left out of the data takes its default, so a field added with a default
 does not need a new version; a field with ``metadata={"serial": False}`` is never
 written (it must have a default) and fields with ``init=False`` are left to the
 class to compute.
+
+Values a class computes from its fields (``ok``, ``exit_code``, a count) can be
+written beside them for readers of the JSON: ``@serial_format(tag,
+derived=("ok", "exit_code"))`` names properties or methods that take no argument.
+:func:`encode` writes each after the fields (in nested records too), and
+:func:`decode` accepts those keys and ignores their values: the class computes
+them again from its fields.
 """
 
 from __future__ import annotations
@@ -54,12 +61,14 @@ __all__ = [
     "format_of",
     "loads",
     "plain",
+    "serial_derived",
     "serial_format",
 ]
 
 T = TypeVar("T")
 
 _TAG_ATTR = "__serial_format__"
+_DERIVED_ATTR = "__serial_derived__"
 
 
 class SerialError(CorruptDataError):
@@ -69,17 +78,45 @@ class SerialError(CorruptDataError):
 # ------------------------------------------------------------------ the tag
 
 
-def serial_format(tag: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: give a dataclass its format tag, ``"<name>/<version>"``."""
+def serial_format(tag: str, *, derived: tuple[str, ...] = ()) -> Callable[[type[T]], type[T]]:
+    """Class decorator: give a dataclass its format tag, ``"<name>/<version>"``, and the
+    names of the computed values written beside its fields (``derived``)."""
     _split_tag(tag)
+    mark_derived = serial_derived(*derived)
 
     def mark(cls: type[T]) -> type[T]:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"serial_format({tag!r}) needs a dataclass, got {cls.__name__}")
+        mark_derived(cls)
         setattr(cls, _TAG_ATTR, tag)
         return cls
 
     return mark
+
+
+def serial_derived(*names: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator for a dataclass written only inside other records (no tag of its
+    own): the computed values :func:`encode` writes beside its fields."""
+
+    def mark(cls: type[T]) -> type[T]:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"serial_derived needs a dataclass, got {cls.__name__}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        for name in names:
+            if name in fields or not hasattr(cls, name):
+                raise TypeError(
+                    f"{cls.__name__}.{name} must be a property or a method without "
+                    "arguments, not a field, to be written as a derived value"
+                )
+        setattr(cls, _DERIVED_ATTR, tuple(names))
+        return cls
+
+    return mark
+
+
+def _derived(cls: type[Any]) -> tuple[str, ...]:
+    names = cls.__dict__.get(_DERIVED_ATTR, ())
+    return names if isinstance(names, tuple) else ()
 
 
 def format_of(cls: type[Any]) -> str:
@@ -130,6 +167,11 @@ def _encode_fields(obj: Any, where: str) -> dict[str, Any]:
         if not f.init or f.metadata.get("serial", True) is False:
             continue
         out[f.name] = _encode_value(getattr(obj, f.name), f"{where}.{f.name}")
+    for name in _derived(type(obj)):
+        value = getattr(obj, name)
+        if callable(value):
+            value = value()
+        out[name] = _encode_value(value, f"{where}.{name}")
     return out
 
 
@@ -246,7 +288,7 @@ def _decode_dataclass(
 ) -> T:
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    known: set[str] = set(skip)
+    known: set[str] = set(skip) | set(_derived(cls))
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init or f.metadata.get("serial", True) is False:
             continue

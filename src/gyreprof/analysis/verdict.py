@@ -58,24 +58,24 @@ concluded (``bound="unknown"`` without a trainer profile).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from gyreprof._format import fmt_ns, fmt_pct
+from gyreprof import _notes
+from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
+from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.analysis.wait import (
     WaitReport,
     _busy_before,
     _is_profiler,
     _summary_and_snapshot,
-    fmt_gain,
     wait_report,
 )
 from gyreprof.summary import Snapshot, Summary
@@ -145,6 +145,7 @@ LOOPS = ("sync", "overlapped")
 UNTIMED = "(untimed)"
 
 
+@serial_format(VERDICT_FORMAT)
 @dataclass(frozen=True)
 class Verdict:
     """The bottleneck, in plain words.
@@ -183,29 +184,17 @@ class Verdict:
     sampler_wall: str | None = None  # what the sampler's wall time was taken from
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": VERDICT_FORMAT,
-            "bound": self.bound,
-            "loop": self.loop,
-            "loop_source": self.loop_source,
-            "loop_evidence": self.loop_evidence,
-            "dominant_phase": self.dominant_phase,
-            "dominant_kind": self.dominant_kind,
-            "reasons": list(self.reasons),
-            "advice": list(self.advice),
-            "unknowns": list(self.unknowns),
-            "caveats": list(self.caveats),
-            "wait_ratio": self.wait_ratio,
-            "sampler_shares": dict(self.sampler_shares),
-            "coverage": self.coverage,
-            "sampler_wall": self.sampler_wall,
-            "thresholds": dict(self.thresholds),
-            "wait_report": self.wait_report.to_dict() if self.wait_report else None,
-        }
+        """JSON-ready dict, format ``gyreprof.verdict/1``; the wait report is nested in it."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        """The verdict again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
-        """The JSON text; written to ``path`` as well when given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=True)
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        text = dumps(self, indent=indent)
         if path is not None:
             Path(path).write_text(text)
         return text
@@ -279,19 +268,8 @@ def _synced_phases(source: object) -> frozenset[str]:
     return frozenset(mod.synchronized_phases(source))
 
 
-def _side_caveats(
-    side: str,
-    source: object,
-    summary: Summary,
-    quoted: Sequence[str],
-    *,
-    overhead_limit: float,
-    min_p99: int,
-    min_p999: int,
-    gpu: bool,
-    gpu_hints: Sequence[str],
-) -> list[str]:
-    out: list[str] = []
+def _warmup_caveat(summary: Summary) -> str | None:
+    """Warm-up left in the numbers (with the slowest first call), or still running."""
     w = summary.warmup
     if w.rule == "none":
         first = ""
@@ -306,55 +284,77 @@ def _side_caveats(
                 f"; e.g. the first {n!r} took {fmt_ns(v)} against a steady p50 of "
                 f"{fmt_ns(summary.phases[n].p50)}"
             )
-        out.append(
-            f"{side}: warm-up was not excluded, so start-up costs (imports, JIT, allocator, "
-            f"first env resets) are in its numbers{first}; pass Profiler(warmup_steps=...) "
-            "or warmup_s=..."
-        )
-    elif not w.done:
-        out.append(f"{side}: still in warm-up ({w.rule}); its steady-state numbers are partial")
+        return _notes.warmup_not_excluded(first)
+    if not w.done:
+        return f"still in warm-up ({w.rule}); its steady-state numbers are partial"
+    return None
+
+
+def _samples_caveat(
+    summary: Summary, quoted: Sequence[str], min_p99: int, min_p999: int
+) -> str | None:
+    """Too few steady samples of a quoted phase for its tail percentiles."""
     counts = {n: summary.phases[n].count for n in quoted if n in summary.phases}
-    if counts:
-        fewest, k = min(counts.items(), key=lambda kv: kv[1])
-        if k < min_p99:
-            out.append(
-                f"{side}: only {k} steady sample{'' if k == 1 else 's'} of {fewest!r}: its p99 "
-                f"(and p99.9) rest on "
-                f"fewer than {min_p99} samples and are little more than its max; run longer"
-            )
-        elif k < min_p999:
-            out.append(
-                f"{side}: {k} steady samples of {fewest!r}: enough for p99, but p99.9 needs at "
-                f"least {min_p999}"
-            )
-    if summary.overhead_share > overhead_limit:
-        out.append(
-            f"{side}: the profiler itself took {fmt_pct(summary.overhead_share)} of the wall "
-            f"time (above {fmt_pct(overhead_limit)}): time fewer, coarser phases or use "
-            "prof.lap() instead of context managers"
+    if not counts:
+        return None
+    fewest, k = min(counts.items(), key=lambda kv: kv[1])
+    if k < min_p99:
+        return (
+            f"only {k} steady sample{'' if k == 1 else 's'} of {fewest!r}: its p99 "
+            f"(and p99.9) rest on fewer than {min_p99} samples and are little more than its "
+            "max; run longer"
         )
-    if gpu:
-        names = [
-            n
-            for n, st in summary.phases.items()
-            if st.count and any(h in n.lower() for h in gpu_hints)
-        ]
-        if _is_profiler(source):
-            synced = _synced_phases(source)
-            names = [n for n in names if n not in synced]
-            if names:
-                out.append(
-                    f"{side}: CUDA is in use but {names} were timed without synchronising it; "
-                    "GPU work is asynchronous, so its time lands in whichever phase next waits "
-                    "for the GPU. Time them with gyreprof.integrations.torch.cuda_phase(prof, "
-                    "name) or synchronized(prof)"
-                )
-        elif names:
-            out.append(
-                f"{side}: CUDA is in use and this profile is a {type(source).__name__}, so "
-                f"whether {names} were timed with CUDA synchronised is unknown"
+    if k < min_p999:
+        return (
+            f"{k} steady samples of {fewest!r}: enough for p99, but p99.9 needs at least {min_p999}"
+        )
+    return None
+
+
+def _gpu_caveat(source: object, summary: Summary, gpu_hints: Sequence[str]) -> str | None:
+    """GPU-looking phases timed without CUDA synchronised (or unknown from a saved profile)."""
+    names = [
+        n for n, st in summary.phases.items() if st.count and any(h in n.lower() for h in gpu_hints)
+    ]
+    if _is_profiler(source):
+        synced = _synced_phases(source)
+        names = [n for n in names if n not in synced]
+        if names:
+            return (
+                f"CUDA is in use but {names} were timed without synchronising it; "
+                "GPU work is asynchronous, so its time lands in whichever phase next waits "
+                "for the GPU. Time them with gyreprof.integrations.torch.cuda_phase(prof, "
+                "name) or synchronized(prof)"
             )
-    return out
+    elif names:
+        return (
+            f"CUDA is in use and this profile is a {type(source).__name__}, so "
+            f"whether {names} were timed with CUDA synchronised is unknown"
+        )
+    return None
+
+
+def _side_caveats(
+    side: str,
+    source: object,
+    summary: Summary,
+    quoted: Sequence[str],
+    *,
+    overhead_limit: float,
+    min_p99: int,
+    min_p999: int,
+    gpu: bool,
+    gpu_hints: Sequence[str],
+) -> list[str]:
+    """What may make one side's numbers mislead, each prefixed with the side."""
+    found = [_warmup_caveat(summary), _samples_caveat(summary, quoted, min_p99, min_p999)]
+    if summary.overhead_share > overhead_limit:
+        found.append(_notes.overhead(summary.overhead_share, overhead_limit))
+    # the histograms keep overwritten events, so only values lost or clamped matter here
+    found += _notes.data_quality(summary, overwritten=False)
+    if gpu:
+        found.append(_gpu_caveat(source, summary, gpu_hints))
+    return [f"{side}: {text}" for text in found if text is not None]
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -633,14 +633,14 @@ def _judge_overlapped(
         return "trainer", (
             f"{measured}: below the {fmt_pct(trainer_bound_below)} threshold, so training is "
             f"trainer-bound; even an infinitely fast sampler would save at most {fmt_pct(r)} "
-            f"(make it at most {fmt_gain(report.speedup_bound)}); compute is "
+            f"(make it at most {fmt_speedup(report.speedup_bound)}); compute is "
             f"{fmt_pct(1.0 - r)} of the trainer's time"
         )
     return "sampler", (
         f"{measured}: at or above the {fmt_pct(trainer_bound_below)} threshold, so in an "
         f"overlapped pipeline the trainer is held back by the sampler; a sampler fast enough "
         f"to remove the wait saves up to {fmt_pct(r)} (training up to "
-        f"{fmt_gain(report.speedup_bound)}); a faster trainer saves nothing until the sampler "
+        f"{fmt_speedup(report.speedup_bound)}); a faster trainer saves nothing until the sampler "
         "keeps up"
     )
 
@@ -1065,6 +1065,17 @@ def diagnose(
     else:
         _no_sampler(found)
     # 4. caveats are gathered with each side
+    return _verdict(found, report, shape, wall, thresholds)
+
+
+def _verdict(
+    found: _Findings,
+    report: WaitReport | None,
+    shape: _Shape | None,
+    wall: _Wall | None,
+    thresholds: dict[str, float],
+) -> Verdict:
+    """The findings of both sides as one Verdict."""
     return Verdict(
         bound=found.bound,
         dominant_phase=found.dominant,

@@ -31,17 +31,19 @@ Default thresholds (all parameters of :func:`wait_report`):
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from gyreprof._format import fmt_ns, fmt_pct
+from gyreprof import _notes
+from gyreprof._errors import UnknownPhaseError
+from gyreprof._format import fmt_factor, fmt_ns, fmt_pct, fmt_speedup
+from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
 from gyreprof.summary import Snapshot, Summary, Window
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ DEFAULT_COINCIDE_WINDOWS = 0
 # --------------------------------------------------------------------- values
 
 
+@serial_derived("duration_s")
 @dataclass(frozen=True)
 class WaitWindow:
     """One window of the trainer loop (durations in ns, times since run start in s)."""
@@ -81,22 +84,6 @@ class WaitWindow:
     def duration_s(self) -> float:
         return max(0, self.end_ns - self.start_ns) / 1e9
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "start_ns": self.start_ns,
-            "end_ns": self.end_ns,
-            "start_s": self.start_s,
-            "duration_s": self.duration_s,
-            "first_step": self.first_step,
-            "steps": self.steps,
-            "wait_ns": self.wait_ns,
-            "compute_ns": self.compute_ns,
-            "ratio": self.ratio,
-            "wait_per_step_ns": self.wait_per_step_ns,
-            "other_ns": dict(self.other_ns),
-        }
-
 
 @dataclass(frozen=True)
 class Spike:
@@ -114,21 +101,6 @@ class Spike:
     ratio: float  # the window's wait ratio
     coincident: tuple[str, ...] = ()  # other phases that spiked at the same time
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "window": self.window,
-            "start_s": self.start_s,
-            "duration_s": self.duration_s,
-            "first_step": self.first_step,
-            "steps": self.steps,
-            "wait_per_step_ns": self.wait_per_step_ns,
-            "median_wait_per_step_ns": self.median_wait_per_step_ns,
-            "factor": self.factor,
-            "excess_ns": self.excess_ns,
-            "ratio": self.ratio,
-            "coincident": list(self.coincident),
-        }
-
 
 @dataclass(frozen=True)
 class OtherPhase:
@@ -140,16 +112,8 @@ class OtherPhase:
     spike_windows: tuple[int, ...]  # positions in WaitReport.windows
     coincident_spikes: int  # wait spikes that coincide with a spike of this phase
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "source": self.source,
-            "median_per_step_ns": self.median_per_step_ns,
-            "spike_windows": list(self.spike_windows),
-            "coincident_spikes": self.coincident_spikes,
-        }
 
-
+@serial_format(WAIT_REPORT_FORMAT)
 @dataclass(frozen=True)
 class WaitReport:
     """How much of its time the trainer spends waiting for batches (ns; ratios 0..1).
@@ -198,31 +162,17 @@ class WaitReport:
     # -- forms -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": WAIT_REPORT_FORMAT,
-            "wait_phase": self.wait_phase,
-            "compute_phase": self.compute_phase,
-            "ratio": self.ratio,
-            "steps": self.steps,
-            "wait_ns": self.wait_ns,
-            "compute_ns": self.compute_ns,
-            "wait_per_step": dict(self.wait_per_step),
-            "compute_per_step": dict(self.compute_per_step),
-            "window_ratios": list(self.window_ratios),
-            "window_distribution": dict(self.window_distribution),
-            "window_source": self.window_source,
-            "window_size": self.window_size,
-            "windows": [w.to_dict() for w in self.windows],
-            "spikes": [s.to_dict() for s in self.spikes],
-            "other": {k: v.to_dict() for k, v in self.other.items()},
-            "thresholds": dict(self.thresholds),
-            "warmup_rule": self.warmup_rule,
-            "notes": list(self.notes),
-        }
+        """JSON-ready dict, format ``gyreprof.wait_report/1`` (undefined numbers as ``"nan"``)."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WaitReport:
+        """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
-        """The JSON text (NaN where a number is undefined); written to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=True)
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        text = dumps(self, indent=indent)
         if path is not None:
             Path(path).write_text(text)
         return text
@@ -236,7 +186,7 @@ class WaitReport:
             f"wait ratio: {fmt_pct(self.ratio)} of the trainer's time is spent waiting "
             f"(per call: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
             f"an infinitely fast sampler would make training at most "
-            f"{fmt_gain(self.speedup_bound)}",
+            f"{fmt_speedup(self.speedup_bound)}",
             f"wait per call: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
             f"p99 {fmt_ns(ws['p99'])}, max {fmt_ns(ws['max'])}",
         ]
@@ -262,7 +212,7 @@ class WaitReport:
                 lines.append(
                     f"  t=+{s.start_s:.3g} s ({s.duration_s:.3g} s), steps {s.first_step}.."
                     f"{s.first_step + max(0, s.steps - 1)}: wait/step {fmt_ns(s.wait_per_step_ns)} "
-                    f"({_fmt_factor(s.factor)} the median), window ratio {fmt_pct(s.ratio)}{co}"
+                    f"({fmt_factor(s.factor)} the median), window ratio {fmt_pct(s.ratio)}{co}"
                 )
             if len(self.spikes) > 10:
                 lines.append(f"  ... and {len(self.spikes) - 10} more")
@@ -291,25 +241,6 @@ class WaitReport:
         for note in self.notes:
             lines.append(f"note: {note}")
         return "\n".join(lines)
-
-
-def fmt_gain(speedup: float) -> str:
-    """A speed-up factor in words: '0.5% faster' below 2x, '3.2x as fast' above."""
-    if math.isinf(speedup):
-        return "arbitrarily faster"
-    if math.isnan(speedup):
-        return "-"
-    if speedup < 2.0:
-        return f"{fmt_pct(speedup - 1.0)} faster"
-    return f"{speedup:.3g}x as fast"
-
-
-def _fmt_factor(x: float) -> str:
-    if math.isinf(x):
-        return "inf x"
-    if math.isnan(x):
-        return "-"
-    return f"{x:.3g}x"
 
 
 # ------------------------------------------------------------------ internals
@@ -443,11 +374,7 @@ def _ring_windows(
         return [], "-"
     overwritten = sum(int(r.overwritten) for r in prof.recorders)
     if overwritten:
-        notes.append(
-            f"the ring overwrote {overwritten} old events: per-window ratios cover only the "
-            "latest part of the run (overall numbers cover all of it); a larger "
-            "Profiler(capacity=...) keeps more"
-        )
+        notes.append(_notes.ring_overwritten(overwritten))
     marked = bool((ev["phase"] == -1).any())
     if marked:
         # a step still open (a live run, or begin() without end()) would add its phases to
@@ -651,7 +578,7 @@ def _check_phases(
     known = list(summary.phases)
     for what, name in (("wait", wait), ("compute", compute)):
         if name not in summary.phases:
-            raise ValueError(
+            raise UnknownPhaseError(
                 f"the trainer profile has no phase {name!r} (the {what} phase); known phases: "
                 f"{known}. Pass {what}='<name>' to name it."
             )
@@ -661,7 +588,9 @@ def _check_phases(
             where = (
                 "the other_source profile" if other_source is not None else "the trainer profile"
             )
-            raise ValueError(f"{where} has no phase {name!r} (other=); known phases: {other_known}")
+            raise UnknownPhaseError(
+                f"{where} has no phase {name!r} (other=); known phases: {other_known}"
+            )
         if other_source is None and name in (wait, compute):
             raise ValueError(f"other={name!r} is the wait or compute phase itself")
     for what, name in (("wait", wait), ("compute", compute)):
@@ -859,10 +788,8 @@ def _spikes(
 
 def _closing_notes(summary: Summary, windows: list[WaitWindow], notes: list[str]) -> None:
     if summary.warmup.rule == "none":
-        notes.append(
-            "warm-up was not excluded (Profiler(warmup_steps=...) or warmup_s=); first calls "
-            "are in the numbers"
-        )
+        notes.append(_notes.warmup_not_excluded())
+    notes += _notes.data_quality(summary, overwritten=False)
     if len(windows) and len(windows) < 5:
         notes.append(
             f"only {len(windows)} window(s): the per-window distribution and the spike search "
@@ -907,7 +834,8 @@ def wait_report(
     coincide_windows: how many windows apart two spikes may be and still
         coincide (0: the same window).
 
-    Raises ``ValueError`` naming the phase and the known phases when a phase is
+    Raises ``UnknownPhaseError`` (a ``ValueError`` and ``KeyError``) naming the phase and
+    the known phases when a phase is
     missing or has no steady-state samples.
     """
     _check_options(
@@ -960,6 +888,13 @@ def wait_report(
         other_source=other_source,
     )
     _closing_notes(summary, windows, notes)
+    thresholds = {
+        "spike_factor": float(spike_factor),
+        "spike_min_share": float(spike_min_share),
+        "coincide_windows": float(coincide_windows),
+        "target_windows": float(target_windows),
+        "min_window_steps": float(min_window_steps),
+    }
     return WaitReport(
         wait_phase=wait,
         compute_phase=compute,
@@ -976,13 +911,7 @@ def wait_report(
         window_size=size,
         spikes=spikes,
         other=others,
-        thresholds={
-            "spike_factor": float(spike_factor),
-            "spike_min_share": float(spike_min_share),
-            "coincide_windows": float(coincide_windows),
-            "target_windows": float(target_windows),
-            "min_window_steps": float(min_window_steps),
-        },
+        thresholds=thresholds,
         notes=notes,
         warmup_rule=summary.warmup.rule,
     )

@@ -193,40 +193,26 @@ def _enable_faulthandler(log_fh: IO[Any] | None) -> tuple[str, bool]:
     return text, target is log_fh
 
 
-def banner(
-    log: str | os.PathLike[str] | None = None,
-    *,
-    extra: Mapping[str, object] | None = None,
-    faulthandler: bool = False,
-    packages: Iterable[str] = PACKAGES,
-    stream: IO[str] | None = None,
-) -> str:
-    """Print the start-up banner, flushed, to ``stream`` (default stdout) and append it to
-    ``log``; return the text.
-
-    ``extra``: more ``key: value`` lines for the run's own settings (a server URL, a
-    timeout, a retry limit).  ``faulthandler``: install faulthandler for fatal signals
-    (and SIGUSR1 where free).  ``packages``: distribution names whose versions to list.
-
-    Raises ``ValueError`` if ``log`` is a directory or its folder does not exist.
-    """
-    log_path = None if log is None else check_output_path("log", log)
-
-    rows: list[tuple[str, str]] = []
+def _run_rows() -> list[tuple[str, str]]:
+    """Which program ran, when, where and with what interpreter."""
     now = _dt.datetime.now(_dt.timezone.utc).astimezone()
-    rows.append(("time", now.isoformat(timespec="seconds")))
-    rows.append(("host", socket.gethostname()))
-    rows.append(("pid", f"{os.getpid()} (parent {os.getppid()})"))
-    rows.append(("argv", " ".join(sys.argv) if sys.argv else "(none)"))
-    rows.append(("cwd", os.getcwd()))
-    rows.append(
+    return [
+        ("time", now.isoformat(timespec="seconds")),
+        ("host", socket.gethostname()),
+        ("pid", f"{os.getpid()} (parent {os.getppid()})"),
+        ("argv", " ".join(sys.argv) if sys.argv else "(none)"),
+        ("cwd", os.getcwd()),
         (
             "python",
             f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
-        )
-    )
-    rows.append(("platform", platform.platform()))
+        ),
+        ("platform", platform.platform()),
+    ]
 
+
+def _package_rows(packages: Iterable[str]) -> list[tuple[str, str]]:
+    """Installed versions (torch with its CUDA build and devices); absent packages left out."""
+    rows: list[tuple[str, str]] = []
     for dist in packages:
         version = __version__ if dist == "gyreprof" else _version(dist)
         if version is None:
@@ -239,10 +225,12 @@ def banner(
             devices = _torch_devices()
             text += f"; {devices}" if devices else "; devices not queried (torch not imported yet)"
         rows.append((dist, text))
+    return rows
 
-    for var in ENV_VARS:
-        rows.append((var, os.environ.get(var, "(unset)")))
 
+def _machine_rows(out: Any) -> list[tuple[str, str]]:
+    """Environment variables, CPUs and affinity, memory, and how stdout buffers."""
+    rows = [(var, os.environ.get(var, "(unset)")) for var in ENV_VARS]
     cpus = os.cpu_count()
     affinity: str
     try:
@@ -265,12 +253,52 @@ def banner(
         )
     except (ImportError, OSError) as exc:
         rows.append(("memory", f"unknown ({exc})"))
-    out = stream if stream is not None else sys.stdout
     rows.append(("stdout", _stream_kind(out)))
+    return rows
 
-    if extra:
-        for key, value in extra.items():
-            rows.append((str(key), str(value)))
+
+def _render(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    rule = "=" * 72
+    lines = [rule, "gyreprof start-up banner", rule]
+    lines += [f"{k.ljust(width)} : {v}" for k, v in rows]
+    lines.append(rule)
+    return _ascii("\n".join(lines) + "\n")
+
+
+def _write(text: str, out: IO[str] | None, log_fh: IO[Any] | None) -> None:
+    if out is not None:
+        try:
+            out.write(text)
+            out.flush()
+        except (OSError, ValueError):
+            pass  # a closed stdout must not stop the run the banner introduces
+    if log_fh is not None:
+        log_fh.write(text)
+        log_fh.flush()
+
+
+def banner(
+    log: str | os.PathLike[str] | None = None,
+    *,
+    extra: Mapping[str, object] | None = None,
+    faulthandler: bool = False,
+    packages: Iterable[str] = PACKAGES,
+    stream: IO[str] | None = None,
+) -> str:
+    """Print the start-up banner, flushed, to ``stream`` (default stdout) and append it to
+    ``log``; return the text.
+
+    ``extra``: more ``key: value`` lines for the run's own settings (a server URL, a
+    timeout, a retry limit).  ``faulthandler``: install faulthandler for fatal signals
+    (and SIGUSR1 where free).  ``packages``: distribution names whose versions to list.
+
+    Raises ``ValueError`` if ``log`` is a directory or its folder does not exist.
+    """
+    log_path = None if log is None else check_output_path("log", log)
+    out = stream if stream is not None else sys.stdout
+    rows = _run_rows() + _package_rows(packages) + _machine_rows(out)
+    rows += [(str(key), str(value)) for key, value in (extra or {}).items()]
 
     log_fh: IO[Any] | None = None
     if log_path is not None:
@@ -280,21 +308,8 @@ def banner(
         if faulthandler:
             fault_text, keep_log_open = _enable_faulthandler(log_fh)
             rows.append(("faulthandler", fault_text))
-        width = max(len(k) for k, _ in rows)
-        rule = "=" * 72
-        lines = [rule, "gyreprof start-up banner", rule]
-        lines += [f"{k.ljust(width)} : {v}" for k, v in rows]
-        lines.append(rule)
-        text = _ascii("\n".join(lines) + "\n")
-        if out is not None:
-            try:
-                out.write(text)
-                out.flush()
-            except (OSError, ValueError):
-                pass  # a closed stdout must not stop the run the banner introduces
-        if log_fh is not None:
-            log_fh.write(text)
-            log_fh.flush()
+        text = _render(rows)
+        _write(text, out, log_fh)
     finally:
         if log_fh is not None:
             if keep_log_open:

@@ -54,21 +54,22 @@ busy           6
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.diagnostics import _procfs
 
+DIAGNOSIS_FORMAT = "gyreprof.doctor/1"
 STATES = ("absent", "spinning", "blocked", "busy", "progressing")
 EXIT_CODES: dict[str, int] = {
     "progressing": 0,
@@ -119,6 +120,7 @@ class ThreadWait:
         return ", ".join(parts)
 
 
+@serial_format(DIAGNOSIS_FORMAT)
 @dataclass(frozen=True)
 class ProcessDiagnosis:
     """The doctor's answer for one process.
@@ -158,13 +160,17 @@ class ProcessDiagnosis:
     watched: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict of every field."""
-        out = asdict(self)
-        out["steps"] = list(self.steps) if self.steps is not None else None
-        return out
+        """JSON-ready dict of every field, format ``gyreprof.doctor/1``."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ProcessDiagnosis:
+        """The diagnosis again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """Strict JSON text of :meth:`to_dict`."""
+        return dumps(self, indent=indent)
 
     def __str__(self) -> str:
         head = f"process {self.pid}"

@@ -32,15 +32,16 @@ loader and requirements with ``packaging``: the ``envcheck`` extra
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from gyreprof._serial import decode, dumps, encode, serial_format
 
 try:
     from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -94,6 +95,9 @@ _ARCHIVE = (".whl", ".tar.gz", ".tar.bz2", ".tar.xz", ".zip", ".tgz")
 
 
 # ---------------------------------------------------------------------------- results
+ENVCHECK_FORMAT = "gyreprof.envcheck/1"
+
+
 @dataclass(frozen=True)
 class RequirementCheck:
     """One declared requirement compared with the installed distribution."""
@@ -146,6 +150,7 @@ class BrokenRequirement:
         )
 
 
+@serial_format(ENVCHECK_FORMAT, derived=("ok", "exit_code"))
 @dataclass
 class EnvReport:
     """The result of :func:`envcheck`: ``checks`` (pinned first), ``broken``, ``errors``."""
@@ -173,18 +178,17 @@ class EnvReport:
         return EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "files": list(self.files),
-            "ok": self.ok,
-            "exit_code": self.exit_code,
-            "checks": [asdict(c) for c in self.checks],
-            "broken": [asdict(b) for b in self.broken],
-            "errors": [asdict(e) for e in self.errors],
-            "notes": list(self.notes),
-        }
+        """JSON-ready dict, format ``gyreprof.envcheck/1``, with ``ok`` and ``exit_code``."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnvReport:
+        """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """Strict JSON text of :meth:`to_dict`."""
+        return dumps(self, indent=indent)
 
     def __str__(self) -> str:
         counts: dict[str, int] = {}

@@ -30,9 +30,31 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Protocol
 
 from gyreprof._validate import check_output_path, check_positive_number
+
+
+class ProgressLike(Protocol):
+    """What the watchdog reads of a progress reading (``gyreprof.Profiler.progress()``)."""
+
+    @property
+    def step(self) -> int: ...
+    @property
+    def steps_completed(self) -> int: ...
+    @property
+    def phase(self) -> str | None: ...
+    @property
+    def phase_since_ns(self) -> int: ...
+    @property
+    def now_ns(self) -> int: ...
+
+
+class Progressing(Protocol):
+    """Anything the watchdog can watch: a ``progress()`` that returns :class:`ProgressLike`."""
+
+    def progress(self) -> ProgressLike: ...
+
 
 _MIN_POLL_S = 0.005
 _MAX_POLL_S = 1.0
@@ -59,7 +81,7 @@ class Watchdog:
 
     def __init__(
         self,
-        profiler: Any,
+        profiler: Progressing,
         stall_after_s: float,
         dump_to: str | os.PathLike[str] | None = None,
         poll_s: float | None = None,
@@ -163,7 +185,7 @@ class Watchdog:
                 stalled_at = now
                 self._report(prog, now - since)
 
-    def _report(self, prog: Any, stalled_s: float) -> None:
+    def _report(self, prog: ProgressLike, stalled_s: float) -> None:
         head = f"gyreprof watchdog: {describe_stall(prog, stalled_s)}"
         text = f"{head}\n{_stack_dump()}"
         self.stalls += 1
@@ -194,7 +216,7 @@ class Watchdog:
         self._emit(f"gyreprof watchdog: stopped, progress() raised {type(exc).__name__}: {exc}\n")
 
 
-def describe_stall(prog: Any, stalled_s: float) -> str:
+def describe_stall(prog: ProgressLike, stalled_s: float) -> str:
     """'stalled 5.0 s in phase 'xfer' of step 1234 (phase open 4.8 s)' from a Progress."""
     step = int(prog.step)
     done = int(prog.steps_completed)

@@ -28,7 +28,12 @@ from __future__ import annotations
 
 from gyreprof.analysis.parallelism.census import Census, ProcessGroup, ProcessInfo, census
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
-from gyreprof.analysis.parallelism.findings import Finding, ParallelismReport, check_parallelism
+from gyreprof.analysis.parallelism.findings import (
+    Finding,
+    ParallelismReport,
+    WorkerThreads,
+    check_parallelism,
+)
 from gyreprof.analysis.parallelism.registry import (
     THREAD_ENV_VARS,
     WorkerRecord,
@@ -46,6 +51,7 @@ __all__ = [
     "ProcessInfo",
     "THREAD_ENV_VARS",
     "ThroughputComparison",
+    "WorkerThreads",
     "WorkerRecord",
     "census",
     "check_parallelism",

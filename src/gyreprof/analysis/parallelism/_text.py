@@ -1,10 +1,13 @@
-"""Plain-text helpers shared by the census and the check: tables, pids, plurals."""
+"""Plain-text helpers shared by the census and the check: tables, pids, plurals.
+
+Numbers (bytes, percentages, counts) are spelled by :mod:`gyreprof._format`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["fmt_bytes", "fmt_cpu", "fmt_pids", "plural", "shorten", "span", "table"]
+__all__ = ["fmt_pids", "plural", "shorten", "span", "table"]
 
 
 def table(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -23,19 +26,6 @@ def span(lo: int | None, hi: int | None) -> str:
     if lo is None or hi is None:
         return "?"
     return str(lo) if lo == hi else f"{lo}-{hi}"
-
-
-def fmt_cpu(value: float | None) -> str:
-    return "?" if value is None else f"{value:.1f}"
-
-
-def fmt_bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover - loop always returns
 
 
 def fmt_pids(pids: Sequence[int], limit: int = 8) -> str:

@@ -12,21 +12,20 @@ holds (``SyncVectorEnv``: the envs run inline, one after another).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import psutil
 
+from gyreprof._format import fmt_bytes, fmt_pct
+from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
 from gyreprof.analysis.parallelism._text import (
-    fmt_bytes,
-    fmt_cpu,
     fmt_pids,
     plural,
     shorten,
@@ -36,9 +35,12 @@ from gyreprof.analysis.parallelism._text import (
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
 
-__all__ = ["Census", "ProcessGroup", "ProcessInfo", "census"]
+CENSUS_FORMAT = "gyreprof.census/1"
+
+__all__ = ["CENSUS_FORMAT", "Census", "ProcessGroup", "ProcessInfo", "census"]
 
 
+@serial_derived("role", "label")
 @dataclass(frozen=True)
 class ProcessInfo:
     """One process of a census. Fields that could not be read (access denied,
@@ -88,30 +90,6 @@ class ProcessInfo:
             return self.role
         return _command_label(self.name, self.cmdline)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "ppid": self.ppid,
-            "name": self.name,
-            "cmdline": list(self.cmdline),
-            "status": self.status,
-            "num_threads": self.num_threads,
-            "rss_bytes": self.rss_bytes,
-            "cpu_percent": self.cpu_percent,
-            "cpu_time_s": self.cpu_time_s,
-            "create_time_s": self.create_time_s,
-            "role": self.role,
-            "label": self.label,
-            "worker": self.worker.to_dict() if self.worker is not None else None,
-            "error": self.error,
-            "live": list(self.live),
-            "main_envs": (
-                {"role": self.main_envs.role, "envs": self.main_envs.registrations}
-                if self.main_envs is not None
-                else None
-            ),
-        }
-
 
 _PY_EXE = re.compile(r"^(python|pypy)[\d.]*m?$")
 _MP_SUFFIX = re.compile(r"-\d+$")
@@ -145,6 +123,7 @@ def _command_label(name: str, cmdline: Sequence[str]) -> str:
     return f"{exe} {os.path.basename(args[i])}"
 
 
+@serial_derived("count")
 @dataclass(frozen=True)
 class ProcessGroup:
     """Processes of a census that share a role (or, unregistered, a command)."""
@@ -168,21 +147,11 @@ class ProcessGroup:
         """``env_worker (Worker<AsyncVectorEnv>)`` style label for display."""
         return f"{self.label} ({self.process_name})" if self.process_name else self.label
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "role": self.role,
-            "count": self.count,
-            "pids": list(self.pids),
-            "threads_min": self.threads_min,
-            "threads_max": self.threads_max,
-            "threads_total": self.threads_total,
-            "cpu_percent": self.cpu_percent,
-            "rss_bytes": self.rss_bytes,
-            "process_name": self.process_name,
-        }
 
-
+@serial_format(
+    CENSUS_FORMAT,
+    derived=("cores_available", "num_processes", "num_threads", "roles", "main_envs", "groups"),
+)
 @dataclass(frozen=True)
 class Census:
     """The process tree under ``pid`` as read at ``taken_at_s`` (Unix time).
@@ -216,6 +185,16 @@ class Census:
 
     def __len__(self) -> int:
         return len(self.processes)
+
+    @property
+    def num_processes(self) -> int:
+        """Processes read (the root and its descendants)."""
+        return len(self.processes)
+
+    @property
+    def num_threads(self) -> int:
+        """Threads of all processes read (those whose count could be read)."""
+        return sum(p.num_threads or 0 for p in self.processes)
 
     def process(self, pid: int) -> ProcessInfo:
         """The census entry of ``pid``; ``KeyError`` listing the pids present when absent."""
@@ -294,28 +273,21 @@ class Census:
         return groups
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "taken_at_s": self.taken_at_s,
-            "interval_s": self.interval_s,
-            "registry": self.registry,
-            "limits": self.limits.to_dict(),
-            "cores_available": self.cores_available,
-            "num_processes": len(self.processes),
-            "num_threads": sum(p.num_threads or 0 for p in self.processes),
-            "roles": self.roles(),
-            "main_envs": self.main_envs(),
-            "groups": [g.to_dict() for g in self.groups()],
-            "processes": [p.to_dict() for p in self.processes],
-            "vanished": list(self.vanished),
-            "notes": list(self.notes),
-        }
+        """JSON-ready dict, format ``gyreprof.census/1``: the fields, then the counts,
+        roles and groups computed from them."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Census:
+        """The census again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """Strict JSON text of :meth:`to_dict`."""
+        return dumps(self, indent=indent)
 
     def __str__(self) -> str:
-        threads = sum(p.num_threads or 0 for p in self.processes)
+        threads = self.num_threads
         root = self.root
         head = (
             f"process tree of pid {self.pid}"
@@ -323,21 +295,21 @@ class Census:
             + f": {len(self.processes)} processes, {threads} threads; {self.limits.describe()}"
         )
         lines = [head, ""]
-        rows = [["count", "role / command", "threads", "cpu%", "rss", "pids"]]
+        rows = [["count", "role / command", "threads", "cpu", "rss", "pids"]]
         for g in self.groups():
             rows.append(
                 [
                     f"{g.count} ×",
                     g.title,
                     span(g.threads_min, g.threads_max),
-                    fmt_cpu(g.cpu_percent),
+                    _fmt_cpu(g.cpu_percent),
                     fmt_bytes(g.rss_bytes),
                     fmt_pids(g.pids),
                 ]
             )
         lines += table(rows, right={0, 2, 3, 4})
         lines.append("")
-        rows = [["pid", "ppid", "role", "state", "threads", "cpu%", "rss", "command"]]
+        rows = [["pid", "ppid", "role", "state", "threads", "cpu", "rss", "command"]]
         for p in self.processes:
             rows.append(
                 [
@@ -346,7 +318,7 @@ class Census:
                     _role_cell(p),
                     p.status or "?",
                     "?" if p.num_threads is None else str(p.num_threads),
-                    fmt_cpu(p.cpu_percent),
+                    _fmt_cpu(p.cpu_percent),
                     "?" if p.rss_bytes is None else fmt_bytes(p.rss_bytes),
                     shorten(p.command, 70),
                 ]
@@ -362,6 +334,11 @@ class Census:
             extra.insert(0, f"exited during the census: pids {fmt_pids(self.vanished)}")
         lines += [f"note: {n}" for n in extra]
         return "\n".join(lines)
+
+
+def _fmt_cpu(percent: float | None) -> str:
+    """Per-core CPU percent (100 = one core busy) in the one percentage spelling."""
+    return fmt_pct(None if percent is None else percent / 100.0)
 
 
 def _check_pid(pid: Any) -> int:

@@ -14,11 +14,14 @@ Only plain file reads; never raises for a missing or unreadable cgroup file
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
+
+from gyreprof._format import fmt_count
+from gyreprof._serial import plain
 
 __all__ = ["CpuLimits", "cpu_limits", "parse_cpu_max", "cgroup_quota_cores"]
 
@@ -45,23 +48,19 @@ class CpuLimits:
         For example ``2 cores available (affinity 2 of 16 CPUs, no cgroup quota)``.
         """
         quota = (
-            f"cgroup quota {_fmt_cores(self.quota_cores)} cores"
+            f"cgroup quota {fmt_count(self.quota_cores)} cores"
             if self.quota_cores is not None
             else "no cgroup quota"
         )
         return (
-            f"{_fmt_cores(self.cores_available)} cores available "
+            f"{fmt_count(self.cores_available)} cores available "
             f"(affinity {self.affinity} of {self.cpu_count} CPUs, {quota})"
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _fmt_cores(value: float | None) -> str:
-    if value is None:
-        return "?"
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+        """JSON-ready dict of the fields."""
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 def parse_cpu_max(text: str) -> float | None:

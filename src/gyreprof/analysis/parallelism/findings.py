@@ -13,17 +13,26 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psutil
 
+from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
 from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
 
-__all__ = ["Finding", "ParallelismReport", "check_parallelism"]
+__all__ = [
+    "PARALLELISM_FORMAT",
+    "Finding",
+    "ParallelismReport",
+    "WorkerThreads",
+    "check_parallelism",
+]
+
+PARALLELISM_FORMAT = "gyreprof.parallelism/1"
 
 # Less CPU than one scheduler tick (10 ms) over the sampling interval counts as "no CPU".
 _IDLE_CPU_S = 0.005
@@ -44,10 +53,21 @@ class Finding:
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "data": self.data}
+
+@dataclass(frozen=True)
+class WorkerThreads:
+    """Threads one worker runs numeric work with, and where the number came from
+    (``"thread pool size"`` or ``"OS threads"``)."""
+
+    threads: int
+    source: str
+
+    def __iter__(self) -> Iterator[int | str]:
+        """``threads, source = w``: the ``(threads, source)`` pair this used to be."""
+        return iter((self.threads, self.source))
 
 
+@serial_format(PARALLELISM_FORMAT, derived=("exit_code", "findings", "roles"))
 @dataclass(frozen=True)
 class ParallelismReport:
     """Result of ``check_parallelism``: ``ok`` when nothing was found.
@@ -60,7 +80,7 @@ class ParallelismReport:
     that are not problems (processes that exited during the check, fields that
     could not be read). ``threads_total`` is the sum of threads per worker used
     for the oversubscription check, ``threads_per_worker`` maps worker pid to
-    ``(threads, source)``.
+    its :class:`WorkerThreads`.
     """
 
     pid: int
@@ -72,7 +92,7 @@ class ParallelismReport:
     notes: tuple[str, ...]
     cores_available: float
     threads_total: int | None
-    threads_per_worker: dict[int, tuple[int, str]]
+    threads_per_worker: dict[int, WorkerThreads]
     census: Census
     main_envs: dict[str, int] = field(default_factory=dict)
 
@@ -101,30 +121,23 @@ class ParallelismReport:
         """The kinds of findings present (``"count"``, ``"config"``, ...)."""
         return {f.kind for f in self.details}
 
+    @property
+    def roles(self) -> dict[str, str]:
+        """What was seen of each observed role, in plain words (:meth:`describe`)."""
+        return {role: self.describe(role) for role in self.observed}
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "ok": self.ok,
-            "exit_code": self.exit_code,
-            "observed": self.observed,
-            "expected": self.expected,
-            "config": self.config,
-            "findings": self.findings,
-            "details": [f.to_dict() for f in self.details],
-            "notes": list(self.notes),
-            "cores_available": self.cores_available,
-            "threads_total": self.threads_total,
-            "threads_per_worker": {
-                str(pid): {"threads": n, "source": src}
-                for pid, (n, src) in self.threads_per_worker.items()
-            },
-            "main_envs": self.main_envs,
-            "roles": {role: self.describe(role) for role in self.observed},
-            "census": self.census.to_dict(),
-        }
+        """JSON-ready dict, format ``gyreprof.parallelism/1``, the census nested in it."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ParallelismReport:
+        """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, default=str)
+        """Strict JSON text of :meth:`to_dict`."""
+        return dumps(self, indent=indent)
 
     def __str__(self) -> str:
         head = f"parallelism check of pid {self.pid}: " + (
@@ -380,33 +393,33 @@ def _config_key_findings(
     return findings
 
 
-def _threads_per_worker(workers: list[ProcessInfo]) -> dict[int, tuple[int, str]]:
-    out: dict[int, tuple[int, str]] = {}
+def _threads_per_worker(workers: list[ProcessInfo]) -> dict[int, WorkerThreads]:
+    out: dict[int, WorkerThreads] = {}
     for p in workers:
         pool = p.worker.compute_threads() if p.worker is not None else None
         if pool is not None:
-            out[p.pid] = (pool, "thread pool size")
+            out[p.pid] = WorkerThreads(pool, "thread pool size")
         elif p.num_threads is not None:
-            out[p.pid] = (p.num_threads, "OS threads")
+            out[p.pid] = WorkerThreads(p.num_threads, "OS threads")
     return out
 
 
 def _oversubscription_findings(
     c: Census,
     workers: list[ProcessInfo],
-    per_worker: dict[int, tuple[int, str]],
+    per_worker: dict[int, WorkerThreads],
     max_threads_per_core: float,
 ) -> list[Finding]:
     if not per_worker:
         return []
-    total = sum(n for n, _ in per_worker.values())
+    total = sum(w.threads for w in per_worker.values())
     cores = c.cores_available
     if total <= cores * max_threads_per_core:
         return []
     n_workers = len(per_worker)
-    counts = [n for n, _ in per_worker.values()]
+    counts = [w.threads for w in per_worker.values()]
     lo, hi = min(counts), max(counts)
-    sources = sorted({src for _, src in per_worker.values()})
+    sources = sorted({w.source for w in per_worker.values()})
     roles = sorted({p.label for p in workers if p.pid in per_worker})
     who = f"{n_workers} {'/'.join(roles)} {'process' if n_workers == 1 else 'processes'}"
     each = f"{hi} thread{'s' if hi != 1 else ''}" if lo == hi else f"{lo}-{hi} threads"
@@ -534,7 +547,7 @@ def check_parallelism(
         details=tuple(details),
         notes=tuple(notes),
         cores_available=c.cores_available,
-        threads_total=sum(n for n, _ in per_worker.values()) if per_worker else None,
+        threads_total=sum(w.threads for w in per_worker.values()) if per_worker else None,
         threads_per_worker=per_worker,
         census=full,
         main_envs=c.main_envs(),

@@ -17,6 +17,7 @@ and removed when the registry is read.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import getpass
 import json
 import math
@@ -31,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from gyreprof._errors import CorruptDataError
+from gyreprof._serial import decode, encode, serial_format
 
 __all__ = [
     "FORMAT",
@@ -99,6 +103,7 @@ def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = F
     return directory
 
 
+@serial_format(FORMAT)
 @dataclass(frozen=True)
 class WorkerRecord:
     """One worker's registration, as written by ``register_worker``.
@@ -127,7 +132,8 @@ class WorkerRecord:
     os_threads: int | None = None
     process_name: str | None = None
     registrations: int = 1
-    path: str | None = None
+    # where the record was read from: not part of its value, not written
+    path: str | None = field(default=None, compare=False, metadata={"serial": False})
 
     def compute_threads(self) -> int | None:
         """Threads one unit of numeric work may run in this worker, or ``None`` when unknown.
@@ -168,54 +174,15 @@ class WorkerRecord:
         return False, None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "pid": self.pid,
-            "role": self.role,
-            "config": self.config,
-            "create_time_s": self.create_time_s,
-            "registered_at_s": self.registered_at_s,
-            "thread_env": self.thread_env,
-            "torch_threads": self.torch_threads,
-            "torch_interop_threads": self.torch_interop_threads,
-            "threadpools": self.threadpools,
-            "os_threads": self.os_threads,
-            "process_name": self.process_name,
-            "registrations": self.registrations,
-        }
+        """JSON-ready dict, format ``gyreprof-worker/1`` (as written to the registry)."""
+        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str | None = None) -> WorkerRecord:
-        """Rebuild a record from ``to_dict()`` output; ``ValueError`` if it is not one."""
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise ValueError(f"not a gyreprof worker registration (expected format {FORMAT!r})")
-        try:
-            pools = data.get("threadpools")
-            return cls(
-                pid=int(data["pid"]),
-                role=str(data["role"]),
-                config=dict(data["config"]),
-                create_time_s=float(data["create_time_s"]),
-                registered_at_s=float(data["registered_at_s"]),
-                thread_env={str(k): str(v) for k, v in dict(data.get("thread_env") or {}).items()},
-                torch_threads=_opt_int(data.get("torch_threads")),
-                torch_interop_threads=_opt_int(data.get("torch_interop_threads")),
-                threadpools=[dict(p) for p in pools] if pools is not None else None,
-                os_threads=_opt_int(data.get("os_threads")),
-                process_name=_opt_str(data.get("process_name")),
-                registrations=int(data.get("registrations", 1)),
-                path=path,
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"corrupted worker registration: {exc!r}") from None
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
+        """Rebuild a record from ``to_dict()`` output; ``CorruptDataError`` (a
+        ``ValueError``) naming the field when it is not one."""
+        record = decode(cls, data)
+        return record if path is None else dataclasses.replace(record, path=path)
 
 
 def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,7 +280,9 @@ def _read_entry(path: Path) -> WorkerRecord:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"corrupted worker registration {path}: not JSON ({exc.msg})") from None
+        raise CorruptDataError(
+            f"corrupted worker registration {path}: not JSON ({exc.msg})"
+        ) from None
     return WorkerRecord.from_dict(data, path=str(path))
 
 

@@ -7,6 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gyreprof._errors import UnknownPhaseError
+from gyreprof._serial import plain
+
 __all__ = ["ThroughputComparison", "compare_throughput"]
 
 
@@ -38,20 +41,9 @@ class ThroughputComparison:
     message: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "workers": list(self.workers),
-            "rate_a_per_s": self.rate_a_per_s,
-            "rate_b_per_s": self.rate_b_per_s,
-            "change": self.change,
-            "ideal_change": self.ideal_change,
-            "scaling_efficiency": self.scaling_efficiency,
-            "tolerance": self.tolerance,
-            "changed": self.changed,
-            "ok": self.ok,
-            "loop_steps_per_s": list(self.loop_steps_per_s),
-            "message": self.message,
-        }
+        """JSON-ready dict of the fields."""
+        out: dict[str, Any] = plain(self)
+        return out
 
     def __str__(self) -> str:
         return self.message
@@ -82,7 +74,7 @@ def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, flo
     summary = _as_summary(run, which)
     phases = summary.phases
     if phase not in phases:
-        raise ValueError(
+        raise UnknownPhaseError(
             f"run {which} has no phase {phase!r}; its phases are {sorted(phases)} "
             "(pass phase= the name of the env-step phase)"
         )

@@ -34,12 +34,13 @@ periodic monitor).
 
 from __future__ import annotations
 
+from gyreprof._errors import MissingExtraError
+
 try:
     import ray as _ray  # noqa: F401 - fail here, with the install hint, not deep inside
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "gyreprof.integrations.ray needs Ray, which is not installed "
-        f"({_exc}). Install it with `pip install gyreprof[ray]` (or `pip install 'ray>=2.9'`)."
+    raise MissingExtraError(
+        "gyreprof.integrations.ray", "Ray", extra="ray", note="(or pip install 'ray>=2.9')"
     ) from _exc
 
 from gyreprof.integrations.ray.actor import (
@@ -52,9 +53,12 @@ from gyreprof.integrations.ray.actor import (
 )
 from gyreprof.integrations.ray.collect import collect
 from gyreprof.integrations.ray.fleet import (
+    FLEET_FORMAT,
     REASONS,
     STEP_PHASE,
+    ActorRecord,
     ActorStats,
+    FleetRecord,
     FleetSummary,
     MissingActor,
     Spread,
@@ -63,7 +67,10 @@ from gyreprof.integrations.ray.monitor import FleetMonitor, FleetPoint, Interval
 
 __all__ = [
     "CONCURRENCY_GROUP",
+    "FLEET_FORMAT",
+    "ActorRecord",
     "ActorStats",
+    "FleetRecord",
     "FleetMonitor",
     "FleetPoint",
     "FleetSummary",

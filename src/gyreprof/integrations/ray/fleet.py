@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gyreprof._errors import UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_rate, text_table
+from gyreprof._serial import decode, dumps, encode, plain, serial_format
 
 if TYPE_CHECKING:
+    from gyreprof.analysis.wait import WaitReport
     from gyreprof.summary import Snapshot, Summary
 
-__all__ = ["REASONS", "STEP_PHASE", "ActorStats", "FleetSummary", "MissingActor", "Spread"]
+__all__ = [
+    "FLEET_FORMAT",
+    "REASONS",
+    "STEP_PHASE",
+    "ActorRecord",
+    "ActorStats",
+    "FleetRecord",
+    "FleetSummary",
+    "MissingActor",
+    "Spread",
+]
+
+FLEET_FORMAT = "gyreprof.fleet/1"
 
 STEP_PHASE = "(step)"
 """Phase name that selects whole steps in the fleet views."""
@@ -61,20 +75,44 @@ class ActorStats:
         st = _phase_of(self.summary, phase)
         return math.nan if st is None or st.count == 0 else st.percentile(q)
 
+    def record(self) -> ActorRecord:
+        """What is written of this actor: everything but the snapshot, the summary as
+        ``Summary.to_dict(histograms=False)``."""
+        return ActorRecord(
+            name=self.name,
+            index=self.index,
+            actor_id=self.actor_id,
+            node_id=self.node_id,
+            node_ip=self.node_ip,
+            host=self.host,
+            pid=self.pid,
+            label=self.label,
+            size_bytes=self.size_bytes,
+            answer_s=self.answer_s,
+            summary=self.summary.to_dict(histograms=False),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "index": self.index,
-            "actor_id": self.actor_id,
-            "node_id": self.node_id,
-            "node_ip": self.node_ip,
-            "host": self.host,
-            "pid": self.pid,
-            "label": self.label,
-            "size_bytes": self.size_bytes,
-            "answer_s": self.answer_s,
-            "summary": self.summary.to_dict(histograms=False),
-        }
+        """JSON-ready dict of :meth:`record`."""
+        out: dict[str, Any] = plain(self.record())
+        return out
+
+
+@dataclass(frozen=True)
+class ActorRecord:
+    """:class:`ActorStats` as written to JSON (no snapshot; the summary as a mapping)."""
+
+    name: str
+    index: int
+    actor_id: str
+    node_id: str | None
+    node_ip: str | None
+    host: str | None
+    pid: int | None
+    label: str | None
+    size_bytes: int
+    answer_s: float
+    summary: dict[str, Any]  # Summary.to_dict(histograms=False)
 
 
 @dataclass(frozen=True)
@@ -91,13 +129,9 @@ class MissingActor:
         return f"{self.name} ({_short(self.actor_id)}): {self.reason} - {self.detail}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "index": self.index,
-            "actor_id": self.actor_id,
-            "reason": self.reason,
-            "detail": self.detail,
-        }
+        """JSON-ready dict of the fields."""
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 @dataclass(frozen=True)
@@ -144,22 +178,37 @@ class Spread:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "q": self.q,
-            "actors": self.actors,
-            "min_ns": self.min_ns,
-            "median_ns": self.median_ns,
-            "max_ns": self.max_ns,
-            "max_over_median": self.max_over_median,
-            "cv": self.cv,
-            "straggler_factor": self.straggler_factor,
-            "stragglers": list(self.stragglers),
-            "rate_min": self.rate_min,
-            "rate_median": self.rate_median,
-            "rate_max": self.rate_max,
-            "values_ns": dict(self.values_ns),
-        }
+        """JSON-ready dict of the fields (undefined numbers as ``"nan"``)."""
+        out: dict[str, Any] = plain(self)
+        return out
+
+
+@serial_format(FLEET_FORMAT)
+@dataclass(frozen=True)
+class FleetRecord:
+    """What ``FleetSummary.to_dict()`` writes, format ``gyreprof.fleet/1``; read it back with
+    :meth:`from_dict`. Summaries and the wait report are nested as their own ``to_dict()``
+    mappings (``merged``, ``learner``, ``wait``); snapshots are not written."""
+
+    answered: int
+    total: int
+    phase: str
+    collected_at_s: float
+    collect_s: float
+    merged: dict[str, Any] | None
+    per_actor: dict[str, ActorRecord]
+    missing: dict[str, MissingActor]
+    slowest: list[str]
+    spread: Spread | None
+    learner: dict[str, Any] | None
+    wait: dict[str, Any] | None
+    notes: list[str]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FleetRecord:
+        """The record again from ``FleetSummary.to_dict()``; ``CorruptDataError`` naming what
+        is wrong."""
+        return decode(cls, data)
 
 
 @dataclass(frozen=True)
@@ -176,7 +225,7 @@ class FleetSummary:
     missing: dict[str, MissingActor]
     phase: str = "env"
     learner: Summary | None = None
-    wait: Any = None  # gyreprof.analysis.wait.WaitReport when a learner recorded wait/compute
+    wait: WaitReport | None = None  # when a learner recorded wait/compute
     notes: list[str] = field(default_factory=list)
     collected_at_s: float = 0.0  # time.time() when the collection finished
     collect_s: float = 0.0  # wall seconds the collection took
@@ -195,7 +244,7 @@ class FleetSummary:
             return name
         known = {p for a in self.per_actor.values() for p in a.summary.phases}
         if self.per_actor and name not in known:
-            raise ValueError(
+            raise UnknownPhaseError(
                 f"phase {name!r} was not recorded by any actor; recorded phases: "
                 f"{sorted(known)} (or {STEP_PHASE!r} for whole steps)"
             )
@@ -225,37 +274,39 @@ class FleetSummary:
         ]
         return _spread(name, q, values, rates, straggler_factor)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> FleetRecord:
+        """What :meth:`to_dict` writes: the fleet views for the default phase, summaries
+        as ``to_dict(histograms=False)`` mappings, no snapshots."""
         spread = None
         slow: list[str] = []
         try:
-            sp = self.spread()
-            spread = sp.to_dict() if sp else None
+            spread = self.spread()
             slow = [a.name for a in self.slowest()]
-        except ValueError:
+        except ValueError:  # the default phase was not recorded by any actor
             pass
-        wait = None
-        if self.wait is not None:
-            wait = self.wait.to_dict() if hasattr(self.wait, "to_dict") else str(self.wait)
-        return {
-            "answered": self.answered,
-            "total": self.total,
-            "phase": self.phase,
-            "collected_at_s": self.collected_at_s,
-            "collect_s": self.collect_s,
-            "merged": self.merged.to_dict(histograms=False) if self.merged else None,
-            "per_actor": {k: v.to_dict() for k, v in self.per_actor.items()},
-            "missing": {k: v.to_dict() for k, v in self.missing.items()},
-            "slowest": slow,
-            "spread": spread,
-            "learner": self.learner.to_dict(histograms=False) if self.learner else None,
-            "wait": wait,
-            "notes": list(self.notes),
-        }
+        return FleetRecord(
+            answered=self.answered,
+            total=self.total,
+            phase=self.phase,
+            collected_at_s=self.collected_at_s,
+            collect_s=self.collect_s,
+            merged=self.merged.to_dict(histograms=False) if self.merged else None,
+            per_actor={k: v.record() for k, v in self.per_actor.items()},
+            missing=dict(self.missing),
+            slowest=slow,
+            spread=spread,
+            learner=self.learner.to_dict(histograms=False) if self.learner else None,
+            wait=self.wait.to_dict() if self.wait is not None else None,
+            notes=list(self.notes),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict, format ``gyreprof.fleet/1`` (see :class:`FleetRecord`)."""
+        return encode(self.record())
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        """``to_dict()`` as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent, default=str)
+        """Strict JSON text of :meth:`to_dict`."""
+        return dumps(self.record(), indent=indent)
 
     def __str__(self) -> str:
         lines = [

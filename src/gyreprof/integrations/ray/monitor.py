@@ -14,13 +14,16 @@ import numpy as np
 import ray
 
 from gyreprof._format import fmt_ns, fmt_rate
+from gyreprof._serial import decode, encode, serial_format
 from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeout
 from gyreprof.integrations.ray.fleet import STEP_PHASE, FleetSummary
 
 if TYPE_CHECKING:
     from gyreprof.summary import Snapshot
 
-__all__ = ["FleetMonitor", "FleetPoint", "IntervalStats"]
+__all__ = ["FLEET_POINT_FORMAT", "FleetMonitor", "FleetPoint", "IntervalStats"]
+
+FLEET_POINT_FORMAT = "gyreprof.fleet_point/1"
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,8 @@ class IntervalStats:
     p99: float
     max: float  # upper end of the highest non-empty bucket
 
-    def to_dict(self) -> dict[str, float]:
-        return {
-            "count": self.count,
-            "p50": self.p50,
-            "p90": self.p90,
-            "p99": self.p99,
-            "max": self.max,
-        }
 
-
+@serial_format(FLEET_POINT_FORMAT)
 @dataclass(frozen=True)
 class FleetPoint:
     """The fleet over one monitor interval (the first point covers everything so far)."""
@@ -59,18 +54,13 @@ class FleetPoint:
     slowest: str | None  # the actor with the highest p99 of the monitor's phase this interval
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "t_s": self.t_s,
-            "time_s": self.time_s,
-            "answered": self.answered,
-            "missing": list(self.missing),
-            "steps": self.steps,
-            "interval_steps": self.interval_steps,
-            "steps_per_s": self.steps_per_s,
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "spread": self.spread,
-            "slowest": self.slowest,
-        }
+        """JSON-ready dict, format ``gyreprof.fleet_point/1``."""
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FleetPoint:
+        """The point again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
 
     def __str__(self) -> str:
         parts = [
