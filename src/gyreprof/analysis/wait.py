@@ -447,11 +447,9 @@ def _ring_windows(
         # the last window without counting the step: keep closed steps only
         closed = np.unique(ev["step"][ev["phase"] == -1])
         ev = ev[(ev["phase"] == -1) | np.isin(ev["step"], closed)]
-    from gyreprof._core import recorder as _rec
+    from gyreprof._block import StatsBlock
 
-    warm_end = max(
-        (int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in prof.recorders), default=-1
-    )
+    warm_end = max((StatsBlock.of(r).warmup_end_step for r in prof.recorders), default=-1)
     warming = any(r.in_warmup_now for r in prof.recorders)
     if not marked:
         # No prof.begin(): one trainer step = one wait call and what follows it.
