@@ -65,6 +65,11 @@ class WindowRecord(NamedTuple):
     histograms: tuple[HistogramWindow, ...]  # phases in order, then the whole step
 
 
+def block_words(config: Mapping[str, Any]) -> int:
+    """Size in int64 words of the stats block a ``Recorder.config()`` describes."""
+    return int(config["offsets"]["words"])
+
+
 def window_stride(n_phases: int) -> int:
     """Words per closed-window record for ``n_phases`` phases."""
     return int(_rec.WIN_HEADER + _rec.WIN_FIELDS * (n_phases + 1))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gyreprof._block import StatsBlock
+from gyreprof._block import StatsBlock, block_words
 from gyreprof._core import monotonic_ns
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
@@ -256,7 +256,7 @@ class LiveReader:
         self.phases: tuple[str, ...] = tuple(meta["phases"])
         self.config: dict[str, Any] = dict(meta["config"])
         self.lap_cost_ns = float(meta["lap_cost_ns"])
-        self._words = int(self.config["offsets"]["words"])
+        self._words = block_words(self.config)
         self._view = np.frombuffer(mm, dtype=np.int64, count=self._words, offset=h.header_bytes)
         try:
             StatsBlock.from_config(self._view, self.config)  # checks layout version and size
