@@ -289,11 +289,12 @@ class StatsBlock:
 
     def counts_total(self) -> np.ndarray:
         """(nh,) steady counts, added up from the buckets (consistent with them)."""
-        return self.counts.sum(axis=1)
+        total: np.ndarray = self.counts.sum(axis=1)
+        return total
 
     def stat_table(self) -> np.ndarray:
         """(nh, 4) copy of ``stat`` with the count column filled in from the buckets."""
-        st = self.stat.copy()
+        st: np.ndarray = self.stat.copy()
         st[:, _rec.STAT_COUNT] = self.counts_total()
         return st
 
@@ -302,10 +303,11 @@ class StatsBlock:
         stride = window_stride(self.n_phases)
         K = self.max_windows
         start = self._off["wring"]
-        wr = self._a[start : start + K * stride].reshape(K, stride)
+        wr: np.ndarray = self._a[start : start + K * stride].reshape(K, stride)
         closed = self.windows_closed
         if closed <= K:
-            return wr[:closed].copy()
+            kept: np.ndarray = wr[:closed].copy()
+            return kept
         cut = closed % K
         return np.concatenate((wr[cut:], wr[:cut]))
 

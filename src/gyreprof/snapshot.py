@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -544,7 +544,7 @@ class Snapshot:
             parts.append(struct.pack("<I", len(enc)))
             parts.append(enc)
         flag, compress, _ = _CODECS[compression]
-        body = compress(b"".join(parts))
+        body: bytes = compress(b"".join(parts))
         return SNAPSHOT_MAGIC + struct.pack("<BB", SNAPSHOT_VERSION, flag) + body
 
     @classmethod
@@ -939,12 +939,25 @@ def _window_stats(d: np.ndarray, step_sum: float) -> WindowStats:
 # ------------------------------------------------------------------------ inputs
 
 
-def as_snapshot(source: Any, *, what: str = "this") -> Snapshot:
+@overload
+def as_snapshot(
+    source: Any, *, what: str = ..., summary_only: Literal[False] = ...
+) -> Snapshot: ...
+
+
+@overload
+def as_snapshot(
+    source: Any, *, what: str = ..., summary_only: Literal[True]
+) -> Snapshot | None: ...
+
+
+def as_snapshot(source: Any, *, what: str = "this", summary_only: bool = False) -> Snapshot | None:
     """A Profiler, Snapshot or Summary input as a Snapshot.
 
     A Profiler gives its snapshot now; a Summary the snapshot it was computed
-    from (a Summary loaded from JSON has none: ValueError). ``what`` names the
-    caller in the TypeError raised for anything else.
+    from. A Summary loaded from JSON has none: ValueError, or None with
+    ``summary_only=True`` (for callers that can work from the Summary alone).
+    ``what`` names the caller in the errors; TypeError for any other input.
     """
     if isinstance(source, Snapshot):
         return source
@@ -955,7 +968,7 @@ def as_snapshot(source: Any, *, what: str = "this") -> Snapshot:
         return source.snapshot()
     if isinstance(source, Summary):
         snap = source.snapshot
-        if snap is None:
+        if snap is None and not summary_only:
             raise ValueError(
                 f"{what} needs the snapshot behind this Summary, and a Summary loaded from "
                 "JSON has none; pass the Profiler, or a Snapshot (Snapshot.load(path))"

@@ -21,7 +21,7 @@ from gyreprof.export.events import (
     load_events,
     unix_offset_ns,
 )
-from gyreprof.snapshot import STEP, Snapshot
+from gyreprof.snapshot import STEP, Snapshot, as_snapshot
 from gyreprof.summary import PhaseStats, Summary
 
 if TYPE_CHECKING:
@@ -134,19 +134,15 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
             f"{what} takes a Profiler, Snapshot, Summary or the path of a saved one, "
             f"got {type(source).__name__}"
         )
-    snapshot: Snapshot | None
     if profiler is not None and not profiler.recorders:
         # per_thread=True and no thread has written yet: there is nothing to snapshot
         raise ValueError(_nothing(what))
-    if profiler is not None:
-        snapshot = profiler.snapshot()
-        summary = snapshot.summary()
-    elif isinstance(source, Snapshot):
-        snapshot = source
-        summary = source.summary()
+    snapshot: Snapshot | None
+    if profiler is None and isinstance(source, Summary):
+        snapshot, summary = None, source  # exporters read a Summary as given
     else:
-        snapshot = None
-        summary = source
+        snapshot = as_snapshot(profiler or source, what=what)
+        summary = snapshot.summary()
     if not allow_empty and is_empty(summary):
         raise ValueError(_nothing(what))
     return Resolved(

@@ -92,7 +92,8 @@ class HdrHistogramData:
         return int(self.counts.sum())
 
     def percentiles(self, qs: Sequence[float]) -> np.ndarray:
-        """Values at percentiles ``qs`` (0..100): the midpoint of the bucket holding the rank."""
+        """Values at percentiles ``qs`` (0..100): the one rule (gyreprof._core.histogram), no
+        exact extremes to clamp to."""
         vals = percentiles_from_counts(
             np.ascontiguousarray(self.counts, dtype=np.int64), list(qs), *self.layout, -1, -1
         )
