@@ -471,6 +471,9 @@ def test_interval_before_after_and_restarts() -> None:
     assert interval(a, moved) is moved  # another process: a restart, everything so far
     with pytest.raises(ValueError, match="single-source"):
         interval(gp.merge([a, a]), b)
+    assert interval(gp.merge([a, a]), b, strict=False) is b  # ray's use: a restart
+    two = interval(gp.merge([a, a]), gp.merge([b, b]))  # a per-thread profiler's merges
+    assert two.steady_steps == 2 * iv.steady_steps and len(two.sources) == 1
     with pytest.raises(TypeError, match="two Snapshots"):
         interval(a, prof)  # type: ignore[arg-type]
     assert as_snapshot(prof).steps == b.steps

@@ -767,20 +767,22 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
 # ----------------------------------------------------------------------- interval
 
 
-def interval(before: Snapshot | None, after: Snapshot) -> Snapshot:
-    """What one source recorded between two of its snapshots (exact histograms).
+def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -> Snapshot:
+    """What a source recorded between two of its snapshots (exact histograms).
 
     ``before`` and ``after`` are in time order. Buckets and counters only grow,
     so ``after - before`` is the histogram of the values recorded in between;
     the interval's min/max are exact where a new extreme was set, else bounded
     by the outermost non-empty buckets. Its ``steady_s`` is the time between
-    the two snapshots.
+    the two snapshots and ``steady_steps`` the steps completed in between.
 
     ``after`` itself (everything so far) is returned when there is no
     ``before`` (None), or when the source restarted in between: another
-    process (pid), fewer steps, a shrinking bucket. ValueError when the two
-    are not of one profiler (phases or layout differ, same process) or not of
-    one source (merged snapshots).
+    process (pid), fewer steps, a shrinking bucket. Two snapshots that are not
+    of the same source(s) (phases, layout or number of sources differ) raise
+    ValueError, or with ``strict=False`` count as a restart too. A merged
+    snapshot (e.g. a ``per_thread`` profiler) pairs with a merge of the same
+    sources; its interval reads as one source.
     """
     if not isinstance(after, Snapshot) or not isinstance(before, (Snapshot, type(None))):
         raise TypeError(
@@ -789,12 +791,22 @@ def interval(before: Snapshot | None, after: Snapshot) -> Snapshot:
         )
     if before is None:
         return after
-    if len(before.sources) != 1 or len(after.sources) != 1:
-        raise ValueError("interval needs single-source snapshots (not merged ones)")
-    if before.meta.get("pid") != after.meta.get("pid"):
+    pid_before, pid_after = before.meta.get("pid"), after.meta.get("pid")
+    if pid_before is not None and pid_after is not None and pid_before != pid_after:
         return after  # the source restarted as another process
-    if before.phases != after.phases or before.layout != after.layout:
-        raise ValueError("interval needs two snapshots of the same profiler")
+    problem = None
+    if len(before.sources) != len(after.sources):
+        problem = (
+            f"interval needs two snapshots of the same source(s), got {len(before.sources)} "
+            f"and {len(after.sources)} sources: pair a single-source snapshot with one of "
+            "the same source, a merge with a merge of the same sources"
+        )
+    elif before.phases != after.phases or before.layout != after.layout:
+        problem = "interval needs two snapshots of the same profiler (phases or layout differ)"
+    if problem is not None:
+        if strict:
+            raise ValueError(problem)
+        return after
     counts = after.counts - before.counts
     if (counts < 0).any() or after.steps < before.steps:
         return after
@@ -824,6 +836,9 @@ def interval(before: Snapshot | None, after: Snapshot) -> Snapshot:
     totals = {k: max(0, after.totals.get(k, 0) - before.totals.get(k, 0)) for k in _TOTAL_KEYS}
     counters = {k: v - before.counters.get(k, 0) for k, v in after.counters.items()}
     src = dict(after.sources[0])
+    if len(after.sources) > 1:
+        src = {k: src[k] for k in ("pid", "host", "label", "unix_offset_ns") if k in src}
+        src["merged"] = len(after.sources)
     src.update(
         steady_ns=dt,
         warmup_ns=0,
