@@ -32,7 +32,6 @@ import numpy as np
 from gyreprof._core import recorder as _rec
 
 LAYOUT_VERSION: int = _rec.LAYOUT_VERSION
-WINDOW_QUANTILES: tuple[float, ...] = (50.0, 90.0, 99.0)  # the percentiles a window record keeps
 
 
 class _RecorderLike(Protocol):
