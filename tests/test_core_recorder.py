@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from gyreprof._block import StatsBlock
 from gyreprof._core import Recorder, monotonic_ns, tsc_invariant
 from gyreprof._core import recorder as R
-from gyreprof.summary import hot_lines
 
 from helpers.reference import RefRing
 
@@ -84,8 +84,7 @@ def test_counters_and_first_values() -> None:
     rec.count(0, 3)
     s = rec.stats_array()
     off = rec.offsets
-    hot = hot_lines(s, off, 2)
-    assert hot[0, R.HOT_FIRST] == 5_000
+    assert StatsBlock(s, off, rec.n_phases).first[0] == 5_000
     assert s[off["counters"]] == 3
     assert _bucket_counts(rec, s)[0] == 2  # both records in the phase histogram
 
@@ -187,7 +186,7 @@ def test_warmup_steps_kept_apart() -> None:
     s = rec.stats_array()
     off = rec.offsets
     warm = s[off["warm"] : off["warm"] + 6].reshape(2, 3)
-    stat = hot_lines(s, off, 2)[:, R.HOT_STAT : R.HOT_STAT + 4]
+    stat = StatsBlock(s, off, rec.n_phases).stat
     assert warm[0, 0] == 5 and warm[1, 0] == 5
     assert _bucket_counts(rec, s).tolist() == [10, 10]
     assert stat[0, 1] > 0 and stat[1, 1] >= stat[0, 1]  # steady sums
@@ -314,6 +313,6 @@ def test_sums_cannot_overflow() -> None:
     rec = Recorder(1)
     for _ in range(4):
         rec.record(0, 2**63)
-    hot = hot_lines(rec.stats_array(), rec.offsets, 2)
     stats = rec.stats_array()
-    assert _bucket_counts(rec, stats)[0] == 4 and hot[0, R.HOT_STAT + 1] > 0
+    stat = StatsBlock(stats, rec.offsets, rec.n_phases).stat
+    assert _bucket_counts(rec, stats)[0] == 4 and stat[0, R.STAT_SUM] > 0

@@ -280,3 +280,205 @@ def test_crafted_zero_run_in_a_snapshot_is_a_value_error() -> None:
     body[pos : pos + 4 + n] = len(evil).to_bytes(4, "little") + evil
     with pytest.raises(ValueError, match="corrupted"):
         gp.Snapshot.from_bytes(data[:6] + zlib.compress(bytes(body)))
+
+
+# ------------------------------------------------------------- one percentile rule
+
+
+def _ten_step_window() -> gp.Profiler:
+    prof = gp.Profiler(["a"], window_steps=10)
+    for v in range(100_000, 1_000_001, 100_000):  # ten distinct values, 100 us .. 1 ms
+        prof.begin()
+        prof.record("a", v)
+    prof.end()
+    return prof
+
+
+def test_rolling_window_p99_is_the_top_rank() -> None:
+    # rank ceil(0.99 * 10) = 10 is the largest value, exactly; the old integer-midpoint
+    # rule read it from its ~3% bucket (999423 ns)
+    (w,) = _ten_step_window().windows()
+    a = w.phases["a"]
+    assert a.count == 10 and a.p99 == 1_000_000 and a.max == 1_000_000
+    assert a.p90 == pytest.approx(900_000, rel=0.04)  # rank 9: a bucket midpoint
+    assert a.p50 == pytest.approx(500_000, rel=0.04)
+
+
+def test_one_rule_in_histograms_summaries_merges_and_windows() -> None:
+    values = list(range(100_000, 1_000_001, 100_000))
+    prof = _ten_step_window()
+    from gyreprof._core import Histogram
+
+    h = Histogram()
+    h.record_many(values)
+    s = prof.summary()
+    merged = gp.merge([prof.snapshot(), prof.snapshot()]).summary()
+    view = s["a"].histogram
+    assert view is not None and not view.counts.flags.writeable
+    exact = prof.windows(steps=10)[0].phases["a"]  # exact values from the ring
+    for q in (0.0, 10.0, 50.0, 90.0, 99.0, 100.0):
+        expect = h.percentile(q)
+        assert s["a"].percentile(q) == expect
+        assert view.percentile(q) == expect
+        assert merged["a"].percentile(q) == expect  # twice the values: the same ranks
+    assert s["a"].p99 == exact.p99 == 1_000_000  # the top rank is the exact maximum
+    assert h.percentile(10.0) == 100_000  # rank 1 is the exact minimum
+    assert view.count == 10 and view.min == 100_000 and view.max == 1_000_000
+    assert len(view.lows) == len(view.widths) == len(view.counts)
+    assert (view.midpoints >= view.lows).all()
+
+
+# -------------------------------------------------------- merged time is wall time
+
+
+def _source(steps: int, start_s: float, end_s: float, *, mono_base_s: float, host: str, offset):
+    """A real snapshot of ``steps`` steps, its steady span set to known times."""
+    prof = gp.Profiler(["x"])
+    for _ in range(steps):
+        prof.begin()
+    prof.end()
+    snap = prof.snapshot()
+    t0 = int((start_s - mono_base_s) * 1e9) + 10**12  # this source's own monotonic clock
+    t1 = t0 + int((end_s - start_s) * 1e9)
+    src = dict(snap.sources[0])
+    src.update(
+        steady_start_ns=t0,
+        end_ns=t1,
+        steady_ns=t1 - t0,
+        rate=steps / (end_s - start_s),
+        host=host,
+    )
+    src.pop("unix_offset_ns", None)
+    if offset is not None:
+        src["unix_offset_ns"] = int(offset(mono_base_s))
+    return gp.Snapshot(
+        phases=snap.phases,
+        config=snap.config,
+        counts=snap.counts,
+        stat=snap.stat,
+        warm=snap.warm,
+        first=snap.first,
+        totals=snap.totals,
+        counters=snap.counters,
+        times=snap.times,
+        rolling=None,
+        lap_cost_ns=snap.lap_cost_ns,
+        sources=[src],
+        meta={"host": host},
+    )
+
+
+@pytest.mark.parametrize("clocks", ["unix_offsets", "one_host"])
+def test_merged_elapsed_is_the_wall_span(clocks: str) -> None:
+    # three sources of one 5 s run: 5.0 + 4.7 + 4.5 = 14.2 source-seconds, 5 s of wall time.
+    # With offsets each source has its own monotonic base (another host); on one host
+    # without offsets they share the machine's monotonic clock.
+    def offset(base_s: float) -> int:
+        return int((1_700_000_000 + base_s) * 1e9) - 10**12
+
+    spec = [(20_000, 0.0, 5.0, 11.0), (19_750, 0.2, 4.9, 222.0), (19_500, 0.5, 5.0, 3333.0)]
+    if clocks == "unix_offsets":
+        snaps = [
+            _source(n, a, b, mono_base_s=base, host=f"h{i}", offset=offset)
+            for i, (n, a, b, base) in enumerate(spec)
+        ]
+    else:
+        snaps = [_source(n, a, b, mono_base_s=0.0, host="h", offset=None) for n, a, b, _ in spec]
+    s = gp.merge(snaps).summary()
+    assert s.steps == 59_250 and s.sources == 3
+    assert s.elapsed_s == pytest.approx(5.0, abs=1e-6)  # not 14.2
+    assert s.steps_per_s == pytest.approx(59_250 / 5.0)
+    assert s.steps_per_s * s.elapsed_s == pytest.approx(s.steps)  # the line adds up
+    text = str(s)
+    assert "59250 steady steps in 5 s" in text
+    rates = sorted(n / (b - a) for n, a, b, _ in spec)
+    assert "per source:" in text and f"{rates[0] / 1000:.3g}k" in text.replace(" ", "")
+    assert s.meta["source_rates"] == pytest.approx([rates[0], rates[1], rates[2]])
+
+
+def test_merged_span_without_a_common_clock_is_the_longest_source() -> None:
+    # other hosts and no offsets: the sources cannot be placed on one clock; the answer is
+    # the longest source (a lower bound), never the sum
+    snaps = [
+        _source(n, a, b, mono_base_s=base, host=f"h{i}", offset=None)
+        for i, (n, a, b, base) in enumerate([(1000, 0.0, 2.0, 5.0), (1000, 0.0, 1.0, 9.0)])
+    ]
+    s = gp.merge(snaps).summary()
+    assert s.elapsed_s == pytest.approx(2.0) and s.steps_per_s == pytest.approx(1000.0)
+
+
+def test_per_thread_summary_counts_wall_time() -> None:
+    import threading
+    import time
+
+    prof = gp.Profiler(["x"], per_thread=True)
+    barrier = threading.Barrier(4)  # three writers and this thread
+
+    def run() -> None:
+        barrier.wait()
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end:
+            prof.begin()
+            prof.lap(0)
+        prof.end()
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    for t in threads:
+        t.join()
+    s = prof.summary()
+    busy = sum(src["steady_ns"] for src in prof.snapshot().sources) / 1e9
+    assert s.sources == 3 and busy > 0.85  # three threads of 0.3 s each
+    assert s.elapsed_s < 0.6 * busy  # they ran side by side: about 0.3 s of wall time
+    assert s.steps_per_s * s.elapsed_s == pytest.approx(s.steps, rel=1e-9)
+
+
+# --------------------------------------------------------------------- interval
+
+
+def test_interval_before_after_and_restarts() -> None:
+    from gyreprof.snapshot import as_snapshot, interval
+
+    prof = gp.Profiler(["x"])
+    for _ in range(10):
+        prof.begin()
+        prof.record("x", 1000)
+    a = prof.snapshot()
+    for _ in range(5):
+        prof.begin()
+        prof.record("x", 2000)
+    prof.end()
+    b = prof.snapshot()
+    iv = interval(a, b)
+    assert iv.steady_steps == 5 + 1 - 0  # the open step closed in between
+    assert int(iv.counts[0].sum()) == 5 and iv.stat[0, 2] == 2000
+    assert iv.steady_s == pytest.approx((b.times["taken_ns"] - a.times["taken_ns"]) / 1e9)
+    assert interval(None, b) is b  # nothing before: everything so far
+    other = gp.Snapshot.from_bytes(b.to_bytes())
+    moved = gp.Snapshot(
+        **{k: getattr(other, k) for k in ("phases", "config", "counts", "stat", "warm")},
+        first=other.first,
+        totals=other.totals,
+        counters=other.counters,
+        times=other.times,
+        rolling=None,
+        lap_cost_ns=other.lap_cost_ns,
+        sources=other.sources,
+        meta={**other.meta, "pid": -5},
+    )
+    assert interval(a, moved) is moved  # another process: a restart, everything so far
+    with pytest.raises(ValueError, match="single-source"):
+        interval(gp.merge([a, a]), b)
+    assert interval(gp.merge([a, a]), b, strict=False) is b  # ray's use: a restart
+    two = interval(gp.merge([a, a]), gp.merge([b, b]))  # a per-thread profiler's merges
+    assert two.steady_steps == 2 * iv.steady_steps and len(two.sources) == 1
+    with pytest.raises(TypeError, match="two Snapshots"):
+        interval(a, prof)  # type: ignore[arg-type]
+    assert as_snapshot(prof).steps == b.steps
+    assert as_snapshot(b.summary()) is b and as_snapshot(b) is b
+    with pytest.raises(ValueError, match="loaded from"):
+        as_snapshot(gp.Summary.from_json(b.summary().to_json()))
+    with pytest.raises(TypeError, match="Profiler, Snapshot or Summary"):
+        as_snapshot(42)

@@ -29,17 +29,17 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from gyreprof._block import StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
-from gyreprof._core import recorder as _rec
-from gyreprof.summary import (
+from gyreprof.snapshot import (
     STEP,
     Snapshot,
-    Summary,
     Window,
-    WindowStats,
-    default_meta,
+    current_unix_offset_ns,
     merge,
+    windows_from_events,
 )
+from gyreprof.summary import Summary, default_meta
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -412,10 +412,9 @@ class Profiler:
         ph = best[2]
         counters: dict[str, int] = {}
         for rec in recs:
-            view = rec.stats_view()
-            base = rec.offsets["counters"]
+            block = StatsBlock.of(rec)
             for name, slot in self._counter_slots.items():
-                counters[name] = counters.get(name, 0) + int(view[base + slot])
+                counters[name] = counters.get(name, 0) + block.counter(slot)
         return Progress(
             step,
             done,
@@ -431,8 +430,8 @@ class Profiler:
         cfg = rec.config()
         meta = default_meta(self.label)
         # wall-clock time of the monotonic clock's zero, so saved snapshots can be dated
-        meta["unix_offset_ns"] = time.time_ns() - monotonic_ns()
-        meta["windows_closed"] = int(stats[_rec.H_WINDOWS])
+        meta["unix_offset_ns"] = current_unix_offset_ns()
+        meta["windows_closed"] = StatsBlock(stats, rec.offsets, rec.n_phases).windows_closed
         return Snapshot.from_stats(
             stats,
             cfg,
@@ -486,9 +485,7 @@ class Profiler:
                 out.extend(self._snapshot_of(r).windows())
             return sorted(out, key=lambda w: w.start_ns)
         ev = self.events()
-        warm_end = max(
-            (int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in self.recorders), default=-1
-        )
+        warm_end = max((StatsBlock.of(r).warmup_end_step for r in self.recorders), default=-1)
         in_warm = any(r.in_warmup_now for r in self.recorders)
         return windows_from_events(
             ev,
@@ -545,81 +542,3 @@ class Profiler:
 
     def __repr__(self) -> str:
         return f"Profiler(phases={list(self.phases)}, per_thread={self.per_thread})"
-
-
-def windows_from_events(
-    events: np.ndarray,
-    phases: Sequence[str],
-    *,
-    steps: int | None = None,
-    seconds: float | None = None,
-    warmup_end_step: int = -1,
-    still_warming: bool = False,
-) -> list[Window]:
-    """Exact per-window stats from raw events (as returned by ``Profiler.events``)."""
-    if steps is not None:
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ValueError(f"steps must be a positive int, got {steps!r}")
-    elif seconds is not None:
-        try:
-            sec = float(seconds)
-        except (TypeError, ValueError):
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}") from None
-        if not math.isfinite(sec) or sec <= 0:
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}")
-    if len(events) == 0:
-        return []
-    if steps is not None:
-        ev = events[events["step"] >= 1]
-        keys = (ev["step"] - 1) // int(steps)
-    else:
-        ev = events
-        t0 = int(ev["start_ns"].min())
-        keys = (ev["start_ns"] - t0) // int(float(seconds) * 1e9)  # type: ignore[arg-type]
-    if len(ev) == 0:
-        return []
-    order = np.argsort(keys, kind="stable")
-    ev, keys = ev[order], keys[order]
-    bounds = np.flatnonzero(np.diff(keys)) + 1
-    out = []
-    for chunk_keys, chunk in zip(np.split(keys, bounds), np.split(ev, bounds), strict=True):
-        k = int(chunk_keys[0])
-        is_step = chunk["phase"] == -1
-        step_d = chunk["duration_ns"][is_step].astype(np.float64)
-        step_sum = float(step_d.sum())
-        stats: dict[str, WindowStats] = {}
-        for i, name in enumerate(phases):
-            d = chunk["duration_ns"][chunk["phase"] == i].astype(np.float64)
-            stats[name] = _window_stats(d, step_sum)
-        first_step = int(chunk["step"].min()) if len(chunk) else 0
-        warm = still_warming or (warmup_end_step >= 0 and first_step <= warmup_end_step)
-        out.append(
-            Window(
-                index=k,
-                start_ns=int(chunk["start_ns"].min()),
-                end_ns=int((chunk["start_ns"] + chunk["duration_ns"]).max()),
-                first_step=first_step,
-                steps=int(is_step.sum()),
-                warmup=bool(warm),
-                phases=stats,
-                step=_window_stats(step_d, step_sum) if len(step_d) else None,
-                source="ring",
-            )
-        )
-    return out
-
-
-def _window_stats(d: np.ndarray, step_sum: float) -> WindowStats:
-    if len(d) == 0:
-        return WindowStats(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
-    p50, p90, p99 = np.percentile(d, [50, 90, 99], method="inverted_cdf")
-    s = float(d.sum())
-    return WindowStats(
-        count=int(len(d)),
-        mean=s / len(d),
-        p50=float(p50),
-        p90=float(p90),
-        p99=float(p99),
-        max=float(d.max()),
-        share=s / step_sum if step_sum > 0 else math.nan,
-    )

@@ -82,16 +82,18 @@ class RefHistogram:
         if self.total == 0:
             return math.nan
         assert self.min is not None and self.max is not None
-        if q <= 0:
-            return float(self.min)
-        if q >= 100:
-            return float(self.max)
         rank = max(1, min(self.total, math.ceil(q / 100.0 * self.total)))
+        # rank 1 and rank N are the exact extremes; other ranks read as their
+        # bucket's integer midpoint, clamped to the extremes
+        if rank == self.total:
+            return float(self.max)
+        if rank == 1:
+            return float(self.min)
         cum = 0
         for i, c in enumerate(self.counts):
             cum += c
             if cum >= rank:
-                mid = self.layout.lowest_equivalent(i) + (self.layout.width(i) - 1) / 2.0
+                mid = self.layout.lowest_equivalent(i) + (self.layout.width(i) - 1) // 2
                 return float(min(max(mid, self.min), self.max))
         raise AssertionError("rank beyond total")
 

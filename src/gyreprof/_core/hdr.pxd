@@ -99,3 +99,38 @@ cdef inline int hdr_init(HdrLayout* L, int64_t lowest, int64_t highest,
     L.bucket_count = buckets
     L.counts_len = (<int64_t>(buckets + 1)) * L.sub_bucket_half_count
     return 0
+
+
+cdef inline int64_t hdr_rank(double q, int64_t total) noexcept nogil:
+    """Rank (1-based, ascending) of percentile ``q`` (0..100) among ``total`` values:
+    ``max(1, ceil(q/100 * total))``, the inverted-CDF rule (numpy's ``inverted_cdf``)."""
+    cdef double x = q / 100.0 * <double>total
+    cdef int64_t rank = <int64_t>x
+    if <double>rank < x:
+        rank += 1
+    if rank < 1:
+        rank = 1
+    if rank > total:
+        rank = total
+    return rank
+
+
+cdef inline int64_t hdr_value_at(const HdrLayout* L, int64_t index, int64_t rank, int64_t total,
+                                 int64_t vmin, int64_t vmax) noexcept nogil:
+    """The percentile rule, shared by every histogram, window and report.
+
+    The value of rank ``rank`` of ``total`` lies in bucket ``index``. Rank 1 is the
+    exact minimum and rank ``total`` the exact maximum; any other rank reads as its
+    bucket's midpoint ``lowest + (width - 1) // 2``, clamped to ``[vmin, vmax]``.
+    ``vmin``/``vmax`` of -1 mean unknown (no clamp on that side).
+    """
+    if rank >= total and vmax >= 0:
+        return vmax
+    if rank <= 1 and vmin >= 0:
+        return vmin
+    cdef int64_t value = hdr_lowest_equivalent(L, index) + (hdr_bucket_width(L, index) - 1) // 2
+    if vmin >= 0 and value < vmin:
+        return vmin
+    if vmax >= 0 and value > vmax:
+        return vmax
+    return value

@@ -1,24 +1,29 @@
 # cython: language_level=3, embedsignature=True
 """Log-linear histogram and the percentile rule every gyreprof report uses.
 
-Percentile semantics (documented in one place, used everywhere):
-``percentile(q)`` finds the bucket holding the value of rank
-``max(1, ceil(q/100 * N))`` in ascending order (the inverted-CDF rule, numpy's
-``method="inverted_cdf"``) and returns that bucket's midpoint, clamped to the
-exact minimum and maximum. ``q == 0`` is the exact minimum and ``q == 100`` the
-exact maximum. The result is within half a bucket of the true order statistic:
-relative error at most ``1 / 2**(m+1)`` where ``2**m`` is the sub-bucket half
-count (at 3 significant figures: 1/2048, under 0.05%).
+Percentile semantics (documented here once; the rule itself is ``hdr_value_at`` in
+hdr.pxd, used by this module, the recorder's rolling windows, merged snapshots,
+live windows and every report):
+
+``percentile(q)`` takes the value of rank ``r = max(1, ceil(q/100 * N))`` in
+ascending order (the inverted-CDF rule, numpy's ``method="inverted_cdf"``).
+Rank 1 is the exact minimum and rank ``N`` the exact maximum (so ``q == 0``
+gives the minimum and ``q == 100``, or p99 of 10 values, the maximum). Any
+other rank reads as the midpoint ``lowest + (width - 1) // 2`` of the bucket
+holding it, clamped to the exact minimum and maximum. The result is within
+half a bucket of the true order statistic: relative error at most
+``1 / 2**(m+1)`` where ``2**m`` is the sub-bucket half count (at 3
+significant figures: 1/2048, under 0.05%; rolling windows use 1 significant
+figure, about 3%).
 """
 
 cimport cython
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport ceil
 from libc.stdint cimport int64_t
 
 from gyreprof._core.hdr cimport (HdrLayout, hdr_bucket_width, hdr_index, hdr_init,
-                                 hdr_lowest_equivalent)
+                                 hdr_lowest_equivalent, hdr_rank, hdr_value_at)
 
 cnp.import_array()
 
@@ -108,33 +113,16 @@ def percentiles_from_counts(const int64_t[::1] counts, qs, int64_t lowest, int64
     cdef int64_t[::1] order_v = order.astype(np.int64)
     cdef Py_ssize_t k = 0, nq = q_arr.shape[0], j
     cdef int64_t cum = 0, rank
-    cdef double q, value
     i = 0
     for k in range(nq):
         j = order_v[k]
-        q = q_v[j]
-        if q <= 0.0 and vmin >= 0:
-            out_v[j] = <double>vmin
-            continue
-        if q >= 100.0 and vmax >= 0:
-            out_v[j] = <double>vmax
-            continue
-        rank = <int64_t>ceil(q / 100.0 * <double>total)
-        if rank < 1:
-            rank = 1
-        if rank > total:
-            rank = total
+        rank = hdr_rank(q_v[j], total)
         while i < L.counts_len and cum + counts[i] < rank:
             cum += counts[i]
             i += 1
         if i >= L.counts_len:
             i = L.counts_len - 1
-        value = <double>hdr_lowest_equivalent(&L, i) + (<double>hdr_bucket_width(&L, i) - 1.0) / 2.0
-        if vmin >= 0 and value < vmin:
-            value = vmin
-        if vmax >= 0 and value > vmax:
-            value = vmax
-        out_v[j] = value
+        out_v[j] = <double>hdr_value_at(&L, i, rank, total, vmin, vmax)
     return out
 
 

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The hot-path recorder: per-phase histograms, a ring of raw events, rolling windows.
 
-Contracts (see recorder.pyx for the memory layout):
+Contracts (the stats block's layout is the cpdef enum below):
 - Units: every time and duration is int64 nanoseconds on the recorder's clock
   (CLOCK_MONOTONIC unless clock="tsc").
 - Single writer: ``begin/lap/end/record/count`` and the PhaseTimer methods may be
@@ -23,6 +23,75 @@ from libc.stdint cimport int32_t, int64_t
 from gyreprof._core.hdr cimport HdrLayout
 
 
+# The stats block layout, declared once. ``cpdef enum`` makes every name both a C
+# constant (for the write path) and a module-level int of gyreprof._core.recorder;
+# Python code reads a block through gyreprof._block, never by these words directly.
+cpdef enum:
+    LAYOUT_VERSION = 1
+
+    # header words; words 0..7 are the ones lap() touches (one cache line)
+    H_STEP = 0             # steps begun
+    H_OPEN_PHASE = 1       # phase now open (-1: none / between phases)
+    H_OPEN_SINCE = 2       # ns of the last boundary (-1: none)
+    H_RING_HEAD = 3        # events ever written to the ring
+    H_STEP_START = 4       # ns the open step began (-1: no step open)
+    H_NEGATIVE = 5         # negative durations (counted, not recorded)
+    H_OUT_OF_RANGE = 6     # values above the range (clamped into the top bucket)
+    H_START = 7            # ns of the first write (0: nothing written yet)
+    H_STEPS_DONE = 8       # steps completed (closed by begin() or end())
+    # word 9 is reserved (phase records are the histogram and warm-up counts)
+    H_NONFINITE = 10       # NaN / infinite durations given to record()
+    H_STEADY_START = 11    # ns warm-up ended (-1: still warming up)
+    H_WARMUP_STEPS = 12    # steps completed during warm-up
+    H_LAST_STEP_END = 13   # ns the last step closed (-1: none)
+    H_WINDOWS = 14         # rolling windows closed so far
+    H_WIN_STEPS = 15       # steps in the current window
+    H_WIN_START = 16       # ns the current window began (-1: none)
+    H_WIN_FIRST_STEP = 17  # first step number of the current window
+    H_LAST_WRITE = 18      # ns of the last begin/end/record/timed phase (lap() leaves it)
+    H_WARMUP_END_STEP = 19 # step number of the last warm-up step (-1: warm-up not over)
+    HEADER_WORDS = 32
+
+    # the "hot" region: one 64-byte line per histogram
+    HOT_WORDS = 8
+    HOT_FIRST = 0          # first value recorded (-1: none)
+    HOT_STAT = 1           # steady statistics: STAT_FIELDS words from here
+    HOT_WIN = 5            # current rolling window: WCUR_FIELDS words from here
+    # steady statistics (HOT_STAT + ...). The count is not maintained by the writer
+    # (the buckets hold it); readers fill it in from the buckets.
+    STAT_COUNT = 0
+    STAT_SUM = 1
+    STAT_MIN = 2           # -1: none
+    STAT_MAX = 3
+    STAT_FIELDS = 4
+    # current window (HOT_WIN + ...); its count is left to the window's buckets
+    WCUR_MIN = 0           # -1: none
+    WCUR_SUM = 1
+    WCUR_MAX = 2           # -1: none
+    WCUR_FIELDS = 3
+    # the "warm" region: per histogram, totals of the warm-up
+    WARM_COUNT = 0
+    WARM_SUM = 1
+    WARM_MAX = 2
+    WARM_FIELDS = 3
+    # the "wring" region: closed windows, each WIN_HEADER + WIN_FIELDS * histograms words
+    WIN_START = 0          # ns the window began
+    WIN_END = 1            # ns it closed
+    WIN_FIRST_STEP = 2
+    WIN_STEPS = 3
+    WIN_WARMUP = 4         # 1: closed during warm-up
+    WIN_HEADER = 5
+    WIN_COUNT = 0          # per histogram, from WIN_HEADER + WIN_FIELDS * h
+    WIN_SUM = 1
+    WIN_MAX = 2
+    WIN_P50 = 3
+    WIN_P90 = 4
+    WIN_P99 = 5
+    WIN_FIELDS = 6
+
+    WINDOW_SIGNIFICANT_FIGURES = 1   # rolling windows: ~3% buckets, 39x16 counters per histogram
+
+
 ctypedef struct Event:
     int32_t phase        # phase id, or -1 for a whole step
     int32_t _pad
@@ -35,7 +104,7 @@ cdef class Recorder:
     # Hot fields first: the lap path reads these, and keeping them together keeps the
     # number of cache lines a lap touches small.
     cdef int64_t* s              # the stats block (hot header words first)
-    cdef int64_t* hot            # per histogram, one 64-byte line: see C_HOT_* in recorder.pyx
+    cdef int64_t* hot            # per histogram, one 64-byte line: see HOT_* above
     cdef int64_t* counts         # per histogram: L.counts_len buckets
     cdef int64_t* wcounts        # per histogram: WL.counts_len buckets
     cdef Event* ring

@@ -5,17 +5,18 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+# the stats block's words: recorder.pxd declares them (cpdef enum); gyreprof._block reads them
 LAYOUT_VERSION: int
 H_STEP: int
-H_STEPS_DONE: int
-H_EVENTS: int
-H_OUT_OF_RANGE: int
-H_NEGATIVE: int
-H_NONFINITE: int
 H_OPEN_PHASE: int
 H_OPEN_SINCE: int
+H_RING_HEAD: int
 H_STEP_START: int
+H_NEGATIVE: int
+H_OUT_OF_RANGE: int
 H_START: int
+H_STEPS_DONE: int
+H_NONFINITE: int
 H_STEADY_START: int
 H_WARMUP_STEPS: int
 H_LAST_STEP_END: int
@@ -23,17 +24,39 @@ H_WINDOWS: int
 H_WIN_STEPS: int
 H_WIN_START: int
 H_WIN_FIRST_STEP: int
-H_RING_HEAD: int
 H_LAST_WRITE: int
 H_WARMUP_END_STEP: int
 HEADER_WORDS: int
-WIN_HEADER: int
-WIN_FIELDS: int
-WCUR_FIELDS: int
 HOT_WORDS: int
 HOT_FIRST: int
 HOT_STAT: int
 HOT_WIN: int
+STAT_COUNT: int
+STAT_SUM: int
+STAT_MIN: int
+STAT_MAX: int
+STAT_FIELDS: int
+WCUR_MIN: int
+WCUR_SUM: int
+WCUR_MAX: int
+WCUR_FIELDS: int
+WARM_COUNT: int
+WARM_SUM: int
+WARM_MAX: int
+WARM_FIELDS: int
+WIN_START: int
+WIN_END: int
+WIN_FIRST_STEP: int
+WIN_STEPS: int
+WIN_WARMUP: int
+WIN_HEADER: int
+WIN_COUNT: int
+WIN_SUM: int
+WIN_MAX: int
+WIN_P50: int
+WIN_P90: int
+WIN_P99: int
+WIN_FIELDS: int
 WINDOW_SIGNIFICANT_FIGURES: int
 EVENT_DTYPE: np.dtype[Any]
 

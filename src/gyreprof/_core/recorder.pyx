@@ -4,7 +4,7 @@
 Memory: one int64 *stats block* (histograms, counters, rolling windows; it can
 live in shared memory for the live view) and one *ring* of raw events
 (private). Word offsets of the stats block's regions are in
-``Recorder.offsets``; ``H_*`` below index its header. With ``P`` phases there
+``Recorder.offsets``; the words inside each region are named in recorder.pxd. With ``P`` phases there
 are ``P + 1`` histograms: ``0..P-1`` are the phases, ``P`` is the whole step.
 """
 
@@ -19,65 +19,23 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcpy, memset
 
 from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc, gyre_thread_token
-from gyreprof._core.hdr cimport (HdrLayout, hdr_bucket_width, hdr_index, hdr_init,
-                                 hdr_lowest_equivalent)
+from gyreprof._core.hdr cimport HdrLayout, hdr_index, hdr_init, hdr_value_at
 
 cnp.import_array()
 
-LAYOUT_VERSION = 1
-
-# header words of the stats block; words 0..7 are the ones lap() touches (one cache line)
-H_STEP = 0            # steps begun
-H_OPEN_PHASE = 1      # phase now open (-1: none / between phases)
-H_OPEN_SINCE = 2      # ns of the last boundary (-1: none)
-H_RING_HEAD = 3       # events ever written to the ring
-H_STEP_START = 4      # ns the open step began (-1: no step open)
-H_NEGATIVE = 5        # negative durations (counted, not recorded)
-H_OUT_OF_RANGE = 6    # values above the range (clamped into the top bucket)
-H_START = 7           # ns of the first write (0: nothing written yet)
-H_STEPS_DONE = 8      # steps completed (closed by begin() or end())
-H_EVENTS = 9          # unused (phase records are the histogram and warm-up counts)
-H_NONFINITE = 10      # NaN / infinite durations given to record()
-H_STEADY_START = 11   # ns warm-up ended (-1: still warming up)
-H_WARMUP_STEPS = 12   # steps completed during warm-up
-H_LAST_STEP_END = 13  # ns the last step closed (-1: none)
-H_WINDOWS = 14        # rolling windows closed so far
-H_WIN_STEPS = 15      # steps in the current window
-H_WIN_START = 16      # ns the current window began (-1: none)
-H_WIN_FIRST_STEP = 17 # first step number of the current window
-H_LAST_WRITE = 18     # ns of the last begin/end/record/timed phase (lap() leaves it: see H_OPEN_SINCE)
-H_WARMUP_END_STEP = 19  # step number of the last warm-up step (-1: warm-up not over)
-HEADER_WORDS = 32
-
-cdef enum:
-    # one 64-byte line per histogram: first value, steady count/sum/min/max,
-    # current-window count/sum/max. The two counts are not maintained by the writer (the
-    # buckets hold them); readers fill them in from the buckets.
-    C_HOT = 8
-    C_HOT_FIRST = 0
-    C_HOT_STAT = 1
-    C_HOT_WIN = 5
-    C_WIN_HEADER = 5    # per closed window: start_ns, end_ns, first_step, steps, warmup flag
-    C_WIN_FIELDS = 6    # per window and histogram: count, sum, max, p50, p90, p99
-    C_WCUR_FIELDS = 3   # current window per histogram: count, sum, max
-WIN_HEADER = C_WIN_HEADER
-WIN_FIELDS = C_WIN_FIELDS
-WCUR_FIELDS = C_WCUR_FIELDS
-HOT_WORDS = C_HOT
-HOT_FIRST = C_HOT_FIRST
-HOT_STAT = C_HOT_STAT
-HOT_WIN = C_HOT_WIN
-WINDOW_SIGNIFICANT_FIGURES = 1   # rolling windows: ~3% buckets, 39x16 counters per histogram
+# The stats block's words (H_*, HOT_*, STAT_*, WCUR_*, WARM_*, WIN_*) are declared once,
+# in recorder.pxd, as a cpdef enum: C constants here and module-level ints for Python.
 
 EVENT_DTYPE = np.dtype([("phase", np.int32), ("_pad", np.int32), ("step", np.int64),
                         ("start_ns", np.int64), ("duration_ns", np.int64)])
 
-cdef int64_t _H_STEP = 0, _H_OPEN_PHASE = 1, _H_OPEN_SINCE = 2, _H_RING_HEAD = 3
-cdef int64_t _H_STEP_START = 4, _H_NEGATIVE = 5, _H_OUT_OF_RANGE = 6, _H_START = 7
-cdef int64_t _H_STEPS_DONE = 8, _H_EVENTS = 9, _H_NONFINITE = 10, _H_STEADY_START = 11
-cdef int64_t _H_WARMUP_STEPS = 12, _H_LAST_STEP_END = 13, _H_WINDOWS = 14, _H_WIN_STEPS = 15
-cdef int64_t _H_WIN_START = 16, _H_WIN_FIRST_STEP = 17, _H_LAST_WRITE = 18
-cdef int64_t _H_WARMUP_END_STEP = 19
+
+cdef inline void _stamp_first_write(int64_t* s, bint in_warmup, int64_t now) noexcept:
+    """Record the time of the recorder's first write (and, without warm-up, of steady state)."""
+    if s[H_START] == 0:
+        s[H_START] = now
+        if not in_warmup:
+            s[H_STEADY_START] = now
 
 
 def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
@@ -86,15 +44,15 @@ def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
     cdef int64_t nh = n_phases + 1
     off = {}
     pos = HEADER_WORDS
-    for name, size in (("hot", C_HOT * nh), ("warm", 3 * nh),
+    for name, size in (("hot", HOT_WORDS * nh), ("warm", WARM_FIELDS * nh),
                        ("counts", nh * counts_len),
                        ("wcounts", nh * window_counts_len),
-                       ("wring", max_windows * (C_WIN_HEADER + C_WIN_FIELDS * nh)),
+                       ("wring", max_windows * (WIN_HEADER + WIN_FIELDS * nh)),
                        ("counters", max_counters)):
         off[name] = pos
         pos += size
     off["words"] = pos
-    off["hot_words"] = C_HOT
+    off["hot_words"] = HOT_WORDS
     return off
 
 
@@ -252,25 +210,25 @@ cdef class Recorder:
         cdef int64_t h
         self._stats[:] = 0
         cdef int64_t* s = self.s
-        s[_H_OPEN_PHASE] = -1
-        s[_H_OPEN_SINCE] = -1
-        s[_H_STEP_START] = -1
-        s[_H_LAST_STEP_END] = -1
-        s[_H_WIN_START] = -1
-        s[_H_WARMUP_END_STEP] = -1
+        s[H_OPEN_PHASE] = -1
+        s[H_OPEN_SINCE] = -1
+        s[H_STEP_START] = -1
+        s[H_LAST_STEP_END] = -1
+        s[H_WIN_START] = -1
+        s[H_WARMUP_END_STEP] = -1
         self.in_warmup = self.warmup_steps > 0 or self.warmup_ns > 0
-        s[_H_STEADY_START] = -1
+        s[H_STEADY_START] = -1
         for h in range(nh):
-            self.hot[C_HOT * h + C_HOT_FIRST] = -1
-            self.hot[C_HOT * h + C_HOT_STAT + 2] = -1
+            self.hot[HOT_WORDS * h + HOT_FIRST] = -1
+            self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
         self.owner = 0
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
-        cdef int64_t* wc = self.hot + C_HOT * h + C_HOT_WIN
-        wc[0] = 0
-        wc[1] = 0
-        wc[2] = -1
+        cdef int64_t* wc = self.hot + HOT_WORDS * h + HOT_WIN
+        wc[WCUR_MIN] = -1
+        wc[WCUR_SUM] = 0
+        wc[WCUR_MAX] = -1
 
     # ------------------------------------------------------------------ clock
 
@@ -300,43 +258,45 @@ cdef class Recorder:
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept:
         cdef int64_t* s = self.s
         if d < 0:
-            s[_H_NEGATIVE] += 1
+            s[H_NEGATIVE] += 1
             return
         cdef int64_t v = d
         if v > self.L.highest:
-            s[_H_OUT_OF_RANGE] += 1
+            s[H_OUT_OF_RANGE] += 1
             v = self.L.highest
-        cdef int64_t* hl = self.hot + C_HOT * h
-        if hl[C_HOT_FIRST] < 0:
-            hl[C_HOT_FIRST] = d
+        cdef int64_t* hl = self.hot + HOT_WORDS * h
+        if hl[HOT_FIRST] < 0:
+            hl[HOT_FIRST] = d
         cdef int64_t* st
         if self.in_warmup and not self._warmup_over_unstepped(start + d):
-            st = self.warm + 3 * h
-            st[0] += 1
-            st[1] += v  # sums add the clamped value: they cannot overflow
-            if d > st[2]:
-                st[2] = d
+            st = self.warm + WARM_FIELDS * h
+            st[WARM_COUNT] += 1
+            st[WARM_SUM] += v  # sums add the clamped value: they cannot overflow
+            if d > st[WARM_MAX]:
+                st[WARM_MAX] = d
         else:
             # no count is kept beside the buckets: readers add up the buckets
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
-            st = hl + C_HOT_STAT
-            st[1] += v
-            if st[2] < 0 or d < st[2]:
-                st[2] = d
-            if d > st[3]:
-                st[3] = d
+            st = hl + HOT_STAT
+            st[STAT_SUM] += v
+            if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
+                st[STAT_MIN] = d
+            if d > st[STAT_MAX]:
+                st[STAT_MAX] = d
         self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
-        st = hl + C_HOT_WIN
-        st[1] += v
-        if d > st[2]:
-            st[2] = d
-        cdef int64_t head = s[_H_RING_HEAD]
+        st = hl + HOT_WIN
+        st[WCUR_SUM] += v
+        if st[WCUR_MIN] < 0 or d < st[WCUR_MIN]:
+            st[WCUR_MIN] = d
+        if d > st[WCUR_MAX]:
+            st[WCUR_MAX] = d
+        cdef int64_t head = s[H_RING_HEAD]
         cdef Event* e = &self.ring[head & self.mask]
         e.phase = h  # n_phases marks a whole step; events() turns it into -1
-        e.step = s[_H_STEP]
+        e.step = s[H_STEP]
         e.start_ns = start
         e.duration_ns = d
-        s[_H_RING_HEAD] = head + 1
+        s[H_RING_HEAD] = head + 1
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -344,34 +304,31 @@ cdef class Recorder:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
-        if s[_H_START] == 0:
-            s[_H_START] = now
-            if not self.in_warmup:
-                s[_H_STEADY_START] = now
-        if s[_H_STEP_START] >= 0:
+        _stamp_first_write(s, self.in_warmup, now)
+        if s[H_STEP_START] >= 0:
             self._close_step(now)
-        if s[_H_WIN_START] < 0:
-            s[_H_WIN_START] = now
-            s[_H_WIN_FIRST_STEP] = s[_H_STEP] + 1
-        s[_H_STEP] += 1
-        s[_H_STEP_START] = now
-        s[_H_OPEN_SINCE] = now
-        s[_H_OPEN_PHASE] = 0
-        s[_H_LAST_WRITE] = now
+        if s[H_WIN_START] < 0:
+            s[H_WIN_START] = now
+            s[H_WIN_FIRST_STEP] = s[H_STEP] + 1
+        s[H_STEP] += 1
+        s[H_STEP_START] = now
+        s[H_OPEN_SINCE] = now
+        s[H_OPEN_PHASE] = 0
+        s[H_LAST_WRITE] = now
 
     def end(self):
         """Close the open step now (no new step starts). No-op without an open step."""
         if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t* s = self.s
-        if s[_H_STEP_START] < 0:
+        if s[H_STEP_START] < 0:
             return
         cdef int64_t now = self._now()
         self._close_step(now)
-        s[_H_STEP_START] = -1
-        s[_H_OPEN_SINCE] = -1
-        s[_H_OPEN_PHASE] = -1
-        s[_H_LAST_WRITE] = now
+        s[H_STEP_START] = -1
+        s[H_OPEN_SINCE] = -1
+        s[H_OPEN_PHASE] = -1
+        s[H_LAST_WRITE] = now
 
     def lap(self, long long phase):
         """Close ``phase`` at now and open the next declared phase (one clock read).
@@ -384,15 +341,13 @@ cdef class Recorder:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
-        cdef int64_t start = s[_H_OPEN_SINCE]
+        cdef int64_t start = s[H_OPEN_SINCE]
         if start >= 0:
             self._record(phase, now - start, start)
-        elif s[_H_START] == 0:
-            s[_H_START] = now
-            if not self.in_warmup:
-                s[_H_STEADY_START] = now
-        s[_H_OPEN_SINCE] = now
-        s[_H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        else:
+            _stamp_first_write(s, self.in_warmup, now)
+        s[H_OPEN_SINCE] = now
+        s[H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
     def record(self, long long phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
@@ -421,7 +376,7 @@ cdef class Recorder:
                 raise TypeError(
                     f"duration_ns must be a number of nanoseconds, got {type(duration_ns).__name__}")
             if not isfinite(f):
-                self.s[_H_NONFINITE] += 1
+                self.s[H_NONFINITE] += 1
                 return
             if f >= 9.2e18:
                 d = 0x7FFFFFFFFFFFFFFF
@@ -430,12 +385,9 @@ cdef class Recorder:
             else:
                 d = <int64_t>f
         cdef int64_t now = self._now()
-        if self.s[_H_START] == 0:
-            self.s[_H_START] = now
-            if not self.in_warmup:
-                self.s[_H_STEADY_START] = now
+        _stamp_first_write(self.s, self.in_warmup, now)
         self._record(phase, d, now - d if d >= 0 else now)
-        self.s[_H_LAST_WRITE] = now
+        self.s[H_LAST_WRITE] = now
 
     def count(self, long long slot, int64_t n=1):
         """Add ``n`` to event counter ``slot``."""
@@ -457,25 +409,25 @@ cdef class Recorder:
 
     cdef void _close_step(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
-        cdef int64_t start = s[_H_STEP_START]
+        cdef int64_t start = s[H_STEP_START]
         self._record(self.n_phases, now - start, start)
-        s[_H_STEPS_DONE] += 1
-        s[_H_LAST_STEP_END] = now
-        s[_H_WIN_STEPS] += 1
+        s[H_STEPS_DONE] += 1
+        s[H_LAST_STEP_END] = now
+        s[H_WIN_STEPS] += 1
         if self.in_warmup:
-            s[_H_WARMUP_STEPS] += 1
-            if ((self.warmup_steps > 0 and s[_H_WARMUP_STEPS] >= self.warmup_steps)
-                    or (self.warmup_ns > 0 and now - s[_H_START] >= self.warmup_ns)):
+            s[H_WARMUP_STEPS] += 1
+            if ((self.warmup_steps > 0 and s[H_WARMUP_STEPS] >= self.warmup_steps)
+                    or (self.warmup_ns > 0 and now - s[H_START] >= self.warmup_ns)):
                 self._end_warmup(now)
-        elif s[_H_WIN_STEPS] >= self.window_steps:
+        elif s[H_WIN_STEPS] >= self.window_steps:
             self._close_window(now)
 
     cdef bint _warmup_over_unstepped(self, int64_t now) noexcept:
         """A time-based warm-up of a loop that marks no steps ends at the first record
         past it (with steps it ends at a step boundary, in _close_step)."""
         cdef int64_t* s = self.s
-        if (self.warmup_ns > 0 and s[_H_STEP_START] < 0 and s[_H_START] > 0
-                and now - s[_H_START] >= self.warmup_ns):
+        if (self.warmup_ns > 0 and s[H_STEP_START] < 0 and s[H_START] > 0
+                and now - s[H_START] >= self.warmup_ns):
             self._end_warmup(now)
             return True
         return False
@@ -483,16 +435,17 @@ cdef class Recorder:
     cdef void _end_warmup(self, int64_t now) noexcept:
         self._close_window(now)
         self.in_warmup = False
-        self.s[_H_STEADY_START] = now
-        self.s[_H_WARMUP_END_STEP] = self.s[_H_STEP]
+        self.s[H_STEADY_START] = now
+        self.s[H_WARMUP_END_STEP] = self.s[H_STEP]
 
     cdef void _close_window(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
         cdef int64_t nh = self.n_phases + 1
-        cdef int64_t stride = C_WIN_HEADER + C_WIN_FIELDS * nh
-        cdef int64_t* w = self.wring + (s[_H_WINDOWS] % self.max_windows) * stride
-        cdef int64_t h, i, lo, hi, cum, rank, total, value
+        cdef int64_t stride = WIN_HEADER + WIN_FIELDS * nh
+        cdef int64_t* w = self.wring + (s[H_WINDOWS] % self.max_windows) * stride
+        cdef int64_t h, i, cum, total
         cdef int64_t* wc
+        cdef int64_t* wf
         cdef int64_t* cnt
         cdef int k
         cdef int64_t ranks[3]
@@ -500,47 +453,44 @@ cdef class Recorder:
         qs_permille[0] = 500
         qs_permille[1] = 900
         qs_permille[2] = 990
-        w[0] = s[_H_WIN_START]
-        w[1] = now
-        w[2] = s[_H_WIN_FIRST_STEP]
-        w[3] = s[_H_WIN_STEPS]
-        w[4] = 1 if self.in_warmup else 0
+        w[WIN_START] = s[H_WIN_START]
+        w[WIN_END] = now
+        w[WIN_FIRST_STEP] = s[H_WIN_FIRST_STEP]
+        w[WIN_STEPS] = s[H_WIN_STEPS]
+        w[WIN_WARMUP] = 1 if self.in_warmup else 0
         for h in range(nh):
-            wc = self.hot + C_HOT * h + C_HOT_WIN
+            wc = self.hot + HOT_WORDS * h + HOT_WIN
+            wf = w + WIN_HEADER + WIN_FIELDS * h
             cnt = self.wcounts + h * self.WL.counts_len
             total = 0
             for i in range(self.WL.counts_len):
                 total += cnt[i]
-            w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total
-            w[C_WIN_HEADER + C_WIN_FIELDS * h + 1] = wc[1]
-            w[C_WIN_HEADER + C_WIN_FIELDS * h + 2] = wc[2]
-            lo = 0
-            hi = self.WL.counts_len - 1
+            wf[WIN_COUNT] = total
+            wf[WIN_SUM] = wc[WCUR_SUM]
+            wf[WIN_MAX] = wc[WCUR_MAX]
             for k in range(3):
-                w[C_WIN_HEADER + C_WIN_FIELDS * h + 3 + k] = -1
-                rank = (qs_permille[k] * total + 999) // 1000
-                if rank < 1:
-                    rank = 1
-                ranks[k] = rank
+                wf[WIN_P50 + k] = -1
+                # the inverted-CDF rank max(1, ceil(q * total)), in integers
+                ranks[k] = (qs_permille[k] * total + 999) // 1000
+                if ranks[k] < 1:
+                    ranks[k] = 1
             if total > 0:
                 cum = 0
                 k = 0
-                i = lo
-                while i <= hi and k < 3:
+                i = 0
+                while i < self.WL.counts_len and k < 3:
                     cum += cnt[i]
                     while k < 3 and cum >= ranks[k]:
-                        value = hdr_lowest_equivalent(&self.WL, i) + (hdr_bucket_width(&self.WL, i) - 1) // 2
-                        if value > wc[2]:
-                            value = wc[2]
-                        w[C_WIN_HEADER + C_WIN_FIELDS * h + 3 + k] = value
+                        wf[WIN_P50 + k] = hdr_value_at(&self.WL, i, ranks[k], total,
+                                                      wc[WCUR_MIN], wc[WCUR_MAX])
                         k += 1
                     i += 1
-                memset(cnt + lo, 0, (hi - lo + 1) * sizeof(int64_t))
+                memset(cnt, 0, self.WL.counts_len * sizeof(int64_t))
             self._reset_wcur(h)
-        s[_H_WINDOWS] += 1
-        s[_H_WIN_STEPS] = 0
-        s[_H_WIN_START] = now
-        s[_H_WIN_FIRST_STEP] = s[_H_STEP] + 1
+        s[H_WINDOWS] += 1
+        s[H_WIN_STEPS] = 0
+        s[H_WIN_START] = now
+        s[H_WIN_FIRST_STEP] = s[H_STEP] + 1
 
     # ------------------------------------------------------------- read side
 
@@ -556,7 +506,7 @@ cdef class Recorder:
 
     def events(self):
         """The ring's events in recording order (a copy: numpy array of EVENT_DTYPE)."""
-        cdef int64_t head = self.s[_H_RING_HEAD]
+        cdef int64_t head = self.s[H_RING_HEAD]
         cdef int64_t n = head if head < self.capacity else self.capacity
         cdef int64_t cut = head & self.mask
         if head <= self.capacity:
@@ -569,7 +519,7 @@ cdef class Recorder:
     @property
     def overwritten(self):
         """Events that the ring no longer holds (histograms still count them)."""
-        cdef int64_t head = self.s[_H_RING_HEAD]
+        cdef int64_t head = self.s[H_RING_HEAD]
         return head - self.capacity if head > self.capacity else 0
 
     @property
@@ -582,8 +532,8 @@ cdef class Recorder:
 
     def progress(self):
         """(step, steps_completed, open_phase id or -1, open_since_ns or -1, now_ns)."""
-        return (self.s[_H_STEP], self.s[_H_STEPS_DONE], self.s[_H_OPEN_PHASE],
-                self.s[_H_OPEN_SINCE], self._now())
+        return (self.s[H_STEP], self.s[H_STEPS_DONE], self.s[H_OPEN_PHASE],
+                self.s[H_OPEN_SINCE], self._now())
 
     def config(self):
         """The settings needed to read a stats block of this recorder."""
@@ -629,17 +579,14 @@ cdef class PhaseTimer:
             r._claim()
         cdef int64_t now = r._now()
         cdef int64_t* s = r.s
-        if s[_H_START] == 0:
-            s[_H_START] = now
-            if not r.in_warmup:
-                s[_H_STEADY_START] = now
+        _stamp_first_write(s, r.in_warmup, now)
         if self.depth < 64:
             self.starts[self.depth] = now
-            self.parents[self.depth] = s[_H_OPEN_PHASE]
+            self.parents[self.depth] = s[H_OPEN_PHASE]
         self.depth += 1
-        s[_H_OPEN_PHASE] = self.phase
-        s[_H_OPEN_SINCE] = now
-        s[_H_LAST_WRITE] = now
+        s[H_OPEN_PHASE] = self.phase
+        s[H_OPEN_SINCE] = now
+        s[H_LAST_WRITE] = now
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -653,7 +600,7 @@ cdef class PhaseTimer:
         cdef int64_t* s = r.s
         if self.depth < 64:
             r._record(self.phase, now - self.starts[self.depth], self.starts[self.depth])
-            s[_H_OPEN_PHASE] = self.parents[self.depth]
-        s[_H_OPEN_SINCE] = now
-        s[_H_LAST_WRITE] = now
+            s[H_OPEN_PHASE] = self.parents[self.depth]
+        s[H_OPEN_SINCE] = now
+        s[H_LAST_WRITE] = now
         return False

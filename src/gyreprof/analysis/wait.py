@@ -351,9 +351,9 @@ def _spike_flags(per_step: np.ndarray, floor_ns: float, factor: float) -> tuple[
 
 def _warmup_end_step(prof: Any) -> int:
     """The last warm-up step over the profiler's recorders (-1: none), from the stats block."""
-    from gyreprof._core import recorder as _rec
+    from gyreprof._block import StatsBlock
 
-    return max((int(r.stats_view()[_rec.H_WARMUP_END_STEP]) for r in prof.recorders), default=-1)
+    return max((StatsBlock.of(r).warmup_end_step for r in prof.recorders), default=-1)
 
 
 def _ring_windows(

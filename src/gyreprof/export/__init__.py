@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from gyreprof.export._source import write_text
-from gyreprof.export.chrome import EventsFile, chrome_trace, load_events, save_events
+from gyreprof.export.chrome import chrome_trace
+from gyreprof.export.events import EventsFile, load_events, save_events
 from gyreprof.export.hdrlog import (
     HdrHistogramData,
     HdrInterval,

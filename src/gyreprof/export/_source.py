@@ -10,17 +10,34 @@ process, so the monotonic clock is the same one).
 from __future__ import annotations
 
 import os
-import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary
+from gyreprof.export.events import (
+    EventsFile,
+    current_unix_offset_ns,
+    is_profiler,
+    load_events,
+    unix_offset_ns,
+)
+from gyreprof.snapshot import STEP, Snapshot, as_snapshot
+from gyreprof.summary import PhaseStats, Summary
 
 if TYPE_CHECKING:
-    from gyreprof.export.chrome import EventsFile
     from gyreprof.profiler import Profiler
+
+__all__ = [
+    "Resolved",
+    "current_unix_offset_ns",
+    "is_empty",
+    "load_file",
+    "require_histograms",
+    "resolve",
+    "rows",
+    "unix_offset_ns",
+    "write_text",
+]
 
 
 @dataclass(frozen=True)
@@ -47,8 +64,6 @@ class Resolved:
         if self.events is not None:
             return self.events
         if self.profiler is not None:
-            from gyreprof.export.chrome import EventsFile
-
             return EventsFile.from_profiler(self.profiler)
         raise ValueError(
             f"{what} needs the raw events, which only a live Profiler or an events file "
@@ -72,12 +87,6 @@ class Resolved:
         return v if v > 0 else None
 
 
-def _is_profiler(obj: Any) -> bool:
-    from gyreprof.profiler import Profiler
-
-    return isinstance(obj, Profiler)
-
-
 def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
     """Read a saved snapshot (GYRS bytes), summary (JSON) or events file (.npz).
 
@@ -93,8 +102,6 @@ def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
     if head == b"GYRS":
         return Snapshot.load(p)
     if head[:2] == b"PK":
-        from gyreprof.export.chrome import load_events
-
         return load_events(p)
     from gyreprof.summary import load
 
@@ -108,15 +115,13 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
     ``load_events``, or a path to a saved snapshot / summary / events file.
     Raises ValueError when nothing was recorded (unless ``allow_empty``).
     """
-    from gyreprof.export.chrome import EventsFile
-
     profiler = None
     events = None
     origin: str
     if isinstance(source, (str, os.PathLike)):
         origin = str(source)
         source = load_file(source)
-    elif _is_profiler(source):
+    elif is_profiler(source):
         origin = "profiler"
         profiler = source
     else:
@@ -129,19 +134,15 @@ def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:
             f"{what} takes a Profiler, Snapshot, Summary or the path of a saved one, "
             f"got {type(source).__name__}"
         )
-    snapshot: Snapshot | None
     if profiler is not None and not profiler.recorders:
         # per_thread=True and no thread has written yet: there is nothing to snapshot
         raise ValueError(_nothing(what))
-    if profiler is not None:
-        snapshot = profiler.snapshot()
-        summary = snapshot.summary()
-    elif isinstance(source, Snapshot):
-        snapshot = source
-        summary = source.summary()
+    snapshot: Snapshot | None
+    if profiler is None and isinstance(source, Summary):
+        snapshot, summary = None, source  # exporters read a Summary as given
     else:
-        snapshot = None
-        summary = source
+        snapshot = as_snapshot(profiler or source, what=what)
+        summary = snapshot.summary()
     if not allow_empty and is_empty(summary):
         raise ValueError(_nothing(what))
     return Resolved(
@@ -175,35 +176,12 @@ def rows(summary: Summary, *, include_step: bool = True) -> list[tuple[str, Phas
 def require_histograms(summary: Summary, what: str) -> None:
     """ValueError when a summary was saved without its histograms."""
     for name, st in rows(summary):
-        if st.count and (st._counts is None or st._layout is None):
+        if st.count and st.histogram is None:
             raise ValueError(
                 f"{what} needs the histograms, but this summary has none for {name!r} "
                 "(it was saved with to_dict(histograms=False)); export from the Profiler, "
                 "a snapshot file, or a summary saved with Summary.to_json()"
             )
-
-
-def current_unix_offset_ns() -> int:
-    """Unix-epoch ns minus monotonic ns, now (valid for this boot's monotonic clock)."""
-    from gyreprof._core import monotonic_ns
-
-    return time.time_ns() - int(monotonic_ns())
-
-
-def unix_offset_ns(snapshot: Snapshot) -> int | None:
-    """Unix-epoch ns minus monotonic ns for the times of ``snapshot``, when known.
-
-    Known when the snapshot records it (``meta["unix_offset_ns"]``) or was taken
-    by this process; a snapshot from another process (or host, or a merge of
-    several) carries monotonic times we cannot relate to wall time: None.
-    """
-    meta = snapshot.meta
-    recorded = meta.get("unix_offset_ns")
-    if isinstance(recorded, int) and not isinstance(recorded, bool):
-        return recorded
-    if meta.get("pid") != os.getpid() or meta.get("host") != socket.gethostname():
-        return None
-    return current_unix_offset_ns()
 
 
 def write_text(text: str, path: Any) -> str | Path | None:

@@ -39,7 +39,6 @@ import numpy as np
 
 from gyreprof._core import (
     Histogram,
-    bucket_edges,
     decode_counts,
     encode_counts,
     layout_info,
@@ -47,7 +46,7 @@ from gyreprof._core import (
 )
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
-from gyreprof.summary import STEP
+from gyreprof.snapshot import STEP, layout_edges
 
 ENCODING_COOKIE_BASE = 0x1C849303
 COMPRESSION_COOKIE_BASE = 0x1C849304
@@ -93,7 +92,8 @@ class HdrHistogramData:
         return int(self.counts.sum())
 
     def percentiles(self, qs: Sequence[float]) -> np.ndarray:
-        """Values at percentiles ``qs`` (0..100): the midpoint of the bucket holding the rank."""
+        """Values at percentiles ``qs`` (0..100): the one rule (gyreprof._core.histogram), no
+        exact extremes to clamp to."""
         vals = percentiles_from_counts(
             np.ascontiguousarray(self.counts, dtype=np.int64), list(qs), *self.layout, -1, -1
         )
@@ -111,7 +111,7 @@ class HdrHistogramData:
         nz = self._nonzero()
         if not len(nz):
             return math.nan
-        lo, _ = bucket_edges(*self.layout)
+        lo, _ = layout_edges(*self.layout)
         return float(lo[nz[0]]) * self.integer_to_double_ratio
 
     @property
@@ -120,7 +120,7 @@ class HdrHistogramData:
         nz = self._nonzero()
         if not len(nz):
             return math.nan
-        lo, width = bucket_edges(*self.layout)
+        lo, width = layout_edges(*self.layout)
         return float(lo[nz[-1]] + width[nz[-1]] - 1) * self.integer_to_double_ratio
 
     @property
@@ -129,7 +129,7 @@ class HdrHistogramData:
         n = self.total_count
         if not n:
             return math.nan
-        lo, width = bucket_edges(*self.layout)
+        lo, width = layout_edges(*self.layout)
         mid = lo + (width - 1) / 2.0
         return float((mid * self.counts).sum() / n) * self.integer_to_double_ratio
 
@@ -482,7 +482,7 @@ def hdr_log(
     else:
         steady = res.steady_start_ns
         t0 = (steady - base_ns) / 1e9 if (steady is not None and base_ns is not None) else 0.0
-        length = s.elapsed_s / max(1, s.sources)
+        length = s.elapsed_s  # a merged summary's elapsed_s is already its wall-clock span
         taken: set[str] = set()
         tags = {name: _tag(name, taken) for name in s.phases}
         step_tag = _tag("step", taken)
@@ -491,9 +491,10 @@ def hdr_log(
         if include_step and s.step.count:
             items.append((STEP, s.step))
         for order, (name, st) in enumerate(items):
-            if st._counts is None or st._layout is None:
+            hist = st.histogram
+            if hist is None:
                 continue  # an empty phase of a summary saved without histograms
-            b64 = encode_histogram(st._counts, *st._layout)
+            b64 = encode_histogram(hist.counts, *hist.layout)
             mx = 0.0 if st.count == 0 else st.max / ratio
             tag = step_tag if name == STEP else tags[name]
             body.append((t0, order, f"Tag={tag},{t0:.6f},{length:.6f},{mx:.6f},{b64}"))

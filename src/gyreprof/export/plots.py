@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gyreprof.export._source import Resolved, require_histograms, resolve
-from gyreprof.summary import STEP, Window
+from gyreprof.snapshot import STEP, Window
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -197,7 +197,7 @@ def windows_of(
         if res.profiler is not None:
             return res.profiler.windows(steps=steps, seconds=seconds)
         if res.events is not None:
-            from gyreprof.profiler import windows_from_events
+            from gyreprof.snapshot import windows_from_events
 
             ef = res.events
             ev = ef.events[np.argsort(ef.events["start_ns"], kind="stable")]

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from gyreprof._core import bucket_edges
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve
 from gyreprof.summary import PhaseStats, Summary
@@ -102,24 +101,15 @@ def bucket_counts(stats: PhaseStats, buckets_s: Sequence[float]) -> list[int]:
     """
     if stats.count == 0:
         return [0] * len(buckets_s)
-    if stats._counts is None or stats._layout is None:
+    hist = stats.histogram
+    if hist is None:
         raise ValueError("these PhaseStats carry no histogram; bucket counts need one")
-    lo, width = _edges(stats._layout)
-    mid = lo + (width - 1) / 2.0
-    cum = np.cumsum(stats._counts)
+    mid = hist.midpoints
+    cum = np.cumsum(hist.counts)
     bounds_ns = np.asarray(buckets_s, dtype=np.float64) * 1e9
     # floating point: 5e-06 s * 1e9 is 4999.999..., so allow a relative hair
     idx = np.searchsorted(mid, bounds_ns * (1 + 1e-12), side="right")
     return [int(cum[i - 1]) if i > 0 else 0 for i in idx.tolist()]
-
-
-_EDGES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _edges(layout: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
-    if layout not in _EDGES:
-        _EDGES[layout] = bucket_edges(*layout)
-    return _EDGES[layout]
 
 
 # -------------------------------------------------------------------- families
@@ -355,9 +345,9 @@ class GyreprofCollector:
 
     def _resolved(self) -> Resolved | None:
         src = self._source
-        from gyreprof.export._source import _is_profiler
+        from gyreprof.export.events import is_profiler
 
-        if _is_profiler(src):
+        if is_profiler(src):
             if not src.recorders:
                 return None  # per_thread=True and no thread has written yet
         elif callable(src):

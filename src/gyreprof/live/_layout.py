@@ -52,6 +52,8 @@ from typing import Any
 
 import psutil
 
+from gyreprof._block import block_words
+
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
 FIXED = struct.Struct("<8sIIQqqdIIIIIIq")  # the fields at offsets 0..79
@@ -295,7 +297,7 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
     ):
         raise ValueError(f"{where} is corrupted: phases and recorder config disagree")
     try:
-        words = int(cfg["offsets"]["words"])
+        words = block_words(cfg)
         cfg_counters = int(cfg["max_counters"])
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"{where} is corrupted: recorder config incomplete") from None

@@ -51,6 +51,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from gyreprof._block import block_words
 from gyreprof._core import monotonic_ns
 from gyreprof._version import __version__
 from gyreprof.live import _layout as lay
@@ -136,7 +137,7 @@ class LivePublication:
     def _open(self) -> None:
         rec = self._rec
         cfg = rec.config()
-        stats_bytes = 8 * int(cfg["offsets"]["words"])
+        stats_bytes = 8 * block_words(cfg)
         pid = os.getpid()
         ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
         meta = {

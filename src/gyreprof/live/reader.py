@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gyreprof._core import bucket_edges, monotonic_ns
-from gyreprof._core import recorder as _rec
+from gyreprof._block import StatsBlock, block_words
+from gyreprof._core import monotonic_ns
 from gyreprof.live import _layout as lay
-from gyreprof.summary import _TOTAL_KEYS, Snapshot, Summary, hot_lines, merge
+from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
+from gyreprof.summary import Summary
 
 try:
     import pwd
@@ -40,14 +41,17 @@ except ImportError:  # not on Unix
     pwd = None  # type: ignore[assignment]
 
 _QUIET_TRIES = 3
-_EDGES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
-
-def _edges(lowest: int, highest: int, sf: int) -> tuple[np.ndarray, np.ndarray]:
-    key = (lowest, highest, sf)
-    if key not in _EDGES:
-        _EDGES[key] = bucket_edges(lowest, highest, sf)
-    return _EDGES[key]
+__all__ = [
+    "LiveCollection",
+    "LiveEntry",
+    "LiveReader",
+    "attach",
+    "clean",
+    "collect",
+    "interval",
+    "list_segments",
+]
 
 
 def _permission_message(path: Path) -> str:
@@ -252,10 +256,13 @@ class LiveReader:
         self.phases: tuple[str, ...] = tuple(meta["phases"])
         self.config: dict[str, Any] = dict(meta["config"])
         self.lap_cost_ns = float(meta["lap_cost_ns"])
-        self._words = int(self.config["offsets"]["words"])
+        self._words = block_words(self.config)
         self._view = np.frombuffer(mm, dtype=np.int64, count=self._words, offset=h.header_bytes)
-        self._nh = len(self.phases) + 1
-        self._L = int(self.config["counts_len"])
+        try:
+            StatsBlock.from_config(self._view, self.config)  # checks layout version and size
+        except BaseException:
+            self.close()
+            raise
         self._layout = (
             int(self.config["lowest_ns"]),
             int(self.config["highest_ns"]),
@@ -287,6 +294,9 @@ class LiveReader:
             raise ValueError(f"this reader of {self.path} is closed")
         return self._mm
 
+    def _block(self, stats: np.ndarray) -> StatsBlock:
+        return StatsBlock(stats, self.config["offsets"], len(self.phases))
+
     def counter_names(self) -> list[str]:
         return lay.read_name_slots(self._require(), self._header)
 
@@ -299,21 +309,22 @@ class LiveReader:
         view = self._view
         stats = view
         taken = 0
+        live = self._block(view)
         for _ in range(_QUIET_TRIES):
-            before = int(view[_rec.H_STEPS_DONE])
+            before = live.steps_completed
             taken = int(monotonic_ns())
             stats = np.array(view, copy=True)
-            if int(view[_rec.H_STEPS_DONE]) == before == int(stats[_rec.H_STEPS_DONE]):
+            if live.steps_completed == before == self._block(stats).steps_completed:
                 break
         return stats, taken
 
     def _fix_extremes(self, stats: np.ndarray) -> None:
         """Widen each histogram's min/max to its non-empty buckets (see module doc)."""
-        off = self.config["offsets"]
-        nh, L = self._nh, self._L
-        counts = stats[off["counts"] : off["counts"] + nh * L].reshape(nh, L)
-        st = hot_lines(stats, off, nh)[:, _rec.HOT_STAT : _rec.HOT_STAT + 4]
-        lo, width = _edges(*self._layout)
+        block = self._block(stats)
+        nh = block.nh
+        counts = block.counts
+        st = block.stat  # a view: the fixes go into ``stats``
+        lo, width = layout_edges(*self._layout)
         highest = self._layout[1]
         for h in range(nh):
             nz = np.flatnonzero(counts[h])
@@ -336,10 +347,11 @@ class LiveReader:
         names = self.counter_names()
         stats, taken = self._copy()
         self._fix_extremes(stats)
-        windows_closed = int(stats[_rec.H_WINDOWS])
+        block = self._block(stats)
+        windows_closed = block.windows_closed
         if not windows:
-            stats[_rec.H_WINDOWS] = 0
-        head = int(stats[_rec.H_RING_HEAD])
+            block.hide_windows()
+        head = block.ring_head
         cap = int(self.config["capacity"])
         meta = {
             "pid": self.pid,
@@ -370,15 +382,15 @@ class LiveReader:
         ``phase_since_ns`` (CLOCK_MONOTONIC ns, -1 none), ``now_ns``, ``last_write_ns``.
         """
         self._require()
-        v = self._view
-        ph = int(v[_rec.H_OPEN_PHASE])
+        v = self._block(self._view)
+        ph = v.open_phase
         return {
-            "step": int(v[_rec.H_STEP]),
-            "steps_completed": int(v[_rec.H_STEPS_DONE]),
+            "step": v.steps_begun,
+            "steps_completed": v.steps_completed,
             "phase": self.phases[ph] if 0 <= ph < len(self.phases) else None,
-            "phase_since_ns": int(v[_rec.H_OPEN_SINCE]),
+            "phase_since_ns": v.open_since_ns,
             "now_ns": int(monotonic_ns()),
-            "last_write_ns": int(v[_rec.H_LAST_WRITE]),
+            "last_write_ns": v.last_write_ns,
         }
 
     def close(self) -> None:
@@ -463,79 +475,6 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
     # only when nothing else is there
     readable.sort(key=lambda e: not e.alive)
     return LiveReader(readable[0].path)
-
-
-# ---------------------------------------------------------------------- interval view
-
-
-def interval(before: Snapshot, after: Snapshot) -> Snapshot:
-    """What one source recorded between two of its snapshots (exact histograms).
-
-    Buckets and counters only grow, so ``after - before`` is the histogram of
-    the values recorded in between. The interval's min/max are exact where a
-    new extreme was set, else bounded by the outermost non-empty buckets.
-    When the writer was reset in between, ``after`` is returned as is.
-    """
-    if before.phases != after.phases or before.layout != after.layout:
-        raise ValueError("interval needs two snapshots of the same profiler")
-    if len(before.sources) != 1 or len(after.sources) != 1:
-        raise ValueError("interval needs single-source snapshots (not merged ones)")
-    counts = after.counts - before.counts
-    if (counts < 0).any() or after.steps < before.steps:
-        return after
-    nh = counts.shape[0]
-    lo, width = _edges(*after.layout)
-    stat = np.zeros((nh, 4), dtype=np.int64)
-    stat[:, 2] = -1
-    stat[:, 3] = -1
-    for h in range(nh):
-        n = int(counts[h].sum())
-        stat[h, 0] = n
-        if n == 0:
-            continue
-        stat[h, 1] = max(0, int(after.stat[h, 1] - before.stat[h, 1]))
-        nz = np.flatnonzero(counts[h])
-        i0, i1 = int(nz[0]), int(nz[-1])
-        a_min, b_min = int(after.stat[h, 2]), int(before.stat[h, 2])
-        a_max, b_max = int(after.stat[h, 3]), int(before.stat[h, 3])
-        stat[h, 2] = a_min if (b_min < 0 or a_min < b_min) else max(int(lo[i0]), a_min)
-        top = int(lo[i1] + width[i1] - 1)
-        stat[h, 3] = a_max if a_max > b_max else min(top, a_max)
-    t0 = int(before.times.get("taken_ns", 0))
-    t1 = int(after.times.get("taken_ns", 0))
-    dt = max(0, t1 - t0)
-    steps = int(stat[nh - 1, 0])
-    events = int(stat[: nh - 1, 0].sum())
-    totals = {k: max(0, after.totals.get(k, 0) - before.totals.get(k, 0)) for k in _TOTAL_KEYS}
-    counters = {k: v - before.counters.get(k, 0) for k, v in after.counters.items()}
-    src = dict(after.sources[0])
-    src.update(
-        steady_ns=dt,
-        warmup_ns=0,
-        rate=steps / (dt / 1e9) if dt > 0 else 0.0,
-        overhead_ns=after.lap_cost_ns * (events + steps),
-        warmup_done=True,
-    )
-    times = dict(after.times)
-    times.update(start_ns=t0, steady_start_ns=t0)
-    meta = dict(after.meta)
-    meta["interval_ns"] = dt
-    meta["windows_closed"] = 0
-    return Snapshot(
-        phases=after.phases,
-        config=after.config,
-        counts=counts,
-        stat=stat,
-        warm=np.zeros((nh, 3), dtype=np.int64),
-        first=np.full(nh, -1, dtype=np.int64),
-        totals=totals,
-        counters=counters,
-        times=times,
-        rolling=None,
-        lap_cost_ns=after.lap_cost_ns,
-        sources=[src],
-        meta=meta,
-    )
 
 
 # --------------------------------------------------------------------------- collect

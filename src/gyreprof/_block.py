@@ -1,0 +1,315 @@
+"""The one Python reader of a Recorder's stats block.
+
+A stats block is the int64 array a ``Recorder`` writes (in private memory or in a
+shared-memory segment). Its layout is declared once, in ``_core/recorder.pxd``;
+this module turns it into named fields, and no other Python module indexes a
+block by its raw words (``tests/test_structure.py`` checks that).
+
+Regions, with ``nh = n_phases + 1`` histograms (the phases, then the whole step):
+
+- header: scalar fields, read by name (``block.steps_completed`` ...);
+- ``stat`` (nh, 4): steady count, sum, min, max; the count word is not kept by
+  the writer, ``counts_total()`` adds up the buckets instead;
+- ``first`` (nh,): first value recorded (-1: none);
+- ``warm`` (nh, 3): warm-up count, sum, max;
+- ``counts`` (nh, counts_len): steady histogram buckets;
+- ``window_records()``: the closed rolling windows, oldest first;
+- ``counters`` (max_counters,): event counters.
+
+The header properties read the array each time they are asked, so a block over
+a live view (``Recorder.stats_view()`` or a mapped segment) shows the writer's
+latest state; region views share memory with the array (writable only when it is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from gyreprof._core import recorder as _rec
+
+LAYOUT_VERSION: int = _rec.LAYOUT_VERSION
+
+
+class _RecorderLike(Protocol):
+    offsets: dict[str, int]
+    n_phases: int
+
+    def stats_view(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramWindow:
+    """One histogram's row of a closed rolling window (ns; -1 where empty)."""
+
+    count: int
+    sum: int
+    max: int
+    p50: int
+    p90: int
+    p99: int
+
+
+class WindowRecord(NamedTuple):
+    """A closed rolling window as the recorder wrote it."""
+
+    start_ns: int
+    end_ns: int
+    first_step: int
+    steps: int
+    warmup: bool
+    histograms: tuple[HistogramWindow, ...]  # phases in order, then the whole step
+
+
+def block_words(config: Mapping[str, Any]) -> int:
+    """Size in int64 words of the stats block a ``Recorder.config()`` describes."""
+    return int(config["offsets"]["words"])
+
+
+def window_stride(n_phases: int) -> int:
+    """Words per closed-window record for ``n_phases`` phases."""
+    return int(_rec.WIN_HEADER + _rec.WIN_FIELDS * (n_phases + 1))
+
+
+def decode_windows(rolling: np.ndarray, n_phases: int) -> list[WindowRecord]:
+    """Closed-window records (rows of ``StatsBlock.window_records()``) as named tuples."""
+    out: list[WindowRecord] = []
+    if rolling.size == 0:
+        return out
+    stride = window_stride(n_phases)
+    if rolling.ndim != 2 or rolling.shape[1] != stride:
+        raise ValueError(
+            f"window records of {n_phases} phases have {stride} words each, "
+            f"got shape {rolling.shape}"
+        )
+    H, F = int(_rec.WIN_HEADER), int(_rec.WIN_FIELDS)
+    c0 = int(_rec.WIN_COUNT)
+    for row in rolling.tolist():  # plain ints: fast to unpack
+        hists = tuple(
+            HistogramWindow(*row[H + F * h + c0 : H + F * h + c0 + 6]) for h in range(n_phases + 1)
+        )
+        out.append(
+            WindowRecord(
+                start_ns=row[_rec.WIN_START],
+                end_ns=row[_rec.WIN_END],
+                first_step=row[_rec.WIN_FIRST_STEP],
+                steps=row[_rec.WIN_STEPS],
+                warmup=bool(row[_rec.WIN_WARMUP]),
+                histograms=hists,
+            )
+        )
+    return out
+
+
+class StatsBlock:
+    """Named fields over one stats block (see the module docstring).
+
+    ``StatsBlock(stats, offsets, n_phases)``: ``stats`` is the int64 array,
+    ``offsets`` the region offsets (``Recorder.offsets`` / ``config["offsets"]``).
+    """
+
+    __slots__ = ("_a", "_off", "n_phases", "nh", "counts_len", "max_windows", "max_counters")
+
+    def __init__(self, stats: np.ndarray, offsets: Mapping[str, int], n_phases: int) -> None:
+        a = np.asarray(stats)
+        if a.dtype != np.int64 or a.ndim != 1:
+            raise TypeError(f"a stats block is a 1-d int64 array, got {a.dtype} {a.shape}")
+        words = int(offsets["words"])
+        if a.shape[0] < words:
+            raise ValueError(f"stats block has {a.shape[0]} words, {words} needed")
+        self._a = a
+        self._off = {k: int(v) for k, v in offsets.items()}
+        self.n_phases = int(n_phases)
+        self.nh = self.n_phases + 1
+        self.counts_len = (self._off["wcounts"] - self._off["counts"]) // self.nh
+        self.max_counters = words - self._off["counters"]
+        self.max_windows = (self._off["counters"] - self._off["wring"]) // window_stride(
+            self.n_phases
+        )
+
+    @classmethod
+    def from_config(cls, stats: np.ndarray, config: Mapping[str, Any]) -> StatsBlock:
+        """A block described by ``Recorder.config()`` (checks the layout version)."""
+        version = int(config.get("layout_version", -1))
+        if version != LAYOUT_VERSION:
+            raise ValueError(
+                f"stats block layout version {config.get('layout_version')} is not "
+                f"{LAYOUT_VERSION}, the one this gyreprof reads"
+            )
+        return cls(stats, config["offsets"], int(config["n_phases"]))
+
+    @classmethod
+    def of(cls, rec: _RecorderLike) -> StatsBlock:
+        """The live (read-only) block of a Recorder in this process."""
+        return cls(rec.stats_view(), rec.offsets, rec.n_phases)
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._a
+
+    def copy(self) -> StatsBlock:
+        """A private, writable copy of the block."""
+        return StatsBlock(np.array(self._a, copy=True), self._off, self.n_phases)
+
+    # -- header ------------------------------------------------------------------------
+
+    def _h(self, word: int) -> int:
+        return int(self._a[word])
+
+    @property
+    def steps_begun(self) -> int:
+        return self._h(_rec.H_STEP)
+
+    @property
+    def steps_completed(self) -> int:
+        return self._h(_rec.H_STEPS_DONE)
+
+    @property
+    def warmup_steps_done(self) -> int:
+        return self._h(_rec.H_WARMUP_STEPS)
+
+    @property
+    def open_phase(self) -> int:
+        """Id of the phase open now; -1 when none."""
+        return self._h(_rec.H_OPEN_PHASE)
+
+    @property
+    def open_since_ns(self) -> int:
+        """Time of the last boundary (lap, begin, phase entry); -1 when none."""
+        return self._h(_rec.H_OPEN_SINCE)
+
+    @property
+    def step_start_ns(self) -> int:
+        """When the open step began; -1 when no step is open."""
+        return self._h(_rec.H_STEP_START)
+
+    @property
+    def ring_head(self) -> int:
+        """Events ever written to the ring."""
+        return self._h(_rec.H_RING_HEAD)
+
+    @property
+    def negative(self) -> int:
+        return self._h(_rec.H_NEGATIVE)
+
+    @property
+    def out_of_range(self) -> int:
+        return self._h(_rec.H_OUT_OF_RANGE)
+
+    @property
+    def nonfinite(self) -> int:
+        return self._h(_rec.H_NONFINITE)
+
+    @property
+    def start_ns(self) -> int:
+        """Time of the first write; 0 before it."""
+        return self._h(_rec.H_START)
+
+    @property
+    def steady_start_ns(self) -> int:
+        """When warm-up ended; -1 while warming up."""
+        return self._h(_rec.H_STEADY_START)
+
+    @property
+    def last_step_end_ns(self) -> int:
+        return self._h(_rec.H_LAST_STEP_END)
+
+    @property
+    def last_write_ns(self) -> int:
+        """Last begin/end/record/timed phase (lap() moves only ``open_since_ns``)."""
+        return self._h(_rec.H_LAST_WRITE)
+
+    @property
+    def last_activity_ns(self) -> int:
+        """The latest of ``last_write_ns`` and ``open_since_ns``."""
+        return max(self.last_write_ns, self.open_since_ns)
+
+    @property
+    def warmup_end_step(self) -> int:
+        """Step number of the last warm-up step; -1 while warm-up is not over."""
+        return self._h(_rec.H_WARMUP_END_STEP)
+
+    @property
+    def windows_closed(self) -> int:
+        """Rolling windows closed so far (the ring keeps the last ``max_windows``)."""
+        return self._h(_rec.H_WINDOWS)
+
+    @property
+    def window_steps_now(self) -> int:
+        """Steps in the window now open."""
+        return self._h(_rec.H_WIN_STEPS)
+
+    def hide_windows(self) -> None:
+        """Make the block read as if no window had closed (a writable copy only)."""
+        self._a[_rec.H_WINDOWS] = 0
+
+    # -- regions -----------------------------------------------------------------------
+
+    def _hot(self) -> np.ndarray:
+        start = self._off["hot"]
+        return self._a[start : start + int(_rec.HOT_WORDS) * self.nh].reshape(
+            self.nh, int(_rec.HOT_WORDS)
+        )
+
+    @property
+    def stat(self) -> np.ndarray:
+        """(nh, 4) steady count (not kept: see ``counts_total``), sum, min, max; a view."""
+        return self._hot()[:, _rec.HOT_STAT : _rec.HOT_STAT + _rec.STAT_FIELDS]
+
+    @property
+    def first(self) -> np.ndarray:
+        """(nh,) first value recorded per histogram (-1: none); a view."""
+        return self._hot()[:, _rec.HOT_FIRST]
+
+    @property
+    def warm(self) -> np.ndarray:
+        """(nh, 3) warm-up count, sum, max; a view."""
+        start = self._off["warm"]
+        f = int(_rec.WARM_FIELDS)
+        return self._a[start : start + f * self.nh].reshape(self.nh, f)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(nh, counts_len) steady histogram buckets; a view."""
+        start = self._off["counts"]
+        return self._a[start : start + self.counts_len * self.nh].reshape(self.nh, self.counts_len)
+
+    @property
+    def counters(self) -> np.ndarray:
+        """(max_counters,) event counters; a view."""
+        start = self._off["counters"]
+        return self._a[start : start + self.max_counters]
+
+    def counter(self, slot: int) -> int:
+        return int(self._a[self._off["counters"] + slot])
+
+    def counts_total(self) -> np.ndarray:
+        """(nh,) steady counts, added up from the buckets (consistent with them)."""
+        total: np.ndarray = self.counts.sum(axis=1)
+        return total
+
+    def stat_table(self) -> np.ndarray:
+        """(nh, 4) copy of ``stat`` with the count column filled in from the buckets."""
+        st: np.ndarray = self.stat.copy()
+        st[:, _rec.STAT_COUNT] = self.counts_total()
+        return st
+
+    def window_records(self) -> np.ndarray:
+        """(closed, stride) copy of the closed-window records, oldest first."""
+        stride = window_stride(self.n_phases)
+        K = self.max_windows
+        start = self._off["wring"]
+        wr: np.ndarray = self._a[start : start + K * stride].reshape(K, stride)
+        closed = self.windows_closed
+        if closed <= K:
+            kept: np.ndarray = wr[:closed].copy()
+            return kept
+        cut = closed % K
+        return np.concatenate((wr[cut:], wr[:cut]))
+
+    def windows(self) -> list[WindowRecord]:
+        """The closed rolling windows, oldest first, as named records."""
+        return decode_windows(self.window_records(), self.n_phases)

@@ -1,0 +1,195 @@
+"""The raw events of a run, saved and loaded: ``EventsFile``, ``save_events``, ``load_events``.
+
+An events file (``.npz``) holds the Profiler's raw-event ring, a snapshot and
+the wall-clock offset of its monotonic times, so any export can be made from it
+later (a Chrome trace from the events, the others from the snapshot).
+Wall-clock offsets (monotonic ns to Unix-epoch ns) are computed in
+``gyreprof.snapshot`` and re-exported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gyreprof._version import __version__
+from gyreprof.snapshot import Snapshot, current_unix_offset_ns, unix_offset_ns
+
+if TYPE_CHECKING:
+    from gyreprof.profiler import Profiler
+
+__all__ = [
+    "EVENTS_FORMAT",
+    "EventsFile",
+    "current_unix_offset_ns",
+    "is_profiler",
+    "load_events",
+    "save_events",
+    "unix_offset_ns",
+]
+
+
+def is_profiler(obj: Any) -> bool:
+    """Whether ``obj`` is a gyreprof Profiler (imported lazily: exports stay light)."""
+    from gyreprof.profiler import Profiler
+
+    return isinstance(obj, Profiler)
+
+
+EVENTS_FORMAT = "gyreprof.events/1"
+_REQUIRED_FIELDS = ("phase", "step", "start_ns", "duration_ns")
+NO_EVENTS = (
+    "nothing to export to a Chrome trace: the event ring is empty (time something "
+    "first: prof.begin() / prof.lap(i) or `with prof.phase(name):`)"
+)
+
+
+@dataclass(frozen=True)
+class EventsFile:
+    """The raw events of a run with what is needed to draw them (see :func:`save_events`).
+
+    ``events`` is a structured array (phase, step, start_ns, duration_ns; phase
+    -1 marks a whole step), ``tids`` gives the recorder (thread) of each event,
+    1-based. ``steady_start_ns`` maps a tid to the monotonic ns its warm-up ended.
+    """
+
+    phases: tuple[str, ...]
+    events: np.ndarray
+    tids: np.ndarray
+    snapshot: Snapshot
+    pid: int
+    label: str | None = None
+    thread_names: dict[int, str] = field(default_factory=dict)
+    steady_start_ns: dict[int, int] = field(default_factory=dict)
+    warmup: bool = False  # True when a warm-up rule was configured
+    overwritten: int = 0
+    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns of these times
+
+    @classmethod
+    def from_profiler(cls, prof: Profiler) -> EventsFile:
+        """Copy the ring(s) of a running or finished Profiler."""
+        from gyreprof._block import StatsBlock
+
+        recs = prof.recorders
+        if not recs:
+            raise ValueError(NO_EVENTS)  # per_thread=True and no thread has written yet
+        parts, tids = [], []
+        thread_names: dict[int, str] = {}
+        steady: dict[int, int] = {}
+        for i, rec in enumerate(recs, start=1):
+            ev = rec.events()
+            parts.append(ev)
+            tids.append(np.full(len(ev), i, dtype=np.int32))
+            thread_names[i] = f"gyreprof thread {i}" if prof.per_thread else "gyreprof loop"
+            s = StatsBlock.of(rec).steady_start_ns
+            if s > 0:
+                steady[i] = s
+        events = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        tid_arr = tids[0] if len(tids) == 1 else np.concatenate(tids)
+        snap = prof.snapshot()
+        cfg = snap.config
+        return cls(
+            phases=tuple(prof.phases),
+            events=events,
+            tids=tid_arr,
+            snapshot=snap,
+            pid=os.getpid(),
+            label=prof.label,
+            thread_names=thread_names,
+            steady_start_ns=steady,
+            warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
+            overwritten=sum(int(r.overwritten) for r in recs),
+            unix_offset_ns=current_unix_offset_ns(),
+        )
+
+
+def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
+    """Save the Profiler's raw-event ring (and a snapshot) to a ``.npz`` file.
+
+    The file feeds every export later: ``chrome_trace`` from its events, the
+    others from its snapshot. Returns the path written.
+    """
+    if not is_profiler(prof):
+        raise TypeError(f"save_events takes a Profiler, got {type(prof).__name__}")
+    ef = EventsFile.from_profiler(prof)
+    meta = {
+        "format": EVENTS_FORMAT,
+        "gyreprof": __version__,
+        "pid": ef.pid,
+        "label": ef.label,
+        "thread_names": {str(k): v for k, v in ef.thread_names.items()},
+        "steady_start_ns": {str(k): v for k, v in ef.steady_start_ns.items()},
+        "warmup": ef.warmup,
+        "overwritten": ef.overwritten,
+        "unix_offset_ns": ef.unix_offset_ns,
+    }
+    p = Path(path)
+    with open(p, "wb") as fh:
+        np.savez_compressed(
+            fh,
+            events=ef.events,
+            tids=ef.tids,
+            phases=np.array(ef.phases, dtype=np.str_),
+            snapshot=np.frombuffer(ef.snapshot.to_bytes(), dtype=np.uint8),
+            meta=np.array(json.dumps(meta)),
+        )
+    return p
+
+
+def load_events(path: str | os.PathLike[str]) -> EventsFile:
+    """Read a file written by :func:`save_events`; ValueError says what is wrong."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file: {p}")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
+            if missing:
+                raise ValueError(f"missing arrays {missing}")
+            events = z["events"]
+            tids = z["tids"]
+            phases = tuple(str(x) for x in z["phases"].tolist())
+            snap_bytes = z["snapshot"].tobytes()
+            meta = json.loads(str(z["meta"]))
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ValueError(
+            f"{p} is not a gyreprof events file (not a readable .npz: {exc})"
+        ) from None
+    except (ValueError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p} is not a gyreprof events file: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != EVENTS_FORMAT:
+        raise ValueError(
+            f"{p} is not a gyreprof events file (format marker {EVENTS_FORMAT!r} missing)"
+        )
+    names = events.dtype.names or ()
+    if any(f not in names for f in _REQUIRED_FIELDS) or events.ndim != 1:
+        raise ValueError(f"{p}: the events array lacks the fields {list(_REQUIRED_FIELDS)}")
+    if tids.shape != events.shape:
+        raise ValueError(f"{p}: {len(tids)} thread ids for {len(events)} events")
+    snapshot = Snapshot.from_bytes(snap_bytes)
+    try:
+        return EventsFile(
+            phases=phases,
+            events=events,
+            tids=tids.astype(np.int32, copy=False),
+            snapshot=snapshot,
+            pid=int(meta.get("pid", 0)),
+            label=meta.get("label"),
+            thread_names={int(k): str(v) for k, v in dict(meta.get("thread_names", {})).items()},
+            steady_start_ns={
+                int(k): int(v) for k, v in dict(meta.get("steady_start_ns", {})).items()
+            },
+            warmup=bool(meta.get("warmup", False)),
+            overwritten=int(meta.get("overwritten", 0)),
+            unix_offset_ns=(
+                int(meta["unix_offset_ns"]) if meta.get("unix_offset_ns") is not None else None
+            ),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{p} is not a gyreprof events file: bad metadata ({exc})") from None
