@@ -976,11 +976,16 @@ def as_snapshot(source: Any, *, what: str = "this", summary_only: bool = False) 
     """
     if isinstance(source, Snapshot):
         return source
-    from gyreprof.profiler import Profiler
     from gyreprof.summary import Summary
 
-    if isinstance(source, Profiler):
-        return source.snapshot()
+    take = getattr(source, "snapshot", None)
+    if callable(take) and hasattr(source, "recorders"):  # a Profiler (no import: no cycle)
+        snap = take()
+        if not isinstance(snap, Snapshot):
+            raise TypeError(
+                f"{what}: {type(source).__name__}.snapshot() gave {type(snap).__name__}"
+            )
+        return snap
     if isinstance(source, Summary):
         snap = source.snapshot
         if snap is None and not summary_only:

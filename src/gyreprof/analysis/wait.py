@@ -367,7 +367,7 @@ def _ring_windows(
     notes: list[str],
 ) -> tuple[list[_Win], str]:
     """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
-    from gyreprof.profiler import windows_from_events
+    from gyreprof.snapshot import windows_from_events
 
     ev = prof.events()
     if len(ev) == 0:
