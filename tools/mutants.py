@@ -182,11 +182,13 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- verdict
     Mutant("verdict-threshold-inclusive", _VERDICT,
            "if r < trainer_bound_below:", "if r <= trainer_bound_below:",
-           ("tests/test_verdict.py",)),
+           ("tests/test_verdict.py::test_threshold_is_a_parameter",
+            "tests/test_verdict.py::test_low_wait_ratio_is_trainer_bound")),
     Mutant("verdict-smallest-phase-leads", _VERDICT,
            "order = sorted(shares, key=lambda n: shares[n], reverse=True)",
            "order = sorted(shares, key=lambda n: shares[n], reverse=False)",
-           ("tests/test_verdict.py",)),
+           ("tests/test_verdict.py::test_waiting_on_env_stepping",
+            "tests/test_verdict.py::test_waiting_on_forward_or_transfer")),
     # -- sweep decisions
     Mutant("sweep-stop-when-rising", _DECIDE,
            "if gain <= flat_within and mem_rising(prev, cur):",
@@ -429,13 +431,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"the unmutated tree does not build:\n{log}", file=sys.stderr)
                 return 2
         if not args.no_baseline:
-            tests = sorted({t.split("::")[0] for m in chosen for t in m.tests})
+            tests = list(dict.fromkeys(t for m in chosen for t in m.tests))
             outcome, out = _run_tests(base, tests, args.timeout * 2)
             if outcome != "passed":
                 print(f"the tests fail without any mutant ({outcome}); fix that first:\n{out}",
                       file=sys.stderr)  # fmt: skip
                 return 2
-            print(f"baseline: {len(tests)} test files pass on the unmutated copy "
+            print(f"baseline: the {len(tests)} test selections pass on the unmutated copy "
                   f"({time.monotonic() - t_start:.0f} s)")  # fmt: skip
         results: list[Result] = []
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
