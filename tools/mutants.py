@@ -175,10 +175,10 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/test_wait.py::test_constructed_ratio_and_windows_are_exact",)),
     Mutant("wait-spike-floor-dropped", _WAIT,
            "(per_step - med >= floor_ns)", "(per_step - med >= 0)",
-           ("tests/test_wait.py",)),
+           ("tests/test_wait.py::test_tiny_waits_do_not_spike",)),
     Mutant("wait-spike-factor-strict", _WAIT,
            "(per_step >= factor * med)", "(per_step > factor * med)",
-           ("tests/test_wait.py",)),
+           ("tests/test_wait_edges.py",)),
     # -- verdict
     Mutant("verdict-threshold-inclusive", _VERDICT,
            "if r < trainer_bound_below:", "if r <= trainer_bound_below:",
