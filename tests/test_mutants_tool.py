@@ -91,3 +91,28 @@ def test_tool_is_linted_and_typed() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_a_survivor_fails_the_run_and_a_kill_is_counted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end on two Python-only mutants (no build): one equivalent, one fatal."""
+    path = "src/gyreprof/_version.py"
+    line = (ROOT / path).read_text().splitlines()[0]
+    test = ("tests/test_merge_sums.py::test_disjoint_phase_sets",)
+    monkeypatch.setattr(
+        TOOL,
+        "MUTANTS",
+        (
+            TOOL.Mutant("comment-only", path, line, line + "  # same meaning", test),
+            TOOL.Mutant("import-fails", path, line, "__version__ = 1 // 0", test),
+        ),
+    )
+    rc = TOOL.main(["--no-baseline", "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "SURVIVED  comment-only" in out
+    assert "KILLED    import-fails" in out
+    assert "kill rate: 1/2 = 50.0%" in out
+    assert TOOL.main(["--no-baseline", "--only", "import-fails"]) == 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -267,13 +268,18 @@ sys.argv = ["setup.py", "-q", "build_ext", "--inplace"]
 runpy.run_path("setup.py", run_name="__main__")
 """
 CORE = "src/gyreprof/_core"
-MODULES = ("histogram", "recorder", "codec")
 
 
-def _modules_to_build(path: str) -> tuple[str, ...]:
+def _modules(tree: Path) -> tuple[str, ...]:
+    """The compiled core's extensions: one per .pyx."""
+    return tuple(sorted(p.stem for p in (tree / CORE).glob("*.pyx")))
+
+
+def _modules_to_build(tree: Path, path: str) -> tuple[str, ...]:
     """Extensions a change to ``path`` needs rebuilt (a .pxd may be cimported by any)."""
     name = Path(path).stem
-    return (name,) if path.endswith(".pyx") and name in MODULES else MODULES
+    every = _modules(tree)
+    return (name,) if path.endswith(".pyx") and name in every else every
 
 
 def _prebuilt_current(tree: Path) -> bool:
@@ -281,7 +287,7 @@ def _prebuilt_current(tree: Path) -> bool:
     core = tree / CORE
     sources = [*core.glob("*.pyx"), *core.glob("*.pxd")]
     newest = max((p.stat().st_mtime for p in sources), default=0.0)
-    for name in MODULES:
+    for name in _modules(tree):
         built = list(core.glob(f"{name}.*.so")) + list(core.glob(f"{name}.*.pyd"))
         if not built or max(p.stat().st_mtime for p in built) < newest:
             return False
@@ -327,6 +333,8 @@ def _run_tests(tree: Path, tests: Sequence[str], timeout_s: float) -> tuple[str,
         return "passed", out
     if r.returncode in (1, 2):  # test failures, or a collection/import error
         return "failed", out
+    if r.returncode == 4 and re.search(r"^ERROR \S+\.py", out, re.MULTILINE):
+        return "failed", out  # a test module that no longer imports: its node ids vanish
     return "error", out  # 3 internal error, 4 usage error, 5 nothing collected
 
 
@@ -356,7 +364,7 @@ def run_mutant(m: Mutant, base: Path, work: Path, timeout_s: float) -> Result:
         target = tree / m.path
         target.write_text(target.read_text().replace(m.original, m.replacement, 1))
         if m.compiled:
-            ok, log = _build(tree, _modules_to_build(m.path), timeout_s)
+            ok, log = _build(tree, _modules_to_build(tree, m.path), timeout_s)
             if not ok:
                 return Result(m, "error", "the mutant does not build: " + log[-300:],
                               time.monotonic() - t0)  # fmt: skip
@@ -426,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _copy_tree(ROOT, base)
         if not _prebuilt_current(base):  # a fresh or outdated checkout: build it once
             print("building the compiled core once for all mutants ...", flush=True)
-            ok, log = _build(base, MODULES, args.timeout)
+            ok, log = _build(base, _modules(base), args.timeout)
             if not ok:
                 print(f"the unmutated tree does not build:\n{log}", file=sys.stderr)
                 return 2
