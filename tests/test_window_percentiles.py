@@ -14,15 +14,20 @@ import pytest
 
 import gyreprof as gp
 from gyreprof._core import bucket_edges, index_of
-from gyreprof._core.recorder import WINDOW_SIGNIFICANT_FIGURES
+from gyreprof._core.recorder import Recorder
 
 QS = (50, 90, 99)
-LOWEST, HIGHEST = 1, 3_600_000_000_000
-_EDGES = bucket_edges(LOWEST, HIGHEST, WINDOW_SIGNIFICANT_FIGURES)
+_CFG = Recorder(1).config()  # the rolling windows' bucket layout
+LOWEST, HIGHEST, WINDOW_SF = (
+    _CFG["lowest_ns"],
+    _CFG["highest_ns"],
+    _CFG["window_significant_figures"],
+)
+_EDGES = bucket_edges(LOWEST, HIGHEST, WINDOW_SF)
 
 
 def _width(value: float) -> int:
-    i = index_of(int(value), LOWEST, HIGHEST, WINDOW_SIGNIFICANT_FIGURES)
+    i = index_of(int(value), LOWEST, HIGHEST, WINDOW_SF)
     return int(_EDGES[1][i])
 
 
