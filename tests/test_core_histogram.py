@@ -226,3 +226,82 @@ def test_uninitialised_histogram_is_not_usable() -> None:
     h = Histogram.__new__(Histogram)  # __cinit__ runs: a valid empty histogram
     h.record(5)
     assert h.total == 1
+
+
+def test_min_max_mean_exact_with_repeat_counts() -> None:
+    h = Histogram()
+    h.record(1_001, 3)
+    h.record(17, 2)
+    h.record(999_999_937)
+    h.record(420)
+    assert (h.min, h.max, h.total) == (17, 999_999_937, 7)
+    assert h.mean() == pytest.approx((3 * 1_001 + 2 * 17 + 999_999_937 + 420) / 7, rel=1e-15)
+    other = Histogram()
+    other.record(5, 4)
+    other.record(10**12)
+    h.add(other)
+    assert (h.min, h.max, h.total) == (5, 10**12, 12)
+    assert h.sum == 3 * 1_001 + 2 * 17 + 999_999_937 + 420 + 20 + 10**12
+    empty = Histogram()
+    h.add(empty)  # an empty histogram changes no extreme
+    assert (h.min, h.max) == (5, 10**12)
+    empty.add(h)
+    assert (empty.min, empty.max, empty.total) == (5, 10**12, 12)
+
+
+_COUNTS_LEN = layout_info()["counts_len"]
+_BIG = st.sampled_from([1, 2, 63, 64, 127, 128, 2**31, 2**55, 2**62 - 1, 2**62, 2**63 - 1])
+
+
+@st.composite
+def _sparse_counts(draw: st.DrawFn) -> list[int]:
+    """A layout-sized counts array that is mostly zeros: long zero runs, single
+    spikes, runs of length 1 and 2, and often a count in the layout's top bucket."""
+    n = draw(st.sampled_from([_COUNTS_LEN, draw(st.integers(1, 300))]))
+    counts = [0] * n
+    for _ in range(draw(st.integers(0, 6))):
+        i = draw(st.integers(0, n - 1))
+        counts[i] = draw(st.one_of(st.integers(1, 2**40), _BIG))
+    if draw(st.booleans()):
+        counts[n - 1] = draw(st.one_of(st.integers(1, 1000), _BIG))  # the top bucket
+    if draw(st.booleans()) and n > 4:  # a lone zero and a two-zero run between counts
+        j = draw(st.integers(0, n - 5))
+        counts[j : j + 5] = [1, 0, 3, 0, 0]
+    return counts
+
+
+@settings(max_examples=200, deadline=None)
+@given(_sparse_counts())
+def test_codec_round_trip_sparse(counts: list[int]) -> None:
+    arr = np.asarray(counts, dtype=np.int64)
+    enc = encode_counts(arr)
+    assert len(enc) <= 9 * (np.count_nonzero(arr) * 2 + 1)  # zero runs stay compact
+    dec = decode_counts(enc, len(arr))
+    assert dec.tolist() == counts
+    into = np.zeros(len(arr), dtype=np.int64)
+    decode_counts(enc, len(arr), into)
+    assert into.tolist() == counts
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        [0] * 5000 + [7],  # one spike after a long zero run
+        [9] + [0] * 5000,  # trailing zeros are dropped and restored
+        [0, 0] + [2**63 - 1] + [0] * 70 + [1],  # the largest count: 9-byte varint
+        [0] * (_COUNTS_LEN - 1) + [3],  # only the layout's top bucket
+        [0, 5, 0, 0, 6, 0, 0, 0, 7],
+    ],
+)
+def test_codec_round_trip_sparse_cases(counts: list[int]) -> None:
+    arr = np.asarray(counts, dtype=np.int64)
+    assert decode_counts(encode_counts(arr), len(arr)).tolist() == counts
+
+
+def test_histogram_counts_round_trip_through_the_codec() -> None:
+    h = Histogram()
+    h.record_many([0, 1, 5_000, 5_001, 3_600_000_000_000, 3_600_000_000_000])
+    counts = h.counts_array()
+    assert counts[h.index_of(3_600_000_000_000)] == 2  # the highest value's bucket
+    back = decode_counts(encode_counts(counts), h.counts_len)
+    assert np.array_equal(back, counts)

@@ -316,3 +316,56 @@ def test_sums_cannot_overflow() -> None:
     stats = rec.stats_array()
     stat = StatsBlock(stats, rec.offsets, rec.n_phases).stat
     assert _bucket_counts(rec, stats)[0] == 4 and stat[0, R.STAT_SUM] > 0
+
+
+def _steady_and_warm(rec: Recorder, h: int) -> tuple[list[int], list[int]]:
+    """(count, sum, min, max) of histogram ``h``'s steady state, and its warm-up
+    (count, sum, max), read from the stats block; the count comes from the buckets."""
+    s = rec.stats_array()
+    block = StatsBlock(s, rec.offsets, rec.n_phases)
+    line = block.stat[h]
+    total, vmin, vmax = (int(line[k]) for k in (R.STAT_SUM, R.STAT_MIN, R.STAT_MAX))
+    warm = [int(x) for x in block.warm[h]]
+    return [int(_bucket_counts(rec, s)[h]), total, vmin, vmax], warm
+
+
+def test_steady_min_max_and_mean_are_exact() -> None:
+    # neither the first nor the last value is an extreme, and the extremes are not
+    # bucket edges: min, max and sum are kept exactly beside the buckets
+    values = [5_003, 917, 123_457, 40_001, 888, 99_999, 7]
+    rec = Recorder(2)
+    for v in values:
+        rec.record(0, v)
+    rec.record(1, 31)
+    (n, total, vmin, vmax), warm = _steady_and_warm(rec, 0)
+    assert (n, total, vmin, vmax) == (len(values), sum(values), 7, 123_457)
+    assert total / n == pytest.approx(np.mean(values), rel=1e-15)
+    assert warm == [0, 0, 0]
+    assert _steady_and_warm(rec, 1)[0] == [1, 31, 31, 31]
+
+
+def test_warmup_and_steady_extremes_are_kept_apart() -> None:
+    rec = Recorder(1, warmup_steps=2)
+    per_step = [[900_000, 3], [50, 60], [70_000, 800], [10, 2_000_000], [400, 500]]
+    for vals in per_step:
+        rec.begin()
+        for v in vals:
+            rec.record(0, v)
+    rec.end()
+    (n, total, vmin, vmax), warm = _steady_and_warm(rec, 0)
+    steady = [v for vals in per_step[2:] for v in vals]
+    assert (n, total, vmin, vmax) == (6, sum(steady), 10, 2_000_000)
+    assert warm == [4, 900_000 + 3 + 50 + 60, 900_000]
+    # the whole step: three steady steps, their extremes bracket their mean
+    (sn, ssum, smin, smax), swarm = _steady_and_warm(rec, 1)
+    assert sn == 3 and swarm[0] == 2
+    assert 0 <= smin <= ssum / sn <= smax
+
+
+def test_steady_min_is_not_the_first_value_after_a_reset() -> None:
+    rec = Recorder(1)
+    rec.record(0, 5)
+    rec.reset()
+    for v in (300, 200, 400):
+        rec.record(0, v)
+    assert _steady_and_warm(rec, 0)[0] == [3, 900, 200, 400]

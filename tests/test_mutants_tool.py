@@ -1,0 +1,118 @@
+"""The mutation table of tools/mutants.py still matches the code (fast: no builds).
+
+Each mutant finds its snippet by exact text; code that moved makes a mutant
+stale, and this test names it so the table is updated with the move.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gyreprof_mutants", ROOT / "tools" / "mutants.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up by name
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TOOL = _tool()
+
+
+def test_every_snippet_is_found_exactly_once() -> None:
+    stale = [f"{m.id}: {r}" for m in TOOL.MUTANTS if (r := TOOL.stale_reason(m)) is not None]
+    assert not stale, "\n".join(stale)
+
+
+def test_table_is_well_formed() -> None:
+    ids = [m.id for m in TOOL.MUTANTS]
+    assert len(ids) == len(set(ids)), "mutant ids must be unique"
+    assert len(ids) >= 25
+    for m in TOOL.MUTANTS:
+        assert m.original != m.replacement, m.id
+        assert m.tests, m.id
+        for t in m.tests:
+            assert (ROOT / t.split("::")[0]).is_file(), f"{m.id}: no test file {t}"
+    covered = {Path(m.path).name for m in TOOL.MUTANTS}
+    for name in ("recorder.pyx", "histogram.pyx", "codec.pyx", "wait.py", "verdict.py",
+                 "doctor.py", "_sweep_decide.py"):  # fmt: skip
+        assert any(name in c for c in covered), f"no mutant in {name}"
+
+
+def test_a_moved_snippet_is_reported_stale(tmp_path: Path) -> None:
+    m = TOOL.MUTANTS[0]
+    (tmp_path / m.path).parent.mkdir(parents=True)
+    (tmp_path / m.path).write_text("nothing to see\n")
+    reason = TOOL.stale_reason(m, tmp_path)
+    assert reason is not None and "not found" in reason and "tools/mutants.py" in reason
+    (tmp_path / m.path).write_text(m.original + "\n" + m.original + "\n")
+    assert "found 2 times" in TOOL.stale_reason(m, tmp_path)
+    (tmp_path / m.path).unlink()
+    assert "does not exist" in TOOL.stale_reason(m, tmp_path)
+
+
+def test_bad_options_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        TOOL.main(["--only", "no-such-mutant"])
+    assert exc.value.code == 2
+    assert "unknown mutant" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        TOOL.main(["--jobs", "0"])
+    assert "--jobs" in capsys.readouterr().err
+
+
+def test_list_prints_every_mutant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert TOOL.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(m.id in out for m in TOOL.MUTANTS)
+    assert "STALE" not in out
+
+
+def test_tool_is_linted_and_typed() -> None:
+    pytest.importorskip("ruff")
+    for args in (["ruff", "check", "tools"], ["ruff", "format", "--check", "tools"]):
+        r = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+    pytest.importorskip("mypy")
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(ROOT / ".mypy_cache"),
+         "tools/mutants.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_a_survivor_fails_the_run_and_a_kill_is_counted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end on two Python-only mutants (no build): one equivalent, one fatal."""
+    path = "src/gyreprof/_version.py"
+    line = (ROOT / path).read_text().splitlines()[0]
+    test = ("tests/test_merge_sums.py::test_disjoint_phase_sets",)
+    monkeypatch.setattr(
+        TOOL,
+        "MUTANTS",
+        (
+            TOOL.Mutant("comment-only", path, line, line + "  # same meaning", test),
+            TOOL.Mutant("import-fails", path, line, "__version__ = 1 // 0", test),
+        ),
+    )
+    rc = TOOL.main(["--no-baseline", "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "SURVIVED  comment-only" in out
+    assert "KILLED    import-fails" in out
+    assert "kill rate: 1/2 = 50.0%" in out
+    assert TOOL.main(["--no-baseline", "--only", "import-fails"]) == 0

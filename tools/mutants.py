@@ -1,0 +1,479 @@
+#!/usr/bin/env python3
+"""A mutation check the project owns: do the tests fail when one line is wrong?
+
+Each mutant in ``MUTANTS`` changes one snippet of the source (found by its exact
+text, so line numbers can move) and names the test files that must catch it.
+For every mutant this script:
+
+1. copies ``src/``, ``tests/``, ``setup.py`` and ``pyproject.toml`` to a fresh
+   temporary folder (never ``.git`` or build folders);
+2. replaces the snippet; a snippet that is not found exactly once makes the
+   mutant STALE (the code moved: update its row of the table);
+3. rebuilds the compiled core in that copy only when a ``.pyx``/``.pxd``
+   changed; the build then compiles only the changed extension, the others are
+   the prebuilt copies;
+4. runs the mutant's tests (``pytest -x -q``) with ``PYTHONPATH`` pointing at
+   the copy. A failing run is KILLED, a passing one SURVIVED.
+
+It prints one line per mutant and the kill rate, and exits non-zero when the
+kill rate is below ``--threshold`` (default 0.95), any mutant is stale, or the
+tests fail on the unmutated copy (then no kill means anything).
+
+    python tools/mutants.py                 # all mutants, 2 at a time
+    python tools/mutants.py --list          # the table
+    python tools/mutants.py --only merge-totals codec-zigzag-sign
+    python tools/mutants.py --jobs 4 --threshold 1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ("src", "tests", "setup.py", "pyproject.toml")
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info", "*.html")
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "--hypothesis-seed=0")
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One deliberate bug: replace ``original`` (exact text, found once) in ``path``."""
+
+    id: str
+    path: str  # relative to the repository root
+    original: str
+    replacement: str
+    tests: tuple[str, ...]  # pytest arguments: test files or node ids
+
+    @property
+    def compiled(self) -> bool:
+        return self.path.endswith((".pyx", ".pxd"))
+
+
+_REC = "src/gyreprof/_core/recorder.pyx"
+_HIST = "src/gyreprof/_core/histogram.pyx"
+_CODEC = "src/gyreprof/_core/codec.pyx"
+_SUMMARY = "src/gyreprof/summary.py"
+_PROFILER = "src/gyreprof/profiler.py"
+_WAIT = "src/gyreprof/analysis/wait.py"
+_VERDICT = "src/gyreprof/analysis/verdict.py"
+_DECIDE = "src/gyreprof/analysis/_sweep_decide.py"
+_DOCTOR = "src/gyreprof/diagnostics/doctor.py"
+
+_T_REC = ("tests/test_core_recorder.py",)
+_T_HIST = ("tests/test_core_histogram.py",)
+_T_MERGE = ("tests/test_merge_sums.py",)
+_T_WIN = ("tests/test_window_percentiles.py",)
+
+# fmt: off
+MUTANTS: tuple[Mutant, ...] = (
+    # -- recorder (.pyx): steady-state extremes and sums, warm-up, windows
+    Mutant("rec-steady-min-kept", _REC,
+           "if st[2] < 0 or d < st[2]:", "if st[2] < 0:", _T_REC),
+    Mutant("rec-steady-max-kept", _REC,
+           "if d > st[3]:", "if d < 0:", _T_REC),
+    Mutant("rec-steady-sum-set", _REC,
+           "st = hl + C_HOT_STAT\n            st[1] += v",
+           "st = hl + C_HOT_STAT\n            st[1] = v", _T_REC),
+    Mutant("rec-warm-count-set", _REC,
+           "st[0] += 1", "st[0] = 1", _T_REC),
+    Mutant("rec-warmup-ends-late", _REC,
+           "s[_H_WARMUP_STEPS] >= self.warmup_steps", "s[_H_WARMUP_STEPS] > self.warmup_steps",
+           _T_REC),
+    Mutant("rec-window-closes-late", _REC,
+           "elif s[_H_WIN_STEPS] >= self.window_steps:", "elif s[_H_WIN_STEPS] > self.window_steps:",
+           _T_REC),
+    Mutant("win-rank-rounded-down", _REC,  # issue 15: p99 of 100k..1M said 901,119
+           "rank = (qs_permille[k] * total + 999) // 1000",
+           "rank = (qs_permille[k] * total) // 1000", _T_WIN),
+    Mutant("win-p99-is-p999", _REC,
+           "qs_permille[2] = 990", "qs_permille[2] = 999", _T_WIN),
+    Mutant("win-rank-strict", _REC,
+           "while k < 3 and cum >= ranks[k]:", "while k < 3 and cum > ranks[k]:", _T_WIN),
+    Mutant("win-clamp-inverted", _REC,
+           "if value > wc[2]:", "if value < wc[2]:", _T_WIN),
+    Mutant("win-max-kept", _REC,
+           "st = hl + C_HOT_WIN\n        st[1] += v\n        if d > st[2]:",
+           "st = hl + C_HOT_WIN\n        st[1] += v\n        if d < st[2]:", _T_WIN),
+    Mutant("win-count-unkept", _REC,
+           "w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total",
+           "w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = wc[0]", _T_WIN),
+    # -- histogram (.pyx)
+    Mutant("hist-rank-floor", _HIST,
+           "rank = <int64_t>ceil(q / 100.0 * <double>total)",
+           "rank = <int64_t>(q / 100.0 * <double>total)", _T_HIST),
+    Mutant("hist-min-kept", _HIST,
+           "if self.min < 0 or v < self.min:", "if self.min < 0:", _T_HIST),
+    Mutant("hist-sum-ignores-count", _HIST,
+           "self.sum += <double>v * <double>n", "self.sum += <double>v", _T_HIST),
+    Mutant("hist-add-min-inverted", _HIST,
+           "(self.min < 0 or other.min < self.min)", "(self.min < 0 or other.min > self.min)",
+           _T_HIST),
+    Mutant("hist-clamp-max-inverted", _HIST,
+           "if vmax >= 0 and value > vmax:", "if vmax >= 0 and value < vmax:", _T_HIST),
+    # -- codec (.pyx)
+    Mutant("codec-zigzag-sign", _CODEC,  # issue 15: caught only by an error-message test
+           "return <int64_t>(u >> 1) ^ -(<int64_t>(u & 1))",
+           "return <int64_t>(u >> 1) ^ (<int64_t>(u & 1))", _T_HIST),
+    Mutant("codec-run-short", _CODEC,
+           "pos = _put(out, pos, -(<int64_t>(j - i)))",
+           "pos = _put(out, pos, -(<int64_t>(j - i - 1)))", _T_HIST),
+    Mutant("codec-lone-zero", _CODEC,
+           "pos = _put(out, pos, 0)", "pos = _put(out, pos, 1)", _T_HIST),
+    Mutant("codec-top-bucket-dropped", _CODEC,
+           "n = counts.shape[0] if length < 0", "n = counts.shape[0] - 1 if length < 0",
+           _T_HIST),
+    Mutant("codec-ninth-byte-7bit", _CODEC,
+           "u |= (<uint64_t>data[pos]) << 56", "u |= (<uint64_t>(data[pos] & 0x7F)) << 56",
+           _T_HIST),
+    # -- merge
+    Mutant("merge-totals", _SUMMARY,  # issue 15: 5 + 7 steps merged to 7
+           "totals[k] += s.totals.get(k, 0)", "totals[k] = s.totals.get(k, 0)", _T_MERGE),
+    Mutant("merge-reordered-drops-step-row", _SUMMARY,  # issue 15: step buckets hold half
+           "else:\n            for src_row, dst in enumerate(rows):",
+           "else:\n            for src_row, dst in enumerate(rows[:-1]):", _T_MERGE),
+    Mutant("merge-rows-by-position", _SUMMARY,
+           "if rows == list(range(nh)):", "if len(rows) == nh:", _T_MERGE),
+    Mutant("merge-sum-set", _SUMMARY,
+           "stat[dst, 1] += s.stat[src_row, 1]", "stat[dst, 1] = s.stat[src_row, 1]", _T_MERGE),
+    Mutant("merge-min-inverted", _SUMMARY,
+           "smin < stat[dst, 2]", "smin > stat[dst, 2]", _T_MERGE),
+    Mutant("merge-max-inverted", _SUMMARY,
+           "if smax > stat[dst, 3]:", "if smax < stat[dst, 3]:", _T_MERGE),
+    Mutant("merge-warm-count-set", _SUMMARY,
+           "warm[dst, 0] += s.warm[src_row, 0]", "warm[dst, 0] = s.warm[src_row, 0]", _T_MERGE),
+    Mutant("merge-warm-max-min", _SUMMARY,
+           "warm[dst, 2] = max(warm[dst, 2], s.warm[src_row, 2])",
+           "warm[dst, 2] = min(warm[dst, 2], s.warm[src_row, 2])", _T_MERGE),
+    Mutant("merge-counters-set", _SUMMARY,
+           "counters[k] = counters.get(k, 0) + v", "counters[k] = v", _T_MERGE),
+    Mutant("merge-first-fastest", _SUMMARY,
+           "f > first[dst]", "f < first[dst]", _T_MERGE),
+    # -- windows: reading rolling windows, exact windows from the ring
+    Mutant("win-read-p90-p99-swapped", _SUMMARY,
+           "c, tot, mx, p50, p90, p99 = row[H + F * p : H + F * p + F]",
+           "c, tot, mx, p50, p99, p90 = row[H + F * p : H + F * p + F]", _T_WIN),
+    Mutant("win-ring-lower-rule", _PROFILER,
+           'np.percentile(d, [50, 90, 99], method="inverted_cdf")',
+           'np.percentile(d, [50, 90, 99], method="lower")', _T_WIN),
+    Mutant("win-ring-step-keys", _PROFILER,
+           'keys = (ev["step"] - 1) // int(steps)', 'keys = ev["step"] // int(steps)', _T_WIN),
+    # -- wait ratio and spikes
+    Mutant("wait-ratio-inverted", _WAIT,
+           "ratio = wait_ns / total", "ratio = compute_ns / total",
+           ("tests/test_wait.py::test_constructed_ratio_and_windows_are_exact",)),
+    Mutant("wait-spike-floor-dropped", _WAIT,
+           "(per_step - med >= floor_ns)", "(per_step - med >= 0)",
+           ("tests/test_wait.py::test_tiny_waits_do_not_spike",)),
+    Mutant("wait-spike-factor-strict", _WAIT,
+           "(per_step >= factor * med)", "(per_step > factor * med)",
+           ("tests/test_wait_edges.py",)),
+    # -- verdict
+    Mutant("verdict-threshold-inclusive", _VERDICT,
+           "if r < trainer_bound_below:", "if r <= trainer_bound_below:",
+           ("tests/test_verdict.py::test_threshold_is_a_parameter",
+            "tests/test_verdict.py::test_low_wait_ratio_is_trainer_bound")),
+    Mutant("verdict-smallest-phase-leads", _VERDICT,
+           "order = sorted(shares, key=lambda n: shares[n], reverse=True)",
+           "order = sorted(shares, key=lambda n: shares[n], reverse=False)",
+           ("tests/test_verdict.py::test_waiting_on_env_stepping",
+            "tests/test_verdict.py::test_waiting_on_forward_or_transfer")),
+    # -- sweep decisions
+    Mutant("sweep-stop-when-rising", _DECIDE,
+           "if gain <= flat_within and mem_rising(prev, cur):",
+           "if gain >= flat_within and mem_rising(prev, cur):",
+           ("tests/test_sweep.py::test_stop_rule_needs_flat_throughput_and_rising_memory",)),
+    Mutant("sweep-recommend-above-best", _DECIDE,
+           "if p.samples_per_s >= best * (1.0 - flat_within):",
+           "if p.samples_per_s >= best * (1.0 + flat_within):",
+           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
+    Mutant("sweep-distinguishable-inverted", _DECIDE,
+           "spread > abs(p.samples_per_s - n.samples_per_s)",
+           "spread < abs(p.samples_per_s - n.samples_per_s)",
+           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
+    # -- doctor
+    Mutant("doctor-spin-threshold-inverted", _DOCTOR,
+           "elif cpu_share is not None and cpu_share >= SPIN_CPU_SHARE:",
+           "elif cpu_share is not None and cpu_share <= SPIN_CPU_SHARE:",
+           ("tests/test_doctor.py::test_busy_loop_without_progress_is_spinning",
+            "tests/test_doctor.py::test_blocked_on_a_lock")),
+    Mutant("doctor-still-step-is-progress", _DOCTOR,
+           "progressed = last.steps > first.steps or phases_moved",
+           "progressed = last.steps >= first.steps or phases_moved",
+           ("tests/test_doctor.py::test_retrying_finding_from_live_counters",)),
+)
+# fmt: on
+
+
+# --------------------------------------------------------------------- checks
+
+
+def occurrences(mutant: Mutant, root: Path = ROOT) -> int:
+    """How many times the mutant's snippet occurs in its file (0 when the file is gone)."""
+    p = root / mutant.path
+    return p.read_text().count(mutant.original) if p.is_file() else 0
+
+
+def stale_reason(mutant: Mutant, root: Path = ROOT) -> str | None:
+    """Why the mutant cannot be applied as written, or None when it can."""
+    if not (root / mutant.path).is_file():
+        return f"{mutant.path} does not exist (moved?): update the table in tools/mutants.py"
+    n = occurrences(mutant, root)
+    if n == 1:
+        return None
+    where = "not found" if n == 0 else f"found {n} times"
+    return (
+        f"snippet {mutant.original!r} {where} in {mutant.path}: the code moved or changed; "
+        "update this mutant's row in tools/mutants.py"
+    )
+
+
+# ------------------------------------------------------------------ copies
+
+
+def _copy_tree(src_root: Path, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    for name in COPIED:
+        s = src_root / name
+        if s.is_dir():
+            # copy2 keeps mtimes: the build sees prebuilt extensions as up to date
+            shutil.copytree(s, dest / name, ignore=_IGNORED, copy_function=shutil.copy2)
+        elif s.is_file():
+            shutil.copy2(s, dest / name)
+
+
+# Runs the project's own setup.py with cythonize limited to the named extensions, so a
+# mutant's build compiles one module with exactly the project's flags.
+_BUILD_ONLY = """
+import runpy, sys
+import Cython.Build
+only = set(sys.argv[1].split(","))
+full = Cython.Build.cythonize
+def some(exts, *a, **k):
+    return full([e for e in exts if e.name.rsplit(".", 1)[-1] in only], *a, **k)
+Cython.Build.cythonize = some
+sys.argv = ["setup.py", "-q", "build_ext", "--inplace"]
+runpy.run_path("setup.py", run_name="__main__")
+"""
+CORE = "src/gyreprof/_core"
+
+
+def _modules(tree: Path) -> tuple[str, ...]:
+    """The compiled core's extensions: one per .pyx."""
+    return tuple(sorted(p.stem for p in (tree / CORE).glob("*.pyx")))
+
+
+def _modules_to_build(tree: Path, path: str) -> tuple[str, ...]:
+    """Extensions a change to ``path`` needs rebuilt (a .pxd may be cimported by any)."""
+    name = Path(path).stem
+    every = _modules(tree)
+    return (name,) if path.endswith(".pyx") and name in every else every
+
+
+def _prebuilt_current(tree: Path) -> bool:
+    """Every extension is built and newer than every .pyx/.pxd of the core."""
+    core = tree / CORE
+    sources = [*core.glob("*.pyx"), *core.glob("*.pxd")]
+    newest = max((p.stat().st_mtime for p in sources), default=0.0)
+    for name in _modules(tree):
+        built = list(core.glob(f"{name}.*.so")) + list(core.glob(f"{name}.*.pyd"))
+        if not built or max(p.stat().st_mtime for p in built) < newest:
+            return False
+    return True
+
+
+def _build(tree: Path, modules: Sequence[str], timeout_s: float) -> tuple[bool, str]:
+    """Build only ``modules`` of the compiled core in ``tree`` (in place)."""
+    env = dict(os.environ)
+    env.pop("GYREPROF_ANNOTATE", None)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-c", _BUILD_ONLY, ",".join(modules)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"build timed out after {timeout_s:.0f} s"
+    return r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+
+
+def _run_tests(tree: Path, tests: Sequence[str], timeout_s: float) -> tuple[str, str]:
+    """('passed' | 'failed' | 'timeout' | 'error', output tail)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(tree / "src")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", f"tests ran past {timeout_s:.0f} s"
+    out = (r.stdout + r.stderr)[-3000:]
+    if r.returncode == 0:
+        return "passed", out
+    if r.returncode in (1, 2):  # test failures, or a collection/import error
+        return "failed", out
+    if r.returncode == 4 and re.search(r"^ERROR \S+\.py", out, re.MULTILINE):
+        return "failed", out  # a test module that no longer imports: its node ids vanish
+    return "error", out  # 3 internal error, 4 usage error, 5 nothing collected
+
+
+@dataclass
+class Result:
+    mutant: Mutant
+    status: str  # killed, survived, stale, error
+    detail: str
+    seconds: float
+
+
+def _first_failure(output: str) -> str:
+    for line in output.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            return line.split(" - ")[0].removeprefix("FAILED ").removeprefix("ERROR ")
+    return "tests failed"
+
+
+def run_mutant(m: Mutant, base: Path, work: Path, timeout_s: float) -> Result:
+    t0 = time.monotonic()
+    reason = stale_reason(m, base)
+    if reason:
+        return Result(m, "stale", reason, 0.0)
+    tree = work / m.id
+    try:
+        _copy_tree(base, tree)
+        target = tree / m.path
+        target.write_text(target.read_text().replace(m.original, m.replacement, 1))
+        if m.compiled:
+            ok, log = _build(tree, _modules_to_build(tree, m.path), timeout_s)
+            if not ok:
+                return Result(m, "error", "the mutant does not build: " + log[-300:],
+                              time.monotonic() - t0)  # fmt: skip
+        outcome, out = _run_tests(tree, m.tests, timeout_s)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    dt = time.monotonic() - t0
+    if outcome == "failed":
+        return Result(m, "killed", _first_failure(out), dt)
+    if outcome == "timeout":
+        return Result(m, "killed", out, dt)
+    if outcome == "passed":
+        return Result(m, "survived", "all of " + " ".join(m.tests) + " passed", dt)
+    return Result(m, "error", "pytest could not run the selection: " + out[-300:], dt)
+
+
+# ------------------------------------------------------------------- main
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python tools/mutants.py",
+        description="Apply one-line mutants to temporary copies and check the tests catch them.",
+    )
+    ap.add_argument("--list", action="store_true", help="print the mutant table and exit")
+    ap.add_argument("--only", nargs="+", metavar="ID", help="run only these mutants")
+    ap.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
+    ap.add_argument(
+        "--threshold", type=float, default=0.95, help="lowest passing kill rate (default 0.95)"
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+        help="seconds per build or test run; a test run past it counts as killed",
+    )  # fmt: skip
+    ap.add_argument(
+        "--no-baseline", action="store_true",
+        help="skip running the selected tests on the unmutated copy first",
+    )  # fmt: skip
+    args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be >= 1, got {args.jobs}")
+    if not 0.0 <= args.threshold <= 1.0:
+        ap.error(f"--threshold must be in 0..1, got {args.threshold}")
+    if args.timeout <= 0:
+        ap.error(f"--timeout must be > 0, got {args.timeout}")
+    known = {m.id for m in MUTANTS}
+    unknown = [i for i in args.only or () if i not in known]
+    if unknown:
+        ap.error(f"unknown mutant id(s) {unknown}; see --list for the ids")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.list:
+        for m in MUTANTS:
+            flag = "" if stale_reason(m) is None else "  [STALE]"
+            print(f"{m.id:34} {m.path}{flag}")
+            print(f"{'':34}   - {m.original!r}\n{'':34}   + {m.replacement!r}")
+            print(f"{'':34}   tests: {' '.join(m.tests)}")
+        return 0
+    chosen = [m for m in MUTANTS if not args.only or m.id in args.only]
+    t_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gyreprof-mutants-") as tmp:
+        work = Path(tmp)
+        base = work / "_base"
+        _copy_tree(ROOT, base)
+        if not _prebuilt_current(base):  # a fresh or outdated checkout: build it once
+            print("building the compiled core once for all mutants ...", flush=True)
+            ok, log = _build(base, _modules(base), args.timeout)
+            if not ok:
+                print(f"the unmutated tree does not build:\n{log}", file=sys.stderr)
+                return 2
+        if not args.no_baseline:
+            tests = list(dict.fromkeys(t for m in chosen for t in m.tests))
+            outcome, out = _run_tests(base, tests, args.timeout * 2)
+            if outcome != "passed":
+                print(f"the tests fail without any mutant ({outcome}); fix that first:\n{out}",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            print(f"baseline: the {len(tests)} test selections pass on the unmutated copy "
+                  f"({time.monotonic() - t_start:.0f} s)")  # fmt: skip
+        results: list[Result] = []
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(run_mutant, m, base, work, args.timeout) for m in chosen]
+            for fut in as_completed(futures):
+                r = fut.result()
+                results.append(r)
+                print(f"{r.status.upper():9} {r.mutant.id:34} {r.seconds:5.1f} s  {r.detail}",
+                      flush=True)  # fmt: skip
+    order = {m.id: i for i, m in enumerate(MUTANTS)}
+    results.sort(key=lambda r: order[r.mutant.id])
+    counted = [r for r in results if r.status in ("killed", "survived")]
+    killed = sum(r.status == "killed" for r in counted)
+    stale = [r for r in results if r.status == "stale"]
+    errors = [r for r in results if r.status == "error"]
+    rate = killed / len(counted) if counted else 0.0
+    print()
+    for r in results:
+        if r.status != "killed":
+            print(f"{r.status.upper():9} {r.mutant.id}: {r.detail}")
+    print(
+        f"kill rate: {killed}/{len(counted)} = {rate:.1%} (threshold {args.threshold:.0%}); "
+        f"{len(stale)} stale, {len(errors)} errors; {time.monotonic() - t_start:.0f} s"
+    )
+    if stale or errors or rate < args.threshold:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
