@@ -98,7 +98,10 @@ def _warn(msg: str) -> None:
 
 def check_template(value: str | os.PathLike[str]) -> tuple[str, bool]:
     """(template text, whether it holds ``{pid}``); ValueError for unknown fields."""
-    text = os.fspath(value)
+    try:
+        text = os.fspath(value)
+    except TypeError:
+        text = None  # type: ignore[assignment]
     if not isinstance(text, str):
         raise TypeError(f"autosave must be a path string, got {type(value).__name__}")
     if not text.strip():
