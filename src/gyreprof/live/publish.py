@@ -43,6 +43,7 @@ import errno
 import itertools
 import mmap
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -59,6 +60,13 @@ _SERIAL = itertools.count(1)
 _PUBLISHED: weakref.WeakSet[LivePublication] = weakref.WeakSet()
 _LOCK = threading.Lock()
 _MAX_NAME = 200
+_CREATE_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def _check_name(name: str) -> str:
@@ -151,6 +159,8 @@ class LivePublication:
             "gyreprof": __version__,
             "host": socket.gethostname(),
             "argv": list(sys.argv[:16]),
+            "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
+            "boot_id": lay.boot_id(),
         }
         head, header_bytes, names_offset = lay.build_header(
             pid=pid,
@@ -160,13 +170,13 @@ class LivePublication:
             meta=meta,
         )
         total = header_bytes + stats_bytes
-        directory = lay.segment_dir()
         serial = next(_SERIAL)
-        final = directory / lay.segment_filename(pid, serial)
-        tmp = directory / f".{final.name}.{threading.get_ident()}.tmp"
+        directory = lay.base_dir()
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            directory = lay.segment_dir(create=True)
+            final = directory / lay.segment_filename(pid, serial)
+            tmp = directory / f".{final.name}.{secrets.token_hex(8)}.tmp"
+            fd = os.open(tmp, _CREATE_FLAGS, 0o600)
         except OSError as exc:
             raise OSError(
                 exc.errno,
