@@ -34,7 +34,8 @@ are encoded straight from the shared block and checked afterwards (every
 bucket only grows, so unchanged row sums mean an unchanged row; a racing
 writer means another try). Rolling windows are kept up to
 ``WINDOW_WORDS_CAP`` words, newest first (``meta["autosave_windows_dropped"]``
-counts the rest). 255 phases with 4096 windows save in tens of milliseconds.
+counts the rest; ``JSON_WINDOW_WORDS_CAP`` for a JSON summary). 255 phases with
+4096 windows save in about 50 ms as a snapshot (``benchmarks/autosave_cost.py``).
 
 The write is atomic: a temp file with an unpredictable name is created with
 ``O_CREAT | O_EXCL | O_NOFOLLOW`` in the target's folder and renamed over the
@@ -72,6 +73,7 @@ from gyreprof._core import monotonic_ns
 from gyreprof._core import recorder as _rec
 
 WINDOW_WORDS_CAP = 1 << 16  # rolling-window words kept in an autosaved snapshot
+JSON_WINDOW_WORDS_CAP = 1 << 14  # the same in a JSON summary (each window becomes text)
 _SIGTERM_GRACE_S = 0.25  # how long the helper thread lets the main thread's handler start
 _TRIES = 3  # encodes raced by a writer before falling back to a private copy
 _FIELDS = ("pid", "host")
@@ -182,6 +184,7 @@ def snapshot_in_place(
     lap_cost_ns: float,
     label: str | None,
     copy: bool = False,
+    window_words: int = WINDOW_WORDS_CAP,
 ) -> Any:
     """A Snapshot of ``rec`` whose counts are a view of its stats block (``copy=False``).
 
@@ -208,7 +211,7 @@ def snapshot_in_place(
     stride = _rec.WIN_HEADER + _rec.WIN_FIELDS * nh
     closed = int(view[_rec.H_WINDOWS])
     have = min(closed, K)
-    keep = min(have, WINDOW_WORDS_CAP // stride)
+    keep = min(have, max(0, window_words) // stride)
     w0 = int(off["wring"])
     wr = view[w0 : w0 + K * stride].reshape(K, stride)
     if keep:
@@ -326,7 +329,13 @@ class AutosaveState:
             before = [_row_sums(r) for r in recs]
             snaps = [
                 snapshot_in_place(
-                    r, self.phases, names, lap_cost_ns=self.lap_cost_ns, label=self.label, copy=copy
+                    r,
+                    self.phases,
+                    names,
+                    lap_cost_ns=self.lap_cost_ns,
+                    label=self.label,
+                    copy=copy,
+                    window_words=JSON_WINDOW_WORDS_CAP if as_json else WINDOW_WORDS_CAP,
                 )
                 for r in recs
             ]
@@ -346,7 +355,7 @@ class AutosaveState:
                     )
                 ]
             snap = snaps[0] if len(snaps) == 1 else merge(snaps)
-            data = snap.summary().to_json().encode() if as_json else snap.to_bytes()
+            data = snap.summary().to_json(indent=None).encode() if as_json else snap.to_bytes()
             if copy or all(
                 np.array_equal(b, _row_sums(r)) for b, r in zip(before, recs, strict=True)
             ):
