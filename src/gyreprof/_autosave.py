@@ -101,9 +101,9 @@ def _warn(msg: str) -> None:
 def check_template(value: str | os.PathLike[str]) -> tuple[str, bool]:
     """(template text, whether it holds ``{pid}``); ValueError for unknown fields."""
     try:
-        text = os.fspath(value)
+        text: object = os.fspath(value)
     except TypeError:
-        text = None  # type: ignore[assignment]
+        text = None
     if not isinstance(text, str):
         raise TypeError(f"autosave must be a path string, got {type(value).__name__}")
     if not text.strip():

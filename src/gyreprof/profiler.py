@@ -252,8 +252,11 @@ class Profiler:
     per_thread: give every thread its own Recorder and merge them on read.
     live: publish the stats block in shared memory for other processes
         (``True`` or a segment name; see gyreprof.live).
-    autosave: path written at exit (also on an uncaught exception or SIGTERM):
-        ``*.json`` gets the Summary as JSON, any other name the snapshot bytes.
+    autosave: path written at exit, when the profiler is collected, on an
+        uncaught exception, on SIGTERM and at the exit of a multiprocessing
+        child; ``{pid}``/``{host}`` are filled in per process (a forked child
+        writes only to a ``{pid}`` path). ``*.json`` gets the Summary as
+        JSON, any other name the snapshot bytes. See gyreprof._autosave.
     window_steps / max_windows: rolling windows of ``window_steps`` steps; the
         last ``max_windows`` are kept (fixed memory).
     """

@@ -20,6 +20,18 @@ Lifetime
   reports it as stale (its pid is gone, or reused by a process started later)
   and ``gp.live.clean()`` removes it.
 
+Trust
+-----
+The segment is created in this user's private folder (see
+``gyreprof.live._layout``: a checked 0700 folder, never a name another user
+could have created first) under a random temp name with ``O_CREAT | O_EXCL |
+O_NOFOLLOW`` and mode 0600, then renamed to its final name. Its header records
+the writer's uid and boot id beside its pid and start time, which is what a
+reader checks. Another user can therefore neither open, truncate nor replace
+it, nor make ``live=True`` fail by squatting names. The same user (and root)
+still can: shrinking the file of a running writer kills it with SIGBUS, as
+``kill -9`` would.
+
 Fork
 ----
 A child created by ``fork`` (``multiprocessing`` with the fork start method,
@@ -61,11 +73,7 @@ _PUBLISHED: weakref.WeakSet[LivePublication] = weakref.WeakSet()
 _LOCK = threading.Lock()
 _MAX_NAME = 200
 _CREATE_FLAGS = (
-    os.O_RDWR
-    | os.O_CREAT
-    | os.O_EXCL
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
+    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 )
 
 
