@@ -312,11 +312,11 @@ class _Words:
     def __len__(self) -> int:
         return self._count
 
-    def __getitem__(self, i: int) -> np.int64:
+    def __getitem__(self, i: int) -> int:
         if not 0 <= i < self._count:
             raise IndexError(f"word {i} outside the stats block of {self._count} words")
         raw = self._buf[self._offset + 8 * i : self._offset + 8 * i + 8]
-        return np.frombuffer(raw, dtype="<i8")[0]
+        return int.from_bytes(raw, "little", signed=True)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raw = self._buf[self._offset : self._offset + 8 * self._count]
