@@ -33,7 +33,7 @@ def steps_in(path: Path) -> int:
     return gp.Snapshot.from_bytes(path.read_bytes()).summary().steps
 
 
-@pytest.mark.parametrize("method", ["fork", "forkserver"])
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_multiprocessing_children_that_leave_through_os_exit_save(
     tmp_path: Path, method: str
 ) -> None:
