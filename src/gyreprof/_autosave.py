@@ -79,7 +79,7 @@ _TRIES = 3  # encodes raced by a writer before falling back to a private copy
 _FIELDS = ("pid", "host")
 
 _STATES: dict[int, AutosaveState] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: the SIGTERM handler may interrupt a holder
 _ATEXIT_INSTALLED = False
 _MP_FINALIZER_PID = -1
 _TERM_CLAIM = threading.Lock()
@@ -283,6 +283,7 @@ class AutosaveState:
         lap_cost_ns: float,
         counter_slots: dict[str, int],
         sources: Callable[[], tuple[list[Any], Any]],
+        new_recorder: Callable[[], Any],
     ) -> None:
         self.template = template
         self.templated = templated
@@ -292,9 +293,10 @@ class AutosaveState:
         self.counter_slots = counter_slots  # the Profiler's own dict (grows with it)
         # () -> (live recorders, Snapshot of finished per-thread recorders or None)
         self.sources = sources
+        self.new_recorder = new_recorder  # an empty Recorder of the same layout
         self.owner_pid = os.getpid()
         self.fork_marks: dict[int, int] | None = None  # id(rec) -> events+steps at fork
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
 
     def path(self) -> Path | None:
         """Where this process writes, or None (a forked child with an untemplated path)."""
@@ -308,7 +310,7 @@ class AutosaveState:
         return int(v[_rec.H_STEP]) + int(v[_rec.H_RING_HEAD])
 
     def after_fork_in_child(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.fork_marks = {id(r): self._activity(r) for r in self.sources()[0]}
 
     def _recorded_since_fork(self) -> bool:
@@ -341,12 +343,10 @@ class AutosaveState:
             ]
             if retired is not None:
                 snaps.append(retired)
-            if not snaps:
-                from gyreprof._core import Recorder
-
+            if not snaps:  # per_thread, and no thread wrote
                 snaps = [
                     snapshot_in_place(
-                        Recorder(len(self.phases)),
+                        self.new_recorder(),
                         self.phases,
                         names,
                         lap_cost_ns=self.lap_cost_ns,
@@ -392,11 +392,6 @@ def register(owner: object, state: AutosaveState) -> None:
     fin = weakref.finalize(owner, _finalize, key)
     fin.atexit = False  # the atexit hook saves the states still registered
     _install_hooks()
-
-
-def unregister(state: AutosaveState) -> None:
-    with _LOCK:
-        _STATES.pop(id(state), None)
 
 
 def _finalize(key: int) -> None:

@@ -127,7 +127,7 @@ class _RetiredThreads:
         counter_slots: dict[str, int],
         recorders: list[Recorder],
         timers: dict[int, _TimerMap],
-        lock: threading.Lock,
+        lock: threading.RLock,
     ) -> None:
         self._phases = phases
         self._label = label
@@ -137,7 +137,7 @@ class _RetiredThreads:
         self._timers = timers
         self._lock = lock
         self._dead: list[Recorder] = []
-        self._fold_lock = threading.Lock()
+        self._fold_lock = threading.RLock()
         self.snap: Snapshot | None = None
         self.threads = 0
 
@@ -329,7 +329,7 @@ class Profiler:
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}
         self._counter_slots: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: an autosave on SIGTERM may interrupt it
         self._recorders: list[Recorder] = []
         self._timers_by_rec: dict[int, _TimerMap] = {}
         self.lap_cost_ns = _measure_lap_cost_ns(clock)
@@ -373,6 +373,7 @@ class Profiler:
                 lap_cost_ns=self.lap_cost_ns,
                 counter_slots=self._counter_slots,
                 sources=self._retired.sources,
+                new_recorder=functools.partial(Recorder, len(self.phases), **self._rec_kwargs),
             )
             _autosave.register(self, self._autosave)
 
