@@ -78,3 +78,12 @@ def test_autosave_includes_retired_threads(tmp_path) -> None:
     assert prof.save_autosave() == out
     s = gp.Snapshot.from_bytes(out.read_bytes()).summary()
     assert s.steps == 60 and s.phases["fwd"].count == 60
+
+
+def test_autosave_before_any_thread_wrote_keeps_the_layout(tmp_path) -> None:
+    out = tmp_path / "empty.snap"
+    prof = gp.Profiler(["env"], per_thread=True, significant_figures=2, autosave=str(out))
+    assert prof.save_autosave() == out
+    snap = gp.Snapshot.from_bytes(out.read_bytes())
+    assert snap.layout == prof.snapshot().layout and snap.layout[2] == 2
+    assert snap.summary().steps == 0
