@@ -603,3 +603,103 @@ def test_clean_skips_things_that_only_look_like_segments(live_dir) -> None:
     (live_dir / "gyreprof-live-77777-1.seg").mkdir()
     assert gp.live.clean() == []
     assert (live_dir / "gyreprof-live-77777-1.seg").is_dir()
+
+
+# ------------------------------------------------------------------------ trust
+
+
+def _segment_claiming(pid: int, **meta_changes: Any) -> bytes:
+    """A well-formed segment for ``pid`` (its real start time), metadata changed as asked."""
+    prof = gp.Profiler(["env"])
+    for _ in range(5):
+        prof.begin()
+        prof.lap(0)
+    prof.end()
+    cfg = prof.recorder.config()
+    stats = prof.recorder.stats_array()
+    meta: dict[str, Any] = {
+        "name": "claimed",
+        "label": None,
+        "phases": ["env"],
+        "clock": str(cfg["clock"]),
+        "config": cfg,
+        "lap_cost_ns": 50.0,
+        "uid": os.geteuid(),
+        "boot_id": lay.boot_id(),
+    }
+    meta.update(meta_changes)
+    ident = lay.process_identity(pid)
+    assert ident is not None
+    head, _, _ = lay.build_header(
+        pid=pid,
+        identity=ident,
+        stats_bytes=8 * len(stats),
+        max_counters=int(cfg["max_counters"]),
+        meta=meta,
+    )
+    return head + stats.tobytes()
+
+
+def _plant(live_dir: Path, serial: int, data: bytes, mode: int = 0o600) -> Path:
+    path = live_dir / lay.segment_filename(os.getpid(), serial)
+    path.write_bytes(data)
+    path.chmod(mode)
+    return path
+
+
+def test_a_well_formed_segment_of_this_process_is_believed(live_dir: Path) -> None:
+    path = _plant(live_dir, 70, _segment_claiming(os.getpid()))
+    (entry,) = gp.live.list(os.getpid())
+    assert entry.path == path and entry.alive and entry.error is None
+    with gp.live.attach(os.getpid()) as r:
+        assert r.snapshot().steps == 5
+
+
+def test_the_header_uid_must_be_the_file_owner(live_dir: Path) -> None:
+    path = _plant(live_dir, 71, _segment_claiming(os.getpid(), uid=os.geteuid() + 1))
+    (entry,) = gp.live.list(os.getpid())
+    assert entry.error and "header names uid" in entry.error
+    assert not entry.alive and not entry.stale
+    with pytest.raises(gp.live.UntrustedSegmentError, match="header names uid"):
+        gp.live.attach(path)
+    with pytest.raises(ValueError, match="header names uid"):
+        gp.live.attach(os.getpid())
+    assert gp.live.clean() == []
+
+
+def test_a_segment_without_an_owner_uid_is_not_believed(live_dir: Path) -> None:
+    path = _plant(live_dir, 72, _segment_claiming(os.getpid(), uid=None))
+    with pytest.raises(gp.live.UntrustedSegmentError):
+        gp.live.attach(path)
+
+
+def test_a_segment_others_may_write_is_not_believed(live_dir: Path) -> None:
+    path = _plant(live_dir, 73, _segment_claiming(os.getpid()), mode=0o666)
+    with pytest.raises(gp.live.UntrustedSegmentError, match="writable by other users"):
+        gp.live.attach(path)
+
+
+def test_a_segment_of_an_earlier_boot_is_stale_even_with_a_matching_start_time(
+    live_dir: Path,
+) -> None:
+    if not lay.boot_id():
+        pytest.skip("no boot id on this system")
+    _plant(live_dir, 74, _segment_claiming(os.getpid(), boot_id="an-earlier-boot"))
+    (entry,) = gp.live.list(os.getpid())
+    assert entry.error is None and entry.stale and not entry.alive
+    with pytest.raises(LookupError, match="stale segment"):
+        gp.live.collect([os.getpid()])
+    assert [e.path for e in gp.live.clean()] == [entry.path]
+
+
+def test_a_reader_whose_segment_shrinks_gets_a_value_error(live_dir: Path) -> None:
+    path = _plant(live_dir, 75, _segment_claiming(os.getpid()))
+    with gp.live.attach(path) as r:
+        assert r.progress()["steps_completed"] == 5
+        os.truncate(path, 200)
+        with pytest.raises(gp.live.SegmentReadError, match="truncated"):
+            r.progress()
+        with pytest.raises(ValueError, match="truncated"):
+            r.snapshot()
+        with pytest.raises(ValueError, match="truncated"):
+            r.counter_names()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -39,6 +39,18 @@ class _RecorderLike(Protocol):
     n_phases: int
 
     def stats_view(self) -> np.ndarray: ...
+
+
+@runtime_checkable
+class WordSource(Protocol):
+    """Stats-block words read on access (a live segment read with ``pread``):
+    ``len(w)``, ``w[i]`` for one word, ``numpy.asarray(w)`` for a copy of them all."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int) -> int: ...
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +125,23 @@ class StatsBlock:
 
     __slots__ = ("_a", "_off", "n_phases", "nh", "counts_len", "max_windows", "max_counters")
 
-    def __init__(self, stats: np.ndarray, offsets: Mapping[str, int], n_phases: int) -> None:
-        a = np.asarray(stats)
-        if a.dtype != np.int64 or a.ndim != 1:
-            raise TypeError(f"a stats block is a 1-d int64 array, got {a.dtype} {a.shape}")
+    def __init__(
+        self, stats: np.ndarray | WordSource, offsets: Mapping[str, int], n_phases: int
+    ) -> None:
         words = int(offsets["words"])
-        if a.shape[0] < words:
-            raise ValueError(f"stats block has {a.shape[0]} words, {words} needed")
+        a: Any
+        if isinstance(stats, WordSource) and not isinstance(stats, np.ndarray):
+            # a word source (a live segment read on access): header words only, each read
+            # when asked for; ``copy()`` gives a full block
+            a = stats
+            if len(a) < words:
+                raise ValueError(f"stats block has {len(a)} words, {words} needed")
+        else:
+            a = np.asarray(stats)
+            if a.dtype != np.int64 or a.ndim != 1:
+                raise TypeError(f"a stats block is a 1-d int64 array, got {a.dtype} {a.shape}")
+            if a.shape[0] < words:
+                raise ValueError(f"stats block has {a.shape[0]} words, {words} needed")
         self._a = a
         self._off = {k: int(v) for k, v in offsets.items()}
         self.n_phases = int(n_phases)
@@ -131,7 +153,7 @@ class StatsBlock:
         )
 
     @classmethod
-    def from_config(cls, stats: np.ndarray, config: Mapping[str, Any]) -> StatsBlock:
+    def from_config(cls, stats: np.ndarray | WordSource, config: Mapping[str, Any]) -> StatsBlock:
         """A block described by ``Recorder.config()`` (checks the layout version)."""
         version = int(config.get("layout_version", -1))
         if version != LAYOUT_VERSION:
@@ -148,11 +170,16 @@ class StatsBlock:
 
     @property
     def array(self) -> np.ndarray:
-        return self._a
+        return self._arr()
 
     def copy(self) -> StatsBlock:
         """A private, writable copy of the block."""
         return StatsBlock(np.array(self._a, copy=True), self._off, self.n_phases)
+
+    def _arr(self) -> np.ndarray:
+        if not isinstance(self._a, np.ndarray):
+            raise TypeError("a block over a word source reads header words only; copy() it first")
+        return self._a
 
     # -- header ------------------------------------------------------------------------
 
@@ -244,13 +271,13 @@ class StatsBlock:
 
     def hide_windows(self) -> None:
         """Make the block read as if no window had closed (a writable copy only)."""
-        self._a[_rec.H_WINDOWS] = 0
+        self._arr()[_rec.H_WINDOWS] = 0
 
     # -- regions -----------------------------------------------------------------------
 
     def _hot(self) -> np.ndarray:
         start = self._off["hot"]
-        return self._a[start : start + int(_rec.HOT_WORDS) * self.nh].reshape(
+        return self._arr()[start : start + int(_rec.HOT_WORDS) * self.nh].reshape(
             self.nh, int(_rec.HOT_WORDS)
         )
 
@@ -269,22 +296,24 @@ class StatsBlock:
         """(nh, 3) warm-up count, sum, max; a view."""
         start = self._off["warm"]
         f = int(_rec.WARM_FIELDS)
-        return self._a[start : start + f * self.nh].reshape(self.nh, f)
+        return self._arr()[start : start + f * self.nh].reshape(self.nh, f)
 
     @property
     def counts(self) -> np.ndarray:
         """(nh, counts_len) steady histogram buckets; a view."""
         start = self._off["counts"]
-        return self._a[start : start + self.counts_len * self.nh].reshape(self.nh, self.counts_len)
+        return self._arr()[start : start + self.counts_len * self.nh].reshape(
+            self.nh, self.counts_len
+        )
 
     @property
     def counters(self) -> np.ndarray:
         """(max_counters,) event counters; a view."""
         start = self._off["counters"]
-        return self._a[start : start + self.max_counters]
+        return self._arr()[start : start + self.max_counters]
 
     def counter(self, slot: int) -> int:
-        return int(self._a[self._off["counters"] + slot])
+        return int(self._arr()[self._off["counters"] + slot])
 
     def counts_total(self) -> np.ndarray:
         """(nh,) steady counts, added up from the buckets (consistent with them)."""
@@ -302,7 +331,7 @@ class StatsBlock:
         stride = window_stride(self.n_phases)
         K = self.max_windows
         start = self._off["wring"]
-        wr: np.ndarray = self._a[start : start + K * stride].reshape(K, stride)
+        wr: np.ndarray = self._arr()[start : start + K * stride].reshape(K, stride)
         closed = self.windows_closed
         if closed <= K:
             kept: np.ndarray = wr[:closed].copy()
@@ -313,3 +342,58 @@ class StatsBlock:
     def windows(self) -> list[WindowRecord]:
         """The closed rolling windows, oldest first, as named records."""
         return decode_windows(self.window_records(), self.n_phases)
+
+    def compact(self, window_words: int) -> CompactBlock:
+        """A small stats block with this one's header, hot and warm-up words, each
+        histogram's total as a one-bucket row, the newest closed windows that fit in
+        ``window_words`` words and the counters; the full-resolution counts rows are
+        handed back as a view of this block (nothing large is copied).
+
+        For saving a recorder quickly (autosave at exit or on SIGTERM): combine the
+        small block's decoded parts with ``counts``.
+        """
+        a = self._arr()
+        off = self._off
+        nh, L = self.nh, self.counts_len
+        c0 = off["counts"]
+        counts = a[c0 : c0 + nh * L].reshape(nh, L)
+        stride = window_stride(self.n_phases)
+        closed = self.windows_closed
+        have = min(closed, self.max_windows)
+        keep = min(have, max(0, int(window_words)) // stride)
+        K = self.max_windows
+        ring = a[off["wring"] : off["wring"] + K * stride].reshape(K, stride)
+        last = (closed - 1) % K  # the newest record's slot; only the kept ones are copied
+        newest = ring[[(last - keep + 1 + i) % K for i in range(keep)]]
+        prefix = np.array(a[:c0], dtype=np.int64)
+        prefix[_rec.H_WINDOWS] = keep
+        counters = np.array(a[off["counters"] : off["counters"] + self.max_counters])
+        small = np.concatenate(
+            (prefix, counts.sum(axis=1).astype(np.int64), newest.reshape(-1), counters)
+        )
+        small_off = dict(off)
+        small_off.update(
+            counts=c0,
+            wcounts=c0 + nh,
+            wring=c0 + nh,
+            counters=c0 + nh + keep * stride,
+            words=len(small),
+        )
+        return CompactBlock(small, small_off, counts, keep, closed, have - keep)
+
+    def activity(self) -> int:
+        """A number that changes whenever the writer records anything (steps begun
+        plus events written): for telling whether a recorder was written since."""
+        return self.steps_begun + self.ring_head
+
+
+class CompactBlock(NamedTuple):
+    """``StatsBlock.compact()``: the small block (``stats``, ``offsets``; counts_len 1,
+    max_windows ``windows_kept``), the full counts rows, and the window bookkeeping."""
+
+    stats: np.ndarray
+    offsets: dict[str, int]
+    counts: np.ndarray
+    windows_kept: int
+    windows_closed: int
+    windows_dropped: int

@@ -15,11 +15,9 @@ is convenience on the read side or at set-up.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import math
 import os
-import signal
 import threading
 import time
 import weakref
@@ -29,6 +27,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from gyreprof import _autosave
 from gyreprof._block import StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
 from gyreprof.snapshot import (
@@ -99,44 +98,118 @@ def _measure_lap_cost_ns(clock: str, n: int = 4000, rounds: int = 5) -> float:
     return cost
 
 
-# -------------------------------------------------------------------- autosave
+# ------------------------------------------------------- per-thread: finished threads
 
-_AUTOSAVE: weakref.WeakSet[Profiler] = weakref.WeakSet()
-_AUTOSAVE_LOCK = threading.Lock()
-_HOOKS_INSTALLED = False
-_PREV_SIGTERM: Any = None
+_FOLD_AFTER = 8  # finished threads' recorders kept before they are folded
 
 
-def _autosave_all() -> None:
-    for prof in list(_AUTOSAVE):
-        try:
-            prof.save_autosave()
-        except Exception as exc:  # noqa: BLE001 - at exit, report and go on
-            print(f"gyreprof: autosave to {prof.autosave} failed: {exc}", flush=True)
+class _ThreadGone:
+    """Lives in a per_thread profiler's thread-local storage; dies with its thread."""
+
+    __slots__ = ("__weakref__",)
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    _autosave_all()
-    prev = _PREV_SIGTERM
-    if callable(prev):
-        prev(signum, frame)
-        return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+class _RetiredThreads:
+    """The recorders of finished ``per_thread`` threads, folded into one Snapshot.
 
+    A thread's recorder is queued when the thread ends (its thread-local
+    storage is dropped) and folded, ``_FOLD_AFTER`` at a time, into ``snap`` with
+    ``merge``; then it is removed from the profiler and freed. Memory is thus
+    bounded by the live threads plus ``_FOLD_AFTER`` recorders and one
+    merged histogram set. Their raw events (ring) are not kept.
+    """
 
-def _install_autosave_hooks() -> None:
-    global _HOOKS_INSTALLED, _PREV_SIGTERM
-    with _AUTOSAVE_LOCK:
-        if _HOOKS_INSTALLED:
-            return
-        atexit.register(_autosave_all)
-        if threading.current_thread() is threading.main_thread():
-            prev = signal.getsignal(signal.SIGTERM)
-            if prev in (signal.SIG_DFL, None) or callable(prev):
-                _PREV_SIGTERM = prev if callable(prev) else None
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        _HOOKS_INSTALLED = True
+    def __init__(
+        self,
+        phases: tuple[str, ...],
+        label: str | None,
+        lap_cost_ns: float,
+        counter_slots: dict[str, int],
+        recorders: list[Recorder],
+        timers: dict[int, _TimerMap],
+        lock: threading.RLock,
+    ) -> None:
+        self._phases = phases
+        self._label = label
+        self._lap_cost_ns = lap_cost_ns
+        self._counter_slots = counter_slots
+        self._recorders = recorders  # the profiler's own list and lock
+        self._timers = timers
+        self._lock = lock
+        self._dead: list[Recorder] = []
+        self._fold_lock = threading.RLock()
+        self.snap: Snapshot | None = None
+        self.threads = 0
+
+    def thread_ended(self, rec: Recorder) -> None:
+        self._dead.append(rec)  # list.append is atomic; runs as the thread's state is torn down
+
+    @property
+    def pending(self) -> int:
+        return len(self._dead)
+
+    def fold(self) -> None:
+        """Fold the queued recorders into ``snap`` and free them."""
+        with self._fold_lock:
+            if not self._dead:
+                return
+            dead = list(self._dead)
+            names = tuple(self._counter_slots)
+            snaps = [
+                _autosave.snapshot_in_place(
+                    r,
+                    self._phases,
+                    names,
+                    lap_cost_ns=self._lap_cost_ns,
+                    label=self._label,
+                    copy=True,
+                )
+                for r in dead
+            ]
+            if self.snap is not None:
+                snaps.insert(0, self.snap)
+            m = merge(snaps) if len(snaps) > 1 else snaps[0]
+            src = m.sources
+            one = {
+                "steady_ns": sum(float(x.get("steady_ns", 0)) for x in src),
+                "rate": sum(float(x.get("rate", 0.0)) for x in src),
+                "overhead_ns": sum(float(x.get("overhead_ns", 0.0)) for x in src),
+                "warmup_ns": max((int(x.get("warmup_ns", 0)) for x in src), default=0),
+                "warmup_done": all(bool(x.get("warmup_done", True)) for x in src),
+                "label": self._label,
+                "retired_threads": self.threads + len(dead),
+            }
+            folded = Snapshot(
+                phases=m.phases,
+                config=m.config,
+                counts=m.counts,
+                stat=m.stat,
+                warm=m.warm,
+                first=m.first,
+                totals=m.totals,
+                counters=m.counters,
+                times=m.times,
+                rolling=None,
+                lap_cost_ns=m.lap_cost_ns,
+                sources=[one],
+                meta={"retired_threads": self.threads + len(dead)},
+            )
+            gone = {id(r) for r in dead}
+            with self._lock:
+                self._recorders[:] = [r for r in self._recorders if id(r) not in gone]
+                for k in gone:
+                    self._timers.pop(k, None)
+                self.snap = folded
+                self.threads += len(dead)
+                del self._dead[: len(dead)]
+
+    def sources(self) -> tuple[list[Recorder], Snapshot | None]:
+        """(recorders, folded snapshot of finished threads), taken together; the recorders
+        of up to ``_FOLD_AFTER`` finished threads are still among the recorders."""
+        if len(self._dead) >= _FOLD_AFTER:
+            self.fold()
+        with self._lock:
+            return list(self._recorders), self.snap
 
 
 # -------------------------------------------------------------------- profiler
@@ -179,8 +252,11 @@ class Profiler:
     per_thread: give every thread its own Recorder and merge them on read.
     live: publish the stats block in shared memory for other processes
         (``True`` or a segment name; see gyreprof.live).
-    autosave: path written at exit (also on an uncaught exception or SIGTERM):
-        ``*.json`` gets the Summary as JSON, any other name the snapshot bytes.
+    autosave: path written at exit, when the profiler is collected, on an
+        uncaught exception, on SIGTERM and at the exit of a multiprocessing
+        child; ``{pid}``/``{host}`` are filled in per process (a forked child
+        writes only to a ``{pid}`` path). ``*.json`` gets the Summary as
+        JSON, any other name the snapshot bytes. See gyreprof._autosave.
     window_steps / max_windows: rolling windows of ``window_steps`` steps; the
         last ``max_windows`` are kept (fixed memory).
     """
@@ -253,10 +329,19 @@ class Profiler:
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}
         self._counter_slots: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: an autosave on SIGTERM may interrupt it
         self._recorders: list[Recorder] = []
         self._timers_by_rec: dict[int, _TimerMap] = {}
         self.lap_cost_ns = _measure_lap_cost_ns(clock)
+        self._retired = _RetiredThreads(
+            self.phases,
+            label,
+            self.lap_cost_ns,
+            self._counter_slots,
+            self._recorders,
+            self._timers_by_rec,
+            self._lock,
+        )
         if self.per_thread:
             self._local = threading.local()
             self.lap: Callable[[int], None] = self._lap_threaded
@@ -277,10 +362,20 @@ class Profiler:
             from gyreprof.live.publish import publish_profiler
 
             self.live = publish_profiler(self, name=None if live is True else live)
-        self.autosave: Path | None = Path(autosave) if autosave is not None else None
-        if self.autosave is not None:
-            _AUTOSAVE.add(self)
-            _install_autosave_hooks()
+        self._autosave: _autosave.AutosaveState | None = None
+        if autosave is not None:
+            template, templated = _autosave.check_template(autosave)
+            self._autosave = _autosave.AutosaveState(
+                template,
+                templated=templated,
+                phases=self.phases,
+                label=label,
+                lap_cost_ns=self.lap_cost_ns,
+                counter_slots=self._counter_slots,
+                sources=self._retired.sources,
+                new_recorder=functools.partial(Recorder, len(self.phases), **self._rec_kwargs),
+            )
+            _autosave.register(self, self._autosave)
 
     # -- recorders -------------------------------------------------------------
 
@@ -296,8 +391,15 @@ class Profiler:
         try:
             return self._local.rec  # type: ignore[no-any-return]
         except AttributeError:
+            retired = self._retired
+            if retired.pending >= _FOLD_AFTER:
+                retired.fold()
             rec = self._new_recorder()
+            token = _ThreadGone()
+            fin = weakref.finalize(token, retired.thread_ended, rec)
+            fin.atexit = False
             self._local.rec = rec
+            self._local.gone = token
             return rec
 
     def _lap_threaded(self, phase: int) -> None:
@@ -445,10 +547,12 @@ class Profiler:
 
     def snapshot(self) -> Snapshot:
         """Immutable copy of everything counted so far (merged across threads)."""
-        recs = self.recorders
-        if not recs:  # per_thread before any thread wrote: an empty snapshot
-            return self._snapshot_of(Recorder(len(self.phases), **self._rec_kwargs))
+        recs, retired = self._retired.sources()  # retired: finished per_thread threads
         snaps = [self._snapshot_of(r) for r in recs]
+        if retired is not None:
+            snaps.append(retired)
+        if not snaps:  # per_thread before any thread wrote: an empty snapshot
+            return self._snapshot_of(Recorder(len(self.phases), **self._rec_kwargs))
         return snaps[0] if len(snaps) == 1 else merge(snaps)
 
     def summary(self) -> Summary:
@@ -513,20 +617,18 @@ class Profiler:
         for r in self.recorders:
             r.reset()
 
+    @property
+    def autosave(self) -> Path | None:
+        """The file this process autosaves to ({pid}/{host} filled in); None without
+        autosave, or in a forked child whose path has no {pid}."""
+        return None if self._autosave is None else self._autosave.path()
+
     def save_autosave(self) -> Path | None:
-        """Write the autosave file now (also done at exit)."""
-        if self.autosave is None:
+        """Write the autosave file now (also done at exit; see gyreprof._autosave).
+        Returns the path written, or None (no autosave, or nothing to write here)."""
+        if self._autosave is None:
             return None
-        snap = self.snapshot()
-        path = self.autosave
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        if path.suffix.lower() == ".json":
-            tmp.write_text(snap.summary().to_json())
-        else:
-            tmp.write_bytes(snap.to_bytes())
-        os.replace(tmp, path)
-        return path
+        return self._autosave.save()
 
     def __enter__(self) -> Profiler:
         return self

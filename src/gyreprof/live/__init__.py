@@ -12,12 +12,21 @@ Reader side::
     gp.live.clean()                     # remove segments of processes that are gone
 
 Errors: LookupError (no such process or no segment), ValueError (a foreign,
-truncated or newer-version segment), PermissionError (another user's segment).
+truncated or newer-version segment; ``UntrustedSegmentError`` for one that may
+not be believed: wrong owner, open folder, forged identity;
+``SegmentReadError`` for one that shrank while read), PermissionError
+(another user's segment). Who may write where, and what the same user can
+still do to a segment, is in ``gyreprof.live._layout``.
 """
 
 from __future__ import annotations
 
-from gyreprof.live._layout import LIVE_VERSION, segment_dir
+from gyreprof.live._layout import (
+    LIVE_VERSION,
+    SegmentReadError,
+    UntrustedSegmentError,
+    segment_dir,
+)
 from gyreprof.live.reader import (
     LiveCollection,
     LiveEntry,
@@ -34,6 +43,8 @@ __all__ = [
     "LiveCollection",
     "LiveEntry",
     "LiveReader",
+    "SegmentReadError",
+    "UntrustedSegmentError",
     "attach",
     "clean",
     "collect",

@@ -1,9 +1,38 @@
-"""The live segment: file naming, the versioned header, and process identity.
+"""The live segment: where it lives, who it may belong to, its versioned header.
 
-A live segment is one file (``/dev/shm`` on Linux, else the temp directory, or
-``$GYREPROF_LIVE_DIR``) named ``gyreprof-live-<pid>-<serial>.seg`` and mapped
-with ``mmap`` by its writer (read-write) and any reader (read-only). Layout,
-every integer little-endian::
+A live segment is one file named ``gyreprof-live-<pid>-<serial>.seg``, mapped
+with ``mmap`` by its writer (read-write); readers copy from it with ``pread``
+(never a mapping, so a shrunk file is an error, never SIGBUS).
+
+Where (trust)
+-------------
+Segments live only in a folder where no user but the owner (and root) can
+create files. The base is ``$GYREPROF_LIVE_DIR``, else ``/dev/shm``, else
+the temp directory. When the base itself is private (owned by the user or
+root, not writable by group or others; the tests' folders) segments go there;
+otherwise (``/dev/shm`` is world-writable) into ``<base>/gyreprof-<uid>``,
+created with mode 0700 and checked (a real directory, not a link, owned by
+the user, not writable by others) every time. If another user squatted that
+name, ``~/.cache/gyreprof-live`` is used instead. Files are created with
+``O_EXCL | O_NOFOLLOW`` and mode 0600.
+
+A reader believes a segment only when (``check_trust``): the file is a
+regular file, not a link, not writable by group or others; it sits in a
+folder where only its owner (or root) can create files; the header names the
+owner's uid, the pid of its file name and this boot; and the process that
+runs under that pid now runs as that uid (otherwise the segment is forged)
+with the recorded start time (otherwise it is stale: the pid was reused).
+
+What the same user can still do: that user (and root) can write, truncate
+or delete the user's own segments, so they can feed readers wrong numbers
+or kill the writer with SIGBUS by shrinking its file, as they could stop or
+ptrace the process itself. Another user can do none of that: the folder and
+the files are closed to them, and a segment they create is never believed
+for a process of someone else.
+
+Layout
+------
+Every integer little-endian::
 
     offset  size  field
     0       8     magic b"GYRELIVE"
@@ -24,7 +53,8 @@ every integer little-endian::
     80      48    reserved (zero)
     128     ...   metadata JSON: name, phases, clock, start times, lap_cost_ns,
                   recorder config (incl. stats-block word offsets), gyreprof
-                  version, host, command line
+                  version, host, command line, ``uid`` (the writer's effective
+                  uid) and ``boot_id`` (/proc/sys/kernel/random/boot_id)
     names_offset  counter-name table: ``max_counters`` slots; slot ``k`` holds the
                   name of counter slot ``k``: one length byte (0: not yet named)
                   followed by up to ``NAME_SLOT_BYTES - 1`` bytes of UTF-8
@@ -43,6 +73,7 @@ import json
 import mmap
 import os
 import re
+import stat as stat_mod
 import struct
 import sys
 import tempfile
@@ -76,8 +107,16 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-def segment_dir() -> Path:
-    """Where live segments live: ``$GYREPROF_LIVE_DIR``, else ``/dev/shm``, else the temp dir."""
+class UntrustedSegmentError(ValueError):
+    """A segment that may not be believed: wrong owner, open folder, forged identity."""
+
+
+class SegmentReadError(ValueError):
+    """A segment that shrank or could not be read while a reader used it."""
+
+
+def base_dir() -> Path:
+    """``$GYREPROF_LIVE_DIR``, else ``/dev/shm``, else the temp directory."""
     env = os.environ.get(ENV_DIR)
     if env:
         return Path(env)
@@ -85,6 +124,130 @@ def segment_dir() -> Path:
     if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
         return shm
     return Path(tempfile.gettempdir())
+
+
+def _euid() -> int:
+    return os.geteuid() if hasattr(os, "geteuid") else 0
+
+
+def folder_trusted_for(st: os.stat_result, uid: int) -> bool:
+    """Whether only ``uid`` (or root) can create files in the folder ``st`` describes."""
+    return (
+        stat_mod.S_ISDIR(st.st_mode)
+        and st.st_uid in (uid, 0)
+        and not st.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH)
+    )
+
+
+def _home_of(uid: int) -> Path | None:
+    if uid == _euid() and os.environ.get("HOME"):
+        return Path(os.environ["HOME"])
+    try:
+        import pwd
+
+        return Path(pwd.getpwuid(uid).pw_dir)
+    except (ImportError, KeyError):
+        return None
+
+
+def candidate_dirs(uid: int) -> list[Path]:
+    """Folders where ``uid``'s segments may be, in the order a writer tries them."""
+    base = base_dir()
+    out = [base, base / f"gyreprof-{uid}"]
+    home = _home_of(uid)
+    if home is not None:
+        out.append(home / ".cache" / "gyreprof-live")
+    return out
+
+
+def trusted_dir_stat(path: Path, uid: int, *, follow: bool) -> os.stat_result | None:
+    """``path``'s stat when it is a folder trusted for ``uid``; None otherwise or absent."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return None
+    return st if folder_trusted_for(st, uid) else None
+
+
+def _make_private_dir(path: Path, uid: int) -> bool:
+    """Create (or take back) ``path`` as a 0700 folder of ``uid``; False if squatted."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat_mod.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        return False  # a link, a file, or another user's folder: squatted
+    if st.st_mode & 0o077:
+        try:
+            os.chmod(path, 0o700, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            return False
+    return trusted_dir_stat(path, uid, follow=False) is not None
+
+
+def segment_dir(*, create: bool = False) -> Path:
+    """The folder this process's segments go to (see the module doc).
+
+    ``create=True`` (the writer) makes the per-user folder when needed and
+    raises OSError when no trusted folder can be had.
+    """
+    uid = _euid()
+    base, per_user, *rest = candidate_dirs(uid)
+    if trusted_dir_stat(base, uid, follow=True) is not None:
+        return base
+    if not create:
+        if trusted_dir_stat(per_user, uid, follow=False) is not None or not rest:
+            return per_user
+        fallback = rest[0]
+        if trusted_dir_stat(fallback, uid, follow=False) is not None:
+            return fallback
+        return per_user
+    if base.is_dir() or not os.environ.get(ENV_DIR):
+        if _make_private_dir(per_user, uid):
+            return per_user
+    else:
+        try:
+            os.makedirs(base, 0o700, exist_ok=True)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot create {base} ({exc.strerror})") from None
+        if trusted_dir_stat(base, uid, follow=True) is not None:
+            return base
+        if _make_private_dir(per_user, uid):
+            return per_user
+    for fallback in rest:
+        try:
+            os.makedirs(fallback.parent, 0o700, exist_ok=True)
+        except OSError:
+            continue
+        if _make_private_dir(fallback, uid):
+            return fallback
+    raise PermissionError(
+        f"no private folder for live segments: {per_user} belongs to someone else or is "
+        f"not a folder; set {ENV_DIR} to a folder only you can write, or pass live=False"
+    )
+
+
+def boot_id() -> str:
+    """This boot's id (Linux), '' elsewhere: a pid and start time repeat across boots."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as fh:
+            return fh.read(64).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def process_uid(pid: int) -> int | None:
+    """The effective uid of process ``pid``; None when gone or unknown."""
+    try:
+        return int(psutil.Process(pid).uids().effective)
+    except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError):
+        return None
 
 
 def segment_filename(pid: int, serial: int) -> str:
@@ -153,6 +316,52 @@ def same_process(recorded: ProcessIdentity, now: ProcessIdentity | None) -> bool
     if a != a or b != b:  # nan: cannot tell, trust the pid
         return True
     return abs(a - b) < 1.0
+
+
+def check_trust(path: Path, fst: os.stat_result, header: Header, name_pid: int | None) -> bool:
+    """Whether the segment's writer is running; UntrustedSegmentError when it may not be
+    believed at all (see the module doc). ``fst`` is the open file's fstat."""
+    where = str(path)
+    owner = fst.st_uid
+    if not stat_mod.S_ISREG(fst.st_mode):
+        raise UntrustedSegmentError(f"{where} is not a regular file")
+    if fst.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+        raise UntrustedSegmentError(
+            f"{where} is writable by other users (mode {stat_mod.S_IMODE(fst.st_mode):o}); "
+            "gyreprof writes segments with mode 600 and believes no other"
+        )
+    try:
+        dst = os.stat(path.parent)
+    except OSError as exc:
+        raise UntrustedSegmentError(f"cannot check the folder of {where}: {exc}") from None
+    if not folder_trusted_for(dst, owner):
+        raise UntrustedSegmentError(
+            f"{where} belongs to uid {owner} but sits in {path.parent}, where other users can "
+            "create files (owner uid {0}, mode {1:o}); segments are believed only in a "
+            "private folder".format(dst.st_uid, stat_mod.S_IMODE(dst.st_mode))
+        )
+    meta_uid = header.meta.get("uid")
+    if not isinstance(meta_uid, int) or isinstance(meta_uid, bool) or meta_uid != owner:
+        raise UntrustedSegmentError(
+            f"{where} belongs to uid {owner} but its header names uid {meta_uid!r}"
+        )
+    if name_pid is not None and header.pid != name_pid:
+        raise UntrustedSegmentError(
+            f"{where} names pid {name_pid} but its header says {header.pid}"
+        )
+    recorded_boot = header.meta.get("boot_id")
+    here = boot_id()
+    if isinstance(recorded_boot, str) and recorded_boot and here and recorded_boot != here:
+        return False  # written before this boot
+    if not same_process(header.identity, process_identity(header.pid)):
+        return False  # gone, or the pid now belongs to a later process
+    runs_as = process_uid(header.pid)
+    if runs_as is not None and runs_as != owner:
+        raise UntrustedSegmentError(
+            f"{where} claims pid {header.pid} (with its start time), but that process runs as "
+            f"uid {runs_as} and the segment belongs to uid {owner}: forged, ignored"
+        )
+    return True
 
 
 # -------------------------------------------------------------------------- header
@@ -320,16 +529,21 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
     )
 
 
-def read_name_slots(buf: Buffer, header: Header) -> list[str]:
-    """Counter names in slot order, up to the first slot not yet named."""
+def read_name_slots(buf: Any, header: Header) -> list[str]:
+    """Counter names in slot order, up to the first slot not yet named.
+
+    ``buf`` is anything that slices into bytes (a mapping, bytes, a pread view)."""
     out: list[str] = []
-    base = header.names_offset
+    slot = header.name_slot_bytes
+    table = bytes(buf[header.names_offset : header.names_offset + header.max_counters * slot])
     for k in range(header.max_counters):
-        off = base + k * header.name_slot_bytes
-        n = buf[off]
-        if n == 0 or n >= header.name_slot_bytes:
+        off = k * slot
+        if off >= len(table):
             break
-        raw = bytes(buf[off + 1 : off + 1 + n])
+        n = table[off]
+        if n == 0 or n >= slot:
+            break
+        raw = table[off + 1 : off + 1 + n]
         try:
             out.append(raw.decode("utf-8"))
         except UnicodeDecodeError:

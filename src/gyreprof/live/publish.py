@@ -20,6 +20,18 @@ Lifetime
   reports it as stale (its pid is gone, or reused by a process started later)
   and ``gp.live.clean()`` removes it.
 
+Trust
+-----
+The segment is created in this user's private folder (see
+``gyreprof.live._layout``: a checked 0700 folder, never a name another user
+could have created first) under a random temp name with ``O_CREAT | O_EXCL |
+O_NOFOLLOW`` and mode 0600, then renamed to its final name. Its header records
+the writer's uid and boot id beside its pid and start time, which is what a
+reader checks. Another user can therefore neither open, truncate nor replace
+it, nor make ``live=True`` fail by squatting names. The same user (and root)
+still can: shrinking the file of a running writer kills it with SIGBUS, as
+``kill -9`` would.
+
 Fork
 ----
 A child created by ``fork`` (``multiprocessing`` with the fork start method,
@@ -43,6 +55,7 @@ import errno
 import itertools
 import mmap
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -60,6 +73,9 @@ _SERIAL = itertools.count(1)
 _PUBLISHED: weakref.WeakSet[LivePublication] = weakref.WeakSet()
 _LOCK = threading.Lock()
 _MAX_NAME = 200
+_CREATE_FLAGS = (
+    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 def _check_name(name: str) -> str:
@@ -152,6 +168,8 @@ class LivePublication:
             "gyreprof": __version__,
             "host": socket.gethostname(),
             "argv": list(sys.argv[:16]),
+            "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
+            "boot_id": lay.boot_id(),
         }
         head, header_bytes, names_offset = lay.build_header(
             pid=pid,
@@ -161,13 +179,13 @@ class LivePublication:
             meta=meta,
         )
         total = header_bytes + stats_bytes
-        directory = lay.segment_dir()
         serial = next(_SERIAL)
-        final = directory / lay.segment_filename(pid, serial)
-        tmp = directory / f".{final.name}.{threading.get_ident()}.tmp"
+        directory = lay.base_dir()
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            directory = lay.segment_dir(create=True)
+            final = directory / lay.segment_filename(pid, serial)
+            tmp = directory / f".{final.name}.{secrets.token_hex(8)}.tmp"
+            fd = os.open(tmp, _CREATE_FLAGS, 0o600)
         except OSError as exc:
             raise OSError(
                 exc.errno,

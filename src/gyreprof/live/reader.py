@@ -1,7 +1,10 @@
 """Reader side of the live view: find, attach to and aggregate live segments.
 
-A reader maps a segment read-only and copies its stats block whenever asked
-for a snapshot; it never locks, signals or otherwise slows the writer.
+A reader copies a segment's stats block with ``pread`` whenever asked for a
+snapshot; it never maps the file, so a segment truncated under it is a
+``SegmentReadError`` (a ValueError), never SIGBUS, and it never locks,
+signals or otherwise slows the writer. It believes a segment only after the
+checks of ``gyreprof.live._layout.check_trust`` (owner, folder, identity).
 
 Consistency: every histogram bucket and counter of a stats block only grows
 while the writer runs, so a copy taken mid-write is a valid histogram of the
@@ -18,7 +21,6 @@ when the writer never pauses.
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat as stat_mod
 from collections.abc import Iterable, Iterator, Sequence
@@ -108,44 +110,87 @@ class LiveEntry:
         }
 
 
-def _read_header_file(path: Path) -> lay.Header:
-    """Parse the header of the segment at ``path`` (ValueError/PermissionError/OSError)."""
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        head = fh.read(min(size, 1 << 22))
-        if len(head) >= lay.FIXED_BYTES:
-            try:
-                hb = lay.FIXED.unpack_from(head, 0)[2]
-            except Exception:  # noqa: BLE001 - parse_header reports it
-                hb = 0
-            if isinstance(hb, int) and len(head) < hb <= size:
-                fh.seek(0)
-                head = fh.read(hb)
-    return lay.parse_header(head, size, str(path))
+_HEADER_CAP = 1 << 22  # bytes of header a reader reads at most (metadata + name table)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _pread_exact(fd: int, n: int, offset: int, where: str) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = os.pread(fd, n - len(out), offset + len(out))
+        if not chunk:
+            raise lay.SegmentReadError(
+                f"{where} is truncated: it ended at {offset + len(out)} bytes while "
+                f"{offset + n} were expected (shrunk while read?)"
+            )
+        out += chunk
+    return bytes(out)
+
+
+def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
+    """Open a segment without following links, check it is a regular file, parse its
+    header from at most ``_HEADER_CAP`` bytes. Returns (fd, fstat, header); the fd is
+    closed on error. LookupError (absent), PermissionError, ValueError."""
+    where = str(path)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise
+    except PermissionError:
+        raise PermissionError(_permission_message(path)) from None
+    except IsADirectoryError:
+        raise ValueError(f"{where} is a directory, not a gyreprof live segment") from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise lay.UntrustedSegmentError(f"{where} is a symbolic link; not followed") from None
+        raise ValueError(f"cannot open {where}: {exc}") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat_mod.S_ISREG(fst.st_mode):
+            raise ValueError(f"{where} is not a regular file, not a gyreprof live segment")
+        size = fst.st_size
+        head = _pread_exact(fd, min(size, lay.FIXED_BYTES), 0, where)
+        if size >= lay.FIXED_BYTES and head[:8] == lay.LIVE_MAGIC:
+            hb = int(lay.FIXED.unpack_from(head, 0)[2])
+            if lay.FIXED_BYTES < hb <= min(size, _HEADER_CAP):
+                head = _pread_exact(fd, hb, 0, where)
+            elif hb > _HEADER_CAP:
+                raise ValueError(
+                    f"{where} is corrupted: a header of {hb} bytes (at most {_HEADER_CAP})"
+                )
+        header = lay.parse_header(head, size, where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, fst, header
 
 
 def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
     try:
-        header = _read_header_file(path)
+        fd, fst, header = _open_segment(path)
     except PermissionError:
         alive = lay.process_identity(pid) is not None
         return LiveEntry(pid, None, path, alive, not alive, serial, error=_permission_message(path))
     except FileNotFoundError:
         raise
+    except lay.UntrustedSegmentError as exc:
+        return LiveEntry(pid, None, path, False, False, serial, error=str(exc))
     except (ValueError, OSError) as exc:
         alive = lay.process_identity(pid) is not None
         return LiveEntry(pid, None, path, alive, not alive, serial, error=str(exc))
-    if header.pid != pid:
-        return LiveEntry(
-            pid,
-            None,
-            path,
-            False,
-            True,
-            serial,
-            error=f"{path} names pid {pid} but its header says {header.pid}",
-        )
-    alive = lay.same_process(header.identity, lay.process_identity(pid))
+    os.close(fd)
+    try:
+        alive = lay.check_trust(path, fst, header, pid)
+    except lay.UntrustedSegmentError as exc:
+        # never believed; a leftover of this user's own (e.g. from an older gyreprof in an
+        # open folder) whose process is gone is still stale, for clean() to remove
+        mine_and_gone = fst.st_uid == lay._euid() and lay.process_identity(pid) is None
+        return LiveEntry(pid, None, path, False, mine_and_gone, serial, error=str(exc))
     return LiveEntry(
         pid=pid,
         name=str(header.meta.get("name")),
@@ -158,25 +203,60 @@ def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
     )
 
 
+def _dirs_to_scan(pid: int | None) -> list[Path]:
+    """The folders where segments of ``pid`` (or of anyone this user may read) can be."""
+    me = lay._euid()
+    uids = {me}
+    if pid is not None:
+        owner = lay.process_uid(pid)
+        if owner is not None:
+            uids.add(owner)
+    base = lay.base_dir()
+    if me == 0 and pid is None:
+        try:
+            for n in os.listdir(base):
+                if n.startswith("gyreprof-") and n[9:].isdigit():
+                    uids.add(int(n[9:]))
+        except OSError:
+            pass
+    out: list[Path] = []
+    for uid in sorted(uids):
+        for d in lay.candidate_dirs(uid):
+            if d not in out and os.path.isdir(d):
+                out.append(d)
+    return out
+
+
 def list_segments(
     pid: int | None = None, *, directory: str | os.PathLike[str] | None = None
 ) -> list[LiveEntry]:
-    """Live segments on this machine (of ``pid`` only, when given), oldest first per pid."""
-    d = Path(directory) if directory is not None else lay.segment_dir()
-    try:
-        names = os.listdir(d)
-    except FileNotFoundError:
-        return []
-    except PermissionError:
-        raise PermissionError(
-            f"permission denied listing {d}; set GYREPROF_LIVE_DIR to a directory you can read"
-        ) from None
+    """Live segments on this machine (of ``pid`` only, when given), oldest first per pid.
+
+    Looks in this user's segment folders and, for ``pid``, in those of the
+    process's owner (root: everyone's). A segment that may not be believed
+    (see ``gyreprof.live._layout``) is listed with ``error`` set, never alive.
+    """
+    dirs = [Path(directory)] if directory is not None else _dirs_to_scan(pid)
     found = []
-    for n in names:
-        parsed = lay.parse_filename(n)
-        if parsed is None or (pid is not None and parsed[0] != pid):
+    denied: list[Path] = []
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except FileNotFoundError:
             continue
-        found.append((parsed[0], parsed[1], d / n))
+        except (PermissionError, NotADirectoryError):
+            denied.append(d)
+            continue
+        for n in names:
+            parsed = lay.parse_filename(n)
+            if parsed is None or (pid is not None and parsed[0] != pid):
+                continue
+            found.append((parsed[0], parsed[1], d / n))
+    if denied and directory is not None:
+        raise PermissionError(
+            f"permission denied listing {denied[0]}; set GYREPROF_LIVE_DIR to a directory you "
+            "can read"
+        )
     found.sort()
     out = []
     for p, serial, path in found:
@@ -210,6 +290,57 @@ def clean(*, directory: str | os.PathLike[str] | None = None) -> list[LiveEntry]
 # ----------------------------------------------------------------------------- reader
 
 
+class _SegmentFile:
+    """Bytes of an open segment read with ``pread``: ``buf[i]`` and ``buf[a:b]``.
+
+    Nothing is mapped, so a file shrunk by its owner gives SegmentReadError
+    (a ValueError), never SIGBUS.
+    """
+
+    def __init__(self, fd: int, where: str) -> None:
+        self.fd = fd
+        self.where = where
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop = int(key.start or 0), int(key.stop)
+            return _pread_exact(self.fd, max(0, stop - start), start, self.where)
+        return _pread_exact(self.fd, 1, int(key), self.where)[0]
+
+
+class _Words:
+    """The stats block as int64 words, read on access: ``w[i]``, ``np.array(w)``."""
+
+    def __init__(self, buf: _SegmentFile, offset: int, count: int) -> None:
+        self._buf = buf
+        self._offset = offset
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self._count:
+            raise IndexError(f"word {i} outside the stats block of {self._count} words")
+        raw = self._buf[self._offset + 8 * i : self._offset + 8 * i + 8]
+        return int.from_bytes(raw, "little", signed=True)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = np.empty(self._count, dtype="<i8")
+        dest: Any = arr.view(np.uint8)
+        done = 0
+        while done < len(dest):  # straight into the array: one copy, no mapping
+            n = os.preadv(self._buf.fd, [dest[done:]], self._offset + done)
+            if n <= 0:
+                raise lay.SegmentReadError(
+                    f"{self._buf.where} is truncated: it ended at {self._offset + done} bytes "
+                    f"while {self._offset + len(dest)} were expected (shrunk while read?)"
+                )
+            done += n
+        out = arr.astype(np.int64, copy=False)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
 class LiveReader:
     """Read-only view of one live segment: ``snapshot()``, ``summary()``, ``progress()``.
 
@@ -222,31 +353,19 @@ class LiveReader:
         self.path = Path(path)
         where = str(self.path)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd, fst, header = _open_segment(self.path)
         except FileNotFoundError:
             raise LookupError(f"no live segment at {where} (its process may have exited)") from None
-        except PermissionError:
-            raise PermissionError(_permission_message(self.path)) from None
-        except IsADirectoryError:
-            raise ValueError(f"{where} is a directory, not a gyreprof live segment") from None
         try:
-            st = os.fstat(fd)
-            if not stat_mod.S_ISREG(st.st_mode):
-                raise ValueError(f"{where} is not a regular file, not a gyreprof live segment")
-            size = st.st_size
-            if size < lay.FIXED_BYTES:
-                lay.parse_header(b"", size, where)
-            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+            name = lay.parse_filename(self.path.name)
+            lay.check_trust(self.path, fst, header, name[0] if name else None)
         except BaseException:
             os.close(fd)
             raise
+        size = fst.st_size
         self._fd = fd
-        self._mm: mmap.mmap | None = mm
-        try:
-            self._header = lay.parse_header(mm, size, where)
-        except BaseException:
-            self.close()
-            raise
+        self._mm: _SegmentFile | None = _SegmentFile(fd, where)
+        self._header = header
         h = self._header
         self._size = size
         meta = h.meta
@@ -257,7 +376,7 @@ class LiveReader:
         self.config: dict[str, Any] = dict(meta["config"])
         self.lap_cost_ns = float(meta["lap_cost_ns"])
         self._words = block_words(self.config)
-        self._view = np.frombuffer(mm, dtype=np.int64, count=self._words, offset=h.header_bytes)
+        self._view: Any = _Words(self._mm, h.header_bytes, self._words)
         try:
             StatsBlock.from_config(self._view, self.config)  # checks layout version and size
         except BaseException:
@@ -289,7 +408,7 @@ class LiveReader:
         """The writer is gone without closing: the content is the last it wrote."""
         return not self.alive and not self.closed
 
-    def _require(self) -> mmap.mmap:
+    def _require(self) -> _SegmentFile:
         if self._mm is None:
             raise ValueError(f"this reader of {self.path} is closed")
         return self._mm
@@ -394,14 +513,10 @@ class LiveReader:
         }
 
     def close(self) -> None:
-        """Unmap the segment. Idempotent."""
+        """Close the segment file. Idempotent."""
         mm, self._mm = self._mm, None
         if mm is not None:
             self._view = np.zeros(0, dtype=np.int64)
-            try:
-                mm.close()
-            except BufferError:  # a caller still holds a view; freed with it
-                pass
         fd, self._fd = getattr(self, "_fd", -1), -1
         if fd >= 0:
             os.close(fd)

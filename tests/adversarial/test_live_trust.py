@@ -1,0 +1,433 @@
+"""Live segments under attack: forged as another uid, squatted names, truncation, fuzzing.
+
+The attacking side runs as uid 65534 in a forked child that drops its
+privileges (``os.setuid``); those tests need root and skip cleanly otherwise.
+The readers are this (root) process, which can read every file: only the
+checks of ``gyreprof.live._layout.check_trust`` keep it from believing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gyreprof as gp
+from gyreprof._core import recorder as _rec
+from gyreprof.live import _layout as lay
+
+NOBODY = 65534
+needs_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting as another uid needs root"
+)
+
+
+def as_user(uid: int, fn: Callable[[], object], *, wait: bool = True) -> tuple[int, str]:
+    """Run ``fn`` in a forked child as ``uid``; (child pid, its result or error text)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 0
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            try:
+                msg = repr(fn())
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                msg = f"{type(exc).__name__}: {exc}"
+            os.write(w, msg.encode())
+            os.close(w)
+        finally:
+            os._exit(code)
+    os.close(w)
+    if not wait:
+        os.close(r)
+        return pid, ""
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read().decode()
+    os.waitpid(pid, 0)
+    return pid, data
+
+
+@pytest.fixture
+def shared_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A world-writable sticky folder like /dev/shm, used as GYREPROF_LIVE_DIR."""
+    d = Path(tempfile.mkdtemp(prefix="gyreprof-shared-", dir="/tmp"))
+    d.chmod(0o1777)
+    home = Path(tempfile.mkdtemp(prefix="gyreprof-home-"))
+    monkeypatch.setenv(lay.ENV_DIR, str(d))
+    monkeypatch.setenv("HOME", str(home))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+VICTIM = """
+import sys, time
+import gyreprof as gp
+live = sys.argv[1] == "live"
+prof = gp.Profiler(["env"], live=live)
+for _ in range(10):
+    prof.begin(); prof.lap(0)
+prof.end()
+print(prof.live.path if live else "-", flush=True)
+time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def victim(live: bool) -> Iterator[tuple[int, str]]:
+    """A process that did 10 steps and hangs; (pid, its segment path or '-')."""
+    p = subprocess.Popen(
+        [sys.executable, "-c", VICTIM, "live" if live else "no"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert p.stdout is not None
+        yield p.pid, p.stdout.readline().strip()
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+
+
+def forged_bytes(victim_pid: int, *, meta_uid: int, steps: int = 50_000) -> tuple[bytes, list[int]]:
+    """A well-formed segment claiming ``victim_pid`` with its copied start time, and the
+    byte offsets of the words that count its steps (to make it look alive)."""
+    prof = gp.Profiler(["env"])
+    for _ in range(steps):
+        prof.begin()
+        prof.lap(0)
+    prof.end()
+    rec = prof.recorder
+    cfg = rec.config()
+    stats = rec.stats_array()
+    ident = lay.process_identity(victim_pid)
+    assert ident is not None and ident.start_ticks >= 0  # copied from /proc/PID/stat
+    meta = {
+        "name": "victim",
+        "label": None,
+        "phases": ["env"],
+        "clock": str(cfg["clock"]),
+        "config": cfg,
+        "lap_cost_ns": 50.0,
+        "start_unix_s": time.time(),
+        "start_mono_ns": 0,
+        "gyreprof": "0",
+        "host": "h",
+        "argv": [],
+        "uid": meta_uid,
+        "boot_id": lay.boot_id(),
+    }
+    head, header_bytes, _ = lay.build_header(
+        pid=victim_pid,
+        identity=ident,
+        stats_bytes=8 * len(stats),
+        max_counters=int(cfg["max_counters"]),
+        meta=meta,
+    )
+    off = cfg["offsets"]
+    L = int(cfg["counts_len"])
+    step_row = int(off["counts"]) + 1 * L
+    bucket = step_row + int(np.flatnonzero(stats[step_row : step_row + L])[0])
+    words = [_rec.H_STEP, _rec.H_STEPS_DONE, bucket]
+    return head + stats.tobytes(), [header_bytes + 8 * w for w in words]
+
+
+def plant(path: Path, data: bytes) -> Callable[[], object]:
+    def go() -> object:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.close(fd)
+        return "planted"
+
+    return go
+
+
+@needs_root
+@pytest.mark.parametrize("meta_uid", [NOBODY, 0])
+def test_a_segment_planted_by_another_uid_is_never_believed(
+    shared_dir: Path, meta_uid: int
+) -> None:
+    with victim(live=True) as (pid, genuine):
+        data, _ = forged_bytes(pid, meta_uid=meta_uid)
+        own = shared_dir / f"gyreprof-{NOBODY}" / lay.segment_filename(pid, 7)
+        loose = shared_dir / lay.segment_filename(pid, 1)
+        for target in (own, loose):
+            _, res = as_user(NOBODY, plant(target, data))
+            assert res == "'planted'", res
+            assert target.stat().st_uid == NOBODY
+        assert Path(genuine).parent == shared_dir / "gyreprof-0"
+
+        entries = {e.path: e for e in gp.live.list(pid)}
+        assert entries[Path(genuine)].alive and entries[Path(genuine)].error is None
+        everyone = {e.path: e for e in gp.live.list()}  # root scans every user's folder
+        for target in (own, loose):
+            for e in (entries.get(target), everyone[target]):
+                if e is None:
+                    continue
+                assert e.error and not e.alive and not e.stale, e
+        assert "forged" in everyone[own].error or "header names uid 0" in everyone[own].error
+        assert "other users can" in everyone[loose].error
+
+        with gp.live.attach(pid) as r:
+            assert r.path == Path(genuine) and r.snapshot().steps == 10
+        assert gp.live.collect([pid]).merged.steps == 10
+        for target in (own, loose):
+            with pytest.raises(ValueError):
+                gp.live.attach(target)
+        assert all(e.path not in (own, loose) for e in gp.live.clean())
+
+
+@needs_root
+def test_doctor_is_not_fooled_by_a_forged_segment_that_moves(shared_dir: Path) -> None:
+    with victim(live=False) as (pid, _):
+        data, offsets = forged_bytes(pid, meta_uid=NOBODY)
+        target = shared_dir / f"gyreprof-{NOBODY}" / lay.segment_filename(pid, 1)
+
+        def plant_and_tick() -> object:
+            plant(target, data)()
+            fd = os.open(target, os.O_RDWR)
+            end = time.monotonic() + 20
+            n = 50_000
+            while time.monotonic() < end:  # a hung job whose "step counter" moves
+                n += 1
+                for off in offsets:
+                    os.pwrite(fd, n.to_bytes(8, "little", signed=True), off)
+                time.sleep(0.02)
+            return "done"
+
+        attacker, _ = as_user(NOBODY, plant_and_tick, wait=False)
+        try:
+            deadline = time.monotonic() + 10
+            while not target.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert target.exists()
+            d = gp.doctor(pid, interval_s=1.5, samples=3, stacks=False)
+            assert d.state != "progressing", (d.state, d.evidence)
+            assert d.state == "blocked", (d.state, d.evidence)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(attacker, signal.SIGKILL)
+            os.waitpid(attacker, 0)
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["folder", "symlink", "file"])
+def test_squatted_names_cannot_block_live(shared_dir: Path, how: str) -> None:
+    mine = shared_dir / "gyreprof-0"
+
+    def squat() -> object:
+        if how == "folder":
+            os.mkdir(mine, 0o777)
+            os.chmod(mine, 0o777)
+        elif how == "symlink":
+            os.mkdir(shared_dir / "trap", 0o777)
+            os.symlink(shared_dir / "trap", mine)
+        else:
+            mine.write_text("squatted")
+        nxt = os.getpid()
+        for k in range(1, 200):  # the names the next pids would use
+            (shared_dir / lay.segment_filename(nxt + k, 1)).write_text("x")
+        return "squatted"
+
+    _, res = as_user(NOBODY, squat)
+    assert res == "'squatted'", res
+    with victim(live=True) as (pid, path):
+        seg = Path(path)
+        assert seg.parent == Path(os.environ["HOME"]) / ".cache" / "gyreprof-live", seg
+        assert seg.stat().st_uid == 0 and (seg.stat().st_mode & 0o777) == 0o600
+        with gp.live.attach(pid) as r:
+            assert r.snapshot().steps == 10
+    if how == "symlink":
+        assert list((shared_dir / "trap").iterdir()) == []
+
+
+WRITER = """
+import sys
+import gyreprof as gp
+prof = gp.Profiler(["env", "fwd"], live=True)
+print(prof.live.path, flush=True)
+while True:
+    prof.begin(); prof.lap(0); prof.lap(1)
+"""
+
+
+@needs_root
+def test_truncation_kills_neither_the_writer_nor_its_readers(tmp_path: Path) -> None:
+    p = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        path = Path(p.stdout.readline().strip())
+        full = path.stat().st_size
+        readers = [gp.live.attach(p.pid) for _ in range(3)]
+        assert all(r.snapshot().steps >= 0 for r in readers)
+
+        # another user cannot even open it: the writer is safe from them
+        _, res = as_user(NOBODY, lambda: os.truncate(path, 0))
+        assert res.startswith("PermissionError"), res
+        _, res = as_user(NOBODY, lambda: open(path, "r+b"))
+        assert res.startswith("PermissionError"), res
+        assert p.poll() is None and path.stat().st_size == full
+
+        # the same user can shrink it; readers get a ValueError, not SIGBUS. (The writer
+        # is stopped meanwhile: a running writer would fault on the missing pages,
+        # which the owner of a process can always do to it; see gyreprof.live._layout.)
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            os.truncate(path, 4096 + 64)
+            for r in readers:
+                with pytest.raises(ValueError, match="truncated"):
+                    r.snapshot()
+                with pytest.raises(ValueError, match="truncated"):
+                    r.progress()
+            with pytest.raises(ValueError, match="truncated"):
+                gp.live.attach(p.pid)
+            os.truncate(path, 0)
+            for r in readers:
+                with pytest.raises(ValueError):
+                    r.snapshot()
+                with pytest.raises(ValueError):
+                    _ = r.closed
+            os.truncate(path, full)
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        time.sleep(0.3)
+        assert p.poll() is None  # the writer runs on
+        for r in readers:
+            r.snapshot()
+            r.close()
+    finally:
+        p.terminate()
+        rc = p.wait(timeout=30)
+    assert rc == -signal.SIGTERM  # not -SIGBUS
+
+
+@pytest.fixture(scope="module")
+def genuine_segment() -> Iterator[bytes]:
+    prof = gp.Profiler(["env", "fwd"], live=True)
+    for _ in range(500):
+        prof.begin()
+        prof.lap(0)
+        prof.lap(1)
+    prof.count("retry", 3)
+    prof.end()
+    data = prof.live.path.read_bytes()
+    prof.live.close()
+    yield data
+
+
+@settings(
+    max_examples=120,
+    deadline=2000,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    cut=st.one_of(st.none(), st.integers(min_value=0, max_value=1 << 20)),
+    flips=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=8191), st.integers(0, 255)), max_size=8
+    ),
+)
+def test_fuzzed_segments_give_value_errors_only(
+    genuine_segment: bytes, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    d = Path(os.environ[lay.ENV_DIR])
+    data = bytearray(genuine_segment)
+    for pos, val in flips:
+        if pos < len(data):
+            data[pos] = val
+    if cut is not None:
+        data = data[: cut % (len(data) + 1)]
+    path = d / "fuzz.seg"
+    path.write_bytes(bytes(data))
+    path.chmod(0o600)
+    try:
+        with gp.live.attach(path) as r:
+            r.counter_names()
+            r.progress()
+            r.snapshot().summary()
+    except (ValueError, LookupError):
+        pass
+    finally:
+        path.unlink()
+
+
+def test_a_symlinked_segment_is_not_followed(tmp_path: Path) -> None:
+    d = Path(os.environ[lay.ENV_DIR])
+    prof = gp.Profiler(["env"], live=True)
+    try:
+        link = d / lay.segment_filename(os.getpid(), 999)
+        link.symlink_to(prof.live.path)
+        with pytest.raises(ValueError, match="symbolic link"):
+            gp.live.attach(link)
+        entry = next(e for e in gp.live.list(os.getpid()) if e.path == link)
+        assert entry.error and not entry.alive
+        link.unlink()
+    finally:
+        prof.live.close()
+
+
+def test_a_fifo_named_like_a_segment_does_not_hang_the_reader() -> None:
+    d = Path(os.environ[lay.ENV_DIR])
+    fifo = d / lay.segment_filename(os.getpid(), 998)
+    os.mkfifo(fifo, 0o600)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(ValueError, match="not a regular file"):
+            gp.live.attach(fifo)
+        entry = next(e for e in gp.live.list(os.getpid()) if e.path == fifo)
+        assert entry.error and time.monotonic() - t0 < 30
+    finally:
+        fifo.unlink()
+
+
+def test_a_segment_in_an_open_folder_is_not_believed(tmp_path: Path) -> None:
+    """Copied into a world-writable folder, even a genuine segment is not evidence."""
+    prof = gp.Profiler(["env"], live=True)
+    try:
+        open_dir = tmp_path / "open"
+        open_dir.mkdir()
+        open_dir.chmod(0o777)
+        copy = open_dir / prof.live.path.name
+        shutil.copyfile(prof.live.path, copy)
+        copy.chmod(0o600)
+        with pytest.raises(ValueError, match="other users can"):
+            gp.live.attach(copy)
+        (entry,) = gp.live.list(directory=open_dir)
+        assert entry.error and not entry.alive
+    finally:
+        prof.live.close()
+
+
+def test_the_writer_folder_is_private(shared_dir: Path) -> None:
+    prof = gp.Profiler(["env"], live=True)
+    try:
+        seg = prof.live.path
+        folder = seg.parent
+        st_dir = folder.lstat()
+        assert folder == shared_dir / f"gyreprof-{os.geteuid()}"
+        assert not folder.is_symlink() and (st_dir.st_mode & 0o777) == 0o700
+        assert (seg.stat().st_mode & 0o777) == 0o600
+        with gp.live.attach(os.getpid()) as r:
+            assert r.path == seg
+    finally:
+        prof.live.close()
+
+
+def test_segment_dir_reports_where_a_reader_looks(shared_dir: Path) -> None:
+    assert lay.segment_dir() == shared_dir / f"gyreprof-{os.geteuid()}"

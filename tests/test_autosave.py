@@ -1,0 +1,254 @@
+"""Autosave: templates, function-local profilers, forks, several processes, failures.
+
+Every case runs a real interpreter (autosave acts at process exit). Fault
+injection (os._exit children, SIGTERM in native code, planted links, a full
+disk) lives in tests/adversarial/test_autosave_faults.py.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import gyreprof as gp
+
+
+def run_py(
+    tmp_path: Path, body: str, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / f"script_{abs(hash(body)) % 10**8}.py"
+    script.write_text(textwrap.dedent(body))
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
+
+
+def load(path: Path) -> gp.Summary:
+    if path.suffix == ".json":
+        return gp.Summary.from_json(path)
+    return gp.Snapshot.from_bytes(path.read_bytes()).summary()
+
+
+def steps_in(path: Path) -> int:
+    return load(path).steps
+
+
+def test_function_local_profiler_is_saved(tmp_path: Path) -> None:
+    out = tmp_path / "local.snap"
+    r = run_py(
+        tmp_path,
+        """
+        import sys, gc
+        import gyreprof as gp
+
+        def work(path):
+            prof = gp.Profiler(["env"], autosave=path)
+            for _ in range(120):
+                prof.begin(); prof.lap(0)
+            prof.end()
+
+        work(sys.argv[1])
+        gc.collect()
+        print("returned")
+        """,
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    assert steps_in(out) == 120
+
+
+def test_a_profiler_alive_at_exit_is_saved_once_with_all_its_steps(tmp_path: Path) -> None:
+    out = tmp_path / "kept.json"
+    r = run_py(
+        tmp_path,
+        """
+        import sys
+        import gyreprof as gp
+        prof = gp.Profiler(["env", "fwd"], autosave=sys.argv[1])
+        for _ in range(300):
+            prof.begin(); prof.lap(0); prof.lap(1)
+        prof.end()
+        """,
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    s = load(out)
+    assert s.steps == 300 and s.phases["fwd"].count == 300
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_pid_and_host_templates(tmp_path: Path) -> None:
+    r = run_py(
+        tmp_path,
+        """
+        import os, sys
+        import gyreprof as gp
+        prof = gp.Profiler(["env"], autosave=sys.argv[1] + "/{host}-{pid}.snap")
+        prof.begin(); prof.lap(0); prof.end()
+        print(os.getpid(), prof.autosave)
+        """,
+        str(tmp_path / "runs"),
+    )
+    assert r.returncode == 0, r.stderr
+    pid, announced = r.stdout.split()
+    expect = tmp_path / "runs" / f"{socket.gethostname()}-{pid}.snap"
+    assert Path(announced) == expect
+    assert steps_in(expect) == 1
+
+
+@pytest.mark.parametrize(
+    "template", ["run-{user}.snap", "run-{pid:05d}.snap", "run-{0}.snap", "run-{pid.x}.snap", "a{"]
+)
+def test_unknown_template_fields_are_refused(tmp_path: Path, template: str) -> None:
+    with pytest.raises(ValueError, match=r"autosave="):
+        gp.Profiler(["env"], autosave=str(tmp_path / template))
+
+
+def test_literal_braces_and_empty_paths(tmp_path: Path) -> None:
+    prof = gp.Profiler(["env"], autosave=str(tmp_path / "x{{1}}-{pid}.snap"))
+    assert prof.autosave == tmp_path / f"x{{1}}-{os.getpid()}.snap"
+    with pytest.raises(ValueError, match="autosave must be a file path"):
+        gp.Profiler(["env"], autosave="  ")
+    with pytest.raises(TypeError, match="autosave"):
+        gp.Profiler(["env"], autosave=5)  # type: ignore[arg-type]
+
+
+def test_eight_processes_on_one_templated_path(tmp_path: Path) -> None:
+    body = textwrap.dedent(
+        """
+        import sys
+        import gyreprof as gp
+        n = int(sys.argv[2])
+        prof = gp.Profiler(["env"], autosave=sys.argv[1])
+        for _ in range(n):
+            prof.begin(); prof.lap(0)
+        prof.end()
+        """
+    )
+    script = tmp_path / "worker.py"
+    script.write_text(body)
+    template = str(tmp_path / "out" / "w-{pid}.snap")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), template, str(100 + i)], stderr=subprocess.PIPE
+        )
+        for i in range(8)
+    ]
+    pids = {}
+    for i, p in enumerate(procs):
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        pids[p.pid] = 100 + i
+    files = sorted((tmp_path / "out").iterdir())
+    assert len(files) == 8, files
+    for pid, n in pids.items():
+        assert steps_in(tmp_path / "out" / f"w-{pid}.snap") == n
+
+
+def test_forked_child_never_writes_an_untemplated_parent_path(tmp_path: Path) -> None:
+    out = tmp_path / "parent.snap"
+    r = run_py(
+        tmp_path,
+        """
+        import os, sys
+        import gyreprof as gp
+        path = sys.argv[1]
+        prof = gp.Profiler(["env"], autosave=path)
+        for _ in range(10):
+            prof.begin(); prof.lap(0)
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(1000):
+                prof.begin(); prof.lap(0)
+            prof.end()
+            assert prof.autosave is None
+            sys.exit(0)          # a normal exit: atexit runs in the child
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        prof.end()
+        print("child wrote" if os.path.exists(path) else "nothing yet")
+        """,
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "nothing yet"
+    assert steps_in(out) == 10  # the parent's own count
+
+
+def test_forked_child_writes_its_own_templated_file_only_when_it_recorded(tmp_path: Path) -> None:
+    r = run_py(
+        tmp_path,
+        """
+        import os, sys
+        import gyreprof as gp
+        prof = gp.Profiler(["env"], autosave=sys.argv[1] + "/p-{pid}.snap")
+        for _ in range(10):
+            prof.begin(); prof.lap(0)
+        kids = []
+        for record in (True, False):
+            pid = os.fork()
+            if pid == 0:
+                if record:
+                    for _ in range(5):
+                        prof.begin(); prof.lap(0)
+                    prof.end()
+                sys.exit(0)
+            kids.append(pid)
+        for k in kids:
+            os.waitpid(k, 0)
+        prof.end()
+        print(os.getpid(), *kids)
+        """,
+        str(tmp_path),
+    )
+    assert r.returncode == 0, r.stderr
+    parent, active, idle = (int(x) for x in r.stdout.split())
+    assert steps_in(tmp_path / f"p-{parent}.snap") == 10
+    assert steps_in(tmp_path / f"p-{active}.snap") == 15  # its inherited 10 and its own 5
+    assert not (tmp_path / f"p-{idle}.snap").exists()
+
+
+def test_a_failed_save_is_reported_on_stderr(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a folder should be")
+    r = run_py(
+        tmp_path,
+        """
+        import sys
+        import gyreprof as gp
+        prof = gp.Profiler(["env"], autosave=sys.argv[1])
+        prof.begin(); prof.lap(0); prof.end()
+        print("done")
+        """,
+        str(blocker / "out.snap"),
+    )
+    assert r.stdout.strip() == "done"
+    assert "gyreprof: autosave to" in r.stderr and "failed" in r.stderr, r.stderr
+
+
+def test_save_autosave_returns_the_path_and_overwrites_atomically(tmp_path: Path) -> None:
+    prof = gp.Profiler(["env"], autosave=str(tmp_path / "now-{pid}.snap"))
+    prof.begin()
+    prof.lap(0)
+    path = prof.save_autosave()
+    assert path == tmp_path / f"now-{os.getpid()}.snap"
+    first = path.read_bytes()
+    for _ in range(9):
+        prof.begin()
+        prof.lap(0)
+    assert prof.save_autosave() == path
+    assert path.read_bytes() != first
+    assert steps_in(path) == 9  # the 10th step is still open
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert gp.Profiler(["env"]).save_autosave() is None
