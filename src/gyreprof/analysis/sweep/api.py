@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gyreprof._format import fmt_count
+from gyreprof._subproc import sigterm_unwinds
 from gyreprof.analysis.sweep.decide import (
     finish_points,
     recommend,
@@ -399,6 +400,9 @@ def sweep(
     phases: the phase names the sampler records, when the factory does not
         declare them itself (``factory.phases``).
 
+    Interrupted (KeyboardInterrupt, SIGTERM where it has its default action) or
+    killed, an isolated sweep leaves no process and no temporary folder behind.
+
     Returns a :class:`SweepResult`. Bad arguments raise ValueError/TypeError
     before anything runs; a factory that cannot be imported raises ValueError
     naming it. Everything that goes wrong while building or running the
@@ -424,15 +428,17 @@ def sweep(
     points: list[SweepPoint] = []
     stop: tuple[str, str, int | float | None] | None = None
     stopped_idx: int | None = None
-    try:
-        for idx, value in enumerate(plan.values):
-            points.append(_run_value(target, value, bar))
-            stop = stop_check(plan.param, points, plan.flat_within, plan.memory_limit)
-            if stop is not None:
-                stopped_idx = idx
-                break
-    finally:
-        bar.close()
+    # SIGTERM unwinds like Ctrl-C: the current run's processes and folder go first
+    with sigterm_unwinds():
+        try:
+            for idx, value in enumerate(plan.values):
+                points.append(_run_value(target, value, bar))
+                stop = stop_check(plan.param, points, plan.flat_within, plan.memory_limit)
+                if stop is not None:
+                    stopped_idx = idx
+                    break
+        finally:
+            bar.close()
     return _conclude(plan, target, points, stop, stopped_idx)
 
 
