@@ -839,7 +839,7 @@ def test_run_result_crosses_the_boundary_typed_and_foreign_data_is_refused() -> 
         ("{not json", "not JSON"),
         ('{"format": "someone-else/9"}', "not a gyreprof.sweep-run/1 record"),
         ("[1, 2]", "not a gyreprof.sweep-run/1 record"),
-        (f'{{"format": "{RUN_FORMAT}"}}', "missing 'status'"),
+        (f'{{"format": "{RUN_FORMAT}"}}', "missing field 'status'"),
         (f'{{"format": "{RUN_FORMAT}", "status": "ok", "calls": "many"}}', "calls: expected an"),
         (f'{{"format": "{RUN_FORMAT}", "status": "ok", "call": [1]}}', "call: expected an obj"),
     ]:
@@ -874,6 +874,24 @@ def test_a_foreign_result_file_is_an_error_for_that_value(payload: str, match: s
     assert p.status == "error" and "the run finished but" in (p.error or "")
     assert match in (p.error or "")
     assert r.recommended is None
+
+
+def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult) -> None:
+    """The sweep writes through gyreprof._serial: no NaN literals (a strict JSON reader
+    takes the file), and a run's summary read back is the summary written."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    text = flat_sweep.to_json(summaries=True)
+    json.loads(text, parse_constant=refuse)
+    back = SweepResult.from_json(text)
+    run, again = flat_sweep.points[0].runs[0], back.points[0].runs[0]
+    assert again.summary is not None and again.summary.steps == run.summary.steps
+    assert again.summary.step.p99 == run.summary.step.p99
+    assert '"median": "nan"' in text  # no GPU: written as the string "nan" ...
+    assert math.isnan(back.points[0].figure("peak_gpu_bytes").median)  # ... read as NaN
+    assert back.table() == flat_sweep.table()
 
 
 def test_old_format_files_still_load() -> None:
