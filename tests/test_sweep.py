@@ -537,30 +537,32 @@ class _TtyBuffer(io.StringIO):
         return True
 
 
-def test_progress_bar_on_a_terminal_with_and_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_is_one_line_per_run_on_a_terminal_too() -> None:
+    """One progress shape: the lines a log gets are what a terminal gets (no rich bar,
+    no carriage-return rewriting), and a skipped repeat shrinks the total."""
     from gyreprof.analysis.sweep.progress import SweepProgress
 
-    pytest.importorskip("rich")
     out = _TtyBuffer()
     bar = SweepProgress(enabled=True, total=4, title="sweep batch_size", stream=out)
-    assert bar._rich is not None
-    bar.start("batch_size=8")
+    bar.start("batch_size=8 run 1/2")
     bar.done("12.1k samples/s")
-    bar.skip(2)
+    bar.start("batch_size=8 run 2/2")
+    bar.done("error: boom")
+    bar.start("batch_size=16 run 1/2")
+    bar.done("crash: killed")
+    bar.skip(1)
     bar.close()
-    assert "batch_size=8: 12.1k samples/s" in out.getvalue()
-
-    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
-    monkeypatch.setitem(sys.modules, "rich.console", None)
-    monkeypatch.setitem(sys.modules, "rich.progress", None)
-    out = _TtyBuffer()
-    bar = SweepProgress(enabled=True, total=2, title="sweep batch_size", stream=out)
-    bar.start("batch_size=8")
+    assert out.getvalue().splitlines() == [
+        "sweep batch_size [1/4] batch_size=8 run 1/2: 12.1k samples/s",
+        "sweep batch_size [2/4] batch_size=8 run 2/2: error: boom",
+        "sweep batch_size [3/4] batch_size=16 run 1/2: crash: killed",
+    ]
+    assert bar.total == 3
+    quiet = _TtyBuffer()
+    bar = SweepProgress(enabled=False, total=1, title="sweep x", stream=quiet)
+    bar.start("x=1")
     bar.done("ok")
-    bar.close()
-    text = out.getvalue()
-    assert "\rsweep batch_size [############............] 1/2 batch_size=8" in text
-    assert text.endswith("\n")
+    assert quiet.getvalue() == ""
 
 
 def test_torch_sampler_reports_threads_and_gpu_memory_only_with_cuda() -> None:
