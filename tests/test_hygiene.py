@@ -275,3 +275,55 @@ def test_selfcheck_child_puts_the_package_first(tmp_path: Path) -> None:
     import gyreprof
 
     assert r.endpoint == gyreprof.__file__
+
+
+def test_isolated_sweep_from_a_worker_thread_runs_to_the_end() -> None:
+    """The parent-death signal is tied to the thread that started the run; a sweep
+    called from a thread keeps that thread alive until its run ends, so the run is not
+    cut short (and SIGTERM handling stays with the main thread's owner)."""
+    import threading
+
+    import gyreprof as gp
+
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        box["result"] = gp.sweep(
+            "sweep_samplers.flat:make_flat",
+            "batch_size",
+            [2],
+            steps=5,
+            warmup=1,
+            repeats=2,
+            progress=False,
+        )
+
+    before = signal.getsignal(signal.SIGTERM)
+    th = threading.Thread(target=work)
+    th.start()
+    th.join(180)
+    assert not th.is_alive()
+    result = box["result"]
+    assert [r.status for r in result.points[0].runs] == ["ok", "ok"]  # type: ignore[attr-defined]
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_sigterm_unwinds_only_where_sigterm_has_its_default_action() -> None:
+    from gyreprof._subproc import sigterm_unwinds
+
+    saved = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        with sigterm_unwinds():
+            assert callable(signal.getsignal(signal.SIGTERM))  # ours, for the block
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+
+        def users_own(signum: int, frame: object) -> None:
+            pass
+
+        signal.signal(signal.SIGTERM, users_own)
+        with sigterm_unwinds():
+            assert signal.getsignal(signal.SIGTERM) is users_own  # left alone
+        assert signal.getsignal(signal.SIGTERM) is users_own
+    finally:
+        signal.signal(signal.SIGTERM, saved)

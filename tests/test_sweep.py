@@ -896,6 +896,30 @@ def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult)
     assert back.table() == flat_sweep.table()
 
 
+def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
+    """A fixed setting with no JSON form (isolate=False takes any object) is written as
+    its repr, as before the sweep used gyreprof._serial, and the file reads back."""
+
+    class Device:
+        def __repr__(self) -> str:
+            return "Device('cpu:0')"
+
+    r = gp.sweep(
+        misbehaving.make_mutating,
+        "batch_size",
+        [1],
+        fixed={"config": {"device": Device(), "lr": math.inf}},
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    data = json.loads(r.to_json())
+    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": "inf"}}
+    assert SweepResult.from_dict(data).fixed["config"]["device"] == "Device('cpu:0')"
+
+
 def test_old_format_files_still_load() -> None:
     """A gyreprof.sweep/1 file written before the tree figures and count rules existed."""
     old = json.loads((TESTS / "sweep_samplers" / "sweep_v1.json").read_text())
