@@ -1,9 +1,10 @@
 """Process hygiene of ``gyreprof sweep`` and ``gyreprof selfcheck``: real processes, real signals.
 
 Each test starts the command in a fresh interpreter with ``TMPDIR`` pointed at a
-private folder. The sampler's factory starts two helper processes that hold the
+private folder. The sampler's factory starts three helper processes that hold the
 run's stdout and sleep: one in the run's process group, one in a session of its
-own; every process writes its pid file (``sweep_samplers/hygiene.py``). When the
+own, one that daemonizes (orphaned at once); every process writes its pid file
+(``sweep_samplers/hygiene.py``). When the
 command has been signalled, interrupted or killed, no process of the run may be
 left and the private ``TMPDIR`` must be empty.
 """
@@ -26,7 +27,7 @@ from gyreprof.diagnostics.selfcheck import selfcheck
 
 TESTS = Path(__file__).resolve().parent
 PROCS = TESTS / "helpers" / "procs"
-PID_FILES = ("run.pid", "helper.pid", "escaped.pid")
+PID_FILES = ("run.pid", "helper.pid", "escaped.pid", "daemon.pid")
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process groups and PR_SET_PDEATHSIG: Linux"

@@ -19,6 +19,9 @@ Parent side (:class:`ChildTree`, :func:`sigterm_unwinds`):
 
 Child side (:func:`bind_to_parent`, called first thing in the child):
 
+* ``prctl(PR_SET_CHILD_SUBREAPER)`` (Linux): a process the sampler starts that
+  daemonizes (forks twice) is re-parented to the child, not to init, so it stays
+  in the tree that is polled and killed;
 * ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux), so the child hears when its parent
   dies, even by SIGKILL. The kernel sends it when the parent *thread* that started
   the child exits; the parents here wait for the child in the thread that started
@@ -51,6 +54,7 @@ PARENT_PID_ENV = "GYREPROF_PARENT_PID"
 """The environment variable that tells a child which process it belongs to."""
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 _POLL_S = 0.05
 
 
@@ -221,12 +225,13 @@ def request_stacks(proc: subprocess.Popen[Any], stacks_path: Path, wait_s: float
 # ------------------------------------------------------------------ child side
 
 
-def _set_pdeathsig(sig: int) -> bool:
+def _prctl(option: int, arg: int) -> bool:
+    """``prctl(option, arg)`` on Linux; False where it is not available or failed."""
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return int(libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)) == 0
+        return int(libc.prctl(option, arg, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
@@ -265,7 +270,10 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
 
     signal.signal(signal.SIGTERM, on_signal)
     _watch_wakeups(end_group)
-    _set_pdeathsig(signal.SIGTERM)
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    # orphans of the sampler's processes (a daemon that double-forked) become ours,
+    # so they stay in the tree the parent polls and the group end above reaches
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     if os.getppid() != parent:  # the parent died before the death signal was set
         end_group()
     return parent

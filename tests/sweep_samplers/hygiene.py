@@ -1,10 +1,11 @@
 """A sampler that starts helper processes and then hangs, for the process-hygiene tests.
 
 ``make_holding(batch_size, pid_dir)`` writes the measuring process's pid to
-``pid_dir/run.pid`` and starts two helpers, each writing its pid file
-(``helper.pid``, ``escaped.pid``) and sleeping with the run's stdout open: one in the
-run's process group, one in a session of its own (as a server might). Once all three
-pid files are written it writes ``pid_dir/ready``; ``sample()`` then sleeps for a
+``pid_dir/run.pid`` and starts three helpers, each writing its pid file and sleeping
+with the run's stdout open: one in the run's process group (``helper.pid``), one in a
+session of its own, as a server might (``escaped.pid``), and one that daemonizes: its
+parent starts it in a new session and exits at once (``daemon.pid``). Once all pid
+files are written it writes ``pid_dir/ready``; ``sample()`` then sleeps for a
 long time, so the sweep is still running when the test signals it.
 """
 
@@ -16,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+PID_FILES = ("run.pid", "helper.pid", "escaped.pid", "daemon.pid")
+
 _HELPER = (
     "import os, sys, time; "
     "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); "
@@ -24,8 +27,15 @@ _HELPER = (
 )
 
 
+# starts the helper in a new session and exits: the helper is orphaned at once
+_DAEMONIZE = (
+    "import subprocess, sys; "
+    "subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], start_new_session=True)"
+)
+
+
 def start_helpers(pid_dir: str) -> list[subprocess.Popen[bytes]]:
-    """Start the two helpers; return once both have written their pid files."""
+    """Start the helpers; return once all have written their pid files."""
     folder = Path(pid_dir)
     helpers = [
         subprocess.Popen([sys.executable, "-c", _HELPER, str(folder / "helper.pid")]),
@@ -33,8 +43,11 @@ def start_helpers(pid_dir: str) -> list[subprocess.Popen[bytes]]:
             [sys.executable, "-c", _HELPER, str(folder / "escaped.pid")], start_new_session=True
         ),
     ]
+    subprocess.run(
+        [sys.executable, "-c", _DAEMONIZE, _HELPER, str(folder / "daemon.pid")], check=True
+    )
     deadline = time.monotonic() + 60
-    while not all((folder / n).exists() for n in ("helper.pid", "escaped.pid")):
+    while not all((folder / n).exists() for n in ("helper.pid", "escaped.pid", "daemon.pid")):
         if time.monotonic() > deadline:
             raise RuntimeError("the helper processes did not start within 60 s")
         time.sleep(0.02)
