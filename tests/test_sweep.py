@@ -917,6 +917,11 @@ def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
     )
     data = json.loads(r.to_json())
     assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": "inf"}}
+    from gyreprof.analysis.sweep.record import as_json_value
+
+    torch = pytest.importorskip("torch")
+    assert as_json_value(torch.tensor(3)) == 3  # a scalar tensor is its number
+    assert as_json_value(torch.zeros(2)).startswith("tensor(")  # .item() refused: repr
     assert SweepResult.from_dict(data).fixed["config"]["device"] == "Device('cpu:0')"
 
 

@@ -245,7 +245,7 @@ def selfcheck(
             timed_out = not tree.wait(timeout_s)
             if timed_out:
                 stacks = request_stacks(tree.proc, stacks_path, _STACK_WAIT_S)
-                tree.signal_group(signal.SIGTERM)  # a chance to close cleanly, then the kill
+                tree.signal_group(signal.SIGTERM)  # the child ends its group (bind_to_parent)
                 tree.wait(_TERM_WAIT_S)
         finally:
             # the check is over: what the factory started (env workers, servers holding

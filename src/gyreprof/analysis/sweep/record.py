@@ -52,7 +52,17 @@ FIGURE_NAMES = (
 
 def as_json_value(v: Any) -> Any:
     """What the sweep writes for a value ``gyreprof._serial`` has no rule for: a setting
-    the user passed in, or an attribute read off the sampler (its ``repr``)."""
+    the user passed in, or an attribute read off the sampler. A scalar with ``.item()``
+    (a torch or jax scalar) is its number; anything else its ``repr``."""
+    item = getattr(v, "item", None)
+    if callable(item):
+        try:
+            n = item()
+        except Exception:  # noqa: BLE001 - not a scalar after all
+            pass
+        else:
+            if n is None or isinstance(n, (bool, int, float, str)):
+                return n
     try:
         return repr(v)
     except Exception:  # noqa: BLE001 - a broken __repr__ must not lose the record
