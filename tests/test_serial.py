@@ -21,7 +21,9 @@ from gyreprof._serial import (
     dumps,
     encode,
     format_of,
+    from_plain,
     loads,
+    plain,
     serial_derived,
     serial_format,
 )
@@ -410,3 +412,77 @@ def test_derived_names_must_be_computed_values_not_fields() -> None:
         serial_derived("a")(Part)
     with pytest.raises(TypeError, match="property or a method"):
         serial_format("gyreprof.x/1", derived=("missing",))(Part)
+
+
+# ------------------------------------------------------------------ options for boundary records
+
+
+@dataclass(frozen=True)
+class Inner:
+    n: int
+    x: float = math.nan
+
+
+@serial_format("gyreprof.test-options/1")
+@dataclass(frozen=True)
+class Outer:
+    inner: list[Inner]
+    settings: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, Any] | None = field(default=None, metadata={"serial_key": "summary"})
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+def test_serial_key_writes_and_reads_the_field_under_another_name() -> None:
+    obj = Outer([Inner(1, 0.5)], payload={"a": 1})
+    data = encode(obj)
+    assert "summary" in data and "payload" not in data
+    assert decode(Outer, data) == obj
+    with pytest.raises(SerialError, match="unknown field"):  # the attribute name is not the key
+        decode(Outer, {"format": "gyreprof.test-options/1", "inner": [], "payload": {}})
+
+
+def test_default_writes_values_without_a_rule_and_its_result_is_encoded() -> None:
+    obj = Outer([], settings={"device": Opaque(), "pair": (Opaque(), math.inf)})
+    with pytest.raises(TypeError, match="cannot encode a Opaque"):
+        encode(obj)
+    data = encode(obj, default=repr)
+    assert data["settings"] == {"device": "<opaque>", "pair": ["<opaque>", "inf"]}
+    assert json.loads(dumps(obj, default=repr))["settings"]["device"] == "<opaque>"
+    # a default that returns something without a rule again still ends in a TypeError
+    with pytest.raises(TypeError, match="cannot encode"):
+        encode(obj, default=lambda v: v)
+
+
+def test_ignore_unknown_skips_newer_fields_at_every_level() -> None:
+    data = encode(Outer([Inner(2, 0.5)]))
+    data["added_later"] = 1
+    data["inner"][0]["also_new"] = [1, 2]
+    with pytest.raises(SerialError, match=r"\.inner\[0\]: unknown field\(s\) 'also_new'"):
+        decode(Outer, data)
+    assert decode(Outer, data, ignore_unknown=True) == Outer([Inner(2, 0.5)])
+    assert loads(Outer, json.dumps(data), ignore_unknown=True).inner[0].n == 2
+    # skipping is only for that call: the next strict decode refuses again
+    with pytest.raises(SerialError, match="unknown field"):
+        decode(Outer, data)
+    bad = {**data, "inner": [{"n": "two"}]}  # wrong values are still refused
+    with pytest.raises(SerialError, match=r"inner\[0\]\.n: expected an integer"):
+        decode(Outer, bad, ignore_unknown=True)
+
+
+def test_from_plain_reads_back_an_untagged_part() -> None:
+    part = Inner(3, math.nan)
+    data = plain(part)
+    assert data == {"n": 3, "x": "nan"} and "format" not in data
+    back = from_plain(Inner, data)
+    assert back.n == 3 and math.isnan(back.x)
+    assert from_plain(Inner, {"n": 1, "x": 2, "new": 0}, ignore_unknown=True) == Inner(1, 2.0)
+    with pytest.raises(SerialError, match=r"^point\.n: expected an integer"):
+        from_plain(Inner, {"n": 1.5}, where="point")
+    with pytest.raises(SerialError, match="^Inner: expected an object"):
+        from_plain(Inner, [1])
+    with pytest.raises(TypeError, match="needs a dataclass"):
+        from_plain(int, {})  # type: ignore[type-var]

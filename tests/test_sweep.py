@@ -537,30 +537,32 @@ class _TtyBuffer(io.StringIO):
         return True
 
 
-def test_progress_bar_on_a_terminal_with_and_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_is_one_line_per_run_on_a_terminal_too() -> None:
+    """One progress shape: the lines a log gets are what a terminal gets (no rich bar,
+    no carriage-return rewriting), and a skipped repeat shrinks the total."""
     from gyreprof.analysis.sweep.progress import SweepProgress
 
-    pytest.importorskip("rich")
     out = _TtyBuffer()
     bar = SweepProgress(enabled=True, total=4, title="sweep batch_size", stream=out)
-    assert bar._rich is not None
-    bar.start("batch_size=8")
+    bar.start("batch_size=8 run 1/2")
     bar.done("12.1k samples/s")
-    bar.skip(2)
+    bar.start("batch_size=8 run 2/2")
+    bar.done("error: boom")
+    bar.start("batch_size=16 run 1/2")
+    bar.done("crash: killed")
+    bar.skip(1)
     bar.close()
-    assert "batch_size=8: 12.1k samples/s" in out.getvalue()
-
-    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
-    monkeypatch.setitem(sys.modules, "rich.console", None)
-    monkeypatch.setitem(sys.modules, "rich.progress", None)
-    out = _TtyBuffer()
-    bar = SweepProgress(enabled=True, total=2, title="sweep batch_size", stream=out)
-    bar.start("batch_size=8")
+    assert out.getvalue().splitlines() == [
+        "sweep batch_size [1/4] batch_size=8 run 1/2: 12.1k samples/s",
+        "sweep batch_size [2/4] batch_size=8 run 2/2: error: boom",
+        "sweep batch_size [3/4] batch_size=16 run 1/2: crash: killed",
+    ]
+    assert bar.total == 3
+    quiet = _TtyBuffer()
+    bar = SweepProgress(enabled=False, total=1, title="sweep x", stream=quiet)
+    bar.start("x=1")
     bar.done("ok")
-    bar.close()
-    text = out.getvalue()
-    assert "\rsweep batch_size [############............] 1/2 batch_size=8" in text
-    assert text.endswith("\n")
+    assert quiet.getvalue() == ""
 
 
 def test_torch_sampler_reports_threads_and_gpu_memory_only_with_cuda() -> None:
@@ -839,7 +841,7 @@ def test_run_result_crosses_the_boundary_typed_and_foreign_data_is_refused() -> 
         ("{not json", "not JSON"),
         ('{"format": "someone-else/9"}', "not a gyreprof.sweep-run/1 record"),
         ("[1, 2]", "not a gyreprof.sweep-run/1 record"),
-        (f'{{"format": "{RUN_FORMAT}"}}', "missing 'status'"),
+        (f'{{"format": "{RUN_FORMAT}"}}', "missing field 'status'"),
         (f'{{"format": "{RUN_FORMAT}", "status": "ok", "calls": "many"}}', "calls: expected an"),
         (f'{{"format": "{RUN_FORMAT}", "status": "ok", "call": [1]}}', "call: expected an obj"),
     ]:
@@ -874,6 +876,53 @@ def test_a_foreign_result_file_is_an_error_for_that_value(payload: str, match: s
     assert p.status == "error" and "the run finished but" in (p.error or "")
     assert match in (p.error or "")
     assert r.recommended is None
+
+
+def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult) -> None:
+    """The sweep writes through gyreprof._serial: no NaN literals (a strict JSON reader
+    takes the file), and a run's summary read back is the summary written."""
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    text = flat_sweep.to_json(summaries=True)
+    json.loads(text, parse_constant=refuse)
+    back = SweepResult.from_json(text)
+    run, again = flat_sweep.points[0].runs[0], back.points[0].runs[0]
+    assert again.summary is not None and again.summary.steps == run.summary.steps
+    assert again.summary.step.p99 == run.summary.step.p99
+    assert '"median": "nan"' in text  # no GPU: written as the string "nan" ...
+    assert math.isnan(back.points[0].figure("peak_gpu_bytes").median)  # ... read as NaN
+    assert back.table() == flat_sweep.table()
+
+
+def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
+    """A fixed setting with no JSON form (isolate=False takes any object) is written as
+    its repr, as before the sweep used gyreprof._serial, and the file reads back."""
+
+    class Device:
+        def __repr__(self) -> str:
+            return "Device('cpu:0')"
+
+    r = gp.sweep(
+        misbehaving.make_mutating,
+        "batch_size",
+        [1],
+        fixed={"config": {"device": Device(), "lr": math.inf}},
+        steps=2,
+        warmup=0,
+        repeats=1,
+        isolate=False,
+        progress=False,
+    )
+    data = json.loads(r.to_json())
+    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": "inf"}}
+    from gyreprof.analysis.sweep.record import as_json_value
+
+    torch = pytest.importorskip("torch")
+    assert as_json_value(torch.tensor(3)) == 3  # a scalar tensor is its number
+    assert as_json_value(torch.zeros(2)).startswith("tensor(")  # .item() refused: repr
+    assert SweepResult.from_dict(data).fixed["config"]["device"] == "Device('cpu:0')"
 
 
 def test_old_format_files_still_load() -> None:

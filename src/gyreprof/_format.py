@@ -66,7 +66,9 @@ def fmt_pct(fraction: float | None) -> str:
 _BYTE_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
 
 
-def _byte_unit(n: float) -> tuple[float, str]:
+def byte_unit(n: float) -> tuple[float, str]:
+    """The binary unit ``n`` bytes are written in: (its size in bytes, its name), e.g.
+    ``(2**30, "GiB")``; for axis labels that share one unit."""
     for size, name in _BYTE_UNITS:
         if abs(n) >= size:
             return float(size), name
@@ -77,7 +79,7 @@ def fmt_bytes(n: float | None) -> str:
     """A size in bytes, binary units, three significant figures: '950 B', '512 MiB', '2.7 GiB'."""
     if n is None or math.isnan(float(n)):
         return "-"
-    size, name = _byte_unit(float(n))
+    size, name = byte_unit(float(n))
     if size == 1.0:
         return f"{float(n):.0f} B"
     return f"{float(n) / size:.3g} {name}"
@@ -85,7 +87,7 @@ def fmt_bytes(n: float | None) -> str:
 
 def fmt_bytes_range(a: float, b: float) -> str:
     """Two sizes in the unit of the larger: '0.9 -> 2.7 GiB'."""
-    size, name = _byte_unit(max(a, b))
+    size, name = byte_unit(max(a, b))
     if size == 1.0:
         return f"{a:.0f} -> {b:.0f} B"
     return f"{a / size:.2g} -> {b / size:.2g} {name}"

@@ -28,7 +28,15 @@ that says where (``.phases[2].name``) and what was wrong. Nothing else escapes.
 A field left out of the data takes its default, so a field added with a default
 does not need a new version; a field with ``metadata={"serial": False}`` is never
 written (it must have a default) and fields with ``init=False`` are left to the
-class to compute.
+class to compute. ``metadata={"serial_key": "name"}`` writes and reads a field under
+another name than its attribute's.
+
+Three options for records that cross boundaries they do not control:
+``encode(obj, default=fn)`` (also :func:`plain` and :func:`dumps`) writes a value it
+has no rule for as ``fn(value)``, like ``json.dumps``'s ``default`` (for settings a
+user passed in, say); ``decode(cls, data, ignore_unknown=True)`` skips fields it
+does not know (data from a newer writer) instead of refusing them; and
+:func:`from_plain` reads back an untagged part written by :func:`plain`.
 
 Values a class computes from its fields (``ok``, ``exit_code``, a count) can be
 written beside them for readers of the JSON: ``@serial_format(tag,
@@ -40,6 +48,7 @@ them again from its fields.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import enum
 import json
@@ -59,6 +68,7 @@ __all__ = [
     "dumps",
     "encode",
     "format_of",
+    "from_plain",
     "loads",
     "plain",
     "serial_derived",
@@ -66,6 +76,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+Default = Callable[[Any], Any]
 
 _TAG_ATTR = "__serial_format__"
 _DERIVED_ATTR = "__serial_derived__"
@@ -141,73 +153,87 @@ def _split_tag(tag: object) -> tuple[str, int]:
 # ------------------------------------------------------------------ encode
 
 
-def encode(obj: Any) -> dict[str, Any]:
-    """``obj`` (an instance of a tagged dataclass) as a JSON-ready dict with its tag."""
+def encode(obj: Any, *, default: Default | None = None) -> dict[str, Any]:
+    """``obj`` (an instance of a tagged dataclass) as a JSON-ready dict with its tag.
+
+    ``default``: called on a value there is no rule for; what it returns is written
+    instead (without it such a value is a ``TypeError``).
+    """
     cls = type(obj)
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         raise TypeError(f"encode needs a dataclass instance, got {cls.__name__}")
     tag = format_of(cls)
-    return {"format": tag, **_encode_fields(obj, tag)}
+    return {"format": tag, **_encode_fields(obj, tag, default)}
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, *, default: Default | None = None) -> Any:
     """Any value :func:`encode` can write (a dataclass, list, dict, ...) as plain JSON
     types, without a format tag: for the parts of a record."""
-    return _encode_value(value, type(value).__name__)
+    return _encode_value(value, type(value).__name__, default)
 
 
-def dumps(obj: Any, **json_kwargs: Any) -> str:
+def dumps(obj: Any, *, default: Default | None = None, **json_kwargs: Any) -> str:
     """:func:`encode` then ``json.dumps`` (strict JSON: no NaN or Infinity literals)."""
-    return json.dumps(encode(obj), allow_nan=False, **json_kwargs)
+    return json.dumps(encode(obj, default=default), allow_nan=False, **json_kwargs)
 
 
-def _encode_fields(obj: Any, where: str) -> dict[str, Any]:
+def _key_of(f: dataclasses.Field[Any]) -> str:
+    key = f.metadata.get("serial_key", f.name)
+    if not isinstance(key, str):
+        raise TypeError(f"field {f.name}: serial_key must be text, got {key!r}")
+    return key
+
+
+def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         if not f.init or f.metadata.get("serial", True) is False:
             continue
-        out[f.name] = _encode_value(getattr(obj, f.name), f"{where}.{f.name}")
+        key = _key_of(f)
+        out[key] = _encode_value(getattr(obj, f.name), f"{where}.{key}", default)
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):
             value = value()
-        out[name] = _encode_value(value, f"{where}.{name}")
+        out[name] = _encode_value(value, f"{where}.{name}", default)
     return out
 
 
-def _encode_value(value: Any, where: str) -> Any:
+def _encode_value(value: Any, where: str, default: Default | None = None, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, enum.Enum):
-        return _encode_value(value.value, where)
+        return _encode_value(value.value, where, default)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
         return _encode_float(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _encode_fields(value, where)
+        return _encode_fields(value, where, default)
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = _encode_key(k, where)
             if key in out:
                 raise TypeError(f"{where}: two keys are both written as {key!r}")
-            out[key] = _encode_value(v, f"{where}[{key!r}]")
+            out[key] = _encode_value(v, f"{where}[{key!r}]", default)
         return out
     if isinstance(value, (list, tuple)):
-        return [_encode_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_encode_value(v, f"{where}[{i}]", default) for i, v in enumerate(value)]
     if isinstance(value, (set, frozenset)):
-        items = [_encode_value(v, f"{where}[]") for v in value]
+        items = [_encode_value(v, f"{where}[]", default) for v in value]
         return sorted(items, key=lambda x: (type(x).__name__, repr(x)))
     if isinstance(value, PurePath):
         return str(value)
     if type(value).__module__ == "numpy":
         if hasattr(value, "tolist"):  # numpy scalar or array -> Python numbers and lists
-            return _encode_value(value.tolist(), where)
+            return _encode_value(value.tolist(), where, default)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):
         return _encode_float(float(value))
+    if default is not None and depth < 8:  # what default returns is written in turn
+        return _encode_value(default(value), where, default, depth + 1)
     raise TypeError(f"{where}: cannot encode a {type(value).__name__}")
 
 
@@ -230,10 +256,12 @@ def _encode_key(key: Any, where: str) -> str:
 # ------------------------------------------------------------------ decode
 
 
-def decode(cls: type[T], data: Any) -> T:
+def decode(cls: type[T], data: Any, *, ignore_unknown: bool = False) -> T:
     """Rebuild a ``cls`` from :func:`encode`'s output, checking the tag and every value.
 
-    Raises :class:`SerialError` (a ``ValueError``) naming what was wrong and where.
+    ``ignore_unknown``: skip fields the classes do not declare (at every level) instead
+    of refusing them. Raises :class:`SerialError` (a ``ValueError``) naming what was
+    wrong and where.
     """
     tag = format_of(cls)
     if not isinstance(data, Mapping):
@@ -241,19 +269,40 @@ def decode(cls: type[T], data: Any) -> T:
     found = data.get("format")
     if found != tag:
         raise SerialError(_tag_mismatch(tag, found))
+    return _decode_top(cls, data, tag, ("format",), ignore_unknown)
+
+
+def from_plain(cls: type[T], data: Any, *, where: str = "", ignore_unknown: bool = False) -> T:
+    """Rebuild dataclass ``cls`` (tagged or not) from :func:`plain`'s output: a part of a
+    record, with no format tag. ``where`` names it in errors (default: the class name).
+    """
+    if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
+        raise TypeError(f"from_plain needs a dataclass, got {cls!r}")
+    name = where or cls.__name__
+    if not isinstance(data, Mapping):
+        raise SerialError(f"{name}: expected an object (dict), got {_what(data)}")
+    return _decode_top(cls, data, name, (), ignore_unknown)
+
+
+def _decode_top(
+    cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...], ignore: bool
+) -> T:
+    token = _IGNORE_UNKNOWN.set(ignore)
     try:
-        return _decode_dataclass(cls, data, tag, skip=("format",))
+        return _decode_dataclass(cls, data, where, skip=skip)
     except RecursionError:
-        raise SerialError(f"{tag}: the data is nested too deeply") from None
+        raise SerialError(f"{where}: the data is nested too deeply") from None
+    finally:
+        _IGNORE_UNKNOWN.reset(token)
 
 
-def loads(cls: type[T], text: str | bytes) -> T:
+def loads(cls: type[T], text: str | bytes, *, ignore_unknown: bool = False) -> T:
     """``json.loads`` then :func:`decode`; text that is not JSON is a :class:`SerialError`."""
     try:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise SerialError(f"{format_of(cls)}: not JSON: {exc}") from None
-    return decode(cls, data)
+    return decode(cls, data, ignore_unknown=ignore_unknown)
 
 
 def _tag_mismatch(tag: str, found: Any) -> str:
@@ -274,6 +323,10 @@ def _tag_mismatch(tag: str, found: Any) -> str:
 
 
 _HINTS: dict[type[Any], dict[str, Any]] = {}
+# whether the decode in progress skips unknown fields (set by _decode_top)
+_IGNORE_UNKNOWN: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "gyreprof_serial_ignore_unknown", default=False
+)
 
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
@@ -292,14 +345,15 @@ def _decode_dataclass(
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init or f.metadata.get("serial", True) is False:
             continue
-        known.add(f.name)
-        if f.name not in data:
+        key = _key_of(f)
+        known.add(key)
+        if key not in data:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise SerialError(f"{where}: missing field {f.name!r}")
+                raise SerialError(f"{where}: missing field {key!r}")
             continue
-        kwargs[f.name] = _decode_value(hints[f.name], data[f.name], f"{where}.{f.name}")
+        kwargs[f.name] = _decode_value(hints[f.name], data[key], f"{where}.{key}")
     unknown = [k for k in data if k not in known]
-    if unknown:
+    if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
         raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
     try:

@@ -2,7 +2,12 @@
 
 Run by :func:`gyreprof.diagnostics.selfcheck.selfcheck` in a fresh interpreter as::
 
-    python -c "<bootstrap>" EVENTS_FILE STACKS_FILE TARGET METHOD KWARGS_JSON
+    python -c "<bootstrap>" EVENTS_FILE STACKS_FILE RUN_DIR TARGET METHOD KWARGS_JSON
+
+The bootstrap puts the package's path first on ``sys.path`` (a ``gyreprof/`` folder
+in the current one cannot shadow it), binds the process to its parent
+(:func:`gyreprof._subproc.bind_to_parent`: RUN_DIR is removed and the process group
+killed if the parent dies) and calls :func:`main` with the other arguments.
 
 Each stage appends one JSON line to EVENTS_FILE (``build``, ``built``, ``call``,
 ``done`` or ``error``), so the parent knows how far a hung check got.  SIGUSR1
@@ -196,7 +201,8 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
 
 def main(argv: list[str]) -> int:
     events_path, stacks_path, target, method, kwargs_json = argv
-    sys.path.insert(0, "")  # modules in the current folder, as with python -m
+    if "" not in sys.path:  # modules in the current folder, after the package's own path
+        sys.path.insert(1, "")
     stacks = open(stacks_path, "w", encoding="utf-8")  # noqa: SIM115 - open for the process's life
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)

@@ -18,6 +18,9 @@
 A fresh process means the check sees the sampler alone, and a hang can be abandoned:
 after ``timeout_s`` (covering build and call) every thread's stack is taken with
 faulthandler, then the process group is terminated -- the check never hangs.
+Whatever the factory started (env workers, a server that holds our stdout) is
+ended with the check, and nothing is left behind when the check itself is
+interrupted (SIGINT, SIGTERM) or its process dies (see :mod:`gyreprof._subproc`).
 
 Exit codes (``SelfCheckResult.exit_code`` and the command):
 
@@ -50,7 +53,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import gyreprof
-from gyreprof._subproc import request_stacks
+from gyreprof._subproc import ChildTree, request_stacks, sigterm_unwinds
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -170,16 +173,6 @@ def _start_relay(proc: subprocess.Popen[bytes], out: IO[Any]) -> threading.Threa
     return thread
 
 
-def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, sig)
-        else:  # pragma: no cover - Windows
-            proc.send_signal(sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def selfcheck(
     target: str,
     method: str = "sample",
@@ -216,12 +209,14 @@ def selfcheck(
         raise ValueError(f"kwargs must be JSON-serialisable: {exc}") from None
 
     package_root = str(Path(gyreprof.__file__).resolve().parent.parent)
+    # the package path goes first: a gyreprof/ folder in the current one must not shadow it
     bootstrap = (
-        "import sys; sys.path.append(" + repr(package_root) + "); "
+        "import sys; sys.path.insert(0, " + repr(package_root) + "); "
+        "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[3]); "
         "from gyreprof.diagnostics._selfcheck_child import main; "
-        "sys.exit(main(sys.argv[1:]))"
+        "sys.exit(main(sys.argv[1:3] + sys.argv[4:]))"
     )
-    with tempfile.TemporaryDirectory(prefix="gyreprof-selfcheck-") as tmp:
+    with sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="gyreprof-selfcheck-") as tmp:
         events_path = Path(tmp) / "events.jsonl"
         stacks_path = Path(tmp) / "stacks.txt"
         argv = [
@@ -230,6 +225,7 @@ def selfcheck(
             bootstrap,
             str(events_path),
             str(stacks_path),
+            tmp,
             target,
             method,
             kwargs_json,
@@ -242,37 +238,24 @@ def selfcheck(
             except (AttributeError, OSError, ValueError):  # e.g. io.StringIO: relay by hand
                 target_out, relay_to = subprocess.PIPE, stdout
         t0 = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdout=target_out,
-            stdin=subprocess.DEVNULL,
-            start_new_session=hasattr(os, "setsid"),
-        )
-        relay = _start_relay(proc, relay_to) if relay_to is not None else None
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        except BaseException:
-            _kill_group(proc, signal.SIGKILL)
-            proc.wait()
-            raise
+        tree = ChildTree.start(argv, cwd=cwd, stdout=target_out)
+        relay = _start_relay(tree.proc, relay_to) if relay_to is not None else None
         stacks: str | None = None
-        if timed_out:
-            stacks = request_stacks(proc, stacks_path, _STACK_WAIT_S)
-            _kill_group(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=_TERM_WAIT_S)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc, signal.SIGKILL)
-                proc.wait()
+        try:
+            timed_out = not tree.wait(timeout_s)
+            if timed_out:
+                stacks = request_stacks(tree.proc, stacks_path, _STACK_WAIT_S)
+                tree.signal_group(signal.SIGTERM)  # the child ends its group (bind_to_parent)
+                tree.wait(_TERM_WAIT_S)
+        finally:
+            # the check is over: what the factory started (env workers, servers holding
+            # our stdout) ends with it
+            returncode = tree.end()
         elapsed_s = time.monotonic() - t0
         if relay is not None:
-            relay.join(_TERM_WAIT_S)
+            relay.join(_TERM_WAIT_S)  # the pipe's writers are dead; never wait on more
         events = _read_events(events_path)
-    return _result(target, method, events, timed_out, proc.returncode, elapsed_s, stacks, timeout_s)
+    return _result(target, method, events, timed_out, returncode, elapsed_s, stacks, timeout_s)
 
 
 def _result(

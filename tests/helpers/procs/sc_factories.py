@@ -88,3 +88,27 @@ class ArraySampler:
 
 def make_array() -> ArraySampler:
     return ArraySampler()
+
+
+class HoldingStdout:
+    """Starts helpers that keep stdout open (see ``sweep_samplers/hygiene.py``);
+    ``sample()`` hangs when ``hang``, else returns a batch at once."""
+
+    def __init__(self, pid_dir: str, hang: bool) -> None:
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
+        from sweep_samplers.hygiene import start_helpers
+
+        self.hang = hang
+        self.helpers = start_helpers(pid_dir)
+
+    def sample(self) -> list[int]:
+        if self.hang:
+            threading.Event().wait()
+        return [1, 2, 3]
+
+
+def make_holds_stdout(pid_dir: str, hang: bool = True) -> HoldingStdout:
+    return HoldingStdout(pid_dir, hang)

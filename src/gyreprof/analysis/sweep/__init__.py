@@ -62,6 +62,13 @@ process: faster to start, but peak RSS is this process's high-water mark so
 far (it can never fall from one value to the next) and a hung run can only
 be abandoned, not killed; the result says so.
 
+An isolated run never outlives the sweep: each run is a process group of its
+own, killed with everything it started when the run ends, when the sweep is
+interrupted (Ctrl-C; SIGTERM, after which the process still dies by SIGTERM)
+and, through a parent-death signal, when the sweeping process itself is
+killed or crashes; the run's temporary folder goes with it
+(:mod:`gyreprof._subproc`).
+
 Decisions
 ---------
 Values are tried in ascending order. The sweep **stops** growing the value

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gyreprof._format import fmt_count
+from gyreprof._format import fmt_change_pct, fmt_count
+from gyreprof._subproc import sigterm_unwinds
 from gyreprof.analysis.sweep.decide import (
     finish_points,
     recommend,
@@ -48,7 +49,7 @@ from gyreprof.analysis.sweep.progress import SweepProgress
 from gyreprof.analysis.sweep.record import RunResult
 from gyreprof.analysis.sweep.result import SweepPoint, SweepResult, SweepRun, parse_bytes
 from gyreprof.analysis.sweep.runner import run_once
-from gyreprof.analysis.sweep.words import fmt_gain, fmt_value
+from gyreprof.analysis.sweep.words import fmt_value
 
 _THREAD_ENV = (
     "OMP_NUM_THREADS",
@@ -394,10 +395,12 @@ def sweep(
         the value no longer pays (when memory keeps rising), and the tolerance of
         the recommendation rule (see the package docstring).
     timeout_s: seconds each run may take (isolate=True: the process is killed).
-    progress: show progress on stderr (a rich bar when rich is installed and
-        stderr is a terminal, plain lines otherwise).
+    progress: show progress on stderr: a line per finished run.
     phases: the phase names the sampler records, when the factory does not
         declare them itself (``factory.phases``).
+
+    Interrupted (KeyboardInterrupt, SIGTERM where it has its default action) or
+    killed, an isolated sweep leaves no process and no temporary folder behind.
 
     Returns a :class:`SweepResult`. Bad arguments raise ValueError/TypeError
     before anything runs; a factory that cannot be imported raises ValueError
@@ -424,15 +427,17 @@ def sweep(
     points: list[SweepPoint] = []
     stop: tuple[str, str, int | float | None] | None = None
     stopped_idx: int | None = None
-    try:
-        for idx, value in enumerate(plan.values):
-            points.append(_run_value(target, value, bar))
-            stop = stop_check(plan.param, points, plan.flat_within, plan.memory_limit)
-            if stop is not None:
-                stopped_idx = idx
-                break
-    finally:
-        bar.close()
+    # SIGTERM unwinds like Ctrl-C: the current run's processes and folder go first
+    with sigterm_unwinds():
+        try:
+            for idx, value in enumerate(plan.values):
+                points.append(_run_value(target, value, bar))
+                stop = stop_check(plan.param, points, plan.flat_within, plan.memory_limit)
+                if stop is not None:
+                    stopped_idx = idx
+                    break
+        finally:
+            bar.close()
     return _conclude(plan, target, points, stop, stopped_idx)
 
 
@@ -468,7 +473,7 @@ def _conclude(
         rising = still_rising(done, plan.flat_within)
         if rising is not None and rising.gain is not None:
             detail += (
-                f"; throughput was still rising at the largest value ({fmt_gain(rising.gain)} "
+                f"; throughput was still rising at the largest value ({fmt_change_pct(rising.gain)} "
                 f"from the value before, more than the noise): larger values may pay off"
             )
         flat_from = None

@@ -10,9 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from gyreprof._format import fmt_bytes, fmt_change_pct
 from gyreprof.analysis.sweep.result import SweepPoint
 from gyreprof.analysis.sweep.rule import distinguishable, noise
-from gyreprof.analysis.sweep.words import fmt_bytes, fmt_gain, fmt_value
+from gyreprof.analysis.sweep.words import fmt_value
 
 # Peak memory "keeps rising" when it grows by more than both of these.
 MEM_RISE_FRACTION = 0.02
@@ -78,7 +79,9 @@ def stop_check(
     gain = cur.samples_per_s / prev.samples_per_s - 1.0
     if gain <= flat_within and mem_rising(prev, cur):
         a, b = prev.memory_figure().median, cur.memory_figure().median
-        what = f"fell {fmt_gain(-gain)[1:]}" if gain < 0 else f"changed {fmt_gain(gain)}"
+        what = (
+            f"fell {fmt_change_pct(-gain)[1:]}" if gain < 0 else f"changed {fmt_change_pct(gain)}"
+        )
         mem = f"peak RSS rose {fmt_bytes(a)} -> {fmt_bytes(b)}" if b > a else "peak GPU memory rose"
         return (
             "flat",

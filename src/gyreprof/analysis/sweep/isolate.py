@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._subproc import request_stacks
+from gyreprof._subproc import ChildTree, request_stacks
 from gyreprof.analysis.sweep.factory import STAGE_WORDS, where_it_was
 from gyreprof.analysis.sweep.record import RunResult
 
@@ -37,6 +37,7 @@ _OUTPUT_TAIL = 2000  # characters of the run's own output kept with a failure
 
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, {root!r}); "
+    "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[1]); "
     "from gyreprof.analysis.sweep.worker import main; sys.exit(main(sys.argv[1:]))"
 )
 
@@ -47,13 +48,6 @@ def _package_root() -> str:
     return str(Path(gyreprof.__file__).resolve().parent.parent)
 
 
-def _tree(proc: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return [proc]
-
-
 def _tree_rss(procs: Sequence[psutil.Process]) -> int:
     total = 0
     for p in procs:
@@ -62,19 +56,6 @@ def _tree_rss(procs: Sequence[psutil.Process]) -> int:
         except psutil.Error:
             continue
     return total
-
-
-def _kill_tree(pid: int, known: Sequence[psutil.Process]) -> None:
-    """SIGKILL the run's process group and every descendant seen, whatever group it joined."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
-    for p in known:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
 
 
 def cgroup_oom_kills() -> int | None:
@@ -181,50 +162,27 @@ def _spec(
 class _Watch:
     """Waits for the run's process while polling its tree's memory and the timeout."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], result_path: Path) -> None:
-        self.proc = proc
+    def __init__(self, tree: ChildTree, result_path: Path) -> None:
+        self.tree = tree
         self.result_path = result_path
-        try:
-            self.ps: psutil.Process | None = psutil.Process(proc.pid)
-        except psutil.Error:
-            self.ps = None
-        self.known: list[psutil.Process] = []
         self.rss_seen = 0
         self.timed_out = False
         self.killed_after_report = False
 
-    def _poll_memory(self) -> None:
-        if self.ps is None:
-            return
-        tree = _tree(self.ps)
-        for p in tree:
-            if p not in self.known:
-                self.known.append(p)
-        self.rss_seen = max(self.rss_seen, _tree_rss(tree))
-
     def wait(self, t0: float, timeout_s: float | None) -> None:
+        """Return once the run exited (not reaped), timed out, or reported but lingers."""
         reported_at: float | None = None
-        try:
-            while True:
-                try:
-                    self.proc.wait(timeout=_POLL_S)
-                    return
-                except subprocess.TimeoutExpired:
-                    pass
-                self._poll_memory()
-                now = time.monotonic()
-                if reported_at is None and self.result_path.exists():
-                    reported_at = now
-                if timeout_s is not None and now - t0 > timeout_s and reported_at is None:
-                    self.timed_out = True
-                    return
-                if reported_at is not None and now - reported_at > _EXIT_GRACE_S:
-                    self.killed_after_report = True  # it reported but does not exit: kill it
-                    return
-        except BaseException:
-            _kill_tree(self.proc.pid, self.known)
-            self.proc.wait()
-            raise
+        while not self.tree.wait(_POLL_S):
+            self.rss_seen = max(self.rss_seen, _tree_rss(self.tree.poll_tree()))
+            now = time.monotonic()
+            if reported_at is None and self.result_path.exists():
+                reported_at = now
+            if timeout_s is not None and now - t0 > timeout_s and reported_at is None:
+                self.timed_out = True
+                return
+            if reported_at is not None and now - reported_at > _EXIT_GRACE_S:
+                self.killed_after_report = True  # it reported but does not exit: kill it
+                return
 
 
 def _read_result(path: Path) -> RunResult | str | None:
@@ -300,22 +258,16 @@ def run_isolated(
         out_path = run_dir / "output.txt"
         t0 = time.monotonic()
         with open(out_path, "wb") as out:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=hasattr(os, "setsid"),
-            )
-        watch = _Watch(proc, run_dir / "result.json")
-        watch.wait(t0, timeout_s)
+            tree = ChildTree.start(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         stacks: str | None = None
-        if watch.timed_out:
-            stacks = request_stacks(proc, run_dir / "stacks.txt", _STACK_WAIT_S)
-        # the run is over (or abandoned): nothing it started may outlive it
-        _kill_tree(proc.pid, watch.known)
-        rc = proc.wait()
+        try:
+            watch = _Watch(tree, run_dir / "result.json")
+            watch.wait(t0, timeout_s)
+            if watch.timed_out:
+                stacks = request_stacks(tree.proc, run_dir / "stacks.txt", _STACK_WAIT_S)
+        finally:
+            # the run is over, abandoned or interrupted: nothing it started may outlive it
+            rc = tree.end()
         wall_s = time.monotonic() - t0
         try:
             stage = (run_dir / "stage").read_text(encoding="utf-8").strip() or "start"

@@ -1,4 +1,4 @@
-"""The one run record of a sweep, and the generic dict codec of the sweep's dataclasses.
+"""The one run record of a sweep.
 
 :class:`RunResult` is what one run (one value, one repeat) measured. It is
 built once, by :func:`gyreprof.analysis.sweep.runner.run_once` (or by the
@@ -7,10 +7,12 @@ isolated sweep as JSON tagged ``RUN_FORMAT``, and is parsed once, by
 :meth:`RunResult.from_json`, which turns bad or foreign data into a
 ValueError the sweep reports for that value.
 
-Every dataclass of the sweep serialises through :func:`encode` and
-:func:`decode`, which walk ``dataclasses.fields`` and the fields' type hints:
-a type lists its fields once. A field's ``metadata`` may carry ``key`` (its
-name in the dict) and ``optional_out`` (left out unless asked for).
+Every dataclass of the sweep serialises through the project's one codec,
+:mod:`gyreprof._serial` (a type lists its fields once). Non-finite floats are
+written as ``"nan"``/``"inf"`` (strict JSON); files with ``NaN`` literals, as
+older versions wrote them, still read. Fields a newer writer adds are skipped
+on reading. The run's gyreprof summary is written under the key ``summary`` and
+only when asked for (:func:`drop_summaries`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import sys
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
+
+from gyreprof._serial import SerialError, encode, loads, serial_format
 
 RUN_FORMAT = "gyreprof.sweep-run/1"
 
@@ -45,154 +46,27 @@ FIGURE_NAMES = (
     "peak_gpu_bytes",
 )
 
-T = TypeVar("T")
-
 
 # ------------------------------------------------------------------ the codec
 
 
-def jsonable(v: Any) -> Any:
-    """``v`` as JSON can hold it: numpy scalars through ``.item()``, the rest as ``repr``."""
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return encode(v)
-    if isinstance(v, (list, tuple)):
-        return [jsonable(x) for x in v]
-    if isinstance(v, Mapping):
-        return {str(k): jsonable(x) for k, x in v.items()}
+def as_json_value(v: Any) -> Any:
+    """What the sweep writes for a value ``gyreprof._serial`` has no rule for: a setting
+    the user passed in, or an attribute read off the sampler. A scalar with ``.item()``
+    (a torch or jax scalar) is its number; anything else its ``repr``."""
     item = getattr(v, "item", None)
     if callable(item):
         try:
-            return jsonable(item())
-        except Exception:  # noqa: BLE001 - not a numpy scalar after all
+            n = item()
+        except Exception:  # noqa: BLE001 - not a scalar after all
             pass
-    return repr(v)
-
-
-def _key(f: dataclasses.Field[Any]) -> str:
-    return str(f.metadata.get("key", f.name))
-
-
-def encode(obj: Any, *, optional: bool = False) -> dict[str, Any]:
-    """A dataclass instance as a JSON-ready dict (nested dataclasses included).
-
-    Fields marked ``optional_out`` are left out unless ``optional`` is true.
-    """
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        if f.metadata.get("optional_out") and not optional:
-            continue
-        v = getattr(obj, f.name)
-        if f.metadata.get("optional_out") and v is None:
-            continue
-        out[_key(f)] = _encode_value(v, optional)
-    return out
-
-
-def _encode_value(v: Any, optional: bool) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return encode(v, optional=optional)
-    if isinstance(v, (list, tuple)):
-        return [_encode_value(x, optional) for x in v]
-    if isinstance(v, Mapping):
-        return {str(k): _encode_value(x, optional) for k, x in v.items()}
-    return jsonable(v)
-
-
-def decode(cls: type[T], data: Any, where: str = "") -> T:
-    """Build dataclass ``cls`` from ``encode`` output.
-
-    Missing keys take the field's default; unknown keys are ignored (data
-    written by a newer version); a value of the wrong kind raises ValueError
-    naming where it was (``where`` prefixes the path).
-    """
-    name = where or cls.__name__
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{name}: expected an object, got {type(data).__name__}")
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        key = _key(f)
-        if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{name}: missing {key!r}")
-            continue
-        kwargs[f.name] = _coerce(hints[f.name], data[key], f"{name}.{key}")
-    return cls(**kwargs)
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        module = sys.modules.get(cls.__module__)
-        _HINTS[cls] = typing.get_type_hints(cls, vars(module) if module else None)
-    return _HINTS[cls]
-
-
-def _bad(where: str, want: str, v: Any) -> ValueError:
-    return ValueError(f"{where}: expected {want}, got {type(v).__name__} {v!r:.60}")
-
-
-def _coerce(tp: Any, v: Any, where: str) -> Any:  # noqa: C901, PLR0911, PLR0912 - one case per kind
-    if tp is Any:
-        return v
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if v is None and type(None) in args:
-            return None
-        real = [a for a in args if a is not type(None)]
-        if set(real) == {int, float} and isinstance(v, (int, float)) and not isinstance(v, bool):
-            return v
-        errors = []
-        for a in real:
-            try:
-                return _coerce(a, v, where)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError(errors[0] if len(errors) == 1 else f"{where}: no reading of {v!r:.60}")
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return decode(tp, v, where)
-    if tp is float:
-        if v is None:
-            return math.nan
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise _bad(where, "a number", v)
-        return float(v)
-    if tp is int:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise _bad(where, "an integer", v)
-        return v
-    if tp is bool:
-        if not isinstance(v, bool):
-            raise _bad(where, "true or false", v)
-        return v
-    if tp is str:
-        if not isinstance(v, str):
-            raise _bad(where, "text", v)
-        return v
-    if origin is tuple:
-        if not isinstance(v, (list, tuple)):
-            raise _bad(where, "a list", v)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(args[0], x, f"{where}[{i}]") for i, x in enumerate(v))
-        if len(v) != len(args):
-            raise _bad(where, f"a list of {len(args)}", v)
-        return tuple(_coerce(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, v)))  # noqa: B905
-    if origin is list:
-        if not isinstance(v, (list, tuple)):
-            raise _bad(where, "a list", v)
-        return [_coerce(args[0], x, f"{where}[{i}]") for i, x in enumerate(v)]
-    if origin is dict:
-        if not isinstance(v, Mapping):
-            raise _bad(where, "an object", v)
-        return {str(k): _coerce(args[1], x, f"{where}.{k}") for k, x in v.items()}
-    raise TypeError(f"{where}: the codec has no rule for type {tp!r}")  # a bug in a dataclass
+        else:
+            if n is None or isinstance(n, (bool, int, float, str)):
+                return n
+    try:
+        return repr(v)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not lose the record
+        return object.__repr__(v)
 
 
 # ------------------------------------------------------------------ the run record
@@ -205,6 +79,7 @@ def _num(x: Any) -> float:
         return math.nan
 
 
+@serial_format(RUN_FORMAT)
 @dataclass(frozen=True)
 class RunResult:
     """What one run measured. Times in ns, memory in bytes.
@@ -261,7 +136,7 @@ class RunResult:
         default=None,
         repr=False,
         compare=False,
-        metadata={"key": "summary", "optional_out": True},
+        metadata={"serial_key": "summary"},
     )
 
     @property
@@ -310,19 +185,32 @@ class RunResult:
 
     def to_json(self) -> str:
         """The tagged JSON the worker writes (summary included)."""
-        return json.dumps({"format": RUN_FORMAT, **encode(self, optional=True)}, allow_nan=True)
+        return json.dumps(encode(self, default=as_json_value), allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str) -> RunResult:
-        """Parse what a worker wrote; ValueError saying what is wrong with it."""
+        """Parse what a worker wrote; ValueError (a ``SerialError``) saying what is wrong."""
         try:
             data = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"the run's result is not JSON ({exc})") from None
-        if not isinstance(data, Mapping) or data.get("format") != RUN_FORMAT:
+        except ValueError:
+            data = None  # loads() below words it
+        if data is not None and (not isinstance(data, Mapping) or data.get("format") != RUN_FORMAT):
             got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-            raise ValueError(
+            raise SerialError(
                 f"the run's result is not a {RUN_FORMAT} record (format {got!r}); was the "
                 "worker started from another gyreprof version?"
             )
-        return decode(cls, data, "run result")
+        try:
+            return loads(cls, text, ignore_unknown=True)
+        except SerialError as exc:
+            raise SerialError(f"the run's result: {exc}") from None
+
+
+def drop_summaries(data: Any) -> Any:
+    """``data`` (encoded runs, points or a whole result) without the runs' summaries."""
+    if isinstance(data, dict):
+        data.pop("summary", None)
+        for key in ("points", "runs"):
+            for item in data.get(key, ()):
+                drop_summaries(item)
+    return data

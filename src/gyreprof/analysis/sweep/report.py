@@ -9,10 +9,19 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._format import fmt_count, fmt_ns, fmt_pct, text_table
+from gyreprof._format import (
+    byte_unit,
+    fmt_bytes,
+    fmt_bytes_range,
+    fmt_change_pct,
+    fmt_count,
+    fmt_ns,
+    fmt_pct,
+    text_table,
+)
 from gyreprof.analysis.sweep.record import FIGURE_NAMES
 from gyreprof.analysis.sweep.rule import noise
-from gyreprof.analysis.sweep.words import byte_unit, fmt_bytes, fmt_bytes_range, fmt_gain, fmt_value
+from gyreprof.analysis.sweep.words import fmt_value
 
 if TYPE_CHECKING:  # result imports this module; the types are for annotations only
     from gyreprof.analysis.sweep.result import SweepPoint, SweepResult
@@ -45,7 +54,7 @@ def headline(result: SweepResult) -> str:
         parts = [
             f"{fixed}, {param} {fmt_value(first.value)} -> {fmt_value(last.value)}: "
             f"{fmt_count(first.samples_per_s)} -> {fmt_count(last.samples_per_s)} samples/s "
-            f"({fmt_gain(change)})"
+            f"({fmt_change_pct(change)})"
         ]
     best = max(ok, key=lambda p: p.samples_per_s)
     if best is not first and best is not last:
@@ -55,7 +64,7 @@ def headline(result: SweepResult) -> str:
         for p in result.points:
             if p.value == result.stopped_at:
                 stop_gain = p.gain
-        parts.append(f"flat from {fmt_value(result.flat_from)} ({fmt_gain(stop_gain)})")
+        parts.append(f"flat from {fmt_value(result.flat_from)} ({fmt_change_pct(stop_gain)})")
     elif result.stop_reason == "memory_limit":
         parts.append(f"stopped at {fmt_value(result.stopped_at)} by memory_limit")
     mem = _memory_words(first, last)
@@ -284,7 +293,7 @@ def table_text(result: SweepResult) -> str:
                 fmt_value(p.value),
                 fmt_count(p.samples_per_s),
                 f"{fmt_count(p.spread[0])}-{fmt_count(p.spread[1])}",
-                fmt_gain(p.gain),
+                fmt_change_pct(p.gain),
                 fmt_ns(f("call_mean_ns").median),
                 fmt_ns(f("call_p50_ns").median),
                 fmt_ns(f("call_p99_ns").median),

@@ -1,8 +1,8 @@
 """What a sweep measured: runs, points, the whole result and its JSON form.
 
 Every type here lists its fields once; ``to_dict``/``from_dict`` go through the
-generic codec of :mod:`gyreprof.analysis.sweep.record` (the JSON schema is in
-the package docstring).
+project's codec, :mod:`gyreprof._serial` (the JSON schema is in the package
+docstring; see :mod:`gyreprof.analysis.sweep.record` for what the sweep adds).
 """
 
 from __future__ import annotations
@@ -17,8 +17,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gyreprof._serial import SerialError, decode, encode, from_plain, plain, serial_format
 from gyreprof._version import __version__
-from gyreprof.analysis.sweep.record import FIGURE_NAMES, RunResult, decode, encode
+from gyreprof.analysis.sweep.record import (
+    FIGURE_NAMES,
+    RunResult,
+    as_json_value,
+    drop_summaries,
+)
 from gyreprof.analysis.sweep.report import csv_text, headline, plot, report_text, table_text
 
 FORMAT = "gyreprof.sweep/1"
@@ -56,11 +62,12 @@ class Figure:
         return self.max - self.min
 
     def to_dict(self) -> dict[str, Any]:
-        return encode(self)
+        out: dict[str, Any] = plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Figure:
-        return decode(cls, d)
+        return from_plain(cls, d, ignore_unknown=True)
 
 
 _NO_FIGURE = Figure(math.nan, math.nan, math.nan, 0)
@@ -77,11 +84,12 @@ class PhaseFigures:
     count_per_call: Figure
 
     def to_dict(self) -> dict[str, Any]:
-        return encode(self)
+        out: dict[str, Any] = plain(self)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PhaseFigures:
-        return decode(cls, d)
+        return from_plain(cls, d, ignore_unknown=True)
 
 
 @dataclass(frozen=True)
@@ -109,11 +117,12 @@ class SweepRun(RunResult):
         return Summary.from_dict(self.summary_data)
 
     def to_dict(self, *, summary: bool = False) -> dict[str, Any]:
-        return encode(self, optional=summary)
+        out: dict[str, Any] = plain(self, default=as_json_value)
+        return out if summary else drop_summaries(out)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SweepRun:
-        return decode(cls, d)
+        return from_plain(cls, d, ignore_unknown=True)
 
 
 @dataclass(frozen=True)
@@ -217,13 +226,15 @@ class SweepPoint:
         )
 
     def to_dict(self, *, summaries: bool = False) -> dict[str, Any]:
-        return encode(self, optional=summaries)
+        out: dict[str, Any] = plain(self, default=as_json_value)
+        return out if summaries else drop_summaries(out)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SweepPoint:
-        return decode(cls, d, "point")
+        return from_plain(cls, d, where="point", ignore_unknown=True)
 
 
+@serial_format(FORMAT)
 @dataclass(frozen=True)
 class SweepResult:
     """What a sweep measured and decided. ``str(result)`` is the table and the report."""
@@ -285,10 +296,13 @@ class SweepResult:
     def to_dict(self, *, summaries: bool = False) -> dict[str, Any]:
         """JSON-ready dict (schema in this module's docstring); ``summaries=True`` adds
         each run's gyreprof Summary."""
+        fields_ = encode(self, default=as_json_value)
+        if not summaries:
+            drop_summaries(fields_)
         return {
-            "format": FORMAT,
+            "format": fields_.pop("format"),
             "gyreprof": __version__,
-            **encode(self, optional=summaries),
+            **fields_,
             "report": self.report(),
         }
 
@@ -300,7 +314,7 @@ class SweepResult:
         summaries: bool = False,
     ) -> str:
         """The JSON text; written to ``path`` as well when given."""
-        text = json.dumps(self.to_dict(summaries=summaries), indent=indent, allow_nan=True)
+        text = json.dumps(self.to_dict(summaries=summaries), indent=indent, allow_nan=False)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
@@ -310,14 +324,14 @@ class SweepResult:
         """Rebuild from ``to_dict()`` output; ValueError on anything malformed."""
         if not isinstance(d, Mapping) or d.get("format") not in READABLE_FORMATS:
             got = d.get("format") if isinstance(d, Mapping) else type(d).__name__
-            raise ValueError(
+            raise SerialError(
                 f"not a gyreprof sweep result: format {got!r}, expected one of "
                 f"{list(READABLE_FORMATS)}"
             )
-        try:
-            return decode(cls, d, "sweep result")
-        except ValueError as exc:
-            raise ValueError(f"not a valid gyreprof sweep result: {exc}") from None
+        try:  # "gyreprof" (the writer's version), "report" and newer fields are skipped
+            return decode(cls, d, ignore_unknown=True)
+        except SerialError as exc:
+            raise SerialError(f"not a valid gyreprof sweep result: {exc}") from None
 
     @classmethod
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> SweepResult:
@@ -328,7 +342,7 @@ class SweepResult:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not a valid gyreprof sweep result: bad JSON ({exc})") from None
+            raise SerialError(f"not a valid gyreprof sweep result: bad JSON ({exc})") from None
         return cls.from_dict(data)
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:

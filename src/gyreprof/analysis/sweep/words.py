@@ -1,12 +1,12 @@
-"""How the sweep writes values, sizes and gains in its report (ASCII only).
+"""How the sweep writes a swept value (ASCII only).
 
-These stay private to the sweep until the formatting helpers of ``gyreprof._format``
-are unified (bytes: '512 MiB' with three significant digits; gains: '+12%').
+Sizes, gains and other numbers use the project's one spelling, :mod:`gyreprof._format`
+(``fmt_bytes``, ``fmt_bytes_range``, ``fmt_change_pct``, ...); only the value of the
+swept setting is written the sweep's own way.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 
@@ -21,34 +21,3 @@ def fmt_value(v: Any) -> str:
     if isinstance(v, str):
         return repr(v)
     return str(v)
-
-
-_UNITS = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
-
-
-def byte_unit(n: float) -> tuple[float, str]:
-    for size, name in _UNITS:
-        if abs(n) >= size:
-            return float(size), name
-    return 1.0, "B"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """Bytes as '512 MiB', '2.7 GiB'."""
-    if n is None or math.isnan(float(n)):
-        return "-"
-    size, name = byte_unit(float(n))
-    return f"{n / size:.3g} {name}"
-
-
-def fmt_bytes_range(a: float, b: float) -> str:
-    """Two sizes in the unit of the larger: '0.9 -> 2.7 GiB'."""
-    size, name = byte_unit(max(a, b))
-    return f"{a / size:.2g} -> {b / size:.2g} {name}" if size > 1 else f"{a:.0f} -> {b:.0f} B"
-
-
-def fmt_gain(g: float | None) -> str:
-    if g is None or math.isnan(g):
-        return "-"
-    pct = 100.0 * g
-    return f"{pct:+.0f}%" if abs(pct) >= 9.5 else f"{pct:+.1f}%"
