@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
+import gyreprof.files
 from gyreprof.profiler import UnknownPhaseError
 
 
@@ -270,7 +271,7 @@ def test_autosave_on_exit_exception_and_sigterm(tmp_path: Path) -> None:
             )
             assert (r.returncode != 0) == (mode == "raise"), r.stderr
         assert out.exists(), mode
-        s = gp.summary.load(out)
+        s = gyreprof.files.load(out)
         assert s.phases["env"].count >= 99
 
 

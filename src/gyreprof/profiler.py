@@ -31,15 +31,10 @@ import numpy as np
 
 from gyreprof._block import StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
-from gyreprof.snapshot import (
-    STEP,
-    Snapshot,
-    Window,
-    current_unix_offset_ns,
-    merge,
-    windows_from_events,
-)
+from gyreprof.histogram import STEP
+from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
 from gyreprof.summary import Summary, default_meta
+from gyreprof.window import Window, windows_from_events
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -44,7 +44,9 @@ from gyreprof import _notes
 from gyreprof._errors import UnknownPhaseError
 from gyreprof._format import fmt_factor, fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
-from gyreprof.summary import Snapshot, Summary, Window
+from gyreprof.snapshot import Snapshot
+from gyreprof.summary import Summary
+from gyreprof.window import Window
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
@@ -367,7 +369,7 @@ def _ring_windows(
     notes: list[str],
 ) -> tuple[list[_Win], str]:
     """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
-    from gyreprof.snapshot import windows_from_events
+    from gyreprof.window import windows_from_events
 
     ev = prof.events()
     if len(ev) == 0:

@@ -18,7 +18,8 @@ from typing import Any
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
-from gyreprof.summary import STEP, Summary
+from gyreprof.histogram import STEP
+from gyreprof.summary import Summary
 
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;

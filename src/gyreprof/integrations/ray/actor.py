@@ -11,7 +11,7 @@ import ray
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
 __all__ = [
     "CONCURRENCY_GROUP",
@@ -96,7 +96,7 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     Use this from a custom ``gyreprof_snapshot`` method.
     """
     from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
     if isinstance(source, Profiler):
         snap = source.snapshot()

@@ -17,7 +17,8 @@ from gyreprof.integrations.ray.actor import NoProfilerError
 from gyreprof.integrations.ray.fleet import ActorStats, FleetSummary, MissingActor
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Snapshot, Summary
+    from gyreprof.snapshot import Snapshot
+    from gyreprof.summary import Summary
 
 __all__ = ["collect"]
 
@@ -227,7 +228,7 @@ class Gatherer:
 
 
 def _decode(ans: _Answer) -> tuple[Snapshot | None, MissingActor | None]:
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
     if ans.error is not None:
         reason, detail = _explain(ans.error)
@@ -253,7 +254,8 @@ def _learner_summary(
 ) -> Snapshot | Summary | None:
     """The learner's snapshot (actor or local Profiler/Snapshot/Summary), or None."""
     from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot, Summary
+    from gyreprof.snapshot import Snapshot
+    from gyreprof.summary import Summary
 
     if learner is None:
         return None
@@ -302,7 +304,7 @@ def build_fleet(
     started: float,
 ) -> FleetSummary:
     """Decode the answers, keep the fleet's layout, merge; add the learner's wait report."""
-    from gyreprof.summary import merge
+    from gyreprof.snapshot import merge
 
     keep = _common_layout(_decoded(answers, missing), missing)
     per_actor = {ans.name: _actor_stats(ans, snap) for ans, snap in keep}

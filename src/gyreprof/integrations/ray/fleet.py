@@ -14,7 +14,8 @@ from gyreprof._serial import decode, dumps, encode, plain, serial_format
 
 if TYPE_CHECKING:
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.summary import Snapshot, Summary
+    from gyreprof.snapshot import Snapshot
+    from gyreprof.summary import Summary
 
 __all__ = [
     "FLEET_FORMAT",

@@ -19,7 +19,7 @@ from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeo
 from gyreprof.integrations.ray.fleet import STEP_PHASE, FleetSummary
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
 __all__ = ["FLEET_POINT_FORMAT", "FleetMonitor", "FleetPoint", "IntervalStats"]
 
