@@ -109,7 +109,8 @@ class HistogramView:
     def midpoints(self) -> np.ndarray:
         """The value each bucket reads as: ``lows + (widths - 1) // 2``."""
         lo, width = layout_edges(*self.layout)
-        return lo + (width - 1) // 2
+        mid: np.ndarray = lo + (width - 1) // 2
+        return mid
 
     def percentiles(self, qs: Sequence[float]) -> np.ndarray:
         """Durations (ns) at several percentiles (float64; NaN when empty)."""
