@@ -66,6 +66,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.diagnostics import _procfs
 
@@ -175,7 +176,7 @@ class ProcessDiagnosis:
     def __str__(self) -> str:
         head = f"process {self.pid}"
         if self.command:
-            head += f" ({_shorten(self.command, 80)})"
+            head += f" ({shorten(self.command, 80)})"
         lines = [f"{head}: {self.state.upper()}  (exit code {self.exit_code})"]
         lines += [f"  - {e}" for e in self.evidence]
         if self.threads and self.state in ("blocked", "spinning", "busy"):
@@ -236,10 +237,6 @@ class _Sample:
 
 class _Gone(Exception):
     """The process disappeared while being observed."""
-
-
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _check_pid(pid: object) -> int:
