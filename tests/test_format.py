@@ -113,6 +113,6 @@ def test_tables() -> None:
 def test_shorten_is_ascii_and_keeps_to_the_width() -> None:
     assert shorten("python train.py", 20) == "python train.py"
     cut = shorten("python train.py --config big.yaml", 12)
-    assert cut == "python te..." and len(cut) == 12
+    assert cut == "python tr..." and len(cut) == 12
     assert shorten("abcdef", 2) == "ab"  # no room for the dots
     assert all(ord(c) < 128 for c in shorten("x" * 100, 10))
