@@ -160,7 +160,9 @@ def test_publish_attach_close_in_process(live_dir: Path) -> None:
         assert snap.counters == {"retry": 3, "timeout": 1}
         assert reader.summary().phases["env"].count == 500
         prog = reader.progress()
-        assert prog["steps_completed"] == 500 and prog["phase"] is None
+        assert prog.steps_completed == 500 and prog.phase is None
+        assert prog.counters == {"retry": 3, "timeout": 1}
+        assert prog.now_ns >= prog.last_activity_ns > 0
         assert reader.alive and not reader.closed and not reader.stale
 
         prof.live.close()

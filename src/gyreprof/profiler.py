@@ -25,11 +25,11 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
-from gyreprof._block import StatsBlock
+from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
 from gyreprof.histogram import STEP
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
@@ -46,15 +46,6 @@ class UnknownPhaseError(KeyError, ValueError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
-
-
-class Progress(NamedTuple):
-    step: int  # steps begun
-    steps_completed: int
-    phase: str | None  # the phase now open, as far as the profiler knows
-    phase_since_ns: int  # when it opened (-1: unknown)
-    now_ns: int
-    counters: dict[str, int]
 
 
 class _TimerMap(dict):  # type: ignore[type-arg]
@@ -391,33 +382,14 @@ class Profiler:
     # -- read side -------------------------------------------------------------
 
     def progress(self) -> Progress:
-        """Where the loop is now: step, open phase and since when, counters."""
+        """Where the loop is now: step, open phase and since when, counters (see
+        :class:`gyreprof._block.Progress`); all threads together with ``per_thread``."""
+        now = int(monotonic_ns())
         recs = self.recorders
         if not recs:
-            now = monotonic_ns()
-            return Progress(0, 0, None, -1, now, {})
-        best = None
-        for rec in recs:
-            step, done, ph, since, now = rec.progress()
-            if best is None or since > best[3]:
-                best = (step, done, ph, since, now)
-        assert best is not None
-        step = sum(r.progress()[0] for r in recs)
-        done = sum(r.progress()[1] for r in recs)
-        ph = best[2]
-        counters: dict[str, int] = {}
-        for rec in recs:
-            block = StatsBlock.of(rec)
-            for name, slot in self._counter_slots.items():
-                counters[name] = counters.get(name, 0) + block.counter(slot)
-        return Progress(
-            step,
-            done,
-            self.phases[ph] if 0 <= ph < len(self.phases) else None,
-            best[3],
-            best[4],
-            counters,
-        )
+            return Progress(0, 0, None, -1, now, -1, dict.fromkeys(self._counter_slots, 0))
+        parts = [StatsBlock.of(r).progress(self.phases, self._counter_slots, now) for r in recs]
+        return parts[0] if len(parts) == 1 else Progress.combine(parts)
 
     def _snapshot_of(self, rec: Recorder) -> Snapshot:
         taken = monotonic_ns()
