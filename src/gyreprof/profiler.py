@@ -48,10 +48,10 @@ class UnknownPhaseError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
-class _TimerMap(dict):  # type: ignore[type-arg]
+class _TimerMap(dict[str, PhaseTimer]):
     """name -> PhaseTimer; a miss raises UnknownPhaseError listing the known names."""
 
-    def __missing__(self, key: object) -> Any:
+    def __missing__(self, key: object) -> PhaseTimer:
         raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
 
 
