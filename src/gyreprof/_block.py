@@ -298,7 +298,8 @@ class StatsBlock:
             phase_since_ns=self.open_since_ns,
             now_ns=int(now_ns),
             last_write_ns=self.last_write_ns,
-            counters={name: self.counter(slot) for name, slot in counter_slots.items()},
+            # word by word: a block over a live segment's words reads no region as a whole
+            counters={n: self._h(self._off["counters"] + s) for n, s in counter_slots.items()},
         )
 
     def hide_windows(self) -> None:
