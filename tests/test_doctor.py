@@ -251,6 +251,18 @@ def test_live_segment_is_the_preferred_evidence(tmp_path: Path) -> None:
     assert d.state == "progressing"
 
 
+@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+def test_a_step_longer_than_the_interval_still_progresses_by_its_phases(tmp_path: Path) -> None:
+    # the step counter stands still (as in a stall), but the open phase keeps changing:
+    # a naive "no step completed -> stuck" rule calls this blocked
+    with running("gyreprof_loop.py", "phases", str(tmp_path / "step")) as proc:
+        time.sleep(0.3)
+        d = doctor(proc.pid, interval_s=0.6, stacks=False)
+    assert d.progress_source == "live", str(d)
+    assert d.state == "progressing", str(d)
+    assert any("but phases did" in e for e in d.evidence), d.evidence
+
+
 # ------------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("pid", [0, -5, "abc", 1.5j])
 def test_bad_pid_is_a_value_error(pid: object) -> None:

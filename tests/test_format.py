@@ -17,6 +17,7 @@ from gyreprof._format import (
     fmt_rate,
     fmt_speedup,
     markdown_table,
+    shorten,
     text_table,
 )
 
@@ -104,3 +105,14 @@ def test_tables() -> None:
     assert text.splitlines() == ["phase    n", "env     10", "policy   2"]
     md = markdown_table(["a", "b"], [["1", "2"]])
     assert md.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2 |"]
+    # right= picks the right-aligned columns (a middle one left-aligned), indent= prefixes
+    mixed = text_table(["n", "role", "cpu"], [["4", "env", "12%"]], right={0, 2}, indent="  ")
+    assert mixed.splitlines() == ["  n  role  cpu", "  4  env   12%"]
+
+
+def test_shorten_is_ascii_and_keeps_to_the_width() -> None:
+    assert shorten("python train.py", 20) == "python train.py"
+    cut = shorten("python train.py --config big.yaml", 12)
+    assert cut == "python tr..." and len(cut) == 12
+    assert shorten("abcdef", 2) == "ab"  # no room for the dots
+    assert all(ord(c) < 128 for c in shorten("x" * 100, 10))

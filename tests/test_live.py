@@ -160,7 +160,9 @@ def test_publish_attach_close_in_process(live_dir: Path) -> None:
         assert snap.counters == {"retry": 3, "timeout": 1}
         assert reader.summary().phases["env"].count == 500
         prog = reader.progress()
-        assert prog["steps_completed"] == 500 and prog["phase"] is None
+        assert prog.steps_completed == 500 and prog.phase is None
+        assert prog.counters == {"retry": 3, "timeout": 1}
+        assert prog.now_ns >= prog.last_activity_ns > 0
         assert reader.alive and not reader.closed and not reader.stale
 
         prof.live.close()
@@ -695,7 +697,7 @@ def test_a_segment_of_an_earlier_boot_is_stale_even_with_a_matching_start_time(
 def test_a_reader_whose_segment_shrinks_gets_a_value_error(live_dir: Path) -> None:
     path = _plant(live_dir, 75, _segment_claiming(os.getpid()))
     with gp.live.attach(path) as r:
-        assert r.progress()["steps_completed"] == 5
+        assert r.progress().steps_completed == 5
         os.truncate(path, 200)
         with pytest.raises(gp.live.SegmentReadError, match="truncated"):
             r.progress()

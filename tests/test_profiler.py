@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
+import gyreprof.files
 from gyreprof.profiler import UnknownPhaseError
 
 
@@ -217,6 +218,30 @@ def test_progress_names_open_phase() -> None:
     p = prof.progress()
     assert p.phase == "fwd" and p.step == 1 and p.steps_completed == 0
     assert p.now_ns >= p.phase_since_ns > 0
+    assert p.last_activity_ns == max(p.last_write_ns, p.phase_since_ns)
+
+
+def test_progress_of_per_thread_profiler_adds_up_the_threads() -> None:
+    prof = gp.Profiler(["env"], per_thread=True)
+    assert prof.progress().steps_completed == 0  # no thread wrote yet: zeros, not an error
+    prof.count("retry")  # registers the counter
+
+    def work(n: int) -> None:
+        for _ in range(n):
+            prof.begin()
+            prof.lap(prof.id("env"))
+            prof.end()
+        prof.count("retry", 2)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (3, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    p = prof.progress()
+    assert p.steps_completed == 8 and p.step == 8
+    assert p.counters["retry"] == 5
+    assert p.phase is None
 
 
 def test_overhead_is_measured() -> None:
@@ -270,7 +295,7 @@ def test_autosave_on_exit_exception_and_sigterm(tmp_path: Path) -> None:
             )
             assert (r.returncode != 0) == (mode == "raise"), r.stderr
         assert out.exists(), mode
-        s = gp.summary.load(out)
+        s = gyreprof.files.load(out)
         assert s.phases["env"].count >= 99
 
 

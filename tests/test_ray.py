@@ -464,3 +464,40 @@ def latest_detail(mon: gpray.FleetMonitor) -> str:
         [f"{a.name} answered in {a.answer_s:.3f} s" for a in fleet.per_actor.values()]
         + [str(m) for m in fleet.missing.values()]
     )
+
+
+def test_monitor_interval_takes_new_steps_and_restarts_whole() -> None:
+    # no cluster needed: the monitor's per-interval arithmetic over decoded answers
+    from gyreprof.integrations.ray.collect import _Answer, build_fleet
+    from gyreprof.integrations.ray.monitor import _point
+
+    def run(prof: gp.Profiler, steps: int) -> gp.Profiler:
+        for _ in range(steps):
+            prof.begin()
+            prof.lap(0)
+            prof.end()
+        return prof
+
+    a, b = run(gp.Profiler(["env"]), 10), run(gp.Profiler(["env"]), 40)
+    prev = {"a": a.snapshot(), "b": b.snapshot()}
+    run(a, 20)  # a goes on: 20 new steps
+    b = run(gp.Profiler(["env"]), 5)  # b restarted: 5 steps, fewer than before
+    answers = [
+        _Answer("a", 0, "actor-a", payload=a.snapshot().to_bytes()),
+        _Answer("b", 1, "actor-b", payload=b.snapshot().to_bytes()),
+    ]
+    fleet = build_fleet(
+        answers,
+        [],
+        None,
+        None,
+        phase="env",
+        wait="wait",
+        compute="compute",
+        started=time.monotonic(),
+    )
+    point = _point(fleet, prev, "env", 1.0)
+    # a difference of b's histograms would go negative; its restart counts whole
+    assert point.interval_steps == 20 + 5
+    assert point.phases["env"].count == 25 and point.phases[gpray.STEP_PHASE].count == 25
+    assert point.steps_per_s > 0

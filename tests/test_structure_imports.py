@@ -31,12 +31,9 @@ import gyreprof
 
 SRC = Path(gyreprof.__file__).resolve().parent.parent
 
-# Cycles that other work in flight removes (the sweep becomes a package, EventsFile
-# moves to export/events.py). Each entry must still be a cycle: once it is gone the
-# test says to delete it, so a cycle cannot come back under an old excuse.
-KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"gyreprof.export._source", "gyreprof.export.chrome"}),
-}
+# Cycles that other work in flight removes. Each entry must still be a cycle: once it is
+# gone the test says to delete it, so a cycle cannot come back under an old excuse.
+KNOWN_CYCLES: set[frozenset[str]] = set()
 
 
 @dataclass(frozen=True)

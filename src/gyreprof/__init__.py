@@ -29,10 +29,10 @@ if TYPE_CHECKING:  # what _LAZY and _SUBMODULES load, as type checkers should se
     from gyreprof import live as live
     from gyreprof.analysis.parallelism import Census as Census
     from gyreprof.analysis.parallelism import ParallelismReport as ParallelismReport
-    from gyreprof.analysis.parallelism import census as census
     from gyreprof.analysis.parallelism import check_parallelism as check_parallelism
     from gyreprof.analysis.parallelism import compare_throughput as compare_throughput
     from gyreprof.analysis.parallelism import register_worker as register_worker
+    from gyreprof.analysis.parallelism.census import census as census
     from gyreprof.analysis.sweep import SweepPoint as SweepPoint
     from gyreprof.analysis.sweep import SweepResult as SweepResult
     from gyreprof.analysis.sweep import sweep as sweep
@@ -46,22 +46,22 @@ if TYPE_CHECKING:  # what _LAZY and _SUBMODULES load, as type checkers should se
     from gyreprof.diagnostics.envcheck import envcheck as envcheck
     from gyreprof.diagnostics.selfcheck import selfcheck as selfcheck
     from gyreprof.profiler import Profiler as Profiler
+    from gyreprof.snapshot import Snapshot as Snapshot
+    from gyreprof.snapshot import merge as merge
     from gyreprof.summary import PhaseStats as PhaseStats
-    from gyreprof.summary import Snapshot as Snapshot
     from gyreprof.summary import Summary as Summary
-    from gyreprof.summary import Window as Window
-    from gyreprof.summary import WindowStats as WindowStats
-    from gyreprof.summary import merge as merge
+    from gyreprof.window import Window as Window
+    from gyreprof.window import WindowStats as WindowStats
 
 # public name -> module that defines it (loaded on first attribute access)
 _LAZY: dict[str, str] = {
     "Profiler": "gyreprof.profiler",
     "Summary": "gyreprof.summary",
     "PhaseStats": "gyreprof.summary",
-    "Snapshot": "gyreprof.summary",
-    "Window": "gyreprof.summary",
-    "WindowStats": "gyreprof.summary",
-    "merge": "gyreprof.summary",
+    "Snapshot": "gyreprof.snapshot",
+    "Window": "gyreprof.window",
+    "WindowStats": "gyreprof.window",
+    "merge": "gyreprof.snapshot",
     "wait_report": "gyreprof.analysis.wait",
     "WaitReport": "gyreprof.analysis.wait",
     "diagnose": "gyreprof.analysis.verdict",
@@ -69,7 +69,7 @@ _LAZY: dict[str, str] = {
     "sweep": "gyreprof.analysis.sweep",
     "SweepResult": "gyreprof.analysis.sweep",
     "SweepPoint": "gyreprof.analysis.sweep",
-    "census": "gyreprof.analysis.parallelism",
+    "census": "gyreprof.analysis.parallelism.census",
     "register_worker": "gyreprof.analysis.parallelism",
     "check_parallelism": "gyreprof.analysis.parallelism",
     "compare_throughput": "gyreprof.analysis.parallelism",

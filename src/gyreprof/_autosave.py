@@ -284,7 +284,7 @@ class AutosaveState:
 
     def encode(self, path: Path) -> bytes:
         """The file content: snapshot bytes, or Summary JSON for ``*.json``."""
-        from gyreprof.summary import merge
+        from gyreprof.snapshot import merge
 
         names = tuple(self.counter_slots)
         recs, retired = self.sources()

@@ -23,7 +23,7 @@ latest state; region views share memory with the array (writable only when it is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -63,6 +63,50 @@ class HistogramWindow:
     p50: int
     p90: int
     p99: int
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a loop is now, read from its stats block without copying it.
+
+    Returned by ``Profiler.progress()`` and ``LiveReader.progress()``; what the stall
+    watchdog, the doctor's live evidence and ``gyreprof top`` read. Times are
+    monotonic-clock ns (the clock of ``time.perf_counter_ns``); -1 where none yet.
+    """
+
+    step: int  # steps begun
+    steps_completed: int
+    phase: str | None  # the phase open now (None: between phases, or not known)
+    phase_since_ns: int  # the last phase boundary (lap, begin, phase entry)
+    now_ns: int  # when this was read
+    last_write_ns: int  # the last begin/end/record/timed phase (lap moves phase_since_ns)
+    counters: Mapping[str, int]  # event counters by name
+
+    @property
+    def last_activity_ns(self) -> int:
+        """The latest of ``last_write_ns`` and ``phase_since_ns``: the loop's last sign of life."""
+        return max(self.last_write_ns, self.phase_since_ns)
+
+    @classmethod
+    def combine(cls, parts: Sequence[Progress]) -> Progress:
+        """Several writers of one loop (``per_thread`` recorders) as one: counts add up;
+        the open phase is that of the writer that crossed a boundary last."""
+        if not parts:
+            raise ValueError("Progress.combine needs at least one reading")
+        latest = max(parts, key=lambda p: p.phase_since_ns)
+        counters: dict[str, int] = {}
+        for p in parts:
+            for name, n in p.counters.items():
+                counters[name] = counters.get(name, 0) + n
+        return cls(
+            step=sum(p.step for p in parts),
+            steps_completed=sum(p.steps_completed for p in parts),
+            phase=latest.phase,
+            phase_since_ns=latest.phase_since_ns,
+            now_ns=max(p.now_ns for p in parts),
+            last_write_ns=max(p.last_write_ns for p in parts),
+            counters=counters,
+        )
 
 
 class WindowRecord(NamedTuple):
@@ -268,6 +312,22 @@ class StatsBlock:
     def window_steps_now(self) -> int:
         """Steps in the window now open."""
         return self._h(_rec.H_WIN_STEPS)
+
+    def progress(
+        self, phases: Sequence[str], counter_slots: Mapping[str, int], now_ns: int
+    ) -> Progress:
+        """The header's progress fields and the named counters (``name -> slot``)."""
+        ph = self.open_phase
+        return Progress(
+            step=self.steps_begun,
+            steps_completed=self.steps_completed,
+            phase=phases[ph] if 0 <= ph < len(phases) else None,
+            phase_since_ns=self.open_since_ns,
+            now_ns=int(now_ns),
+            last_write_ns=self.last_write_ns,
+            # word by word: a block over a live segment's words reads no region as a whole
+            counters={n: self._h(self._off["counters"] + s) for n, s in counter_slots.items()},
+        )
 
     def hide_windows(self) -> None:
         """Make the block read as if no window had closed (a writable copy only)."""

@@ -12,7 +12,10 @@ two sizes       :func:`fmt_bytes_range`  ``0.9 -> 2.7 GiB``
 ratio           :func:`fmt_factor`     ``3.2x``
 speed-up        :func:`fmt_speedup`    ``0.5% faster``, ``3.2x as fast``
 relative change :func:`fmt_change_pct` ``+12%``, ``-3.4%``
+long text       :func:`shorten`        ``python train.py --conf...``
 ==============  =====================  ======================================
+
+Tables: :func:`text_table` (aligned plain text) and :func:`markdown_table`.
 
 Missing values (``None`` or NaN) print as ``-``.
 """
@@ -20,6 +23,7 @@ Missing values (``None`` or NaN) print as ``-``.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 
 def fmt_ns(value: float | int | None) -> str:
@@ -125,20 +129,41 @@ def fmt_change_pct(change: float | None) -> str:
     return f"{pct:+.0f}%" if abs(pct) >= 9.5 else f"{pct:+.1f}%"
 
 
-def text_table(headers: list[str], rows: list[list[str]], align_left: int = 1) -> str:
-    """Aligned plain-text table; the first ``align_left`` columns are left-aligned."""
+def text_table(
+    headers: list[str],
+    rows: list[list[str]],
+    align_left: int = 1,
+    *,
+    right: Collection[int] | None = None,
+    indent: str = "",
+) -> str:
+    """Aligned plain-text table, two spaces between columns, each line after ``indent``.
+
+    The first ``align_left`` columns are left-aligned and the rest right-aligned; or,
+    with ``right``, exactly the columns of those indices are right-aligned.
+    """
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
 
+    def to_right(i: int) -> bool:
+        return i in right if right is not None else i >= align_left
+
     def line(cells: list[str]) -> str:
         out = []
         for i, cell in enumerate(cells):
-            out.append(cell.ljust(widths[i]) if i < align_left else cell.rjust(widths[i]))
-        return "  ".join(out).rstrip()
+            out.append(cell.rjust(widths[i]) if to_right(i) else cell.ljust(widths[i]))
+        return indent + "  ".join(out).rstrip()
 
     return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters, ending in ``...`` when cut."""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 3)] + "..." if width >= 3 else text[:width]
 
 
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -23,22 +23,17 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from gyreprof import _autosave
-from gyreprof._block import StatsBlock
+from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
-from gyreprof.snapshot import (
-    STEP,
-    Snapshot,
-    Window,
-    current_unix_offset_ns,
-    merge,
-    windows_from_events,
-)
+from gyreprof.histogram import STEP
+from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
 from gyreprof.summary import Summary, default_meta
+from gyreprof.window import Window, windows_from_events
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,19 +47,10 @@ class UnknownPhaseError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
-class Progress(NamedTuple):
-    step: int  # steps begun
-    steps_completed: int
-    phase: str | None  # the phase now open, as far as the profiler knows
-    phase_since_ns: int  # when it opened (-1: unknown)
-    now_ns: int
-    counters: dict[str, int]
-
-
-class _TimerMap(dict):  # type: ignore[type-arg]
+class _TimerMap(dict[str, PhaseTimer]):
     """name -> PhaseTimer; a miss raises UnknownPhaseError listing the known names."""
 
-    def __missing__(self, key: object) -> Any:
+    def __missing__(self, key: object) -> PhaseTimer:
         raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
 
 
@@ -498,33 +484,14 @@ class Profiler:
     # -- read side -------------------------------------------------------------
 
     def progress(self) -> Progress:
-        """Where the loop is now: step, open phase and since when, counters."""
+        """Where the loop is now: step, open phase and since when, counters (see
+        :class:`gyreprof._block.Progress`); all threads together with ``per_thread``."""
+        now = int(monotonic_ns())
         recs = self.recorders
         if not recs:
-            now = monotonic_ns()
-            return Progress(0, 0, None, -1, now, {})
-        best = None
-        for rec in recs:
-            step, done, ph, since, now = rec.progress()
-            if best is None or since > best[3]:
-                best = (step, done, ph, since, now)
-        assert best is not None
-        step = sum(r.progress()[0] for r in recs)
-        done = sum(r.progress()[1] for r in recs)
-        ph = best[2]
-        counters: dict[str, int] = {}
-        for rec in recs:
-            block = StatsBlock.of(rec)
-            for name, slot in self._counter_slots.items():
-                counters[name] = counters.get(name, 0) + block.counter(slot)
-        return Progress(
-            step,
-            done,
-            self.phases[ph] if 0 <= ph < len(self.phases) else None,
-            best[3],
-            best[4],
-            counters,
-        )
+            return Progress(0, 0, None, -1, now, -1, dict.fromkeys(self._counter_slots, 0))
+        parts = [StatsBlock.of(r).progress(self.phases, self._counter_slots, now) for r in recs]
+        return parts[0] if len(parts) == 1 else Progress.combine(parts)
 
     def _snapshot_of(self, rec: Recorder) -> Snapshot:
         taken = monotonic_ns()

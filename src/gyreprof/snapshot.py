@@ -11,68 +11,63 @@ snapshots:
   wall-clock span the sources cover (see ``wall_span_ns``). Rolling windows
   belong to one source and are dropped by a merge;
 - ``interval``: what one source recorded between two of its snapshots;
-- windows: the recorder's rolling windows and exact windows from raw events;
 - the binary format (``to_bytes`` / ``from_bytes``);
-- ``as_snapshot``: a Profiler, Snapshot or Summary input, as a Snapshot.
+- ``as_snapshot``: a Profiler, Snapshot or Summary input, as a Snapshot;
+- ``Snapshot.summary()``: the Summary computed from it (``gyreprof.summary``,
+  which knows a Snapshot by type only: the dependency goes one way).
 
-Percentiles everywhere follow one rule, documented in
+Windows (``Window``, ``windows_from_events``) live in ``gyreprof.window`` and the
+histogram layout, the percentile rule and ``STEP`` in ``gyreprof.histogram``;
+they are re-exported here. Percentiles everywhere follow one rule, documented in
 ``gyreprof._core.histogram``: the inverted-CDF rank; rank 1 and rank N are the
 exact minimum and maximum, other ranks read as their bucket's midpoint clamped
-to them. Exact windows from raw events apply the same rank to the values
-themselves (each value its own bucket).
+to them.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import lzma
-import math
 import os
 import socket
 import statistics
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
-from gyreprof._block import StatsBlock, decode_windows
-from gyreprof._core import bucket_edges, decode_counts, encode_counts, layout_info, monotonic_ns
+from gyreprof._block import StatsBlock
+from gyreprof._core import decode_counts, encode_counts, layout_info, monotonic_ns
 from gyreprof._version import __version__
+from gyreprof.histogram import STEP, exact_percentiles, layout_edges
+from gyreprof.summary import Summary
+from gyreprof.window import Window, WindowStats, rolling_windows, windows_from_events
 
-if TYPE_CHECKING:
-    from gyreprof.summary import Summary
+__all__ = [
+    "SNAPSHOT_MAGIC",
+    "STEP",
+    "Snapshot",
+    "Window",
+    "WindowStats",
+    "as_snapshot",
+    "current_unix_offset_ns",
+    "exact_percentiles",
+    "interval",
+    "layout_edges",
+    "merge",
+    "rate_spread",
+    "source_rates",
+    "unix_offset_ns",
+    "wall_span_ns",
+    "windows_from_events",
+]
 
 SNAPSHOT_MAGIC = b"GYRS"
 SNAPSHOT_VERSION = 1
-STEP = "(step)"  # the name of the whole-step row, everywhere
-
-
-@functools.lru_cache(maxsize=32)
-def layout_edges(
-    lowest: int, highest: int, significant_figures: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(lowest value, width) of every bucket of a layout; read-only arrays, built once."""
-    lo, width = bucket_edges(lowest, highest, significant_figures)
-    lo.flags.writeable = False
-    width.flags.writeable = False
-    return lo, width
-
-
-def exact_percentiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
-    """The percentile rule on exact values: the value of rank ``max(1, ceil(q/100 N))``."""
-    v = np.sort(np.asarray(values, dtype=np.float64))
-    n = len(v)
-    out = []
-    for q in qs:
-        rank = min(n, max(1, math.ceil(q / 100.0 * n)))
-        out.append(float(v[rank - 1]))
-    return out
 
 
 # ------------------------------------------------------------------ wall clock
@@ -158,7 +153,7 @@ def _zlib_decompress(data: bytes) -> bytes:
 
 
 # name -> (flag byte, compress, decompress)
-_CODECS: dict[str, tuple[int, Any, Any]] = {
+_CODECS: dict[str, tuple[int, Callable[[bytes], bytes], Callable[[bytes], bytes]]] = {
     "zlib": (0, lambda b: zlib.compress(b, 9), _zlib_decompress),
     "lzma": (1, lambda b: lzma.compress(b, format=lzma.FORMAT_XZ, preset=6), _lzma_decompress),
 }
@@ -173,65 +168,6 @@ _TOTAL_KEYS = (
     "negative",
     "nonfinite",
 )
-
-
-@dataclass(frozen=True)
-class WindowStats:
-    """One phase within one window (ns)."""
-
-    count: int
-    mean: float
-    p50: float
-    p90: float
-    p99: float
-    max: float
-    share: float
-
-    def to_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("count", "mean", "p50", "p90", "p99", "max", "share")}
-
-
-@dataclass(frozen=True)
-class Window:
-    """A stretch of the run: its steps, whether it was warm-up, and per-phase stats.
-
-    ``source`` is ``"rolling"`` for the fixed-memory windows the recorder closes
-    every ``window_steps`` steps (percentiles at ~3% resolution), or ``"ring"``
-    for exact windows computed from the raw events still in the ring.
-    """
-
-    index: int
-    start_ns: int
-    end_ns: int
-    first_step: int
-    steps: int
-    warmup: bool
-    phases: dict[str, WindowStats]
-    step: WindowStats | None
-    source: str
-
-    @property
-    def duration_s(self) -> float:
-        return max(0, self.end_ns - self.start_ns) / 1e9
-
-    @property
-    def steps_per_s(self) -> float:
-        d = self.duration_s
-        return self.steps / d if d > 0 else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "start_ns": self.start_ns,
-            "end_ns": self.end_ns,
-            "first_step": self.first_step,
-            "steps": self.steps,
-            "warmup": self.warmup,
-            "source": self.source,
-            "steps_per_s": self.steps_per_s,
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "step": self.step.to_dict() if self.step else None,
-        }
 
 
 # ------------------------------------------------------------------- snapshot
@@ -442,9 +378,18 @@ class Snapshot:
         return int(self.stat[len(self.phases), 0])
 
     @property
+    def steady_ns(self) -> int:
+        """Steady-state wall ns: the span the sources cover (see ``wall_span_ns``)."""
+        return wall_span_ns(self.sources)
+
+    @property
     def steady_s(self) -> float:
         """Steady-state wall seconds: the span the sources cover (see ``wall_span_ns``)."""
-        return wall_span_ns(self.sources) / 1e9
+        return self.steady_ns / 1e9
+
+    def rate_spread(self) -> tuple[float, float, float] | None:
+        """(min, median, max) of the sources' own steady rates; None with fewer than two."""
+        return rate_spread(self.sources)
 
     @property
     def open_phase(self) -> str | None:
@@ -463,51 +408,13 @@ class Snapshot:
 
     def windows(self) -> list[Window]:
         """The closed rolling windows of this snapshot, oldest first."""
-        if self.rolling is None or len(self.rolling) == 0:
-            return []
-        nphase = len(self.phases)
-        total_closed = int(self.meta.get("windows_closed", len(self.rolling)))
-        base = total_closed - len(self.rolling)
-        names = [*self.phases, STEP]
-        nan = math.nan
-        out = []
-        for i, rec in enumerate(decode_windows(self.rolling, nphase)):
-            step_sum = float(rec.histograms[nphase].sum)
-            stats = {}
-            for name, hw in zip(names, rec.histograms, strict=True):
-                if hw.count:
-                    share = hw.sum / step_sum if step_sum > 0 else nan
-                    ws = WindowStats(
-                        hw.count,
-                        hw.sum / hw.count,
-                        float(hw.p50),
-                        float(hw.p90),
-                        float(hw.p99),
-                        float(hw.max),
-                        share,
-                    )
-                else:
-                    ws = WindowStats(0, nan, nan, nan, nan, nan, nan)
-                stats[name] = ws
-            step_ws = stats.pop(STEP)
-            out.append(
-                Window(
-                    index=base + i,
-                    start_ns=rec.start_ns,
-                    end_ns=rec.end_ns,
-                    first_step=rec.first_step,
-                    steps=rec.steps,
-                    warmup=rec.warmup,
-                    phases=stats,
-                    step=step_ws,
-                    source="rolling",
-                )
-            )
-        return out
+        closed = self.meta.get("windows_closed")
+        return rolling_windows(
+            self.rolling, self.phases, closed=None if closed is None else int(closed)
+        )
 
     def summary(self) -> Summary:
-        from gyreprof.summary import Summary
-
+        """The Summary computed from this snapshot (percentiles, shares, throughput)."""
         return Summary.from_snapshot(self)
 
     # -- serialisation -----------------------------------------------------------
@@ -544,7 +451,7 @@ class Snapshot:
             parts.append(struct.pack("<I", len(enc)))
             parts.append(enc)
         flag, compress, _ = _CODECS[compression]
-        body: bytes = compress(b"".join(parts))
+        body = compress(b"".join(parts))
         return SNAPSHOT_MAGIC + struct.pack("<BB", SNAPSHOT_VERSION, flag) + body
 
     @classmethod
@@ -873,84 +780,6 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
 # ------------------------------------------------------------------ exact windows
 
 
-def windows_from_events(
-    events: np.ndarray,
-    phases: Sequence[str],
-    *,
-    steps: int | None = None,
-    seconds: float | None = None,
-    warmup_end_step: int = -1,
-    still_warming: bool = False,
-) -> list[Window]:
-    """Exact per-window stats from raw events (as returned by ``Profiler.events``)."""
-    if steps is not None:
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ValueError(f"steps must be a positive int, got {steps!r}")
-    elif seconds is not None:
-        try:
-            sec = float(seconds)
-        except (TypeError, ValueError):
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}") from None
-        if not math.isfinite(sec) or sec <= 0:
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}")
-    if len(events) == 0:
-        return []
-    if steps is not None:
-        ev = events[events["step"] >= 1]
-        keys = (ev["step"] - 1) // int(steps)
-    else:
-        ev = events
-        t0 = int(ev["start_ns"].min())
-        keys = (ev["start_ns"] - t0) // int(float(seconds) * 1e9)  # type: ignore[arg-type]
-    if len(ev) == 0:
-        return []
-    order = np.argsort(keys, kind="stable")
-    ev, keys = ev[order], keys[order]
-    bounds = np.flatnonzero(np.diff(keys)) + 1
-    out = []
-    for chunk_keys, chunk in zip(np.split(keys, bounds), np.split(ev, bounds), strict=True):
-        k = int(chunk_keys[0])
-        is_step = chunk["phase"] == -1
-        step_d = chunk["duration_ns"][is_step].astype(np.float64)
-        step_sum = float(step_d.sum())
-        stats: dict[str, WindowStats] = {}
-        for i, name in enumerate(phases):
-            d = chunk["duration_ns"][chunk["phase"] == i].astype(np.float64)
-            stats[name] = _window_stats(d, step_sum)
-        first_step = int(chunk["step"].min()) if len(chunk) else 0
-        warm = still_warming or (warmup_end_step >= 0 and first_step <= warmup_end_step)
-        out.append(
-            Window(
-                index=k,
-                start_ns=int(chunk["start_ns"].min()),
-                end_ns=int((chunk["start_ns"] + chunk["duration_ns"]).max()),
-                first_step=first_step,
-                steps=int(is_step.sum()),
-                warmup=bool(warm),
-                phases=stats,
-                step=_window_stats(step_d, step_sum) if len(step_d) else None,
-                source="ring",
-            )
-        )
-    return out
-
-
-def _window_stats(d: np.ndarray, step_sum: float) -> WindowStats:
-    if len(d) == 0:
-        return WindowStats(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
-    p50, p90, p99 = exact_percentiles(d, (50.0, 90.0, 99.0))
-    s = float(d.sum())
-    return WindowStats(
-        count=int(len(d)),
-        mean=s / len(d),
-        p50=p50,
-        p90=p90,
-        p99=p99,
-        max=float(d.max()),
-        share=s / step_sum if step_sum > 0 else math.nan,
-    )
-
-
 # ------------------------------------------------------------------------ inputs
 
 
@@ -976,8 +805,6 @@ def as_snapshot(source: Any, *, what: str = "this", summary_only: bool = False) 
     """
     if isinstance(source, Snapshot):
         return source
-    from gyreprof.summary import Summary
-
     take = getattr(source, "snapshot", None)
     if callable(take) and hasattr(source, "recorders"):  # a Profiler (no import: no cycle)
         snap = take()

@@ -4,8 +4,9 @@ A ``Summary`` holds per-phase percentiles, shares, throughput, warm-up and
 overhead, and renders them as text, Markdown, JSON, CSV and flat metrics.
 ``PhaseStats.histogram`` is the public, read-only view of a phase's histogram
 that exporters read. The raw record, its merge and interval algebra and the
-binary format live in ``gyreprof.snapshot`` (``Snapshot`` and ``merge`` are
-re-exported here).
+binary format live in ``gyreprof.snapshot``; ``Snapshot.summary()`` computes a
+Summary, and this module knows a Snapshot by type only (the dependency goes one
+way). Reading a saved file of either kind: ``gyreprof.files.load``.
 
 A merged Summary (several processes, threads or actors) counts time on the
 wall clock: ``elapsed_s`` is the span its sources cover together, and
@@ -22,104 +23,31 @@ import json
 import math
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof import _notes
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, text_table
 from gyreprof._version import __version__
-from gyreprof.snapshot import (
-    SNAPSHOT_MAGIC,
-    STEP,
-    Snapshot,
-    Window,
-    WindowStats,
-    layout_edges,
-    merge,
-    rate_spread,
-    wall_span_ns,
-)
+from gyreprof.histogram import STEP, HistogramView, check_percentile
+from gyreprof.window import Window, WindowStats
+
+if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
+    from gyreprof.snapshot import Snapshot
 
 __all__ = [
-    "STEP",
+    "SUMMARY_FORMAT",
     "HistogramView",
     "PhaseStats",
-    "Snapshot",
     "Summary",
     "WarmupInfo",
-    "Window",
-    "WindowStats",
     "default_meta",
-    "load",
-    "merge",
 ]
-
-
-def _check_q(q: float) -> float:
-    try:
-        qf = float(q)
-    except (TypeError, ValueError):
-        raise TypeError(f"percentile must be a number in 0..100, got {q!r}") from None
-    if not math.isfinite(qf) or not 0.0 <= qf <= 100.0:
-        raise ValueError(f"percentile must be in 0..100, got {q!r}")
-    return qf
-
-
-@dataclass(frozen=True, eq=False)
-class HistogramView:
-    """A read-only view of one steady-state histogram (durations in ns).
-
-    ``counts`` is the HdrHistogram-layout bucket array (read-only numpy);
-    bucket ``i`` holds the integers ``lows[i] .. lows[i] + widths[i] - 1``.
-    ``min``/``max``/``sum`` are exact (-1 / -1 / 0 when empty).
-    """
-
-    counts: np.ndarray
-    lowest_ns: int
-    highest_ns: int
-    significant_figures: int
-    min: int
-    max: int
-    sum: int
-
-    @property
-    def layout(self) -> tuple[int, int, int]:
-        """(lowest_ns, highest_ns, significant_figures)."""
-        return self.lowest_ns, self.highest_ns, self.significant_figures
-
-    @property
-    def count(self) -> int:
-        return int(self.counts.sum())
-
-    @property
-    def lows(self) -> np.ndarray:
-        """Lowest value of every bucket (read-only)."""
-        return layout_edges(*self.layout)[0]
-
-    @property
-    def widths(self) -> np.ndarray:
-        """Width of every bucket (read-only)."""
-        return layout_edges(*self.layout)[1]
-
-    @property
-    def midpoints(self) -> np.ndarray:
-        """The value each bucket reads as: ``lows + (widths - 1) // 2``."""
-        lo, width = layout_edges(*self.layout)
-        return lo + (width - 1) // 2
-
-    def percentiles(self, qs: Sequence[float]) -> np.ndarray:
-        """Durations (ns) at several percentiles (float64; NaN when empty)."""
-        q = [_check_q(x) for x in qs]
-        lo, hi, sf = self.layout
-        return percentiles_from_counts(self.counts, q, lo, hi, sf, self.min, self.max)
-
-    def percentile(self, q: float) -> float:
-        """Duration (ns) at percentile ``q`` (0..100); the rule is in gyreprof._core.histogram."""
-        return float(self.percentiles([q])[0])
 
 
 SUMMARY_FORMAT = "gyreprof.summary/1"
@@ -168,7 +96,7 @@ class PhaseStats:
 
     def percentile(self, q: float) -> float:
         """Duration (ns) at percentile ``q`` in 0..100 (see gyreprof._core.histogram for the rule)."""
-        qf = _check_q(q)
+        qf = check_percentile(q)
         if self.count == 0:
             return math.nan
         hist = self.histogram
@@ -319,7 +247,7 @@ class Summary:
         }
         step = _phase_stats(snap.counts[nphase], snap.stat[nphase], layout, step_total)
         # one source: its own steady time; several: the wall-clock span they cover together
-        steady_ns = float(wall_span_ns(snap.sources))
+        steady_ns = float(snap.steady_ns)
         steady_steps = int(snap.stat[nphase, 0])
         if len(snap.sources) == 1:
             rate = float(snap.sources[0].get("rate", 0.0))
@@ -356,7 +284,7 @@ class Summary:
             end = max(int(t.get("last_write_ns", 0)), int(t.get("last_step_end_ns", 0)))
             wall_ns = max(0, end - int(t["start_ns"]))
         wall_s = wall_ns / 1e9 if wall_ns > 0 else (steady_ns + warmup_ns) / 1e9
-        spread = rate_spread(snap.sources)
+        spread = snap.rate_spread()
         meta = dict(snap.meta)
         if spread is not None:
             meta["source_rates"] = list(spread)
@@ -450,17 +378,7 @@ class Summary:
             f"profiler overhead: {fmt_pct(self.overhead_share)} of wall time "
             f"(~{self.lap_cost_ns:.0f} ns per boundary, clock={self.clock})"
         )
-        issues = []
-        if self.overwritten:
-            issues.append(
-                f"{self.overwritten} events overwritten in the ring (histograms keep them)"
-            )
-        if self.out_of_range:
-            issues.append(f"{self.out_of_range} values above the range (clamped)")
-        if self.negative:
-            issues.append(f"{self.negative} negative durations ignored")
-        if self.nonfinite:
-            issues.append(f"{self.nonfinite} NaN/inf durations ignored")
+        issues = _notes.data_quality(self)
         if issues:
             lines.append("note: " + "; ".join(issues))
         if self.counters:
@@ -688,17 +606,6 @@ class Summary:
         except json.JSONDecodeError as exc:
             raise ValueError(f"not a valid gyreprof summary: bad JSON ({exc})") from None
         return cls.from_dict(data)
-
-
-def load(path: str | os.PathLike[str]) -> Summary:
-    """Read a saved summary (JSON) or snapshot (bytes) file into a Summary."""
-    p = Path(path)
-    data = p.read_bytes()
-    if data[:4] == SNAPSHOT_MAGIC:
-        return Snapshot.from_bytes(data).summary()
-    if data.lstrip()[:1] == b"{":
-        return Summary.from_json(p)
-    raise ValueError(f"{p} is neither a gyreprof summary (JSON) nor a snapshot (GYRS bytes)")
 
 
 def default_meta(label: str | None = None) -> dict[str, Any]:

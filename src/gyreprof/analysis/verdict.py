@@ -78,7 +78,8 @@ from gyreprof.analysis.wait import (
     _summary_and_snapshot,
     wait_report,
 )
-from gyreprof.summary import Snapshot, Summary
+from gyreprof.snapshot import Snapshot
+from gyreprof.summary import Summary
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler

@@ -44,7 +44,9 @@ from gyreprof import _notes
 from gyreprof._errors import UnknownPhaseError
 from gyreprof._format import fmt_factor, fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
-from gyreprof.summary import Snapshot, Summary, Window
+from gyreprof.snapshot import Snapshot, as_snapshot
+from gyreprof.summary import Summary
+from gyreprof.window import Window
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
@@ -305,16 +307,12 @@ def _is_profiler(obj: object) -> bool:
 
 
 def _summary_and_snapshot(source: object, what: str) -> tuple[Summary, Snapshot | None]:
+    """The summary to read and the snapshot behind it (None: a Summary loaded from JSON)."""
+    snap = as_snapshot(source, what=what, summary_only=True)
     if isinstance(source, Summary):
-        return source, None
-    if isinstance(source, Snapshot):
-        return source.summary(), source
-    if _is_profiler(source):
-        snap = source.snapshot()  # type: ignore[attr-defined]
-        return snap.summary(), snap
-    raise TypeError(
-        f"{what} must be a gyreprof Profiler, Snapshot or Summary, got {type(source).__name__}"
-    )
+        return source, snap  # a Summary is read as given
+    assert snap is not None  # only a Summary can come without its snapshot
+    return snap.summary(), snap
 
 
 def _percentile_dict(st: Any) -> dict[str, float]:
@@ -367,7 +365,7 @@ def _ring_windows(
     notes: list[str],
 ) -> tuple[list[_Win], str]:
     """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
-    from gyreprof.snapshot import windows_from_events
+    from gyreprof.window import windows_from_events
 
     ev = prof.events()
     if len(ev) == 0:

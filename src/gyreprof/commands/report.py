@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
     from gyreprof.export import EventsFile
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
     source = _load_source(args.file)
     if isinstance(source, EventsFile):

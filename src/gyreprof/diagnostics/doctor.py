@@ -62,12 +62,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.diagnostics import _procfs
+
+if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
+    from gyreprof._block import Progress
 
 DIAGNOSIS_FORMAT = "gyreprof.doctor/1"
 STATES = ("absent", "spinning", "blocked", "busy", "progressing")
@@ -175,7 +179,7 @@ class ProcessDiagnosis:
     def __str__(self) -> str:
         head = f"process {self.pid}"
         if self.command:
-            head += f" ({_shorten(self.command, 80)})"
+            head += f" ({shorten(self.command, 80)})"
         lines = [f"{head}: {self.state.upper()}  (exit code {self.exit_code})"]
         lines += [f"  - {e}" for e in self.evidence]
         if self.threads and self.state in ("blocked", "spinning", "busy"):
@@ -225,7 +229,7 @@ class _Sample:
     status: str | None
     threads: list[_procfs.ThreadSample]
     steps: int | None
-    events: int | None  # phase events of the live segment (moves within long steps)
+    activity_ns: int | None  # the live segment's last phase boundary or write (monotonic ns)
     counters: dict[str, int]
     open_phase: str | None
     log_size: int | None
@@ -236,10 +240,6 @@ class _Sample:
 
 class _Gone(Exception):
     """The process disappeared while being observed."""
-
-
-def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _check_pid(pid: object) -> int:
@@ -318,26 +318,17 @@ class _LiveProbe:
             if detail:
                 self.reason = f"no gyreprof live segment ({detail})"
 
-    def read(self) -> tuple[int | None, dict[str, int], str | None, int | None]:
-        """(steps completed, counters, open phase, phase events) — Nones without a segment."""
+    def read(self) -> Progress | None:
+        """The live segment's progress reading; None without a (readable) segment."""
         if self.reader is None:
-            return None, {}, None, None
+            return None
         try:
-            snap = self.reader.snapshot()
+            prog: Progress = self.reader.progress()
         except Exception as exc:  # a segment that vanished or is torn: no evidence, not a crash
             self.reason = f"the live segment could not be read ({exc})"
             self.close()
-            return None, {}, None, None
-        steps = getattr(snap, "steps", None)
-        events = getattr(snap, "totals", {}).get("events")
-        counters = getattr(snap, "counters", None) or {}
-        phase = getattr(snap, "open_phase", None)
-        return (
-            int(steps) if steps is not None else None,
-            {str(k): int(v) for k, v in dict(counters).items()},
-            str(phase) if phase is not None else None,
-            int(events) if events is not None else None,
-        )
+            return None
+        return prog
 
     def close(self) -> None:
         reader, self.reader = self.reader, None
@@ -401,7 +392,7 @@ def _sample(
         cpu_s, num_threads, status = None, None, None
     if status == psutil.STATUS_ZOMBIE:
         raise _Gone
-    steps, counters, phase, events = live.read()
+    prog = live.read()
     size, mtime = _log_stat(log)
     return _Sample(
         t_s=time.monotonic() - t0,
@@ -409,10 +400,10 @@ def _sample(
         num_threads=num_threads,
         status=status,
         threads=_procfs.thread_samples(pid),
-        steps=steps,
-        events=events,
-        counters=counters,
-        open_phase=phase,
+        steps=prog.steps_completed if prog is not None else None,
+        activity_ns=prog.last_activity_ns if prog is not None else None,
+        counters=dict(prog.counters) if prog is not None else {},
+        open_phase=prog.phase if prog is not None else None,
         log_size=size,
         log_mtime_ns=mtime,
         step_file=_read_step_file(step_file),
@@ -604,7 +595,9 @@ def _live_progress(first: _Sample, last: _Sample, wall_s: float) -> _Progress | 
         return None
     rate = (last.steps - first.steps) / wall_s
     phases_moved = (
-        first.events is not None and last.events is not None and last.events > first.events
+        first.activity_ns is not None
+        and last.activity_ns is not None
+        and last.activity_ns > first.activity_ns
     )
     where = f" (open phase {last.open_phase!r})" if last.open_phase else ""
     if last.steps > first.steps:
@@ -615,7 +608,7 @@ def _live_progress(first: _Sample, last: _Sample, wall_s: float) -> _Progress | 
     elif phases_moved:
         words = (
             f"live segment: no step completed in {wall_s:.1f} s, but phases did "
-            f"({first.events} -> {last.events} phase events){where}: steps are longer "
+            f"(phase boundaries kept being crossed){where}: steps are longer "
             "than the interval; rerun with a longer --interval to see whole steps"
         )
     else:

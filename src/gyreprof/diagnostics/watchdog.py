@@ -36,7 +36,8 @@ from gyreprof._validate import check_output_path, check_positive_number
 
 
 class ProgressLike(Protocol):
-    """What the watchdog reads of a progress reading (``gyreprof.Profiler.progress()``)."""
+    """What the watchdog reads of a progress reading (``gyreprof.Profiler.progress()`` and
+    ``LiveReader.progress()`` return a ``gyreprof._block.Progress``)."""
 
     @property
     def step(self) -> int: ...

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gyreprof import files
 from gyreprof.export.events import (
     EventsFile,
     current_unix_offset_ns,
@@ -21,7 +22,8 @@ from gyreprof.export.events import (
     load_events,
     unix_offset_ns,
 )
-from gyreprof.snapshot import STEP, Snapshot, as_snapshot
+from gyreprof.histogram import STEP
+from gyreprof.snapshot import Snapshot, as_snapshot
 from gyreprof.summary import PhaseStats, Summary
 
 if TYPE_CHECKING:
@@ -99,13 +101,9 @@ def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
         raise ValueError(f"{p} is a directory, not a gyreprof summary or snapshot file")
     with open(p, "rb") as fh:
         head = fh.read(4)
-    if head == b"GYRS":
-        return Snapshot.load(p)
     if head[:2] == b"PK":
         return load_events(p)
-    from gyreprof.summary import load
-
-    return load(p)
+    return files.read(p)
 
 
 def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Resolved:

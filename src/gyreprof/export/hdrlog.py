@@ -46,7 +46,7 @@ from gyreprof._core import (
 )
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
-from gyreprof.snapshot import STEP, layout_edges
+from gyreprof.histogram import STEP, layout_edges
 
 ENCODING_COOKIE_BASE = 0x1C849303
 COMPRESSION_COOKIE_BASE = 0x1C849304

@@ -15,10 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from gyreprof import _notes
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
-from gyreprof.summary import STEP, Summary
+from gyreprof.histogram import STEP
+from gyreprof.summary import Summary
 
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
@@ -93,19 +95,6 @@ def _warmup_section(s: Summary) -> str:
             _table(["phase", "first call", "warm-up mean", "warm-up max", "steady mean"], body)
         )
     return "\n".join(parts)
-
-
-def _notes(s: Summary) -> list[str]:
-    notes = []
-    if s.overwritten:
-        notes.append(f"{s.overwritten} events overwritten in the ring (histograms keep them)")
-    if s.out_of_range:
-        notes.append(f"{s.out_of_range} values above the histogram range (clamped)")
-    if s.negative:
-        notes.append(f"{s.negative} negative durations ignored")
-    if s.nonfinite:
-        notes.append(f"{s.nonfinite} NaN/inf durations ignored")
-    return notes
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -190,7 +179,7 @@ def html_report(
         _summary_table(s),
         f"<p>{_e(overhead)}</p>",
     ]
-    notes = _notes(s)
+    notes = _notes.data_quality(s)
     if notes:
         parts.append('<p class="note">' + "<br>".join(_e(n) for n in notes) + "</p>")
     parts += ["<h2>Warm-up</h2>", _warmup_section(s)]

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gyreprof.export._source import Resolved, require_histograms, resolve
-from gyreprof.snapshot import STEP, Window
+from gyreprof.histogram import STEP
+from gyreprof.window import Window
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -197,7 +198,7 @@ def windows_of(
         if res.profiler is not None:
             return res.profiler.windows(steps=steps, seconds=seconds)
         if res.events is not None:
-            from gyreprof.snapshot import windows_from_events
+            from gyreprof.window import windows_from_events
 
             ef = res.events
             ev = ef.events[np.argsort(ef.events["start_ns"], kind="stable")]

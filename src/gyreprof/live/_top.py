@@ -18,9 +18,11 @@ from typing import Any
 
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, text_table
 from gyreprof._serial import encode, plain, serial_format
+from gyreprof.histogram import STEP
 from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveEntry, LiveReader, _tree, interval, list_segments
-from gyreprof.summary import STEP, PhaseStats, Snapshot, Summary, merge
+from gyreprof.snapshot import Snapshot, merge
+from gyreprof.summary import PhaseStats, Summary
 
 TOP_FORMAT = "gyreprof.top/1"
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gyreprof._block import StatsBlock, block_words
+from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
@@ -494,23 +494,12 @@ class LiveReader:
         """Steady-state summary of the writer's run so far."""
         return self.snapshot().summary()
 
-    def progress(self) -> dict[str, Any]:
-        """Step counters and the open phase, read without copying the whole block.
-
-        Keys: ``step`` (steps begun), ``steps_completed``, ``phase`` (name or None),
-        ``phase_since_ns`` (CLOCK_MONOTONIC ns, -1 none), ``now_ns``, ``last_write_ns``.
-        """
+    def progress(self) -> Progress:
+        """Step counters, the open phase and the counters, read without copying the whole
+        block (see :class:`gyreprof._block.Progress`; times are CLOCK_MONOTONIC ns)."""
         self._require()
-        v = self._block(self._view)
-        ph = v.open_phase
-        return {
-            "step": v.steps_begun,
-            "steps_completed": v.steps_completed,
-            "phase": self.phases[ph] if 0 <= ph < len(self.phases) else None,
-            "phase_since_ns": v.open_since_ns,
-            "now_ns": int(monotonic_ns()),
-            "last_write_ns": v.last_write_ns,
-        }
+        slots = {name: i for i, name in enumerate(self.counter_names())}
+        return self._block(self._view).progress(self.phases, slots, int(monotonic_ns()))
 
     def close(self) -> None:
         """Close the segment file. Idempotent."""

@@ -3,7 +3,8 @@
 usage: gyreprof_loop.py MODE STEP_FILE [DUMP_FILE]
 
 MODE ``progress``: steps every 20 ms; ``retry``: two steps, then only counts retries
-(every 20 ms) without completing a step; ``stall``: runs under ``prof.watchdog(0.3,
+(every 20 ms) without completing a step; ``phases``: two steps, then one step that
+never ends while its phases keep turning (a lap every 20 ms); ``stall``: runs under ``prof.watchdog(0.3,
 dump_to=DUMP_FILE)``, stalls 1.5 s inside phase 'xfer' of step 5, then finishes.
 The step counter is written to STEP_FILE after each step.  The profiler publishes a
 live segment when gyreprof.live is available.
@@ -61,6 +62,14 @@ elif mode == "retry":
     while True:  # the request in 'fwd' never succeeds: retry forever
         prof.count("retry")
         time.sleep(0.02)
+elif mode == "phases":
+    step(0)
+    step(1)
+    prof.begin()
+    while True:  # a step longer than any interval: only its phase boundaries move
+        for phase in (ENV, FWD, XFER):
+            time.sleep(0.02)
+            prof.lap(phase)
 elif mode == "stall":
     with prof.watchdog(0.3, dump_to=dump_file):
         for i in range(8):

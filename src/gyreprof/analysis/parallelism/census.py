@@ -23,15 +23,9 @@ from typing import Any
 
 import psutil
 
-from gyreprof._format import fmt_bytes, fmt_pct
+from gyreprof._format import fmt_bytes, fmt_pct, shorten, text_table
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
-from gyreprof.analysis.parallelism._text import (
-    fmt_pids,
-    plural,
-    shorten,
-    span,
-    table,
-)
+from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
 
@@ -307,7 +301,7 @@ class Census:
                     fmt_pids(g.pids),
                 ]
             )
-        lines += table(rows, right={0, 2, 3, 4})
+        lines += _table(rows, right={0, 2, 3, 4})
         lines.append("")
         rows = [["pid", "ppid", "role", "state", "threads", "cpu", "rss", "command"]]
         for p in self.processes:
@@ -323,7 +317,7 @@ class Census:
                     shorten(p.command, 70),
                 ]
             )
-        lines += table(rows, right={0, 1, 4, 5, 6})
+        lines += _table(rows, right={0, 1, 4, 5, 6})
         for role in sorted(self.main_envs()):
             lines.append(f"  {role}: {self.describe_role(role)}")
         for p in self.processes:
@@ -594,3 +588,8 @@ def _split_main_envs(infos: list[ProcessInfo]) -> list[ProcessInfo]:
             if only is not None and only.registrations > 1 and only.process_name is None:
                 mains.add(procs[0].pid)
     return [replace(p, worker=None, main_envs=p.worker) if p.pid in mains else p for p in infos]
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Header row and body as indented, aligned lines."""
+    return text_table(rows[0], rows[1:], right=right, indent="  ").splitlines()

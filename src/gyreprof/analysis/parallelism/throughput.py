@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gyreprof._errors import UnknownPhaseError
 from gyreprof._serial import plain
+
+if TYPE_CHECKING:
+    from gyreprof.summary import Summary
 
 __all__ = ["ThroughputComparison", "compare_throughput"]
 
@@ -49,18 +52,23 @@ class ThroughputComparison:
         return self.message
 
 
-def _as_summary(run: Any, which: str) -> Any:
-    if isinstance(getattr(run, "phases", None), Mapping):
-        return run  # a Summary: phase name -> PhaseStats
-    summary = getattr(run, "summary", None)
-    if callable(summary):  # a Snapshot or a Profiler
-        result = summary()
-        if isinstance(getattr(result, "phases", None), Mapping):
-            return result
-    raise TypeError(
-        f"run {which} must be a Summary, Snapshot or Profiler (or an env-steps/s number), "
-        f"got {type(run).__name__}"
-    )
+def _as_summary(run: object, which: str) -> Summary:
+    """A run's Summary: as given, or computed from a Snapshot or a Profiler."""
+    from gyreprof.snapshot import as_snapshot  # only here: census needs no compiled core
+    from gyreprof.summary import Summary
+
+    what = f"run {which}"
+    try:
+        snap = as_snapshot(run, what=what, summary_only=True)
+    except TypeError:
+        raise TypeError(
+            f"{what} must be a Summary, Snapshot or Profiler (or an env-steps/s number), "
+            f"got {type(run).__name__}"
+        ) from None
+    if isinstance(run, Summary):
+        return run
+    assert snap is not None  # only a Summary can come without its snapshot
+    return snap.summary()
 
 
 def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, float | None]:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gyreprof.histogram import STEP
+
 RESERVED = ("prof",)
 _IDENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 
@@ -70,8 +72,8 @@ def _validate_phase_names(phases: Any, where: str) -> tuple[str, ...]:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SweepUsageError(f"{where}: phase names must be unique; repeated: {dup}")
-    if "(other)" in names or "(step)" in names:
-        raise SweepUsageError(f"{where}: '(other)' and '(step)' are reserved names")
+    if "(other)" in names or STEP in names:
+        raise SweepUsageError(f"{where}: '(other)' and {STEP!r} are reserved names")
     return names
 
 

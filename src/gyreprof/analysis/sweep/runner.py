@@ -36,6 +36,7 @@ from gyreprof.analysis.sweep.probe import (
     reset_gpu_peak,
 )
 from gyreprof.analysis.sweep.record import RunResult
+from gyreprof.histogram import STEP
 
 
 class _Stop(Exception):
@@ -229,8 +230,8 @@ def _measured(summary: Any, calls: _Calls, info: FactoryInfo) -> dict[str, Any]:
         },
         "warmup": {
             "calls": int(summary.warmup.steps),
-            "mean_ns": float(summary.warmup.mean_ns.get("(step)", math.nan)),
-            "first_ns": float(summary.warmup.first_ns.get("(step)", math.nan)),
+            "mean_ns": float(summary.warmup.mean_ns.get(STEP, math.nan)),
+            "first_ns": float(summary.warmup.first_ns.get(STEP, math.nan)),
         },
         "phases": _phase_figures(summary, info.phases, sample_ns),
         "summary_data": summary.to_dict(),

@@ -11,7 +11,7 @@ import ray
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
 __all__ = [
     "CONCURRENCY_GROUP",
@@ -95,15 +95,14 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     learner sends them (``windows=True``) so its wait report can show windows.
     Use this from a custom ``gyreprof_snapshot`` method.
     """
-    from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot, as_snapshot
 
-    if isinstance(source, Profiler):
-        snap = source.snapshot()
-    elif isinstance(source, Snapshot):
-        snap = source
-    else:
-        raise TypeError(f"snapshot_bytes needs a Profiler or Snapshot, got {type(source).__name__}")
+    try:
+        snap = as_snapshot(source, what="snapshot_bytes")
+    except TypeError:
+        raise TypeError(
+            f"snapshot_bytes needs a Profiler or Snapshot, got {type(source).__name__}"
+        ) from None
     ident = _ray_identity()
     meta = {**snap.meta, **ident}
     sources = [{**src, **ident} for src in snap.sources]

@@ -17,7 +17,8 @@ from gyreprof.integrations.ray.actor import NoProfilerError
 from gyreprof.integrations.ray.fleet import ActorStats, FleetSummary, MissingActor
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Snapshot, Summary
+    from gyreprof.snapshot import Snapshot
+    from gyreprof.summary import Summary
 
 __all__ = ["collect"]
 
@@ -227,7 +228,7 @@ class Gatherer:
 
 
 def _decode(ans: _Answer) -> tuple[Snapshot | None, MissingActor | None]:
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
     if ans.error is not None:
         reason, detail = _explain(ans.error)
@@ -251,16 +252,12 @@ def _decode(ans: _Answer) -> tuple[Snapshot | None, MissingActor | None]:
 def _learner_summary(
     learner: Any, learner_answer: _Answer | None, notes: list[str]
 ) -> Snapshot | Summary | None:
-    """The learner's snapshot (actor or local Profiler/Snapshot/Summary), or None."""
-    from gyreprof.profiler import Profiler
-    from gyreprof.summary import Snapshot, Summary
+    """The learner's snapshot (actor, or a local Profiler, Snapshot or Summary), or None; a
+    Summary loaded from JSON (no snapshot behind it) as it is."""
+    from gyreprof.snapshot import as_snapshot
 
     if learner is None:
         return None
-    if isinstance(learner, Profiler):
-        return learner.snapshot()
-    if isinstance(learner, (Snapshot, Summary)):
-        return learner
     if isinstance(learner, ActorHandle):
         if learner_answer is None:
             notes.append("learner: no answer")
@@ -269,10 +266,14 @@ def _learner_summary(
         if miss is not None:
             notes.append(f"learner: {miss.reason} - {miss.detail}")
         return snap
-    raise TypeError(
-        "learner must be a Ray actor handle, a Profiler, a Snapshot or a Summary, got "
-        f"{type(learner).__name__}"
-    )
+    try:
+        local = as_snapshot(learner, what="learner", summary_only=True)
+    except TypeError:
+        raise TypeError(
+            "learner must be a Ray actor handle, a Profiler, a Snapshot or a Summary, got "
+            f"{type(learner).__name__}"
+        ) from None
+    return learner if local is None else local
 
 
 def _wait_report(source: Snapshot | Summary, wait: str, compute: str, notes: list[str]) -> Any:
@@ -302,7 +303,7 @@ def build_fleet(
     started: float,
 ) -> FleetSummary:
     """Decode the answers, keep the fleet's layout, merge; add the learner's wait report."""
-    from gyreprof.summary import merge
+    from gyreprof.snapshot import Snapshot, merge
 
     keep = _common_layout(_decoded(answers, missing), missing)
     per_actor = {ans.name: _actor_stats(ans, snap) for ans, snap in keep}
@@ -313,7 +314,9 @@ def build_fleet(
     learner_summary = None
     wait_rep = None
     if learner_src is not None:
-        learner_summary = learner_src.summary() if hasattr(learner_src, "summary") else learner_src
+        learner_summary = (
+            learner_src.summary() if isinstance(learner_src, Snapshot) else learner_src
+        )
         wait_rep = _wait_report(learner_src, wait, compute, notes)
     if merged_snap is None:
         notes.append("no actor answered with a snapshot; nothing to merge")

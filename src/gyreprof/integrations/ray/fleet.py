@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from gyreprof._errors import UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_rate, text_table
 from gyreprof._serial import decode, dumps, encode, plain, serial_format
+from gyreprof.histogram import STEP
 
 if TYPE_CHECKING:
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.summary import Snapshot, Summary
+    from gyreprof.snapshot import Snapshot
+    from gyreprof.summary import Summary
 
 __all__ = [
     "FLEET_FORMAT",
@@ -30,7 +32,7 @@ __all__ = [
 
 FLEET_FORMAT = "gyreprof.fleet/1"
 
-STEP_PHASE = "(step)"
+STEP_PHASE = STEP  # the whole-step row, named as everywhere (gyreprof.snapshot.STEP)
 """Phase name that selects whole steps in the fleet views."""
 
 # Why an actor is in FleetSummary.missing
@@ -71,7 +73,7 @@ class ActorStats:
         return self.summary.steps_per_s
 
     def percentile(self, phase: str, q: float) -> float:
-        """Duration (ns) at percentile ``q`` of ``phase`` ("(step)" for whole steps); NaN if absent."""
+        """Duration (ns) at percentile ``q`` of ``phase`` (``STEP_PHASE`` for whole steps); NaN if absent."""
         st = _phase_of(self.summary, phase)
         return math.nan if st is None or st.count == 0 else st.percentile(q)
 

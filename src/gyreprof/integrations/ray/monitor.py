@@ -17,9 +17,10 @@ from gyreprof._format import fmt_ns, fmt_rate
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeout
 from gyreprof.integrations.ray.fleet import STEP_PHASE, FleetSummary
+from gyreprof.snapshot import interval
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Snapshot
+    from gyreprof.snapshot import Snapshot
 
 __all__ = ["FLEET_POINT_FORMAT", "FleetMonitor", "FleetPoint", "IntervalStats"]
 
@@ -49,7 +50,7 @@ class FleetPoint:
     steps: int  # steady steps completed by the answering actors since they started
     interval_steps: int  # steps completed in this interval
     steps_per_s: float  # fleet throughput in this interval (sum over actors)
-    phases: dict[str, IntervalStats]  # per phase ("(step)" for whole steps), this interval
+    phases: dict[str, IntervalStats]  # per phase (STEP_PHASE for whole steps), this interval
     spread: float  # max / median across actors of this interval's p99 of the monitor's phase
     slowest: str | None  # the actor with the highest p99 of the monitor's phase this interval
 
@@ -81,20 +82,6 @@ class FleetPoint:
 _QS = (50.0, 90.0, 99.0, 100.0)
 
 
-def _interval_counts(cur: Snapshot, prev: Snapshot | None) -> tuple[np.ndarray, int, float]:
-    """(counts this interval, steps this interval, interval seconds) for one actor."""
-    nphase = len(cur.phases)
-    steps_now = int(cur.stat[nphase, 0])
-    if prev is not None and prev.phases == cur.phases and prev.layout == cur.layout:
-        delta = cur.counts - prev.counts
-        dt = (int(cur.times.get("taken_ns", 0)) - int(prev.times.get("taken_ns", 0))) / 1e9
-        if (delta >= 0).all() and dt > 0 and prev.meta.get("pid") == cur.meta.get("pid"):
-            return delta, steps_now - int(prev.stat[nphase, 0]), dt
-    # first look at this actor, or it restarted / reset: everything so far
-    elapsed = sum(float(s.get("steady_ns", 0)) for s in cur.sources) / 1e9
-    return cur.counts, steps_now, elapsed
-
-
 def _point(fleet: FleetSummary, prev: dict[str, Snapshot], phase: str, t_s: float) -> FleetPoint:
     layout = fleet.merged_snapshot.layout if fleet.merged_snapshot is not None else None
     sums: dict[str, np.ndarray] = {}
@@ -103,7 +90,9 @@ def _point(fleet: FleetSummary, prev: dict[str, Snapshot], phase: str, t_s: floa
     actor_p99: dict[str, float] = {}
     for name, a in fleet.per_actor.items():
         snap = a.snapshot
-        counts, steps, dt = _interval_counts(snap, prev.get(name))
+        # this interval of this actor; its first look, or a restart: everything so far
+        iv = interval(prev.get(name), snap, strict=False)
+        counts, steps, dt = iv.counts, iv.steady_steps, iv.steady_s
         interval_steps += steps
         if dt > 0:
             rate += steps / dt

@@ -1,0 +1,36 @@
+"""Saved files of a run, read by what they hold: a snapshot (GYRS bytes) or a summary (JSON).
+
+``gyreprof.snapshot`` writes and reads the binary format and ``gyreprof.summary``
+the JSON one; this module tells them apart, so it sits above both. Events files
+(``.npz``) are read by ``gyreprof.export.load_events``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from gyreprof.snapshot import SNAPSHOT_MAGIC, Snapshot
+from gyreprof.summary import Summary
+
+__all__ = ["load", "read"]
+
+
+def read(path: str | os.PathLike[str]) -> Snapshot | Summary:
+    """The richest object a saved file holds: a Snapshot (bytes) or a Summary (JSON).
+
+    ValueError for a file of neither kind.
+    """
+    p = Path(path)
+    data = p.read_bytes()
+    if data[: len(SNAPSHOT_MAGIC)] == SNAPSHOT_MAGIC:
+        return Snapshot.from_bytes(data)
+    if data.lstrip()[:1] == b"{":
+        return Summary.from_json(p)
+    raise ValueError(f"{p} is neither a gyreprof summary (JSON) nor a snapshot (GYRS bytes)")
+
+
+def load(path: str | os.PathLike[str]) -> Summary:
+    """Read a saved summary (JSON) or snapshot (bytes) file into a Summary."""
+    saved = read(path)
+    return saved.summary() if isinstance(saved, Snapshot) else saved
