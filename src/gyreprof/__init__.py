@@ -29,10 +29,10 @@ if TYPE_CHECKING:  # what _LAZY and _SUBMODULES load, as type checkers should se
     from gyreprof import live as live
     from gyreprof.analysis.parallelism import Census as Census
     from gyreprof.analysis.parallelism import ParallelismReport as ParallelismReport
-    from gyreprof.analysis.parallelism import census as census
     from gyreprof.analysis.parallelism import check_parallelism as check_parallelism
     from gyreprof.analysis.parallelism import compare_throughput as compare_throughput
     from gyreprof.analysis.parallelism import register_worker as register_worker
+    from gyreprof.analysis.parallelism.census import census as census
     from gyreprof.analysis.sweep import SweepPoint as SweepPoint
     from gyreprof.analysis.sweep import SweepResult as SweepResult
     from gyreprof.analysis.sweep import sweep as sweep
@@ -69,7 +69,7 @@ _LAZY: dict[str, str] = {
     "sweep": "gyreprof.analysis.sweep",
     "SweepResult": "gyreprof.analysis.sweep",
     "SweepPoint": "gyreprof.analysis.sweep",
-    "census": "gyreprof.analysis.parallelism",
+    "census": "gyreprof.analysis.parallelism.census",
     "register_worker": "gyreprof.analysis.parallelism",
     "check_parallelism": "gyreprof.analysis.parallelism",
     "compare_throughput": "gyreprof.analysis.parallelism",
