@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from gyreprof import _limits
 from gyreprof._block import StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
 from gyreprof.snapshot import (
@@ -249,6 +250,7 @@ class Profiler:
             max_counters=int(max_counters),
             clock=clock,
         )
+        _limits.check_profiler_budget(len(self.phases), **self._rec_kwargs)
         self.per_thread = bool(per_thread)
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}

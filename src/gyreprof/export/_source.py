@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gyreprof import _io
 from gyreprof.export.events import (
     EventsFile,
     current_unix_offset_ns,
@@ -97,8 +98,7 @@ def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
         raise FileNotFoundError(f"no such file: {p}")
     if p.is_dir():
         raise ValueError(f"{p} is a directory, not a gyreprof summary or snapshot file")
-    with open(p, "rb") as fh:
-        head = fh.read(4)
+    head = _io.read_head(p, 4, what="input file")
     if head == b"GYRS":
         return Snapshot.load(p)
     if head[:2] == b"PK":

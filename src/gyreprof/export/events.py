@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof import _io
 from gyreprof._version import __version__
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, unix_offset_ns
 
@@ -148,7 +149,7 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
     try:
-        with np.load(p, allow_pickle=False) as z:
+        with np.load(_io.open_events(p), allow_pickle=False) as z:
             missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
             if missing:
                 raise ValueError(f"missing arrays {missing}")

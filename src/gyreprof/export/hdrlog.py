@@ -37,6 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from gyreprof import _io, _limits
 from gyreprof._core import (
     Histogram,
     decode_counts,
@@ -188,7 +189,20 @@ def encode_histogram(
 
 
 def decode_histogram(data: str | bytes) -> HdrHistogramData:
-    """Decode a base64 V2 compressed histogram; ValueError names what is wrong."""
+    """Decode a base64 V2 compressed histogram; ValueError names what is wrong.
+
+    Cost: the declared layout is checked against the memory budget
+    (``gyreprof._limits``) before the counts array is allocated, and the zlib
+    body may inflate only to what that layout can hold (40 header bytes plus at
+    most 9 bytes per bucket).
+    """
+    return _decode_histogram(data, 0)[0]
+
+
+def _decode_histogram(data: str | bytes, already: int) -> tuple[HdrHistogramData, int]:
+    """Decode, refusing counts that would take ``already`` + this one's bytes past the budget."""
+    if not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"decode_histogram takes base64 text or bytes, got {type(data).__name__}")
     if isinstance(data, str):
         data = data.strip().encode("ascii", "replace")
     try:
@@ -209,8 +223,10 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
     body = raw[_OUTER.size :]
     if length != len(body):
         raise ValueError(f"length field says {length} compressed bytes, {len(body)} follow")
+    # the header comes first: read it alone, then inflate only what its layout can hold
+    head = zlib.decompressobj()
     try:
-        inner = zlib.decompress(body)
+        inner = head.decompress(body, _HEADER.size)
     except zlib.error as exc:
         raise ValueError(f"corrupted histogram: zlib says {exc}") from None
     if len(inner) < _HEADER.size:
@@ -218,10 +234,6 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
     icookie, plen, norm, sf, lowest, highest, ratio = _HEADER.unpack_from(inner, 0)
     if _cookie_base(icookie) != ENCODING_COOKIE_BASE:
         raise ValueError(f"bad encoding cookie 0x{icookie:08x} inside the compressed histogram")
-    if plen > len(inner) - _HEADER.size:
-        raise ValueError(
-            f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
-        )
     if norm != 0:
         raise ValueError(f"normalizing index offset {norm} (a shifted histogram) is not supported")
     if not math.isfinite(ratio) or ratio <= 0:
@@ -233,8 +245,17 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
             f"impossible histogram settings lowest={lowest} highest={highest} "
             f"significant_figures={sf}: {exc}"
         ) from None
+    total = _limits.check_dense(1, L, what="HdrHistogram", already=already)
+    if plen < 0 or plen > 9 * (L + 1):
+        raise ValueError(f"payload length {plen} is impossible for {L} buckets")
+    inner = _limits.inflate(body, what="histogram", cap=_HEADER.size + plen)
+    if plen > len(inner) - _HEADER.size:
+        raise ValueError(
+            f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
+        )
     counts = decode_counts(inner[_HEADER.size : _HEADER.size + plen], L)
-    return HdrHistogramData(counts, int(lowest), int(highest), int(sf), float(ratio))
+    hist = HdrHistogramData(counts, int(lowest), int(highest), int(sf), float(ratio))
+    return hist, total
 
 
 # ------------------------------------------------------------------------- log
@@ -296,6 +317,7 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
     comments: list[str] = []
     start = base = None
     recognised = False
+    dense = 0  # bytes of counts decoded so far: all of them stay within the memory budget
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -333,7 +355,7 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         length = _float(parts[1], name, n, "interval length")
         mx = _float(parts[2], name, n, "interval max")
         try:
-            hist = decode_histogram(parts[3])
+            hist, dense = _decode_histogram(parts[3], dense)
         except ValueError as exc:
             raise ValueError(f"{name}: line {n}: {exc}") from None
         intervals.append(HdrInterval(tag, t0, length, mx, hist))
@@ -356,16 +378,26 @@ def _float(text: str, name: str, n: int, what: str) -> float:
 
 
 def read_hdr_log(source: str | os.PathLike[str] | IO[str]) -> HdrLog:
-    """Read an HdrHistogram interval log from a path or an open text stream."""
+    """Read an HdrHistogram interval log from a path or an open text stream.
+
+    A path must name a regular file of at most ``gyreprof._io.INPUT_CAPS["hdr_log"]``
+    bytes (FIFOs, devices and larger files: ValueError); a stream is read up to
+    that cap. The histograms decoded from one log share one memory budget.
+    """
+    cap = _io.input_cap("hdr_log")
     if hasattr(source, "read"):
-        return parse_hdr_log(source.read(), name=getattr(source, "name", "log"))  # type: ignore[union-attr]
+        name = getattr(source, "name", "log")
+        text = source.read(cap + 1)  # type: ignore[union-attr]
+        if not isinstance(text, str):
+            raise TypeError(f"read_hdr_log needs a text stream, {name} gives {type(text).__name__}")
+        if len(text) > cap:
+            raise ValueError(f"{name} holds more than {_io.fmt_size(cap)}, the cap for a log")
+        return parse_hdr_log(text, name=str(name))
     p = Path(source)  # type: ignore[arg-type]
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
-    if p.is_dir():
-        raise ValueError(f"{p} is a directory, not an HdrHistogram log")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _io.read_text(p, "hdr_log")
     except UnicodeDecodeError:
         raise ValueError(f"{p} is not an HdrHistogram log (not UTF-8 text)") from None
     if not text.strip():
