@@ -28,6 +28,8 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from gyreprof._errors import CorruptDataError
+
 __all__ = [
     "ENV_MAX_INPUT",
     "INPUT_CAPS",
@@ -239,7 +241,7 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
     ``.npy`` member's header may not declare more data than the member holds:
     ``np.load`` allocates the declared shape before it reads a byte. Every
     member is inflated once here (in 1 MiB pieces), so corrupt data is a
-    ValueError now rather than a zlib error inside ``np.load``.
+    ``CorruptDataError`` (a ValueError) now rather than a zlib error inside ``np.load``.
     """
     data = read_bytes(path, "events")
     cap = input_cap("events")
@@ -256,19 +258,21 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
                 )
             for info in infos:
                 if info.filename.endswith(".npy"):
-                    _check_npy_member(zf, info)
+                    _check_npy_member(zf, info, path)
                 with zf.open(info) as member:  # inflate it all once: CRC and zlib errors here
                     while member.read(1 << 20):
                         pass
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as exc:
-        raise ValueError(
+        raise CorruptDataError(
             f"{path} is not a gyreprof events file (not a readable .npz: {exc})"
         ) from None
     buf.seek(0)
     return buf
 
 
-def _check_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+def _check_npy_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: str | os.PathLike[str]
+) -> None:
     import numpy.lib.format as npy_format
 
     with zf.open(info) as member:
@@ -279,8 +283,9 @@ def _check_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
             else:
                 shape, _, dtype = npy_format.read_array_header_2_0(member)
         except (ValueError, TypeError, SyntaxError) as exc:
-            raise ValueError(
-                f"events file member {info.filename}: bad .npy header ({exc})"
+            raise CorruptDataError(
+                f"{path} is not a gyreprof events file: member {info.filename} has a bad "
+                f".npy header ({exc})"
             ) from None
         header_len = member.tell()
     count = 1
@@ -288,7 +293,7 @@ def _check_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
         count *= int(n)
     need = count * dtype.itemsize
     if need > info.file_size - header_len:
-        raise ValueError(
-            f"events file member {info.filename} declares {need} bytes of data but holds "
-            f"{max(0, info.file_size - header_len)}"
+        raise CorruptDataError(
+            f"{path} is not a gyreprof events file: member {info.filename} declares {need} "
+            f"bytes of data but holds {max(0, info.file_size - header_len)}"
         )

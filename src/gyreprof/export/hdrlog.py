@@ -45,6 +45,7 @@ from gyreprof._core import (
     layout_info,
     percentiles_from_counts,
 )
+from gyreprof._errors import CorruptDataError
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
 from gyreprof.snapshot import STEP, layout_edges
@@ -189,7 +190,8 @@ def encode_histogram(
 
 
 def decode_histogram(data: str | bytes) -> HdrHistogramData:
-    """Decode a base64 V2 compressed histogram; ValueError names what is wrong.
+    """Decode a base64 V2 compressed histogram; ``CorruptDataError`` (a ValueError) names
+    what is wrong, ``BudgetError`` (a ValueError) says when it would not fit the memory budget.
 
     Cost: the declared layout is checked against the memory budget
     (``gyreprof._limits``) before the counts array is allocated, and the zlib
@@ -208,49 +210,53 @@ def _decode_histogram(data: str | bytes, already: int) -> tuple[HdrHistogramData
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"broken base64 in the histogram ({exc})") from None
+        raise CorruptDataError(f"broken base64 in the histogram ({exc})") from None
     if len(raw) < _OUTER.size:
-        raise ValueError(f"histogram too short: {len(raw)} bytes after base64")
+        raise CorruptDataError(f"histogram too short: {len(raw)} bytes after base64")
     cookie, length = _OUTER.unpack_from(raw, 0)
     if _cookie_base(cookie) != COMPRESSION_COOKIE_BASE:
         old = _OLD_COOKIES.get(_cookie_base(cookie))
         if old:
-            raise ValueError(f"histogram uses the {old} encoding; only V2 is supported")
-        raise ValueError(
+            raise CorruptDataError(f"histogram uses the {old} encoding; only V2 is supported")
+        raise CorruptDataError(
             f"bad cookie 0x{cookie:08x}: not a V2 compressed HdrHistogram "
             f"(expected 0x{COMPRESSION_COOKIE_BASE:08x})"
         )
     body = raw[_OUTER.size :]
     if length != len(body):
-        raise ValueError(f"length field says {length} compressed bytes, {len(body)} follow")
+        raise CorruptDataError(f"length field says {length} compressed bytes, {len(body)} follow")
     # the header comes first: read it alone, then inflate only what its layout can hold
     head = zlib.decompressobj()
     try:
         inner = head.decompress(body, _HEADER.size)
     except zlib.error as exc:
-        raise ValueError(f"corrupted histogram: zlib says {exc}") from None
+        raise CorruptDataError(f"corrupted histogram: zlib says {exc}") from None
     if len(inner) < _HEADER.size:
-        raise ValueError(f"histogram header truncated: {len(inner)} bytes")
+        raise CorruptDataError(f"histogram header truncated: {len(inner)} bytes")
     icookie, plen, norm, sf, lowest, highest, ratio = _HEADER.unpack_from(inner, 0)
     if _cookie_base(icookie) != ENCODING_COOKIE_BASE:
-        raise ValueError(f"bad encoding cookie 0x{icookie:08x} inside the compressed histogram")
+        raise CorruptDataError(
+            f"bad encoding cookie 0x{icookie:08x} inside the compressed histogram"
+        )
     if norm != 0:
-        raise ValueError(f"normalizing index offset {norm} (a shifted histogram) is not supported")
+        raise CorruptDataError(
+            f"normalizing index offset {norm} (a shifted histogram) is not supported"
+        )
     if not math.isfinite(ratio) or ratio <= 0:
-        raise ValueError(f"integer-to-double ratio {ratio} is not a positive number")
+        raise CorruptDataError(f"integer-to-double ratio {ratio} is not a positive number")
     try:
         L = int(layout_info(lowest, highest, sf)["counts_len"])
     except (ValueError, OverflowError) as exc:
-        raise ValueError(
+        raise CorruptDataError(
             f"impossible histogram settings lowest={lowest} highest={highest} "
             f"significant_figures={sf}: {exc}"
         ) from None
     total = _limits.check_dense(1, L, what="HdrHistogram", already=already)
     if plen < 0 or plen > 9 * (L + 1):
-        raise ValueError(f"payload length {plen} is impossible for {L} buckets")
+        raise CorruptDataError(f"payload length {plen} is impossible for {L} buckets")
     inner = _limits.inflate(body, what="histogram", cap=_HEADER.size + plen)
     if plen > len(inner) - _HEADER.size:
-        raise ValueError(
+        raise CorruptDataError(
             f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
         )
     counts = decode_counts(inner[_HEADER.size : _HEADER.size + plen], L)
@@ -343,11 +349,11 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         if body.startswith("Tag="):
             cut = body.find(",")
             if cut < 0:
-                raise ValueError(f"{name}: line {n}: a Tag= with nothing after it")
+                raise CorruptDataError(f"{name}: line {n}: a Tag= with nothing after it")
             tag, body = body[4:cut], body[cut + 1 :]
         parts = body.split(",", 3)
         if len(parts) != 4:
-            raise ValueError(
+            raise CorruptDataError(
                 f"{name}: line {n} is not an HdrHistogram log line "
                 f"(expected start,length,max,histogram): {line[:80]!r}"
             )
@@ -356,12 +362,14 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         mx = _float(parts[2], name, n, "interval max")
         try:
             hist, dense = _decode_histogram(parts[3], dense)
+        except _limits.BudgetError as exc:
+            raise _limits.BudgetError(f"{name}: line {n}: {exc}") from None
         except ValueError as exc:
-            raise ValueError(f"{name}: line {n}: {exc}") from None
+            raise CorruptDataError(f"{name}: line {n}: {exc}") from None
         intervals.append(HdrInterval(tag, t0, length, mx, hist))
         recognised = True
     if not recognised:
-        raise ValueError(
+        raise CorruptDataError(
             f"{name} is not an HdrHistogram log: no #[...] header, legend or interval line"
         )
     return HdrLog(intervals, start, base, comments)
@@ -371,9 +379,9 @@ def _float(text: str, name: str, n: int, what: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise ValueError(f"{name}: line {n}: {what} {text!r} is not a number") from None
+        raise CorruptDataError(f"{name}: line {n}: {what} {text!r} is not a number") from None
     if not math.isfinite(v):
-        raise ValueError(f"{name}: line {n}: {what} {text!r} is not finite")
+        raise CorruptDataError(f"{name}: line {n}: {what} {text!r} is not finite")
     return v
 
 
@@ -399,9 +407,9 @@ def read_hdr_log(source: str | os.PathLike[str] | IO[str]) -> HdrLog:
     try:
         text = _io.read_text(p, "hdr_log")
     except UnicodeDecodeError:
-        raise ValueError(f"{p} is not an HdrHistogram log (not UTF-8 text)") from None
+        raise CorruptDataError(f"{p} is not an HdrHistogram log (not UTF-8 text)") from None
     if not text.strip():
-        raise ValueError(f"{p} is empty, not an HdrHistogram log")
+        raise CorruptDataError(f"{p} is empty, not an HdrHistogram log")
     return parse_hdr_log(text, name=str(p))
 
 
