@@ -3,19 +3,26 @@ and Profiler settings are weighed against the memory budget before anything is a
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 import sys
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import gyreprof as gp
 from gyreprof import _io, _limits
 from gyreprof._core import Recorder
+from gyreprof._errors import CorruptDataError
 from gyreprof.analysis.sweep import SweepResult
 from gyreprof.diagnostics.doctor import read_log_tail
 from gyreprof.diagnostics.envcheck import envcheck
-from gyreprof.export.hdrlog import hdr_log, read_hdr_log
+from gyreprof.export.hdrlog import decode_histogram, hdr_log, read_hdr_log
+from gyreprof.snapshot import interval
 
 from conftest import run_cli
 
@@ -270,3 +277,90 @@ def test_invalid_settings_are_still_reported_by_their_own_checks() -> None:
         gp.Profiler([f"p{i}" for i in range(300)], significant_figures=5)
     with pytest.raises(ValueError, match="significant_figures must be 1..5"):
         gp.Profiler(["a"], significant_figures=9)
+
+
+# ------------------------------------------- error types; what snapshots hold now
+
+
+def _profiled(label: str, steps: int = 40) -> gp.Snapshot:
+    prof = gp.Profiler(["env", "policy"], label=label, window_steps=10)
+    for i in range(steps):
+        prof.begin()
+        prof.record("env", 1000 + i)
+        prof.record("policy", 300 + i)
+    prof.end()
+    return prof.snapshot()
+
+
+def _edit_header(blob: bytes, edit: Callable[[dict[str, Any]], None]) -> bytes:
+    """``blob`` (zlib snapshot bytes) with its JSON header changed by ``edit``."""
+    body = zlib.decompress(blob[6:])
+    (hlen,) = struct.unpack_from("<I", body, 0)
+    header = json.loads(body[4 : 4 + hlen])
+    edit(header)
+    hjson = json.dumps(header, separators=(",", ":")).encode()
+    return blob[:6] + zlib.compress(struct.pack("<I", len(hjson)) + hjson + body[4 + hlen :])
+
+
+def test_decode_failures_are_corrupt_data_and_too_large_is_not(
+    tmp_path: Path, fifo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blob = _profiled("a").to_bytes()
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"PK\x03\x04" + b"\x00" * 60)
+    corrupt: list[Callable[[], object]] = [
+        lambda: gp.Snapshot.from_bytes(b"GYRX" + blob[4:]),
+        lambda: gp.Snapshot.from_bytes(blob[:-7]),  # truncated compressed body
+        lambda: gp.Snapshot.from_bytes(_edit_header(blob, lambda h: h.update(totals=[]))),
+        lambda: gp.Summary.from_json('{"format": 1}'),
+        lambda: gp.Summary.from_json("{" * 50),
+        lambda: decode_histogram("HISTFAAAACR4nJNpmSzMwMDAxAAAB9QBIw=="[:-6]),
+        lambda: gp.export.load_events(junk),
+    ]
+    for decode in corrupt:
+        with pytest.raises(CorruptDataError):
+            decode()
+    # a valid snapshot over the budget is refused as too large, not as corrupt
+    monkeypatch.setenv(_limits.ENV_MEMORY_BUDGET, "64K")
+    with pytest.raises(_limits.BudgetError, match="memory budget of 64.0 KiB") as info:
+        gp.Snapshot.from_bytes(blob)
+    assert not isinstance(info.value, CorruptDataError)
+    monkeypatch.delenv(_limits.ENV_MEMORY_BUDGET)
+    # so is a FIFO: a ValueError that says what it is, not "corrupted"
+    with pytest.raises(ValueError, match="FIFO") as refused:
+        gp.export.load_events(fifo)
+    assert not isinstance(refused.value, CorruptDataError)
+
+
+def test_snapshots_with_wall_clock_sources_round_trip() -> None:
+    """What snapshots hold now (per-source steady span, Unix offset, host) passes the checks."""
+    a, b = _profiled("a"), _profiled("b", steps=25)
+    src = a.sources[0]
+    assert {"steady_start_ns", "end_ns", "unix_offset_ns", "host"} <= set(src)
+    assert a.rolling is not None and len(a.rolling) > 0  # closed windows, with their min
+    merged = gp.merge([a, b])
+    later = _profiled("a", steps=60)
+    for snap in (a, merged, interval(a, later, strict=False)):
+        again = gp.Snapshot.from_bytes(snap.to_bytes())
+        assert again.sources == snap.sources
+        assert again.summary().to_dict() == snap.summary().to_dict()
+        assert again.windows() == snap.windows()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("host", ["a", "b"]),  # summary() puts hosts in a set: a list cannot go there
+        ("end_ns", "later"),
+        ("steady_start_ns", 2**64),
+        ("unix_offset_ns", 1.5),
+    ],
+)
+def test_bad_wall_clock_fields_of_a_source_are_corrupt(key: str, value: Any) -> None:
+    blob = gp.merge([_profiled("a"), _profiled("b")]).to_bytes()
+
+    def edit(h: dict[str, Any]) -> None:
+        h["sources"][1][key] = value
+
+    with pytest.raises(CorruptDataError, match=rf"sources\[1\]\['{key}'\]"):
+        gp.Snapshot.from_bytes(_edit_header(blob, edit))
