@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-import gyreprof._io as _io
-import gyreprof._limits as _limits
+from gyreprof import _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, text_table
