@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gyreprof import _io
+from gyreprof._errors import CorruptDataError
 from gyreprof.snapshot import SNAPSHOT_MAGIC, Snapshot
 from gyreprof.summary import Summary
 
@@ -19,15 +21,16 @@ __all__ = ["load", "read"]
 def read(path: str | os.PathLike[str]) -> Snapshot | Summary:
     """The richest object a saved file holds: a Snapshot (bytes) or a Summary (JSON).
 
-    ValueError for a file of neither kind.
+    ValueError (CorruptDataError) for a file of neither kind; only regular files of
+    bounded size are read (``gyreprof._io``).
     """
     p = Path(path)
-    data = p.read_bytes()
+    data = _io.read_bytes(p, "snapshot", what="summary or snapshot file")
     if data[: len(SNAPSHOT_MAGIC)] == SNAPSHOT_MAGIC:
         return Snapshot.from_bytes(data)
     if data.lstrip()[:1] == b"{":
         return Summary.from_json(p)
-    raise ValueError(f"{p} is neither a gyreprof summary (JSON) nor a snapshot (GYRS bytes)")
+    raise CorruptDataError(f"{p} is neither a gyreprof summary (JSON) nor a snapshot (GYRS bytes)")
 
 
 def load(path: str | os.PathLike[str]) -> Summary:

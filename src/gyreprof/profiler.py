@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gyreprof import _autosave
+from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
 from gyreprof.histogram import STEP
@@ -311,6 +311,7 @@ class Profiler:
             max_counters=int(max_counters),
             clock=clock,
         )
+        _limits.check_profiler_budget(len(self.phases), **self._rec_kwargs)
         self.per_thread = bool(per_thread)
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}

@@ -40,8 +40,10 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
+from gyreprof import _io, _limits
 from gyreprof._block import StatsBlock
 from gyreprof._core import decode_counts, encode_counts, layout_info, monotonic_ns
+from gyreprof._errors import CorruptDataError
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, exact_percentiles, layout_edges
 from gyreprof.summary import Summary
@@ -137,19 +139,11 @@ def rate_spread(sources: Sequence[Mapping[str, Any]]) -> tuple[float, float, flo
 
 
 def _lzma_decompress(data: bytes) -> bytes:
-    d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
-    out = d.decompress(data)
-    if not d.eof:
-        raise EOFError("compressed data ends early")
-    return out
+    return _limits.inflate_lzma(data, what="snapshot")
 
 
 def _zlib_decompress(data: bytes) -> bytes:
-    d = zlib.decompressobj()
-    out = d.decompress(data)
-    if not d.eof:
-        raise EOFError("compressed data ends early")
-    return out
+    return _limits.inflate(data, what="snapshot")
 
 
 # name -> (flag byte, compress, decompress)
@@ -456,33 +450,37 @@ class Snapshot:
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Snapshot:
-        """Read bytes made by ``to_bytes``; ValueError says what is wrong with bad input."""
+        """Read bytes made by ``to_bytes``; ``CorruptDataError`` (a ValueError) says what is
+        wrong with bad input, ``BudgetError`` (a ValueError) when decoding it would need more
+        memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"Snapshot.from_bytes needs bytes, got {type(data).__name__}")
         data = bytes(data)
         if len(data) < 6:
-            raise ValueError(f"not a gyreprof snapshot: {len(data)} bytes is too short")
+            raise CorruptDataError(f"not a gyreprof snapshot: {len(data)} bytes is too short")
         if data[:4] != SNAPSHOT_MAGIC:
-            raise ValueError("not a gyreprof snapshot: the magic bytes 'GYRS' are missing")
+            raise CorruptDataError("not a gyreprof snapshot: the magic bytes 'GYRS' are missing")
         version = data[4]
         if version != SNAPSHOT_VERSION:
-            raise ValueError(
+            raise CorruptDataError(
                 f"snapshot format version {version} is not supported (this gyreprof reads "
                 f"version {SNAPSHOT_VERSION}); upgrade gyreprof on the reading side"
             )
         codec = next((c for c in _CODECS.values() if c[0] == data[5]), None)
         if codec is None:
-            raise ValueError(f"corrupted snapshot: unknown compression flag {data[5]}")
+            raise CorruptDataError(f"corrupted snapshot: unknown compression flag {data[5]}")
         try:
             body = codec[2](data[6:])
         except (zlib.error, lzma.LZMAError, EOFError) as exc:
-            raise ValueError(f"corrupted or truncated snapshot: {exc}") from None
+            raise CorruptDataError(f"corrupted or truncated snapshot: {exc}") from None
         try:
-            return cls._from_body(body)
+            return _limits.check_snapshot(cls._from_body(body))
+        except _limits.BudgetError:
+            raise
         except ValueError as exc:
-            raise ValueError(f"corrupted snapshot: {exc}") from None
-        except (KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            raise ValueError(f"corrupted snapshot: {type(exc).__name__}: {exc}") from None
+            raise CorruptDataError(f"corrupted snapshot: {exc}") from None
+        except _limits.DECODE_ERRORS as exc:
+            raise CorruptDataError(f"corrupted snapshot: {type(exc).__name__}: {exc}") from None
 
     @classmethod
     def _from_body(cls, body: bytes) -> Snapshot:
@@ -509,6 +507,7 @@ class Snapshot:
                 f"counts length {header['counts_len']} does not match the layout ({L})"
             )
         pos = 4 + hlen
+        _limits.check_dense(len(phases) + 1, L, what="snapshot")
         counts = np.zeros((len(phases) + 1, L), dtype=np.int64)
         view = memoryview(body)
         for row in counts:
@@ -561,7 +560,7 @@ class Snapshot:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Snapshot:
-        return cls.from_bytes(Path(path).read_bytes())
+        return cls.from_bytes(_io.read_bytes(path, "snapshot"))
 
     def __repr__(self) -> str:
         return (
@@ -600,6 +599,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
                 names.append(p)
     nh = len(names) + 1
     L = snaps[0].counts.shape[1]
+    _limits.check_dense(nh, L, what="merge")
     counts = np.zeros((nh, L), dtype=np.int64)
     stat = np.zeros((nh, 4), dtype=np.int64)
     stat[:, 2] = -1

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _notes
+from gyreprof import _io, _limits, _notes
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
+from gyreprof._errors import CorruptDataError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, text_table
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, HistogramView, check_percentile
@@ -502,13 +503,20 @@ class Summary:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Summary:
-        """Rebuild a Summary from ``to_dict()`` output; ValueError on anything malformed."""
+        """Rebuild a Summary from ``to_dict()`` output; ``CorruptDataError`` (a ValueError) on
+        anything malformed, ``BudgetError`` (a ValueError) when its histograms would need more
+        memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
         try:
+            _limits.check_summary_dict(d)
             return cls._from_dict(d)
+        except _limits.BudgetError:
+            raise
         except ValueError as exc:
-            raise ValueError(f"not a valid gyreprof summary: {exc}") from None
-        except (KeyError, TypeError, AttributeError, IndexError) as exc:
-            raise ValueError(f"not a valid gyreprof summary: {type(exc).__name__}: {exc}") from None
+            raise CorruptDataError(f"not a valid gyreprof summary: {exc}") from None
+        except _limits.DECODE_ERRORS as exc:
+            raise CorruptDataError(
+                f"not a valid gyreprof summary: {type(exc).__name__}: {exc}"
+            ) from None
 
     @classmethod
     def _from_dict(cls, d: Mapping[str, Any]) -> Summary:
@@ -598,13 +606,13 @@ class Summary:
         if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith("{"):
             p = Path(text_or_path)
             try:
-                text = p.read_text()
+                text = _io.read_text(p, "summary")
             except UnicodeDecodeError:
-                raise ValueError(f"{p} is not a JSON summary (not text)") from None
+                raise CorruptDataError(f"{p} is not a JSON summary (not text)") from None
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not a valid gyreprof summary: bad JSON ({exc})") from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise CorruptDataError(f"not a valid gyreprof summary: bad JSON ({exc})") from None
         return cls.from_dict(data)
 
 

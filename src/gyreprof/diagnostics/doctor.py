@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from gyreprof import _io
 from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.diagnostics import _procfs
@@ -268,7 +269,7 @@ def _read_step_file(path: Path | None) -> int | None:
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        text = _io.read_text(path, "step_file", errors="replace").strip()
         return int(text)
     except (OSError, ValueError):
         return None
@@ -286,14 +287,7 @@ def _log_stat(path: Path | None) -> tuple[int | None, int | None]:
 
 def read_log_tail(path: str | os.PathLike[str], lines: int = _LOG_TAIL_LINES) -> list[str]:
     """The last ``lines`` lines of a text file, reading at most the final 64 KiB."""
-    p = Path(path)
-    with open(p, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(max(0, size - 65536))
-        data = fh.read()
-    text = data.decode("utf-8", errors="replace")
-    return [line.rstrip("\r") for line in text.splitlines()[-lines:]]
+    return _io.tail_lines(path, lines, 65536)
 
 
 class _LiveProbe:
@@ -470,7 +464,7 @@ def _absent(pid: int, interval_s: float, log: Path | None, why: str) -> ProcessD
         if log.exists():
             try:
                 tail = read_log_tail(log)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a FIFO or device
                 evidence.append(f"the log {str(log)!r} could not be read ({exc})")
             else:
                 if tail:
@@ -891,7 +885,7 @@ def _classify(
     if log is not None and log.exists():
         try:
             tail = read_log_tail(log)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a FIFO or device
             evidence.append(f"the log {str(log)!r} could not be read ({exc})")
     stacks: str | None = None
     hint: str | None = None

@@ -41,6 +41,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from gyreprof import _io
 from gyreprof._serial import decode, dumps, encode, serial_format
 
 try:
@@ -264,9 +265,11 @@ def _rel(path: Path) -> str:
 
 def _read_text(path: Path, out: _Collected, source: str) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return _io.read_text(path, "requirements")
     except UnicodeDecodeError as exc:
         out.errors.append(DeclarationError(source, "", f"not UTF-8 text ({exc.reason})"))
+    except ValueError as exc:  # a FIFO, device or directory, or a file over its cap
+        out.errors.append(DeclarationError(source, "", str(exc)))
     except IsADirectoryError:
         out.errors.append(DeclarationError(source, "", "is a directory, not a file"))
     except FileNotFoundError:

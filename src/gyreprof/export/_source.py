@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof import files
+from gyreprof import _io, files
 from gyreprof.export.events import (
     EventsFile,
     current_unix_offset_ns,
@@ -99,8 +99,7 @@ def load_file(path: str | os.PathLike[str]) -> Summary | Snapshot | EventsFile:
         raise FileNotFoundError(f"no such file: {p}")
     if p.is_dir():
         raise ValueError(f"{p} is a directory, not a gyreprof summary or snapshot file")
-    with open(p, "rb") as fh:
-        head = fh.read(4)
+    head = _io.read_head(p, 4, what="input file")
     if head[:2] == b"PK":
         return load_events(p)
     return files.read(p)

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof import _io
 from gyreprof._version import __version__
 from gyreprof.export.events import NO_EVENTS, EventsFile, is_profiler, load_events, save_events
 from gyreprof.snapshot import unix_offset_ns
@@ -41,8 +42,7 @@ def _events_of(source: Any) -> EventsFile:
         p = Path(source)
         if not p.exists():
             raise FileNotFoundError(f"no such file: {p}")
-        with open(p, "rb") as fh:
-            head = fh.read(4)
+        head = _io.read_head(p, 4, what="events file")
         if head[:2] == b"PK":
             return load_events(p)
         raise ValueError(

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof import _io
+from gyreprof._errors import CorruptDataError
 from gyreprof._version import __version__
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, unix_offset_ns
 
@@ -143,12 +145,14 @@ def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
 
 
 def load_events(path: str | os.PathLike[str]) -> EventsFile:
-    """Read a file written by :func:`save_events`; ValueError says what is wrong."""
+    """Read a file written by :func:`save_events`; ``CorruptDataError`` (a ValueError) says
+    what is wrong with its contents, a ValueError that it is no regular file or too large."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
+    stream = _io.open_events(p)
     try:
-        with np.load(p, allow_pickle=False) as z:
+        with np.load(stream, allow_pickle=False) as z:
             missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
             if missing:
                 raise ValueError(f"missing arrays {missing}")
@@ -158,20 +162,20 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
             snap_bytes = z["snapshot"].tobytes()
             meta = json.loads(str(z["meta"]))
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ValueError(
+        raise CorruptDataError(
             f"{p} is not a gyreprof events file (not a readable .npz: {exc})"
         ) from None
     except (ValueError, KeyError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{p} is not a gyreprof events file: {exc}") from None
+        raise CorruptDataError(f"{p} is not a gyreprof events file: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != EVENTS_FORMAT:
-        raise ValueError(
+        raise CorruptDataError(
             f"{p} is not a gyreprof events file (format marker {EVENTS_FORMAT!r} missing)"
         )
     names = events.dtype.names or ()
     if any(f not in names for f in _REQUIRED_FIELDS) or events.ndim != 1:
-        raise ValueError(f"{p}: the events array lacks the fields {list(_REQUIRED_FIELDS)}")
+        raise CorruptDataError(f"{p}: the events array lacks the fields {list(_REQUIRED_FIELDS)}")
     if tids.shape != events.shape:
-        raise ValueError(f"{p}: {len(tids)} thread ids for {len(events)} events")
+        raise CorruptDataError(f"{p}: {len(tids)} thread ids for {len(events)} events")
     snapshot = Snapshot.from_bytes(snap_bytes)
     try:
         return EventsFile(
@@ -192,4 +196,4 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
             ),
         )
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{p} is not a gyreprof events file: bad metadata ({exc})") from None
+        raise CorruptDataError(f"{p} is not a gyreprof events file: bad metadata ({exc})") from None

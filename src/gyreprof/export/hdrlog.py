@@ -37,6 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from gyreprof import _io, _limits
 from gyreprof._core import (
     Histogram,
     decode_counts,
@@ -44,6 +45,7 @@ from gyreprof._core import (
     layout_info,
     percentiles_from_counts,
 )
+from gyreprof._errors import CorruptDataError
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
 from gyreprof.histogram import STEP, layout_edges
@@ -188,53 +190,78 @@ def encode_histogram(
 
 
 def decode_histogram(data: str | bytes) -> HdrHistogramData:
-    """Decode a base64 V2 compressed histogram; ValueError names what is wrong."""
+    """Decode a base64 V2 compressed histogram; ``CorruptDataError`` (a ValueError) names
+    what is wrong, ``BudgetError`` (a ValueError) says when it would not fit the memory budget.
+
+    Cost: the declared layout is checked against the memory budget
+    (``gyreprof._limits``) before the counts array is allocated, and the zlib
+    body may inflate only to what that layout can hold (40 header bytes plus at
+    most 9 bytes per bucket).
+    """
+    return _decode_histogram(data, 0)[0]
+
+
+def _decode_histogram(data: str | bytes, already: int) -> tuple[HdrHistogramData, int]:
+    """Decode, refusing counts that would take ``already`` + this one's bytes past the budget."""
+    if not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"decode_histogram takes base64 text or bytes, got {type(data).__name__}")
     if isinstance(data, str):
         data = data.strip().encode("ascii", "replace")
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise ValueError(f"broken base64 in the histogram ({exc})") from None
+        raise CorruptDataError(f"broken base64 in the histogram ({exc})") from None
     if len(raw) < _OUTER.size:
-        raise ValueError(f"histogram too short: {len(raw)} bytes after base64")
+        raise CorruptDataError(f"histogram too short: {len(raw)} bytes after base64")
     cookie, length = _OUTER.unpack_from(raw, 0)
     if _cookie_base(cookie) != COMPRESSION_COOKIE_BASE:
         old = _OLD_COOKIES.get(_cookie_base(cookie))
         if old:
-            raise ValueError(f"histogram uses the {old} encoding; only V2 is supported")
-        raise ValueError(
+            raise CorruptDataError(f"histogram uses the {old} encoding; only V2 is supported")
+        raise CorruptDataError(
             f"bad cookie 0x{cookie:08x}: not a V2 compressed HdrHistogram "
             f"(expected 0x{COMPRESSION_COOKIE_BASE:08x})"
         )
     body = raw[_OUTER.size :]
     if length != len(body):
-        raise ValueError(f"length field says {length} compressed bytes, {len(body)} follow")
+        raise CorruptDataError(f"length field says {length} compressed bytes, {len(body)} follow")
+    # the header comes first: read it alone, then inflate only what its layout can hold
+    head = zlib.decompressobj()
     try:
-        inner = zlib.decompress(body)
+        inner = head.decompress(body, _HEADER.size)
     except zlib.error as exc:
-        raise ValueError(f"corrupted histogram: zlib says {exc}") from None
+        raise CorruptDataError(f"corrupted histogram: zlib says {exc}") from None
     if len(inner) < _HEADER.size:
-        raise ValueError(f"histogram header truncated: {len(inner)} bytes")
+        raise CorruptDataError(f"histogram header truncated: {len(inner)} bytes")
     icookie, plen, norm, sf, lowest, highest, ratio = _HEADER.unpack_from(inner, 0)
     if _cookie_base(icookie) != ENCODING_COOKIE_BASE:
-        raise ValueError(f"bad encoding cookie 0x{icookie:08x} inside the compressed histogram")
-    if plen > len(inner) - _HEADER.size:
-        raise ValueError(
-            f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
+        raise CorruptDataError(
+            f"bad encoding cookie 0x{icookie:08x} inside the compressed histogram"
         )
     if norm != 0:
-        raise ValueError(f"normalizing index offset {norm} (a shifted histogram) is not supported")
+        raise CorruptDataError(
+            f"normalizing index offset {norm} (a shifted histogram) is not supported"
+        )
     if not math.isfinite(ratio) or ratio <= 0:
-        raise ValueError(f"integer-to-double ratio {ratio} is not a positive number")
+        raise CorruptDataError(f"integer-to-double ratio {ratio} is not a positive number")
     try:
         L = int(layout_info(lowest, highest, sf)["counts_len"])
     except (ValueError, OverflowError) as exc:
-        raise ValueError(
+        raise CorruptDataError(
             f"impossible histogram settings lowest={lowest} highest={highest} "
             f"significant_figures={sf}: {exc}"
         ) from None
+    total = _limits.check_dense(1, L, what="HdrHistogram", already=already)
+    if plen < 0 or plen > 9 * (L + 1):
+        raise CorruptDataError(f"payload length {plen} is impossible for {L} buckets")
+    inner = _limits.inflate(body, what="histogram", cap=_HEADER.size + plen)
+    if plen > len(inner) - _HEADER.size:
+        raise CorruptDataError(
+            f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
+        )
     counts = decode_counts(inner[_HEADER.size : _HEADER.size + plen], L)
-    return HdrHistogramData(counts, int(lowest), int(highest), int(sf), float(ratio))
+    hist = HdrHistogramData(counts, int(lowest), int(highest), int(sf), float(ratio))
+    return hist, total
 
 
 # ------------------------------------------------------------------------- log
@@ -296,6 +323,7 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
     comments: list[str] = []
     start = base = None
     recognised = False
+    dense = 0  # bytes of counts decoded so far: all of them stay within the memory budget
     for n, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -321,11 +349,11 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         if body.startswith("Tag="):
             cut = body.find(",")
             if cut < 0:
-                raise ValueError(f"{name}: line {n}: a Tag= with nothing after it")
+                raise CorruptDataError(f"{name}: line {n}: a Tag= with nothing after it")
             tag, body = body[4:cut], body[cut + 1 :]
         parts = body.split(",", 3)
         if len(parts) != 4:
-            raise ValueError(
+            raise CorruptDataError(
                 f"{name}: line {n} is not an HdrHistogram log line "
                 f"(expected start,length,max,histogram): {line[:80]!r}"
             )
@@ -333,13 +361,15 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         length = _float(parts[1], name, n, "interval length")
         mx = _float(parts[2], name, n, "interval max")
         try:
-            hist = decode_histogram(parts[3])
+            hist, dense = _decode_histogram(parts[3], dense)
+        except _limits.BudgetError as exc:
+            raise _limits.BudgetError(f"{name}: line {n}: {exc}") from None
         except ValueError as exc:
-            raise ValueError(f"{name}: line {n}: {exc}") from None
+            raise CorruptDataError(f"{name}: line {n}: {exc}") from None
         intervals.append(HdrInterval(tag, t0, length, mx, hist))
         recognised = True
     if not recognised:
-        raise ValueError(
+        raise CorruptDataError(
             f"{name} is not an HdrHistogram log: no #[...] header, legend or interval line"
         )
     return HdrLog(intervals, start, base, comments)
@@ -349,27 +379,37 @@ def _float(text: str, name: str, n: int, what: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise ValueError(f"{name}: line {n}: {what} {text!r} is not a number") from None
+        raise CorruptDataError(f"{name}: line {n}: {what} {text!r} is not a number") from None
     if not math.isfinite(v):
-        raise ValueError(f"{name}: line {n}: {what} {text!r} is not finite")
+        raise CorruptDataError(f"{name}: line {n}: {what} {text!r} is not finite")
     return v
 
 
 def read_hdr_log(source: str | os.PathLike[str] | IO[str]) -> HdrLog:
-    """Read an HdrHistogram interval log from a path or an open text stream."""
+    """Read an HdrHistogram interval log from a path or an open text stream.
+
+    A path must name a regular file of at most ``gyreprof._io.INPUT_CAPS["hdr_log"]``
+    bytes (FIFOs, devices and larger files: ValueError); a stream is read up to
+    that cap. The histograms decoded from one log share one memory budget.
+    """
+    cap = _io.input_cap("hdr_log")
     if hasattr(source, "read"):
-        return parse_hdr_log(source.read(), name=getattr(source, "name", "log"))  # type: ignore[union-attr]
+        name = getattr(source, "name", "log")
+        text = source.read(cap + 1)  # type: ignore[union-attr]
+        if not isinstance(text, str):
+            raise TypeError(f"read_hdr_log needs a text stream, {name} gives {type(text).__name__}")
+        if len(text) > cap:
+            raise ValueError(f"{name} holds more than {_io.fmt_size(cap)}, the cap for a log")
+        return parse_hdr_log(text, name=str(name))
     p = Path(source)  # type: ignore[arg-type]
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
-    if p.is_dir():
-        raise ValueError(f"{p} is a directory, not an HdrHistogram log")
     try:
-        text = p.read_text(encoding="utf-8")
+        text = _io.read_text(p, "hdr_log")
     except UnicodeDecodeError:
-        raise ValueError(f"{p} is not an HdrHistogram log (not UTF-8 text)") from None
+        raise CorruptDataError(f"{p} is not an HdrHistogram log (not UTF-8 text)") from None
     if not text.strip():
-        raise ValueError(f"{p} is empty, not an HdrHistogram log")
+        raise CorruptDataError(f"{p} is empty, not an HdrHistogram log")
     return parse_hdr_log(text, name=str(p))
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gyreprof import _io
 from gyreprof._serial import SerialError, decode, encode, from_plain, plain, serial_format
 from gyreprof._version import __version__
 from gyreprof.analysis.sweep.record import (
@@ -338,7 +339,7 @@ class SweepResult:
         """Parse JSON text, or read a file when given a path."""
         text = str(text_or_path)
         if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith("{"):
-            text = Path(text_or_path).read_text(encoding="utf-8")
+            text = _io.read_text(text_or_path, "summary", what="sweep result file")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
