@@ -106,7 +106,7 @@ class RunReport:
     def __str__(self) -> str:
         lines: list[str] = []
         cmd = " ".join(self.command)
-        ec = "still running" if self.exit_code is None else f"exit code {self.exit_code}"
+        ec = "in this process" if self.exit_code is None else f"exit code {self.exit_code}"
         lines.append(f"gyreprof run: {cmd} ({ec})")
         lines.append("processes: " + self.processes_line())
         if not self.recognised:
