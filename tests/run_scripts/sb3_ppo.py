@@ -1,7 +1,9 @@
 """SB3 PPO on CartPole: ``sb3_ppo.py {dummy,subproc} {env,train,none} TIMESTEPS SLEEP_S N_STEPS``.
 
 ``env``: every env step sleeps SLEEP_S (a slow simulator); ``train``: every
-``PPO.train`` call sleeps SLEEP_S (a slow update). Prints the steps taken as
+``PPO.train`` call sleeps SLEEP_S times the rollout collection just before it (a
+slow update: with 3, the trainer waits about a quarter of the time on any
+machine). Prints the steps taken as
 ``TIMESTEPS_TAKEN <n>`` for the tests to compare with the profile.
 """
 
@@ -25,10 +27,18 @@ class SlowStep(gym.Wrapper):
 
 
 class SlowTrainPPO(PPO):
-    sleep_s = 0.0
+    factor = 0.0
+    last_collect_s = 0.0
+
+    def collect_rollouts(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return super().collect_rollouts(*args, **kwargs)
+        finally:
+            self.last_collect_s = time.perf_counter() - t0
 
     def train(self):
-        time.sleep(self.sleep_s)
+        time.sleep(self.factor * self.last_collect_s)
         super().train()
 
 
@@ -45,7 +55,7 @@ def main():
         wrapper_class=wrapper,
     )
     algo = SlowTrainPPO if slow == "train" else PPO
-    algo.sleep_s = sleep_s
+    SlowTrainPPO.factor = sleep_s
     model = algo("MlpPolicy", venv, n_steps=n_steps, batch_size=64, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=total)
     venv.close()

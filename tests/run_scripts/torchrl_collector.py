@@ -1,8 +1,10 @@
 """TorchRL collector on CartPole: ``torchrl_collector.py {single,parallel} {env,train,none} FRAMES SLEEP_S PER_BATCH``.
 
-``single``: one ``GymEnv`` in this process; ``parallel``: a ``ParallelEnv`` of 2
-workers. ``env``: every gymnasium env step sleeps SLEEP_S; ``train``: the loop
-body sleeps SLEEP_S per batch. Prints ``FRAMES_TAKEN <n>``.
+``single``: one gymnasium CartPole in this process; ``parallel``: a
+``ParallelEnv`` of 2 workers. ``env``: every gymnasium env step sleeps SLEEP_S;
+``train``: the loop body sleeps SLEEP_S times the wait for that batch (with 3,
+the loop waits about a quarter of the time on any machine). Prints
+``FRAMES_TAKEN <n>``.
 """
 
 import sys
@@ -46,10 +48,13 @@ def main():
     per_batch = int(sys.argv[5]) if len(sys.argv) > 5 else 200
     collector = Collector(env, policy=None, frames_per_batch=per_batch, total_frames=frames)
     taken = 0
+    asked = time.perf_counter()
     for batch in collector:
+        waited = time.perf_counter() - asked
         taken += batch.numel()
         if slow == "train":
-            time.sleep(sleep_s)
+            time.sleep(sleep_s * waited)
+        asked = time.perf_counter()
     collector.shutdown()  # closes the env (and a ParallelEnv's workers) too
     print("FRAMES_TAKEN", taken, flush=True)
 

@@ -317,7 +317,12 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
             except ValueError as exc:
                 report.notes.append(f"no wait ratio: {exc}")
                 trainer = None
+    # the verdict judges the sampler the trainer waited on: the phases of the processes
+    # that ran the trainer loop (their env steps and vector-env waits tile its waits);
+    # the workers' own env steps overlap each other and are in the merged report
     sampler = report.sampler
+    if trainer is not None:
+        sampler = _merge([e.sampler for e in got if _has_data(e.trainer)]) or sampler
     if sampler is None and trainer is None:
         return
     try:
