@@ -111,6 +111,8 @@ class RunReport:
         lines.append("processes: " + self.processes_line())
         if not self.recognised:
             lines.append(self.nothing_recognised())
+            lines += [f"note: {n}" for n in self.notes if not n.startswith("nothing recognised")]
+            return "\n".join(lines)
         if self.sampler is not None:
             n = sum(1 for p in self.contributed if p.sampler is not None)
             lines.append("")
@@ -281,6 +283,8 @@ def collect_run(
         python_processes=len(booted | started | done),
     )
     _judge(report, got)
+    if not report.recognised:
+        report.notes.insert(0, report.nothing_recognised())
     return report
 
 
