@@ -122,10 +122,7 @@ def test_unknown_library_version_warns_and_the_run_goes_on(tmp_path: Path) -> No
     (fake / "torchrl").mkdir(parents=True)
     (fake / "torchrl" / "__init__.py").write_text('__version__ = "0.0.1"\n')
     user = tmp_path / "train.py"
-    user.write_text(
-        "import torchrl\n"
-        f"exec(open({script('gym_loop.py')!r}).read())\n"
-    )
+    user.write_text(f"import torchrl\nexec(open({script('gym_loop.py')!r}).read())\n")
     proc, data = gyreprof_run(tmp_path, str(user), env=_env_with_path(fake))
     assert proc.returncode == 0, proc.stderr
     msg = "torchrl 0.0.1 is not a version this instrumentation knows"
@@ -191,9 +188,7 @@ def test_async_vector_env_send_wait_and_worker_steps(tmp_path: Path) -> None:
     assert count(data, "sampler", "step_wait") == n
     workers = worker_counts(save)
     assert len(workers) == 3
-    resets = {
-        pid: c for pid, c in worker_counts(save, "env_reset").items() if pid in workers
-    }
+    resets = {pid: c for pid, c in worker_counts(save, "env_reset").items() if pid in workers}
     # gymnasium 1.x autoresets on the step after an episode ends (a reset, not a step):
     # each worker's steps plus its resets after the first make exactly n
     for pid, steps in workers.items():

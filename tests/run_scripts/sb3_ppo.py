@@ -56,10 +56,15 @@ def main():
     )
     algo = SlowTrainPPO if slow == "train" else PPO
     SlowTrainPPO.factor = sleep_s
-    model = algo("MlpPolicy", venv, n_steps=n_steps, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model = algo(
+        "MlpPolicy", venv, n_steps=n_steps, batch_size=64, n_epochs=1, seed=0, device="cpu"
+    )
+    t0 = time.perf_counter()
     model.learn(total_timesteps=total)
+    learn_s = time.perf_counter() - t0
     venv.close()
     print("TIMESTEPS_TAKEN", model.num_timesteps, flush=True)
+    print("LEARN_S", f"{learn_s:.6f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -251,9 +251,7 @@ def _run_and_report(
     if signals:
         names = ", ".join(signal.Signals(s).name for s in signals)
         notes.append(f"gyreprof run received {names} and passed it to the command")
-    report = collect_run(
-        run_dir, run_id, command, exit_code, notes=notes
-    )
+    report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
     print(f"\n{report}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:

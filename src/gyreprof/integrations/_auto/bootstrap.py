@@ -26,7 +26,9 @@ def start() -> bool:
     install_all()
     if state.run_dir is not None:
         try:  # so the report can tell "no Python process" from "nothing recognised"
-            os.close(os.open(state.run_dir / f"{os.getpid()}.boot", os.O_CREAT | os.O_WRONLY, 0o600))
+            os.close(
+                os.open(state.run_dir / f"{os.getpid()}.boot", os.O_CREAT | os.O_WRONLY, 0o600)
+            )
         except OSError:
             pass
     return True

@@ -144,9 +144,8 @@ class RunReport:
                 f"{self.python_processes} Python process(es) ran, but none stepped a gymnasium "
                 "env, ran a stable-baselines3 algorithm or iterated a TorchRL collector"
             )
-        return (
-            f"nothing recognised: {why}. Mark the phases by hand:\n    "
-            + "\n    ".join(HAND_MARKING)
+        return f"nothing recognised: {why}. Mark the phases by hand:\n    " + "\n    ".join(
+            HAND_MARKING
         )
 
 
@@ -260,9 +259,9 @@ def collect_run(
                 _load_snap(rec.snap_path(run_dir, pid, "trainer")),
             )
         elif pid in live:
-            got = live[pid]
+            segs = live[pid]
             entry = ProcessEntry(
-                pid, role, True, "live segment", (), got.get("sampler"), got.get("trainer")
+                pid, role, True, "live segment", (), segs.get("sampler"), segs.get("trainer")
             )
             if role == "child" and _has_data(entry.sampler):
                 if entry.sampler.summary().phases["env_step"].count > 0:

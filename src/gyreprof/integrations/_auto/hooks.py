@@ -67,7 +67,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             _run(fullname, module, callbacks)
 
         try:
-            loader.exec_module = exec_module
+            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
         except (AttributeError, TypeError):
             pass
         return spec
@@ -153,18 +153,19 @@ def patch_methods(
     if cls.__dict__.get(key):
         return
     previous = cls.__dict__.get("__init_subclass__")
+    owner: Any = cls
 
-    def __init_subclass__(sub: type, **kwargs: Any) -> None:
+    def __init_subclass__(sub: Any, /, **kwargs: Any) -> None:
         if previous is not None:
             previous.__get__(None, sub)(**kwargs)
         else:
-            super(cls, sub).__init_subclass__(**kwargs)  # type: ignore[misc]
+            super(owner, sub).__init_subclass__(**kwargs)
         try:
             _patch_one(sub, names, make)
         except Exception as exc:  # noqa: BLE001 - never break a class definition
             warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
 
-    cls.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
+    setattr(cls, "__init_subclass__", classmethod(__init_subclass__))  # noqa: B010
     setattr(cls, key, True)
 
 
