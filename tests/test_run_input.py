@@ -226,3 +226,30 @@ def test_signal_to_gyreprof_run_reaches_the_command_and_the_report_is_printed(
     check_format(data)
     assert count(data, "sampler", "env_step") >= 200
     assert data["processes"][0]["contributed"]
+
+
+def test_threads_each_record_and_are_merged(tmp_path: Path) -> None:
+    # one Profiler has one writer thread: each thread gets its own, merged at exit
+    proc, data = gyreprof_run(tmp_path, script("threads.py"), "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None
+    assert count(data, "sampler", "env_step") == 600
+    assert "Error" not in proc.stderr
+
+
+def test_html_and_save(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    html = tmp_path / "run.html"
+    save = tmp_path / "raw"
+    proc, data = gyreprof_run(
+        tmp_path, script("gym_loop.py"), "200", options=("--html", str(html), "--save", str(save))
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert html.read_text().lstrip().lower().startswith("<!doctype html")
+    assert "env_step" in html.read_text()
+    index = json.loads((save / "processes.json").read_text())
+    assert [p["role"] for p in index] == ["main"]
+    assert sorted(p.name for p in save.glob("*.snap")) == [
+        f"main-{index[0]['pid']}.sampler.snap",
+        f"main-{index[0]['pid']}.trainer.snap",
+    ]

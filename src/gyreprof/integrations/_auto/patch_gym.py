@@ -95,8 +95,7 @@ def install(gym: ModuleType) -> None:
     """Patch gymnasium (idempotent); a version it does not know: a warning, no patch."""
     problem = versions.check("gymnasium", getattr(gym, "__version__", None))
     if problem is not None:
-        st.note(problem)
-        hooks.warn(problem)
+        st.warn_once("gymnasium", problem)
         return
     hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
     hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)

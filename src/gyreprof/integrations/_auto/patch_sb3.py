@@ -84,8 +84,7 @@ def install(sb3: ModuleType) -> None:
     """Patch stable-baselines3 (idempotent); an unknown version: a warning, no patch."""
     problem = versions.check("stable_baselines3", getattr(sb3, "__version__", None))
     if problem is not None:
-        st.note(problem)
-        hooks.warn(problem)
+        st.warn_once("stable_baselines3", problem)
         return
     st.note_loop("sync")
     on = importlib.import_module("stable_baselines3.common.on_policy_algorithm")

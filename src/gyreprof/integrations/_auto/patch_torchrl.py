@@ -74,8 +74,7 @@ def install(torchrl: ModuleType) -> None:
         else:
             hooks.patch_methods(base, ("__iter__",), _iter)
             return
-    st.note(problem)
-    hooks.warn(problem)
+    st.warn_once("torchrl", problem)
 
 
 def register() -> None:

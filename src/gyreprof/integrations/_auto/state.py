@@ -146,6 +146,19 @@ def note(text: str) -> None:
             _notes.append(text)
 
 
+def warn_once(key: str, text: str) -> None:
+    """Print ``text`` once per run (the first process to claim ``key``), note it always."""
+    note(text)
+    if run_dir is not None:
+        try:
+            os.close(os.open(run_dir / f"warned-{key}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        except OSError:
+            pass
+    print(f"gyreprof run: {text}", file=sys.stderr, flush=True)
+
+
 def role() -> str:
     pid = os.getpid()
     if pid == main_pid:
