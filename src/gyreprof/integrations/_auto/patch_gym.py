@@ -12,6 +12,7 @@ slowest worker answers).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -20,46 +21,101 @@ from gyreprof.integrations._auto import hooks, versions
 from gyreprof.integrations._auto import state as st
 
 
-def _env_call(phase: str) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
-    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-        if phase == "env_step":
+def _params(fn: Callable[..., Any]) -> list[str] | None:
+    """Names of ``fn``'s parameters when all are plain positional-or-keyword, else None."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    ps = list(sig.parameters.values())
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in ps):
+        return None
+    return [p.name for p in ps]
 
-            def step(self: Any, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    t = st.tls.t
-                except AttributeError:
-                    t = st.new_thread()
-                if t.inside:
-                    return original(self, *args, **kwargs)
-                t.inside = True
-                try:
-                    with t.env_step:
-                        return original(self, *args, **kwargs)
-                finally:
-                    t.inside = False
 
-            return step
+def _step(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
+    if _params(original) == ["self", "action"]:
+        # gymnasium's own signature: no argument tuple or dict built per call
 
-        def reset(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def step(self: Any, action: Any) -> Any:
             try:
                 t = st.tls.t
             except AttributeError:
                 t = st.new_thread()
             if t.inside:
-                return original(self, *args, **kwargs)
+                return original(self, action)
             t.inside = True
             try:
-                with t.env_reset:
-                    return original(self, *args, **kwargs)
+                with t.env_step:
+                    return original(self, action)
             finally:
                 t.inside = False
 
-        return reset
+        return step
 
-    return make
+    def step_any(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.inside:
+            return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with t.env_step:
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return step_any
+
+
+def _reset(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``env.reset``: timed as ``env_reset`` when it is the outermost env call of the thread."""
+
+    def reset(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.inside:
+            return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with t.env_reset:
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return reset
 
 
 def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A vector env's ``step_async`` / ``step_wait`` (once per vector step)."""
+    params = _params(original)
+    if name == "step_async" and params == ["self", "actions"]:
+
+        def step_async_fast(self: Any, actions: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            with t.step_async:
+                return original(self, actions)
+
+        return step_async_fast
+    if name == "step_wait" and params == ["self"]:
+
+        def step_wait_fast(self: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            with t.step_wait:
+                return original(self)
+
+        return step_wait_fast
     if name == "step_async":
 
         def step_async(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -83,12 +139,8 @@ def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     return step_wait
 
 
-_STEP = _env_call("env_step")
-_RESET = _env_call("env_reset")
-
-
 def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    return _STEP(original, name) if name == "step" else _RESET(original, name)
+    return _step(original) if name == "step" else _reset(original)
 
 
 def install(gym: ModuleType) -> None:

@@ -32,7 +32,7 @@ from gyreprof.integrations._auto import records as rec
 # the thread-local that the patched methods read (replaced after fork / per session)
 tls = threading.local()
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
 _threads: list[ThreadState] = []
 _loops: set[str] = set()
 _notes: list[str] = []
@@ -275,7 +275,7 @@ def _after_fork_in_child() -> None:
     global tls, _lock, _threads
     # the parent's profilers stay the parent's: the child records into its own
     tls = threading.local()
-    _lock = threading.Lock()
+    _lock = threading.RLock()
     _threads = []
 
 
