@@ -74,3 +74,19 @@ def test_torchrl_profile_times_waits_and_the_loop_body() -> None:
 def test_torchrl_profile_wants_a_collector() -> None:
     with pytest.raises(TypeError, match=r"TorchRL collector .* got list"):
         torchrl.profile([])
+
+
+def test_sb3_off_policy_collection_against_gradient_steps() -> None:
+    from stable_baselines3 import DQN
+
+    model = DQN(
+        "MlpPolicy", "CartPole-v1", learning_starts=100, train_freq=4, seed=0, device="cpu"
+    )
+    with sb3.profile(model) as run:
+        model.learn(400)
+    s, t = run.sampler.summary(), run.trainer.summary()
+    assert s.phases["env_step"].count == 400
+    assert s.phases["fwd"].count == 400  # one action sampled per env step
+    assert t.phases["wait"].count == 100  # a collection every 4 steps
+    # gradient steps only once learning has started (after step 100)
+    assert 70 <= t.phases["compute"].count <= 76

@@ -151,6 +151,7 @@ def install(gym: ModuleType) -> None:
         return
     hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
     hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
+    st.preload()
 
 
 def _install_async(module: ModuleType) -> None:

@@ -97,6 +97,7 @@ def install(sb3: ModuleType) -> None:
     hooks.patch_methods(pol.ActorCriticPolicy, ("forward",), _forward)
     hooks.patch_methods(off.OffPolicyAlgorithm, ("_sample_action",), _forward)
     hooks.patch_methods(sub.SubprocVecEnv, ("step_async", "step_wait"), _vector_call)
+    st.preload()
 
 
 def register() -> None:

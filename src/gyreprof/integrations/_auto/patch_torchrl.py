@@ -73,6 +73,7 @@ def install(torchrl: ModuleType) -> None:
             )
         else:
             hooks.patch_methods(base, ("__iter__",), _iter)
+            st.preload()
             return
     st.warn_once("torchrl", problem)
 

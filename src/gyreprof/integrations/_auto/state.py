@@ -127,6 +127,15 @@ def new_thread() -> ThreadState:
     return t
 
 
+def preload() -> None:
+    """Import what recording needs now (called when a recognised library is imported), so
+    the first timed call inside the training loop does not pay for the imports."""
+    import gyreprof.profiler  # noqa: F401
+
+    if run_id is not None:
+        import gyreprof.live.publish  # noqa: F401
+
+
 def current() -> ThreadState:
     try:
         return tls.t  # type: ignore[no-any-return]
