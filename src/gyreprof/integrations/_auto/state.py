@@ -130,10 +130,13 @@ def new_thread() -> ThreadState:
 def preload() -> None:
     """Import what recording needs now (called when a recognised library is imported), so
     the first timed call inside the training loop does not pay for the imports."""
-    import gyreprof.profiler  # noqa: F401
+    try:  # only a head start: new_thread() imports what it needs anyway
+        import gyreprof.profiler  # noqa: F401
 
-    if run_id is not None:
-        import gyreprof.live.publish  # noqa: F401
+        if run_id is not None:
+            import gyreprof.live.publish  # noqa: F401
+    except ImportError:
+        pass
 
 
 def current() -> ThreadState:
