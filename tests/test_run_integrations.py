@@ -79,9 +79,7 @@ def test_torchrl_profile_wants_a_collector() -> None:
 def test_sb3_off_policy_collection_against_gradient_steps() -> None:
     from stable_baselines3 import DQN
 
-    model = DQN(
-        "MlpPolicy", "CartPole-v1", learning_starts=100, train_freq=4, seed=0, device="cpu"
-    )
+    model = DQN("MlpPolicy", "CartPole-v1", learning_starts=100, train_freq=4, seed=0, device="cpu")
     with sb3.profile(model) as run:
         model.learn(400)
     s, t = run.sampler.summary(), run.trainer.summary()
