@@ -21,6 +21,7 @@ from gyreprof._version import __version__
 
 # Display order in --help; commands not listed follow alphabetically.
 _ORDER = [
+    "run",
     "demo",
     "report",
     "top",

@@ -1,0 +1,131 @@
+"""``gyreprof run`` against the bare script: SB3 PPO on CartPole (4 envs, DummyVecEnv).
+
+Runnable comparison (interleaved: bare, instrumented, instrumented, bare, ...)::
+
+    python benchmarks/bench_run.py --rounds 7 --timesteps 4096
+
+Per run it records the wall time and the CPU time (user + system, the command
+and all its processes) of the whole command -- interpreter start, imports,
+training and, for ``gyreprof run``, the report at the end -- and the wall and
+CPU time inside ``model.learn``, which is what the patched methods cost while
+training. Each round runs the pair back to back (alternating which goes first)
+and the report gives the median of the per-round ratios. Torch runs with one
+thread (``OMP_NUM_THREADS=1``) in both, so the two do not fight over cores.
+On a machine shared with other work the CPU-time ratios are the ones to trust;
+wall time moves with everyone else's load.
+
+The tests run ``test_run_overhead_quick`` once, small, so this keeps working;
+the timing claim lives in BENCHMARKS.md, not in an assert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tests" / "run_scripts" / "sb3_ppo.py"
+KEYS = ("wall", "cpu", "learn_wall", "learn_cpu")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    src = str(ROOT / "src")
+    old = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = src + (os.pathsep + old if old else "")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def _printed(stdout: str, key: str) -> float:
+    for line in stdout.splitlines():
+        if line.startswith(key + " "):
+            return float(line.split()[1])
+    raise RuntimeError(f"the script printed no {key}:\n{stdout}")
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_once(instrumented: bool, vec: str, timesteps: int) -> dict[str, float]:
+    """Wall and CPU seconds of the whole command and of ``model.learn``."""
+    args = [str(SCRIPT), vec, "none", str(timesteps), "0", "128"]
+    if instrumented:
+        cmd = [sys.executable, "-m", "gyreprof", "run", "--", *args]
+    else:
+        cmd = [sys.executable, *args]
+    c0, t0 = _children_cpu_s(), time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=1800)
+    wall, cpu = time.perf_counter() - t0, _children_cpu_s() - c0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "learn_wall": _printed(proc.stdout, "LEARN_S"),
+        "learn_cpu": _printed(proc.stdout, "LEARN_CPU_S"),
+    }
+
+
+def compare(rounds: int, vec: str, timesteps: int) -> dict[str, list[dict[str, float]]]:
+    out: dict[str, list[dict[str, float]]] = {"bare": [], "run": []}
+    for i in range(rounds):
+        # alternate which goes first, so drift in the machine's load hits both alike
+        order = (False, True) if i % 2 == 0 else (True, False)
+        for instrumented in order:
+            out["run" if instrumented else "bare"].append(run_once(instrumented, vec, timesteps))
+        b, r = out["bare"][-1], out["run"][-1]
+        print(
+            f"round {i + 1}/{rounds}: "
+            + ", ".join(f"{k} {b[k]:.2f} -> {r[k]:.2f} s" for k in KEYS),
+            flush=True,
+        )
+    return out
+
+
+def report(res: dict[str, list[dict[str, float]]]) -> str:
+    lines = []
+    for k in KEYS:
+        bare = [x[k] for x in res["bare"]]
+        run = [x[k] for x in res["run"]]
+        ratio = statistics.median(r / b for r, b in zip(run, bare, strict=True))
+        best = min(run) / min(bare)  # the least disturbed run of each
+        lines.append(
+            f"{k:10s}: bare median {statistics.median(bare):.2f} s (min {min(bare):.2f}), "
+            f"gyreprof run median {statistics.median(run):.2f} s (min {min(run):.2f}); "
+            f"median per-round ratio {ratio:.3f} ({ratio - 1:+.1%}), min/min {best - 1:+.1%}"
+        )
+    return "\n".join(lines)
+
+
+@pytest.mark.slow
+def test_run_overhead_quick() -> None:
+    """Both forms run to the end (quick mode: no timing claim)."""
+    pytest.importorskip("stable_baselines3")
+    res = compare(1, "dummy", 512)
+    assert all(v > 0 for side in res.values() for x in side for v in x.values())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--timesteps", type=int, default=4096)
+    ap.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
+    args = ap.parse_args()
+    res = compare(args.rounds, args.vec, args.timesteps)
+    print(report(res))
+
+
+if __name__ == "__main__":
+    main()

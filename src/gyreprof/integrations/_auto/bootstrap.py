@@ -1,0 +1,34 @@
+"""Started in every Python process of a ``gyreprof run`` (by its ``sitecustomize``).
+
+Cheap when nothing is recognised: it registers post-import hooks and returns;
+numpy and the profilers load only when a patched library first records.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gyreprof.integrations._auto import patch_gym, patch_mp, patch_sb3, patch_torchrl, state
+
+
+def install_all() -> None:
+    """Patch every known library now or when it is imported (idempotent)."""
+    patch_mp.register()
+    patch_gym.register()
+    patch_sb3.register()
+    patch_torchrl.register()
+
+
+def start() -> bool:
+    """Instrument this process if ``$GYREPROF_RUN_DIR`` names a run; True if it does."""
+    if not state.configure_from_env():
+        return False
+    install_all()
+    if state.run_dir is not None:
+        try:  # so the report can tell "no Python process" from "nothing recognised"
+            os.close(
+                os.open(state.run_dir / f"{os.getpid()}.boot", os.O_CREAT | os.O_WRONLY, 0o600)
+            )
+        except OSError:
+            pass
+    return True

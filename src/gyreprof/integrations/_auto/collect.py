@@ -1,0 +1,334 @@
+"""Read a ``gyreprof run`` directory back into one report.
+
+A process counts as contributing when it left complete snapshots (its done
+file) or, if it was killed first, a live segment of this run that can still be
+read. Sampler snapshots are merged over every contributing process; the
+trainer's over those that timed a trainer loop. The verdict comes from
+``gp.diagnose`` on the two merged sides.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gyreprof.integrations._auto import records as rec
+
+FORMAT = "gyreprof.run/1"
+HAND_MARKING = (
+    'tp = gp.Profiler(["wait", "compute"], autosave="trainer.snap")',
+    'with tp.phase("wait"): batch = next(batches)    # and: with tp.phase("compute"): update(batch)',
+)
+
+
+@dataclass
+class ProcessEntry:
+    """One process of the run: did its numbers reach the report, and how."""
+
+    pid: int
+    role: str
+    contributed: bool
+    source: str  # exit | sigterm | mp-exit | live segment | none
+    loops: tuple[str, ...] = ()
+    sampler: Any = None  # Snapshot
+    trainer: Any = None  # Snapshot
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "role": self.role,
+            "contributed": self.contributed,
+            "source": self.source,
+        }
+
+
+@dataclass
+class RunReport:
+    """Everything ``gyreprof run`` reports; ``to_dict()`` is format ``gyreprof.run/1``."""
+
+    command: list[str]
+    exit_code: int | None
+    processes: list[ProcessEntry]
+    sampler: Any = None  # merged Snapshot or None
+    trainer: Any = None  # merged Snapshot or None
+    wait: Any = None  # WaitReport or None
+    verdict: Any = None  # Verdict or None
+    notes: list[str] = field(default_factory=list)
+    python_processes: int = 0
+
+    @property
+    def contributed(self) -> list[ProcessEntry]:
+        return [p for p in self.processes if p.contributed]
+
+    @property
+    def missing(self) -> list[ProcessEntry]:
+        return [p for p in self.processes if not p.contributed]
+
+    @property
+    def recognised(self) -> bool:
+        return self.sampler is not None or self.trainer is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+            "wait": self.wait.to_dict() if self.wait is not None else None,
+            "sampler": self.sampler.summary().to_dict() if self.sampler is not None else None,
+            "trainer": self.trainer.summary().to_dict() if self.trainer is not None else None,
+            "processes": [p.to_dict() for p in self.processes],
+            "exit_code": self.exit_code,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, default=_json_default)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    def processes_line(self) -> str:
+        got, miss = self.contributed, self.missing
+        n = len(self.processes)
+        parts = [f"{len(got)} of {n} process{'es' if n != 1 else ''} contributed"]
+        if got:
+            parts.append(", ".join(f"{p.role} {p.pid} ({p.source})" for p in got))
+        line = ": ".join(parts)
+        if miss:
+            line += "; did not contribute: " + ", ".join(
+                f"{p.role} {p.pid} (no snapshot and no readable live segment)" for p in miss
+            )
+        return line
+
+    def __str__(self) -> str:
+        lines: list[str] = []
+        cmd = " ".join(self.command)
+        ec = "in this process" if self.exit_code is None else f"exit code {self.exit_code}"
+        lines.append(f"gyreprof run: {cmd} ({ec})")
+        lines.append("processes: " + self.processes_line())
+        if not self.recognised:
+            lines.append(self.nothing_recognised())
+            lines += [f"note: {n}" for n in self.notes if not n.startswith("nothing recognised")]
+            return "\n".join(lines)
+        if self.sampler is not None:
+            n = sum(1 for p in self.contributed if p.sampler is not None)
+            lines.append("")
+            lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
+            lines.append(str(self.sampler.summary()))
+        if self.trainer is not None:
+            lines.append("")
+            lines.append("trainer (wait: collecting / waiting for a batch; compute: the update):")
+            lines.append(str(self.trainer.summary()))
+        if self.wait is not None:
+            lines.append("")
+            lines.append(str(self.wait))
+        if self.verdict is not None:
+            lines.append("")
+            lines.append(str(self.verdict))
+        if self.notes:
+            lines.append("")
+            lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def nothing_recognised(self) -> str:
+        if self.python_processes == 0:
+            why = (
+                "no Python process of this command was instrumented (is it a Python program? "
+                "`python -I`, `-E` and `-S` skip the start-up hook)"
+            )
+        else:
+            why = (
+                f"{self.python_processes} Python process(es) ran, but none stepped a gymnasium "
+                "env, ran a stable-baselines3 algorithm or iterated a TorchRL collector"
+            )
+        return f"nothing recognised: {why}. Mark the phases by hand:\n    " + "\n    ".join(
+            HAND_MARKING
+        )
+
+
+def _json_default(obj: object) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _has_data(snap: Any) -> bool:
+    return bool(snap is not None and snap.summary().events > 0)
+
+
+def _read_live(run_id: str, pids: set[int]) -> dict[int, dict[str, Any]]:
+    """Snapshots from the live segments this run left (processes that could not save)."""
+    import gyreprof as gp
+
+    out: dict[int, dict[str, Any]] = {}
+    names = {rec.segment_name(run_id, side): side for side in ("sampler", "trainer")}
+    try:
+        entries = gp.live.list()
+    except (OSError, ValueError):
+        return out
+    for e in entries:
+        side = names.get(e.name or "")
+        if side is None:
+            continue
+        if e.pid in pids and not e.alive:
+            try:
+                snap = gp.live.attach(e.path).snapshot()
+            except (LookupError, ValueError, OSError):
+                continue
+            slot = out.setdefault(e.pid, {})
+            slot[side] = gp.merge([slot[side], snap]) if side in slot else snap
+        if not e.alive:
+            try:
+                os.unlink(e.path)
+            except OSError:
+                pass
+    return out
+
+
+def _merge(snaps: list[Any]) -> Any:
+    import gyreprof as gp
+
+    snaps = [s for s in snaps if _has_data(s)]
+    if not snaps:
+        return None
+    return snaps[0] if len(snaps) == 1 else gp.merge(snaps)
+
+
+def _load_snap(path: Path) -> Any:
+    import gyreprof as gp
+
+    try:
+        return gp.Snapshot.from_bytes(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _pids(run_dir: Path, suffix: str) -> set[int]:
+    out = set()
+    for p in run_dir.glob(f"*{suffix}"):
+        head = p.name[: -len(suffix)]
+        if head.isdigit():
+            out.add(int(head))
+    return out
+
+
+def collect_run(
+    run_dir: Path,
+    run_id: str,
+    command: list[str],
+    exit_code: int | None,
+    *,
+    main_pid: int | None = None,
+    notes: list[str] | None = None,
+) -> RunReport:
+    """Read every process's contribution from ``run_dir`` and judge the run."""
+    started = _pids(run_dir, ".start.json")
+    done = _pids(run_dir, ".done.json")
+    booted = _pids(run_dir, ".boot")
+    live = _read_live(run_id, started - done)
+    entries: list[ProcessEntry] = []
+    all_notes: list[str] = list(notes or [])
+    for pid in sorted(started | done):
+        record = None
+        for path in (rec.done_path(run_dir, pid), rec.start_path(run_dir, pid)):
+            try:
+                record = rec.read_record(path)
+                break
+            except (OSError, ValueError):
+                continue
+        role = record.role if record is not None else "child"
+        if main_pid is not None and pid == main_pid:
+            role = "main"
+        if record is not None:
+            for n in record.notes:
+                if n not in all_notes:
+                    all_notes.append(n)
+        if pid in done and record is not None:
+            entry = ProcessEntry(
+                pid,
+                role,
+                True,
+                record.how,
+                record.loops,
+                _load_snap(rec.snap_path(run_dir, pid, "sampler")),
+                _load_snap(rec.snap_path(run_dir, pid, "trainer")),
+            )
+        elif pid in live:
+            segs = live[pid]
+            entry = ProcessEntry(
+                pid, role, True, "live segment", (), segs.get("sampler"), segs.get("trainer")
+            )
+            if role == "child" and _has_data(entry.sampler):
+                if entry.sampler.summary().phases["env_step"].count > 0:
+                    entry.role = "env_worker"
+        else:
+            entry = ProcessEntry(pid, role, False, "none")
+        entries.append(entry)
+    got = [e for e in entries if e.contributed]
+    sampler = _merge([e.sampler for e in got])
+    trainer = _merge([e.trainer for e in got])
+    report = RunReport(
+        command=list(command),
+        exit_code=exit_code,
+        processes=entries,
+        sampler=sampler,
+        trainer=trainer,
+        notes=all_notes,
+        python_processes=len(booted | started | done),
+    )
+    _judge(report, got)
+    if not report.recognised:
+        report.notes.insert(0, report.nothing_recognised())
+    return report
+
+
+def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
+    """``loop="sync"`` when every trainer loop ran is known to be synchronous and
+    ``gp.diagnose`` takes a ``loop`` argument (older versions guess)."""
+    import gyreprof as gp
+
+    try:
+        params = inspect.signature(gp.diagnose).parameters
+    except (TypeError, ValueError):
+        return {}
+    trainers = [e for e in got if _has_data(e.trainer)]
+    if "loop" in params and trainers and all("sync" in e.loops for e in trainers):
+        return {"loop": "sync"}
+    return {}
+
+
+def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
+    import gyreprof as gp
+
+    trainer = report.trainer
+    if trainer is not None:
+        t = trainer.summary()
+        if t.phases["wait"].count == 0 or t.phases["compute"].count == 0:
+            report.notes.append(
+                "the trainer loop did not complete a collect-and-update step, so there is no "
+                "wait ratio"
+            )
+            trainer = None
+        else:
+            try:
+                report.wait = gp.wait_report(trainer)
+            except ValueError as exc:
+                report.notes.append(f"no wait ratio: {exc}")
+                trainer = None
+    # the verdict judges the sampler the trainer waited on: the phases of the processes
+    # that ran the trainer loop (their env steps and vector-env waits tile its waits);
+    # the workers' own env steps overlap each other and are in the merged report
+    sampler = report.sampler
+    if trainer is not None:
+        sampler = _merge([e.sampler for e in got if _has_data(e.trainer)]) or sampler
+    if sampler is None and trainer is None:
+        return
+    try:
+        report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **_loop_kwargs(got))
+    except ValueError as exc:
+        report.notes.append(f"no verdict: {exc}")

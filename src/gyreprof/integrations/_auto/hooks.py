@@ -1,0 +1,172 @@
+"""Patch a library when it is imported, and patch methods on a class and its subclasses.
+
+``when_imported(name, callback)`` runs ``callback(module)`` right after module
+``name`` has finished executing (a finder on ``sys.meta_path`` wraps the
+module loader's ``exec_module``), or at once if it is already imported.
+Callbacks never raise into the importing code: a failure becomes a warning and
+the library stays uninstrumented.
+
+``patch_methods(cls, names, make)`` replaces each method in ``names`` that a
+class defines itself with ``make(original, name)``, for ``cls``, all its
+current subclasses and (through ``__init_subclass__``) every subclass defined
+later. Each wrapper is marked, so patching twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+MARK = "__gyreprof_wrapped__"
+
+Callback = Callable[[ModuleType], None]
+_pending: dict[str, list[Callback]] = {}
+_lock = threading.RLock()
+
+
+def warn(text: str) -> None:
+    print(f"gyreprof run: {text}", file=sys.stderr, flush=True)
+
+
+def _run(name: str, module: ModuleType, callbacks: list[Callback]) -> None:
+    for cb in callbacks:
+        try:
+            cb(module)
+        except Exception as exc:  # noqa: BLE001 - never break the user's import
+            warn(f"instrumenting {name} failed ({exc!r}); it runs uninstrumented")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for a watched name, wraps the real loader's exec_module."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in _pending:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        # only a per-module loader instance may get an instance attribute
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            original(module)
+            with _lock:
+                callbacks = _pending.pop(fullname, [])
+            _run(fullname, module, callbacks)
+
+        try:
+            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+
+_FINDER = _Finder()
+
+
+def when_imported(name: str, callback: Callback) -> None:
+    """``callback(module)`` once module ``name`` is imported (now, if it already is)."""
+    with _lock:
+        module = sys.modules.get(name)
+        if module is None or getattr(module, "__spec__", None) is None or _initializing(module):
+            _pending.setdefault(name, []).append(callback)
+            if _FINDER not in sys.meta_path:
+                sys.meta_path.insert(0, _FINDER)
+            return
+    _run(name, module, [callback])
+
+
+def _initializing(module: ModuleType) -> bool:
+    spec = getattr(module, "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def is_wrapped(fn: object) -> bool:
+    return bool(getattr(fn, MARK, False))
+
+
+def mark(wrapper: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:
+    """Make ``wrapper`` look like ``original`` (name, doc, signature) and mark it as ours."""
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(original, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(wrapper, MARK, True)
+    return wrapper
+
+
+Make = Callable[[Callable[..., Any], str], Callable[..., Any]]
+
+
+def _patch_one(cls: type, names: Sequence[str], make: Make) -> None:
+    for name in names:
+        fn = cls.__dict__.get(name)
+        if fn is None or not callable(fn) or is_wrapped(fn):
+            continue
+        if getattr(fn, "__isabstractmethod__", False):
+            continue
+        try:
+            setattr(cls, name, mark(make(fn, name), fn))
+        except (AttributeError, TypeError):  # a C type or a frozen class: leave it
+            pass
+
+
+def _all_subclasses(cls: type) -> list[type]:
+    out: list[type] = []
+    todo = [cls]
+    seen: set[int] = set()
+    while todo:
+        c = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
+        out.append(c)
+        try:
+            todo.extend(c.__subclasses__())
+        except TypeError:  # type.__subclasses__ needs an argument
+            pass
+    return out
+
+
+def patch_methods(
+    cls: type, names: Sequence[str], make: Make, *, skip: Sequence[type] = ()
+) -> None:
+    """Wrap ``names`` wherever ``cls`` or a subclass (now or later) defines them."""
+    for c in _all_subclasses(cls):
+        if c not in skip:
+            _patch_one(c, names, make)
+    key = f"__gyreprof_subclass_hook_{'_'.join(names)}__"
+    if cls.__dict__.get(key):
+        return
+    previous = cls.__dict__.get("__init_subclass__")
+    owner: Any = cls
+
+    def __init_subclass__(sub: Any, /, **kwargs: Any) -> None:
+        if previous is not None:
+            previous.__get__(None, sub)(**kwargs)
+        else:
+            super(owner, sub).__init_subclass__(**kwargs)
+        try:
+            _patch_one(sub, names, make)
+        except Exception as exc:  # noqa: BLE001 - never break a class definition
+            warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
+
+    setattr(cls, "__init_subclass__", classmethod(__init_subclass__))  # noqa: B010
+    setattr(cls, key, True)
+
+
+__all__ = ["MARK", "is_wrapped", "mark", "patch_methods", "warn", "when_imported"]

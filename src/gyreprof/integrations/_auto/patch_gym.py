@@ -1,0 +1,164 @@
+"""gymnasium: ``step``/``reset`` of the outermost env called, vector-env send/wait.
+
+Every ``gymnasium.Env`` subclass that defines ``step`` or ``reset`` gets a
+wrapper; the thread's nesting guard makes only the outermost call count, so a
+stack of wrappers (TimeLimit, OrderEnforcing, Monitor, ...) around CartPole is
+one ``env_step``. Envs stepped by a ``SyncVectorEnv`` (or SB3's ``DummyVecEnv``,
+TorchRL's ``GymEnv``/``SerialEnv``) are timed one by one in the calling
+process; envs in ``AsyncVectorEnv`` workers are timed in the worker process,
+and the parent times ``step_async`` (the send) and ``step_wait`` (until the
+slowest worker answers).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import state as st
+
+
+def _params(fn: Callable[..., Any]) -> list[str] | None:
+    """Names of ``fn``'s parameters when all are plain positional-or-keyword, else None."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    ps = list(sig.parameters.values())
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in ps):
+        return None
+    return [p.name for p in ps]
+
+
+def _step(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
+    if _params(original) == ["self", "action"]:
+        # gymnasium's own signature: no argument tuple or dict built per call
+
+        def step(self: Any, action: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            if t.inside:
+                return original(self, action)
+            t.inside = True
+            try:
+                with t.env_step:
+                    return original(self, action)
+            finally:
+                t.inside = False
+
+        return step
+
+    def step_any(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.inside:
+            return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with t.env_step:
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return step_any
+
+
+def _reset(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``env.reset``: timed as ``env_reset`` when it is the outermost env call of the thread."""
+
+    def reset(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.inside:
+            return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with t.env_reset:
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return reset
+
+
+def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A vector env's ``step_async`` / ``step_wait`` (once per vector step)."""
+    params = _params(original)
+    if name == "step_async" and params == ["self", "actions"]:
+
+        def step_async_fast(self: Any, actions: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            with t.step_async:
+                return original(self, actions)
+
+        return step_async_fast
+    if name == "step_wait" and params == ["self"]:
+
+        def step_wait_fast(self: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            with t.step_wait:
+                return original(self)
+
+        return step_wait_fast
+    if name == "step_async":
+
+        def step_async(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                t = st.tls.t
+            except AttributeError:
+                t = st.new_thread()
+            with t.step_async:
+                return original(self, *args, **kwargs)
+
+        return step_async
+
+    def step_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        with t.step_wait:
+            return original(self, *args, **kwargs)
+
+    return step_wait
+
+
+def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    return _step(original) if name == "step" else _reset(original)
+
+
+def install(gym: ModuleType) -> None:
+    """Patch gymnasium (idempotent); a version it does not know: a warning, no patch."""
+    problem = versions.check("gymnasium", getattr(gym, "__version__", None))
+    if problem is not None:
+        st.warn_once("gymnasium", problem)
+        return
+    hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
+    hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
+    st.preload()
+
+
+def _install_async(module: ModuleType) -> None:
+    cls = getattr(module, "AsyncVectorEnv", None)
+    if cls is not None:
+        hooks.patch_methods(cls, ("step_async", "step_wait"), _vector_call)
+
+
+def register() -> None:
+    hooks.when_imported("gymnasium", install)

@@ -1,0 +1,104 @@
+"""stable-baselines3: rollout collection is the trainer's ``wait``, ``train`` its ``compute``.
+
+- ``collect_rollouts`` (on- and off-policy) starts a trainer step and is timed
+  as ``wait``; ``train`` (every algorithm's own) closes the step as
+  ``compute``. Both loops are synchronous (collect, then train).
+- The policy forward during rollouts is the sampler's ``fwd``: the
+  ``ActorCriticPolicy.forward`` call of an on-policy rollout, the
+  ``_sample_action`` of an off-policy one.
+- ``SubprocVecEnv``: ``step_async`` / ``step_wait`` in the main process; the
+  workers' env steps are timed in the workers (gymnasium's patch).
+  ``DummyVecEnv`` steps its envs in-process, timed one by one as ``env_step``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto.patch_gym import _vector_call
+
+WAIT, COMPUTE = st.WAIT, st.COMPUTE
+
+
+def _collect(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def collect_rollouts(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.in_collect:
+            return original(self, *args, **kwargs)
+        t.in_collect = True
+        t.tbegin()
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            t.tlap(WAIT)
+            t.in_collect = False
+
+    return collect_rollouts
+
+
+def _train(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def train(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if t.in_train:
+            return original(self, *args, **kwargs)
+        t.in_train = True
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            t.tlap(COMPUTE)
+            t.in_train = False
+
+    return train
+
+
+def _forward(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            t = st.tls.t
+        except AttributeError:
+            t = st.new_thread()
+        if not t.in_collect or t.inside:
+            return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with t.fwd:
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return forward
+
+
+def install(sb3: ModuleType) -> None:
+    """Patch stable-baselines3 (idempotent); an unknown version: a warning, no patch."""
+    problem = versions.check("stable_baselines3", getattr(sb3, "__version__", None))
+    if problem is not None:
+        st.warn_once("stable_baselines3", problem)
+        return
+    st.note_loop("sync")
+    on = importlib.import_module("stable_baselines3.common.on_policy_algorithm")
+    off = importlib.import_module("stable_baselines3.common.off_policy_algorithm")
+    pol = importlib.import_module("stable_baselines3.common.policies")
+    sub = importlib.import_module("stable_baselines3.common.vec_env.subproc_vec_env")
+    for base in (on.OnPolicyAlgorithm, off.OffPolicyAlgorithm):
+        hooks.patch_methods(base, ("collect_rollouts",), _collect)
+        hooks.patch_methods(base, ("train",), _train, skip=(base,))
+    hooks.patch_methods(pol.ActorCriticPolicy, ("forward",), _forward)
+    hooks.patch_methods(off.OffPolicyAlgorithm, ("_sample_action",), _forward)
+    hooks.patch_methods(sub.SubprocVecEnv, ("step_async", "step_wait"), _vector_call)
+    st.preload()
+
+
+def register() -> None:
+    hooks.when_imported("stable_baselines3", install)

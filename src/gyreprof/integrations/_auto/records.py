@@ -1,0 +1,115 @@
+"""What one process of a ``gyreprof run`` leaves in the run directory.
+
+Per process (``pid``):
+
+- ``<pid>.start.json``: written when the process first records something (its
+  role and parent); a process with a start file and nothing else did not
+  contribute.
+- ``<pid>.sampler.snap`` / ``<pid>.trainer.snap``: ``Snapshot.to_bytes()`` of
+  the process's sampler and trainer profilers (all threads merged), written at
+  exit.
+- ``<pid>.done.json``: written last, so its presence means the snapshots are
+  complete.
+
+Every file is written through a unique temporary name and ``os.replace``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RECORD_VERSION = 1
+SAMPLER_PHASES: tuple[str, ...] = ("env_step", "env_reset", "step_async", "step_wait", "fwd")
+TRAINER_PHASES: tuple[str, ...] = ("wait", "compute")
+
+ENV_RUN_DIR = "GYREPROF_RUN_DIR"
+ENV_RUN_ID = "GYREPROF_RUN_ID"
+ENV_MAIN_PID = "GYREPROF_RUN_MAIN_PID"
+ENV_PATH = "GYREPROF_RUN_PATH"
+
+_MAX_RECORD_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """One process's entry (start or done file): a declared type with a version."""
+
+    pid: int
+    role: str
+    ppid: int
+    how: str = "started"  # started | exit | sigterm | mp-exit | explicit
+    loops: tuple[str, ...] = ()  # loop shapes the frameworks it ran are known to have
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    version: int = RECORD_VERSION
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["loops"] = list(self.loops)
+        d["notes"] = list(self.notes)
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> ProcessRecord:
+        """Parse a record; ValueError for anything that is not one."""
+        try:
+            d: Any = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a gyreprof run record: {exc}") from None
+        if not isinstance(d, dict) or d.get("version") != RECORD_VERSION:
+            raise ValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
+        try:
+            return cls(
+                pid=int(d["pid"]),
+                role=str(d["role"]),
+                ppid=int(d["ppid"]),
+                how=str(d.get("how", "started")),
+                loops=tuple(str(x) for x in d.get("loops", ())),
+                notes=tuple(str(x) for x in d.get("notes", ())),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"malformed gyreprof run record: {exc!r}") from None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a unique temporary file and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_record(path: Path) -> ProcessRecord:
+    with open(path, "rb") as f:
+        data = f.read(_MAX_RECORD_BYTES + 1)
+    if len(data) > _MAX_RECORD_BYTES:
+        raise ValueError(f"{path}: larger than {_MAX_RECORD_BYTES} bytes, not a run record")
+    return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
+
+
+def start_path(run_dir: Path, pid: int) -> Path:
+    return run_dir / f"{pid}.start.json"
+
+
+def done_path(run_dir: Path, pid: int) -> Path:
+    return run_dir / f"{pid}.done.json"
+
+
+def snap_path(run_dir: Path, pid: int, side: str) -> Path:
+    return run_dir / f"{pid}.{side}.snap"
+
+
+def segment_name(run_id: str, side: str) -> str:
+    """Name of a live segment of this run (``side``: sampler or trainer)."""
+    return f"gyreprof-run-{run_id}:{side}"

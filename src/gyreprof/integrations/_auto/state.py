@@ -1,0 +1,294 @@
+"""This process's automatic profilers: one sampler and one trainer Profiler per thread.
+
+The patched library methods read the calling thread's :class:`ThreadState`
+(``tls.t``, created on first use by :func:`new_thread`) and time through its
+phase timers: one C-level context manager per timed call, no allocation per
+call. A Profiler has one writer thread, so every thread gets its own pair; they
+are merged when the process saves.
+
+``ThreadState.inside`` is the nesting guard: only the outermost of nested env
+calls (a wrapper's ``step`` calling the wrapped env's ``step``) is timed.
+
+Under ``gyreprof run`` (``$GYREPROF_RUN_DIR`` set) the process writes its
+snapshots into the run directory once, at the first of: normal exit
+(``atexit``, also after an uncaught exception), SIGTERM, the end of a
+``multiprocessing`` child's ``_bootstrap`` (before its ``os._exit``). Each
+profiler also publishes a live segment, which ``gyreprof run`` reads when a
+process was killed before it could save.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from gyreprof.integrations._auto import records as rec
+
+# the thread-local that the patched methods read (replaced after fork / per session)
+tls = threading.local()
+
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
+_threads: list[ThreadState] = []
+_loops: set[str] = set()
+_notes: list[str] = []
+_saved_pid = 0
+_started_pid = 0
+_hooks_pid = 0
+_prev_sigterm: Any = None
+
+run_dir: Path | None = None
+run_id: str | None = None
+main_pid = 0
+
+
+def configure_from_env() -> bool:
+    """Read the run directory from the environment; True when this process is in a run."""
+    global run_dir, run_id, main_pid
+    d = os.environ.get(rec.ENV_RUN_DIR)
+    if not d:
+        return False
+    run_dir = Path(d)
+    run_id = os.environ.get(rec.ENV_RUN_ID) or "run"
+    mp = os.environ.get(rec.ENV_MAIN_PID)
+    if not mp:
+        # the first Python process of the run is its main process; children inherit this
+        os.environ[rec.ENV_MAIN_PID] = mp = str(os.getpid())
+    try:
+        main_pid = int(mp)
+    except ValueError:
+        main_pid = 0
+    return True
+
+
+class ThreadState:
+    """One thread's profilers and phase timers (what the patched methods touch)."""
+
+    __slots__ = (
+        "inside",
+        "in_collect",
+        "in_train",
+        "sampler",
+        "trainer",
+        "env_step",
+        "env_reset",
+        "step_async",
+        "step_wait",
+        "fwd",
+        "tbegin",
+        "tlap",
+    )
+
+    def __init__(self, sampler: Any, trainer: Any) -> None:
+        self.inside = False
+        self.in_collect = False
+        self.in_train = False
+        self.sampler = sampler
+        self.trainer = trainer
+        ph = sampler.phase
+        self.env_step = ph("env_step")
+        self.env_reset = ph("env_reset")
+        self.step_async = ph("step_async")
+        self.step_wait = ph("step_wait")
+        self.fwd = ph("fwd")
+        self.tbegin = trainer.begin
+        self.tlap = trainer.lap
+
+
+WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
+COMPUTE = 1
+
+
+def new_thread() -> ThreadState:
+    """Create (and register) the calling thread's profilers: the slow path of ``tls.t``."""
+    from gyreprof.profiler import Profiler
+
+    live_s: bool | str = False
+    live_t: bool | str = False
+    if run_id is not None:
+        live_s = rec.segment_name(run_id, "sampler")
+        live_t = rec.segment_name(run_id, "trainer")
+    kw: dict[str, Any] = dict(capacity=1 << 12, label="gyreprof-run")
+    try:
+        sampler = Profiler(rec.SAMPLER_PHASES, live=live_s, **kw)
+        trainer = Profiler(rec.TRAINER_PHASES, live=live_t, window_steps=1, **kw)
+    except OSError:  # no shared memory: record without the live segments
+        sampler = Profiler(rec.SAMPLER_PHASES, **kw)
+        trainer = Profiler(rec.TRAINER_PHASES, window_steps=1, **kw)
+    t = ThreadState(sampler, trainer)
+    tls.t = t
+    with _lock:
+        _threads.append(t)
+    _on_first_record()
+    return t
+
+
+def preload() -> None:
+    """Import what recording needs now (called when a recognised library is imported), so
+    the first timed call inside the training loop does not pay for the imports."""
+    try:  # only a head start: new_thread() imports what it needs anyway
+        import gyreprof.profiler  # noqa: F401
+
+        if run_id is not None:
+            import gyreprof.live.publish  # noqa: F401
+    except ImportError:
+        pass
+
+
+def current() -> ThreadState:
+    try:
+        return tls.t  # type: ignore[no-any-return]
+    except AttributeError:
+        return new_thread()
+
+
+def note_loop(kind: str) -> None:
+    """Remember a loop shape a framework is known to have (e.g. ``"sync"``)."""
+    _loops.add(kind)
+
+
+def note(text: str) -> None:
+    """A line for the run's report (e.g. a library left uninstrumented)."""
+    with _lock:
+        if text not in _notes:
+            _notes.append(text)
+
+
+def warn_once(key: str, text: str) -> None:
+    """Print ``text`` once per run (the first process to claim ``key``), note it always."""
+    note(text)
+    if run_dir is not None:
+        try:
+            os.close(os.open(run_dir / f"warned-{key}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+        except OSError:
+            pass
+    print(f"gyreprof run: {text}", file=sys.stderr, flush=True)
+
+
+def role() -> str:
+    pid = os.getpid()
+    if pid == main_pid:
+        return "main"
+    with _lock:
+        threads = list(_threads)
+    for t in threads:
+        if _env_steps(t) > 0:
+            return "env_worker"
+    return "child"
+
+
+def _env_steps(t: ThreadState) -> int:
+    return int(t.sampler.snapshot().summary().phases["env_step"].count)
+
+
+def threads() -> list[ThreadState]:
+    with _lock:
+        return list(_threads)
+
+
+def _record(how: str) -> rec.ProcessRecord:
+    return rec.ProcessRecord(
+        pid=os.getpid(),
+        role=role() if how != "started" else ("main" if os.getpid() == main_pid else "child"),
+        ppid=os.getppid(),
+        how=how,
+        loops=tuple(sorted(_loops)),
+        notes=tuple(_notes),
+    )
+
+
+def _on_first_record() -> None:
+    global _started_pid
+    pid = os.getpid()
+    if _started_pid == pid:
+        return
+    _started_pid = pid
+    if run_dir is None:
+        return
+    try:
+        rec.write_atomic(rec.start_path(run_dir, pid), _record("started").to_json().encode())
+    except OSError as exc:
+        print(f"gyreprof run: pid {pid} cannot write to {run_dir}: {exc}", file=sys.stderr)
+    _install_exit_hooks()
+
+
+def save(how: str) -> bool:
+    """Write this process's snapshots into the run directory (once per process)."""
+    global _saved_pid
+    pid = os.getpid()
+    if run_dir is None or _saved_pid == pid:
+        return False
+    ts = threads()
+    if not ts:
+        return False
+    _saved_pid = pid
+    try:
+        from gyreprof import merge
+
+        for side in ("sampler", "trainer"):
+            snaps = [getattr(t, side).snapshot() for t in ts]
+            snap = snaps[0] if len(snaps) == 1 else merge(snaps)
+            rec.write_atomic(rec.snap_path(run_dir, pid, side), snap.to_bytes())
+        rec.write_atomic(rec.done_path(run_dir, pid), _record(how).to_json().encode())
+    except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+        print(f"gyreprof run: pid {pid} could not save its profile: {exc!r}", file=sys.stderr)
+        return False
+    return True
+
+
+def _atexit() -> None:
+    save("exit")
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    save("sigterm")
+    prev = _prev_sigterm
+    if callable(prev):
+        prev(signum, frame)
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install_exit_hooks() -> None:
+    global _hooks_pid, _prev_sigterm
+    if _hooks_pid:  # atexit and signal handlers survive fork: once per process tree line
+        return
+    _hooks_pid = os.getpid()
+    atexit.register(_atexit)
+    if threading.current_thread() is threading.main_thread():
+        prev = signal.getsignal(signal.SIGTERM)
+        if prev in (signal.SIG_DFL, None):
+            _prev_sigterm = None
+            signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def fresh_threads() -> int:
+    """Start new per-thread profilers from here on (a session); returns the registry mark."""
+    global tls
+    with _lock:
+        mark = len(_threads)
+    tls = threading.local()
+    return mark
+
+
+def threads_since(mark: int) -> list[ThreadState]:
+    with _lock:
+        return list(_threads[mark:])
+
+
+def _after_fork_in_child() -> None:
+    global tls, _lock, _threads
+    # the parent's profilers stay the parent's: the child records into its own
+    tls = threading.local()
+    _lock = threading.RLock()
+    _threads = []
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,95 @@
+"""Shared by the ``gyreprof run`` tests: run a command under ``gyreprof run`` and read its JSON."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import gyreprof as gp
+
+SCRIPTS = Path(__file__).resolve().parent
+# gp.diagnose(loop="sync") (the loop-shape-aware verdict) decides synchronous
+# collect-then-train runs by the larger share; without it any wait above 10% is
+# "sampler-bound", which is wrong for a slow train().
+HAS_LOOP_VERDICT = "loop" in inspect.signature(gp.diagnose).parameters
+
+RUN_KEYS = {"format", "verdict", "wait", "sampler", "trainer", "processes", "exit_code", "notes"}
+
+
+def gyreprof_run(
+    tmp_path: Path,
+    *command: str,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """``gyreprof run --json FILE OPTIONS -- COMMAND``; the completed process and the JSON."""
+    out = tmp_path / "run.json"
+    full_env = dict(os.environ)
+    full_env["PYTHONUNBUFFERED"] = "1"
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "run", "--json", str(out), *options, "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=tmp_path,
+    )
+    data = json.loads(out.read_text()) if out.exists() else None
+    return proc, data
+
+
+def script(name: str) -> str:
+    return str(SCRIPTS / name)
+
+
+def printed(stdout: str, key: str) -> int:
+    """The number after ``key`` in a script's output (e.g. TIMESTEPS_TAKEN 2048)."""
+    for line in stdout.splitlines():
+        if line.startswith(key + " "):
+            return int(line.split()[1])
+    raise AssertionError(f"{key} not printed; stdout was:\n{stdout}")
+
+
+def check_format(data: dict[str, Any]) -> None:
+    """The ``gyreprof.run/1`` keys and their types."""
+    assert set(data) == RUN_KEYS, sorted(data)
+    assert data["format"] == "gyreprof.run/1"
+    for p in data["processes"]:
+        assert {"pid", "role", "contributed"} <= set(p)
+        assert isinstance(p["pid"], int) and isinstance(p["contributed"], bool)
+    if data["sampler"] is not None:
+        assert set(data["sampler"]["phases"]) == {
+            "env_step",
+            "env_reset",
+            "step_async",
+            "step_wait",
+            "fwd",
+        }
+    if data["trainer"] is not None:
+        assert set(data["trainer"]["phases"]) == {"wait", "compute"}
+    if data["verdict"] is not None:
+        assert data["verdict"]["bound"] in ("trainer", "sampler", "balanced", "unknown")
+    if data["wait"] is not None:
+        assert 0.0 <= data["wait"]["ratio"] <= 1.0
+
+
+def count(data: dict[str, Any], side: str, phase: str) -> int:
+    return int(data[side]["phases"][phase]["count"])
+
+
+def worker_counts(save_dir: Path, phase: str = "env_step") -> dict[int, int]:
+    """env-step count per env_worker process, from ``--save DIR``'s raw snapshots."""
+    out = {}
+    for path in save_dir.glob("env_worker-*.sampler.snap"):
+        pid = int(path.name.split("-")[1].split(".")[0])
+        snap = gp.Snapshot.from_bytes(path.read_bytes())
+        out[pid] = snap.summary().phases[phase].count
+    return out
