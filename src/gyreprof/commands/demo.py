@@ -100,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--warmup must be >= 0")
     if args.hidden < 1:
         raise UsageError("--hidden must be >= 1")
+    from gyreprof.commands._args import require_extra
+
+    require_extra("the demo", "gymnasium", "gym")
     if not args.json:
         print(
             f"gyreprof demo: {args.env}, numpy MLP policy ({args.hidden} hidden), queue.Queue "

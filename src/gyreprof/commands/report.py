@@ -55,6 +55,12 @@ def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gyreprof.commands._args import require_extra
+
+    if args.plot is not None:
+        require_extra("--plot", "matplotlib", "plot")
+    if args.html is not None:
+        require_extra("--html (its pictures)", "matplotlib", "plot")
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
     from gyreprof.export import EventsFile

@@ -187,12 +187,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
 
     from gyreprof.analysis.sweep import SweepUsageError, parse_bytes, sweep
 
-    if args.plot and importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--plot needs matplotlib; install it with: pip install gyreprof[plot]")
+    if args.plot:
+        _args.require_extra("--plot", "matplotlib", "plot")
     memory_limit = None
     if args.memory_limit is not None:
         try:

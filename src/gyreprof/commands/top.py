@@ -8,7 +8,6 @@ import sys
 import time
 from typing import Any
 
-from gyreprof._errors import UsageError
 from gyreprof.commands import _args
 
 
@@ -59,19 +58,16 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gyreprof.live._top import TopModel
 
+    if not args.once and not args.json:
+        _args.require_extra(
+            "the interactive view", "rich.live", "rich", "rich", "(or use --once, or --json)"
+        )
     model = TopModel(args.pid)
     try:
         if args.once:
             return _once(model, args)
         if args.json:
             return _stream_json(model, args)
-        try:
-            import rich  # noqa: F401
-        except ImportError:
-            raise UsageError(
-                "the interactive view needs rich: pip install 'gyreprof[rich]' "
-                "(or use --once, or --once --json)"
-            ) from None
         return _interactive(model, args)
     except LookupError as exc:
         print(f"gyreprof top: {exc}", file=sys.stderr)
