@@ -199,3 +199,13 @@ def plot_text(text: object) -> str:
     """``text`` made safe for a matplotlib label, title or legend: :func:`safe_name`,
     then every ``$`` escaped so mathtext does not parse it (``cost $x$`` stays literal)."""
     return safe_name(text).replace("$", r"\$")
+
+
+def safe_text(text: object) -> str:
+    """A multi-line report made safe to print: each line through :func:`safe_name`, the
+    line breaks kept. For whole rendered reports (census, doctor, check) whose lines may
+    quote names, paths, command lines or log text."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isprintable():
+        return s
+    return "\n".join(safe_name(line) for line in s.split("\n"))

@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 
 
 def register(sub: Any) -> None:
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
         print()
     else:
-        print(summary)
+        print(safe_text(summary))
         if args.save:
             print(f"saved to {args.save} (read it back with: gyreprof report {args.save})")
     return 0

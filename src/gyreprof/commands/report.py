@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 
 
 def register(sub: Any) -> None:
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
         print()
     elif args.markdown:
-        print(summary.to_markdown())
+        print(safe_text(summary.to_markdown()))
     else:
-        print(summary)
+        print(safe_text(summary))
     return 0

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -238,5 +239,5 @@ def run(args: argparse.Namespace) -> int:
     if to_stdout_json:
         print(result.to_json(summaries=args.summaries))
     else:
-        print(result)
+        print(safe_text(result))
     return 0 if result.measured else 1

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             return _stream_json(model, args)
         return _interactive(model, args)
     except LookupError as exc:
-        print(f"gyreprof top: {exc}", file=sys.stderr)
+        print(f"gyreprof top: {safe_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
@@ -88,7 +89,7 @@ def _once(model: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(frame.to_dict(), indent=2))
     else:
-        sys.stdout.write(render_text(frame))
+        sys.stdout.write(safe_text(render_text(frame)))
     return 0 if frame.processes else (2 if frame.errors else 1)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._format import fmt_bytes, fmt_pct, shorten, text_table
+from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
@@ -327,7 +327,7 @@ class Census:
         if self.vanished:
             extra.insert(0, f"exited during the census: pids {fmt_pids(self.vanished)}")
         lines += [f"note: {n}" for n in extra]
-        return "\n".join(lines)
+        return safe_text("\n".join(lines))
 
 
 def _fmt_cpu(percent: float | None) -> str:
