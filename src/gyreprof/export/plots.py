@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof._errors import MissingExtraError
 from gyreprof._format import plot_text
 from gyreprof.export._source import Resolved, require_histograms, resolve
 from gyreprof.histogram import STEP
@@ -42,7 +41,9 @@ def _mpl() -> Any:
         from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
         from matplotlib.figure import Figure  # noqa: F401
     except ImportError:
-        raise MissingExtraError("gyreprof's plots", "matplotlib", "plot") from None
+        raise ImportError(
+            "gyreprof's plots need matplotlib: pip install 'gyreprof[plot]'"
+        ) from None
     return matplotlib
 
 
