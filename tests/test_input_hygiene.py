@@ -393,3 +393,23 @@ def test_the_blocker_blocks_only_what_it_names(blocker_dir: Path, saved: Path) -
     out = _without(blocker_dir, "no_such_module_here", "report", str(saved))
     assert out.returncode == 0, out.stderr
     assert "env\\x1b[2J\\x07" in out.stdout
+
+
+# ------------------------------------------------------------------ overflow at Python entry points
+
+
+def test_no_overflow_error_from_python_entry_points() -> None:
+    prof = gp.Profiler(["a"], window_steps=10)
+    for _ in range(30):
+        prof.begin()
+        prof.lap(0)
+    prof.end()
+    with pytest.raises(ValueError, match=r"^steps must be at most "):
+        prof.windows(steps=2**70)
+    with pytest.raises(ValueError, match=r"^seconds must be at most "):
+        prof.windows(seconds=1e300)
+    assert prof.windows(steps=10)  # ordinary values still work
+    with pytest.raises(ValueError, match=r"^interval_s must be at most 86400 seconds"):
+        gp.census(os.getpid(), interval_s=1e300)
+    with pytest.raises(ValueError, match=r"^sample_s must be at most 86400 seconds"):
+        gp.check_parallelism(os.getpid(), sample_s=1e300)

@@ -343,11 +343,16 @@ def _check_pid(pid: Any) -> int:
     return pid
 
 
+_MAX_INTERVAL_S = 86400
+
+
 def check_seconds(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    if value > _MAX_INTERVAL_S:  # time.sleep and psutil overflow far above
+        raise ValueError(f"{name} must be at most {_MAX_INTERVAL_S} seconds (a day), got {value!r}")
     return float(value)
 
 
