@@ -132,6 +132,8 @@ def test_entry_owned_by_another_uid_is_untrusted_and_reported(
     assert census.processes[0].role is None  # the planted role is not shown
     assert any("untrusted" in n for n in census.notes)
     assert "untrusted" in str(census)
+    report = gp.check_parallelism(worker.pid, registry=registry_folder)
+    assert any("untrusted" in n for n in report.notes)
     # the same file given back to the worker's uid is believed again: the owner is the reason
     os.chown(entry, 0, 0)
     records, _ = _read(worker.pid, registry_folder)
