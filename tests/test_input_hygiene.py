@@ -372,6 +372,12 @@ def _without(
         ("matplotlib", ["report", "{saved}", "--html", "{tmp}/out.html"], "gyreprof[plot]"),
         ("rich", ["top"], "gyreprof[rich]"),
         ("gymnasium", ["demo", "--steps", "10"], "gyreprof[gym]"),
+        (
+            "matplotlib",
+            ["sweep", "no_such_mod:make", "--param", "batch_size", "--values", "1,2"]
+            + ["--plot", "{tmp}/s.png"],
+            "gyreprof[plot]",
+        ),
     ],
 )
 def test_missing_extra_stops_before_any_output(
