@@ -8,8 +8,8 @@ waits against the rollouts, the verdict and the ``gyreprof.run/1`` format.
 The slow-update runs sleep 2x the preceding collection in each update, so the
 trainer waits about a third of the time on any machine: trainer-bound,
 although the old rule ("any wait above 10% is sampler-bound") says otherwise.
-Those verdict tests need ``gp.diagnose(loop=...)``; before it exists they are
-expected to fail (strict xfail), which shows the old rule's mistake.
+``gyreprof run`` declares such loops synchronous (``gp.diagnose(loop="sync")``),
+and the verdict then weighs the two sides' shares of wall time.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ pytest.importorskip("stable_baselines3")
 pytest.importorskip("torchrl")
 
 from run_scripts.runhelp import (  # noqa: E402
-    HAS_LOOP_VERDICT,
     check_format,
     count,
     gyreprof_run,
@@ -33,12 +32,6 @@ from run_scripts.runhelp import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.slow
-
-needs_loop_verdict = pytest.mark.xfail(
-    not HAS_LOOP_VERDICT,
-    reason="gp.diagnose has no loop= yet: the old rule calls a 33% wait sampler-bound",
-    strict=True,
-)
 
 Run = tuple[Any, dict[str, Any], Path]
 
@@ -133,7 +126,6 @@ def test_sb3_dummy_slow_train_waits_a_third(sb3_dummy_train: Run) -> None:
     assert 0.1 < data["wait"]["ratio"] < 0.5
 
 
-@needs_loop_verdict
 def test_sb3_dummy_slow_train_is_trainer_bound(sb3_dummy_train: Run) -> None:
     _, data, _ = sb3_dummy_train
     assert data["verdict"]["bound"] == "trainer"
@@ -172,7 +164,6 @@ def test_sb3_subproc_slow_train_counts(sb3_subproc_train: Run) -> None:
     assert 0.1 < data["wait"]["ratio"] < 0.5
 
 
-@needs_loop_verdict
 def test_sb3_subproc_slow_train_is_trainer_bound(sb3_subproc_train: Run) -> None:
     _, data, _ = sb3_subproc_train
     assert data["verdict"]["bound"] == "trainer"
@@ -198,7 +189,6 @@ def test_torchrl_slow_loop_body_waits_a_third(torchrl_train: Run) -> None:
     assert 0.1 < data["wait"]["ratio"] < 0.5
 
 
-@needs_loop_verdict
 def test_torchrl_slow_loop_body_is_trainer_bound(torchrl_train: Run) -> None:
     _, data, _ = torchrl_train
     assert data["verdict"]["bound"] == "trainer"

@@ -13,6 +13,7 @@ ratio           :func:`fmt_factor`     ``3.2x``
 speed-up        :func:`fmt_speedup`    ``0.5% faster``, ``3.2x as fast``
 relative change :func:`fmt_change_pct` ``+12%``, ``-3.4%``
 long text       :func:`shorten`        ``python train.py --conf...``
+user text       :func:`safe_name`      ``env\\x1b[2J`` (control characters as escapes)
 ==============  =====================  ======================================
 
 Tables: :func:`text_table` (aligned plain text) and :func:`markdown_table`.
@@ -171,3 +172,40 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out)
+
+
+def safe_name(text: object) -> str:
+    """``text`` made safe to print to a terminal: control characters (escape sequences,
+    bells, carriage returns, newlines, the C1 range, bidirectional overrides) become
+    visible escapes such as ``\\x1b`` and ``\\n``; a backslash stays a backslash and
+    ordinary Unicode (accents, CJK, emoji) is kept as it is.
+
+    Every user-given name (phase, counter, label, process title) and every line read
+    from a log goes through this before it reaches a terminal or a plain-text report.
+    """
+    s = text if isinstance(text, str) else str(text)
+    if s.isprintable():
+        return s
+    out = []
+    for ch in s:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1])
+    return "".join(out)
+
+
+def plot_text(text: object) -> str:
+    """``text`` made safe for a matplotlib label, title or legend: :func:`safe_name`,
+    then every ``$`` escaped so mathtext does not parse it (``cost $x$`` stays literal)."""
+    return safe_name(text).replace("$", r"\$")
+
+
+def safe_text(text: object) -> str:
+    """A multi-line report made safe to print: each line through :func:`safe_name`, the
+    line breaks kept. For whole rendered reports (census, doctor, check) whose lines may
+    quote names, paths, command lines or log text."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isprintable():
+        return s
+    return "\n".join(safe_name(line) for line in s.split("\n"))

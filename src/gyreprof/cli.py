@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from gyreprof._errors import MissingExtraError, UsageError
+from gyreprof._format import safe_text
 from gyreprof._version import __version__
 
 # Display order in --help; commands not listed follow alphabetically.
@@ -62,10 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, MissingExtraError) as exc:
-        print(f"gyreprof {args.command}: {exc}", file=sys.stderr)
+        print(f"gyreprof {args.command}: {safe_text(exc)}", file=sys.stderr)
         return 2
     except (ValueError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
-        print(f"gyreprof {args.command}: error: {exc}", file=sys.stderr)
+        print(f"gyreprof {args.command}: error: {safe_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -30,6 +30,7 @@ import numpy as np
 from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
+from gyreprof._validate import check_int, check_number
 from gyreprof.histogram import STEP
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
 from gyreprof.summary import Summary, default_meta
@@ -38,6 +39,11 @@ from gyreprof.window import Window, windows_from_events
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_PHASES = 255
+_MAX_INT64 = 2**63 - 1
+_MAX_CAPACITY = 1 << 30  # events in the ring (the core's limit)
+_MAX_WINDOWS = 1 << 20
+_MAX_COUNTERS = 4096
+_MAX_WARMUP_S = 1e9  # ~31 years: keeps warm-up in ns inside int64
 
 
 class UnknownPhaseError(KeyError, ValueError):
@@ -212,9 +218,17 @@ def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
         raise ValueError("a Profiler needs at least one phase name")
     if len(names) > _MAX_PHASES:
         raise ValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
-    for n in names:
-        if not isinstance(n, str) or not n.strip():
-            raise ValueError(f"phase names must be non-empty strings, got {n!r}")
+    for i, n in enumerate(names):
+        if not isinstance(n, str):
+            raise TypeError(f"phases[{i}] must be a str, got {type(n).__name__} {n!r}")
+        if not n.strip():
+            raise ValueError(f"phases[{i}] must be a non-empty name, got {n!r}")
+        try:
+            n.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"phases[{i}] must be text that UTF-8 can encode (no lone surrogates), got {n!r}"
+            ) from None
         if n == STEP:
             raise ValueError(f"{STEP!r} is reserved for whole steps")
     dup = {n for n in names if names.count(n) > 1}
@@ -269,36 +283,51 @@ class Profiler:
         self.phases: tuple[str, ...] = _validate_phases(phases)
         if warmup_steps is not None and warmup_s is not None:
             raise ValueError("give warmup_steps or warmup_s, not both")
-        for name, val in (
-            ("capacity", capacity),
-            ("window_steps", window_steps),
-            ("max_windows", max_windows),
-            ("significant_figures", significant_figures),
-        ):
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
-                raise TypeError(f"{name} must be an int, got {type(val).__name__}")
-        if capacity <= 0:
-            raise ValueError(f"capacity must be a positive number of events, got {capacity}")
-        if not 1 <= significant_figures <= 5:
-            raise ValueError(f"significant_figures must be 1..5, got {significant_figures}")
+        # every check names its argument; bools are refused as ints; the maxima keep each
+        # value inside what the core stores (int64 / int), so no OverflowError gets through
+        capacity = check_int("capacity", capacity, minimum=1, maximum=_MAX_CAPACITY)
+        significant_figures = check_int(
+            "significant_figures", significant_figures, minimum=1, maximum=5
+        )
+        window_steps = check_int("window_steps", window_steps, minimum=1, maximum=_MAX_INT64)
+        max_windows = check_int("max_windows", max_windows, minimum=1, maximum=_MAX_WINDOWS)
+        max_counters = check_int("max_counters", max_counters, minimum=0, maximum=_MAX_COUNTERS)
+        lowest_ns = check_int("lowest_ns", lowest_ns, minimum=1, maximum=_MAX_INT64)
+        highest_ns = check_int("highest_ns", highest_ns, minimum=1, maximum=_MAX_INT64)
+        if highest_ns < 2 * lowest_ns:
+            raise ValueError(
+                f"highest_ns must be at least 2 * lowest_ns, got lowest_ns={lowest_ns} "
+                f"and highest_ns={highest_ns}"
+            )
         wsteps = 0
         if warmup_steps is not None:
-            if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)):
-                raise TypeError(f"warmup_steps must be an int, got {type(warmup_steps).__name__}")
-            if warmup_steps < 0:
-                raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
-            wsteps = int(warmup_steps)
+            wsteps = check_int("warmup_steps", warmup_steps, minimum=0, maximum=_MAX_INT64)
         wns = 0
         if warmup_s is not None:
-            try:
-                ws = float(warmup_s)
-            except (TypeError, ValueError):
-                raise TypeError(f"warmup_s must be a number of seconds, got {warmup_s!r}") from None
-            if not math.isfinite(ws) or ws < 0:
-                raise ValueError(f"warmup_s must be a finite number >= 0, got {warmup_s!r}")
+            ws = check_number(
+                "warmup_s", warmup_s, minimum=0.0, maximum=_MAX_WARMUP_S, unit="seconds"
+            )
             wns = int(ws * 1e9)
+        if not isinstance(clock, str):
+            raise TypeError(f"clock must be 'monotonic' or 'tsc', got {type(clock).__name__}")
         if clock not in ("monotonic", "tsc"):
             raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
+        if not isinstance(per_thread, bool):
+            raise TypeError(f"per_thread must be True or False, got {per_thread!r}")
+        if label is not None:
+            if not isinstance(label, str):
+                raise TypeError(
+                    f"label must be a str or None, got {type(label).__name__} {label!r}"
+                    + ("; decode it first (label=x.decode())" if isinstance(label, bytes) else "")
+                )
+            try:
+                label.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"label must be text that UTF-8 can encode (no lone surrogates), got {label!r}"
+                ) from None
+        if live is not True and live is not False and not isinstance(live, str):
+            raise TypeError(f"live must be True, False or a segment name, got {live!r}")
         self._rec_kwargs: dict[str, Any] = dict(
             capacity=int(capacity),
             significant_figures=int(significant_figures),

@@ -33,7 +33,7 @@ import numpy as np
 from gyreprof import _io, _limits, _notes
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, text_table
+from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name, text_table
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, HistogramView, check_percentile
 from gyreprof.window import Window, WindowStats
@@ -331,10 +331,11 @@ class Summary:
     TABLE_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")
 
     def table_rows(self) -> list[list[str]]:
-        """The summary table as formatted cells, one row per phase and one for whole steps."""
+        """The summary table as formatted cells, one row per phase and one for whole steps
+        (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
         return [
             [
-                name,
+                safe_name(name),
                 str(st.count),
                 *(fmt_ns(v) for v in (st.mean, st.p50, st.p90, st.p99, st.p999, st.max)),
                 fmt_pct(st.share) if name != STEP else "",
@@ -368,12 +369,15 @@ class Summary:
         steady = {**{k: v.mean for k, v in self.phases.items()}, STEP: self.step.mean}
         if w.first_ns:
             parts = [
-                f"{n} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
+                f"{safe_name(n)} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
                 for n, v in w.first_ns.items()
             ]
             lines.append("first call: " + ", ".join(parts))
         if w.mean_ns:
-            parts = [f"{n} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}" for n, v in w.mean_ns.items()]
+            parts = [
+                f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}"
+                for n, v in w.mean_ns.items()
+            ]
             lines.append("warm-up vs steady mean: " + ", ".join(parts))
         lines.append(
             f"profiler overhead: {fmt_pct(self.overhead_share)} of wall time "
@@ -386,7 +390,7 @@ class Summary:
             lines.append(
                 "counters: "
                 + ", ".join(
-                    f"{k} {v} ({self.counter_rates.get(k, math.nan):.3g}/s)"
+                    f"{safe_name(k)} {v} ({self.counter_rates.get(k, math.nan):.3g}/s)"
                     for k, v in self.counters.items()
                 )
             )
@@ -394,7 +398,8 @@ class Summary:
 
     def to_markdown(self) -> str:
         headers = list(self.TABLE_HEADERS)
-        rows = self.table_rows()
+        # a '|' in a name would split its cell
+        rows = [[c.replace("|", "\\|") for c in r] for r in self.table_rows()]
         head = (
             f"**{self.steps} steady steps, {fmt_rate(self.steps_per_s)}**; {self.warmup}; "
             f"profiler overhead {fmt_pct(self.overhead_share)}"

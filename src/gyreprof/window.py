@@ -133,6 +133,10 @@ def rolling_windows(
     return out
 
 
+_MAX_WINDOW_STEPS = 2**62
+_MAX_WINDOW_S = 4e9  # ~127 years: 4e18 ns still fits an int64
+
+
 def windows_from_events(
     events: np.ndarray,
     phases: Sequence[str],
@@ -146,6 +150,8 @@ def windows_from_events(
     if steps is not None:
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
+        if steps > _MAX_WINDOW_STEPS:  # the step counter is an int64
+            raise ValueError(f"steps must be at most {_MAX_WINDOW_STEPS}, got {steps}")
     elif seconds is not None:
         try:
             sec = float(seconds)
@@ -153,6 +159,8 @@ def windows_from_events(
             raise ValueError(f"seconds must be a positive number, got {seconds!r}") from None
         if not math.isfinite(sec) or sec <= 0:
             raise ValueError(f"seconds must be a positive number, got {seconds!r}")
+        if sec > _MAX_WINDOW_S:  # in ns it must fit an int64
+            raise ValueError(f"seconds must be at most {_MAX_WINDOW_S:g}, got {seconds!r}")
     if len(events) == 0:
         return []
     if steps is not None:

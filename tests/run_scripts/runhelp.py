@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import subprocess
@@ -13,11 +12,6 @@ from typing import Any
 import gyreprof as gp
 
 SCRIPTS = Path(__file__).resolve().parent
-# gp.diagnose(loop="sync") (the loop-shape-aware verdict) decides synchronous
-# collect-then-train runs by the larger share; without it any wait above 10% is
-# "sampler-bound", which is wrong for a slow train().
-HAS_LOOP_VERDICT = "loop" in inspect.signature(gp.diagnose).parameters
-
 RUN_KEYS = {"format", "verdict", "wait", "sampler", "trainer", "processes", "exit_code", "notes"}
 
 

@@ -64,3 +64,18 @@ def positive_number(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def require_extra(
+    feature: str, module: str, extra: str, package: str | None = None, note: str = ""
+) -> None:
+    """Refuse to start (``MissingExtraError``: exit 2 with the install hint, before any
+    output) when the optional ``module`` that ``feature`` needs cannot be imported."""
+    import importlib
+
+    from gyreprof._errors import MissingExtraError
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(feature, package or module, extra, note) from None

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -45,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
         result = census(args.pid, interval_s=args.interval, registry=args.registry)
     except ProcessLookupError as exc:
         raise UsageError(str(exc)) from None
-    print(result.to_json() if args.json else result)
+    print(result.to_json() if args.json else safe_text(result))
     return 0

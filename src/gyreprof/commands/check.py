@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -120,5 +121,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except ProcessLookupError as exc:
         raise UsageError(str(exc)) from None
-    print(report.to_json() if args.json else report)
+    print(report.to_json() if args.json else safe_text(report))
     return report.exit_code

@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 
 
 def register(sub: Any) -> None:
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--warmup must be >= 0")
     if args.hidden < 1:
         raise UsageError("--hidden must be >= 1")
+    from gyreprof.commands._args import require_extra
+
+    require_extra("the demo", "gymnasium", "gym")
     if not args.json:
         print(
             f"gyreprof demo: {args.env}, numpy MLP policy ({args.hidden} hidden), queue.Queue "
@@ -117,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
         print()
     else:
-        print(summary)
+        print(safe_text(summary))
         if args.save:
             print(f"saved to {args.save} (read it back with: gyreprof report {args.save})")
     return 0

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -68,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    print(result.to_json() if args.json else result, flush=True)
+    print(result.to_json() if args.json else safe_text(result), flush=True)
     return result.exit_code

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 
 
 def register(subparsers: Any) -> None:
@@ -63,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
-    print(report.to_json() if args.json else report, flush=True)
+    print(report.to_json() if args.json else safe_text(report), flush=True)
     return report.exit_code

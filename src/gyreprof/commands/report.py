@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 
 
 def register(sub: Any) -> None:
@@ -55,6 +56,12 @@ def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gyreprof.commands._args import require_extra
+
+    if args.plot is not None:
+        require_extra("--plot", "matplotlib", "plot")
+    if args.html is not None:
+        require_extra("--html (its pictures)", "matplotlib", "plot")
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
     from gyreprof.export import EventsFile
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
         print()
     elif args.markdown:
-        print(summary.to_markdown())
+        print(safe_text(summary.to_markdown()))
     else:
-        print(summary)
+        print(safe_text(summary))
     return 0

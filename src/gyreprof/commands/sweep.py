@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -187,12 +188,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib.util
 
     from gyreprof.analysis.sweep import SweepUsageError, parse_bytes, sweep
 
-    if args.plot and importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("--plot needs matplotlib; install it with: pip install gyreprof[plot]")
+    if args.plot:
+        _args.require_extra("--plot", "matplotlib", "plot")
     memory_limit = None
     if args.memory_limit is not None:
         try:
@@ -239,5 +239,5 @@ def run(args: argparse.Namespace) -> int:
     if to_stdout_json:
         print(result.to_json(summaries=args.summaries))
     else:
-        print(result)
+        print(safe_text(result))
     return 0 if result.measured else 1

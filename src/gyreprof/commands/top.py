@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from gyreprof._errors import UsageError
+from gyreprof._format import safe_text
 from gyreprof.commands import _args
 
 
@@ -59,22 +59,19 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gyreprof.live._top import TopModel
 
+    if not args.once and not args.json:
+        _args.require_extra(
+            "the interactive view", "rich.live", "rich", "rich", "(or use --once, or --json)"
+        )
     model = TopModel(args.pid)
     try:
         if args.once:
             return _once(model, args)
         if args.json:
             return _stream_json(model, args)
-        try:
-            import rich  # noqa: F401
-        except ImportError:
-            raise UsageError(
-                "the interactive view needs rich: pip install 'gyreprof[rich]' "
-                "(or use --once, or --once --json)"
-            ) from None
         return _interactive(model, args)
     except LookupError as exc:
-        print(f"gyreprof top: {exc}", file=sys.stderr)
+        print(f"gyreprof top: {safe_text(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
@@ -92,7 +89,7 @@ def _once(model: Any, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(frame.to_dict(), indent=2))
     else:
-        sys.stdout.write(render_text(frame))
+        sys.stdout.write(safe_text(render_text(frame)))
     return 0 if frame.processes else (2 if frame.errors else 1)
 
 

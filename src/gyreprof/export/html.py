@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _notes
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate
+from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
 from gyreprof.histogram import STEP
@@ -41,7 +41,8 @@ footer { margin-top: 2em; color: #888; font-size: 0.8em; }
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    # control characters in a name become visible escapes, then HTML-escaped
+    return html.escape(safe_name(text), quote=True)
 
 
 def _table(headers: list[str], body: list[list[str]], row_classes: list[str] | None = None) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof._format import plot_text
 from gyreprof.export._source import Resolved, require_histograms, resolve
 from gyreprof.histogram import STEP
 from gyreprof.window import Window
@@ -152,7 +153,12 @@ def plot_percentiles(
         q = 100.0 * (1.0 - 1.0 / x)
         y = np.array([st.percentile(float(v)) for v in q]) / scale
         style = {"color": "black", "linestyle": "--", "linewidth": 1.4} if name == STEP else {}
-        ax.plot(x, y, label=f"{name}  (p99 {st.p99 / scale:.3g} {unit}, n={st.count})", **style)
+        ax.plot(
+            x,
+            y,
+            label=f"{plot_text(name)}  (p99 {st.p99 / scale:.3g} {unit}, n={st.count})",
+            **style,
+        )
     ticks, labels = _tail_ticks(n_max)
     ax.set_xscale("log")
     ax.set_xticks(ticks)
@@ -306,9 +312,15 @@ def plot_windows(
     for name, color in zip(names, colors, strict=True):
         p50 = np.array([w.phases[name].p50 if name in w.phases else np.nan for w in wins]) / scale
         p99 = np.array([w.phases[name].p99 if name in w.phases else np.nan for w in wins]) / scale
-        ax.plot(x, p50, color=color, marker=marker, markersize=3, label=f"{name} p50")
+        ax.plot(x, p50, color=color, marker=marker, markersize=3, label=f"{plot_text(name)} p50")
         ax.plot(
-            x, p99, color=color, linestyle="--", marker=marker, markersize=3, label=f"{name} p99"
+            x,
+            p99,
+            color=color,
+            linestyle="--",
+            marker=marker,
+            markersize=3,
+            label=f"{plot_text(name)} p99",
         )
     _shade_warmup(ax, wins, t0)
     if log_y is None:
@@ -366,7 +378,7 @@ def plot_shares(
             color=f"C{j % 10}",
             edgecolor="white",
             linewidth=0.3,
-            label=name,
+            label=plot_text(name),
         )
         for b, h in zip(bars, hatch, strict=True):
             if h:
@@ -446,7 +458,7 @@ def plot_report(
             color="grey",
         )
     label = res.summary.meta.get("label")
-    fig.suptitle(f"gyreprof report{f': {label}' if label else ''}")
+    fig.suptitle(f"gyreprof report{f': {plot_text(label)}' if label else ''}")
     fig.tight_layout()
     return _finish(fig, path)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, text_table
+from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name, text_table
 from gyreprof._serial import encode, plain, serial_format
 from gyreprof.histogram import STEP
 from gyreprof.live import _layout as lay
@@ -338,7 +338,7 @@ def _status(v: ProcessView) -> str:
 
 def _headline(v: ProcessView) -> str:
     e = v.entry
-    parts = [f"pid {e.pid}", str(e.name), _status(v)]
+    parts = [f"pid {e.pid}", safe_name(e.name), _status(v)]
     if v.snapshot is not None:
         s = v.snapshot.summary()
         parts.append(f"step {v.step}")
@@ -346,11 +346,11 @@ def _headline(v: ProcessView) -> str:
             parts.append(f"{fmt_rate(v.window.summary().steps_per_s)} last {v.window_s:.1f} s")
         parts.append(f"{fmt_rate(s.steps_per_s)} since start")
         if v.open_phase is not None and v.open_for_ns is not None:
-            parts.append(f"in {v.open_phase} for {fmt_ns(v.open_for_ns)}")
+            parts.append(f"in {safe_name(v.open_phase)} for {fmt_ns(v.open_for_ns)}")
         if not s.warmup.done:
             parts.append("warming up")
     if v.error:
-        parts.append(v.error)
+        parts.append(safe_name(v.error))
     return " | ".join(parts)
 
 
@@ -360,7 +360,7 @@ def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
     rows = []
     for name in [*s.phases, STEP]:
         st = s.phases[name] if name in s.phases else s.step
-        row = [name]
+        row = [safe_name(name)]
         if w is not None:
             ws = w.phases[name] if name in w.phases else w.step
             row += [
@@ -394,7 +394,7 @@ def _footer(snap: Snapshot) -> str:
     if s.negative:
         bits.append(f"negative {s.negative}")
     if s.counters:
-        bits.append("counters " + ", ".join(f"{k} {v}" for k, v in s.counters.items()))
+        bits.append("counters " + ", ".join(f"{safe_name(k)} {v}" for k, v in s.counters.items()))
     return "  " + " | ".join(bits)
 
 
@@ -435,7 +435,7 @@ def _notes(frame: Frame) -> list[str]:
             "remove them with gyreprof.live.clean()"
         )
     for e in frame.errors:
-        out.append(f"unreadable: {e.path}: {e.error}")
+        out.append(f"unreadable: {safe_name(e.path)}: {safe_name(e.error)}")
     return out
 
 
@@ -450,9 +450,9 @@ def render_rich(frame: Frame) -> Any:
 
     def table(title: str, snap: Snapshot, window: Snapshot | None, caption: str) -> Table:
         t = Table(
-            title=title,
+            title=Text(title),
             title_justify="left",
-            caption=caption,
+            caption=Text(caption),
             caption_justify="left",
             expand=False,
             pad_edge=False,
@@ -467,7 +467,8 @@ def render_rich(frame: Frame) -> Any:
                     f"{group}\n{h}", justify="right", style=style, no_wrap=True, min_width=7
                 )
         for row in _rows(snap, window):
-            t.add_row(*row[:-1], style="dim" if row[0] == STEP else None)
+            # Text cells: rich must not read '[...]' in a name as markup
+            t.add_row(*(Text(c) for c in row[:-1]), style="dim" if row[0] == STEP else None)
         return t
 
     for v in frame.processes:

@@ -23,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._format import fmt_bytes, fmt_pct, shorten, text_table
+from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
@@ -327,7 +327,7 @@ class Census:
         if self.vanished:
             extra.insert(0, f"exited during the census: pids {fmt_pids(self.vanished)}")
         lines += [f"note: {n}" for n in extra]
-        return "\n".join(lines)
+        return safe_text("\n".join(lines))
 
 
 def _fmt_cpu(percent: float | None) -> str:
@@ -343,11 +343,16 @@ def _check_pid(pid: Any) -> int:
     return pid
 
 
+_MAX_INTERVAL_S = 86400
+
+
 def check_seconds(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    if value > _MAX_INTERVAL_S:  # time.sleep and psutil overflow far above
+        raise ValueError(f"{name} must be at most {_MAX_INTERVAL_S} seconds (a day), got {value!r}")
     return float(value)
 
 

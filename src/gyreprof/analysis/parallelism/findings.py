@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._format import safe_text
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
@@ -159,7 +160,7 @@ class ParallelismReport:
             lines.append(f"  {self.census.limits.describe()}")
         lines += [f"- {msg}" for msg in self.findings]
         lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return safe_text("\n".join(lines))
 
 
 def _canon(value: Any) -> Any:

@@ -8,7 +8,14 @@ files of the pids it finds in a process tree.
 
 The registry directory is ``$GYREPROF_REGISTRY_DIR`` when set, otherwise
 ``<tempdir>/gyreprof-<uid>/workers``. Files are written atomically (temporary
-file + ``os.replace``), so a reader never sees half an entry. Each entry holds
+file + ``os.replace``), so a reader never sees half an entry.
+
+Trust: folders are created with mode 0700 and entries with mode 0600 through
+``O_CREAT | O_EXCL | O_NOFOLLOW``. A reader believes an entry only when the file
+is a regular file (not a link) owned by the uid the process it names runs as,
+writable by no one else, in a folder where only that user (or root) can create
+files. Any other entry is ignored and reported as untrusted in the census notes:
+another local user cannot give your workers a role or config they do not have. Each entry holds
 the process's start time, so an entry left behind by a dead process is never
 attributed to a new process that got the same pid; such entries are ignored
 and removed when the registry is read.
@@ -18,10 +25,12 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import errno
 import getpass
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -35,6 +44,7 @@ import psutil
 
 from gyreprof._errors import CorruptDataError
 from gyreprof._serial import decode, encode, serial_format
+from gyreprof.live._layout import folder_trusted_for, process_uid
 
 __all__ = [
     "FORMAT",
@@ -64,6 +74,10 @@ THREAD_ENV_VARS: tuple[str, ...] = (
 _CREATE_TIME_TOLERANCE_S = 0.05
 
 _ENV_DIR = "GYREPROF_REGISTRY_DIR"
+# An entry is a few KiB of JSON; anything much larger is not ours (bounded read).
+_MAX_ENTRY_BYTES = 1 << 20
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _atexit_installed: set[tuple[int, str]] = set()
 _register_lock = threading.Lock()
 
@@ -99,8 +113,33 @@ def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = F
                 f"set {_ENV_DIR} to a directory of your own"
             )
     if create:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _make_private(directory)
     return directory
+
+
+def _euid() -> int | None:
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _make_private(directory: Path) -> None:
+    """Create ``directory`` (and missing parents) with mode 0700; take back a folder of
+    ours that others can write; refuse (``PermissionError``) a folder where other users
+    can create files, since readers would not believe entries written there."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    uid = _euid()
+    if uid is None:
+        return
+    st = os.lstat(directory)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == uid and st.st_mode & 0o022:
+        os.chmod(directory, stat.S_IMODE(st.st_mode) & ~0o077, follow_symlinks=False)
+        st = os.lstat(directory)
+    if not folder_trusted_for(st, uid):
+        raise PermissionError(
+            f"the worker registry {directory} is not a private folder (owner uid {st.st_uid}, "
+            f"mode {stat.S_IMODE(st.st_mode):o}{', a link' if stat.S_ISLNK(st.st_mode) else ''}); "
+            f"readers would not believe entries there: set {_ENV_DIR} to a folder only you "
+            "can write"
+        )
 
 
 @serial_format(FORMAT)
@@ -276,9 +315,88 @@ def _entry_path(directory: Path, pid: int) -> Path:
     return directory / f"{pid}.json"
 
 
-def _read_entry(path: Path) -> WorkerRecord:
+class UntrustedEntryError(CorruptDataError):
+    """A registration that may have been written by someone other than the worker it names."""
+
+
+def _read_bytes(path: Path) -> tuple[bytes, os.stat_result]:
+    """The file's bytes (never through a link, never blocking on a FIFO, at most
+    ``_MAX_ENTRY_BYTES``) and its fstat."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedEntryError(
+                f"worker registration {path} is a symbolic link: untrusted, ignored"
+            ) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UntrustedEntryError(f"worker registration {path} is not a regular file")
+        if st.st_size > _MAX_ENTRY_BYTES:
+            raise CorruptDataError(
+                f"worker registration {path} is {st.st_size} bytes; entries are at most "
+                f"{_MAX_ENTRY_BYTES}"
+            )
+        chunks = []
+        left = _MAX_ENTRY_BYTES + 1
+        while left > 0:
+            b = os.read(fd, min(left, 65536))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > _MAX_ENTRY_BYTES:
+            raise CorruptDataError(f"worker registration {path} grew past {_MAX_ENTRY_BYTES} bytes")
+        return data, st
+    finally:
+        os.close(fd)
+
+
+def _check_trust(path: Path, st: os.stat_result, pid: int) -> None:
+    """``UntrustedEntryError`` unless the entry of ``pid`` is owned by the uid ``pid`` runs
+    as, writable by its owner only, in a folder only that owner (or root) can create in."""
+    where = str(path)
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedEntryError(
+            f"worker registration {where} is writable by other users "
+            f"(mode {stat.S_IMODE(st.st_mode):o}): untrusted, ignored"
+        )
+    runs_as = process_uid(pid)
+    if runs_as is None:
+        raise UntrustedEntryError(
+            f"worker registration {where}: cannot tell which uid pid {pid} runs as: "
+            "untrusted, ignored"
+        )
+    if st.st_uid != runs_as:
+        raise UntrustedEntryError(
+            f"worker registration {where} belongs to uid {st.st_uid}, but pid {pid} runs as "
+            f"uid {runs_as}: untrusted, ignored"
+        )
+    try:
+        dst = os.stat(path.parent)
+    except OSError as exc:
+        raise UntrustedEntryError(f"cannot check the folder of {where}: {exc}") from None
+    if not folder_trusted_for(dst, st.st_uid):
+        raise UntrustedEntryError(
+            f"worker registration {where} sits in {path.parent}, where other users can create "
+            f"files (owner uid {dst.st_uid}, mode {stat.S_IMODE(dst.st_mode):o}): "
+            "untrusted, ignored"
+        )
+
+
+def _read_entry(path: Path, *, trust_pid: int | None = None) -> WorkerRecord:
+    """The record in ``path``; with ``trust_pid``, only if it passes :func:`_check_trust`
+    for that pid (``UntrustedEntryError`` otherwise)."""
+    raw, st = _read_bytes(path)
+    if trust_pid is not None:
+        _check_trust(path, st, trust_pid)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CorruptDataError(f"corrupted worker registration {path}: not UTF-8") from None
     except json.JSONDecodeError as exc:
         raise CorruptDataError(
             f"corrupted worker registration {path}: not JSON ({exc.msg})"
@@ -365,12 +483,22 @@ def _own_entry(path: Path, create_time_s: float) -> WorkerRecord | None:
 def _write_entry(directory: Path, path: Path, record: WorkerRecord) -> None:
     """Write ``record`` atomically: a temporary file, then ``os.replace``."""
     tmp = directory / f".{record.pid}.{time.monotonic_ns()}.tmp"
+    data = json.dumps(record.to_dict(), sort_keys=True).encode("utf-8")
+    # O_EXCL | O_NOFOLLOW: never write through a link or into a file someone else made
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW, 0o600)
     try:
-        tmp.write_text(json.dumps(record.to_dict(), sort_keys=True), encoding="utf-8")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def unregister_worker(registry: str | os.PathLike[str] | None = None) -> bool:
@@ -437,8 +565,11 @@ def read_registry(
     for pid, create_time in pids.items():
         path = _entry_path(directory, pid)
         try:
-            record = _read_entry(path)
+            record = _read_entry(path, trust_pid=pid)
         except FileNotFoundError:
+            continue
+        except UntrustedEntryError as exc:
+            problems.append(f"registry entry of pid {pid} untrusted: {exc}")
             continue
         except (OSError, ValueError) as exc:
             problems.append(f"registry entry of pid {pid} unreadable: {exc}")

@@ -17,6 +17,7 @@ from gyreprof._format import (
     fmt_count,
     fmt_ns,
     fmt_pct,
+    plot_text,
     text_table,
 )
 from gyreprof.analysis.sweep.record import FIGURE_NAMES
@@ -418,9 +419,9 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
         ax.set_xscale("log", base=2)
     ax.set_xticks(all_x)
     ax.set_xticklabels(
-        [fmt_value(v) for v in [p.value for p in result.points] + list(result.skipped)]
+        [plot_text(fmt_value(v)) for v in [p.value for p in result.points] + list(result.skipped)]
     )
-    ax.set_xlabel(param)
+    ax.set_xlabel(plot_text(param))
     ax.set_ylabel("samples / s (time inside sampler calls)", color="tab:blue")
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: fmt_count(y)))
@@ -478,7 +479,7 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
         )
         for p in failed:
             ax.annotate(
-                p.status,
+                plot_text(p.status),
                 (float(p.value), 0.0),
                 textcoords="offset points",
                 xytext=(0, 8),
@@ -508,8 +509,8 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=8)
-    fixed = ", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items())
-    ax.set_title(f"{param} sweep" + (f" ({fixed} fixed)" if fixed else ""), fontsize=10)
+    fixed = plot_text(", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items()))
+    ax.set_title(f"{plot_text(param)} sweep" + (f" ({fixed} fixed)" if fixed else ""), fontsize=10)
     fig.tight_layout()
     ext = out.suffix.lstrip(".").lower()
     fig.savefig(out, format=ext if ext in ("png", "svg", "pdf") else "png")

@@ -9,7 +9,6 @@ trainer's over those that timed a trainer loop. The verdict comes from
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from dataclasses import dataclass, field
@@ -288,16 +287,11 @@ def collect_run(
 
 
 def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
-    """``loop="sync"`` when every trainer loop ran is known to be synchronous and
-    ``gp.diagnose`` takes a ``loop`` argument (older versions guess)."""
-    import gyreprof as gp
-
-    try:
-        params = inspect.signature(gp.diagnose).parameters
-    except (TypeError, ValueError):
-        return {}
+    """``loop="sync"`` when every trainer loop that ran is known to be synchronous
+    (SB3's collect-then-train, TorchRL's synchronous collectors); otherwise the
+    verdict finds the loop's shape from the timestamps itself."""
     trainers = [e for e in got if _has_data(e.trainer)]
-    if "loop" in params and trainers and all("sync" in e.loops for e in trainers):
+    if trainers and all("sync" in e.loops for e in trainers):
         return {"loop": "sync"}
     return {}
 
