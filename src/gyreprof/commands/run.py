@@ -200,6 +200,10 @@ def run(args: argparse.Namespace) -> int:
         )
     _check_output_file("--json", args.json)
     _check_output_file("--html", args.html)
+    if args.html:
+        from gyreprof.commands._args import require_extra
+
+        require_extra("--html (its pictures)", "matplotlib", "plot")
     _check_save_dir(args.save)
     argv = _resolve(command)
     if isinstance(argv, int):
@@ -252,7 +256,9 @@ def _run_and_report(
         names = ", ".join(signal.Signals(s).name for s in signals)
         notes.append(f"gyreprof run received {names} and passed it to the command")
     report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
-    print(f"\n{report}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
+    from gyreprof._format import safe_text
+
+    print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:
             report.to_json(args.json)
