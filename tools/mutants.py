@@ -110,7 +110,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("win-max-kept", _REC,
            "if d > st[WCUR_MAX]:", "if d < st[WCUR_MAX]:", _T_WIN),
     Mutant("win-count-is-steps", _REC,
-           "wf[WIN_COUNT] = total", "wf[WIN_COUNT] = s[H_WIN_STEPS]", _T_WIN),
+           "wf[WIN_COUNT] = total", "wf[WIN_COUNT] = s[H_WIN_STEPS]",
+           _T_WIN + ("tests/test_window_rows.py",)),
     # -- the one percentile rule (hdr.pxd): histograms, windows and reports share it
     Mutant("pct-rank-floor", _HDR,
            "rank += 1", "rank += 0", _T_HIST),
