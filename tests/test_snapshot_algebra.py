@@ -72,7 +72,7 @@ def test_sources_side_by_side_merge_to_their_wall_time() -> None:
     sa, sb = a.snapshot(), b.snapshot()
     m = gp.merge([sa, sb])
     longest = max(sa.steady_ns, sb.steady_ns)
-    assert longest <= m.steady_ns < 1.3 * longest  # not the two sources' sum (~2x)
+    assert longest <= m.steady_ns < 1.6 * longest  # not the two sources' sum (~2x)
     s = m.summary()
     assert s.steps == 60
     assert s.steps_per_s == pytest.approx(m.steady_steps / (m.steady_ns / 1e9), rel=1e-6)
