@@ -62,58 +62,67 @@ class Mutant:
         return self.path.endswith((".pyx", ".pxd"))
 
 
-_REC = "src/gyreprof/_core/recorder.pyx"
-_HIST = "src/gyreprof/_core/histogram.pyx"
-_CODEC = "src/gyreprof/_core/codec.pyx"
-_SUMMARY = "src/gyreprof/summary.py"
-_PROFILER = "src/gyreprof/profiler.py"
+_CORE_DIR = "src/gyreprof/_core"
+_REC = f"{_CORE_DIR}/recorder.pyx"
+_HDR = f"{_CORE_DIR}/hdr.pxd"
+_HIST = f"{_CORE_DIR}/histogram.pyx"
+_CODEC = f"{_CORE_DIR}/codec.pyx"
+_SNAP = "src/gyreprof/snapshot.py"
+_WINDOW = "src/gyreprof/window.py"
+_HISTPY = "src/gyreprof/histogram.py"
+_COUNT = "src/gyreprof/_sample_count.py"
 _WAIT = "src/gyreprof/analysis/wait.py"
 _VERDICT = "src/gyreprof/analysis/verdict.py"
-_DECIDE = "src/gyreprof/analysis/_sweep_decide.py"
+_RULE = "src/gyreprof/analysis/sweep/rule.py"
+_DECIDE = "src/gyreprof/analysis/sweep/decide.py"
 _DOCTOR = "src/gyreprof/diagnostics/doctor.py"
 
 _T_REC = ("tests/test_core_recorder.py",)
 _T_HIST = ("tests/test_core_histogram.py",)
 _T_MERGE = ("tests/test_merge_sums.py",)
 _T_WIN = ("tests/test_window_percentiles.py",)
+_T_SNAP = ("tests/test_snapshot_algebra.py",)
+_T_SHAPE = ("tests/test_decision_rules.py",)
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
-    # -- recorder (.pyx): steady-state extremes and sums, warm-up, windows
+    # -- recorder (.pyx): steady-state extremes and sums, warm-up, window closing
     Mutant("rec-steady-min-kept", _REC,
-           "if st[2] < 0 or d < st[2]:", "if st[2] < 0:", _T_REC),
+           "if st[STAT_MIN] < 0 or d < st[STAT_MIN]:", "if st[STAT_MIN] < 0:", _T_REC),
     Mutant("rec-steady-max-kept", _REC,
-           "if d > st[3]:", "if d < 0:", _T_REC),
+           "if d > st[STAT_MAX]:", "if d < 0:", _T_REC),
     Mutant("rec-steady-sum-set", _REC,
-           "st = hl + C_HOT_STAT\n            st[1] += v",
-           "st = hl + C_HOT_STAT\n            st[1] = v", _T_REC),
+           "st[STAT_SUM] += v", "st[STAT_SUM] = v", _T_REC),
     Mutant("rec-warm-count-set", _REC,
-           "st[0] += 1", "st[0] = 1", _T_REC),
+           "st[WARM_COUNT] += 1", "st[WARM_COUNT] = 1", _T_REC),
     Mutant("rec-warmup-ends-late", _REC,
-           "s[_H_WARMUP_STEPS] >= self.warmup_steps", "s[_H_WARMUP_STEPS] > self.warmup_steps",
+           "s[H_WARMUP_STEPS] >= self.warmup_steps", "s[H_WARMUP_STEPS] > self.warmup_steps",
            _T_REC),
     Mutant("rec-window-closes-late", _REC,
-           "elif s[_H_WIN_STEPS] >= self.window_steps:", "elif s[_H_WIN_STEPS] > self.window_steps:",
-           _T_REC),
+           "s[H_WIN_STEPS] >= self.window_steps", "s[H_WIN_STEPS] > self.window_steps", _T_REC),
+    # -- rolling windows, closed by the recorder (.pyx)
     Mutant("win-rank-rounded-down", _REC,  # issue 15: p99 of 100k..1M said 901,119
-           "rank = (qs_permille[k] * total + 999) // 1000",
-           "rank = (qs_permille[k] * total) // 1000", _T_WIN),
+           "(qs_permille[k] * total + 999) // 1000", "(qs_permille[k] * total) // 1000", _T_WIN),
     Mutant("win-p99-is-p999", _REC,
            "qs_permille[2] = 990", "qs_permille[2] = 999", _T_WIN),
     Mutant("win-rank-strict", _REC,
-           "while k < 3 and cum >= ranks[k]:", "while k < 3 and cum > ranks[k]:", _T_WIN),
-    Mutant("win-clamp-inverted", _REC,
-           "if value > wc[2]:", "if value < wc[2]:", _T_WIN),
+           "cum >= ranks[k]", "cum > ranks[k]", _T_WIN),
     Mutant("win-max-kept", _REC,
-           "st = hl + C_HOT_WIN\n        st[1] += v\n        if d > st[2]:",
-           "st = hl + C_HOT_WIN\n        st[1] += v\n        if d < st[2]:", _T_WIN),
-    Mutant("win-count-unkept", _REC,
-           "w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = total",
-           "w[C_WIN_HEADER + C_WIN_FIELDS * h + 0] = wc[0]", _T_WIN),
+           "if d > st[WCUR_MAX]:", "if d < st[WCUR_MAX]:", _T_WIN),
+    Mutant("win-count-is-steps", _REC,
+           "wf[WIN_COUNT] = total", "wf[WIN_COUNT] = s[H_WIN_STEPS]",
+           _T_WIN + ("tests/test_window_rows.py",)),
+    # -- the one percentile rule (hdr.pxd): histograms, windows and reports share it
+    Mutant("pct-rank-floor", _HDR,
+           "rank += 1", "rank += 0", _T_HIST),
+    Mutant("pct-clamp-max-inverted", _HDR,
+           "if vmax >= 0 and value > vmax:", "if vmax >= 0 and value < vmax:", _T_HIST + _T_WIN),
+    Mutant("pct-top-rank-not-exact", _HDR,
+           "if rank >= total and vmax >= 0:", "if rank > total and vmax >= 0:", _T_HIST),
+    Mutant("pct-bucket-low-not-midpoint", _HDR,
+           "hdr_lowest_equivalent(L, index) + (hdr_bucket_width(L, index) - 1) // 2",
+           "hdr_lowest_equivalent(L, index)", _T_HIST),
     # -- histogram (.pyx)
-    Mutant("hist-rank-floor", _HIST,
-           "rank = <int64_t>ceil(q / 100.0 * <double>total)",
-           "rank = <int64_t>(q / 100.0 * <double>total)", _T_HIST),
     Mutant("hist-min-kept", _HIST,
            "if self.min < 0 or v < self.min:", "if self.min < 0:", _T_HIST),
     Mutant("hist-sum-ignores-count", _HIST,
@@ -121,8 +130,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("hist-add-min-inverted", _HIST,
            "(self.min < 0 or other.min < self.min)", "(self.min < 0 or other.min > self.min)",
            _T_HIST),
-    Mutant("hist-clamp-max-inverted", _HIST,
-           "if vmax >= 0 and value > vmax:", "if vmax >= 0 and value < vmax:", _T_HIST),
+    Mutant("hist-walk-one-bucket-early", _HIST,
+           "cum + counts[i] < rank", "cum + counts[i] <= rank", _T_HIST),
     # -- codec (.pyx)
     Mutant("codec-zigzag-sign", _CODEC,  # issue 15: caught only by an error-message test
            "return <int64_t>(u >> 1) ^ -(<int64_t>(u & 1))",
@@ -138,41 +147,53 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("codec-ninth-byte-7bit", _CODEC,
            "u |= (<uint64_t>data[pos]) << 56", "u |= (<uint64_t>(data[pos] & 0x7F)) << 56",
            _T_HIST),
-    # -- merge
-    Mutant("merge-totals", _SUMMARY,  # issue 15: 5 + 7 steps merged to 7
+    # -- merge (snapshot.py)
+    Mutant("merge-totals", _SNAP,  # issue 15: 5 + 7 steps merged to 7
            "totals[k] += s.totals.get(k, 0)", "totals[k] = s.totals.get(k, 0)", _T_MERGE),
-    Mutant("merge-reordered-drops-step-row", _SUMMARY,  # issue 15: step buckets hold half
+    Mutant("merge-reordered-drops-step-row", _SNAP,  # issue 15: step buckets hold half
            "else:\n            for src_row, dst in enumerate(rows):",
            "else:\n            for src_row, dst in enumerate(rows[:-1]):", _T_MERGE),
-    Mutant("merge-rows-by-position", _SUMMARY,
+    Mutant("merge-rows-by-position", _SNAP,
            "if rows == list(range(nh)):", "if len(rows) == nh:", _T_MERGE),
-    Mutant("merge-sum-set", _SUMMARY,
+    Mutant("merge-sum-set", _SNAP,
            "stat[dst, 1] += s.stat[src_row, 1]", "stat[dst, 1] = s.stat[src_row, 1]", _T_MERGE),
-    Mutant("merge-min-inverted", _SUMMARY,
+    Mutant("merge-min-inverted", _SNAP,
            "smin < stat[dst, 2]", "smin > stat[dst, 2]", _T_MERGE),
-    Mutant("merge-max-inverted", _SUMMARY,
+    Mutant("merge-max-inverted", _SNAP,
            "if smax > stat[dst, 3]:", "if smax < stat[dst, 3]:", _T_MERGE),
-    Mutant("merge-warm-count-set", _SUMMARY,
+    Mutant("merge-warm-count-set", _SNAP,
            "warm[dst, 0] += s.warm[src_row, 0]", "warm[dst, 0] = s.warm[src_row, 0]", _T_MERGE),
-    Mutant("merge-warm-max-min", _SUMMARY,
+    Mutant("merge-warm-max-min", _SNAP,
            "warm[dst, 2] = max(warm[dst, 2], s.warm[src_row, 2])",
            "warm[dst, 2] = min(warm[dst, 2], s.warm[src_row, 2])", _T_MERGE),
-    Mutant("merge-counters-set", _SUMMARY,
+    Mutant("merge-counters-set", _SNAP,
            "counters[k] = counters.get(k, 0) + v", "counters[k] = v", _T_MERGE),
-    Mutant("merge-first-fastest", _SUMMARY,
+    Mutant("merge-first-fastest", _SNAP,
            "f > first[dst]", "f < first[dst]", _T_MERGE),
-    # -- windows: reading rolling windows, exact windows from the ring
-    Mutant("win-read-p90-p99-swapped", _SUMMARY,
-           "c, tot, mx, p50, p90, p99 = row[H + F * p : H + F * p + F]",
-           "c, tot, mx, p50, p99, p90 = row[H + F * p : H + F * p + F]", _T_WIN),
-    Mutant("win-ring-lower-rule", _PROFILER,
-           'np.percentile(d, [50, 90, 99], method="inverted_cdf")',
-           'np.percentile(d, [50, 90, 99], method="lower")', _T_WIN),
-    Mutant("win-ring-step-keys", _PROFILER,
+    Mutant("merge-time-adds-seconds", _SNAP,  # parallel sources' seconds counted twice
+           "return max(longest, hi - lo)", "return sum(b - a for _, a, b in spans)", _T_SNAP),
+    # -- interval and as_snapshot (snapshot.py)
+    Mutant("interval-sum-whole-run", _SNAP,
+           "stat[h, 1] = max(0, int(after.stat[h, 1] - before.stat[h, 1]))",
+           "stat[h, 1] = int(after.stat[h, 1])", _T_SNAP),
+    Mutant("interval-min-whole-run", _SNAP,
+           "stat[h, 2] = a_min if (b_min < 0 or a_min < b_min) else max(int(lo[i0]), a_min)",
+           "stat[h, 2] = a_min", _T_SNAP),
+    Mutant("as-snapshot-json-summary-none", _SNAP,
+           "if snap is None and not summary_only:", "if snap is None and summary_only:",
+           _T_SNAP),
+    # -- windows read from snapshots (window.py) and exact ring windows (histogram.py)
+    Mutant("win-read-p90-p99-swapped", _WINDOW,
+           "float(hw.p90),\n                    float(hw.p99),",
+           "float(hw.p99),\n                    float(hw.p90),", _T_WIN),
+    Mutant("win-ring-lower-rule", _HISTPY,
+           "math.ceil(q / 100.0 * n)", "math.floor(q / 100.0 * n)", _T_WIN),
+    Mutant("win-ring-step-keys", _WINDOW,
            'keys = (ev["step"] - 1) // int(steps)', 'keys = ev["step"] // int(steps)', _T_WIN),
     # -- wait ratio and spikes
     Mutant("wait-ratio-inverted", _WAIT,
-           "ratio = wait_ns / total", "ratio = compute_ns / total",
+           "ratio=float(wait_ns / (wait_ns + compute_ns))",
+           "ratio=float(compute_ns / (wait_ns + compute_ns))",
            ("tests/test_wait.py::test_constructed_ratio_and_windows_are_exact",)),
     Mutant("wait-spike-floor-dropped", _WAIT,
            "(per_step - med >= floor_ns)", "(per_step - med >= 0)",
@@ -180,39 +201,72 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("wait-spike-factor-strict", _WAIT,
            "(per_step >= factor * med)", "(per_step > factor * med)",
            ("tests/test_wait_edges.py",)),
-    # -- verdict
-    Mutant("verdict-threshold-inclusive", _VERDICT,
+    # -- verdict: the loop's shape, then the rule for that shape
+    Mutant("verdict-overlapped-threshold-inclusive", _VERDICT,
            "if r < trainer_bound_below:", "if r <= trainer_bound_below:",
            ("tests/test_verdict.py::test_threshold_is_a_parameter",
             "tests/test_verdict.py::test_low_wait_ratio_is_trainer_bound")),
+    Mutant("verdict-sync-bound-inverted", _VERDICT,
+           'return "sampler" if r > sync_sampler_above else "trainer"',
+           'return "sampler" if r < sync_sampler_above else "trainer"', _T_SHAPE),
+    Mutant("verdict-sync-judged-by-wait-threshold", _VERDICT,
+           'if shape.loop == "sync":\n        bound, text = _judge_sync(',
+           'if shape.loop == "never":\n        bound, text = _judge_sync(', _T_SHAPE),
+    Mutant("verdict-shape-detection-inverted", _VERDICT,
+           "if busy >= overlap_above:", "if busy < overlap_above:", _T_SHAPE),
+    Mutant("verdict-shape-counts-idle-steps", _VERDICT,
+           's_ev = sev[sev["phase"] >= 0]', "s_ev = sev", _T_SHAPE),
     Mutant("verdict-smallest-phase-leads", _VERDICT,
-           "order = sorted(shares, key=lambda n: shares[n], reverse=True)",
-           "order = sorted(shares, key=lambda n: shares[n], reverse=False)",
+           "top = max(timed, key=lambda n: timed[n])", "top = min(timed, key=lambda n: timed[n])",
            ("tests/test_verdict.py::test_waiting_on_env_stepping",
             "tests/test_verdict.py::test_waiting_on_forward_or_transfer")),
-    # -- sweep decisions
+    # -- sweep decisions: the distinguishability rule (rule.py), the stop rule (decide.py)
+    Mutant("sweep-distinguishable-inverted", _RULE,
+           "return hi / lo > (1.0 + flat_within) * (1.0 + noise_)",
+           "return hi / lo < (1.0 + flat_within) * (1.0 + noise_)",
+           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
+    Mutant("sweep-noise-ignored", _RULE,  # argmax follows the noise
+           "(1.0 + flat_within) * (1.0 + noise_)", "(1.0 + flat_within) * (1.0 + 0.0 * noise_)",
+           ("tests/test_sweep.py::test_recommendation_where_argmax_flips_with_the_noise",)),
+    Mutant("sweep-noise-narrowest", _RULE,
+           "return max(widths, default=0.0)", "return min(widths, default=0.0)",
+           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",
+            "tests/test_sweep.py::test_recommendation_where_argmax_flips_with_the_noise")),
+    Mutant("sweep-recommend-largest", _DECIDE,
+           "for p in _eligible(points):\n        if not distinguishable(",
+           "for p in reversed(_eligible(points)):\n        if not distinguishable(",
+           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
     Mutant("sweep-stop-when-rising", _DECIDE,
            "if gain <= flat_within and mem_rising(prev, cur):",
            "if gain >= flat_within and mem_rising(prev, cur):",
            ("tests/test_sweep.py::test_stop_rule_needs_flat_throughput_and_rising_memory",)),
-    Mutant("sweep-recommend-above-best", _DECIDE,
-           "if p.samples_per_s >= best * (1.0 - flat_within):",
-           "if p.samples_per_s >= best * (1.0 + flat_within):",
-           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
-    Mutant("sweep-distinguishable-inverted", _DECIDE,
-           "spread > abs(p.samples_per_s - n.samples_per_s)",
-           "spread < abs(p.samples_per_s - n.samples_per_s)",
-           ("tests/test_sweep.py::test_not_distinguishable_and_recommendation",)),
-    # -- doctor
+    # -- doctor: spinning / blocked / busy / progressing
     Mutant("doctor-spin-threshold-inverted", _DOCTOR,
-           "elif cpu_share is not None and cpu_share >= SPIN_CPU_SHARE:",
-           "elif cpu_share is not None and cpu_share <= SPIN_CPU_SHARE:",
-           ("tests/test_doctor.py::test_busy_loop_without_progress_is_spinning",
-            "tests/test_doctor.py::test_blocked_on_a_lock")),
+           "cpu_share is not None and cpu_share >= SPIN_CPU_SHARE",
+           "cpu_share is not None and cpu_share <= SPIN_CPU_SHARE", _T_SHAPE),
     Mutant("doctor-still-step-is-progress", _DOCTOR,
            "progressed = last.steps > first.steps or phases_moved",
            "progressed = last.steps >= first.steps or phases_moved",
            ("tests/test_doctor.py::test_retrying_finding_from_live_counters",)),
+    Mutant("doctor-no-signal-is-progress", _DOCTOR,  # CPU time taken as progress
+           "if progress.progressed:\n", "if progress.progressed is not False:\n", _T_SHAPE),
+    Mutant("doctor-busy-without-signal-is-spinning", _DOCTOR,
+           "if progress.progressed is None:", "if progress.progressed is None and not busy:",
+           _T_SHAPE),
+    Mutant("doctor-quiet-files-are-a-stall", _DOCTOR,
+           '_Progress("files", None, [quiet]', '_Progress("files", False, [quiet]',
+           ("tests/test_doctor.py::test_busy_loop_whose_output_file_stays_quiet",)),
+    # -- one meaning of a sampler's return value (_sample_count.py)
+    Mutant("count-bool-is-a-count", _COUNT,
+           "if isinstance(value, bool):", "if isinstance(value, bytes):",
+           ("tests/test_sweep.py::test_count_samples_rules",)),
+    Mutant("count-dict-lengths-unchecked", _COUNT,
+           "if len(lengths) == 1 and None not in lengths:", "if None not in lengths:",
+           ("tests/test_sweep.py::test_count_samples_rules",)),
+    Mutant("count-array-last-dimension", _COUNT,
+           'SampleCount(dims[0], "first dimension"', 'SampleCount(dims[-1], "first dimension"',
+           ("tests/test_sweep.py::test_count_samples_rules",
+            "tests/test_decision_rules.py::test_an_array_counts_its_first_dimension")),
 )
 # fmt: on
 
@@ -275,11 +329,39 @@ def _modules(tree: Path) -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in (tree / CORE).glob("*.pyx")))
 
 
+_CIMPORT = re.compile(r"^\s*(?:from\s+gyreprof\._core\.(\w+)\s+cimport|cimport\s+gyreprof\._core\.(\w+))",
+                      re.MULTILINE)  # fmt: skip
+
+
+def _cimports(tree: Path, stem: str) -> set[str]:
+    """Core .pxd names that ``stem``'s .pyx and .pxd cimport (directly)."""
+    found: set[str] = set()
+    for ext in (".pyx", ".pxd"):
+        f = tree / CORE / f"{stem}{ext}"
+        if f.is_file():
+            found.update(a or b for a, b in _CIMPORT.findall(f.read_text()))
+    found.discard(stem)
+    return found
+
+
 def _modules_to_build(tree: Path, path: str) -> tuple[str, ...]:
-    """Extensions a change to ``path`` needs rebuilt (a .pxd may be cimported by any)."""
+    """Extensions a change to ``path`` needs rebuilt: its own module for a .pyx; for a
+    .pxd, every module that cimports it, directly or through another .pxd."""
     name = Path(path).stem
     every = _modules(tree)
-    return (name,) if path.endswith(".pyx") and name in every else every
+    if path.endswith(".pyx") and name in every:
+        return (name,)
+    needed = []
+    for mod in every:
+        seen: set[str] = set()
+        todo = [mod]
+        while todo:  # the .pxd files this module depends on, transitively
+            for dep in _cimports(tree, todo.pop()) - seen:
+                seen.add(dep)
+                todo.append(dep)
+        if mod == name or name in seen:
+            needed.append(mod)
+    return tuple(needed) or every
 
 
 def _prebuilt_current(tree: Path) -> bool:
