@@ -6,6 +6,8 @@ count twice (the patches are idempotent, each session has fresh profilers).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 sb3_lib = pytest.importorskip("stable_baselines3")
@@ -34,6 +36,24 @@ def test_sb3_profile_counts_one_learn_and_judges_it() -> None:
     assert report.processes[0].contributed
     d = report.to_dict()
     assert d["format"] == "gyreprof.run/1" and d["exit_code"] is None
+
+
+def test_run_report_json_is_strict_json() -> None:
+    # DummyVecEnv never calls step_async/step_wait: their mean is NaN in the summary, which
+    # must come out as null, not as a NaN literal that jq and JavaScript refuse
+    model = _ppo()
+    with sb3.profile(model) as run:
+        model.learn(256)
+    report = run.report()
+    assert report.sampler is not None
+    assert report.sampler.summary().phases["step_async"].count == 0
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    d = json.loads(report.to_json(), parse_constant=refuse)
+    assert d["sampler"]["phases"]["step_async"]["mean"] is None
+    assert d["sampler"]["phases"]["env_step"]["count"] == 256
 
 
 def test_sb3_profile_twice_never_counts_twice() -> None:
