@@ -31,6 +31,10 @@ def test_sb3_profile_counts_one_learn_and_judges_it() -> None:
     assert s.phases["env_step"].count == model.num_timesteps == 512
     assert s.phases["fwd"].count == 256  # one forward per vector step of 2 envs
     assert t.phases["wait"].count == t.phases["compute"].count == 4
+    # every rollout + update is one closed trainer step, the last one included, so the
+    # two shares add up to at most the steps' time (the open last step made it ~110%)
+    assert t.steps == 4
+    assert t.phases["wait"].share + t.phases["compute"].share <= 1.0 + 1e-9
     report = run.report()
     assert report.verdict is not None and report.wait is not None
     assert report.processes[0].contributed
@@ -88,6 +92,8 @@ def test_torchrl_profile_times_waits_and_the_loop_body() -> None:
     assert run.sampler.summary().phases["env_step"].count == 500
     t = run.trainer.summary()
     assert t.phases["wait"].count == t.phases["compute"].count == 5
+    assert t.steps == 5  # the last batch's wait + body is a closed step too
+    assert t.phases["wait"].share + t.phases["compute"].share <= 1.0 + 1e-9
     assert run.report().wait is not None
 
 
