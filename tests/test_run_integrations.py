@@ -6,6 +6,8 @@ count twice (the patches are idempotent, each session has fresh profilers).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 sb3_lib = pytest.importorskip("stable_baselines3")
@@ -29,11 +31,33 @@ def test_sb3_profile_counts_one_learn_and_judges_it() -> None:
     assert s.phases["env_step"].count == model.num_timesteps == 512
     assert s.phases["fwd"].count == 256  # one forward per vector step of 2 envs
     assert t.phases["wait"].count == t.phases["compute"].count == 4
+    # every rollout + update is one closed trainer step, the last one included, so the
+    # two shares add up to at most the steps' time (the open last step made it ~110%)
+    assert t.steps == 4
+    assert t.phases["wait"].share + t.phases["compute"].share <= 1.0 + 1e-9
     report = run.report()
     assert report.verdict is not None and report.wait is not None
     assert report.processes[0].contributed
     d = report.to_dict()
     assert d["format"] == "gyreprof.run/1" and d["exit_code"] is None
+
+
+def test_run_report_json_is_strict_json() -> None:
+    # DummyVecEnv never calls step_async/step_wait: their mean is NaN in the summary, which
+    # must come out as null, not as a NaN literal that jq and JavaScript refuse
+    model = _ppo()
+    with sb3.profile(model) as run:
+        model.learn(256)
+    report = run.report()
+    assert report.sampler is not None
+    assert report.sampler.summary().phases["step_async"].count == 0
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    d = json.loads(report.to_json(), parse_constant=refuse)
+    assert d["sampler"]["phases"]["step_async"]["mean"] is None
+    assert d["sampler"]["phases"]["env_step"]["count"] == 256
 
 
 def test_sb3_profile_twice_never_counts_twice() -> None:
@@ -68,6 +92,8 @@ def test_torchrl_profile_times_waits_and_the_loop_body() -> None:
     assert run.sampler.summary().phases["env_step"].count == 500
     t = run.trainer.summary()
     assert t.phases["wait"].count == t.phases["compute"].count == 5
+    assert t.steps == 5  # the last batch's wait + body is a closed step too
+    assert t.phases["wait"].share + t.phases["compute"].share <= 1.0 + 1e-9
     assert run.report().wait is not None
 
 

@@ -10,6 +10,7 @@ trainer's over those that timed a trainer loop. The verdict comes from
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,7 +85,9 @@ class RunReport:
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, default=_json_default)
+        # strict JSON (jq, JavaScript): a phase that never ran has no mean, written as null
+        plain = json.loads(json.dumps(self.to_dict(), default=_json_default))
+        text = json.dumps(_finite(plain), indent=2, allow_nan=False)
         if path is not None:
             Path(path).write_text(text + "\n")
         return text
@@ -154,6 +157,17 @@ def _json_default(obj: object) -> Any:
     if hasattr(obj, "item"):
         return obj.item()
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _has_data(snap: Any) -> bool:

@@ -57,6 +57,7 @@ def _train(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         finally:
             t.tlap(COMPUTE)
+            t.tend()  # the step is collect + train: the last one is closed too
             t.in_train = False
 
     return train

@@ -81,6 +81,7 @@ class ThreadState:
         "fwd",
         "tbegin",
         "tlap",
+        "tend",
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
@@ -97,6 +98,7 @@ class ThreadState:
         self.fwd = ph("fwd")
         self.tbegin = trainer.begin
         self.tlap = trainer.lap
+        self.tend = trainer.end  # a trainer step is one wait + one compute, closed after compute
 
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
