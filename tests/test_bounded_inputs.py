@@ -275,7 +275,7 @@ def test_the_default_budget_admits_every_layout_up_to_4_significant_figures() ->
 def test_invalid_settings_are_still_reported_by_their_own_checks() -> None:
     with pytest.raises(ValueError, match="at most 255 phases"):
         gp.Profiler([f"p{i}" for i in range(300)], significant_figures=5)
-    with pytest.raises(ValueError, match="significant_figures must be 1..5"):
+    with pytest.raises(ValueError, match="significant_figures must be"):
         gp.Profiler(["a"], significant_figures=9)
 
 
