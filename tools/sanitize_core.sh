@@ -13,11 +13,13 @@ cp -r src setup.py pyproject.toml README.md "$WORK/"
 find "$WORK/src" \( -name '*.so' -o -name '*.c' \) -delete
 (cd "$WORK" && GYREPROF_SANITIZE=1 python setup.py build_ext --inplace >"$WORK/build.log" 2>&1) \
   || { tail -40 "$WORK/build.log"; echo "sanitised build failed"; exit 1; }
-where=$(PYTHONPATH="$WORK/src" python -c 'import gyreprof._core.recorder as r; print(r.__file__)')
+# The sanitised extension needs the sanitiser runtimes loaded first: every Python that
+# imports it runs with this environment.
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+export PYTHONPATH="$WORK/src"
+where=$(python -c 'import gyreprof._core.recorder as r; print(r.__file__)')
 case "$where" in "$WORK"/*) echo "sanitised core: $where" ;; *) echo "imported $where, not the sanitised build"; exit 1 ;; esac
-ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)" \
-PYTHONPATH="$WORK/src" \
-  python -m pytest -q -p no:cacheprovider -p no:randomly \
+python -m pytest -q -p no:cacheprovider -p no:randomly \
     tests/test_core_histogram.py tests/test_core_recorder.py tests/test_snapshot.py tests/test_profiler.py "$@"
