@@ -39,7 +39,7 @@ cpdef enum:
     H_OUT_OF_RANGE = 6     # values above the range (clamped into the top bucket)
     H_START = 7            # ns of the first write (0: nothing written yet)
     H_STEPS_DONE = 8       # steps completed (closed by begin() or end())
-    # word 9 is reserved (phase records are the histogram and warm-up counts)
+    H_SATURATED = 9        # sums that would have wrapped: held at INT64_MAX instead (counted)
     H_NONFINITE = 10       # NaN / infinite durations given to record()
     H_STEADY_START = 11    # ns warm-up ended (-1: still warming up)
     H_WARMUP_STEPS = 12    # steps completed during warm-up
@@ -50,6 +50,7 @@ cpdef enum:
     H_WIN_FIRST_STEP = 17  # first step number of the current window
     H_LAST_WRITE = 18      # ns of the last begin/end/record/timed phase (lap() leaves it)
     H_WARMUP_END_STEP = 19 # step number of the last warm-up step (-1: warm-up not over)
+    H_WIN_SEQ = 20         # closed-window seqlock: odd while a window record is written
     HEADER_WORDS = 32
 
     # the "hot" region: one 64-byte line per histogram
@@ -116,9 +117,12 @@ cdef class Recorder:
     cdef HdrLayout L             # full-resolution phase histograms
     cdef HdrLayout WL            # coarse histograms of the current rolling window
     cdef double ns_per_tick
+    cdef int64_t win_fold_at     # ring head at which the open window's events would be overwritten
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
     # cold
+    cdef int64_t win_head        # ring head when the open window began
+    cdef bint win_live           # the open window is accounted per event (it outgrew the ring)
     cdef int64_t* warm           # per histogram: warm-up count, sum, max
     cdef int64_t* wring          # closed windows
     cdef int64_t* counters       # event counters (prof.count)
@@ -138,6 +142,11 @@ cdef class Recorder:
     cdef inline int64_t _now(self) noexcept
     cdef int _claim(self) except -1
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept
+    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept
+    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept
+    cdef void _win_live(self, int h, int64_t d, int64_t head) noexcept
+    cdef void _win_accum(self, int64_t h, int64_t d) noexcept
+    cdef void _win_fold(self, int64_t upto) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
     cdef bint _warmup_over_unstepped(self, int64_t now) noexcept

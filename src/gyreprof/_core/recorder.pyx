@@ -9,19 +9,61 @@ are ``P + 1`` histograms: ``0..P-1`` are the phases, ``P`` is the whole step.
 """
 
 cimport cython
+import operator
 import os
 import time
 
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc, gyre_thread_token
 from gyreprof._core.hdr cimport HdrLayout, hdr_index, hdr_init, hdr_value_at
 
 cnp.import_array()
+
+cdef extern from *:
+    """
+    #define gyre_unlikely(x) __builtin_expect(!!(x), 0)
+    static inline int gyre_add_overflow(int64_t a, int64_t b, int64_t* out) {
+        return __builtin_add_overflow(a, b, out);
+    }
+    static inline int64_t gyre_min64(int64_t a, int64_t b) { return b < a ? b : a; }
+    static inline int64_t gyre_max64(int64_t a, int64_t b) { return b > a ? b : a; }
+    /* Orders the writer's stores for a reader in another process (x86: compiler only). */
+    static inline void gyre_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+    """
+    bint gyre_unlikely(bint x) noexcept nogil
+    bint gyre_add_overflow(int64_t a, int64_t b, int64_t* out) noexcept nogil
+    int64_t gyre_min64(int64_t a, int64_t b) noexcept nogil
+    int64_t gyre_max64(int64_t a, int64_t b) noexcept nogil
+    void gyre_release_fence() noexcept nogil
+
+cdef extern from *:
+    """
+    /* An exact int of at most one digit (0 .. 2**30-1 and its negatives): its value,
+       read in place. Anything else (bool, numpy ints, floats, big ints) returns 0 and
+       takes the checked path. */
+    static inline int gyre_small_int(PyObject* o, long long* out) {
+        if (__builtin_expect(PyLong_CheckExact(o), 1)) {
+    #if PY_VERSION_HEX >= 0x030C0000
+            if (_PyLong_IsCompact((PyLongObject*)o)) {
+                *out = (long long)_PyLong_CompactValue((PyLongObject*)o);
+                return 1;
+            }
+    #else
+            Py_ssize_t size = Py_SIZE(o);
+            if (size == 0) { *out = 0; return 1; }
+            if (size == 1) { *out = (long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+            if (size == -1) { *out = -(long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+    #endif
+        }
+        return 0;
+    }
+    """
+    bint gyre_small_int(object o, long long* out) noexcept
 
 # The stats block's words (H_*, HOT_*, STAT_*, WCUR_*, WARM_*, WIN_*) are declared once,
 # in recorder.pxd, as a cpdef enum: C constants here and module-level ints for Python.
@@ -36,6 +78,47 @@ cdef inline void _stamp_first_write(int64_t* s, bint in_warmup, int64_t now) noe
         s[H_START] = now
         if not in_warmup:
             s[H_STEADY_START] = now
+
+
+cdef inline void _win_add(const HdrLayout* WL, int64_t* wcounts, int64_t* hot, int64_t h,
+                          int64_t d) noexcept:
+    """Account duration ``d`` (>= 0) of histogram ``h`` into the open rolling window."""
+    cdef int64_t v = d if d <= WL.highest else WL.highest
+    wcounts[h * WL.counts_len + hdr_index(WL, v)] += 1
+    cdef int64_t* wc = hot + HOT_WORDS * h + HOT_WIN
+    if gyre_unlikely(gyre_add_overflow(wc[WCUR_SUM], v, &wc[WCUR_SUM])):
+        wc[WCUR_SUM] = INT64_MAX
+    if wc[WCUR_MIN] < 0 or d < wc[WCUR_MIN]:
+        wc[WCUR_MIN] = d
+    wc[WCUR_MAX] = gyre_max64(wc[WCUR_MAX], d)
+
+
+cdef object _strict_int(object x, str what):
+    """``x`` as a Python int: ints and integer types with ``__index__`` (numpy ints);
+    bool and everything else (floats, strings) raise TypeError naming ``what``."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an int, got a bool ({x!r})")
+    if isinstance(x, int):
+        return int(x)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {type(x).__name__} ({x!r})") from None
+
+
+cdef long long _id_slow(object x, long long n, str what) except -1:
+    """The checked conversion of a phase id / counter slot: 0 <= x < n."""
+    v = _strict_int(x, what)
+    if v < 0 or v >= n:
+        raise IndexError(f"{what} {v} out of range 0..{n - 1}")
+    return v
+
+
+cdef inline long long _id(object x, long long n, str what) except -1:
+    cdef long long v
+    if gyre_small_int(x, &v) and <unsigned long long>v < <unsigned long long>n:
+        return v
+    return _id_slow(x, n, what)
 
 
 def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
@@ -222,6 +305,9 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_FIRST] = -1
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
+        self.win_head = 0
+        self.win_live = False
+        self.win_fold_at = self.capacity
         self.owner = 0
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
@@ -256,6 +342,37 @@ cdef class Recorder:
         return 0
 
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept:
+        """Record duration ``d`` for histogram ``h``. The common case (steady state, a
+        phase that already has a value, ``0 <= d <= highest``) is this straight line:
+        one bucket, sum / min / max without branches, one ring event. Everything else
+        takes one predicted branch to ``_record_slow``."""
+        cdef int64_t* hl = self.hot + HOT_WORDS * h
+        cdef int64_t* st = hl + HOT_STAT
+        if gyre_unlikely((<uint64_t>d > <uint64_t>self.L.highest) | (st[STAT_MIN] < 0)
+                         | self.in_warmup):
+            self._record_slow(h, d, start)
+            return
+        self.counts[h * self.L.counts_len + hdr_index(&self.L, d)] += 1
+        if gyre_unlikely(gyre_add_overflow(st[STAT_SUM], d, &st[STAT_SUM])):
+            st[STAT_SUM] = INT64_MAX
+            self.s[H_SATURATED] += 1
+        st[STAT_MIN] = gyre_min64(st[STAT_MIN], d)
+        st[STAT_MAX] = gyre_max64(st[STAT_MAX], d)
+        self._ring_write(h, d, start)
+
+    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept:
+        cdef int64_t* s = self.s
+        cdef int64_t head = s[H_RING_HEAD]
+        if gyre_unlikely(head >= self.win_fold_at):
+            self._win_live(h, d, head)
+        cdef Event* e = &self.ring[head & self.mask]
+        e.phase = h  # n_phases marks a whole step; events() turns it into -1
+        e.step = s[H_STEP]
+        e.start_ns = start
+        e.duration_ns = d
+        s[H_RING_HEAD] = head + 1
+
+    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept:
         cdef int64_t* s = self.s
         if d < 0:
             s[H_NEGATIVE] += 1
@@ -271,32 +388,53 @@ cdef class Recorder:
         if self.in_warmup and not self._warmup_over_unstepped(start + d):
             st = self.warm + WARM_FIELDS * h
             st[WARM_COUNT] += 1
-            st[WARM_SUM] += v  # sums add the clamped value: they cannot overflow
+            if gyre_add_overflow(st[WARM_SUM], v, &st[WARM_SUM]):
+                st[WARM_SUM] = INT64_MAX
+                s[H_SATURATED] += 1
             if d > st[WARM_MAX]:
                 st[WARM_MAX] = d
         else:
             # no count is kept beside the buckets: readers add up the buckets
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
             st = hl + HOT_STAT
-            st[STAT_SUM] += v
+            if gyre_add_overflow(st[STAT_SUM], v, &st[STAT_SUM]):
+                st[STAT_SUM] = INT64_MAX
+                s[H_SATURATED] += 1
             if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
                 st[STAT_MIN] = d
             if d > st[STAT_MAX]:
                 st[STAT_MAX] = d
-        self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
-        st = hl + HOT_WIN
-        st[WCUR_SUM] += v
-        if st[WCUR_MIN] < 0 or d < st[WCUR_MIN]:
-            st[WCUR_MIN] = d
-        if d > st[WCUR_MAX]:
-            st[WCUR_MAX] = d
-        cdef int64_t head = s[H_RING_HEAD]
-        cdef Event* e = &self.ring[head & self.mask]
-        e.phase = h  # n_phases marks a whole step; events() turns it into -1
-        e.step = s[H_STEP]
-        e.start_ns = start
-        e.duration_ns = d
-        s[H_RING_HEAD] = head + 1
+        self._ring_write(h, d, start)
+
+    # -- rolling windows: accounted from the ring at window close ----------------------
+    # While the ring still holds every event of the open window, the lap path does no
+    # window accounting at all: _close_window folds the window's events out of the ring.
+    # When the window outgrows the ring (the next event would overwrite its first one),
+    # its events so far are folded now and the rest are accounted one by one.
+
+    cdef void _win_accum(self, int64_t h, int64_t d) noexcept:
+        _win_add(&self.WL, self.wcounts, self.hot, h, d)
+
+    cdef void _win_fold(self, int64_t upto) noexcept:
+        """Account the ring's events ``win_head .. upto - 1`` into the open window."""
+        cdef int64_t i
+        cdef Event* e
+        cdef Event* ring = self.ring
+        cdef int64_t mask = self.mask
+        cdef int64_t* wcounts = self.wcounts
+        cdef int64_t* hot = self.hot
+        for i in range(self.win_head, upto):
+            e = &ring[i & mask]
+            _win_add(&self.WL, wcounts, hot, e.phase, e.duration_ns)
+        self.win_head = upto
+
+    cdef void _win_live(self, int h, int64_t d, int64_t head) noexcept:
+        if not self.win_live:
+            self._win_fold(head)
+            self.win_live = True
+            self.win_fold_at = 0  # from now on every event of this window comes here
+        self._win_accum(h, d)
+        self.win_head = head + 1
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -330,13 +468,13 @@ cdef class Recorder:
         s[H_OPEN_PHASE] = -1
         s[H_LAST_WRITE] = now
 
-    def lap(self, long long phase):
-        """Close ``phase`` at now and open the next declared phase (one clock read).
+    def lap(self, phase_id):
+        """Close phase ``phase_id`` (an int) at now and open the next declared phase
+        (one clock read).
 
         The first lap after construction or ``end()`` only sets the boundary.
         """
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
+        cdef long long phase = _id(phase_id, self.n_phases, "phase id")
         if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t now = self._now()
@@ -349,20 +487,25 @@ cdef class Recorder:
         s[H_OPEN_SINCE] = now
         s[H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
-    def record(self, long long phase, duration_ns):
+    def record(self, phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
 
         Negative, NaN or infinite durations are counted (``negative`` /
         ``nonfinite``), never recorded; values above the range are clamped and
         counted as out of range.
         """
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
+        cdef long long p = _id(phase, self.n_phases, "phase id")
         if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t d
         cdef double f
-        if isinstance(duration_ns, int):
+        cdef long long small
+        if gyre_small_int(duration_ns, &small):
+            d = small if small >= 0 else -1
+        elif isinstance(duration_ns, (bool, np.bool_)):
+            raise TypeError(
+                f"duration_ns must be a number of nanoseconds, got a bool ({duration_ns!r})")
+        elif isinstance(duration_ns, int):
             if duration_ns > 0x7FFFFFFFFFFFFFFF:
                 d = 0x7FFFFFFFFFFFFFFF
             elif duration_ns < 0:
@@ -386,22 +529,29 @@ cdef class Recorder:
                 d = <int64_t>f
         cdef int64_t now = self._now()
         _stamp_first_write(self.s, self.in_warmup, now)
-        self._record(phase, d, now - d if d >= 0 else now)
+        self._record(p, d, now - d if d >= 0 else now)
         self.s[H_LAST_WRITE] = now
 
-    def count(self, long long slot, int64_t n=1):
-        """Add ``n`` to event counter ``slot``."""
-        if <unsigned long long>slot >= <unsigned long long>self.max_counters:
-            raise IndexError(f"counter slot {slot} out of range 0..{self.max_counters - 1}")
+    def count(self, slot, n=1):
+        """Add ``n`` (an int) to event counter ``slot``. A counter that would pass
+        the int64 range stays at its limit (counted as saturated)."""
+        cdef long long i = _id(slot, self.max_counters, "counter slot")
+        cdef long long k
+        if not gyre_small_int(n, &k):
+            nv = _strict_int(n, "n")
+            if not -0x8000000000000000 <= nv <= 0x7FFFFFFFFFFFFFFF:
+                raise OverflowError(f"n={nv} is outside the int64 range of a counter")
+            k = nv
         if gyre_thread_token() != self.owner:
             self._claim()
-        self.counters[slot] += n
+        cdef int64_t* c = &self.counters[i]
+        if gyre_unlikely(gyre_add_overflow(c[0], k, c)):
+            c[0] = INT64_MAX if k > 0 else -INT64_MAX - 1
+            self.s[H_SATURATED] += 1
 
-    def timer(self, long long phase):
-        """A reusable context manager timing ``phase`` (two clock reads, nestable)."""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
-        return PhaseTimer(self, phase)
+    def timer(self, phase_id):
+        """A reusable context manager timing ``phase_id`` (two clock reads, nestable)."""
+        return PhaseTimer(self, _id(phase_id, self.n_phases, "phase id"))
 
     def release_writer(self):
         """Let another thread become the writer (e.g. after handing the loop over)."""
@@ -453,6 +603,11 @@ cdef class Recorder:
         qs_permille[0] = 500
         qs_permille[1] = 900
         qs_permille[2] = 990
+        if not self.win_live:
+            self._win_fold(s[H_RING_HEAD])
+        # seqlock: odd while the record is written; readers retry on a change
+        s[H_WIN_SEQ] += 1
+        gyre_release_fence()
         w[WIN_START] = s[H_WIN_START]
         w[WIN_END] = now
         w[WIN_FIRST_STEP] = s[H_WIN_FIRST_STEP]
@@ -488,6 +643,11 @@ cdef class Recorder:
                 memset(cnt, 0, self.WL.counts_len * sizeof(int64_t))
             self._reset_wcur(h)
         s[H_WINDOWS] += 1
+        gyre_release_fence()
+        s[H_WIN_SEQ] += 1
+        self.win_head = s[H_RING_HEAD]
+        self.win_live = False
+        self.win_fold_at = self.win_head + self.capacity
         s[H_WIN_STEPS] = 0
         s[H_WIN_START] = now
         s[H_WIN_FIRST_STEP] = s[H_STEP] + 1
