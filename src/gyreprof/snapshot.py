@@ -172,7 +172,18 @@ _TOTAL_KEYS = (
     "out_of_range",
     "negative",
     "nonfinite",
+    "saturated",  # sums / counters held at the int64 limit instead of wrapping
 )
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _sat_add(a: int, b: int) -> tuple[int, bool]:
+    """``a + b`` in Python ints, held at the int64 limit; (sum, whether it was held)."""
+    total = int(a) + int(b)
+    if total > _INT64_MAX:
+        return _INT64_MAX, True
+    return total, False
 
 
 @dataclass(frozen=True)
@@ -378,6 +389,7 @@ class Snapshot:
             "out_of_range": block.out_of_range,
             "negative": block.negative,
             "nonfinite": block.nonfinite,
+            "saturated": block.saturated,
         }
         open_phase = block.open_phase
         times = {
@@ -704,6 +716,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     counters: dict[str, int] = {}
     sources: list[dict[str, Any]] = []
     starts, taken = [], []
+    saturated = 0
     for s in snaps:
         rows = [names.index(p) for p in s.phases] + [nh - 1]
         if rows == list(range(nh)):
@@ -712,15 +725,18 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
             for src_row, dst in enumerate(rows):
                 np.add(counts[dst], s.counts[src_row], out=counts[dst])
         for src_row, dst in enumerate(rows):
-            stat[dst, 0] += s.stat[src_row, 0]
-            stat[dst, 1] += s.stat[src_row, 1]
+            # sums add in Python ints and saturate (counted) instead of wrapping
+            stat[dst, 0], held0 = _sat_add(stat[dst, 0], s.stat[src_row, 0])
+            stat[dst, 1], held1 = _sat_add(stat[dst, 1], s.stat[src_row, 1])
+            saturated += held0 + held1
             smin, smax = s.stat[src_row, 2], s.stat[src_row, 3]
             if smin >= 0 and (stat[dst, 2] < 0 or smin < stat[dst, 2]):
                 stat[dst, 2] = smin
             if smax > stat[dst, 3]:
                 stat[dst, 3] = smax
-            warm[dst, 0] += s.warm[src_row, 0]
-            warm[dst, 1] += s.warm[src_row, 1]
+            warm[dst, 0], held0 = _sat_add(warm[dst, 0], s.warm[src_row, 0])
+            warm[dst, 1], held1 = _sat_add(warm[dst, 1], s.warm[src_row, 1])
+            saturated += held0 + held1
             warm[dst, 2] = max(warm[dst, 2], s.warm[src_row, 2])
             f = s.first[src_row]
             if f >= 0 and (first[dst] < 0 or f > first[dst]):
@@ -733,6 +749,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         if s.times.get("start_ns", 0) > 0:
             starts.append(int(s.times["start_ns"]))
         taken.append(int(s.times.get("taken_ns", 0)))
+    totals["saturated"] += saturated
     times = {
         "start_ns": min(starts) if starts else 0,
         "steady_start_ns": -1,

@@ -1,0 +1,213 @@
+"""Sums that cannot wrap, windows that are never read torn, strict integer arguments."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from multiprocessing import shared_memory
+
+import numpy as np
+import pytest
+
+import gyreprof as gp
+from gyreprof._block import StatsBlock, decode_windows
+from gyreprof._core import Recorder
+from gyreprof.snapshot import merge
+
+INT64_MAX = (1 << 63) - 1
+
+
+# ------------------------------------------------------------------ sums cannot wrap
+
+
+def test_clamped_values_saturate_the_sum_instead_of_wrapping() -> None:
+    # 2.6 M values clamped at the default 1 h top wrapped the int64 sum (negative mean)
+    rec = Recorder(1)
+    record = rec.record
+    for _ in range(2_600_000):
+        record(0, 4_000_000_000_000)
+    block = StatsBlock.of(rec)
+    assert block.out_of_range == 2_600_000
+    assert block.stat[0, 1] == INT64_MAX  # held at the limit, not negative
+    assert block.saturated >= 1
+    snap = gp.Snapshot.from_recorder(rec, ["x"]) if hasattr(gp.Snapshot, "from_recorder") else None
+    if snap is not None:
+        assert snap.totals["saturated"] >= 1
+
+
+def test_huge_record_saturates_with_a_wide_range() -> None:
+    rec = Recorder(2, highest_ns=1 << 62)
+    for _ in range(3):
+        rec.record(1, 1 << 62)
+    st = StatsBlock.of(rec).stat_table()
+    assert st[1, 1] == INT64_MAX and st[1, 0] == 3
+    assert StatsBlock.of(rec).saturated == 2  # the 2nd and the 3rd add were held
+
+
+def test_profiler_mean_stays_positive_after_saturation() -> None:
+    prof = gp.Profiler(["x"], highest_ns=1 << 62)
+    for _ in range(4):
+        prof.record("x", 1 << 62)
+    snap = prof.snapshot()
+    assert snap.totals["saturated"] >= 1
+    mean = snap.stat[0, 1] / snap.stat[0, 0]
+    assert mean > 0
+
+
+def test_merge_saturates_sums_and_counts_it() -> None:
+    snaps = []
+    for _ in range(2):
+        prof = gp.Profiler(["x"], highest_ns=1 << 62)
+        prof.record("x", 1 << 62)
+        prof.record("x", 1 << 61)
+        snaps.append(prof.snapshot())
+    merged = merge(snaps)
+    assert merged.stat[0, 1] == INT64_MAX
+    assert merged.totals["saturated"] >= 1
+    assert merged.stat[0, 0] == 4
+
+
+def test_counter_saturates() -> None:
+    rec = Recorder(1)
+    rec.count(0, INT64_MAX)
+    rec.count(0, 5)
+    block = StatsBlock.of(rec)
+    assert block.counter(0) == INT64_MAX and block.saturated == 1
+
+
+# ------------------------------------------------- windows from the ring, as before
+
+
+def _drive(rec: Recorder, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        rec.begin()
+        for _ in range(int(rng.integers(0, 6))):
+            d = int(10 ** rng.uniform(0, 13)) if rng.random() < 0.9 else -5
+            rec.record(int(rng.integers(0, 3)), d)
+
+
+@pytest.mark.parametrize("warmup", [0, 4])
+def test_windows_from_the_ring_equal_windows_accounted_per_event(warmup: int) -> None:
+    # capacity 1: every window outgrows the ring at once and is accounted per event;
+    # 65536: every window is folded out of the ring at close. Same phase rows.
+    rows = []
+    for cap in (1, 8, 65536):
+        rec = Recorder(3, cap, window_steps=9, warmup_steps=warmup, max_windows=64)
+        _drive(rec, 7)
+        w = StatsBlock.of(rec).window_records()
+        hists = [wr.histograms[:3] for wr in decode_windows(w, 3)]
+        rows.append(([(wr.first_step, wr.steps, wr.warmup) for wr in decode_windows(w, 3)], hists))
+    assert len(rows[0][0]) == 300 // 9
+    assert rows[0] == rows[1] == rows[2]
+    counts = sum(h.count for ws in rows[0][1] for h in ws)
+    assert counts > 0
+
+
+# ------------------------------------------------------ windows are never read torn
+
+_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from multiprocessing import shared_memory
+    from gyreprof._core import Recorder
+    kw = dict(window_steps=4, max_windows=8)
+    from multiprocessing import resource_tracker
+    shm = shared_memory.SharedMemory(name=sys.argv[1])
+    resource_tracker.unregister(shm._name, "shared_memory")  # the parent owns it
+    rec = Recorder(2, 1024, buffer=shm.buf, **kw)
+    begin, lap = rec.begin, rec.lap
+    print("ready", flush=True)
+    end = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < end:
+        for _ in range(2000):
+            begin(); lap(0); lap(1)
+    del begin, lap, rec
+    shm.close()
+    """
+)
+
+
+def test_windows_are_never_read_torn_by_a_live_reader() -> None:
+    kw = dict(window_steps=4, max_windows=8)
+    nbytes = Recorder.required_bytes(2, max_windows=8)
+    shm = shared_memory.SharedMemory(create=True, size=nbytes)
+    try:
+        layout = Recorder(2, 1024, **kw)
+        env = {**os.environ}
+        child = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, shm.name, "3.0"],
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        view = np.ndarray((nbytes // 8,), dtype=np.int64, buffer=shm.buf)
+        block = StatsBlock(view, layout.offsets, 2)
+        seen = 0
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end and child.poll() is None:
+            for wr in block.windows():
+                for h in wr.histograms:
+                    if h.count == 0:
+                        continue
+                    assert 0 <= h.p50 <= h.p90 <= h.p99 <= h.max, wr
+                    seen += 1
+            # a frozen copy (what a live reader's snapshot decodes) is filtered too
+            for wr in StatsBlock(view.copy(), layout.offsets, 2).windows():
+                for h in wr.histograms:
+                    if h.count:
+                        assert 0 <= h.p50 <= h.p90 <= h.p99 <= h.max, wr
+        child.wait(timeout=30)
+        assert child.returncode == 0
+        assert seen > 100
+        del view, block
+    finally:
+        shm.close()
+        shm.unlink()
+
+
+# --------------------------------------------------------- strict integer arguments
+
+
+@pytest.mark.parametrize("bad", [1.5, True, np.bool_(True), "1", None])
+def test_phase_ids_are_strict_ints(bad: object) -> None:
+    rec = Recorder(3)
+    for call in (rec.lap, rec.timer, lambda p: rec.record(p, 10)):
+        with pytest.raises(TypeError, match="phase id"):
+            call(bad)
+    assert StatsBlock.of(rec).ring_head == 0
+
+
+def test_numpy_ints_are_accepted_and_big_ints_named() -> None:
+    rec = Recorder(3)
+    rec.lap(np.int64(1))
+    rec.lap(np.int32(2))
+    rec.record(np.uint8(0), 5)
+    with pytest.raises(IndexError, match="phase id"):
+        rec.lap(1 << 70)
+    with pytest.raises(IndexError, match="phase id"):
+        rec.lap(-1)
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "2"])
+def test_count_n_is_a_strict_int(bad: object) -> None:
+    rec = Recorder(1)
+    with pytest.raises(TypeError, match=r"\bn\b"):
+        rec.count(0, bad)
+    with pytest.raises(TypeError, match="counter slot"):
+        rec.count(bad)  # type: ignore[arg-type]
+    with pytest.raises(OverflowError, match=r"\bn="):
+        rec.count(0, 1 << 64)
+    prof = gp.Profiler(["x"])
+    with pytest.raises(TypeError, match=r"\bn\b"):
+        prof.count("retries", bad)  # type: ignore[arg-type]
+
+
+def test_record_refuses_a_bool_duration() -> None:
+    rec = Recorder(1)
+    with pytest.raises(TypeError, match="duration_ns"):
+        rec.record(0, True)
