@@ -332,13 +332,15 @@ class StatsBlock:
             seq = int(self._a[seq_word])
             out = self._ordered(wr, K)
             if int(self._a[seq_word]) == seq and not seq & 1:
-                return out[_consistent(out, self.nh)]
+                good: np.ndarray = out[_consistent(out, self.nh)]
+                return good
             if int(self._a[seq_word]) == seq:  # odd and still: a frozen copy
                 break
         closed = self.windows_closed
         if int(self._a[seq_word]) & 1 and closed >= K:
             out = out[1:]  # the slot being rewritten is the oldest
-        return out[_consistent(out, self.nh)]
+        kept: np.ndarray = out[_consistent(out, self.nh)]
+        return kept
 
     def _ordered(self, wr: np.ndarray, K: int) -> np.ndarray:
         closed = self.windows_closed
