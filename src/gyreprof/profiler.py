@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from gyreprof._block import StatsBlock
-from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
+from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, monotonic_ns
 from gyreprof.snapshot import (
     STEP,
     Snapshot,
@@ -351,6 +351,12 @@ class Profiler:
         self.id(name)  # fail now, not at the first call
 
         def deco(fn: F) -> F:
+            if not self.per_thread:
+                # one recorder: the timer is fixed, entered and left in C at every call
+                timed_fn = TimedFunction(self._timers[name], fn)
+                functools.update_wrapper(timed_fn, fn)
+                return timed_fn  # type: ignore[return-value]
+
             @functools.wraps(fn)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 with self.phase(name):

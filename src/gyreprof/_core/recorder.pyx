@@ -10,6 +10,7 @@ are ``P + 1`` histograms: ``0..P-1`` are the phases, ``P`` is the whole step.
 
 cimport cython
 import operator
+from types import MethodType
 import os
 import time
 
@@ -733,7 +734,7 @@ cdef class PhaseTimer:
         self.phase = phase
         self.depth = 0
 
-    def __enter__(self):
+    cdef inline int _enter(self) except -1:
         cdef Recorder r = self.rec
         if gyre_thread_token() != r.owner:
             r._claim()
@@ -747,12 +748,12 @@ cdef class PhaseTimer:
         s[H_OPEN_PHASE] = self.phase
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
-        return self
+        return 0
 
-    def __exit__(self, exc_type, exc, tb):
+    cdef inline int _exit(self) except -1:
         cdef Recorder r = self.rec
         if self.depth <= 0:
-            return False
+            return 0
         if gyre_thread_token() != r.owner:
             r._claim()
         cdef int64_t now = r._now()
@@ -763,4 +764,42 @@ cdef class PhaseTimer:
             s[H_OPEN_PHASE] = self.parents[self.depth]
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
+        return 0
+
+    def __enter__(self):
+        self._enter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._exit()
         return False
+
+
+@cython.final
+cdef class TimedFunction:
+    """``fn`` timed as one phase at every call: ``timer`` entered and left in C,
+    no Python frame of its own. Binds as a method (``__get__``) like a function.
+    Made by ``Profiler.timed``; metadata (``__name__``, ``__wrapped__``...) goes in
+    its ``__dict__``."""
+    cdef PhaseTimer timer
+    cdef readonly object fn
+    cdef dict __dict__
+
+    def __cinit__(self, PhaseTimer timer not None, fn):
+        if not callable(fn):
+            raise TypeError(f"timed() decorates a callable, got {type(fn).__name__}")
+        self.timer = timer
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        cdef PhaseTimer t = self.timer
+        t._enter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            t._exit()
+
+    def __get__(self, obj, objtype):
+        if obj is None:
+            return self
+        return MethodType(self, obj)
