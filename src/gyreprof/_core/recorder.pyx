@@ -357,8 +357,11 @@ cdef class Recorder:
         if gyre_unlikely(gyre_add_overflow(st[STAT_SUM], d, &st[STAT_SUM])):
             st[STAT_SUM] = INT64_MAX
             self.s[H_SATURATED] += 1
-        st[STAT_MIN] = gyre_min64(st[STAT_MIN], d)
-        st[STAT_MAX] = gyre_max64(st[STAT_MAX], d)
+        # min / max change rarely: a predicted branch beats storing them every lap
+        if gyre_unlikely(d < st[STAT_MIN]):
+            st[STAT_MIN] = d
+        if gyre_unlikely(d > st[STAT_MAX]):
+            st[STAT_MAX] = d
         self._ring_write(h, d, start)
 
     cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept:
