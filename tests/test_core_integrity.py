@@ -211,3 +211,70 @@ def test_record_refuses_a_bool_duration() -> None:
     rec = Recorder(1)
     with pytest.raises(TypeError, match="duration_ns"):
         rec.record(0, True)
+
+
+# ------------------------------------------------------ overhead priced by form
+
+
+def test_each_event_is_priced_at_its_form() -> None:
+    prof = gp.Profiler(["a", "b", "c", "d"])
+    costs = prof.form_cost_ns
+    assert set(costs) == {"lap", "begin", "with", "timed", "record"}
+    assert all(v >= 1 for v in costs.values())
+    assert costs["with"] > costs["lap"]  # two clock reads and a with statement
+
+    @prof.timed("d")
+    def f() -> None:
+        return None
+
+    t_b = prof.phase("b")
+    lap = prof.lap
+    for _ in range(50):
+        prof.begin()
+        lap(0)
+        with t_b:
+            pass
+        prof.record("c", 1000)
+        f()
+    prof.end()
+    block = StatsBlock.of(prof.recorder)
+    assert block.form_events() == {"with": 50, "timed": 50, "record": 50}
+    snap = prof.snapshot()
+    want = (
+        50 * costs["lap"]
+        + 50 * costs["with"]
+        + 50 * costs["timed"]
+        + 50 * costs["record"]
+        + 50 * costs["begin"]
+    )
+    assert snap.sources[0]["overhead_ns"] == pytest.approx(want)
+    # the old rule priced every boundary as a lap: it would have said 250 laps
+    assert want > 250 * costs["lap"]
+
+
+def test_warmup_events_are_not_priced() -> None:
+    prof = gp.Profiler(["a"], warmup_steps=10)
+    t = prof.phase("a")
+    for _ in range(30):
+        prof.begin()
+        with t:
+            pass
+    prof.end()
+    assert StatsBlock.of(prof.recorder).form_events()["with"] == 20
+
+
+def test_verdict_overhead_caveat_fires_for_a_loop_of_empty_phases() -> None:
+    from gyreprof.analysis.verdict import diagnose
+
+    tp = gp.Profiler(["wait", "compute"])
+    tw, tc = tp.phase("wait"), tp.phase("compute")
+    for _ in range(20_000):  # nothing but the profiler: it is most of the wall time
+        tp.begin()
+        with tw:
+            pass
+        with tc:
+            pass
+    tp.end()
+    s = tp.summary()
+    assert s.overhead_share > 0.05
+    assert any("the profiler itself took" in c for c in diagnose(trainer=tp).caveats)

@@ -355,6 +355,14 @@ class StatsBlock:
         """The closed-window sequence word (odd while the writer publishes a window)."""
         return self._h(_rec.H_WIN_SEQ)
 
+    def form_events(self) -> dict[str, int]:
+        """Steady phase events by the form that recorded them: ``with`` (a PhaseTimer
+        used as a context manager), ``timed`` (``@timed``), ``record``; laps are the
+        rest of the steady phase events (the lap path keeps no counter)."""
+        timer = self._h(_rec.H_N_TIMER)
+        timed = self._h(_rec.H_N_TIMED)
+        return {"with": max(0, timer - timed), "timed": timed, "record": self._h(_rec.H_N_RECORD)}
+
     @property
     def saturated(self) -> int:
         """Sums and counters that reached the int64 limit and were held there."""

@@ -20,6 +20,7 @@ import functools
 import math
 import os
 import signal
+import statistics
 import threading
 import time
 import weakref
@@ -69,34 +70,127 @@ class _TimerMap(dict):  # type: ignore[type-arg]
         raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
 
 
-# ------------------------------------------------------------ lap cost (calibrated)
+# ---------------------------------------------------- cost of each form (calibrated)
 
-_LAP_COST: dict[str, float] = {}
+_FORM_COSTS: dict[str, dict[str, float]] = {}
+FORMS = ("lap", "begin", "with", "timed", "record")
 
 
-def _measure_lap_cost_ns(clock: str, n: int = 4000, rounds: int = 5) -> float:
-    """Cost of one ``lap()`` call seen from Python (call + clock read + record), in ns.
+def _noop() -> None:
+    return None
 
-    Timed as a loop of laps minus an empty loop, best of ``rounds``; cached per clock.
-    """
-    if clock in _LAP_COST:
-        return _LAP_COST[clock]
-    rec = Recorder(1, 1024, clock=clock)
-    lap = rec.lap
+
+def _tight_costs(lap: Any, begin: Any, timer: Any, timed: Any, record: Any) -> dict[str, float]:
+    """ns per call of each form in a tight loop (minus the empty loop): lower bounds."""
+    n = 1000
     rng = range(n)
-    best = math.inf
-    for _ in range(rounds):
-        t0 = time.perf_counter_ns()
-        for _ in rng:
-            lap(0)
-        t1 = time.perf_counter_ns()
-        for _ in rng:
+    pc = time.perf_counter_ns
+    out: dict[str, float] = {}
+    t0 = pc()
+    for _ in rng:
+        pass
+    empty = pc() - t0
+    t0 = pc()
+    for _ in rng:
+        lap(0)
+    out["lap"] = pc() - t0
+    t0 = pc()
+    for _ in rng:
+        begin()
+    out["begin"] = pc() - t0
+    t0 = pc()
+    for _ in rng:
+        with timer:
             pass
-        t2 = time.perf_counter_ns()
-        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
-    cost = max(1.0, best)
-    _LAP_COST[clock] = cost
-    return cost
+    out["with"] = pc() - t0
+    t0 = pc()
+    for _ in rng:
+        _noop()
+    call = pc() - t0
+    t0 = pc()
+    for _ in rng:
+        timed()
+    out["timed"] = pc() - t0 - call + empty
+    t0 = pc()
+    for _ in rng:
+        record(0, 1000)
+    out["record"] = pc() - t0
+    return {k: (v - empty) / n for k, v in out.items()}
+
+
+def _measure_form_costs(clock: str, n: int = 60, rounds: int = 9) -> dict[str, float]:
+    """ns per event of each recording form, as a real loop pays it; cached per clock.
+
+    In a real loop the work between two boundaries evicts what a boundary touches
+    (its lines of the stats block, the ring slot, the timer), so a boundary costs
+    about twice what it costs in a tight loop. Each form is timed between copies of
+    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the median
+    of ``rounds`` short runs per form, the forms interleaved. About 15 ms in all.
+    """
+    if clock in _FORM_COSTS:
+        return _FORM_COSTS[clock]
+    rec = Recorder(2, 1024, clock=clock, window_steps=1 << 40)
+    lap, begin, record = rec.lap, rec.begin, rec.record
+    timer = rec.timer(0)
+    timed = TimedFunction(rec.timer(1), _noop)
+    a, b = np.zeros(4096), np.ones(4096)
+    copy = np.copyto
+    pc = time.perf_counter_ns
+    rng = range(n)
+
+    def run(form: str) -> float:
+        t0 = pc()
+        if form == "none":
+            for _ in rng:
+                copy(a, b)
+        elif form == "lap":
+            for _ in rng:
+                copy(a, b)
+                lap(0)
+        elif form == "begin":
+            for _ in rng:
+                copy(a, b)
+                begin()
+        elif form == "with":
+            for _ in rng:
+                copy(a, b)
+                with timer:
+                    pass
+        elif form == "timed":
+            for _ in rng:
+                copy(a, b)
+                timed()
+        elif form == "call":  # what a call of the undecorated function costs
+            for _ in rng:
+                copy(a, b)
+                _noop()
+        else:
+            for _ in rng:
+                copy(a, b)
+                record(0, 1000)
+        return (pc() - t0) / n
+
+    kinds = ("none", *FORMS, "call")
+    for k in kinds:  # warm up: first calls, page faults, the copy's code path
+        run(k)
+    res: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(rounds):
+        for k in kinds:
+            res[k].append(run(k))
+    # lower quartiles: preemption only ever adds time, the least-disturbed runs tell most
+    q25 = {k: statistics.quantiles(v, n=4)[0] for k, v in res.items()}
+    costs = {f: q25[f] - q25["none"] for f in FORMS}
+    costs["timed"] = q25["timed"] - q25["call"]
+    # never below what the form costs in a tight loop (a cheap lower bound, 1000 calls)
+    tight = _tight_costs(lap, begin, timer, timed, record)
+    costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
+    _FORM_COSTS[clock] = costs
+    return costs
+
+
+def _measure_lap_cost_ns(clock: str) -> float:
+    """Cost of one ``lap()`` as a real loop pays it (see ``_measure_form_costs``)."""
+    return _measure_form_costs(clock)["lap"]
 
 
 # -------------------------------------------------------------------- autosave
@@ -256,7 +350,9 @@ class Profiler:
         self._lock = threading.Lock()
         self._recorders: list[Recorder] = []
         self._timers_by_rec: dict[int, _TimerMap] = {}
-        self.lap_cost_ns = _measure_lap_cost_ns(clock)
+        # what each recording form costs, for overhead_share (calibrated once per process)
+        self.form_cost_ns: dict[str, float] = dict(_measure_form_costs(clock))
+        self.lap_cost_ns = self.form_cost_ns["lap"]
         if self.per_thread:
             self._local = threading.local()
             self.lap: Callable[[int], None] = self._lap_threaded
@@ -286,6 +382,7 @@ class Profiler:
 
     def _new_recorder(self) -> Recorder:
         rec = Recorder(len(self.phases), **self._rec_kwargs)
+        rec.form_cost_ns = self.form_cost_ns
         timers = _TimerMap({name: rec.timer(i) for i, name in enumerate(self.phases)})
         with self._lock:
             self._recorders.append(rec)

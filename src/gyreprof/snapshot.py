@@ -379,7 +379,13 @@ class Snapshot:
         )
         rate = steady_steps / (steady_ns / 1e9) if steady_ns > 0 else 0.0
         events_steady = int(stat[:nphase, 0].sum())
-        overhead_ns = lap_cost_ns * (events_steady + steady_steps)
+        overhead_ns = overhead_of(
+            events_steady,
+            steady_steps,
+            block.form_events(),
+            config.get("form_cost_ns"),
+            lap_cost_ns,
+        )
         totals = {
             "steps_begun": block.steps_begun,
             "steps_completed": block.steps_completed,
@@ -784,6 +790,38 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
 # ----------------------------------------------------------------------- interval
 
 
+def overhead_of(
+    events: int,
+    steps: int,
+    form_events: Mapping[str, int],
+    form_cost_ns: Mapping[str, float] | None,
+    lap_cost_ns: float,
+) -> float:
+    """Profiler time (ns) behind ``events`` steady phase events and ``steps`` steps.
+
+    Each event is priced at the form that recorded it (``form_cost_ns``: ``lap``,
+    ``begin``, ``with``, ``timed``, ``record``, calibrated by the Profiler); laps
+    are the events no slower form counted. Without costs, every boundary costs
+    ``lap_cost_ns``.
+    """
+    if not form_cost_ns:
+        return lap_cost_ns * (events + steps)
+    lap = float(form_cost_ns.get("lap", lap_cost_ns))
+    slow = {k: int(form_events.get(k, 0)) for k in ("with", "timed", "record")}
+    laps = max(0, events - sum(slow.values()))
+    total = lap * laps + float(form_cost_ns.get("begin", lap)) * steps
+    for form, n in slow.items():
+        total += float(form_cost_ns.get(form, lap)) * n
+    return total
+
+
+def _per_boundary_cost(snap: Snapshot) -> float:
+    """A snapshot's profiler cost per boundary (events and steps), its forms mixed in."""
+    src_over = sum(float(s.get("overhead_ns", 0.0)) for s in snap.sources)
+    n = int(snap.stat[:-1, 0].sum()) + int(snap.stat[-1, 0])
+    return src_over / n if src_over > 0 and n > 0 else float(snap.lap_cost_ns)
+
+
 def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -> Snapshot:
     """What a source recorded between two of its snapshots (exact histograms).
 
@@ -860,7 +898,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         steady_ns=dt,
         warmup_ns=0,
         rate=steps / (dt / 1e9) if dt > 0 else 0.0,
-        overhead_ns=after.lap_cost_ns * (events + steps),
+        overhead_ns=_per_boundary_cost(after) * (events + steps),
         warmup_done=True,
         steady_start_ns=t0,
         end_ns=t1,

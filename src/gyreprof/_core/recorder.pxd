@@ -51,6 +51,11 @@ cpdef enum:
     H_LAST_WRITE = 18      # ns of the last begin/end/record/timed phase (lap() leaves it)
     H_WARMUP_END_STEP = 19 # step number of the last warm-up step (-1: warm-up not over)
     H_WIN_SEQ = 20         # closed-window seqlock: odd while a window record is written
+    # steady phase events by the form that recorded them (laps are the rest: the lap
+    # path keeps no counter of its own); used to price the profiler's overhead
+    H_N_TIMER = 21         # closed by a PhaseTimer (``with`` and ``@timed``)
+    H_N_TIMED = 22         # of those, by a TimedFunction (``@timed``)
+    H_N_RECORD = 23        # given to record()
     HEADER_WORDS = 32
 
     # the "hot" region: one 64-byte line per histogram
@@ -136,6 +141,7 @@ cdef class Recorder:
     cdef object _stats           # numpy int64 view of the stats block
     cdef object _ring
     cdef readonly object offsets  # dict: region name -> word offset in the stats block
+    cdef public object form_cost_ns  # dict: form -> calibrated ns per event (config())
 
     cdef _bind(self, object buffer, object copy_from)
     cdef inline void _reset_wcur(self, int64_t h) noexcept

@@ -19,6 +19,9 @@ H_STEPS_DONE: int
 H_NONFINITE: int
 H_SATURATED: int
 H_WIN_SEQ: int
+H_N_TIMER: int
+H_N_TIMED: int
+H_N_RECORD: int
 H_STEADY_START: int
 H_WARMUP_STEPS: int
 H_LAST_STEP_END: int
@@ -81,6 +84,7 @@ class TimedFunction:
 
 class Recorder:
     n_phases: int
+    form_cost_ns: dict[str, float] | None
     capacity: int
     window_steps: int
     max_windows: int

@@ -535,6 +535,8 @@ cdef class Recorder:
         _stamp_first_write(self.s, self.in_warmup, now)
         self._record(p, d, now - d if d >= 0 else now)
         self.s[H_LAST_WRITE] = now
+        if d >= 0 and not self.in_warmup:
+            self.s[H_N_RECORD] += 1
 
     def count(self, slot, n=1):
         """Add ``n`` (an int) to event counter ``slot``. A counter that would pass
@@ -718,6 +720,7 @@ cdef class Recorder:
             "warmup_ns": self.warmup_ns,
             "clock": "tsc" if self.use_tsc else "monotonic",
             "offsets": dict(self.offsets),
+            "form_cost_ns": dict(self.form_cost_ns) if self.form_cost_ns else {},
         }
 
 
@@ -767,6 +770,8 @@ cdef class PhaseTimer:
             s[H_OPEN_PHASE] = self.parents[self.depth]
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
+        if not r.in_warmup:
+            s[H_N_TIMER] += 1
         return 0
 
     def __enter__(self):
@@ -801,6 +806,8 @@ cdef class TimedFunction:
             return self.fn(*args, **kwargs)
         finally:
             t._exit()
+            if not t.rec.in_warmup:
+                t.rec.s[H_N_TIMED] += 1
 
     def __get__(self, obj, objtype):
         if obj is None:
