@@ -278,3 +278,81 @@ def test_verdict_overhead_caveat_fires_for_a_loop_of_empty_phases() -> None:
     s = tp.summary()
     assert s.overhead_share > 0.05
     assert any("the profiler itself took" in c for c in diagnose(trainer=tp).caveats)
+
+
+# ------------------------------------------------------------------ clock="auto"
+
+
+def _cpu_has_invariant_tsc() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return {"constant_tsc", "nonstop_tsc"} <= flags
+    except OSError:
+        pass
+    return False
+
+
+def test_auto_picks_the_tsc_exactly_where_it_is_invariant() -> None:
+    rec = Recorder(1, clock="auto")
+    assert rec.clock == ("tsc" if _cpu_has_invariant_tsc() else "monotonic")
+    assert rec.clock_requested == "auto"
+    assert rec.config()["clock"] == rec.clock
+    prof = gp.Profiler(["x"], clock="auto")
+    assert prof.recorder.clock == rec.clock
+    with pytest.raises(ValueError, match="'auto'"):
+        Recorder(1, clock="fast")
+
+
+needs_tsc = pytest.mark.skipif(not _cpu_has_invariant_tsc(), reason="no invariant TSC here")
+
+
+@needs_tsc
+def test_injected_drift_is_found_and_recalibrated() -> None:
+    rec = Recorder(1, clock="auto")
+    good = rec.clock_health()["ns_per_tick"]
+    time.sleep(0.03)
+    assert not rec.check_clock(min_span_s=0.02)  # no drift: nothing changes
+    rec._inject_tsc_error(1e-3)  # durations now run 0.1% fast
+    time.sleep(0.03)
+    assert rec.check_clock(min_span_s=0.02)
+    h = rec.clock_health()
+    assert h["recalibrations"] == 1 and h["fallbacks"] == 0 and h["clock"] == "tsc"
+    assert abs(h["error_ppm"] - 1000) < 200
+    assert h["ns_per_tick"] == pytest.approx(good, rel=2e-4)
+    # after recalibration a duration agrees with CLOCK_MONOTONIC again
+    from gyreprof._core import monotonic_ns
+
+    a0, m0 = rec.now_ns(), monotonic_ns()
+    time.sleep(0.05)
+    a1, m1 = rec.now_ns(), monotonic_ns()
+    assert abs((a1 - a0) - (m1 - m0)) / (m1 - m0) < 2e-4
+    assert StatsBlock.of(rec).clock_checks()["recalibrations"] == 1
+
+
+@needs_tsc
+def test_a_tsc_far_off_falls_back_to_monotonic() -> None:
+    rec = Recorder(1, clock="auto")
+    rec._inject_tsc_error(0.05)
+    time.sleep(0.03)
+    assert rec.check_clock(min_span_s=0.02)
+    h = rec.clock_health()
+    assert h["clock"] == "monotonic" and h["fallbacks"] == 1
+    rec.lap(0)
+    rec.lap(0)  # records on CLOCK_MONOTONIC now
+    assert StatsBlock.of(rec).stat_table()[0, 0] == 1
+
+
+@needs_tsc
+def test_window_close_checks_the_clock_by_itself() -> None:
+    rec = Recorder(1, clock="auto", window_steps=50)
+    rec._inject_tsc_error(5e-4)
+    end = time.monotonic() + 1.3
+    while time.monotonic() < end:
+        for _ in range(200):
+            rec.begin()
+            rec.lap(0)
+    h = rec.clock_health()
+    assert h["checks"] >= 1 and h["recalibrations"] >= 1 and h["clock"] == "tsc"

@@ -363,6 +363,16 @@ class StatsBlock:
         timed = self._h(_rec.H_N_TIMED)
         return {"with": max(0, timer - timed), "timed": timed, "record": self._h(_rec.H_N_RECORD)}
 
+    def clock_checks(self) -> dict[str, int]:
+        """TSC drift checks: checks run, recalibrations, fallbacks to CLOCK_MONOTONIC,
+        and the rate error the last check found (ppm)."""
+        return {
+            "checks": self._h(_rec.H_CLOCK_CHECKS),
+            "recalibrations": self._h(_rec.H_CLOCK_RECAL),
+            "fallbacks": self._h(_rec.H_CLOCK_FALLBACK),
+            "error_ppm": self._h(_rec.H_CLOCK_ERROR_PPM),
+        }
+
     @property
     def saturated(self) -> int:
         """Sums and counters that reached the int64 limit and were held there."""

@@ -269,7 +269,8 @@ class Profiler:
     warmup_steps / warmup_s: exclude the first steps (or seconds) from steady
         state; reported apart. At most one of them.
     significant_figures: 1..5; percentiles are within 10**-sf relative error.
-    clock: "monotonic" (default) or "tsc" (invariant-TSC x86 only).
+    clock: "monotonic" (default), "tsc" (invariant-TSC x86 only) or "auto" (the TSC
+        where it is invariant, else CLOCK_MONOTONIC; drift-checked, see BENCHMARKS.md).
     per_thread: give every thread its own Recorder and merge them on read.
     live: publish the stats block in shared memory for other processes
         (``True`` or a segment name; see gyreprof.live).
@@ -329,8 +330,8 @@ class Profiler:
             if not math.isfinite(ws) or ws < 0:
                 raise ValueError(f"warmup_s must be a finite number >= 0, got {warmup_s!r}")
             wns = int(ws * 1e9)
-        if clock not in ("monotonic", "tsc"):
-            raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
+        if clock not in ("monotonic", "tsc", "auto"):
+            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
         self._rec_kwargs: dict[str, Any] = dict(
             capacity=int(capacity),
             significant_figures=int(significant_figures),

@@ -56,6 +56,10 @@ cpdef enum:
     H_N_TIMER = 21         # closed by a PhaseTimer (``with`` and ``@timed``)
     H_N_TIMED = 22         # of those, by a TimedFunction (``@timed``)
     H_N_RECORD = 23        # given to record()
+    H_CLOCK_CHECKS = 24    # TSC drift checks against CLOCK_MONOTONIC
+    H_CLOCK_RECAL = 25     # ... that found drift above 0.01% and recalibrated
+    H_CLOCK_FALLBACK = 26  # ... that found the TSC unusable and fell back to CLOCK_MONOTONIC
+    H_CLOCK_ERROR_PPM = 27 # rate error (ppm, signed) found by the last check
     HEADER_WORDS = 32
 
     # the "hot" region: one 64-byte line per histogram
@@ -125,6 +129,11 @@ cdef class Recorder:
     cdef int64_t win_fold_at     # ring head at which the open window's events would be overwritten
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
+    # cold: the long-baseline anchor of the TSC calibration and the drift checks
+    cdef unsigned long long cal_tsc0
+    cdef int64_t cal_mono0
+    cdef int64_t next_clock_check
+    cdef readonly str clock_requested
     # cold
     cdef int64_t win_head        # ring head when the open window began
     cdef bint win_live           # the open window is accounted per event (it outgrew the ring)
@@ -155,5 +164,7 @@ cdef class Recorder:
     cdef void _win_fold(self, int64_t upto) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
+    cdef int _check_clock(self, int64_t min_span_ns) noexcept
+    cdef void _fall_back(self, int64_t mono_now) noexcept
     cdef bint _warmup_over_unstepped(self, int64_t now) noexcept
     cdef void _end_warmup(self, int64_t now) noexcept

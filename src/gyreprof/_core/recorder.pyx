@@ -171,6 +171,18 @@ def calibrate_tsc(double duration_s=0.02):
     return (<double>(m1 - m0)) / (<double>(t1 - t0)), t1, m1
 
 
+_TSC_CALIBRATION = None
+
+
+def _process_tsc_calibration():
+    """The TSC calibration of this process (measured once, 20 ms; every recorder on the
+    TSC starts from it and checks its own drift against CLOCK_MONOTONIC)."""
+    global _TSC_CALIBRATION
+    if _TSC_CALIBRATION is None or _TSC_CALIBRATION[3] != os.getpid():
+        _TSC_CALIBRATION = (*calibrate_tsc(), os.getpid())
+    return _TSC_CALIBRATION[:3]
+
+
 def monotonic_ns():
     """CLOCK_MONOTONIC in ns, read in C (same clock as time.perf_counter_ns on Linux)."""
     return gyre_mono_ns()
@@ -213,13 +225,16 @@ cdef class Recorder:
             raise ValueError(f"max_counters must be 0..4096, got {max_counters}")
         hdr_init(&self.L, lowest_ns, highest_ns, significant_figures)
         hdr_init(&self.WL, lowest_ns, highest_ns, WINDOW_SIGNIFICANT_FIGURES)
-        if clock == "monotonic":
+        if clock == "monotonic" or (clock == "auto" and not tsc_invariant()):
             self.use_tsc = False
-        elif clock == "tsc":
-            self.ns_per_tick, self.tsc_base, self.tsc_base_ns = calibrate_tsc()
+        elif clock in ("tsc", "auto"):
+            self.ns_per_tick, self.tsc_base, self.tsc_base_ns = _process_tsc_calibration()
+            self.cal_tsc0, self.cal_mono0 = self.tsc_base, self.tsc_base_ns
             self.use_tsc = True
         else:
-            raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
+            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
+        self.clock_requested = clock
+        self.next_clock_check = 0
         self.n_phases = n_phases
         cdef int64_t cap = 1
         while cap < capacity:
@@ -594,8 +609,80 @@ cdef class Recorder:
         self.s[H_STEADY_START] = now
         self.s[H_WARMUP_END_STEP] = self.s[H_STEP]
 
+    cdef int _check_clock(self, int64_t min_span_ns) noexcept:
+        """Compare the TSC's rate with CLOCK_MONOTONIC's over the whole run so far.
+
+        The error is measured against the calibration anchor (the longer the span,
+        the finer the check). Above 0.01% the rate is recalibrated over that span
+        (the conversion is re-anchored at the current reading, so timestamps stay
+        continuous); above 1%, or with a TSC that went backwards, the recorder
+        falls back to CLOCK_MONOTONIC. Counted in the header. Returns 1 when it
+        changed the clock, else 0. No-op on CLOCK_MONOTONIC.
+        """
+        if not self.use_tsc:
+            return 0
+        cdef int64_t* s = self.s
+        cdef unsigned long long t = gyre_rdtsc()
+        cdef int64_t m = gyre_mono_ns()
+        cdef int64_t span = m - self.cal_mono0
+        if span < min_span_ns or span <= 0:
+            return 0
+        s[H_CLOCK_CHECKS] += 1
+        if t <= self.cal_tsc0:
+            self._fall_back(m)
+            return 1
+        cdef double predicted = <double>(<long long>(t - self.cal_tsc0)) * self.ns_per_tick
+        cdef double err = (predicted - <double>span) / <double>span
+        s[H_CLOCK_ERROR_PPM] = <int64_t>(err * 1e6)
+        if err > 0.01 or err < -0.01:
+            self._fall_back(m)
+            return 1
+        if err > 1e-4 or err < -1e-4:
+            # re-anchor at the current reading (continuous), then take the rate over the span
+            self.tsc_base_ns = self.tsc_base_ns + <int64_t>(
+                <double>(<long long>(t - self.tsc_base)) * self.ns_per_tick)
+            self.tsc_base = t
+            self.ns_per_tick = <double>span / <double>(<long long>(t - self.cal_tsc0))
+            s[H_CLOCK_RECAL] += 1
+            return 1
+        return 0
+
+    cdef void _fall_back(self, int64_t mono_now) noexcept:
+        self.use_tsc = False
+        self.s[H_CLOCK_FALLBACK] += 1
+
+    def check_clock(self, *, double min_span_s=1.0):
+        """Check the TSC against CLOCK_MONOTONIC now (see ``clock_health``); True if
+        it recalibrated or fell back. Also runs by itself at most once a second, when
+        a rolling window closes. Call it from the writer's thread or under the GIL."""
+        return bool(self._check_clock(<int64_t>(min_span_s * 1e9)))
+
+    def clock_health(self):
+        """The clock's drift checks: dict of clock, checks, recalibrations, fallbacks,
+        last rate error (ppm) and ns_per_tick (0.0 on CLOCK_MONOTONIC)."""
+        cdef int64_t* s = self.s
+        return {
+            "clock": "tsc" if self.use_tsc else "monotonic",
+            "requested": self.clock_requested,
+            "checks": s[H_CLOCK_CHECKS],
+            "recalibrations": s[H_CLOCK_RECAL],
+            "fallbacks": s[H_CLOCK_FALLBACK],
+            "error_ppm": s[H_CLOCK_ERROR_PPM],
+            "ns_per_tick": self.ns_per_tick if self.use_tsc else 0.0,
+        }
+
+    def _inject_tsc_error(self, double relative):
+        """Test hook: scale the TSC rate by ``1 + relative`` (a simulated drift)."""
+        if not self.use_tsc:
+            raise ValueError("the recorder is not on the TSC")
+        self.ns_per_tick *= 1.0 + relative
+
     cdef void _close_window(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
+        if self.use_tsc and now >= self.next_clock_check:
+            # off the lap path: at most once a second, at a window close
+            self.next_clock_check = now + 1_000_000_000
+            self._check_clock(1_000_000_000)
         cdef int64_t nh = self.n_phases + 1
         cdef int64_t stride = WIN_HEADER + WIN_FIELDS * nh
         cdef int64_t* w = self.wring + (s[H_WINDOWS] % self.max_windows) * stride
