@@ -126,7 +126,7 @@ cdef class Recorder:
     cdef HdrLayout L             # full-resolution phase histograms
     cdef HdrLayout WL            # coarse histograms of the current rolling window
     cdef double ns_per_tick
-    cdef int64_t win_fold_at     # ring head at which the open window's events would be overwritten
+    cdef int64_t win_fold_at     # ring head at which the oldest unfolded window event would be overwritten
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
     # cold: the long-baseline anchor of the TSC calibration and the drift checks
@@ -135,8 +135,7 @@ cdef class Recorder:
     cdef int64_t next_clock_check
     cdef readonly str clock_requested
     # cold
-    cdef int64_t win_head        # ring head when the open window began
-    cdef bint win_live           # the open window is accounted per event (it outgrew the ring)
+    cdef int64_t win_head        # first ring event of the open window not folded yet
     cdef int64_t* warm           # per histogram: warm-up count, sum, max
     cdef int64_t* wring          # closed windows
     cdef int64_t* counters       # event counters (prof.count)
@@ -159,8 +158,7 @@ cdef class Recorder:
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept
     cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept
     cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept
-    cdef void _win_live(self, int h, int64_t d, int64_t head) noexcept
-    cdef void _win_accum(self, int64_t h, int64_t d) noexcept
+    cdef void _win_catch_up(self, int64_t head) noexcept
     cdef void _win_fold(self, int64_t upto) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept

@@ -28,6 +28,7 @@ cnp.import_array()
 cdef extern from *:
     """
     #define gyre_unlikely(x) __builtin_expect(!!(x), 0)
+    #define gyre_likely(x) __builtin_expect(!!(x), 1)
     static inline int gyre_add_overflow(int64_t a, int64_t b, int64_t* out) {
         return __builtin_add_overflow(a, b, out);
     }
@@ -37,6 +38,7 @@ cdef extern from *:
     static inline void gyre_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
     """
     bint gyre_unlikely(bint x) noexcept nogil
+    bint gyre_likely(bint x) noexcept nogil
     bint gyre_add_overflow(int64_t a, int64_t b, int64_t* out) noexcept nogil
     int64_t gyre_min64(int64_t a, int64_t b) noexcept nogil
     int64_t gyre_max64(int64_t a, int64_t b) noexcept nogil
@@ -56,9 +58,10 @@ cdef extern from *:
             }
     #else
             Py_ssize_t size = Py_SIZE(o);
-            if (size == 0) { *out = 0; return 1; }
-            if (size == 1) { *out = (long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
-            if (size == -1) { *out = -(long long)((PyLongObject*)o)->ob_digit[0]; return 1; }
+            if (__builtin_expect((size_t)(size + 1) <= 2, 1)) {  /* -1, 0 or 1 digit */
+                *out = size * (long long)((PyLongObject*)o)->ob_digit[0];
+                return 1;
+            }
     #endif
         }
         return 0;
@@ -322,7 +325,6 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
         self.win_head = 0
-        self.win_live = False
         self.win_fold_at = self.capacity
         self.owner = 0
 
@@ -383,7 +385,7 @@ cdef class Recorder:
         cdef int64_t* s = self.s
         cdef int64_t head = s[H_RING_HEAD]
         if gyre_unlikely(head >= self.win_fold_at):
-            self._win_live(h, d, head)
+            self._win_catch_up(head)
         cdef Event* e = &self.ring[head & self.mask]
         e.phase = h  # n_phases marks a whole step; events() turns it into -1
         e.step = s[H_STEP]
@@ -425,14 +427,11 @@ cdef class Recorder:
                 st[STAT_MAX] = d
         self._ring_write(h, d, start)
 
-    # -- rolling windows: accounted from the ring at window close ----------------------
-    # While the ring still holds every event of the open window, the lap path does no
-    # window accounting at all: _close_window folds the window's events out of the ring.
-    # When the window outgrows the ring (the next event would overwrite its first one),
-    # its events so far are folded now and the rest are accounted one by one.
-
-    cdef void _win_accum(self, int64_t h, int64_t d) noexcept:
-        _win_add(&self.WL, self.wcounts, self.hot, h, d)
+    # -- rolling windows: accounted from the ring, in batches -------------------------
+    # The lap path does no window accounting: the open window's events are folded out
+    # of the ring into its accumulators when it closes, or earlier, in one batch, when
+    # the ring is about to overwrite the oldest event not folded yet (one compare per
+    # event decides). Every event is folded exactly once.
 
     cdef void _win_fold(self, int64_t upto) noexcept:
         """Account the ring's events ``win_head .. upto - 1`` into the open window."""
@@ -447,13 +446,11 @@ cdef class Recorder:
             _win_add(&self.WL, wcounts, hot, e.phase, e.duration_ns)
         self.win_head = upto
 
-    cdef void _win_live(self, int h, int64_t d, int64_t head) noexcept:
-        if not self.win_live:
-            self._win_fold(head)
-            self.win_live = True
-            self.win_fold_at = 0  # from now on every event of this window comes here
-        self._win_accum(h, d)
-        self.win_head = head + 1
+    cdef void _win_catch_up(self, int64_t head) noexcept:
+        """The ring is about to overwrite the open window's oldest unfolded event: fold
+        the events so far now (a batch of ``capacity`` events) and go on."""
+        self._win_fold(head)
+        self.win_fold_at = head + self.capacity
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -499,7 +496,7 @@ cdef class Recorder:
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_OPEN_SINCE]
-        if start >= 0:
+        if gyre_likely(start >= 0):
             self._record(phase, now - start, start)
         else:
             _stamp_first_write(s, self.in_warmup, now)
@@ -696,8 +693,7 @@ cdef class Recorder:
         qs_permille[0] = 500
         qs_permille[1] = 900
         qs_permille[2] = 990
-        if not self.win_live:
-            self._win_fold(s[H_RING_HEAD])
+        self._win_fold(s[H_RING_HEAD])
         # seqlock: odd while the record is written; readers retry on a change
         s[H_WIN_SEQ] += 1
         gyre_release_fence()
@@ -739,7 +735,6 @@ cdef class Recorder:
         gyre_release_fence()
         s[H_WIN_SEQ] += 1
         self.win_head = s[H_RING_HEAD]
-        self.win_live = False
         self.win_fold_at = self.win_head + self.capacity
         s[H_WIN_STEPS] = 0
         s[H_WIN_START] = now
