@@ -107,6 +107,23 @@ def test_windows_from_the_ring_equal_windows_accounted_per_event(warmup: int) ->
     assert counts > 0
 
 
+def test_windows_far_longer_than_the_ring_are_folded_in_batches() -> None:
+    # 60 records per step, 5 steps per window, a ring of 16 events: every window is
+    # folded out of the ring about 19 times before it closes
+    rows = []
+    for cap in (16, 1 << 16):
+        rec = Recorder(2, cap, window_steps=5, max_windows=64)
+        rng = np.random.default_rng(3)
+        for _ in range(40):
+            rec.begin()
+            for d in rng.integers(1, 10**9, 60):
+                rec.record(int(d) % 2, int(d))
+        rows.append([wr.histograms[:2] for wr in StatsBlock.of(rec).windows()])
+    assert len(rows[0]) == 7  # 39 closed steps
+    assert rows[0] == rows[1]
+    assert sum(h.count for ws in rows[0] for h in ws) == 60 * 5 * len(rows[0])
+
+
 # ------------------------------------------------------ windows are never read torn
 
 _WRITER = textwrap.dedent(
