@@ -373,3 +373,30 @@ def test_window_close_checks_the_clock_by_itself() -> None:
             rec.lap(0)
     h = rec.clock_health()
     assert h["checks"] >= 1 and h["recalibrations"] >= 1 and h["clock"] == "tsc"
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"capacity": 1 << 70},
+        {"highest_ns": 1 << 70},
+        {"window_steps": 1 << 70},
+        {"lowest_ns": 1 << 70},
+        {"warmup_steps": 1 << 70},
+        {"warmup_s": 1e30},
+    ],
+)
+def test_overflow_errors_name_their_argument(kw: dict[str, object]) -> None:
+    name = next(iter(kw))
+    with pytest.raises(OverflowError, match=name):
+        gp.Profiler(["a"], **kw)  # type: ignore[arg-type]
+
+
+def test_recorder_sizes_are_strict_ints() -> None:
+    with pytest.raises(TypeError, match="n_phases"):
+        Recorder(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="capacity"):
+        Recorder(2, True)
+    with pytest.raises(OverflowError, match="n_phases"):
+        Recorder(1 << 70)
+    assert Recorder(np.int64(3), np.int32(64)).n_phases == 3

@@ -340,6 +340,8 @@ class Profiler:
                 raise TypeError(f"warmup_s must be a number of seconds, got {warmup_s!r}") from None
             if not math.isfinite(ws) or ws < 0:
                 raise ValueError(f"warmup_s must be a finite number >= 0, got {warmup_s!r}")
+            if ws * 1e9 > 9.2e18:
+                raise OverflowError(f"warmup_s={warmup_s!r} is too long (at most ~292 years)")
             wns = int(ws * 1e9)
         if clock not in ("monotonic", "tsc", "auto"):
             raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")

@@ -110,6 +110,14 @@ cdef object _strict_int(object x, str what):
         raise TypeError(f"{what} must be an int, got {type(x).__name__} ({x!r})") from None
 
 
+cdef object _int64_arg(object x, str what):
+    """``x`` as a Python int in the int64 range (TypeError / OverflowError naming ``what``)."""
+    v = _strict_int(x, what)
+    if not -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        raise OverflowError(f"{what}={v} is outside the int64 range")
+    return v
+
+
 cdef long long _id_slow(object x, long long n, str what) except -1:
     """The checked conversion of a phase id / counter slot: 0 <= x < n."""
     v = _strict_int(x, what)
@@ -205,11 +213,20 @@ cdef class Recorder:
 
     # All set-up happens in __cinit__, which runs exactly once per object: no method can
     # meet a half-built recorder, and calling __init__ again cannot resize a live one.
-    def __cinit__(self, int n_phases, int64_t capacity=65536, *, int significant_figures=3,
-                 int64_t lowest_ns=1, int64_t highest_ns=3_600_000_000_000,
-                 int64_t warmup_steps=0, int64_t warmup_ns=0, int64_t window_steps=1000,
-                 int max_windows=512, int max_counters=32, str clock="monotonic",
+    def __cinit__(self, n_phases, capacity=65536, *, significant_figures=3,
+                 lowest_ns=1, highest_ns=3_600_000_000_000,
+                 warmup_steps=0, warmup_ns=0, window_steps=1000,
+                 max_windows=512, max_counters=32, str clock="monotonic",
                  object buffer=None):
+        # every size and limit is a strict int in the int64 range, named when it is not
+        n_phases, capacity, significant_figures, lowest_ns, highest_ns = (
+            _int64_arg(n_phases, "n_phases"), _int64_arg(capacity, "capacity"),
+            _int64_arg(significant_figures, "significant_figures"),
+            _int64_arg(lowest_ns, "lowest_ns"), _int64_arg(highest_ns, "highest_ns"))
+        warmup_steps, warmup_ns, window_steps, max_windows, max_counters = (
+            _int64_arg(warmup_steps, "warmup_steps"), _int64_arg(warmup_ns, "warmup_ns"),
+            _int64_arg(window_steps, "window_steps"), _int64_arg(max_windows, "max_windows"),
+            _int64_arg(max_counters, "max_counters"))
         if n_phases < 1 or n_phases > 255:
             raise ValueError(f"n_phases must be 1..255, got {n_phases}")
         if capacity < 1:
@@ -226,8 +243,20 @@ cdef class Recorder:
             raise ValueError(f"max_windows must be 1..{1 << 20}, got {max_windows}")
         if max_counters < 0 or max_counters > 4096:
             raise ValueError(f"max_counters must be 0..4096, got {max_counters}")
-        hdr_init(&self.L, lowest_ns, highest_ns, significant_figures)
-        hdr_init(&self.WL, lowest_ns, highest_ns, WINDOW_SIGNIFICANT_FIGURES)
+        if not 1 <= significant_figures <= 5:
+            raise ValueError(f"significant_figures must be 1..5, got {significant_figures}")
+        cdef int n_phases_c = n_phases
+        cdef int64_t capacity_c = capacity
+        cdef int significant_figures_c = significant_figures
+        cdef int64_t lowest_ns_c = lowest_ns
+        cdef int64_t highest_ns_c = highest_ns
+        cdef int64_t warmup_steps_c = warmup_steps
+        cdef int64_t warmup_ns_c = warmup_ns
+        cdef int64_t window_steps_c = window_steps
+        cdef int max_windows_c = max_windows
+        cdef int max_counters_c = max_counters
+        hdr_init(&self.L, lowest_ns_c, highest_ns_c, significant_figures_c)
+        hdr_init(&self.WL, lowest_ns_c, highest_ns_c, WINDOW_SIGNIFICANT_FIGURES)
         if clock == "monotonic" or (clock == "auto" and not tsc_invariant()):
             self.use_tsc = False
         elif clock in ("tsc", "auto"):
@@ -238,19 +267,19 @@ cdef class Recorder:
             raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
         self.clock_requested = clock
         self.next_clock_check = 0
-        self.n_phases = n_phases
+        self.n_phases = n_phases_c
         cdef int64_t cap = 1
-        while cap < capacity:
+        while cap < capacity_c:
             cap <<= 1
         self.capacity = cap
         self.mask = cap - 1
-        self.window_steps = window_steps
-        self.max_windows = max_windows
-        self.max_counters = max_counters
-        self.warmup_steps = warmup_steps
-        self.warmup_ns = warmup_ns
-        self.offsets = stats_layout(n_phases, self.L.counts_len, self.WL.counts_len,
-                                    max_windows, max_counters)
+        self.window_steps = window_steps_c
+        self.max_windows = max_windows_c
+        self.max_counters = max_counters_c
+        self.warmup_steps = warmup_steps_c
+        self.warmup_ns = warmup_ns_c
+        self.offsets = stats_layout(n_phases_c, self.L.counts_len, self.WL.counts_len,
+                                    max_windows_c, max_counters_c)
         self._ring = np.zeros(cap, dtype=EVENT_DTYPE)
         self.ring = <Event*>cnp.PyArray_DATA(self._ring)
         self._bind(buffer, None)
