@@ -470,9 +470,12 @@ cdef class Recorder:
         cdef int64_t mask = self.mask
         cdef int64_t* wcounts = self.wcounts
         cdef int64_t* hot = self.hot
+        # a private copy of the layout: the stores below cannot alias it, so its fields
+        # stay in registers for the whole loop
+        cdef HdrLayout WL = self.WL
         for i in range(self.win_head, upto):
             e = &ring[i & mask]
-            _win_add(&self.WL, wcounts, hot, e.phase, e.duration_ns)
+            _win_add(&WL, wcounts, hot, e.phase, e.duration_ns)
         self.win_head = upto
 
     cdef void _win_catch_up(self, int64_t head) noexcept:
