@@ -254,7 +254,9 @@ def test_overhead_is_measured() -> None:
     prof.end()
     s = prof.summary()
     assert s.lap_cost_ns == prof.lap_cost_ns
-    assert 0 < s.overhead_share < 1
+    # a loop of nothing but boundaries: the profiler is (nearly) all of its time, and
+    # the per-form costs (calibrated for real loops) are capped at the wall time
+    assert 0 < s.overhead_share <= 1
 
 
 def test_autosave_on_exit_exception_and_sigterm(tmp_path: Path) -> None:

@@ -130,6 +130,22 @@ def window_stride(n_phases: int) -> int:
     return int(_rec.WIN_HEADER + _rec.WIN_FIELDS * (n_phases + 1))
 
 
+def _consistent(rows: np.ndarray, nh: int) -> np.ndarray:
+    """Mask of window records whose percentiles are ordered and within the max."""
+    ok = np.ones(rows.shape[0], dtype=bool)
+    H, F = int(_rec.WIN_HEADER), int(_rec.WIN_FIELDS)
+    for h in range(nh):
+        base = H + F * h
+        count = rows[:, base + _rec.WIN_COUNT]
+        p50 = rows[:, base + _rec.WIN_P50]
+        p90 = rows[:, base + _rec.WIN_P90]
+        p99 = rows[:, base + _rec.WIN_P99]
+        mx = rows[:, base + _rec.WIN_MAX]
+        full = (p50 >= 0) & (p50 <= p90) & (p90 <= p99) & (p99 <= mx)
+        ok &= np.where(count > 0, full, (p50 == -1) & (count == 0))
+    return ok
+
+
 def decode_windows(rolling: np.ndarray, n_phases: int) -> list[WindowRecord]:
     """Closed-window records (rows of ``StatsBlock.window_records()``) as named tuples."""
     out: list[WindowRecord] = []
@@ -386,18 +402,70 @@ class StatsBlock:
         st[:, _rec.STAT_COUNT] = self.counts_total()
         return st
 
-    def window_records(self) -> np.ndarray:
-        """(closed, stride) copy of the closed-window records, oldest first."""
+    def window_records(self, *, retries: int = 1000) -> np.ndarray:
+        """(closed, stride) copy of the closed-window records, oldest first.
+
+        The writer publishes a window under a sequence word (odd while it writes).
+        On a live block a copy taken while the sequence moved is taken again
+        (up to ``retries`` times), so a record is not read half-written. A block
+        that is itself a copy cannot be re-read: there a record caught while it
+        was written (odd sequence) is left out. Either way, records that fail the
+        window invariants (``0 <= p50 <= p90 <= p99 <= max``) are left out.
+        """
         stride = window_stride(self.n_phases)
         K = self.max_windows
         start = self._off["wring"]
         wr: np.ndarray = self._arr()[start : start + K * stride].reshape(K, stride)
+        seq_word = int(_rec.H_WIN_SEQ)
+        for _ in range(max(1, retries)):
+            seq = int(self._a[seq_word])
+            out = self._ordered(wr, K)
+            if int(self._a[seq_word]) == seq and not seq & 1:
+                good: np.ndarray = out[_consistent(out, self.nh)]
+                return good
+            if int(self._a[seq_word]) == seq:  # odd and still: a frozen copy
+                break
+        closed = self.windows_closed
+        if int(self._a[seq_word]) & 1 and closed >= K:
+            out = out[1:]  # the slot being rewritten is the oldest
+        kept: np.ndarray = out[_consistent(out, self.nh)]
+        return kept
+
+    def _ordered(self, wr: np.ndarray, K: int) -> np.ndarray:
         closed = self.windows_closed
         if closed <= K:
             kept: np.ndarray = wr[:closed].copy()
             return kept
         cut = closed % K
         return np.concatenate((wr[cut:], wr[:cut]))
+
+    @property
+    def window_seq(self) -> int:
+        """The closed-window sequence word (odd while the writer publishes a window)."""
+        return self._h(_rec.H_WIN_SEQ)
+
+    def form_events(self) -> dict[str, int]:
+        """Steady phase events by the form that recorded them: ``with`` (a PhaseTimer
+        used as a context manager), ``timed`` (``@timed``), ``record``; laps are the
+        rest of the steady phase events (the lap path keeps no counter)."""
+        timer = self._h(_rec.H_N_TIMER)
+        timed = self._h(_rec.H_N_TIMED)
+        return {"with": max(0, timer - timed), "timed": timed, "record": self._h(_rec.H_N_RECORD)}
+
+    def clock_checks(self) -> dict[str, int]:
+        """TSC drift checks: checks run, recalibrations, fallbacks to CLOCK_MONOTONIC,
+        and the rate error the last check found (ppm)."""
+        return {
+            "checks": self._h(_rec.H_CLOCK_CHECKS),
+            "recalibrations": self._h(_rec.H_CLOCK_RECAL),
+            "fallbacks": self._h(_rec.H_CLOCK_FALLBACK),
+            "error_ppm": self._h(_rec.H_CLOCK_ERROR_PPM),
+        }
+
+    @property
+    def saturated(self) -> int:
+        """Sums and counters that reached the int64 limit and were held there."""
+        return self._h(_rec.H_SATURATED)
 
     def windows(self) -> list[WindowRecord]:
         """The closed rolling windows, oldest first, as named records."""

@@ -16,8 +16,8 @@ is convenience on the read side or at set-up.
 from __future__ import annotations
 
 import functools
-import math
 import os
+import statistics
 import threading
 import time
 import weakref
@@ -29,7 +29,7 @@ import numpy as np
 
 from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
-from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, monotonic_ns
+from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, monotonic_ns
 from gyreprof._validate import check_int, check_number
 from gyreprof.histogram import STEP
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
@@ -60,34 +60,138 @@ class _TimerMap(dict[str, PhaseTimer]):
         raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
 
 
-# ------------------------------------------------------------ lap cost (calibrated)
+# ---------------------------------------------------- cost of each form (calibrated)
 
-_LAP_COST: dict[str, float] = {}
+_FORM_COSTS: dict[str, dict[str, float]] = {}
+FORMS = ("lap", "begin", "with", "timed", "record")
 
 
-def _measure_lap_cost_ns(clock: str, n: int = 4000, rounds: int = 5) -> float:
-    """Cost of one ``lap()`` call seen from Python (call + clock read + record), in ns.
+def _noop() -> None:
+    return None
 
-    Timed as a loop of laps minus an empty loop, best of ``rounds``; cached per clock.
+
+def _tight_costs(lap: Any, begin: Any, timer: Any, timed: Any, record: Any) -> dict[str, float]:
+    """ns per call of each form in a tight loop, minus the empty loop: lower bounds.
+
+    The least of 3 short runs per form (a run that was preempted only reads longer).
     """
-    if clock in _LAP_COST:
-        return _LAP_COST[clock]
-    rec = Recorder(1, 1024, clock=clock)
-    lap = rec.lap
+    n = 300
     rng = range(n)
-    best = math.inf
-    for _ in range(rounds):
-        t0 = time.perf_counter_ns()
-        for _ in rng:
-            lap(0)
-        t1 = time.perf_counter_ns()
+    pc = time.perf_counter_ns
+
+    def once() -> dict[str, float]:
+        out: dict[str, float] = {}
+        t0 = pc()
         for _ in rng:
             pass
-        t2 = time.perf_counter_ns()
-        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
-    cost = max(1.0, best)
-    _LAP_COST[clock] = cost
-    return cost
+        out["empty"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            lap(0)
+        out["lap"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            begin()
+        out["begin"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            with timer:
+                pass
+        out["with"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            _noop()
+        out["call"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            timed()
+        out["timed"] = pc() - t0
+        t0 = pc()
+        for _ in rng:
+            record(0, 1000)
+        out["record"] = pc() - t0
+        return out
+
+    runs = [once() for _ in range(3)]
+    best = {k: min(r[k] for r in runs) for k in runs[0]}
+    costs = {f: (best[f] - best["empty"]) / n for f in FORMS}
+    costs["timed"] = (best["timed"] - best["call"]) / n
+    return costs
+
+
+def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, float]:
+    """ns per event of each recording form, as a real loop pays it; cached per clock.
+
+    In a real loop the work between two boundaries evicts what a boundary touches
+    (its lines of the stats block, the ring slot, the timer), so a boundary costs
+    about twice what it costs in a tight loop. Each form is timed between copies of
+    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the median
+    of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
+    """
+    if clock in _FORM_COSTS:
+        return _FORM_COSTS[clock]
+    rec = Recorder(2, 1024, clock=clock, window_steps=1 << 40)
+    lap, begin, record = rec.lap, rec.begin, rec.record
+    timer = rec.timer(0)
+    timed = TimedFunction(rec.timer(1), _noop)
+    a, b = np.zeros(4096), np.ones(4096)
+    copy = np.copyto
+    pc = time.perf_counter_ns
+    rng = range(n)
+
+    def run(form: str) -> float:
+        t0 = pc()
+        if form == "none":
+            for _ in rng:
+                copy(a, b)
+        elif form == "lap":
+            for _ in rng:
+                copy(a, b)
+                lap(0)
+        elif form == "begin":
+            for _ in rng:
+                copy(a, b)
+                begin()
+        elif form == "with":
+            for _ in rng:
+                copy(a, b)
+                with timer:
+                    pass
+        elif form == "timed":
+            for _ in rng:
+                copy(a, b)
+                timed()
+        elif form == "call":  # what a call of the undecorated function costs
+            for _ in rng:
+                copy(a, b)
+                _noop()
+        else:
+            for _ in rng:
+                copy(a, b)
+                record(0, 1000)
+        return (pc() - t0) / n
+
+    kinds = ("none", *FORMS, "call")
+    for k in kinds:  # warm up: first calls, page faults, the copy's code path
+        run(k)
+    res: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(rounds):
+        for k in kinds:
+            res[k].append(run(k))
+    # lower quartiles: preemption only ever adds time, the least-disturbed runs tell most
+    q25 = {k: statistics.quantiles(v, n=4)[0] for k, v in res.items()}
+    costs = {f: q25[f] - q25["none"] for f in FORMS}
+    costs["timed"] = q25["timed"] - q25["call"]
+    # never below what the form costs in a tight loop (a cheap lower bound, 1000 calls)
+    tight = _tight_costs(lap, begin, timer, timed, record)
+    costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
+    _FORM_COSTS[clock] = costs
+    return costs
+
+
+def _measure_lap_cost_ns(clock: str) -> float:
+    """Cost of one ``lap()`` as a real loop pays it (see ``_measure_form_costs``)."""
+    return _measure_form_costs(clock)["lap"]
 
 
 # ------------------------------------------------------- per-thread: finished threads
@@ -248,7 +352,8 @@ class Profiler:
     warmup_steps / warmup_s: exclude the first steps (or seconds) from steady
         state; reported apart. At most one of them.
     significant_figures: 1..5; percentiles are within 10**-sf relative error.
-    clock: "monotonic" (default) or "tsc" (invariant-TSC x86 only).
+    clock: "monotonic" (default), "tsc" (invariant-TSC x86 only) or "auto" (the TSC
+        where it is invariant, else CLOCK_MONOTONIC; drift-checked, see BENCHMARKS.md).
     per_thread: give every thread its own Recorder and merge them on read.
     live: publish the stats block in shared memory for other processes
         (``True`` or a segment name; see gyreprof.live).
@@ -309,9 +414,11 @@ class Profiler:
             )
             wns = int(ws * 1e9)
         if not isinstance(clock, str):
-            raise TypeError(f"clock must be 'monotonic' or 'tsc', got {type(clock).__name__}")
-        if clock not in ("monotonic", "tsc"):
-            raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
+            raise TypeError(
+                f"clock must be 'monotonic', 'tsc' or 'auto', got {type(clock).__name__}"
+            )
+        if clock not in ("monotonic", "tsc", "auto"):
+            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
         if not isinstance(per_thread, bool):
             raise TypeError(f"per_thread must be True or False, got {per_thread!r}")
         if label is not None:
@@ -348,7 +455,9 @@ class Profiler:
         self._lock = threading.RLock()  # re-entrant: an autosave on SIGTERM may interrupt it
         self._recorders: list[Recorder] = []
         self._timers_by_rec: dict[int, _TimerMap] = {}
-        self.lap_cost_ns = _measure_lap_cost_ns(clock)
+        # what each recording form costs, for overhead_share (calibrated once per process)
+        self.form_cost_ns: dict[str, float] = dict(_measure_form_costs(clock))
+        self.lap_cost_ns = self.form_cost_ns["lap"]
         self._retired = _RetiredThreads(
             self.phases,
             label,
@@ -397,6 +506,7 @@ class Profiler:
 
     def _new_recorder(self) -> Recorder:
         rec = Recorder(len(self.phases), **self._rec_kwargs)
+        rec.form_cost_ns = self.form_cost_ns
         timers = _TimerMap({name: rec.timer(i) for i, name in enumerate(self.phases)})
         with self._lock:
             self._recorders.append(rec)
@@ -469,6 +579,12 @@ class Profiler:
         self.id(name)  # fail now, not at the first call
 
         def deco(fn: F) -> F:
+            if not self.per_thread:
+                # one recorder: the timer is fixed, entered and left in C at every call
+                timed_fn = TimedFunction(self._timers[name], fn)
+                functools.update_wrapper(timed_fn, fn)
+                return timed_fn  # type: ignore[return-value]
+
             @functools.wraps(fn)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 with self.phase(name):

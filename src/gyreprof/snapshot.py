@@ -161,7 +161,18 @@ _TOTAL_KEYS = (
     "out_of_range",
     "negative",
     "nonfinite",
+    "saturated",  # sums / counters held at the int64 limit instead of wrapping
 )
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _sat_add(a: int, b: int) -> tuple[int, bool]:
+    """``a + b`` in Python ints, held at the int64 limit; (sum, whether it was held)."""
+    total = int(a) + int(b)
+    if total > _INT64_MAX:
+        return _INT64_MAX, True
+    return total, False
 
 
 # ------------------------------------------------------------------- snapshot
@@ -298,7 +309,17 @@ class Snapshot:
         )
         rate = steady_steps / (steady_ns / 1e9) if steady_ns > 0 else 0.0
         events_steady = int(stat[:nphase, 0].sum())
-        overhead_ns = lap_cost_ns * (events_steady + steady_steps)
+        overhead_ns = overhead_of(
+            events_steady,
+            steady_steps,
+            block.form_events(),
+            config.get("form_cost_ns"),
+            lap_cost_ns,
+        )
+        if steady_ns > 0:
+            # the costs are what a boundary costs in a real loop, more than in a loop of
+            # nothing but boundaries; the profiler cannot take more than all of the time
+            overhead_ns = min(overhead_ns, float(steady_ns))
         totals = {
             "steps_begun": block.steps_begun,
             "steps_completed": block.steps_completed,
@@ -308,6 +329,7 @@ class Snapshot:
             "out_of_range": block.out_of_range,
             "negative": block.negative,
             "nonfinite": block.nonfinite,
+            "saturated": block.saturated,
         }
         open_phase = block.open_phase
         times = {
@@ -611,6 +633,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     counters: dict[str, int] = {}
     sources: list[dict[str, Any]] = []
     starts, taken = [], []
+    saturated = 0
     for s in snaps:
         rows = [names.index(p) for p in s.phases] + [nh - 1]
         if rows == list(range(nh)):
@@ -619,15 +642,18 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
             for src_row, dst in enumerate(rows):
                 np.add(counts[dst], s.counts[src_row], out=counts[dst])
         for src_row, dst in enumerate(rows):
-            stat[dst, 0] += s.stat[src_row, 0]
-            stat[dst, 1] += s.stat[src_row, 1]
+            # sums add in Python ints and saturate (counted) instead of wrapping
+            stat[dst, 0], held0 = _sat_add(stat[dst, 0], s.stat[src_row, 0])
+            stat[dst, 1], held1 = _sat_add(stat[dst, 1], s.stat[src_row, 1])
+            saturated += held0 + held1
             smin, smax = s.stat[src_row, 2], s.stat[src_row, 3]
             if smin >= 0 and (stat[dst, 2] < 0 or smin < stat[dst, 2]):
                 stat[dst, 2] = smin
             if smax > stat[dst, 3]:
                 stat[dst, 3] = smax
-            warm[dst, 0] += s.warm[src_row, 0]
-            warm[dst, 1] += s.warm[src_row, 1]
+            warm[dst, 0], held0 = _sat_add(warm[dst, 0], s.warm[src_row, 0])
+            warm[dst, 1], held1 = _sat_add(warm[dst, 1], s.warm[src_row, 1])
+            saturated += held0 + held1
             warm[dst, 2] = max(warm[dst, 2], s.warm[src_row, 2])
             f = s.first[src_row]
             if f >= 0 and (first[dst] < 0 or f > first[dst]):
@@ -640,6 +666,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         if s.times.get("start_ns", 0) > 0:
             starts.append(int(s.times["start_ns"]))
         taken.append(int(s.times.get("taken_ns", 0)))
+    totals["saturated"] += saturated
     times = {
         "start_ns": min(starts) if starts else 0,
         "steady_start_ns": -1,
@@ -672,6 +699,38 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
 
 
 # ----------------------------------------------------------------------- interval
+
+
+def overhead_of(
+    events: int,
+    steps: int,
+    form_events: Mapping[str, int],
+    form_cost_ns: Mapping[str, float] | None,
+    lap_cost_ns: float,
+) -> float:
+    """Profiler time (ns) behind ``events`` steady phase events and ``steps`` steps.
+
+    Each event is priced at the form that recorded it (``form_cost_ns``: ``lap``,
+    ``begin``, ``with``, ``timed``, ``record``, calibrated by the Profiler); laps
+    are the events no slower form counted. Without costs, every boundary costs
+    ``lap_cost_ns``.
+    """
+    if not form_cost_ns:
+        return lap_cost_ns * (events + steps)
+    lap = float(form_cost_ns.get("lap", lap_cost_ns))
+    slow = {k: int(form_events.get(k, 0)) for k in ("with", "timed", "record")}
+    laps = max(0, events - sum(slow.values()))
+    total = lap * laps + float(form_cost_ns.get("begin", lap)) * steps
+    for form, n in slow.items():
+        total += float(form_cost_ns.get(form, lap)) * n
+    return total
+
+
+def _per_boundary_cost(snap: Snapshot) -> float:
+    """A snapshot's profiler cost per boundary (events and steps), its forms mixed in."""
+    src_over = sum(float(s.get("overhead_ns", 0.0)) for s in snap.sources)
+    n = int(snap.stat[:-1, 0].sum()) + int(snap.stat[-1, 0])
+    return src_over / n if src_over > 0 and n > 0 else float(snap.lap_cost_ns)
 
 
 def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -> Snapshot:
@@ -750,7 +809,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         steady_ns=dt,
         warmup_ns=0,
         rate=steps / (dt / 1e9) if dt > 0 else 0.0,
-        overhead_ns=after.lap_cost_ns * (events + steps),
+        overhead_ns=_per_boundary_cost(after) * (events + steps),
         warmup_done=True,
         steady_start_ns=t0,
         end_ns=t1,

@@ -39,7 +39,7 @@ cpdef enum:
     H_OUT_OF_RANGE = 6     # values above the range (clamped into the top bucket)
     H_START = 7            # ns of the first write (0: nothing written yet)
     H_STEPS_DONE = 8       # steps completed (closed by begin() or end())
-    # word 9 is reserved (phase records are the histogram and warm-up counts)
+    H_SATURATED = 9        # sums that would have wrapped: held at INT64_MAX instead (counted)
     H_NONFINITE = 10       # NaN / infinite durations given to record()
     H_STEADY_START = 11    # ns warm-up ended (-1: still warming up)
     H_WARMUP_STEPS = 12    # steps completed during warm-up
@@ -50,6 +50,16 @@ cpdef enum:
     H_WIN_FIRST_STEP = 17  # first step number of the current window
     H_LAST_WRITE = 18      # ns of the last begin/end/record/timed phase (lap() leaves it)
     H_WARMUP_END_STEP = 19 # step number of the last warm-up step (-1: warm-up not over)
+    H_WIN_SEQ = 20         # closed-window seqlock: odd while a window record is written
+    # steady phase events by the form that recorded them (laps are the rest: the lap
+    # path keeps no counter of its own); used to price the profiler's overhead
+    H_N_TIMER = 21         # closed by a PhaseTimer (``with`` and ``@timed``)
+    H_N_TIMED = 22         # of those, by a TimedFunction (``@timed``)
+    H_N_RECORD = 23        # given to record()
+    H_CLOCK_CHECKS = 24    # TSC drift checks against CLOCK_MONOTONIC
+    H_CLOCK_RECAL = 25     # ... that found drift above 0.01% and recalibrated
+    H_CLOCK_FALLBACK = 26  # ... that found the TSC unusable and fell back to CLOCK_MONOTONIC
+    H_CLOCK_ERROR_PPM = 27 # rate error (ppm, signed) found by the last check
     HEADER_WORDS = 32
 
     # the "hot" region: one 64-byte line per histogram
@@ -116,9 +126,16 @@ cdef class Recorder:
     cdef HdrLayout L             # full-resolution phase histograms
     cdef HdrLayout WL            # coarse histograms of the current rolling window
     cdef double ns_per_tick
+    cdef int64_t win_fold_at     # ring head at which the oldest unfolded window event would be overwritten
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
+    # cold: the long-baseline anchor of the TSC calibration and the drift checks
+    cdef unsigned long long cal_tsc0
+    cdef int64_t cal_mono0
+    cdef int64_t next_clock_check
+    cdef readonly str clock_requested
     # cold
+    cdef int64_t win_head        # first ring event of the open window not folded yet
     cdef int64_t* warm           # per histogram: warm-up count, sum, max
     cdef int64_t* wring          # closed windows
     cdef int64_t* counters       # event counters (prof.count)
@@ -132,13 +149,20 @@ cdef class Recorder:
     cdef object _stats           # numpy int64 view of the stats block
     cdef object _ring
     cdef readonly object offsets  # dict: region name -> word offset in the stats block
+    cdef public object form_cost_ns  # dict: form -> calibrated ns per event (config())
 
     cdef _bind(self, object buffer, object copy_from)
     cdef inline void _reset_wcur(self, int64_t h) noexcept
     cdef inline int64_t _now(self) noexcept
     cdef int _claim(self) except -1
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept
+    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept
+    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept
+    cdef void _win_catch_up(self, int64_t head) noexcept
+    cdef void _win_fold(self, int64_t upto) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
+    cdef int _check_clock(self, int64_t min_span_ns) noexcept
+    cdef void _fall_back(self, int64_t mono_now) noexcept
     cdef bint _warmup_over_unstepped(self, int64_t now) noexcept
     cdef void _end_warmup(self, int64_t now) noexcept

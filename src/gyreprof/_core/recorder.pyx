@@ -9,19 +9,65 @@ are ``P + 1`` histograms: ``0..P-1`` are the phases, ``P`` is the whole step.
 """
 
 cimport cython
+import operator
+from types import MethodType
 import os
 import time
 
 import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc, gyre_thread_token
 from gyreprof._core.hdr cimport HdrLayout, hdr_index, hdr_init, hdr_value_at
 
 cnp.import_array()
+
+cdef extern from *:
+    """
+    #define gyre_unlikely(x) __builtin_expect(!!(x), 0)
+    #define gyre_likely(x) __builtin_expect(!!(x), 1)
+    static inline int gyre_add_overflow(int64_t a, int64_t b, int64_t* out) {
+        return __builtin_add_overflow(a, b, out);
+    }
+    static inline int64_t gyre_min64(int64_t a, int64_t b) { return b < a ? b : a; }
+    static inline int64_t gyre_max64(int64_t a, int64_t b) { return b > a ? b : a; }
+    /* Orders the writer's stores for a reader in another process (x86: compiler only). */
+    static inline void gyre_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+    """
+    bint gyre_unlikely(bint x) noexcept nogil
+    bint gyre_likely(bint x) noexcept nogil
+    bint gyre_add_overflow(int64_t a, int64_t b, int64_t* out) noexcept nogil
+    int64_t gyre_min64(int64_t a, int64_t b) noexcept nogil
+    int64_t gyre_max64(int64_t a, int64_t b) noexcept nogil
+    void gyre_release_fence() noexcept nogil
+
+cdef extern from *:
+    """
+    /* An exact int of at most one digit (0 .. 2**30-1 and its negatives): its value,
+       read in place. Anything else (bool, numpy ints, floats, big ints) returns 0 and
+       takes the checked path. */
+    static inline int gyre_small_int(PyObject* o, long long* out) {
+        if (__builtin_expect(PyLong_CheckExact(o), 1)) {
+    #if PY_VERSION_HEX >= 0x030C0000
+            if (_PyLong_IsCompact((PyLongObject*)o)) {
+                *out = (long long)_PyLong_CompactValue((PyLongObject*)o);
+                return 1;
+            }
+    #else
+            Py_ssize_t size = Py_SIZE(o);
+            if (__builtin_expect((size_t)(size + 1) <= 2, 1)) {  /* -1, 0 or 1 digit */
+                *out = size * (long long)((PyLongObject*)o)->ob_digit[0];
+                return 1;
+            }
+    #endif
+        }
+        return 0;
+    }
+    """
+    bint gyre_small_int(object o, long long* out) noexcept
 
 # The stats block's words (H_*, HOT_*, STAT_*, WCUR_*, WARM_*, WIN_*) are declared once,
 # in recorder.pxd, as a cpdef enum: C constants here and module-level ints for Python.
@@ -36,6 +82,55 @@ cdef inline void _stamp_first_write(int64_t* s, bint in_warmup, int64_t now) noe
         s[H_START] = now
         if not in_warmup:
             s[H_STEADY_START] = now
+
+
+cdef inline void _win_add(const HdrLayout* WL, int64_t* wcounts, int64_t* hot, int64_t h,
+                          int64_t d) noexcept:
+    """Account duration ``d`` (>= 0) of histogram ``h`` into the open rolling window."""
+    cdef int64_t v = d if d <= WL.highest else WL.highest
+    wcounts[h * WL.counts_len + hdr_index(WL, v)] += 1
+    cdef int64_t* wc = hot + HOT_WORDS * h + HOT_WIN
+    if gyre_unlikely(gyre_add_overflow(wc[WCUR_SUM], v, &wc[WCUR_SUM])):
+        wc[WCUR_SUM] = INT64_MAX
+    if wc[WCUR_MIN] < 0 or d < wc[WCUR_MIN]:
+        wc[WCUR_MIN] = d
+    wc[WCUR_MAX] = gyre_max64(wc[WCUR_MAX], d)
+
+
+cdef object _strict_int(object x, str what):
+    """``x`` as a Python int: ints and integer types with ``__index__`` (numpy ints);
+    bool and everything else (floats, strings) raise TypeError naming ``what``."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an int, got a bool ({x!r})")
+    if isinstance(x, int):
+        return int(x)
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, got {type(x).__name__} ({x!r})") from None
+
+
+cdef object _int64_arg(object x, str what):
+    """``x`` as a Python int in the int64 range (TypeError / OverflowError naming ``what``)."""
+    v = _strict_int(x, what)
+    if not -0x8000000000000000 <= v <= 0x7FFFFFFFFFFFFFFF:
+        raise OverflowError(f"{what}={v} is outside the int64 range")
+    return v
+
+
+cdef long long _id_slow(object x, long long n, str what) except -1:
+    """The checked conversion of a phase id / counter slot: 0 <= x < n."""
+    v = _strict_int(x, what)
+    if v < 0 or v >= n:
+        raise IndexError(f"{what} {v} out of range 0..{n - 1}")
+    return v
+
+
+cdef inline long long _id(object x, long long n, str what) except -1:
+    cdef long long v
+    if gyre_small_int(x, &v) and <unsigned long long>v < <unsigned long long>n:
+        return v
+    return _id_slow(x, n, what)
 
 
 def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
@@ -87,6 +182,18 @@ def calibrate_tsc(double duration_s=0.02):
     return (<double>(m1 - m0)) / (<double>(t1 - t0)), t1, m1
 
 
+_TSC_CALIBRATION = None
+
+
+def _process_tsc_calibration():
+    """The TSC calibration of this process (measured once, 20 ms; every recorder on the
+    TSC starts from it and checks its own drift against CLOCK_MONOTONIC)."""
+    global _TSC_CALIBRATION
+    if _TSC_CALIBRATION is None or _TSC_CALIBRATION[3] != os.getpid():
+        _TSC_CALIBRATION = (*calibrate_tsc(), os.getpid())
+    return _TSC_CALIBRATION[:3]
+
+
 def monotonic_ns():
     """CLOCK_MONOTONIC in ns, read in C (same clock as time.perf_counter_ns on Linux)."""
     return gyre_mono_ns()
@@ -106,11 +213,20 @@ cdef class Recorder:
 
     # All set-up happens in __cinit__, which runs exactly once per object: no method can
     # meet a half-built recorder, and calling __init__ again cannot resize a live one.
-    def __cinit__(self, int n_phases, int64_t capacity=65536, *, int significant_figures=3,
-                 int64_t lowest_ns=1, int64_t highest_ns=3_600_000_000_000,
-                 int64_t warmup_steps=0, int64_t warmup_ns=0, int64_t window_steps=1000,
-                 int max_windows=512, int max_counters=32, str clock="monotonic",
+    def __cinit__(self, n_phases, capacity=65536, *, significant_figures=3,
+                 lowest_ns=1, highest_ns=3_600_000_000_000,
+                 warmup_steps=0, warmup_ns=0, window_steps=1000,
+                 max_windows=512, max_counters=32, str clock="monotonic",
                  object buffer=None):
+        # every size and limit is a strict int in the int64 range, named when it is not
+        n_phases, capacity, significant_figures, lowest_ns, highest_ns = (
+            _int64_arg(n_phases, "n_phases"), _int64_arg(capacity, "capacity"),
+            _int64_arg(significant_figures, "significant_figures"),
+            _int64_arg(lowest_ns, "lowest_ns"), _int64_arg(highest_ns, "highest_ns"))
+        warmup_steps, warmup_ns, window_steps, max_windows, max_counters = (
+            _int64_arg(warmup_steps, "warmup_steps"), _int64_arg(warmup_ns, "warmup_ns"),
+            _int64_arg(window_steps, "window_steps"), _int64_arg(max_windows, "max_windows"),
+            _int64_arg(max_counters, "max_counters"))
         if n_phases < 1 or n_phases > 255:
             raise ValueError(f"n_phases must be 1..255, got {n_phases}")
         if capacity < 1:
@@ -127,28 +243,43 @@ cdef class Recorder:
             raise ValueError(f"max_windows must be 1..{1 << 20}, got {max_windows}")
         if max_counters < 0 or max_counters > 4096:
             raise ValueError(f"max_counters must be 0..4096, got {max_counters}")
-        hdr_init(&self.L, lowest_ns, highest_ns, significant_figures)
-        hdr_init(&self.WL, lowest_ns, highest_ns, WINDOW_SIGNIFICANT_FIGURES)
-        if clock == "monotonic":
+        if not 1 <= significant_figures <= 5:
+            raise ValueError(f"significant_figures must be 1..5, got {significant_figures}")
+        cdef int n_phases_c = n_phases
+        cdef int64_t capacity_c = capacity
+        cdef int significant_figures_c = significant_figures
+        cdef int64_t lowest_ns_c = lowest_ns
+        cdef int64_t highest_ns_c = highest_ns
+        cdef int64_t warmup_steps_c = warmup_steps
+        cdef int64_t warmup_ns_c = warmup_ns
+        cdef int64_t window_steps_c = window_steps
+        cdef int max_windows_c = max_windows
+        cdef int max_counters_c = max_counters
+        hdr_init(&self.L, lowest_ns_c, highest_ns_c, significant_figures_c)
+        hdr_init(&self.WL, lowest_ns_c, highest_ns_c, WINDOW_SIGNIFICANT_FIGURES)
+        if clock == "monotonic" or (clock == "auto" and not tsc_invariant()):
             self.use_tsc = False
-        elif clock == "tsc":
-            self.ns_per_tick, self.tsc_base, self.tsc_base_ns = calibrate_tsc()
+        elif clock in ("tsc", "auto"):
+            self.ns_per_tick, self.tsc_base, self.tsc_base_ns = _process_tsc_calibration()
+            self.cal_tsc0, self.cal_mono0 = self.tsc_base, self.tsc_base_ns
             self.use_tsc = True
         else:
-            raise ValueError(f"clock must be 'monotonic' or 'tsc', got {clock!r}")
-        self.n_phases = n_phases
+            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
+        self.clock_requested = clock
+        self.next_clock_check = 0
+        self.n_phases = n_phases_c
         cdef int64_t cap = 1
-        while cap < capacity:
+        while cap < capacity_c:
             cap <<= 1
         self.capacity = cap
         self.mask = cap - 1
-        self.window_steps = window_steps
-        self.max_windows = max_windows
-        self.max_counters = max_counters
-        self.warmup_steps = warmup_steps
-        self.warmup_ns = warmup_ns
-        self.offsets = stats_layout(n_phases, self.L.counts_len, self.WL.counts_len,
-                                    max_windows, max_counters)
+        self.window_steps = window_steps_c
+        self.max_windows = max_windows_c
+        self.max_counters = max_counters_c
+        self.warmup_steps = warmup_steps_c
+        self.warmup_ns = warmup_ns_c
+        self.offsets = stats_layout(n_phases_c, self.L.counts_len, self.WL.counts_len,
+                                    max_windows_c, max_counters_c)
         self._ring = np.zeros(cap, dtype=EVENT_DTYPE)
         self.ring = <Event*>cnp.PyArray_DATA(self._ring)
         self._bind(buffer, None)
@@ -222,6 +353,8 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_FIRST] = -1
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
+        self.win_head = 0
+        self.win_fold_at = self.capacity
         self.owner = 0
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
@@ -256,6 +389,40 @@ cdef class Recorder:
         return 0
 
     cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept:
+        """Record duration ``d`` for histogram ``h``. The common case (steady state, a
+        phase that already has a value, ``0 <= d <= highest``) is this straight line:
+        one bucket, sum / min / max without branches, one ring event. Everything else
+        takes one predicted branch to ``_record_slow``."""
+        cdef int64_t* hl = self.hot + HOT_WORDS * h
+        cdef int64_t* st = hl + HOT_STAT
+        if gyre_unlikely((<uint64_t>d > <uint64_t>self.L.highest) | (st[STAT_MIN] < 0)
+                         | self.in_warmup):
+            self._record_slow(h, d, start)
+            return
+        self.counts[h * self.L.counts_len + hdr_index(&self.L, d)] += 1
+        if gyre_unlikely(gyre_add_overflow(st[STAT_SUM], d, &st[STAT_SUM])):
+            st[STAT_SUM] = INT64_MAX
+            self.s[H_SATURATED] += 1
+        # min / max change rarely: a predicted branch beats storing them every lap
+        if gyre_unlikely(d < st[STAT_MIN]):
+            st[STAT_MIN] = d
+        if gyre_unlikely(d > st[STAT_MAX]):
+            st[STAT_MAX] = d
+        self._ring_write(h, d, start)
+
+    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept:
+        cdef int64_t* s = self.s
+        cdef int64_t head = s[H_RING_HEAD]
+        if gyre_unlikely(head >= self.win_fold_at):
+            self._win_catch_up(head)
+        cdef Event* e = &self.ring[head & self.mask]
+        e.phase = h  # n_phases marks a whole step; events() turns it into -1
+        e.step = s[H_STEP]
+        e.start_ns = start
+        e.duration_ns = d
+        s[H_RING_HEAD] = head + 1
+
+    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept:
         cdef int64_t* s = self.s
         if d < 0:
             s[H_NEGATIVE] += 1
@@ -271,32 +438,51 @@ cdef class Recorder:
         if self.in_warmup and not self._warmup_over_unstepped(start + d):
             st = self.warm + WARM_FIELDS * h
             st[WARM_COUNT] += 1
-            st[WARM_SUM] += v  # sums add the clamped value: they cannot overflow
+            if gyre_add_overflow(st[WARM_SUM], v, &st[WARM_SUM]):
+                st[WARM_SUM] = INT64_MAX
+                s[H_SATURATED] += 1
             if d > st[WARM_MAX]:
                 st[WARM_MAX] = d
         else:
             # no count is kept beside the buckets: readers add up the buckets
             self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
             st = hl + HOT_STAT
-            st[STAT_SUM] += v
+            if gyre_add_overflow(st[STAT_SUM], v, &st[STAT_SUM]):
+                st[STAT_SUM] = INT64_MAX
+                s[H_SATURATED] += 1
             if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
                 st[STAT_MIN] = d
             if d > st[STAT_MAX]:
                 st[STAT_MAX] = d
-        self.wcounts[h * self.WL.counts_len + hdr_index(&self.WL, v)] += 1
-        st = hl + HOT_WIN
-        st[WCUR_SUM] += v
-        if st[WCUR_MIN] < 0 or d < st[WCUR_MIN]:
-            st[WCUR_MIN] = d
-        if d > st[WCUR_MAX]:
-            st[WCUR_MAX] = d
-        cdef int64_t head = s[H_RING_HEAD]
-        cdef Event* e = &self.ring[head & self.mask]
-        e.phase = h  # n_phases marks a whole step; events() turns it into -1
-        e.step = s[H_STEP]
-        e.start_ns = start
-        e.duration_ns = d
-        s[H_RING_HEAD] = head + 1
+        self._ring_write(h, d, start)
+
+    # -- rolling windows: accounted from the ring, in batches -------------------------
+    # The lap path does no window accounting: the open window's events are folded out
+    # of the ring into its accumulators when it closes, or earlier, in one batch, when
+    # the ring is about to overwrite the oldest event not folded yet (one compare per
+    # event decides). Every event is folded exactly once.
+
+    cdef void _win_fold(self, int64_t upto) noexcept:
+        """Account the ring's events ``win_head .. upto - 1`` into the open window."""
+        cdef int64_t i
+        cdef Event* e
+        cdef Event* ring = self.ring
+        cdef int64_t mask = self.mask
+        cdef int64_t* wcounts = self.wcounts
+        cdef int64_t* hot = self.hot
+        # a private copy of the layout: the stores below cannot alias it, so its fields
+        # stay in registers for the whole loop
+        cdef HdrLayout WL = self.WL
+        for i in range(self.win_head, upto):
+            e = &ring[i & mask]
+            _win_add(&WL, wcounts, hot, e.phase, e.duration_ns)
+        self.win_head = upto
+
+    cdef void _win_catch_up(self, int64_t head) noexcept:
+        """The ring is about to overwrite the open window's oldest unfolded event: fold
+        the events so far now (a batch of ``capacity`` events) and go on."""
+        self._win_fold(head)
+        self.win_fold_at = head + self.capacity
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -330,39 +516,44 @@ cdef class Recorder:
         s[H_OPEN_PHASE] = -1
         s[H_LAST_WRITE] = now
 
-    def lap(self, long long phase):
-        """Close ``phase`` at now and open the next declared phase (one clock read).
+    def lap(self, phase_id):
+        """Close phase ``phase_id`` (an int) at now and open the next declared phase
+        (one clock read).
 
         The first lap after construction or ``end()`` only sets the boundary.
         """
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
+        cdef long long phase = _id(phase_id, self.n_phases, "phase id")
         if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_OPEN_SINCE]
-        if start >= 0:
+        if gyre_likely(start >= 0):
             self._record(phase, now - start, start)
         else:
             _stamp_first_write(s, self.in_warmup, now)
         s[H_OPEN_SINCE] = now
         s[H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
-    def record(self, long long phase, duration_ns):
+    def record(self, phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
 
         Negative, NaN or infinite durations are counted (``negative`` /
         ``nonfinite``), never recorded; values above the range are clamped and
         counted as out of range.
         """
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
+        cdef long long p = _id(phase, self.n_phases, "phase id")
         if gyre_thread_token() != self.owner:
             self._claim()
         cdef int64_t d
         cdef double f
-        if isinstance(duration_ns, int):
+        cdef long long small
+        if gyre_small_int(duration_ns, &small):
+            d = small if small >= 0 else -1
+        elif isinstance(duration_ns, (bool, np.bool_)):
+            raise TypeError(
+                f"duration_ns must be a number of nanoseconds, got a bool ({duration_ns!r})")
+        elif isinstance(duration_ns, int):
             if duration_ns > 0x7FFFFFFFFFFFFFFF:
                 d = 0x7FFFFFFFFFFFFFFF
             elif duration_ns < 0:
@@ -386,22 +577,31 @@ cdef class Recorder:
                 d = <int64_t>f
         cdef int64_t now = self._now()
         _stamp_first_write(self.s, self.in_warmup, now)
-        self._record(phase, d, now - d if d >= 0 else now)
+        self._record(p, d, now - d if d >= 0 else now)
         self.s[H_LAST_WRITE] = now
+        if d >= 0 and not self.in_warmup:
+            self.s[H_N_RECORD] += 1
 
-    def count(self, long long slot, int64_t n=1):
-        """Add ``n`` to event counter ``slot``."""
-        if <unsigned long long>slot >= <unsigned long long>self.max_counters:
-            raise IndexError(f"counter slot {slot} out of range 0..{self.max_counters - 1}")
+    def count(self, slot, n=1):
+        """Add ``n`` (an int) to event counter ``slot``. A counter that would pass
+        the int64 range stays at its limit (counted as saturated)."""
+        cdef long long i = _id(slot, self.max_counters, "counter slot")
+        cdef long long k
+        if not gyre_small_int(n, &k):
+            nv = _strict_int(n, "n")
+            if not -0x8000000000000000 <= nv <= 0x7FFFFFFFFFFFFFFF:
+                raise OverflowError(f"n={nv} is outside the int64 range of a counter")
+            k = nv
         if gyre_thread_token() != self.owner:
             self._claim()
-        self.counters[slot] += n
+        cdef int64_t* c = &self.counters[i]
+        if gyre_unlikely(gyre_add_overflow(c[0], k, c)):
+            c[0] = INT64_MAX if k > 0 else -INT64_MAX - 1
+            self.s[H_SATURATED] += 1
 
-    def timer(self, long long phase):
-        """A reusable context manager timing ``phase`` (two clock reads, nestable)."""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError(f"phase id {phase} out of range 0..{self.n_phases - 1}")
-        return PhaseTimer(self, phase)
+    def timer(self, phase_id):
+        """A reusable context manager timing ``phase_id`` (two clock reads, nestable)."""
+        return PhaseTimer(self, _id(phase_id, self.n_phases, "phase id"))
 
     def release_writer(self):
         """Let another thread become the writer (e.g. after handing the loop over)."""
@@ -438,8 +638,80 @@ cdef class Recorder:
         self.s[H_STEADY_START] = now
         self.s[H_WARMUP_END_STEP] = self.s[H_STEP]
 
+    cdef int _check_clock(self, int64_t min_span_ns) noexcept:
+        """Compare the TSC's rate with CLOCK_MONOTONIC's over the whole run so far.
+
+        The error is measured against the calibration anchor (the longer the span,
+        the finer the check). Above 0.01% the rate is recalibrated over that span
+        (the conversion is re-anchored at the current reading, so timestamps stay
+        continuous); above 1%, or with a TSC that went backwards, the recorder
+        falls back to CLOCK_MONOTONIC. Counted in the header. Returns 1 when it
+        changed the clock, else 0. No-op on CLOCK_MONOTONIC.
+        """
+        if not self.use_tsc:
+            return 0
+        cdef int64_t* s = self.s
+        cdef unsigned long long t = gyre_rdtsc()
+        cdef int64_t m = gyre_mono_ns()
+        cdef int64_t span = m - self.cal_mono0
+        if span < min_span_ns or span <= 0:
+            return 0
+        s[H_CLOCK_CHECKS] += 1
+        if t <= self.cal_tsc0:
+            self._fall_back(m)
+            return 1
+        cdef double predicted = <double>(<long long>(t - self.cal_tsc0)) * self.ns_per_tick
+        cdef double err = (predicted - <double>span) / <double>span
+        s[H_CLOCK_ERROR_PPM] = <int64_t>(err * 1e6)
+        if err > 0.01 or err < -0.01:
+            self._fall_back(m)
+            return 1
+        if err > 1e-4 or err < -1e-4:
+            # re-anchor at the current reading (continuous), then take the rate over the span
+            self.tsc_base_ns = self.tsc_base_ns + <int64_t>(
+                <double>(<long long>(t - self.tsc_base)) * self.ns_per_tick)
+            self.tsc_base = t
+            self.ns_per_tick = <double>span / <double>(<long long>(t - self.cal_tsc0))
+            s[H_CLOCK_RECAL] += 1
+            return 1
+        return 0
+
+    cdef void _fall_back(self, int64_t mono_now) noexcept:
+        self.use_tsc = False
+        self.s[H_CLOCK_FALLBACK] += 1
+
+    def check_clock(self, *, double min_span_s=1.0):
+        """Check the TSC against CLOCK_MONOTONIC now (see ``clock_health``); True if
+        it recalibrated or fell back. Also runs by itself at most once a second, when
+        a rolling window closes. Call it from the writer's thread or under the GIL."""
+        return bool(self._check_clock(<int64_t>(min_span_s * 1e9)))
+
+    def clock_health(self):
+        """The clock's drift checks: dict of clock, checks, recalibrations, fallbacks,
+        last rate error (ppm) and ns_per_tick (0.0 on CLOCK_MONOTONIC)."""
+        cdef int64_t* s = self.s
+        return {
+            "clock": "tsc" if self.use_tsc else "monotonic",
+            "requested": self.clock_requested,
+            "checks": s[H_CLOCK_CHECKS],
+            "recalibrations": s[H_CLOCK_RECAL],
+            "fallbacks": s[H_CLOCK_FALLBACK],
+            "error_ppm": s[H_CLOCK_ERROR_PPM],
+            "ns_per_tick": self.ns_per_tick if self.use_tsc else 0.0,
+        }
+
+    def _inject_tsc_error(self, double relative):
+        """Test hook: scale the TSC rate by ``1 + relative`` (a simulated drift)."""
+        if not self.use_tsc:
+            raise ValueError("the recorder is not on the TSC")
+        self.ns_per_tick *= 1.0 + relative
+
     cdef void _close_window(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
+        if self.use_tsc and now >= self.next_clock_check:
+            # off the lap path: at most once a second, at a window close
+            self.next_clock_check = now + 1_000_000_000
+            self._check_clock(1_000_000_000)
         cdef int64_t nh = self.n_phases + 1
         cdef int64_t stride = WIN_HEADER + WIN_FIELDS * nh
         cdef int64_t* w = self.wring + (s[H_WINDOWS] % self.max_windows) * stride
@@ -453,6 +725,10 @@ cdef class Recorder:
         qs_permille[0] = 500
         qs_permille[1] = 900
         qs_permille[2] = 990
+        self._win_fold(s[H_RING_HEAD])
+        # seqlock: odd while the record is written; readers retry on a change
+        s[H_WIN_SEQ] += 1
+        gyre_release_fence()
         w[WIN_START] = s[H_WIN_START]
         w[WIN_END] = now
         w[WIN_FIRST_STEP] = s[H_WIN_FIRST_STEP]
@@ -488,6 +764,10 @@ cdef class Recorder:
                 memset(cnt, 0, self.WL.counts_len * sizeof(int64_t))
             self._reset_wcur(h)
         s[H_WINDOWS] += 1
+        gyre_release_fence()
+        s[H_WIN_SEQ] += 1
+        self.win_head = s[H_RING_HEAD]
+        self.win_fold_at = self.win_head + self.capacity
         s[H_WIN_STEPS] = 0
         s[H_WIN_START] = now
         s[H_WIN_FIRST_STEP] = s[H_STEP] + 1
@@ -554,6 +834,7 @@ cdef class Recorder:
             "warmup_ns": self.warmup_ns,
             "clock": "tsc" if self.use_tsc else "monotonic",
             "offsets": dict(self.offsets),
+            "form_cost_ns": dict(self.form_cost_ns) if self.form_cost_ns else {},
         }
 
 
@@ -573,7 +854,7 @@ cdef class PhaseTimer:
         self.phase = phase
         self.depth = 0
 
-    def __enter__(self):
+    cdef inline int _enter(self) except -1:
         cdef Recorder r = self.rec
         if gyre_thread_token() != r.owner:
             r._claim()
@@ -587,12 +868,12 @@ cdef class PhaseTimer:
         s[H_OPEN_PHASE] = self.phase
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
-        return self
+        return 0
 
-    def __exit__(self, exc_type, exc, tb):
+    cdef inline int _exit(self) except -1:
         cdef Recorder r = self.rec
         if self.depth <= 0:
-            return False
+            return 0
         if gyre_thread_token() != r.owner:
             r._claim()
         cdef int64_t now = r._now()
@@ -603,4 +884,46 @@ cdef class PhaseTimer:
             s[H_OPEN_PHASE] = self.parents[self.depth]
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
+        if not r.in_warmup:
+            s[H_N_TIMER] += 1
+        return 0
+
+    def __enter__(self):
+        self._enter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._exit()
         return False
+
+
+@cython.final
+cdef class TimedFunction:
+    """``fn`` timed as one phase at every call: ``timer`` entered and left in C,
+    no Python frame of its own. Binds as a method (``__get__``) like a function.
+    Made by ``Profiler.timed``; metadata (``__name__``, ``__wrapped__``...) goes in
+    its ``__dict__``."""
+    cdef PhaseTimer timer
+    cdef readonly object fn
+    cdef dict __dict__
+
+    def __cinit__(self, PhaseTimer timer not None, fn):
+        if not callable(fn):
+            raise TypeError(f"timed() decorates a callable, got {type(fn).__name__}")
+        self.timer = timer
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        cdef PhaseTimer t = self.timer
+        t._enter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            t._exit()
+            if not t.rec.in_warmup:
+                t.rec.s[H_N_TIMED] += 1
+
+    def __get__(self, obj, objtype):
+        if obj is None:
+            return self
+        return MethodType(self, obj)
