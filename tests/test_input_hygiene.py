@@ -277,7 +277,7 @@ def test_html_report_escapes_names() -> None:
         ({"lowest_ns": 2**63}, ValueError, r"^lowest_ns must be <= "),
         ({"highest_ns": 2**70}, ValueError, r"^highest_ns must be <= "),
         ({"highest_ns": 1}, ValueError, r"^highest_ns must be at least 2 \* lowest_ns"),
-        ({"clock": 1}, TypeError, r"^clock must be 'monotonic' or 'tsc'"),
+        ({"clock": 1}, TypeError, r"^clock must be 'monotonic', 'tsc' or 'auto'"),
         ({"per_thread": "yes"}, TypeError, r"^per_thread must be True or False"),
         ({"live": 1}, TypeError, r"^live must be True, False or a segment name"),
     ],
