@@ -88,9 +88,9 @@ _T_SHAPE = ("tests/test_decision_rules.py",)
 MUTANTS: tuple[Mutant, ...] = (
     # -- recorder (.pyx): steady-state extremes and sums, warm-up, window closing
     Mutant("rec-steady-min-kept", _REC,
-           "if st[STAT_MIN] < 0 or d < st[STAT_MIN]:", "if st[STAT_MIN] < 0:", _T_REC),
+           "if gyre_unlikely(d < st[STAT_MIN]):", "if gyre_unlikely(d < 0):", _T_REC),
     Mutant("rec-steady-max-kept", _REC,
-           "if d > st[STAT_MAX]:", "if d < 0:", _T_REC),
+           "if gyre_unlikely(d > st[STAT_MAX]):", "if gyre_unlikely(d < 0):", _T_REC),
     Mutant("rec-steady-sum-set", _REC,
            "gyre_add_overflow(st[STAT_SUM], d, &st[STAT_SUM])",
            "gyre_add_overflow(0, d, &st[STAT_SUM])", _T_REC),
