@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tests" / "run_scripts" / "sb3_ppo.py"
+SCRIPT = ROOT / "tests" / "helpers" / "run_scripts" / "sb3_ppo.py"
 KEYS = ("wall", "cpu", "learn_wall", "learn_cpu")
 
 

@@ -98,7 +98,7 @@ def test_design_md_trainer_block() -> None:
 
 def test_design_md_sweep_census_doctor() -> None:
     res = gp.sweep(
-        "sweep_samplers.numpy_sampler:make_plain",
+        "helpers.sweep_samplers.numpy_sampler:make_plain",
         "batch_size",
         [8, 16],
         fixed={},

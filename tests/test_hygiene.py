@@ -4,7 +4,7 @@ Each test starts the command in a fresh interpreter with ``TMPDIR`` pointed at a
 private folder. The sampler's factory starts three helper processes that hold the
 run's stdout and sleep: one in the run's process group, one in a session of its
 own, one that daemonizes (orphaned at once); every process writes its pid file
-(``sweep_samplers/hygiene.py``). When the
+(``helpers/sweep_samplers/hygiene.py``). When the
 command has been signalled, interrupted or killed, no process of the run may be
 left and the private ``TMPDIR`` must be empty.
 """
@@ -88,7 +88,7 @@ def start_command(kind: str, pid_dir: Path, tmpdir: Path) -> subprocess.Popen[by
     """``gyreprof sweep`` or ``gyreprof selfcheck`` on a sampler that hangs."""
     if kind == "sweep":
         argv = [
-            "sweep", "sweep_samplers.hygiene:make_holding", "--param", "batch_size",
+            "sweep", "helpers.sweep_samplers.hygiene:make_holding", "--param", "batch_size",
             "--values", "1,2", "--fixed", f"pid_dir={pid_dir}", "--steps", "2",
             "--warmup", "0", "--repeats", "1", "--no-progress",
         ]  # fmt: skip
@@ -162,7 +162,7 @@ def test_crash_in_the_parent_leaves_no_process_and_no_temp_folder(
             time.sleep(0.3)
             faulthandler._sigsegv()
         threading.Thread(target=crash, daemon=True).start()
-        gp.sweep("sweep_samplers.hygiene:make_holding", "batch_size", [1],
+        gp.sweep("helpers.sweep_samplers.hygiene:make_holding", "batch_size", [1],
                  fixed={{"pid_dir": {str(pid_dir)!r}}}, steps=2, warmup=0, repeats=1,
                  progress=False)
         """
@@ -184,7 +184,7 @@ def test_api_sweep_under_sigterm_cleans_up_then_dies_by_sigterm(dirs: tuple[Path
         f"""
         import gyreprof as gp
         try:
-            gp.sweep("sweep_samplers.hygiene:make_holding", "batch_size", [1],
+            gp.sweep("helpers.sweep_samplers.hygiene:make_holding", "batch_size", [1],
                      fixed={{"pid_dir": {str(pid_dir)!r}}}, steps=2, warmup=0, repeats=1,
                      progress=False)
         finally:
@@ -290,7 +290,7 @@ def test_isolated_sweep_from_a_worker_thread_runs_to_the_end() -> None:
 
     def work() -> None:
         box["result"] = gp.sweep(
-            "sweep_samplers.flat:make_flat",
+            "helpers.sweep_samplers.flat:make_flat",
             "batch_size",
             [2],
             steps=5,

@@ -1,6 +1,6 @@
 """Did the parallelism take effect? Registration, census, checks — against real processes.
 
-The process trees come from tests/workers_parallel.py: a real gymnasium vector
+The process trees come from tests/helpers/workers_parallel.py: a real gymnasium vector
 env of CartPole-v1 whose envs call ``register_worker`` when they are built.
 """
 
@@ -35,7 +35,7 @@ from gyreprof.analysis.parallelism.cpu import cgroup_quota_cores, cpu_limits, pa
 from gyreprof.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
-HELPER = HERE / "workers_parallel.py"
+HELPER = HERE / "helpers" / "workers_parallel.py"
 SRC = HERE.parent / "src"
 CPUS = len(os.sched_getaffinity(0))
 

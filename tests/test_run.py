@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("torchrl")
 
-from run_scripts.runhelp import (  # noqa: E402
+from helpers.run_scripts.runhelp import (  # noqa: E402
     check_format,
     count,
     gyreprof_run,

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from run_scripts.runhelp import check_format, count, gyreprof_run, printed, script, worker_counts
+from helpers.run_scripts.runhelp import (
+    check_format,
+    count,
+    gyreprof_run,
+    printed,
+    script,
+    worker_counts,
+)
 
 
 def _env_with_path(*dirs: Path) -> dict[str, str]:

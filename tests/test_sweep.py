@@ -1,6 +1,6 @@
 """gyreprof.sweep: controlled one-variable sweeps with real samplers and real subprocesses.
 
-The samplers live in ``tests/sweep_samplers`` (on sys.path through conftest, and
+The samplers live in ``tests/helpers/sweep_samplers`` (on sys.path through conftest, and
 handed to the sweep's subprocesses with the parent's sys.path). Timed figures are
 only compared where the sampler's design makes the difference large (a 4x drop in
 per-sample cost; 16 MiB steps of memory), never against wall-clock constants.
@@ -22,13 +22,14 @@ import pytest
 
 import gyreprof as gp
 from gyreprof.analysis.sweep import SweepResult, SweepUsageError, parse_bytes
-from sweep_samplers import misbehaving
+
+from helpers.sweep_samplers import misbehaving
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
 MIB = 2**20
 
-NUMPY = "sweep_samplers.numpy_sampler:make_sampler"
+NUMPY = "helpers.sweep_samplers.numpy_sampler:make_sampler"
 
 
 def _no_children_left() -> list[psutil.Process]:
@@ -154,9 +155,15 @@ def test_plot_without_matplotlib_says_which_extra(
 
 def test_isolation_shows_peaks_a_shared_process_hides() -> None:
     kwargs = dict(steps=3, warmup=0, repeats=1, progress=False)
-    iso = gp.sweep("sweep_samplers.numpy_sampler:make_shrinking", "chunks", [1, 2, 4], **kwargs)
+    iso = gp.sweep(
+        "helpers.sweep_samplers.numpy_sampler:make_shrinking", "chunks", [1, 2, 4], **kwargs
+    )
     shared = gp.sweep(
-        "sweep_samplers.numpy_sampler:make_shrinking", "chunks", [1, 2, 4], isolate=False, **kwargs
+        "helpers.sweep_samplers.numpy_sampler:make_shrinking",
+        "chunks",
+        [1, 2, 4],
+        isolate=False,
+        **kwargs,
     )
     iso_peaks = [p.peak_rss_bytes for p in iso.points]
     shared_peaks = [p.peak_rss_bytes for p in shared.points]
@@ -173,7 +180,7 @@ def test_isolation_shows_peaks_a_shared_process_hides() -> None:
 
 def test_crashing_values_are_reported_and_the_sweep_goes_on() -> None:
     r = gp.sweep(
-        "sweep_samplers.misbehaving:make_crashy",
+        "helpers.sweep_samplers.misbehaving:make_crashy",
         "batch_size",
         [1, 2, 3, 4],
         fixed={"abort_at": 2, "kill_at": 3, "exit_at": 4},
@@ -202,7 +209,7 @@ def test_crashing_values_are_reported_and_the_sweep_goes_on() -> None:
 
 def test_hanging_factory_is_killed_at_the_timeout() -> None:
     r = gp.sweep(
-        "sweep_samplers.misbehaving:make_hanging",
+        "helpers.sweep_samplers.misbehaving:make_hanging",
         "batch_size",
         [1, 2],
         fixed={"hang_at": 2},
@@ -356,7 +363,7 @@ def test_closure_factory_with_isolation_is_refused() -> None:
 
 def test_missing_attribute_of_an_importable_module_is_named() -> None:
     with pytest.raises(SweepUsageError, match="has no attribute 'nope'"):
-        gp.sweep("sweep_samplers.numpy_sampler:nope", "batch_size", [1], progress=False)
+        gp.sweep("helpers.sweep_samplers.numpy_sampler:nope", "batch_size", [1], progress=False)
 
 
 def test_parse_bytes() -> None:
@@ -411,7 +418,7 @@ def test_plain_progress_lines_on_stderr(capsys: pytest.CaptureFixture[str]) -> N
 def test_gymnasium_vector_env_sampler_smoke() -> None:
     pytest.importorskip("gymnasium")
     r = gp.sweep(
-        "sweep_samplers.gym_sampler:make_vec_sampler",
+        "helpers.sweep_samplers.gym_sampler:make_vec_sampler",
         "num_envs",
         [1, 4],
         fixed={"batch_size": 8},
@@ -518,7 +525,7 @@ def test_cli_bad_input_exits_2_with_a_message(cli, tmp_path: Path) -> None:
 def test_cli_json_to_stdout_and_exit_1_when_nothing_ran(cli) -> None:
     env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     proc = cli(
-        "sweep", "sweep_samplers.misbehaving:make_none", "--param", "batch_size",
+        "sweep", "helpers.sweep_samplers.misbehaving:make_none", "--param", "batch_size",
         "--values", "1", "--repeats", "1", "--steps", "2", "--no-isolate", "--json",
         "--no-progress", env=env,
     )  # fmt: skip
@@ -568,7 +575,7 @@ def test_progress_is_one_line_per_run_on_a_terminal_too() -> None:
 def test_torch_sampler_reports_threads_and_gpu_memory_only_with_cuda() -> None:
     torch = pytest.importorskip("torch")
     r = gp.sweep(
-        "sweep_samplers.torch_sampler:make_torch_sampler",
+        "helpers.sweep_samplers.torch_sampler:make_torch_sampler",
         "batch_size",
         [4, 8],
         steps=3,
@@ -724,7 +731,7 @@ def test_a_factory_that_mutates_a_fixed_setting_is_caught_and_contained() -> Non
 def test_samples_per_s_counts_time_inside_steady_calls_only(isolate: bool) -> None:
     """A 0.4 s build and two 0.1 s first calls must not dilute a 5 ms-per-call rate."""
     r = gp.sweep(
-        "sweep_samplers.timed:make_sleeper",
+        "helpers.sweep_samplers.timed:make_sleeper",
         "batch_size",
         [4],
         steps=20,
@@ -752,7 +759,7 @@ def test_reruns_of_a_flat_noisy_sampler_recommend_the_same_value() -> None:
     recs, bests = [], []
     for _ in range(3):
         r = gp.sweep(
-            "sweep_samplers.flat:make_flat",
+            "helpers.sweep_samplers.flat:make_flat",
             "batch_size",
             [8, 16, 32, 64],
             steps=8,
@@ -788,7 +795,7 @@ def test_memory_limit_counts_the_samplers_worker_processes() -> None:
     """Each worker process holds 48 MiB; the measuring process allocates nothing. The
     limit is crossed by the tree at 4 workers, never by the measuring process alone."""
     r = gp.sweep(
-        "sweep_samplers.workers:make_workers",
+        "helpers.sweep_samplers.workers:make_workers",
         "num_workers",
         [1, 4, 8],
         steps=5,
@@ -862,7 +869,7 @@ def test_run_result_crosses_the_boundary_typed_and_foreign_data_is_refused() -> 
 )
 def test_a_foreign_result_file_is_an_error_for_that_value(payload: str, match: str) -> None:
     r = gp.sweep(
-        "sweep_samplers.misbehaving:make_clobbering",
+        "helpers.sweep_samplers.misbehaving:make_clobbering",
         "batch_size",
         [1],
         fixed={"payload": payload},
@@ -927,7 +934,7 @@ def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
 
 def test_old_format_files_still_load() -> None:
     """A gyreprof.sweep/1 file written before the tree figures and count rules existed."""
-    old = json.loads((TESTS / "sweep_samplers" / "sweep_v1.json").read_text())
+    old = json.loads((TESTS / "helpers" / "sweep_samplers" / "sweep_v1.json").read_text())
     r = SweepResult.from_dict(old)
     assert r.recommended == 8 and [p.value for p in r.points] == [8, 16]
     assert r.points[0].peak_tree_rss_bytes is None
@@ -958,11 +965,13 @@ def test_sweep_and_selfcheck_read_a_return_value_the_same_way() -> None:
     assert r.points[0].runs[0].count_rule == "an int: the number of samples"
     assert "each call's return value read as an int: the number of samples" in r.report()
     assert r.points[1].status == "invalid" and "text, not a batch" in (r.points[1].error or "")
-    ok = selfcheck("sweep_samplers.misbehaving:make_bad", kwargs={"batch_size": 3}, cwd=TESTS)
+    ok = selfcheck(
+        "helpers.sweep_samplers.misbehaving:make_bad", kwargs={"batch_size": 3}, cwd=TESTS
+    )
     assert ok.exit_code == 0 and ok.count == 3 and ok.count_rule == "int"
     assert "counted by rule: int" in str(ok)
     text = selfcheck(
-        "sweep_samplers.misbehaving:make_bad",
+        "helpers.sweep_samplers.misbehaving:make_bad",
         kwargs={"batch_size": 4, "text_at": 4},
         cwd=TESTS,
     )

@@ -91,7 +91,7 @@ def make_array() -> ArraySampler:
 
 
 class HoldingStdout:
-    """Starts helpers that keep stdout open (see ``sweep_samplers/hygiene.py``);
+    """Starts helpers that keep stdout open (see ``helpers/sweep_samplers/hygiene.py``);
     ``sample()`` hangs when ``hang``, else returns a batch at once."""
 
     def __init__(self, pid_dir: str, hang: bool) -> None:
@@ -99,7 +99,7 @@ class HoldingStdout:
         from pathlib import Path
 
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/
-        from sweep_samplers.hygiene import start_helpers
+        from helpers.sweep_samplers.hygiene import start_helpers
 
         self.hang = hang
         self.helpers = start_helpers(pid_dir)

@@ -6,7 +6,7 @@ for ``AsyncVectorEnv``, inline for ``SyncVectorEnv``), prints one JSON line
 ``{"pid": ..., "workers": [...], "sleepers": [...]}`` and then waits until
 stdin closes or reads ``quit``. Everything is closed on the way out.
 
-    python tests/workers_parallel.py --vector async --num-envs 4 --role env_worker \
+    python tests/helpers/workers_parallel.py --vector async --num-envs 4 --role env_worker \
         --config num_threads=1 --blas-threads 4 --cpus 2
 """
 
