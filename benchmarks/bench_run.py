@@ -38,7 +38,10 @@ KEYS = ("wall", "cpu", "learn_wall", "learn_cpu")
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    src = str(ROOT / "src")
+    import gyreprof
+
+    # the gyreprof this process imported (src/ in a checkout, site-packages when installed)
+    src = str(Path(gyreprof.__file__).resolve().parent.parent)
     old = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = src + (os.pathsep + old if old else "")
     env["PYTHONUNBUFFERED"] = "1"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import gyreprof
 from gyreprof._errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.envcheck import (
@@ -284,7 +285,8 @@ def test_missing_extra_is_named_with_the_install_hint_before_any_work(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")},
+        # the gyreprof this test imported (src/ in a checkout, site-packages when installed)
+        env={**os.environ, "PYTHONPATH": str(Path(gyreprof.__file__).resolve().parent.parent)},
         timeout=120,
     )
     assert out.returncode == 2, out.stderr

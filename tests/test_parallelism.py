@@ -36,7 +36,9 @@ from gyreprof.cli import main as cli_main
 
 HERE = Path(__file__).resolve().parent
 HELPER = HERE / "helpers" / "workers_parallel.py"
-SRC = HERE.parent / "src"
+# the folder holding the gyreprof these tests imported (src/ in a checkout, the
+# environment's site-packages when installed): child processes import the same one
+SRC = Path(gp.__file__).resolve().parent.parent
 CPUS = len(os.sched_getaffinity(0))
 
 
