@@ -633,11 +633,9 @@ class LiveGroupReader(LiveReader):
         self.members: list[Path] = []
 
     def _refresh(self) -> list[LiveReader]:
-        entries = [
-            e
-            for e in list_segments(self.pid)
-            if e.group == self.group and e.error is None and not e.stale
-        ]
+        # the group id is unique (pid, serial, random), so a writer killed mid-run is read
+        # whole from its stale segments, never mixed with a later process of its pid
+        entries = [e for e in list_segments(self.pid) if e.group == self.group and e.error is None]
         keep: dict[Path, LiveReader] = {}
         for e in entries:
             r = self._members.pop(e.path, None)
