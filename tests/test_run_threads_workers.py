@@ -100,3 +100,13 @@ def test_sync_vector_env_is_flagged_no_worker_processes(tmp_path) -> None:
     assert "no worker processes" in text, text
     assert "4 envs built in the main process" in text, text
     assert [p["role"] for p in data["processes"]] == ["main"]
+
+
+def test_torchrl_parallel_env_workers_register_themselves(tmp_path) -> None:
+    proc, data = gyreprof_run(tmp_path, script("torchrl_parallel_check.py"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None
+    assert printed(proc.stdout, "OBSERVED") == 2
+    findings = next(ln for ln in proc.stdout.splitlines() if ln.startswith("FINDINGS "))
+    assert "count" not in findings and "registry" not in findings, findings
+    assert [p["role"] for p in data["processes"]].count("env_worker") == 2
