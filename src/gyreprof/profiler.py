@@ -236,6 +236,9 @@ class _RetiredThreads:
         self._fold_lock = threading.RLock()
         self.snap: Snapshot | None = None
         self.threads = 0
+        # called with (folded recorders, new folded Snapshot) under the fold lock, before
+        # the recorders are freed: a live profiler republishes its finished threads there
+        self.on_fold: Callable[[list[Recorder], Snapshot], None] | None = None
 
     def thread_ended(self, rec: Recorder) -> None:
         self._dead.append(rec)  # list.append is atomic; runs as the thread's state is torn down
@@ -298,6 +301,9 @@ class _RetiredThreads:
                 self.snap = folded
                 self.threads += len(dead)
                 del self._dead[: len(dead)]
+            hook = self.on_fold
+            if hook is not None:
+                hook(dead, folded)
 
     def sources(self) -> tuple[list[Recorder], Snapshot | None]:
         """(recorders, folded snapshot of finished threads), taken together; the recorders
@@ -356,7 +362,9 @@ class Profiler:
         where it is invariant, else CLOCK_MONOTONIC; drift-checked, see BENCHMARKS.md).
     per_thread: give every thread its own Recorder and merge them on read.
     live: publish the stats block in shared memory for other processes
-        (``True`` or a segment name; see gyreprof.live).
+        (``True`` or a segment name; see gyreprof.live). With ``per_thread``
+        every thread's Recorder gets a segment of its own, and finished threads
+        one shared retired segment; readers merge them.
     autosave: path written at exit, when the profiler is collected, on an
         uncaught exception, on SIGTERM and at the exit of a multiprocessing
         child; ``{pid}``/``{host}`` are filled in per process (a forked child
@@ -487,6 +495,8 @@ class Profiler:
             from gyreprof.live.publish import publish_profiler
 
             self.live = publish_profiler(self, name=None if live is True else live)
+            if self.per_thread:
+                self._retired.on_fold = self.live.threads_folded
         self._autosave: _autosave.AutosaveState | None = None
         if autosave is not None:
             template, templated = _autosave.check_template(autosave)
@@ -521,6 +531,8 @@ class Profiler:
             if retired.pending >= _FOLD_AFTER:
                 retired.fold()
             rec = self._new_recorder()
+            if self.live is not None:
+                self.live.thread_started(rec)  # its own live segment (never raises OSError)
             token = _ThreadGone()
             fin = weakref.finalize(token, retired.thread_ended, rec)
             fin.atexit = False

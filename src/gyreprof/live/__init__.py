@@ -5,7 +5,8 @@ Reader side::
 
     import gyreprof as gp
     gp.live.list()                      # [LiveEntry(pid, name, path, alive, stale, ...)]
-    r = gp.live.attach(pid)             # LiveReader
+    r = gp.live.attach(pid)             # LiveReader (LiveGroupReader: a per_thread profiler,
+                                        # every thread merged)
     r.snapshot(); r.summary(); r.progress()
     c = gp.live.collect(root_pid)       # a process tree, or a list of pids
     c.merged, c.per_process, c.missing
@@ -30,6 +31,7 @@ from gyreprof.live._layout import (
 from gyreprof.live.reader import (
     LiveCollection,
     LiveEntry,
+    LiveGroupReader,
     LiveReader,
     attach,
     clean,
@@ -42,6 +44,7 @@ __all__ = [
     "LIVE_VERSION",
     "LiveCollection",
     "LiveEntry",
+    "LiveGroupReader",
     "LiveReader",
     "SegmentReadError",
     "UntrustedSegmentError",

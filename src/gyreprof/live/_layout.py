@@ -30,6 +30,19 @@ ptrace the process itself. Another user can do none of that: the folder and
 the files are closed to them, and a segment they create is never believed
 for a process of someone else.
 
+Per-thread profilers
+--------------------
+A ``per_thread=True`` profiler publishes one segment per thread (each holds
+that thread's Recorder) plus, once a finished thread was folded, one
+*retired* segment ``gyreprof-live-<pid>-<serial>.ret``: the same header with
+``meta["kind"] == "retired"``, whose data (``stats_bytes`` long at
+``header_bytes``) is ``Snapshot.to_bytes()`` of all the folded threads. It is
+rewritten (new file, renamed over the old) at every fold, and lists in
+``meta["folded"]`` the serials of the thread segments it holds, so a reader
+that still sees one of them skips it instead of counting it twice. Every
+segment of one such profiler carries the same ``meta["group"]``. Readers of
+this layout version that predate retired segments never list ``.ret`` files.
+
 Layout
 ------
 Every integer little-endian::
@@ -97,7 +110,9 @@ NAME_SLOT_BYTES = 128
 PAGE = 4096
 PREFIX = "gyreprof-live-"
 SUFFIX = ".seg"
-FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.seg$")
+RETIRED_SUFFIX = ".ret"
+FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.(?:seg|ret)$")
+KIND_RETIRED = "retired"
 ENV_DIR = "GYREPROF_LIVE_DIR"
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
@@ -250,8 +265,13 @@ def process_uid(pid: int) -> int | None:
         return None
 
 
-def segment_filename(pid: int, serial: int) -> str:
-    return f"{PREFIX}{pid}-{serial}{SUFFIX}"
+def segment_filename(pid: int, serial: int, *, retired: bool = False) -> str:
+    return f"{PREFIX}{pid}-{serial}{RETIRED_SUFFIX if retired else SUFFIX}"
+
+
+def is_retired_name(name: str) -> bool:
+    """Whether a segment file name is that of a retired-threads segment (``.ret``)."""
+    return name.endswith(RETIRED_SUFFIX) and FILE_RE.match(name) is not None
 
 
 def parse_filename(name: str) -> tuple[int, int] | None:
@@ -389,6 +409,17 @@ class Header:
     def total_bytes(self) -> int:
         return self.header_bytes + self.stats_bytes
 
+    @property
+    def retired(self) -> bool:
+        """A retired-threads segment: its data is ``Snapshot.to_bytes()``, not a stats block."""
+        return self.meta.get("kind") == KIND_RETIRED
+
+    @property
+    def group(self) -> str | None:
+        """The ``per_thread`` profiler this segment belongs to (None: a whole profiler)."""
+        g = self.meta.get("group")
+        return g if isinstance(g, str) and g else None
+
 
 def build_header(
     *,
@@ -510,7 +541,8 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         cfg_counters = int(cfg["max_counters"])
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"{where} is corrupted: recorder config incomplete") from None
-    if 8 * words > stats_bytes or cfg_counters != max_counters:
+    retired = meta.get("kind") == KIND_RETIRED
+    if (not retired and 8 * words > stats_bytes) or cfg_counters != max_counters:
         raise ValueError(f"{where} is corrupted: stats block size does not match its config")
     return Header(
         version=version,

@@ -20,7 +20,14 @@ from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name, text_table
 from gyreprof._serial import encode, plain, serial_format
 from gyreprof.histogram import STEP
 from gyreprof.live import _layout as lay
-from gyreprof.live.reader import LiveEntry, LiveReader, _tree, interval, list_segments
+from gyreprof.live.reader import (
+    LiveEntry,
+    LiveReader,
+    _tree,
+    drop_folded,
+    interval,
+    list_segments,
+)
 from gyreprof.snapshot import Snapshot, merge
 from gyreprof.summary import PhaseStats, Summary
 
@@ -223,7 +230,8 @@ class TopModel:
         self._last_t: float | None = None
 
     def _entries(self) -> list[LiveEntry]:
-        entries = list_segments()
+        # a per_thread profiler's threads already folded into its retired segment: once
+        entries = drop_folded(list_segments())
         if self.pid is None:
             return entries
         try:

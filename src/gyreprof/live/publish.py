@@ -44,9 +44,15 @@ segment of its own) or creates a new ``Profiler(..., live=True)``.
 
 Threads
 -------
-``per_thread=True`` profilers are refused (ValueError): each thread has its
-own Recorder, created on first use, and one segment holds one stats block.
-Publish one profiler per thread instead.
+A ``per_thread=True`` profiler gets a :class:`LiveThreadGroup` as ``prof.live``:
+each thread's Recorder is published in a segment of its own when the thread
+first records (all of them carry the same ``meta["group"]``), and the
+finished threads that the profiler folds into one snapshot (see
+``gyreprof.profiler``) are published in one *retired* segment, rewritten at
+each fold before the folded threads' own segments are closed (its
+``meta["folded"]`` lists them, so a reader never counts one twice and never
+loses one). ``gp.live.attach(pid)`` and ``gp.live.collect`` merge the group
+back into one view of the whole profiler.
 """
 
 from __future__ import annotations
@@ -96,6 +102,24 @@ def _default_name(label: str | None) -> str:
     return prog if prog and not prog.startswith("-") else "python"
 
 
+def _create_temp(pid: int, serial: int, *, retired: bool = False) -> tuple[Path, Path, int]:
+    """(final path, temp path, fd of the temp file created 0600 with O_EXCL|O_NOFOLLOW)
+    in this user's private segment folder."""
+    directory = lay.base_dir()
+    try:
+        directory = lay.segment_dir(create=True)
+        final = directory / lay.segment_filename(pid, serial, retired=retired)
+        tmp = directory / f".{final.name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, _CREATE_FLAGS, 0o600)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"cannot create a live segment in {directory} ({exc.strerror}); set "
+            f"{lay.ENV_DIR} to a writable directory, or pass live=False",
+        ) from None
+    return final, tmp, fd
+
+
 def _reserve(fd: int, size: int) -> None:
     """Give the file ``size`` bytes of real storage now.
 
@@ -130,8 +154,10 @@ class LivePublication:
         lap_cost_ns: float,
         label: str | None,
         counter_names: tuple[str, ...] = (),
+        extra_meta: dict[str, Any] | None = None,
     ) -> None:
         self._rec = recorder
+        self._extra_meta = dict(extra_meta or {})
         self._phases = tuple(phases)
         self.name = name
         self._label = label
@@ -171,6 +197,7 @@ class LivePublication:
             "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
             "boot_id": lay.boot_id(),
         }
+        meta.update(self._extra_meta)
         head, header_bytes, names_offset = lay.build_header(
             pid=pid,
             identity=ident,
@@ -179,19 +206,8 @@ class LivePublication:
             meta=meta,
         )
         total = header_bytes + stats_bytes
-        serial = next(_SERIAL)
-        directory = lay.base_dir()
-        try:
-            directory = lay.segment_dir(create=True)
-            final = directory / lay.segment_filename(pid, serial)
-            tmp = directory / f".{final.name}.{secrets.token_hex(8)}.tmp"
-            fd = os.open(tmp, _CREATE_FLAGS, 0o600)
-        except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"cannot create a live segment in {directory} ({exc.strerror}); set "
-                f"{lay.ENV_DIR} to a writable directory, or pass live=False",
-            ) from None
+        final, tmp, fd = _create_temp(pid, next(_SERIAL))
+        directory = final.parent
         try:
             _reserve(fd, total)
             mm = mmap.mmap(fd, total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -346,7 +362,7 @@ class LivePublication:
         return f"LivePublication(name={self.name!r}, pid={self.pid}, {state})"
 
 
-def _close_ref(ref: weakref.ref[LivePublication]) -> None:
+def _close_ref(ref: weakref.ref[LivePublication] | weakref.ref[LiveThreadGroup]) -> None:
     pub = ref()
     if pub is not None:
         try:
@@ -363,18 +379,272 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def publish_profiler(prof: Any, name: str | None = None) -> LivePublication:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class LiveThreadGroup:
+    """A ``per_thread`` profiler's live segments (``prof.live``): one per thread, plus the
+    retired segment of its folded (finished) threads. See the module doc.
+
+    Attributes: ``name``, ``pid``, ``group`` (the id every segment of it carries),
+    ``active``, ``paths`` (the segment files now), ``path`` (the first of them).
+    """
+
+    def __init__(self, prof: Any, name: str) -> None:
+        self.name = name
+        self._prof = weakref.ref(prof)
+        self._phases = tuple(prof.phases)
+        self._label = prof.label
+        self._lap_cost_ns = float(prof.lap_cost_ns)
+        self._lock = threading.RLock()
+        self._pubs: dict[int, LivePublication] = {}  # id(recorder) -> its publication
+        self._folded: list[int] = []  # serials of thread segments in the retired one
+        self._retired_snap: Any = None
+        self._retired_path: Path | None = None
+        self._retired_serial = 0
+        self._warned = False
+        self._mp_finalizer: Any = None
+        self.pid = 0
+        self.group = ""
+        self.active = False
+        self._start()
+        for rec in list(prof.recorders):
+            self.thread_started(rec)
+
+    def _start(self) -> None:
+        self.pid = os.getpid()
+        self.group = f"{self.pid}-{next(_SERIAL)}-{secrets.token_hex(4)}"
+        self._retired_serial = next(_SERIAL)
+        self._retired_path = None
+        self._folded = []
+        self._pubs = {}
+        self.active = True
+        lay.segment_dir(create=True)  # fail now (OSError) when no private folder can be had
+        with _LOCK:
+            _GROUPS.add(self)
+        if "multiprocessing" in sys.modules:
+            import multiprocessing
+
+            if multiprocessing.parent_process() is not None:
+                import multiprocessing.util as mp_util
+
+                self._mp_finalizer = mp_util.Finalize(
+                    None, _close_ref, args=(weakref.ref(self),), exitpriority=10
+                )
+
+    @property
+    def paths(self) -> list[Path]:
+        with self._lock:
+            out = [p.path for p in self._pubs.values() if p.active and p.path is not None]
+            if self._retired_path is not None:
+                out.append(self._retired_path)
+            return out
+
+    @property
+    def path(self) -> Path | None:
+        paths = self.paths
+        return paths[0] if paths else None
+
+    def _counter_names(self) -> tuple[str, ...]:
+        prof = self._prof()
+        return tuple(prof.counter_names) if prof is not None else ()
+
+    # -- the Profiler hooks ----------------------------------------------------------
+
+    def thread_started(self, rec: Any) -> None:
+        """Publish a new thread's Recorder. A segment that cannot be created (a full
+        /dev/shm) is reported once on stderr; the thread records privately."""
+        with self._lock:
+            if not self.active or self.pid != os.getpid() or id(rec) in self._pubs:
+                return
+            try:
+                pub = LivePublication(
+                    rec,
+                    self._phases,
+                    self.name,
+                    lap_cost_ns=self._lap_cost_ns,
+                    label=self._label,
+                    counter_names=self._counter_names(),
+                    extra_meta={"group": self.group, "thread": threading.current_thread().name},
+                )
+            except OSError as exc:
+                if not self._warned:
+                    self._warned = True
+                    print(
+                        f"gyreprof: thread {threading.current_thread().name!r} of live profiler "
+                        f"{self.name!r} is not published: {exc}",
+                        file=sys.stderr,
+                    )
+                return
+            self._pubs[id(rec)] = pub
+
+    def threads_folded(self, dead: list[Any], folded: Any) -> None:
+        """Called by the profiler after it folded the recorders ``dead`` into ``folded``:
+        the retired segment is rewritten first, then the dead threads' segments close."""
+        with self._lock:
+            if not self.active or self.pid != os.getpid():
+                return
+            pairs = [(id(r), self._pubs.pop(id(r))) for r in dead if id(r) in self._pubs]
+            pubs = [pub for _, pub in pairs]
+            serials = []
+            for pub in pubs:
+                parsed = lay.parse_filename(pub.path.name) if pub.path is not None else None
+                if parsed is not None:
+                    serials.append(parsed[1])
+            self._folded.extend(serials)
+            self._retired_snap = folded
+            try:
+                self._write_retired(folded, dead[0].config() if dead else None)
+            except OSError as exc:
+                print(
+                    f"gyreprof: cannot publish finished threads of {self.name!r}: {exc}",
+                    file=sys.stderr,
+                )
+                self._folded = self._folded[: len(self._folded) - len(serials)]
+                for key, pub in pairs:
+                    self._pubs[key] = pub  # keep them published rather than lose them
+                return
+            for pub in pubs:
+                pub.close()
+
+    def _write_retired(self, snap: Any, cfg: dict[str, Any] | None) -> None:
+        if cfg is None:
+            cfg = dict(snap.config)
+        data = snap.to_bytes()
+        pid = self.pid
+        ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
+        meta = {
+            "name": self.name,
+            "label": self._label,
+            "phases": list(self._phases),
+            "clock": str(cfg.get("clock", "monotonic")),
+            "config": cfg,
+            "lap_cost_ns": self._lap_cost_ns,
+            "start_unix_s": time.time(),
+            "gyreprof": __version__,
+            "host": socket.gethostname(),
+            "argv": list(sys.argv[:16]),
+            "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
+            "boot_id": lay.boot_id(),
+            "kind": lay.KIND_RETIRED,
+            "group": self.group,
+            "folded": list(self._folded),
+        }
+        head, _, _ = lay.build_header(
+            pid=pid,
+            identity=ident,
+            stats_bytes=len(data),
+            max_counters=int(cfg.get("max_counters", 0)),
+            meta=meta,
+        )
+        final, tmp, fd = _create_temp(pid, self._retired_serial, retired=True)
+        try:
+            try:
+                _write_all(fd, head)
+                _write_all(fd, data)
+            finally:
+                os.close(fd)
+            os.rename(tmp, final)  # readers see the old file or the new one, never half
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self._retired_path = final
+
+    def counter_added(self, name: str, slot: int) -> None:
+        with self._lock:
+            pubs = list(self._pubs.values())
+        for pub in pubs:
+            pub.counter_added(name, slot)
+
+    # -- closing ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop publishing every thread (their stats move to private memory) and remove
+        the retired segment. The profiler keeps recording. Idempotent."""
+        with self._lock:
+            if not self.active:
+                return
+            mine = self.pid == os.getpid()
+            pubs = list(self._pubs.values())
+            self._pubs = {}
+            self.active = False
+            for pub in pubs:
+                pub.close()
+            if mine and self._retired_path is not None:
+                try:
+                    os.unlink(self._retired_path)
+                except FileNotFoundError:
+                    pass
+            self._retired_path = None
+            if self._mp_finalizer is not None and mine:
+                self._mp_finalizer.cancel()
+            self._mp_finalizer = None
+
+    def _after_fork_in_child(self) -> None:
+        if self.active and self.pid != os.getpid():
+            self._lock = threading.RLock()
+            self._pubs = {}  # each detached itself (their own fork hook)
+            self._retired_path = None
+            self._mp_finalizer = None
+            self.active = False
+
+    def reopen(self) -> list[Path]:
+        """Publish again (in a forked child, or after ``close()``): every thread's
+        Recorder and the folded threads get fresh segments of this process."""
+        with self._lock:
+            if self.active and self.pid == os.getpid():
+                return self.paths
+            prof = self._prof()
+            self._start()
+            if prof is not None:
+                for rec in list(prof.recorders):
+                    self.thread_started(rec)
+            if self._retired_snap is not None:
+                self._write_retired(self._retired_snap, None)
+            return self.paths
+
+    def __enter__(self) -> LiveThreadGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"{len(self.paths)} segments" if self.active else "closed"
+        return f"LiveThreadGroup(name={self.name!r}, pid={self.pid}, {state})"
+
+
+_GROUPS: weakref.WeakSet[LiveThreadGroup] = weakref.WeakSet()
+
+
+def _groups_after_fork_in_child() -> None:
+    for g in list(_GROUPS):
+        g._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_groups_after_fork_in_child)
+
+
+def publish_profiler(prof: Any, name: str | None = None) -> LivePublication | LiveThreadGroup:
     """Publish ``prof``'s stats block in a new live segment; returns ``prof.live``'s value.
 
     ``name`` labels the segment in ``gp.live.list()`` and ``gyreprof top``
-    (default: the profiler's label, else the script's file name).
+    (default: the profiler's label, else the script's file name). A
+    ``per_thread`` profiler gets a :class:`LiveThreadGroup` (a segment per thread).
     """
     if getattr(prof, "per_thread", False):
-        raise ValueError(
-            "live=True needs a Profiler with per_thread=False: a per-thread profiler has one "
-            "Recorder per thread and a live segment holds one. Publish one Profiler per thread "
-            "(each with live=True) instead."
+        group = LiveThreadGroup(
+            prof, _check_name(name) if name is not None else _default_name(prof.label)
         )
+        weakref.finalize(prof, _close_ref, weakref.ref(group))
+        return group
     seg_name = _check_name(name) if name is not None else _default_name(prof.label)
     pub = LivePublication(
         prof.recorder,

@@ -47,6 +47,7 @@ _QUIET_TRIES = 3
 __all__ = [
     "LiveCollection",
     "LiveEntry",
+    "LiveGroupReader",
     "LiveReader",
     "attach",
     "clean",
@@ -95,6 +96,9 @@ class LiveEntry:
     phases: tuple[str, ...] = ()
     closed: bool = False
     error: str | None = None
+    group: str | None = None  # the per_thread profiler it belongs to
+    retired: bool = False  # the retired-threads segment of that profiler
+    folded: tuple[int, ...] = ()  # (retired) serials of the thread segments it holds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +111,8 @@ class LiveEntry:
             "phases": list(self.phases),
             "closed": self.closed,
             "error": self.error,
+            "group": self.group,
+            "retired": self.retired,
         }
 
 
@@ -200,7 +206,28 @@ def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
         serial=serial,
         phases=tuple(header.meta["phases"]),
         closed=header.state == lay.STATE_CLOSED,
+        group=header.group,
+        retired=header.retired,
+        folded=_folded_of(header),
     )
+
+
+def _folded_of(header: lay.Header) -> tuple[int, ...]:
+    raw = header.meta.get("folded") if header.retired else None
+    if not isinstance(raw, list):
+        return ()
+    return tuple(x for x in raw if isinstance(x, int) and not isinstance(x, bool))
+
+
+def drop_folded(entries: Sequence[LiveEntry]) -> list[LiveEntry]:
+    """``entries`` less the thread segments that a retired segment of the same
+    profiler already holds (a fold in progress: never count a thread twice)."""
+    folded = {(e.pid, e.group, k) for e in entries if e.retired for k in e.folded}
+    return [
+        e
+        for e in entries
+        if e.retired or e.group is None or (e.pid, e.group, e.serial) not in folded
+    ]
 
 
 def _dirs_to_scan(pid: int | None) -> list[Path]:
@@ -377,8 +404,15 @@ class LiveReader:
         self.lap_cost_ns = float(meta["lap_cost_ns"])
         self._words = block_words(self.config)
         self._view: Any = _Words(self._mm, h.header_bytes, self._words)
+        self.group = h.group
+        self.retired = h.retired
+        self.folded: tuple[int, ...] = _folded_of(h)
+        self._retired_snap: Snapshot | None = None
         try:
-            StatsBlock.from_config(self._view, self.config)  # checks layout version and size
+            if self.retired:
+                self._retired_snap = self._read_retired(self._mm, h)
+            else:
+                StatsBlock.from_config(self._view, self.config)  # checks layout and size
         except BaseException:
             self.close()
             raise
@@ -387,6 +421,43 @@ class LiveReader:
             int(self.config["highest_ns"]),
             int(self.config["significant_figures"]),
         )
+
+    # -- retired threads (a per_thread profiler's folded snapshot) --------------------
+
+    def _read_retired(self, buf: _SegmentFile, h: lay.Header) -> Snapshot:
+        raw = buf[h.header_bytes : h.header_bytes + h.stats_bytes]
+        try:
+            return Snapshot.from_bytes(raw)
+        except ValueError as exc:
+            raise ValueError(
+                f"{self.path} is corrupted: unreadable retired snapshot ({exc})"
+            ) from None
+
+    def _reload_retired(self) -> Snapshot:
+        """The retired segment is rewritten (renamed over) at each fold: read the newest,
+        or keep the last one read when it is gone (its profiler closed)."""
+        try:
+            fd, fst, header = _open_segment(self.path)
+        except (FileNotFoundError, ValueError, OSError):
+            assert self._retired_snap is not None
+            return self._retired_snap
+        try:
+            if (fst.st_ino, fst.st_dev) == getattr(self, "_retired_ino", None):
+                assert self._retired_snap is not None
+                return self._retired_snap
+            name = lay.parse_filename(self.path.name)
+            lay.check_trust(self.path, fst, header, name[0] if name else None)
+            if not header.retired or header.group != self.group:
+                raise lay.UntrustedSegmentError(
+                    f"{self.path} was replaced by a segment of another profiler"
+                )
+            snap = self._read_retired(_SegmentFile(fd, str(self.path)), header)
+        finally:
+            os.close(fd)
+        self._retired_snap = snap
+        self._retired_ino = (fst.st_ino, fst.st_dev)
+        self.folded = _folded_of(header)
+        return snap
 
     # -- state ---------------------------------------------------------------------
 
@@ -463,6 +534,9 @@ class LiveReader:
         ``windows=False`` leaves out the closed rolling windows (cheaper when
         only the histograms are wanted, as in ``gyreprof top``).
         """
+        if self.retired:
+            self._require()
+            return self._reload_retired()
         names = self.counter_names()
         stats, taken = self._copy()
         self._fix_extremes(stats)
@@ -498,6 +572,18 @@ class LiveReader:
         """Step counters, the open phase and the counters, read without copying the whole
         block (see :class:`gyreprof._block.Progress`; times are CLOCK_MONOTONIC ns)."""
         self._require()
+        if self.retired:
+            snap = self._reload_retired()
+            now = int(monotonic_ns())
+            return Progress(
+                int(snap.totals["steps_begun"]),
+                int(snap.totals["steps_completed"]),
+                None,
+                -1,
+                now,
+                -1,
+                {k: int(v) for k, v in snap.counters.items()},
+            )
         slots = {name: i for i, name in enumerate(self.counter_names())}
         return self._block(self._view).progress(self.phases, slots, int(monotonic_ns()))
 
@@ -524,6 +610,103 @@ class LiveReader:
 
     def __repr__(self) -> str:
         return f"LiveReader(pid={self.pid}, name={self.name!r}, path={str(self.path)!r})"
+
+
+class LiveGroupReader(LiveReader):
+    """Every thread of one ``per_thread`` profiler of process ``pid``, read as one.
+
+    What ``gp.live.attach(pid)`` returns for such a profiler. Each ``snapshot()``
+    looks for the group's segments again (threads start; finished threads are
+    folded into the retired segment), reads the retired segment first and
+    skips the thread segments it already holds, then merges the rest (counts
+    add up, as for ``Profiler.snapshot()`` of the writer). ``members`` are the
+    segment paths read last time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path)
+        if self.group is None:
+            self.close()
+            raise ValueError(f"{self.path} is not a segment of a per_thread profiler")
+        self._members: dict[Path, LiveReader] = {}
+        self._last: Snapshot | None = None
+        self.members: list[Path] = []
+
+    def _refresh(self) -> list[LiveReader]:
+        # the group id is unique (pid, serial, random), so a writer killed mid-run is read
+        # whole from its stale segments, never mixed with a later process of its pid
+        entries = [e for e in list_segments(self.pid) if e.group == self.group and e.error is None]
+        keep: dict[Path, LiveReader] = {}
+        for e in entries:
+            r = self._members.pop(e.path, None)
+            if r is None:
+                try:
+                    r = LiveReader(e.path)
+                except (LookupError, ValueError, OSError):  # removed while we looked
+                    continue
+            keep[e.path] = r
+        for r in self._members.values():
+            r.close()
+        self._members = keep
+        # the retired segment first: what it holds decides which threads to skip
+        return sorted(keep.values(), key=lambda r: not r.retired)
+
+    def _parts(self, windows: bool) -> list[Snapshot]:
+        folded: set[int] = set()
+        snaps: list[Snapshot] = []
+        read: list[Path] = []
+        for r in self._refresh():
+            if not r.retired:
+                parsed = lay.parse_filename(r.path.name)
+                if parsed is not None and parsed[1] in folded:
+                    continue
+            snaps.append(r.snapshot(windows=windows))
+            read.append(r.path)
+            if r.retired:
+                folded.update(r.folded)
+        self.members = read
+        return snaps
+
+    def snapshot(self, *, windows: bool = True) -> Snapshot:
+        """All threads of the profiler merged (see the class doc)."""
+        self._require()
+        snaps = self._parts(windows)
+        if not snaps:  # the profiler closed its segments: its last state
+            if self._last is None:
+                self._last = super().snapshot(windows=windows)
+            return self._last
+        snap = snaps[0] if len(snaps) == 1 else merge(snaps)
+        self._last = snap
+        return snap
+
+    def progress(self) -> Progress:
+        self._require()
+        parts = []
+        for r in self._refresh():
+            try:
+                parts.append(r.progress())
+            except (ValueError, OSError):
+                continue
+        return Progress.combine(parts) if parts else super().progress()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the profiler closed every segment of the group."""
+        self._require()
+        return not any(
+            e.group == self.group and not e.closed
+            for e in list_segments(self.pid)
+            if e.error is None
+        )
+
+    def close(self) -> None:
+        for r in getattr(self, "_members", {}).values():
+            r.close()
+        self._members = {}
+        super().close()
+
+    def __repr__(self) -> str:
+        return f"LiveGroupReader(pid={self.pid}, name={self.name!r}, group={self.group!r})"
 
 
 def _process_missing(pid: int) -> str:
@@ -578,7 +761,10 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
     # a running process's own segment first; a stale one (a dead process that had this pid)
     # only when nothing else is there
     readable.sort(key=lambda e: not e.alive)
-    return LiveReader(readable[0].path)
+    first = readable[0]
+    if first.group is not None:  # a per_thread profiler: all its threads as one
+        return LiveGroupReader(first.path)
+    return LiveReader(first.path)
 
 
 # --------------------------------------------------------------------------- collect
@@ -631,13 +817,19 @@ def _tree(root: int) -> set[int]:
 def _read_entries(
     entries: Iterable[LiveEntry], missing: dict[Any, str]
 ) -> Iterator[tuple[LiveEntry, Snapshot]]:
-    for e in entries:
+    # retired segments first: a thread segment that the retired one read already holds
+    # (a fold between listing and reading) is skipped, never counted twice
+    folded: set[tuple[int, str | None, int]] = set()
+    for e in sorted(entries, key=lambda e: not e.retired):
         if e.error is not None:
             missing[str(e.path)] = e.error
+            continue
+        if e.group is not None and not e.retired and (e.pid, e.group, e.serial) in folded:
             continue
         try:
             with LiveReader(e.path) as r:
                 snap = r.snapshot()
+                folded.update((e.pid, e.group, k) for k in r.folded)
         except (LookupError, ValueError, OSError) as exc:
             missing[str(e.path)] = str(exc)
             continue

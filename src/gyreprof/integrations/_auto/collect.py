@@ -180,8 +180,11 @@ def _read_live(run_id: str, pids: set[int]) -> dict[int, dict[str, Any]]:
 
     out: dict[int, dict[str, Any]] = {}
     names = {rec.segment_name(run_id, side): side for side in ("sampler", "trainer")}
+    from gyreprof.live.reader import drop_folded
+
     try:
-        entries = gp.live.list()
+        # per_thread profilers: threads folded into a retired segment are read there only
+        entries = drop_folded(gp.live.list())
     except (OSError, ValueError):
         return out
     for e in entries:

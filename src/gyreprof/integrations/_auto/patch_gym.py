@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
 
 
@@ -151,6 +151,7 @@ def install(gym: ModuleType) -> None:
         return
     hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
     hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
+    hooks.when_imported("gymnasium.vector.sync_vector_env", workers.install_gym_sync)
     st.preload()
 
 
@@ -158,6 +159,7 @@ def _install_async(module: ModuleType) -> None:
     cls = getattr(module, "AsyncVectorEnv", None)
     if cls is not None:
         hooks.patch_methods(cls, ("step_async", "step_wait"), _vector_call)
+    workers.install_gym_async(module)
 
 
 def register() -> None:

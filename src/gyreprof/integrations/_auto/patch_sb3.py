@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._auto.patch_gym import _vector_call
 
@@ -98,6 +98,9 @@ def install(sb3: ModuleType) -> None:
     hooks.patch_methods(pol.ActorCriticPolicy, ("forward",), _forward)
     hooks.patch_methods(off.OffPolicyAlgorithm, ("_sample_action",), _forward)
     hooks.patch_methods(sub.SubprocVecEnv, ("step_async", "step_wait"), _vector_call)
+    workers.install_sb3(
+        sub, importlib.import_module("stable_baselines3.common.vec_env.dummy_vec_env")
+    )
     st.preload()
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
 
 WAIT, COMPUTE = st.WAIT, st.COMPUTE
@@ -73,6 +73,7 @@ def install(torchrl: ModuleType) -> None:
             )
         else:
             hooks.patch_methods(base, ("__iter__",), _iter)
+            hooks.when_imported("torchrl.envs.batched_envs", workers.install_torchrl)
             st.preload()
             return
     st.warn_once("torchrl", problem)

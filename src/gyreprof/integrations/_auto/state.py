@@ -173,10 +173,22 @@ def warn_once(key: str, text: str) -> None:
     print(f"gyreprof run: {text}", file=sys.stderr, flush=True)
 
 
+_registered_role: tuple[int, str] | None = None  # (pid, role) registered by gyreprof run
+
+
+def registered(role_name: str) -> None:
+    """This process registered itself (``workers.register_here``) with ``role_name``."""
+    global _registered_role
+    _registered_role = (os.getpid(), role_name)
+
+
 def role() -> str:
     pid = os.getpid()
     if pid == main_pid:
         return "main"
+    reg = _registered_role
+    if reg is not None and reg[0] == pid:
+        return reg[1]
     with _lock:
         threads = list(_threads)
     for t in threads:
@@ -197,12 +209,20 @@ def threads() -> list[ThreadState]:
 def _record(how: str) -> rec.ProcessRecord:
     return rec.ProcessRecord(
         pid=os.getpid(),
-        role=role() if how != "started" else ("main" if os.getpid() == main_pid else "child"),
+        role=role() if how != "started" else _started_role(),
         ppid=os.getppid(),
         how=how,
         loops=tuple(sorted(_loops)),
         notes=tuple(_notes),
     )
+
+
+def _started_role() -> str:
+    pid = os.getpid()
+    if pid == main_pid:
+        return "main"
+    reg = _registered_role
+    return reg[1] if reg is not None and reg[0] == pid else "child"
 
 
 def _on_first_record() -> None:
