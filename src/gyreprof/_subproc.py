@@ -252,15 +252,20 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     def end_group() -> None:
         if not ending.acquire(blocking=False):
             return
-        if folder is not None and os.getppid() != parent:  # orphaned: nobody else cleans up
-            shutil.rmtree(folder, ignore_errors=True)
         me = os.getpid()
+        # the sampler's processes first, so none of them still writes into the folder
+        # while it is removed
         try:
             for p in psutil.Process(me).children(recursive=True):
                 with contextlib.suppress(psutil.Error):
                     p.kill()
         except psutil.Error:
             pass
+        if folder is not None and os.getppid() != parent:  # orphaned: nobody else cleans up
+            for _ in range(3):  # a file that appears mid-removal fails one pass, not three
+                shutil.rmtree(folder, ignore_errors=True)
+                if not os.path.lexists(folder):
+                    break
         if os.getpgid(0) == me:  # our own group: the run's processes, this one included
             os.killpg(me, signal.SIGKILL)
         os.kill(me, signal.SIGKILL)
