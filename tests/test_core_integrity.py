@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
+import mmap
 import subprocess
 import sys
 import textwrap
 import time
-from multiprocessing import shared_memory
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,41 +128,40 @@ def test_windows_far_longer_than_the_ring_are_folded_in_batches() -> None:
 
 _WRITER = textwrap.dedent(
     """
-    import sys, time
-    from multiprocessing import shared_memory
+    import mmap, sys, time
     from gyreprof._core import Recorder
     kw = dict(window_steps=4, max_windows=8)
-    from multiprocessing import resource_tracker
-    shm = shared_memory.SharedMemory(name=sys.argv[1])
-    resource_tracker.unregister(shm._name, "shared_memory")  # the parent owns it
-    rec = Recorder(2, 1024, buffer=shm.buf, **kw)
+    with open(sys.argv[1], "r+b") as f:
+        buf = mmap.mmap(f.fileno(), 0)
+    rec = Recorder(2, 1024, buffer=buf, **kw)
     begin, lap = rec.begin, rec.lap
     print("ready", flush=True)
     end = time.monotonic() + float(sys.argv[2])
     while time.monotonic() < end:
         for _ in range(2000):
             begin(); lap(0); lap(1)
-    del begin, lap, rec
-    shm.close()
     """
 )
 
 
-def test_windows_are_never_read_torn_by_a_live_reader() -> None:
+def test_windows_are_never_read_torn_by_a_live_reader(tmp_path: Path) -> None:
+    # The stats block sits in a file both processes map (a plain file: no
+    # multiprocessing resource tracker outlives the test).
     kw = dict(window_steps=4, max_windows=8)
     nbytes = Recorder.required_bytes(2, max_windows=8)
-    shm = shared_memory.SharedMemory(create=True, size=nbytes)
+    path = tmp_path / "block"
+    path.write_bytes(bytes(nbytes))
+    layout = Recorder(2, 1024, **kw)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), "3.0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        layout = Recorder(2, 1024, **kw)
-        env = {**os.environ}
-        child = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, shm.name, "3.0"],
-            stdout=subprocess.PIPE,
-            env=env,
-            text=True,
-        )
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        view = np.ndarray((nbytes // 8,), dtype=np.int64, buffer=shm.buf)
+        with open(path, "r+b") as f:
+            buf = mmap.mmap(f.fileno(), 0)
+        view = np.ndarray((nbytes // 8,), dtype=np.int64, buffer=buf)
         block = StatsBlock(view, layout.offsets, 2)
         seen = 0
         end = time.monotonic() + 2.0
@@ -182,9 +181,11 @@ def test_windows_are_never_read_torn_by_a_live_reader() -> None:
         assert child.returncode == 0
         assert seen > 100
         del view, block
+        buf.close()
     finally:
-        shm.close()
-        shm.unlink()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 # --------------------------------------------------------- strict integer arguments
