@@ -32,8 +32,24 @@ MIB = 2**20
 NUMPY = "helpers.sweep_samplers.numpy_sampler:make_sampler"
 
 
+_BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test() -> None:
+    """Processes this test session already had (another file's module fixture, a
+    multiprocessing resource tracker) are not the sweep's: remember them."""
+    _BEFORE.clear()
+    _BEFORE.update(p.pid for p in psutil.Process().children(recursive=True))
+
+
 def _no_children_left() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running()]
+    """Processes started during this test that are still running."""
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in _BEFORE and p.is_running()
+    ]
 
 
 # ----------------------------------------------------------------- the main result
