@@ -1,4 +1,4 @@
-"""The public API of ../shared/DESIGN.md, exercised name by name as user code would."""
+"""The public API (as the README documents it), exercised name by name as user code would."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def test_public_names() -> None:
 
 
 def test_gp_diagnose_is_the_verdict() -> None:
-    # DESIGN.md: gp.diagnose(sampler=prof, trainer=tp) -> Verdict, even though a
+    # the public API: gp.diagnose(sampler=prof, trainer=tp) -> Verdict, even though a
     # subpackage of process diagnostics (the doctor) is imported as well
     import gyreprof.diagnostics.doctor  # noqa: F401 - binds the subpackage on gyreprof
 

@@ -2,5 +2,5 @@
 the dependency check and the sampler self-check.
 
 (Named ``diagnostics`` so that ``gyreprof.diagnose`` stays the bottleneck verdict
-function of DESIGN.md.)
+function of the public API.)
 """
