@@ -12,47 +12,20 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import resource
 import struct
 import subprocess
 import sys
 import time
 import zlib
+from pathlib import Path
 
 CASES = ("snapshot-merge:30", "snapshot-merge:255", "hdr-log", "profiler", "report-dev-zero")
 
 
-def crafted_snapshot(n_phases: int, sf: int, highest: int) -> bytes:
-    """A snapshot whose header declares ``n_phases`` empty histograms of a huge layout."""
-    from gyreprof._core import layout_info
-
-    nh = n_phases + 1
-    header = {
-        "phases": [f"p{i}" for i in range(n_phases)],
-        "config": {
-            "significant_figures": sf,
-            "lowest_ns": 1,
-            "highest_ns": highest,
-            "clock": "monotonic",
-            "warmup_steps": 0,
-            "warmup_ns": 0,
-            "window_steps": 10,
-        },
-        "stat": [[0, 0, -1, -1]] * nh,
-        "warm": [[0, 0, 0]] * nh,
-        "first": [-1] * nh,
-        "totals": {},
-        "counters": {},
-        "times": {},
-        "lap_cost_ns": 10.0,
-        "sources": [{}],
-        "meta": {},
-        "counts_len": layout_info(1, highest, sf)["counts_len"],
-    }
-    hjson = json.dumps(header, separators=(",", ":")).encode()
-    body = b"".join([struct.pack("<I", len(hjson)), hjson, struct.pack("<I", 0) * nh])
-    return b"GYRS\x01\x00" + zlib.compress(body, 9)
+# one builder for the adversarial tests and this benchmark
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers.crafted import crafted_snapshot  # noqa: E402
 
 
 def huge_histogram_b64() -> str:

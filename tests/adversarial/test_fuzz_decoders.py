@@ -37,6 +37,8 @@ from gyreprof import _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info
 from gyreprof.export.hdrlog import decode_histogram, hdr_log, parse_hdr_log
 
+from helpers.crafted import crafted_snapshot, join_snapshot
+
 FUZZ = settings(
     max_examples=120,
     deadline=None,
@@ -128,12 +130,7 @@ def _split(blob: bytes) -> tuple[bytes, dict[str, Any], list[bytes]]:
     return blob[:6], header, rows
 
 
-def _join(prefix: bytes, header: Any, rows: list[bytes], *, level: int = 6) -> bytes:
-    hjson = json.dumps(header, separators=(",", ":")).encode()
-    parts = [struct.pack("<I", len(hjson)), hjson]
-    for r in rows:
-        parts += [struct.pack("<I", len(r)), r]
-    return prefix[:5] + b"\x00" + zlib.compress(b"".join(parts), level)
+_join = join_snapshot
 
 
 HOSTILE = st.one_of(
@@ -443,37 +440,7 @@ def test_fuzz_codec_decode(data: bytes, length: int) -> None:
 # ------------------------------------------------------- crafted regressions
 
 
-def _crafted_snapshot(
-    n_phases: int, sf: int, highest: int, *, windows: int = 0, lowest: int = 1
-) -> bytes:
-    """A snapshot whose header declares a layout, with all-empty histograms."""
-    nh = n_phases + 1
-    L = layout_info(lowest, highest, sf)["counts_len"]
-    header = {
-        "phases": [f"p{i}" for i in range(n_phases)],
-        "config": {
-            "significant_figures": sf,
-            "lowest_ns": lowest,
-            "highest_ns": highest,
-            "clock": "monotonic",
-            "warmup_steps": 0,
-            "warmup_ns": 0,
-            "window_steps": 10,
-        },
-        "stat": [[0, 0, -1, -1]] * nh,
-        "warm": [[0, 0, 0]] * nh,
-        "first": [-1] * nh,
-        "totals": {},
-        "counters": {},
-        "times": {},
-        "lap_cost_ns": 10.0,
-        "sources": [{}],
-        "meta": {},
-        "counts_len": L,
-    }
-    if windows:
-        header["rolling"] = [[0] * (5 + 6 * nh)] * windows
-    return _join(b"GYRS\x01\x00", header, [b""] * nh, level=9)
+_crafted_snapshot = crafted_snapshot
 
 
 def test_huge_declared_snapshot_is_refused_before_allocation() -> None:
