@@ -359,7 +359,7 @@ def test_events_array() -> None:
     prof = gp.Profiler(["env", "fwd", "xfer"])
     _loop(prof, 5)
     ev = prof.events()
-    assert ev.dtype.names == ("phase", "_pad", "step", "start_ns", "duration_ns")
+    assert ev.dtype.names == ("phase", "form", "step", "start_ns", "duration_ns")
     assert (ev["phase"] == -1).sum() == 5
     assert np.all(ev["duration_ns"] >= 0)
 

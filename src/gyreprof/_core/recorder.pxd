@@ -7,12 +7,20 @@ Contracts (the stats block's layout is the cpdef enum below):
 - Single writer: ``begin/lap/end/record/count`` and the PhaseTimer methods may be
   called from one thread only (the first that writes claims the recorder); a
   write from another thread raises RuntimeError before touching any state.
-- Readers (``stats_array``, ``events``, ``progress``) never block the writer.
-  In one process they run under the GIL, so they see a state between two
-  writes. Across processes (a shared-memory stats block) every bucket and
-  counter only ever grows, so a copy taken while the writer runs is a valid
-  histogram of the events recorded between the copy's start and end; counts
-  are taken from the buckets.
+- Every event goes to the ring of raw events first; histograms, warm-up totals
+  and the open rolling window are accounted from the ring in order (*folded*).
+  A private stats block folds at every step boundary (``begin``/``end``),
+  every FOLD_BATCH events, and before an in-process read; a block in a
+  caller's buffer (shared memory, read by other processes) folds every event
+  as it is written. Every event is folded exactly once, with the warm-up state
+  it was recorded in, so the result is the same as accounting it at once.
+- Readers (``stats_array``, ``stats_view``, ``events``, ``progress``) never
+  block the writer. In one process they run under the GIL, fold what is
+  pending, and see the state between two writes. Across processes (a
+  shared-memory stats block, which has nothing pending), every bucket and
+  counter only ever grows, so a copy taken while the writer
+  runs is a valid histogram of the events folded between the copy's start and
+  end; counts are taken from the buckets.
 - The write path allocates nothing, takes no lock, never calls into Python and
   never raises for data: negative durations, values above the range and
   non-finite ``record`` durations are counted instead.
@@ -101,41 +109,53 @@ cpdef enum:
 
     WINDOW_SIGNIFICANT_FIGURES = 1   # rolling windows: ~3% buckets, 39x16 counters per histogram
 
+    # the form that wrote a ring event (Event.form): steady events are counted by form
+    # when they are folded into the histograms (H_N_TIMER / H_N_TIMED / H_N_RECORD)
+    FORM_LAP = 0           # lap() and whole steps (begin / end)
+    FORM_TIMER = 1         # a PhaseTimer (``with``)
+    FORM_TIMED = 2         # a TimedFunction (``@timed``)
+    FORM_RECORD = 3        # record()
+    FOLD_BATCH = 64        # ring events between two folds (fewer when the ring is smaller)
+
 
 ctypedef struct Event:
-    int32_t phase        # phase id, or -1 for a whole step
-    int32_t _pad
+    int32_t phase        # histogram id: a phase, or n_phases for a whole step
+    int32_t form         # FORM_*: which entry point wrote it
     int64_t step         # step number (1-based; 0 before the first begin())
     int64_t start_ns
     int64_t duration_ns
 
 
 cdef class Recorder:
-    # Hot fields first: the lap path reads these, and keeping them together keeps the
+    # Hot fields first: the lap path reads these (the stats header, the ring, the fold
+    # threshold, the writer token and the clock), and keeping them together keeps the
     # number of cache lines a lap touches small.
     cdef int64_t* s              # the stats block (hot header words first)
+    cdef Event* ring
+    cdef int64_t mask
+    cdef int64_t fold_at         # ring head at which the pending events are folded
+    cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
+    cdef readonly int n_phases
+    cdef readonly bint use_tsc
+    cdef double ns_per_tick
+    cdef unsigned long long tsc_base
+    cdef int64_t tsc_base_ns
+    # the fold (every FOLD_BATCH events, at step and window boundaries, before a read)
+    cdef bint in_warmup
+    cdef bint default_layout     # 3 significant figures from 1 ns (the fold's compiled-in case)
+    cdef int64_t folded          # ring events accounted so far (histograms and windows)
+    cdef int64_t batch           # FOLD_BATCH, or the capacity when that is smaller
     cdef int64_t* hot            # per histogram, one 64-byte line: see HOT_* above
     cdef int64_t* counts         # per histogram: L.counts_len buckets
     cdef int64_t* wcounts        # per histogram: WL.counts_len buckets
-    cdef Event* ring
-    cdef int64_t mask
-    cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
-    cdef readonly int n_phases
-    cdef bint in_warmup
-    cdef readonly bint use_tsc
     cdef HdrLayout L             # full-resolution phase histograms
     cdef HdrLayout WL            # coarse histograms of the current rolling window
-    cdef double ns_per_tick
-    cdef int64_t win_fold_at     # ring head at which the oldest unfolded window event would be overwritten
-    cdef unsigned long long tsc_base
-    cdef int64_t tsc_base_ns
     # cold: the long-baseline anchor of the TSC calibration and the drift checks
     cdef unsigned long long cal_tsc0
     cdef int64_t cal_mono0
     cdef int64_t next_clock_check
     cdef readonly str clock_requested
     # cold
-    cdef int64_t win_head        # first ring event of the open window not folded yet
     cdef int64_t* warm           # per histogram: warm-up count, sum, max
     cdef int64_t* wring          # closed windows
     cdef int64_t* counters       # event counters (prof.count)
@@ -155,11 +175,10 @@ cdef class Recorder:
     cdef inline void _reset_wcur(self, int64_t h) noexcept
     cdef inline int64_t _now(self) noexcept
     cdef int _claim(self) except -1
-    cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept
-    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept
-    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept
-    cdef void _win_catch_up(self, int64_t head) noexcept
-    cdef void _win_fold(self, int64_t upto) noexcept
+    cdef inline void _put(self, int h, int64_t d, int64_t start, int form) noexcept
+    cdef inline void _emit(self, int h, int64_t d, int64_t start, int form) noexcept
+    cdef void _fold(self, int64_t upto) noexcept
+    cdef void _account_slow(self, int h, int64_t d, int64_t start, int form) noexcept
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
     cdef int _check_clock(self, int64_t min_span_ns) noexcept

@@ -46,6 +46,116 @@ cdef extern from *:
 
 cdef extern from *:
     """
+    /* The fold's steady-state loop (see Recorder._fold), in C so that the layout
+       constants of the default histograms (3 significant figures, 1 ns lowest; windows
+       at 1 significant figure) are compile-time constants in one copy of it. Words
+       are the stats block's (recorder.pxd), checked against the enum at import. */
+    #define GYRE_HOT_WORDS 8
+    #define GYRE_HOT_STAT 1
+    #define GYRE_HOT_WIN 5
+    #define GYRE_STAT_SUM 1
+    #define GYRE_STAT_MIN 2
+    #define GYRE_STAT_MAX 3
+    #define GYRE_WCUR_MIN 0
+    #define GYRE_WCUR_SUM 1
+    #define GYRE_WCUR_MAX 2
+    #define GYRE_H_SATURATED 9
+    #define GYRE_H_N_TIMER 21
+    #define GYRE_H_N_TIMED 22
+    #define GYRE_H_N_RECORD 23
+    #define GYRE_FORM_TIMED 2
+    #define GYRE_FORM_RECORD 3
+    typedef struct { int32_t phase; int32_t form; int64_t step; int64_t start_ns;
+                     int64_t duration_ns; } gyre_event;
+    /* A log-linear bucket index in closed form: with c = clz(v | submask),
+       index = K - (c << shm) + (v >> (B - c)), where B = 63 - shm and
+       K = ((64 - unit_magnitude - shm) << shm) - 2**shm (hdr.pxd's hdr_index, folded). */
+    #define GYRE_IDX(v, c, shm, B, K) ((K) - ((int64_t)(c) << (shm)) + ((v) >> ((B) - (c))))
+
+    static inline __attribute__((always_inline)) int64_t gyre_fold_body(
+            const gyre_event* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            uint64_t m1, int shm1, int B1, int64_t K1, int64_t len1,
+            uint64_t m2, int shm2, int B2, int64_t K2, int64_t len2) {
+        for (; i < upto; i++) {
+            const gyre_event* e = &ring[i & rmask];
+            int64_t h = e->phase;
+            int64_t d = e->duration_ns;
+            int64_t* hl = hot + GYRE_HOT_WORDS * h;
+            int64_t* st = hl + GYRE_HOT_STAT;
+            /* the rare cases (a value above the range, a phase's first value) go back */
+            if (__builtin_expect(((uint64_t)d > (uint64_t)highest) | (st[GYRE_STAT_MIN] < 0), 0))
+                return i;
+            int c = __builtin_clzll((uint64_t)d | m1);
+            counts[h * len1 + GYRE_IDX(d, c, shm1, B1, K1)] += 1;
+            if (__builtin_expect(__builtin_add_overflow(st[GYRE_STAT_SUM], d, &st[GYRE_STAT_SUM]), 0)) {
+                st[GYRE_STAT_SUM] = INT64_MAX;
+                s[GYRE_H_SATURATED] += 1;
+            }
+            if (__builtin_expect(d < st[GYRE_STAT_MIN], 0)) st[GYRE_STAT_MIN] = d;
+            if (__builtin_expect(d > st[GYRE_STAT_MAX], 0)) st[GYRE_STAT_MAX] = d;
+            int32_t form = e->form;
+            if (form != 0) {
+                if (form == GYRE_FORM_RECORD) {
+                    s[GYRE_H_N_RECORD] += 1;
+                } else {
+                    s[GYRE_H_N_TIMER] += 1;
+                    if (form == GYRE_FORM_TIMED) s[GYRE_H_N_TIMED] += 1;
+                }
+            }
+            int64_t* wc = hl + GYRE_HOT_WIN;
+            c = __builtin_clzll((uint64_t)d | m2);
+            wcounts[h * len2 + GYRE_IDX(d, c, shm2, B2, K2)] += 1;
+            if (__builtin_expect(__builtin_add_overflow(wc[GYRE_WCUR_SUM], d, &wc[GYRE_WCUR_SUM]), 0))
+                wc[GYRE_WCUR_SUM] = INT64_MAX;
+            /* an unset min (-1) reads as the largest unsigned value */
+            if (__builtin_expect((uint64_t)d < (uint64_t)wc[GYRE_WCUR_MIN], 0)) wc[GYRE_WCUR_MIN] = d;
+            if (__builtin_expect(d > wc[GYRE_WCUR_MAX], 0)) wc[GYRE_WCUR_MAX] = d;
+        }
+        return i;
+    }
+
+    /* Steady events i .. upto-1 (stops at the first rare one and returns its index). */
+    static int64_t gyre_fold_default(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            int64_t len1, int64_t len2) {
+        return gyre_fold_body((const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts,
+                              highest, 2047, 10, 53, 54272, len1, 31, 4, 59, 944, len2);
+    }
+    static int64_t gyre_fold_any(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            uint64_t m1, int shm1, int unit1, int64_t len1,
+            uint64_t m2, int shm2, int unit2, int64_t len2) {
+        return gyre_fold_body((const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts,
+                              highest,
+                              m1, shm1, 63 - shm1, ((int64_t)(64 - unit1 - shm1) << shm1) - ((int64_t)1 << shm1), len1,
+                              m2, shm2, 63 - shm2, ((int64_t)(64 - unit2 - shm2) << shm2) - ((int64_t)1 << shm2), len2);
+    }
+    static inline int gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
+            int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
+            int h_timer, int h_timed, int h_record, int f_timed, int f_record, int ev_size) {
+        return hot_words == GYRE_HOT_WORDS && hot_stat == GYRE_HOT_STAT && hot_win == GYRE_HOT_WIN
+            && stat_sum == GYRE_STAT_SUM && stat_min == GYRE_STAT_MIN && stat_max == GYRE_STAT_MAX
+            && wcur_min == GYRE_WCUR_MIN && wcur_sum == GYRE_WCUR_SUM && wcur_max == GYRE_WCUR_MAX
+            && h_sat == GYRE_H_SATURATED && h_timer == GYRE_H_N_TIMER && h_timed == GYRE_H_N_TIMED
+            && h_record == GYRE_H_N_RECORD && f_timed == GYRE_FORM_TIMED
+            && f_record == GYRE_FORM_RECORD && ev_size == (int)sizeof(gyre_event);
+    }
+    """
+    int64_t gyre_fold_default(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            int64_t len1, int64_t len2) noexcept nogil
+    int64_t gyre_fold_any(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            uint64_t m1, int shm1, int unit1, int64_t len1,
+            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
+    bint gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
+            int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
+            int h_timer, int h_timed, int h_record, int f_timed, int f_record,
+            int ev_size) noexcept nogil
+
+cdef extern from *:
+    """
     /* An exact int of at most one digit (0 .. 2**30-1 and its negatives): its value,
        read in place. Anything else (bool, numpy ints, floats, big ints) returns 0 and
        takes the checked path. */
@@ -72,8 +182,14 @@ cdef extern from *:
 # The stats block's words (H_*, HOT_*, STAT_*, WCUR_*, WARM_*, WIN_*) are declared once,
 # in recorder.pxd, as a cpdef enum: C constants here and module-level ints for Python.
 
-EVENT_DTYPE = np.dtype([("phase", np.int32), ("_pad", np.int32), ("step", np.int64),
+EVENT_DTYPE = np.dtype([("phase", np.int32), ("form", np.int32), ("step", np.int64),
                         ("start_ns", np.int64), ("duration_ns", np.int64)])
+
+if not gyre_fold_words_ok(HOT_WORDS, HOT_STAT, HOT_WIN, STAT_SUM, STAT_MIN, STAT_MAX,
+                          WCUR_MIN, WCUR_SUM, WCUR_MAX, H_SATURATED, H_N_TIMER, H_N_TIMED,
+                          H_N_RECORD, FORM_TIMED, FORM_RECORD, sizeof(Event)):
+    raise ImportError("gyreprof._core.recorder: the fold's C word offsets disagree with "
+                      "recorder.pxd (rebuild after editing both)")
 
 
 cdef inline void _stamp_first_write(int64_t* s, bint in_warmup, int64_t now) noexcept:
@@ -92,9 +208,12 @@ cdef inline void _win_add(const HdrLayout* WL, int64_t* wcounts, int64_t* hot, i
     cdef int64_t* wc = hot + HOT_WORDS * h + HOT_WIN
     if gyre_unlikely(gyre_add_overflow(wc[WCUR_SUM], v, &wc[WCUR_SUM])):
         wc[WCUR_SUM] = INT64_MAX
-    if wc[WCUR_MIN] < 0 or d < wc[WCUR_MIN]:
+    # min / max change rarely: predicted branches, no store; an unset min (-1) reads as
+    # the largest unsigned value, so one compare covers it
+    if gyre_unlikely(<uint64_t>d < <uint64_t>wc[WCUR_MIN]):
         wc[WCUR_MIN] = d
-    wc[WCUR_MAX] = gyre_max64(wc[WCUR_MAX], d)
+    if gyre_unlikely(d > wc[WCUR_MAX]):
+        wc[WCUR_MAX] = d
 
 
 cdef object _strict_int(object x, str what):
@@ -166,17 +285,36 @@ def tsc_invariant():
     return False
 
 
+cdef int64_t _tsc_pair(unsigned long long* tsc, int64_t* mono) noexcept nogil:
+    """One TSC reading and the CLOCK_MONOTONIC time it was taken at: the TSC read
+    between two CLOCK_MONOTONIC reads, their midpoint, best (narrowest) of 7 tries, so
+    that neither a cold first call nor a preemption between the two reads skews it.
+    Returns the bracket's width in ns."""
+    cdef int64_t a, b, best = -1
+    cdef unsigned long long t
+    cdef int k
+    for k in range(7):
+        a = gyre_mono_ns()
+        t = gyre_rdtsc()
+        b = gyre_mono_ns()
+        if best < 0 or b - a < best:
+            best = b - a
+            tsc[0] = t
+            mono[0] = a + (b - a) // 2
+    return best
+
+
 def calibrate_tsc(double duration_s=0.02):
     """Measure ns per TSC tick against CLOCK_MONOTONIC: (ns_per_tick, tsc_base, base_ns)."""
     if not tsc_invariant():
         raise ValueError(
             "clock='tsc' needs an invariant TSC (x86 with constant_tsc and nonstop_tsc in "
             "/proc/cpuinfo); this machine has none. Use clock='monotonic'.")
-    cdef unsigned long long t0 = gyre_rdtsc()
-    cdef int64_t m0 = gyre_mono_ns()
+    cdef unsigned long long t0, t1
+    cdef int64_t m0, m1
+    _tsc_pair(&t0, &m0)
     time.sleep(duration_s)
-    cdef unsigned long long t1 = gyre_rdtsc()
-    cdef int64_t m1 = gyre_mono_ns()
+    _tsc_pair(&t1, &m1)
     if t1 <= t0 or m1 <= m0:
         raise ValueError("TSC calibration failed: the counter did not advance")
     return (<double>(m1 - m0)) / (<double>(t1 - t0)), t1, m1
@@ -257,6 +395,12 @@ cdef class Recorder:
         cdef int max_counters_c = max_counters
         hdr_init(&self.L, lowest_ns_c, highest_ns_c, significant_figures_c)
         hdr_init(&self.WL, lowest_ns_c, highest_ns_c, WINDOW_SIGNIFICANT_FIGURES)
+        # the layouts whose constants gyre_fold_default has compiled in
+        self.default_layout = (self.L.unit_magnitude == 0
+                               and self.L.sub_bucket_half_count_magnitude == 10
+                               and self.WL.unit_magnitude == 0
+                               and self.WL.sub_bucket_half_count_magnitude == 4
+                               and self.WL.highest == self.L.highest)
         if clock == "monotonic" or (clock == "auto" and not tsc_invariant()):
             self.use_tsc = False
         elif clock in ("tsc", "auto"):
@@ -326,12 +470,22 @@ cdef class Recorder:
         self.wcounts = self.s + <int64_t>off["wcounts"]
         self.wring = self.s + <int64_t>off["wring"]
         self.counters = self.s + <int64_t>off["counters"]
+        # A block in a caller's buffer (a shared-memory segment) is read by other
+        # processes, which cannot fold: every event is folded as it is written there.
+        # A private block folds in batches.
+        if buffer is not None:
+            self.batch = 1
+        else:
+            self.batch = FOLD_BATCH if self.capacity > FOLD_BATCH else self.capacity
+        self.fold_at = self.folded + self.batch
 
     def rebind(self, buffer=None):
         """Move the stats block to ``buffer`` (None: private memory), keeping its content.
 
         Used after fork so a child stops writing into its parent's shared segment.
+        Pending events are folded first (a block in shared memory has none pending).
         """
+        self._fold(self.s[H_RING_HEAD])
         current = np.array(self._stats, copy=True)
         self._bind(buffer, current)
 
@@ -353,8 +507,8 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_FIRST] = -1
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
-        self.win_head = 0
-        self.win_fold_at = self.capacity
+        self.folded = 0
+        self.fold_at = self.batch
         self.owner = 0
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
@@ -388,45 +542,72 @@ cdef class Recorder:
                 "Give each thread its own Profiler, or use Profiler(..., per_thread=True).")
         return 0
 
-    cdef inline void _record(self, int h, int64_t d, int64_t start) noexcept:
-        """Record duration ``d`` for histogram ``h``. The common case (steady state, a
-        phase that already has a value, ``0 <= d <= highest``) is this straight line:
-        one bucket, sum / min / max without branches, one ring event. Everything else
-        takes one predicted branch to ``_record_slow``."""
-        cdef int64_t* hl = self.hot + HOT_WORDS * h
-        cdef int64_t* st = hl + HOT_STAT
-        if gyre_unlikely((<uint64_t>d > <uint64_t>self.L.highest) | (st[STAT_MIN] < 0)
-                         | self.in_warmup):
-            self._record_slow(h, d, start)
-            return
-        self.counts[h * self.L.counts_len + hdr_index(&self.L, d)] += 1
-        if gyre_unlikely(gyre_add_overflow(st[STAT_SUM], d, &st[STAT_SUM])):
-            st[STAT_SUM] = INT64_MAX
-            self.s[H_SATURATED] += 1
-        # min / max change rarely: a predicted branch beats storing them every lap
-        if gyre_unlikely(d < st[STAT_MIN]):
-            st[STAT_MIN] = d
-        if gyre_unlikely(d > st[STAT_MAX]):
-            st[STAT_MAX] = d
-        self._ring_write(h, d, start)
-
-    cdef inline void _ring_write(self, int h, int64_t d, int64_t start) noexcept:
+    cdef inline void _put(self, int h, int64_t d, int64_t start, int form) noexcept:
+        """Append the event (``d`` >= 0) to the ring; fold when a batch is pending."""
         cdef int64_t* s = self.s
         cdef int64_t head = s[H_RING_HEAD]
-        if gyre_unlikely(head >= self.win_fold_at):
-            self._win_catch_up(head)
         cdef Event* e = &self.ring[head & self.mask]
         e.phase = h  # n_phases marks a whole step; events() turns it into -1
+        e.form = form
         e.step = s[H_STEP]
         e.start_ns = start
         e.duration_ns = d
-        s[H_RING_HEAD] = head + 1
+        head += 1
+        s[H_RING_HEAD] = head
+        if gyre_unlikely(head >= self.fold_at):
+            self._fold(head)
 
-    cdef void _record_slow(self, int h, int64_t d, int64_t start) noexcept:
-        cdef int64_t* s = self.s
-        if d < 0:
-            s[H_NEGATIVE] += 1
+    cdef inline void _emit(self, int h, int64_t d, int64_t start, int form) noexcept:
+        """Record duration ``d`` of histogram ``h``: negative ones are counted, the rest
+        go to the ring (and from there, in order, into the histograms)."""
+        if gyre_unlikely(d < 0):
+            self.s[H_NEGATIVE] += 1
             return
+        self._put(h, d, start, form)
+
+    # -- the fold: histograms and the open rolling window, accounted from the ring -----
+    # A lap only appends its event to the ring. The events not folded yet (fewer than
+    # ``batch``, which is at most the capacity, so none is overwritten first) are
+    # accounted here in recording order: every ``batch`` events, when a step closes
+    # during warm-up or closes a window, and before any in-process read. Each event is
+    # folded exactly once, into the histograms (or the warm-up totals) and the open
+    # window, with the warm-up state it was recorded in: that state changes only at a
+    # step close (which folds first) or inside this loop.
+
+    cdef void _fold(self, int64_t upto) noexcept:
+        """Account the ring's events ``folded .. upto - 1``."""
+        cdef int64_t i = self.folded
+        cdef Event* e
+        while i < upto:
+            if not self.in_warmup:
+                # the common case, a straight line per event, in C (stops at a rare one)
+                if self.default_layout:
+                    i = gyre_fold_default(self.ring, self.mask, i, upto, self.s, self.hot,
+                                          self.counts, self.wcounts, self.L.highest,
+                                          self.L.counts_len, self.WL.counts_len)
+                else:
+                    i = gyre_fold_any(self.ring, self.mask, i, upto, self.s, self.hot,
+                                      self.counts, self.wcounts, self.L.highest,
+                                      self.L.sub_bucket_mask,
+                                      self.L.sub_bucket_half_count_magnitude,
+                                      self.L.unit_magnitude, self.L.counts_len,
+                                      self.WL.sub_bucket_mask,
+                                      self.WL.sub_bucket_half_count_magnitude,
+                                      self.WL.unit_magnitude, self.WL.counts_len)
+                if i >= upto:
+                    break
+            # warm-up, a phase's first value or a value above the range
+            e = &self.ring[i & self.mask]
+            self.folded = i  # a window closed in there holds the events before this one
+            self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form)
+            _win_add(&self.WL, self.wcounts, self.hot, e.phase, e.duration_ns)
+            i += 1
+        self.folded = upto
+        self.fold_at = upto + self.batch
+
+    cdef void _account_slow(self, int h, int64_t d, int64_t start, int form) noexcept:
+        """The fold's rare cases: warm-up, a phase's first value, a value above the range."""
+        cdef int64_t* s = self.s
         cdef int64_t v = d
         if v > self.L.highest:
             s[H_OUT_OF_RANGE] += 1
@@ -443,46 +624,29 @@ cdef class Recorder:
                 s[H_SATURATED] += 1
             if d > st[WARM_MAX]:
                 st[WARM_MAX] = d
-        else:
-            # no count is kept beside the buckets: readers add up the buckets
-            self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
-            st = hl + HOT_STAT
-            if gyre_add_overflow(st[STAT_SUM], v, &st[STAT_SUM]):
-                st[STAT_SUM] = INT64_MAX
-                s[H_SATURATED] += 1
-            if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
-                st[STAT_MIN] = d
-            if d > st[STAT_MAX]:
-                st[STAT_MAX] = d
-        self._ring_write(h, d, start)
+            return
+        # no count is kept beside the buckets: readers add up the buckets
+        self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
+        st = hl + HOT_STAT
+        if gyre_add_overflow(st[STAT_SUM], v, &st[STAT_SUM]):
+            st[STAT_SUM] = INT64_MAX
+            s[H_SATURATED] += 1
+        if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
+            st[STAT_MIN] = d
+        if d > st[STAT_MAX]:
+            st[STAT_MAX] = d
+        if form == FORM_RECORD:
+            s[H_N_RECORD] += 1
+        elif form != FORM_LAP:
+            s[H_N_TIMER] += 1
+            if form == FORM_TIMED:
+                s[H_N_TIMED] += 1
 
-    # -- rolling windows: accounted from the ring, in batches -------------------------
-    # The lap path does no window accounting: the open window's events are folded out
-    # of the ring into its accumulators when it closes, or earlier, in one batch, when
-    # the ring is about to overwrite the oldest event not folded yet (one compare per
-    # event decides). Every event is folded exactly once.
-
-    cdef void _win_fold(self, int64_t upto) noexcept:
-        """Account the ring's events ``win_head .. upto - 1`` into the open window."""
-        cdef int64_t i
-        cdef Event* e
-        cdef Event* ring = self.ring
-        cdef int64_t mask = self.mask
-        cdef int64_t* wcounts = self.wcounts
-        cdef int64_t* hot = self.hot
-        # a private copy of the layout: the stores below cannot alias it, so its fields
-        # stay in registers for the whole loop
-        cdef HdrLayout WL = self.WL
-        for i in range(self.win_head, upto):
-            e = &ring[i & mask]
-            _win_add(&WL, wcounts, hot, e.phase, e.duration_ns)
-        self.win_head = upto
-
-    cdef void _win_catch_up(self, int64_t head) noexcept:
-        """The ring is about to overwrite the open window's oldest unfolded event: fold
-        the events so far now (a batch of ``capacity`` events) and go on."""
-        self._win_fold(head)
-        self.win_fold_at = head + self.capacity
+    def flush(self):
+        """Fold the events recorded since the last fold into the histograms and the open
+        window. Every in-process read does this itself; a writer whose stats block is
+        read from another process can call it to leave nothing pending (it stops)."""
+        self._fold(self.s[H_RING_HEAD])
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
@@ -490,6 +654,10 @@ cdef class Recorder:
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
+        if self.in_warmup:
+            # the pending events were recorded before this step boundary: fold them
+            # with the step state they saw (an unstepped warm-up ends at an event)
+            self._fold(s[H_RING_HEAD])
         _stamp_first_write(s, self.in_warmup, now)
         if s[H_STEP_START] >= 0:
             self._close_step(now)
@@ -528,10 +696,14 @@ cdef class Recorder:
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_OPEN_SINCE]
-        if gyre_likely(start >= 0):
-            self._record(phase, now - start, start)
-        else:
+        cdef int64_t d = now - start
+        if gyre_likely((start | d) >= 0):
+            # the whole bookkeeping of a lap: one ring event (folded later, in a batch)
+            self._put(phase, d, start, FORM_LAP)
+        elif start < 0:
             _stamp_first_write(s, self.in_warmup, now)
+        else:
+            s[H_NEGATIVE] += 1
         s[H_OPEN_SINCE] = now
         s[H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
 
@@ -577,10 +749,8 @@ cdef class Recorder:
                 d = <int64_t>f
         cdef int64_t now = self._now()
         _stamp_first_write(self.s, self.in_warmup, now)
-        self._record(p, d, now - d if d >= 0 else now)
+        self._emit(p, d, now - d if d >= 0 else now, FORM_RECORD)
         self.s[H_LAST_WRITE] = now
-        if d >= 0 and not self.in_warmup:
-            self.s[H_N_RECORD] += 1
 
     def count(self, slot, n=1):
         """Add ``n`` (an int) to event counter ``slot``. A counter that would pass
@@ -610,7 +780,10 @@ cdef class Recorder:
     cdef void _close_step(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_STEP_START]
-        self._record(self.n_phases, now - start, start)
+        self._emit(self.n_phases, now - start, start, FORM_LAP)
+        # every step boundary folds: the histograms (also as another process reads them)
+        # hold every closed step, and warm-up ends and windows close on folded events
+        self._fold(s[H_RING_HEAD])
         s[H_STEPS_DONE] += 1
         s[H_LAST_STEP_END] = now
         s[H_WIN_STEPS] += 1
@@ -651,10 +824,15 @@ cdef class Recorder:
         if not self.use_tsc:
             return 0
         cdef int64_t* s = self.s
-        cdef unsigned long long t = gyre_rdtsc()
-        cdef int64_t m = gyre_mono_ns()
+        cdef unsigned long long t
+        cdef int64_t m
+        cdef int64_t width = _tsc_pair(&t, &m)
         cdef int64_t span = m - self.cal_mono0
         if span < min_span_ns or span <= 0:
+            return 0
+        if width * 20000 > span:
+            # every try was preempted: the pair could be off by more than 50 ppm of the
+            # span; leave the check to the next window close
             return 0
         s[H_CLOCK_CHECKS] += 1
         if t <= self.cal_tsc0:
@@ -707,6 +885,7 @@ cdef class Recorder:
         self.ns_per_tick *= 1.0 + relative
 
     cdef void _close_window(self, int64_t now) noexcept:
+        """Close the open window at ``now``: the caller has folded the events it holds."""
         cdef int64_t* s = self.s
         if self.use_tsc and now >= self.next_clock_check:
             # off the lap path: at most once a second, at a window close
@@ -725,7 +904,6 @@ cdef class Recorder:
         qs_permille[0] = 500
         qs_permille[1] = 900
         qs_permille[2] = 990
-        self._win_fold(s[H_RING_HEAD])
         # seqlock: odd while the record is written; readers retry on a change
         s[H_WIN_SEQ] += 1
         gyre_release_fence()
@@ -766,8 +944,6 @@ cdef class Recorder:
         s[H_WINDOWS] += 1
         gyre_release_fence()
         s[H_WIN_SEQ] += 1
-        self.win_head = s[H_RING_HEAD]
-        self.win_fold_at = self.win_head + self.capacity
         s[H_WIN_STEPS] = 0
         s[H_WIN_START] = now
         s[H_WIN_FIRST_STEP] = s[H_STEP] + 1
@@ -775,11 +951,14 @@ cdef class Recorder:
     # ------------------------------------------------------------- read side
 
     def stats_array(self):
-        """A private copy of the stats block (int64 numpy array)."""
+        """A private copy of the stats block (int64 numpy array), pending events folded."""
+        self._fold(self.s[H_RING_HEAD])
         return np.array(self._stats, copy=True)
 
     def stats_view(self):
-        """The live stats block itself (read-only numpy view; changes as the writer runs)."""
+        """The live stats block itself (read-only numpy view; changes as the writer runs).
+        Pending events are folded first; later ones reach it in batches."""
+        self._fold(self.s[H_RING_HEAD])
         v = self._stats.view()
         v.flags.writeable = False
         return v
@@ -870,7 +1049,7 @@ cdef class PhaseTimer:
         s[H_LAST_WRITE] = now
         return 0
 
-    cdef inline int _exit(self) except -1:
+    cdef inline int _exit(self, int form) except -1:
         cdef Recorder r = self.rec
         if self.depth <= 0:
             return 0
@@ -880,12 +1059,10 @@ cdef class PhaseTimer:
         self.depth -= 1
         cdef int64_t* s = r.s
         if self.depth < 64:
-            r._record(self.phase, now - self.starts[self.depth], self.starts[self.depth])
+            r._emit(self.phase, now - self.starts[self.depth], self.starts[self.depth], form)
             s[H_OPEN_PHASE] = self.parents[self.depth]
         s[H_OPEN_SINCE] = now
         s[H_LAST_WRITE] = now
-        if not r.in_warmup:
-            s[H_N_TIMER] += 1
         return 0
 
     def __enter__(self):
@@ -893,7 +1070,7 @@ cdef class PhaseTimer:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self._exit()
+        self._exit(FORM_TIMER)
         return False
 
 
@@ -919,9 +1096,7 @@ cdef class TimedFunction:
         try:
             return self.fn(*args, **kwargs)
         finally:
-            t._exit()
-            if not t.rec.in_warmup:
-                t.rec.s[H_N_TIMED] += 1
+            t._exit(FORM_TIMED)
 
     def __get__(self, obj, objtype):
         if obj is None:
