@@ -1,6 +1,6 @@
 """A/B of two builds of the compiled recorder, loaded side by side in one process.
 
-    python benchmarks/ab_core.py --a /work/main/src --b src [--form lap|step] [--phases 4] [--rounds 501]
+    python benchmarks/ab_core.py --a /work/main/src --b src [--form lap|step] [--phases 4] [--rounds 501] [--shared]
 
 Each side's ``gyreprof/_core/recorder*.so`` is loaded from its own file (the two
 modules coexist), and the forms of every round run in a fresh random order with
@@ -9,6 +9,8 @@ the garbage collector off. ``lap``: laps cycling through ``--phases`` phases;
 the rounds) for both clocks and the ratio b / a, with the median of the per-round
 ratios beside it. Loading a build against a copy of itself reads 1.00x (no
 order bias); differences under about 3% are within the spread between runs.
+``--shared``: each recorder's stats block lives in a caller's buffer, as a live
+(shared-memory) profiler's does.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--form", choices=("lap", "step"), default="lap")
     ap.add_argument("--phases", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=501)
+    ap.add_argument("--shared", action="store_true", help="stats blocks in caller's buffers")
     a = ap.parse_args(argv)
     mods = {"a": load(a.a), "b": load(a.b)}
     clocks = ["monotonic"] + (["tsc"] if mods["a"].tsc_invariant() else [])
@@ -75,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     for clock in clocks:
         for side, mod in mods.items():
-            rec = mod.Recorder(a.phases, clock=clock)
+            buf = bytearray(mod.Recorder.required_bytes(a.phases)) if a.shared else None
+            rec = mod.Recorder(a.phases, clock=clock, buffer=buf)
             rec.begin()
             runs[(side, clock)] = _runner(rec, a.form, a.phases, n)
     keys = list(runs)
@@ -90,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 res[k].append(runs[k]())
     finally:
         gc.enable()
-    print(f"form {a.form}, {a.phases} phases, {a.rounds} rounds; A={a.a} B={a.b}")
+    where = "stats in a caller's buffer" if a.shared else "private stats"
+    print(f"form {a.form}, {a.phases} phases, {a.rounds} rounds, {where}; A={a.a} B={a.b}")
     for clock in clocks:
         qa = float(np.quantile(res[("a", clock)], 0.25))
         qb = float(np.quantile(res[("b", clock)], 0.25))

@@ -14,7 +14,10 @@ The same loop code runs in six forms, with four boundaries per step:
 * ``lap4``: four laps and no ``begin()`` (a fourth phase covers the loop top),
   which separates the cost of ``begin`` from that of ``lap``;
 * ``with``: three pre-made timers, ``with t_env: ...`` per phase (six clock reads);
-* ``rawlist``: ``ts.append(perf_counter_ns())`` at the four boundaries.
+* ``rawlist``: ``ts.append(perf_counter_ns())`` at the four boundaries;
+* ``floor_tsc`` and ``lap_tsc``: ``floor`` and ``lap`` on the TSC (the floor's
+  converted TSC read, a ``clock="auto"`` profiler), where the CPU has an
+  invariant TSC (elsewhere both fall back to CLOCK_MONOTONIC).
 
 Two loops: the unwrapped gymnasium CartPole (``CartPole-v1``, a few µs a step)
 with a linear policy, and a C-speed batched step (linearised CartPole for 64
@@ -28,7 +31,8 @@ less fragile than the single minimum). Confidence intervals are percentile
 bootstraps over rounds (a resampled round keeps all the forms of that round).
 
 Reported per loop: each form's added wall time vs bare; ``lap`` vs ``floor``
-(target <= +1%); ``lap`` added / ``rawlist`` added (target <= 0.5).
+(target <= +1%); ``lap`` added / ``rawlist`` added (target <= 0.5); the same
+two for the TSC pair.
 """
 
 from __future__ import annotations
@@ -51,18 +55,25 @@ import gyreprof as gp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_floor import bootstrap_ci, load_floor  # noqa: E402
 
-FORMS = ("bare", "floor", "lap", "lap4", "with", "rawlist")
+FORMS = ("bare", "floor", "lap", "lap4", "with", "rawlist", "floor_tsc", "lap_tsc")
 Loop = Callable[[], None]
 
 
 def _timing(prof: gp.Profiler, floor: Any) -> dict[str, Any]:
     env_t, fwd_t, xfer_t = (prof.phase(n) for n in ("env", "fwd", "xfer"))
+    tsc = gp.Profiler(["env", "fwd", "xfer"], capacity=1 << 16, clock="auto")
+    have_tsc = tsc.recorder.clock == "tsc"
+    if have_tsc:
+        floor.calibrate()
     return {
         "lap": prof.lap,
         "begin": prof.begin,
         "ids": prof.ids("env", "fwd", "xfer"),
         "timers": (env_t, fwd_t, xfer_t),
         "floor": floor.mono,
+        "lap_tsc": tsc.lap,
+        "begin_tsc": tsc.begin,
+        "floor_tsc": floor.tsc if have_tsc else floor.mono,
     }
 
 
@@ -172,6 +183,42 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
         out.clear()
         ts.clear()
 
+    def floor_on(fl: Any) -> Loop:
+        def run() -> None:
+            obs, _ = env.reset(seed=0)
+            a = 0
+            for _ in rng:
+                fl(0)
+                obs, r, term, trunc, _i = env.step(a)
+                if term:
+                    obs, _ = env.reset(seed=0)
+                fl(1)
+                a = 1 if float(obs @ w) > 0 else 0
+                fl(2)
+                out.append(a)
+                fl(3)
+            out.clear()
+
+        return run
+
+    def lap_on(lap: Any, begin: Any) -> Loop:
+        def run() -> None:
+            obs, _ = env.reset(seed=0)
+            a = 0
+            for _ in rng:
+                begin()
+                obs, r, term, trunc, _i = env.step(a)
+                if term:
+                    obs, _ = env.reset(seed=0)
+                lap(ENV)
+                a = 1 if float(obs @ w) > 0 else 0
+                lap(FWD)
+                out.append(a)
+                lap(XFER)
+            out.clear()
+
+        return run
+
     return {
         "bare": bare,
         "floor": floor,
@@ -179,6 +226,8 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
         "lap4": lap4f,
         "with": withf,
         "rawlist": rawlist,
+        "floor_tsc": floor_on(t["floor_tsc"]),
+        "lap_tsc": lap_on(t["lap_tsc"], t["begin_tsc"]),
     }
 
 
@@ -288,6 +337,34 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
             app(pc())
         ts.clear()
 
+    def floor_on(fl: Any) -> Loop:
+        def run() -> None:
+            s[:] = s0
+            for _ in rng:
+                fl(0)
+                physics()
+                fl(1)
+                policy()
+                fl(2)
+                xfer()
+                fl(3)
+
+        return run
+
+    def lap_on(lap: Any, begin: Any) -> Loop:
+        def run() -> None:
+            s[:] = s0
+            for _ in rng:
+                begin()
+                physics()
+                lap(ENV)
+                policy()
+                lap(FWD)
+                xfer()
+                lap(XFER)
+
+        return run
+
     return {
         "bare": bare,
         "floor": floor,
@@ -295,6 +372,8 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
         "lap4": lap4f,
         "with": withf,
         "rawlist": rawlist,
+        "floor_tsc": floor_on(t["floor_tsc"]),
+        "lap_tsc": lap_on(t["lap_tsc"], t["begin_tsc"]),
     }
 
 
@@ -331,6 +410,10 @@ def _metrics(t: np.ndarray, q: float) -> dict[str, float]:
     m["lap4_vs_floor"] = v["lap4"] / v["floor"] - 1
     raw_added = v["rawlist"] - v["bare"]
     m["lap_over_rawlist_added"] = (v["lap"] - v["bare"]) / raw_added if raw_added else float("nan")
+    m["lap_tsc_vs_floor_tsc"] = v["lap_tsc"] / v["floor_tsc"] - 1
+    m["lap_tsc_over_rawlist_added"] = (
+        (v["lap_tsc"] - v["bare"]) / raw_added if raw_added else float("nan")
+    )
     return m
 
 
@@ -415,6 +498,18 @@ def report(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| lap vs floor, paired (median of per-round ratios) | "
             f"{_pct(s['paired_lap_vs_floor'])} [{_pct(plo)}, {_pct(phi)}] | | | |"
+        )
+        k = "lap_tsc_vs_floor_tsc"
+        lo, hi = ci[k]
+        lines.append(
+            f"| lap_tsc vs floor_tsc (wall time) | {_pct(e[k])} [{_pct(lo)}, {_pct(hi)}] | "
+            f"{_pct(r['q10']['estimate'][k])} | {_pct(r['min'][k])} | <= +1% |"
+        )
+        k = "lap_tsc_over_rawlist_added"
+        lo, hi = ci[k]
+        lines.append(
+            f"| lap_tsc added / rawlist added | {e[k]:.2f} [{lo:.2f}, {hi:.2f}] | "
+            f"{r['q10']['estimate'][k]:.2f} | {r['min'][k]:.2f} | <= 0.50 |"
         )
         lines.append("")
     return "\n".join(lines)

@@ -206,21 +206,34 @@ def _comparable(rec: Recorder) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("seed", range(6))
 def test_folding_in_batches_gives_what_folding_every_event_at_once_gives(seed: int) -> None:
     """A ring of one event folds every event as it is written; a large ring folds in
-    batches of FOLD_BATCH and at step boundaries. Driven with the same stream of
-    recorded durations (deterministic, unlike laps), steps, warm-up and window closes,
-    the two blocks agree word for word wherever the clock does not enter."""
+    batches of FOLD_BATCH and at step boundaries; a block in shared memory takes each
+    event into its histograms at once and folds its window in batches; a recorder
+    moved between the two halfway (as live publishing and fork do) folds what is
+    pending the old way. Driven with the same stream of recorded durations
+    (deterministic, unlike laps), steps, warm-up, a time-based warm-up and window
+    closes, the blocks agree word for word wherever the clock does not enter."""
     rng = random.Random(seed)
-    kw = dict(
-        warmup_steps=rng.choice([0, 1, 5]), window_steps=rng.choice([1, 3, 17]), max_windows=64
-    )
-    at_once = Recorder(3, capacity=1, **kw)
-    batched = Recorder(3, capacity=1 << 12, **kw)
+    kw = dict(window_steps=rng.choice([1, 3, 17]), max_windows=64)
+    if seed == 5:
+        kw["warmup_ns"] = 1  # ends at the first step (or, before any step, the first event)
+    else:
+        kw["warmup_steps"] = rng.choice([0, 1, 5])
+    need = Recorder.required_bytes(3, max_windows=64)
+    recs = {
+        "at once": Recorder(3, capacity=1, **kw),
+        "batched": Recorder(3, capacity=1 << 12, **kw),
+        "shared": Recorder(3, capacity=1 << 12, buffer=bytearray(need), **kw),
+        "moved": Recorder(3, capacity=1 << 12, **kw),
+    }
     values = [0, 1, 999, 1000, 2047, 2048, 123_456, HIGHEST, HIGHEST + 5, -3]
-    for _ in range(3000):
+    for k in range(3000):
         r = rng.random()
         phase = rng.randrange(3)
         value = rng.choice(values) if r < 0.2 else int(10 ** (r * 7))
-        for rec in (at_once, batched):
+        if k in (1000, 2000):
+            # moved into shared memory, then back out, with events pending each time
+            recs["moved"].rebind(bytearray(need) if k == 1000 else None)
+        for rec in recs.values():
             if r < 0.04:
                 rec.begin()
             elif r < 0.05:
@@ -230,8 +243,49 @@ def test_folding_in_batches_gives_what_folding_every_event_at_once_gives(seed: i
             else:
                 rec.record(phase, value)
         if rng.random() < 0.01:  # a read in the middle folds what is pending
-            assert StatsBlock.of(batched).stat_table().shape[0] == 4
-    a, b = _comparable(at_once), _comparable(batched)
-    for name in a:
-        assert np.array_equal(a[name], b[name]), name
-    assert at_once.stats_array()[int(_rec.H_WINDOWS)] > 0
+            assert StatsBlock.of(recs["batched"]).stat_table().shape[0] == 4
+    want = _comparable(recs["at once"])
+    for label in ("batched", "shared", "moved"):
+        got = _comparable(recs[label])
+        for name in want:
+            assert np.array_equal(want[name], got[name]), (label, name)
+    assert recs["at once"].stats_array()[int(_rec.H_WINDOWS)] > 0
+
+
+def test_moving_a_block_out_of_shared_memory_writes_nothing_to_it() -> None:
+    """After fork a child moves its block out of the parent's segment: the move (and
+    the fold of the window's pending events) must not touch the old segment."""
+    buf = bytearray(Recorder.required_bytes(2))
+    rec = Recorder(2, buffer=buf)
+    for _ in range(10):
+        rec.begin()
+        rec.lap(0)
+        rec.lap(1)
+    before = bytes(buf)
+    rec.rebind(None)
+    assert bytes(buf) == before
+    rec.begin()
+    assert bytes(buf) == before
+    assert StatsBlock.of(rec).stat_table()[2, 0] == 10
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 8, 64, 100, 128, 1000, 4096])
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_ring_returns_every_kept_event_in_order(capacity: int, shared: bool) -> None:
+    """A lap writes to a small staging ring; the fold moves whole batches to the ring of
+    raw events, and a read copies the rest: events() sees every kept event, in order,
+    at every point (mid-batch, at a batch boundary, after a wrap of either ring)."""
+    buf = bytearray(Recorder.required_bytes(2)) if shared else None
+    rec = Recorder(2, capacity=capacity, buffer=buf)
+    kept = rec.capacity
+    n = 0
+    for checkpoint in (1, 5, 63, 64, 65, 127, 128, 129, 300, 1000, 5000):
+        while n < checkpoint:
+            n += 1
+            rec.record(n % 2, n)
+        ev = rec.events()
+        want = np.arange(max(1, n - kept + 1), n + 1)
+        assert np.array_equal(ev["duration_ns"], want), (capacity, n)
+        assert np.array_equal(ev["phase"], want % 2)
+        assert (ev["form"] == int(_rec.FORM_RECORD)).all()
+        assert rec.overwritten == max(0, n - kept)

@@ -34,6 +34,39 @@ cdef extern from *:
     }
     static inline int64_t gyre_min64(int64_t a, int64_t b) { return b < a ? b : a; }
     static inline int64_t gyre_max64(int64_t a, int64_t b) { return b > a ? b : a; }
+    /* Copies events i .. upto-1 from the staging ring to the ring of raw events. The
+       ring is larger than the caches and read back only on request, so on x86-64 the
+       copy bypasses the caches (streaming stores of whole 64-byte lines when the fold
+       copies a batch) instead of evicting the loop's own data. */
+    #if defined(__x86_64__)
+    #include <emmintrin.h>
+    static inline void gyre_stream_events(const void* stage, int64_t smask, void* ring,
+                                          int64_t rmask, int64_t i, int64_t upto) {
+        for (; i < upto; i++) {
+            const long long* src = (const long long*)((const char*)stage + 32 * (i & smask));
+            long long* dst = (long long*)((char*)ring + 32 * (i & rmask));
+            _mm_stream_si64(dst, src[0]);
+            _mm_stream_si64(dst + 1, src[1]);
+            _mm_stream_si64(dst + 2, src[2]);
+            _mm_stream_si64(dst + 3, src[3]);
+        }
+    }
+    /* Makes the streamed events visible to every reader (another thread included). */
+    static inline void gyre_store_fence(void) { _mm_sfence(); }
+    #else
+    #include <string.h>
+    static inline void gyre_stream_events(const void* stage, int64_t smask, void* ring,
+                                          int64_t rmask, int64_t i, int64_t upto) {
+        for (; i < upto; i++)
+            memcpy((char*)ring + 32 * (i & rmask), (const char*)stage + 32 * (i & smask), 32);
+    }
+    static inline void gyre_store_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+    #endif
+    static inline void gyre_copy_events(const void* stage, int64_t smask, void* ring,
+                                        int64_t rmask, int64_t i, int64_t upto) {
+        for (; i < upto; i++)
+            memcpy((char*)ring + 32 * (i & rmask), (const char*)stage + 32 * (i & smask), 32);
+    }
     /* Orders the writer's stores for a reader in another process (x86: compiler only). */
     static inline void gyre_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
     """
@@ -43,6 +76,11 @@ cdef extern from *:
     int64_t gyre_min64(int64_t a, int64_t b) noexcept nogil
     int64_t gyre_max64(int64_t a, int64_t b) noexcept nogil
     void gyre_release_fence() noexcept nogil
+    void gyre_stream_events(const void* stage, int64_t smask, void* ring, int64_t rmask,
+                            int64_t i, int64_t upto) noexcept nogil
+    void gyre_copy_events(const void* stage, int64_t smask, void* ring, int64_t rmask,
+                          int64_t i, int64_t upto) noexcept nogil
+    void gyre_store_fence() noexcept nogil
 
 cdef extern from *:
     """
@@ -72,64 +110,92 @@ cdef extern from *:
        K = ((64 - unit_magnitude - shm) << shm) - 2**shm (hdr.pxd's hdr_index, folded). */
     #define GYRE_IDX(v, c, shm, B, K) ((K) - ((int64_t)(c) << (shm)) + ((v) >> ((B) - (c))))
 
+    #define GYRE_FOLD_HIST 1  /* the histograms, sums, extremes and form counts */
+    #define GYRE_FOLD_WIN 2   /* the open rolling window's buckets, sum and extremes */
+
     static inline __attribute__((always_inline)) int64_t gyre_fold_body(
             const gyre_event* ring, int64_t rmask, int64_t i, int64_t upto,
             int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
             uint64_t m1, int shm1, int B1, int64_t K1, int64_t len1,
-            uint64_t m2, int shm2, int B2, int64_t K2, int64_t len2) {
+            uint64_t m2, int shm2, int B2, int64_t K2, int64_t len2, int what) {
         for (; i < upto; i++) {
             const gyre_event* e = &ring[i & rmask];
             int64_t h = e->phase;
             int64_t d = e->duration_ns;
             int64_t* hl = hot + GYRE_HOT_WORDS * h;
-            int64_t* st = hl + GYRE_HOT_STAT;
-            /* the rare cases (a value above the range, a phase's first value) go back */
-            if (__builtin_expect(((uint64_t)d > (uint64_t)highest) | (st[GYRE_STAT_MIN] < 0), 0))
-                return i;
-            int c = __builtin_clzll((uint64_t)d | m1);
-            counts[h * len1 + GYRE_IDX(d, c, shm1, B1, K1)] += 1;
-            if (__builtin_expect(__builtin_add_overflow(st[GYRE_STAT_SUM], d, &st[GYRE_STAT_SUM]), 0)) {
-                st[GYRE_STAT_SUM] = INT64_MAX;
-                s[GYRE_H_SATURATED] += 1;
-            }
-            if (__builtin_expect(d < st[GYRE_STAT_MIN], 0)) st[GYRE_STAT_MIN] = d;
-            if (__builtin_expect(d > st[GYRE_STAT_MAX], 0)) st[GYRE_STAT_MAX] = d;
-            int32_t form = e->form;
-            if (form != 0) {
-                if (form == GYRE_FORM_RECORD) {
-                    s[GYRE_H_N_RECORD] += 1;
-                } else {
-                    s[GYRE_H_N_TIMER] += 1;
-                    if (form == GYRE_FORM_TIMED) s[GYRE_H_N_TIMED] += 1;
+            int64_t v = d;
+            if (what & GYRE_FOLD_HIST) {
+                int64_t* st = hl + GYRE_HOT_STAT;
+                /* the rare cases (a value above the range, a phase's first value) go back */
+                if (__builtin_expect(((uint64_t)d > (uint64_t)highest) | (st[GYRE_STAT_MIN] < 0), 0))
+                    return i;
+                int c = __builtin_clzll((uint64_t)d | m1);
+                counts[h * len1 + GYRE_IDX(d, c, shm1, B1, K1)] += 1;
+                if (__builtin_expect(__builtin_add_overflow(st[GYRE_STAT_SUM], d, &st[GYRE_STAT_SUM]), 0)) {
+                    st[GYRE_STAT_SUM] = INT64_MAX;
+                    s[GYRE_H_SATURATED] += 1;
                 }
+                if (__builtin_expect(d < st[GYRE_STAT_MIN], 0)) st[GYRE_STAT_MIN] = d;
+                if (__builtin_expect(d > st[GYRE_STAT_MAX], 0)) st[GYRE_STAT_MAX] = d;
+                int32_t form = e->form;
+                if (form != 0) {
+                    if (form == GYRE_FORM_RECORD) {
+                        s[GYRE_H_N_RECORD] += 1;
+                    } else {
+                        s[GYRE_H_N_TIMER] += 1;
+                        if (form == GYRE_FORM_TIMED) s[GYRE_H_N_TIMED] += 1;
+                    }
+                }
+            } else if (v > highest) {
+                v = highest;  /* buckets and sums take the clamped value, extremes the raw one */
             }
-            int64_t* wc = hl + GYRE_HOT_WIN;
-            c = __builtin_clzll((uint64_t)d | m2);
-            wcounts[h * len2 + GYRE_IDX(d, c, shm2, B2, K2)] += 1;
-            if (__builtin_expect(__builtin_add_overflow(wc[GYRE_WCUR_SUM], d, &wc[GYRE_WCUR_SUM]), 0))
-                wc[GYRE_WCUR_SUM] = INT64_MAX;
-            /* an unset min (-1) reads as the largest unsigned value */
-            if (__builtin_expect((uint64_t)d < (uint64_t)wc[GYRE_WCUR_MIN], 0)) wc[GYRE_WCUR_MIN] = d;
-            if (__builtin_expect(d > wc[GYRE_WCUR_MAX], 0)) wc[GYRE_WCUR_MAX] = d;
+            if (what & GYRE_FOLD_WIN) {
+                int64_t* wc = hl + GYRE_HOT_WIN;
+                int c = __builtin_clzll((uint64_t)v | m2);
+                wcounts[h * len2 + GYRE_IDX(v, c, shm2, B2, K2)] += 1;
+                if (__builtin_expect(__builtin_add_overflow(wc[GYRE_WCUR_SUM], v, &wc[GYRE_WCUR_SUM]), 0))
+                    wc[GYRE_WCUR_SUM] = INT64_MAX;
+                /* an unset min (-1) reads as the largest unsigned value */
+                if (__builtin_expect((uint64_t)d < (uint64_t)wc[GYRE_WCUR_MIN], 0)) wc[GYRE_WCUR_MIN] = d;
+                if (__builtin_expect(d > wc[GYRE_WCUR_MAX], 0)) wc[GYRE_WCUR_MAX] = d;
+            }
         }
         return i;
     }
 
-    /* Steady events i .. upto-1 (stops at the first rare one and returns its index). */
-    static int64_t gyre_fold_default(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            int64_t len1, int64_t len2) {
-        return gyre_fold_body((const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts,
-                              highest, 2047, 10, 53, 54272, len1, 31, 4, 59, 944, len2);
+    /* Events i .. upto-1 (with HIST: stops at the first rare one and returns its index).
+       ``default``: 3 significant figures from 1 ns, windows at 1, constants compiled in;
+       ``any``: the constants from the layouts. ``all``: histograms and window (a private
+       block's fold); ``hist``: one event as it is written (a shared block); ``win``:
+       the window only (a shared block's fold). */
+    #define GYRE_FOLD_ARGS const void* ring, int64_t rmask, int64_t i, int64_t upto, \
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest
+    #define GYRE_FOLD_PASS (const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts, highest
+    #define GYRE_FOLD_ANY_ARGS GYRE_FOLD_ARGS, uint64_t m1, int shm1, int unit1, int64_t len1, \
+            uint64_t m2, int shm2, int unit2, int64_t len2
+    #define GYRE_FOLD_ANY_PASS(what) GYRE_FOLD_PASS, \
+            m1, shm1, 63 - shm1, ((int64_t)(64 - unit1 - shm1) << shm1) - ((int64_t)1 << shm1), len1, \
+            m2, shm2, 63 - shm2, ((int64_t)(64 - unit2 - shm2) << shm2) - ((int64_t)1 << shm2), len2, what
+    #define GYRE_FOLD_DEFAULT_PASS(what) GYRE_FOLD_PASS, 2047, 10, 53, 54272, len1, 31, 4, 59, 944, len2, what
+
+    static int64_t gyre_fold_default_all(GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
+        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_HIST | GYRE_FOLD_WIN));
     }
-    static int64_t gyre_fold_any(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            uint64_t m1, int shm1, int unit1, int64_t len1,
-            uint64_t m2, int shm2, int unit2, int64_t len2) {
-        return gyre_fold_body((const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts,
-                              highest,
-                              m1, shm1, 63 - shm1, ((int64_t)(64 - unit1 - shm1) << shm1) - ((int64_t)1 << shm1), len1,
-                              m2, shm2, 63 - shm2, ((int64_t)(64 - unit2 - shm2) << shm2) - ((int64_t)1 << shm2), len2);
+    static int64_t gyre_fold_default_win(GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
+        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_WIN));
+    }
+    static inline __attribute__((always_inline)) int64_t gyre_fold_default_hist(
+            GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
+        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_HIST));
+    }
+    static int64_t gyre_fold_any_all(GYRE_FOLD_ANY_ARGS) {
+        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_HIST | GYRE_FOLD_WIN));
+    }
+    static int64_t gyre_fold_any_win(GYRE_FOLD_ANY_ARGS) {
+        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_WIN));
+    }
+    static int64_t gyre_fold_any_hist(GYRE_FOLD_ANY_ARGS) {
+        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_HIST));
     }
     static inline int gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
             int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
@@ -142,10 +208,24 @@ cdef extern from *:
             && f_record == GYRE_FORM_RECORD && ev_size == (int)sizeof(gyre_event);
     }
     """
-    int64_t gyre_fold_default(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+    int64_t gyre_fold_default_all(const void* ring, int64_t rmask, int64_t i, int64_t upto,
             int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
             int64_t len1, int64_t len2) noexcept nogil
-    int64_t gyre_fold_any(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+    int64_t gyre_fold_default_win(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            int64_t len1, int64_t len2) noexcept nogil
+    int64_t gyre_fold_default_hist(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            int64_t len1, int64_t len2) noexcept nogil
+    int64_t gyre_fold_any_all(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            uint64_t m1, int shm1, int unit1, int64_t len1,
+            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
+    int64_t gyre_fold_any_win(const void* ring, int64_t rmask, int64_t i, int64_t upto,
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
+            uint64_t m1, int shm1, int unit1, int64_t len1,
+            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
+    int64_t gyre_fold_any_hist(const void* ring, int64_t rmask, int64_t i, int64_t upto,
             int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
             uint64_t m1, int shm1, int unit1, int64_t len1,
             uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
@@ -250,6 +330,13 @@ cdef inline long long _id(object x, long long n, str what) except -1:
     if gyre_small_int(x, &v) and <unsigned long long>v < <unsigned long long>n:
         return v
     return _id_slow(x, n, what)
+
+
+def _aligned_events(int64_t n):
+    """A zeroed array of ``n`` events starting on a 64-byte cache line."""
+    raw = np.zeros(n * sizeof(Event) + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start : start + n * sizeof(Event)].view(EVENT_DTYPE)
 
 
 def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
@@ -424,8 +511,10 @@ cdef class Recorder:
         self.warmup_ns = warmup_ns_c
         self.offsets = stats_layout(n_phases_c, self.L.counts_len, self.WL.counts_len,
                                     max_windows_c, max_counters_c)
-        self._ring = np.zeros(cap, dtype=EVENT_DTYPE)
+        self._ring = _aligned_events(cap)
         self.ring = <Event*>cnp.PyArray_DATA(self._ring)
+        self._stage = _aligned_events(STAGE_EVENTS)
+        self.stage = <Event*>cnp.PyArray_DATA(self._stage)
         self._bind(buffer, None)
         self.reset()
 
@@ -471,23 +560,27 @@ cdef class Recorder:
         self.wring = self.s + <int64_t>off["wring"]
         self.counters = self.s + <int64_t>off["counters"]
         # A block in a caller's buffer (a shared-memory segment) is read by other
-        # processes, which cannot fold: every event is folded as it is written there.
-        # A private block folds in batches.
-        if buffer is not None:
-            self.batch = 1
-        else:
-            self.batch = FOLD_BATCH if self.capacity > FOLD_BATCH else self.capacity
+        # processes, which cannot fold: its histograms take every event as it is
+        # written, and only its open window (which no reader sees) waits for the fold.
+        # A private block folds both in batches.
+        self.shared = buffer is not None
+        self.batch = FOLD_BATCH if self.capacity > FOLD_BATCH else self.capacity
         self.fold_at = self.folded + self.batch
 
     def rebind(self, buffer=None):
         """Move the stats block to ``buffer`` (None: private memory), keeping its content.
 
-        Used after fork so a child stops writing into its parent's shared segment.
-        Pending events are folded first (a block in shared memory has none pending).
+        Used after fork so a child stops writing into its parent's shared segment:
+        nothing is written to the old block. Pending events are folded into the new
+        one as the old one would have folded them.
         """
-        self._fold(self.s[H_RING_HEAD])
         current = np.array(self._stats, copy=True)
+        cdef bint was_shared = self.shared
         self._bind(buffer, current)
+        cdef bint now_shared = self.shared
+        self.shared = was_shared
+        self._fold(self.s[H_RING_HEAD])
+        self.shared = now_shared
 
     def reset(self):
         """Forget everything recorded (the writer thread is released too)."""
@@ -508,6 +601,7 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
         self.folded = 0
+        self.copied = 0
         self.fold_at = self.batch
         self.owner = 0
 
@@ -546,16 +640,41 @@ cdef class Recorder:
         """Append the event (``d`` >= 0) to the ring; fold when a batch is pending."""
         cdef int64_t* s = self.s
         cdef int64_t head = s[H_RING_HEAD]
-        cdef Event* e = &self.ring[head & self.mask]
+        cdef Event* e = &self.stage[head & (STAGE_EVENTS - 1)]
         e.phase = h  # n_phases marks a whole step; events() turns it into -1
         e.form = form
         e.step = s[H_STEP]
         e.start_ns = start
         e.duration_ns = d
-        head += 1
-        s[H_RING_HEAD] = head
-        if gyre_unlikely(head >= self.fold_at):
-            self._fold(head)
+        s[H_RING_HEAD] = head + 1
+        if self.shared:
+            self._account_now(head)
+        if gyre_unlikely(head + 1 >= self.fold_at):
+            self._fold(head + 1)
+
+    cdef inline void _account_now(self, int64_t idx) noexcept:
+        """A shared block's histograms take ring event ``idx`` as it is written (another
+        process reads them); its window waits for the fold."""
+        cdef int64_t r = idx
+        cdef Event* e
+        if not self.in_warmup:
+            if self.default_layout:
+                r = gyre_fold_default_hist(self.stage, STAGE_EVENTS - 1, idx, idx + 1, self.s,
+                                           self.hot, self.counts, self.wcounts,
+                                           self.L.highest, self.L.counts_len,
+                                           self.WL.counts_len)
+            else:
+                r = gyre_fold_any_hist(self.stage, STAGE_EVENTS - 1, idx, idx + 1, self.s, self.hot,
+                                       self.counts, self.wcounts, self.L.highest,
+                                       self.L.sub_bucket_mask,
+                                       self.L.sub_bucket_half_count_magnitude,
+                                       self.L.unit_magnitude, self.L.counts_len,
+                                       self.WL.sub_bucket_mask,
+                                       self.WL.sub_bucket_half_count_magnitude,
+                                       self.WL.unit_magnitude, self.WL.counts_len)
+        if r == idx:
+            e = &self.stage[idx & (STAGE_EVENTS - 1)]
+            self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form, idx)
 
     cdef inline void _emit(self, int h, int64_t d, int64_t start, int form) noexcept:
         """Record duration ``d`` of histogram ``h``: negative ones are counted, the rest
@@ -575,18 +694,19 @@ cdef class Recorder:
     # step close (which folds first) or inside this loop.
 
     cdef void _fold(self, int64_t upto) noexcept:
-        """Account the ring's events ``folded .. upto - 1``."""
+        """Account the ring's events ``folded .. upto - 1``: histograms and window for a
+        private block, the window only for a shared one (its histograms took them as
+        they were written)."""
         cdef int64_t i = self.folded
         cdef Event* e
-        while i < upto:
-            if not self.in_warmup:
-                # the common case, a straight line per event, in C (stops at a rare one)
+        if self.shared:
+            if i < upto:
                 if self.default_layout:
-                    i = gyre_fold_default(self.ring, self.mask, i, upto, self.s, self.hot,
+                    gyre_fold_default_win(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
                                           self.counts, self.wcounts, self.L.highest,
                                           self.L.counts_len, self.WL.counts_len)
                 else:
-                    i = gyre_fold_any(self.ring, self.mask, i, upto, self.s, self.hot,
+                    gyre_fold_any_win(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
                                       self.counts, self.wcounts, self.L.highest,
                                       self.L.sub_bucket_mask,
                                       self.L.sub_bucket_half_count_magnitude,
@@ -594,19 +714,48 @@ cdef class Recorder:
                                       self.WL.sub_bucket_mask,
                                       self.WL.sub_bucket_half_count_magnitude,
                                       self.WL.unit_magnitude, self.WL.counts_len)
+            i = upto
+        while i < upto:
+            if not self.in_warmup:
+                # the common case, a straight line per event, in C (stops at a rare one)
+                if self.default_layout:
+                    i = gyre_fold_default_all(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                                              self.counts, self.wcounts, self.L.highest,
+                                              self.L.counts_len, self.WL.counts_len)
+                else:
+                    i = gyre_fold_any_all(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                                          self.counts, self.wcounts, self.L.highest,
+                                          self.L.sub_bucket_mask,
+                                          self.L.sub_bucket_half_count_magnitude,
+                                          self.L.unit_magnitude, self.L.counts_len,
+                                          self.WL.sub_bucket_mask,
+                                          self.WL.sub_bucket_half_count_magnitude,
+                                          self.WL.unit_magnitude, self.WL.counts_len)
                 if i >= upto:
                     break
             # warm-up, a phase's first value or a value above the range
-            e = &self.ring[i & self.mask]
+            e = &self.stage[i & (STAGE_EVENTS - 1)]
             self.folded = i  # a window closed in there holds the events before this one
-            self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form)
+            self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form, i)
             _win_add(&self.WL, self.wcounts, self.hot, e.phase, e.duration_ns)
             i += 1
         self.folded = upto
         self.fold_at = upto + self.batch
+        self._copy_out(upto)
 
-    cdef void _account_slow(self, int h, int64_t d, int64_t start, int form) noexcept:
-        """The fold's rare cases: warm-up, a phase's first value, a value above the range."""
+    cdef void _copy_out(self, int64_t upto) noexcept:
+        """Copy folded events to the ring in whole batches of FOLD_BATCH (whole cache
+        lines, streamed past the caches); the rest waits in the stage, which holds
+        STAGE_EVENTS: fewer than FOLD_BATCH folded and FOLD_BATCH pending at most."""
+        while self.copied + FOLD_BATCH <= upto:
+            gyre_stream_events(self.stage, STAGE_EVENTS - 1, self.ring, self.mask,
+                               self.copied, self.copied + FOLD_BATCH)
+            self.copied += FOLD_BATCH
+
+    cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
+                            int64_t idx) noexcept:
+        """The rare cases of ring event ``idx``: warm-up, a phase's first value, a value
+        above the range (histograms and totals; the caller sees to the window)."""
         cdef int64_t* s = self.s
         cdef int64_t v = d
         if v > self.L.highest:
@@ -616,7 +765,7 @@ cdef class Recorder:
         if hl[HOT_FIRST] < 0:
             hl[HOT_FIRST] = d
         cdef int64_t* st
-        if self.in_warmup and not self._warmup_over_unstepped(start + d):
+        if self.in_warmup and not self._warmup_over_unstepped(start + d, idx):
             st = self.warm + WARM_FIELDS * h
             st[WARM_COUNT] += 1
             if gyre_add_overflow(st[WARM_SUM], v, &st[WARM_SUM]):
@@ -795,12 +944,14 @@ cdef class Recorder:
         elif s[H_WIN_STEPS] >= self.window_steps:
             self._close_window(now)
 
-    cdef bint _warmup_over_unstepped(self, int64_t now) noexcept:
+    cdef bint _warmup_over_unstepped(self, int64_t now, int64_t idx) noexcept:
         """A time-based warm-up of a loop that marks no steps ends at the first record
-        past it (with steps it ends at a step boundary, in _close_step)."""
+        past it (with steps it ends at a step boundary, in _close_step). The window it
+        closes holds the events before ring event ``idx``."""
         cdef int64_t* s = self.s
         if (self.warmup_ns > 0 and s[H_STEP_START] < 0 and s[H_START] > 0
                 and now - s[H_START] >= self.warmup_ns):
+            self._fold(idx)  # a shared block's window catches up (a private fold is there)
             self._end_warmup(now)
             return True
         return False
@@ -966,6 +1117,11 @@ cdef class Recorder:
     def events(self):
         """The ring's events in recording order (a copy: numpy array of EVENT_DTYPE)."""
         cdef int64_t head = self.s[H_RING_HEAD]
+        self._fold(head)
+        # the newest events are still only in the stage: copy them too (they are copied
+        # again, identically, when their batch is streamed out)
+        gyre_copy_events(self.stage, STAGE_EVENTS - 1, self.ring, self.mask, self.copied, head)
+        gyre_store_fence()
         cdef int64_t n = head if head < self.capacity else self.capacity
         cdef int64_t cut = head & self.mask
         if head <= self.capacity:
