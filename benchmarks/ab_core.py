@@ -10,7 +10,10 @@ the rounds) for both clocks and the ratio b / a, with the median of the per-roun
 ratios beside it. Loading a build against a copy of itself reads 1.00x (no
 order bias); differences under about 3% are within the spread between runs.
 ``--shared``: each recorder's stats block lives in a caller's buffer, as a live
-(shared-memory) profiler's does.
+(shared-memory) profiler's does. ``--form cartpole`` (``begin()`` and three laps)
+and ``cartpole4`` (four laps) time the unwrapped CartPole loop of
+``bench_skew.py`` instead, 200 steps a run (ns per step): what the two builds
+cost where a step evicts the lines a boundary touches.
 """
 
 from __future__ import annotations
@@ -39,7 +42,56 @@ def load(src: str) -> ModuleType:
     return mod
 
 
+def _cartpole_runner(rec: Any, form: str, steps: int = 200) -> Any:
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1").unwrapped
+    w = np.array([0.1, 0.5, 1.0, 0.7])
+    out: list[int] = []
+    lap, begin = rec.lap, rec.begin
+    pc = time.perf_counter_ns
+    rng = range(steps)
+
+    def run_step_form() -> float:
+        t0 = pc()
+        obs, _ = env.reset(seed=0)
+        a = 0
+        for _ in rng:
+            begin()
+            obs, r, term, trunc, _i = env.step(a)
+            if term:
+                obs, _ = env.reset(seed=0)
+            lap(0)
+            a = 1 if float(obs @ w) > 0 else 0
+            lap(1)
+            out.append(a)
+            lap(2)
+        out.clear()
+        return (pc() - t0) / steps
+
+    def run_lap_form() -> float:
+        t0 = pc()
+        obs, _ = env.reset(seed=0)
+        a = 0
+        for _ in rng:
+            lap(3)
+            obs, r, term, trunc, _i = env.step(a)
+            if term:
+                obs, _ = env.reset(seed=0)
+            lap(0)
+            a = 1 if float(obs @ w) > 0 else 0
+            lap(1)
+            out.append(a)
+            lap(2)
+        out.clear()
+        return (pc() - t0) / steps
+
+    return run_step_form if form == "cartpole" else run_lap_form
+
+
 def _runner(rec: Any, form: str, phases: int, n: int) -> Any:
+    if form.startswith("cartpole"):
+        return _cartpole_runner(rec, form)
     lap, begin = rec.lap, rec.begin
     ids = list(range(phases))
     pc = time.perf_counter_ns
@@ -67,13 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--a", required=True, help="src directory of build A (e.g. /work/main/src)")
     ap.add_argument("--b", required=True, help="src directory of build B")
-    ap.add_argument("--form", choices=("lap", "step"), default="lap")
+    ap.add_argument("--form", choices=("lap", "step", "cartpole", "cartpole4"), default="lap")
     ap.add_argument("--phases", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=501)
     ap.add_argument("--shared", action="store_true", help="stats blocks in caller's buffers")
     a = ap.parse_args(argv)
     mods = {"a": load(a.a), "b": load(a.b)}
     clocks = ["monotonic"] + (["tsc"] if mods["a"].tsc_invariant() else [])
+    if a.form.startswith("cartpole"):
+        a.phases = 4
     n = max(1, 8000 // a.phases)
     runs = {}
     for clock in clocks:
@@ -96,12 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         gc.enable()
     where = "stats in a caller's buffer" if a.shared else "private stats"
     print(f"form {a.form}, {a.phases} phases, {a.rounds} rounds, {where}; A={a.a} B={a.b}")
+    unit = "ns/step" if a.form.startswith("cartpole") else "ns/call"
     for clock in clocks:
         qa = float(np.quantile(res[("a", clock)], 0.25))
         qb = float(np.quantile(res[("b", clock)], 0.25))
         paired = float(np.median(np.array(res[("b", clock)]) / np.array(res[("a", clock)])))
         print(
-            f"{clock}: A {qa:.1f} ns/call, B {qb:.1f} ns/call, "
+            f"{clock}: A {qa:.1f} {unit}, B {qb:.1f} {unit}, "
             f"B/A {qb / qa:.3f} (paired median {paired:.3f})"
         )
     return 0

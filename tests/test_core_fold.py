@@ -272,9 +272,9 @@ def test_moving_a_block_out_of_shared_memory_writes_nothing_to_it() -> None:
 @pytest.mark.parametrize("capacity", [1, 2, 8, 64, 100, 128, 1000, 4096])
 @pytest.mark.parametrize("shared", [False, True])
 def test_the_ring_returns_every_kept_event_in_order(capacity: int, shared: bool) -> None:
-    """A lap writes to a small staging ring; the fold moves whole batches to the ring of
-    raw events, and a read copies the rest: events() sees every kept event, in order,
-    at every point (mid-batch, at a batch boundary, after a wrap of either ring)."""
+    """Events wait in the ring itself until they are folded (never more than the ring
+    holds): events() sees every kept event, in order, at every point (mid-batch, at a
+    batch boundary, after a wrap), private or shared, whatever the capacity."""
     buf = bytearray(Recorder.required_bytes(2)) if shared else None
     rec = Recorder(2, capacity=capacity, buffer=buf)
     kept = rec.capacity

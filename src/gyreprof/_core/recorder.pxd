@@ -9,8 +9,8 @@ Contracts (the stats block's layout is the cpdef enum below):
   write from another thread raises RuntimeError before touching any state.
 - Every event goes to the ring of raw events first; histograms, warm-up totals
   and the open rolling window are accounted from the ring in order (*folded*).
-  A private stats block folds at every step boundary (``begin``/``end``),
-  every FOLD_BATCH events, and before an in-process read. A block in a
+  A private stats block folds every FOLD_BATCH events, at a step boundary
+  that ends the warm-up or closes a window, and before an in-process read. A block in a
   caller's buffer (shared memory, read by other processes, which cannot fold)
   accounts each event in its histograms as it is written and folds only the
   open window's accumulators (which no reader sees) in those batches. Every
@@ -117,8 +117,7 @@ cpdef enum:
     FORM_TIMER = 1         # a PhaseTimer (``with``)
     FORM_TIMED = 2         # a TimedFunction (``@timed``)
     FORM_RECORD = 3        # record()
-    FOLD_BATCH = 64        # events between two folds (fewer when the ring is smaller)
-    STAGE_EVENTS = 128     # the staging ring a lap writes to (2 * FOLD_BATCH, 4 KB)
+    FOLD_BATCH = 64        # ring events between two folds (fewer when the ring is smaller)
 
 
 ctypedef struct Event:
@@ -134,7 +133,8 @@ cdef class Recorder:
     # threshold, the writer token and the clock), and keeping them together keeps the
     # number of cache lines a lap touches small.
     cdef int64_t* s              # the stats block (hot header words first)
-    cdef Event* stage            # STAGE_EVENTS slots: event i is written to stage[i % STAGE_EVENTS]
+    cdef Event* ring             # the ring of raw events (events not folded yet included)
+    cdef int64_t mask
     cdef int64_t fold_at         # ring head at which the pending events are folded
     cdef bint shared             # the block is in a caller's buffer: histograms at once
     cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
@@ -144,9 +144,6 @@ cdef class Recorder:
     cdef unsigned long long tsc_base
     cdef int64_t tsc_base_ns
     # the fold (every FOLD_BATCH events, at step and window boundaries, before a read)
-    cdef Event* ring             # the ring of raw events: filled from the stage by the fold
-    cdef int64_t mask
-    cdef int64_t copied          # events copied from the stage to the ring so far
     cdef bint in_warmup
     cdef bint default_layout     # 3 significant figures from 1 ns (the fold's compiled-in case)
     cdef int64_t folded          # ring events accounted so far (histograms and windows)
@@ -174,7 +171,6 @@ cdef class Recorder:
     cdef object _stats_owner     # object owning the stats block (numpy array or buffer)
     cdef object _stats           # numpy int64 view of the stats block
     cdef object _ring
-    cdef object _stage
     cdef readonly object offsets  # dict: region name -> word offset in the stats block
     cdef public object form_cost_ns  # dict: form -> calibrated ns per event (config())
 
@@ -185,7 +181,6 @@ cdef class Recorder:
     cdef inline void _put(self, int h, int64_t d, int64_t start, int form) noexcept
     cdef inline void _emit(self, int h, int64_t d, int64_t start, int form) noexcept
     cdef void _fold(self, int64_t upto) noexcept
-    cdef void _copy_out(self, int64_t upto) noexcept
     cdef inline void _account_now(self, int64_t idx) noexcept
     cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
                             int64_t idx) noexcept

@@ -34,39 +34,6 @@ cdef extern from *:
     }
     static inline int64_t gyre_min64(int64_t a, int64_t b) { return b < a ? b : a; }
     static inline int64_t gyre_max64(int64_t a, int64_t b) { return b > a ? b : a; }
-    /* Copies events i .. upto-1 from the staging ring to the ring of raw events. The
-       ring is larger than the caches and read back only on request, so on x86-64 the
-       copy bypasses the caches (streaming stores of whole 64-byte lines when the fold
-       copies a batch) instead of evicting the loop's own data. */
-    #if defined(__x86_64__)
-    #include <emmintrin.h>
-    static inline void gyre_stream_events(const void* stage, int64_t smask, void* ring,
-                                          int64_t rmask, int64_t i, int64_t upto) {
-        for (; i < upto; i++) {
-            const long long* src = (const long long*)((const char*)stage + 32 * (i & smask));
-            long long* dst = (long long*)((char*)ring + 32 * (i & rmask));
-            _mm_stream_si64(dst, src[0]);
-            _mm_stream_si64(dst + 1, src[1]);
-            _mm_stream_si64(dst + 2, src[2]);
-            _mm_stream_si64(dst + 3, src[3]);
-        }
-    }
-    /* Makes the streamed events visible to every reader (another thread included). */
-    static inline void gyre_store_fence(void) { _mm_sfence(); }
-    #else
-    #include <string.h>
-    static inline void gyre_stream_events(const void* stage, int64_t smask, void* ring,
-                                          int64_t rmask, int64_t i, int64_t upto) {
-        for (; i < upto; i++)
-            memcpy((char*)ring + 32 * (i & rmask), (const char*)stage + 32 * (i & smask), 32);
-    }
-    static inline void gyre_store_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-    #endif
-    static inline void gyre_copy_events(const void* stage, int64_t smask, void* ring,
-                                        int64_t rmask, int64_t i, int64_t upto) {
-        for (; i < upto; i++)
-            memcpy((char*)ring + 32 * (i & rmask), (const char*)stage + 32 * (i & smask), 32);
-    }
     /* Orders the writer's stores for a reader in another process (x86: compiler only). */
     static inline void gyre_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
     """
@@ -76,11 +43,6 @@ cdef extern from *:
     int64_t gyre_min64(int64_t a, int64_t b) noexcept nogil
     int64_t gyre_max64(int64_t a, int64_t b) noexcept nogil
     void gyre_release_fence() noexcept nogil
-    void gyre_stream_events(const void* stage, int64_t smask, void* ring, int64_t rmask,
-                            int64_t i, int64_t upto) noexcept nogil
-    void gyre_copy_events(const void* stage, int64_t smask, void* ring, int64_t rmask,
-                          int64_t i, int64_t upto) noexcept nogil
-    void gyre_store_fence() noexcept nogil
 
 cdef extern from *:
     """
@@ -513,8 +475,6 @@ cdef class Recorder:
                                     max_windows_c, max_counters_c)
         self._ring = _aligned_events(cap)
         self.ring = <Event*>cnp.PyArray_DATA(self._ring)
-        self._stage = _aligned_events(STAGE_EVENTS)
-        self.stage = <Event*>cnp.PyArray_DATA(self._stage)
         self._bind(buffer, None)
         self.reset()
 
@@ -601,7 +561,6 @@ cdef class Recorder:
             self.hot[HOT_WORDS * h + HOT_STAT + STAT_MIN] = -1
             self._reset_wcur(h)
         self.folded = 0
-        self.copied = 0
         self.fold_at = self.batch
         self.owner = 0
 
@@ -640,7 +599,7 @@ cdef class Recorder:
         """Append the event (``d`` >= 0) to the ring; fold when a batch is pending."""
         cdef int64_t* s = self.s
         cdef int64_t head = s[H_RING_HEAD]
-        cdef Event* e = &self.stage[head & (STAGE_EVENTS - 1)]
+        cdef Event* e = &self.ring[head & self.mask]
         e.phase = h  # n_phases marks a whole step; events() turns it into -1
         e.form = form
         e.step = s[H_STEP]
@@ -659,12 +618,12 @@ cdef class Recorder:
         cdef Event* e
         if not self.in_warmup:
             if self.default_layout:
-                r = gyre_fold_default_hist(self.stage, STAGE_EVENTS - 1, idx, idx + 1, self.s,
+                r = gyre_fold_default_hist(self.ring, self.mask, idx, idx + 1, self.s,
                                            self.hot, self.counts, self.wcounts,
                                            self.L.highest, self.L.counts_len,
                                            self.WL.counts_len)
             else:
-                r = gyre_fold_any_hist(self.stage, STAGE_EVENTS - 1, idx, idx + 1, self.s, self.hot,
+                r = gyre_fold_any_hist(self.ring, self.mask, idx, idx + 1, self.s, self.hot,
                                        self.counts, self.wcounts, self.L.highest,
                                        self.L.sub_bucket_mask,
                                        self.L.sub_bucket_half_count_magnitude,
@@ -673,7 +632,7 @@ cdef class Recorder:
                                        self.WL.sub_bucket_half_count_magnitude,
                                        self.WL.unit_magnitude, self.WL.counts_len)
         if r == idx:
-            e = &self.stage[idx & (STAGE_EVENTS - 1)]
+            e = &self.ring[idx & self.mask]
             self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form, idx)
 
     cdef inline void _emit(self, int h, int64_t d, int64_t start, int form) noexcept:
@@ -702,11 +661,11 @@ cdef class Recorder:
         if self.shared:
             if i < upto:
                 if self.default_layout:
-                    gyre_fold_default_win(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                    gyre_fold_default_win(self.ring, self.mask, i, upto, self.s, self.hot,
                                           self.counts, self.wcounts, self.L.highest,
                                           self.L.counts_len, self.WL.counts_len)
                 else:
-                    gyre_fold_any_win(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                    gyre_fold_any_win(self.ring, self.mask, i, upto, self.s, self.hot,
                                       self.counts, self.wcounts, self.L.highest,
                                       self.L.sub_bucket_mask,
                                       self.L.sub_bucket_half_count_magnitude,
@@ -719,11 +678,11 @@ cdef class Recorder:
             if not self.in_warmup:
                 # the common case, a straight line per event, in C (stops at a rare one)
                 if self.default_layout:
-                    i = gyre_fold_default_all(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                    i = gyre_fold_default_all(self.ring, self.mask, i, upto, self.s, self.hot,
                                               self.counts, self.wcounts, self.L.highest,
                                               self.L.counts_len, self.WL.counts_len)
                 else:
-                    i = gyre_fold_any_all(self.stage, STAGE_EVENTS - 1, i, upto, self.s, self.hot,
+                    i = gyre_fold_any_all(self.ring, self.mask, i, upto, self.s, self.hot,
                                           self.counts, self.wcounts, self.L.highest,
                                           self.L.sub_bucket_mask,
                                           self.L.sub_bucket_half_count_magnitude,
@@ -734,23 +693,13 @@ cdef class Recorder:
                 if i >= upto:
                     break
             # warm-up, a phase's first value or a value above the range
-            e = &self.stage[i & (STAGE_EVENTS - 1)]
+            e = &self.ring[i & self.mask]
             self.folded = i  # a window closed in there holds the events before this one
             self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form, i)
             _win_add(&self.WL, self.wcounts, self.hot, e.phase, e.duration_ns)
             i += 1
         self.folded = upto
         self.fold_at = upto + self.batch
-        self._copy_out(upto)
-
-    cdef void _copy_out(self, int64_t upto) noexcept:
-        """Copy folded events to the ring in whole batches of FOLD_BATCH (whole cache
-        lines, streamed past the caches); the rest waits in the stage, which holds
-        STAGE_EVENTS: fewer than FOLD_BATCH folded and FOLD_BATCH pending at most."""
-        while self.copied + FOLD_BATCH <= upto:
-            gyre_stream_events(self.stage, STAGE_EVENTS - 1, self.ring, self.mask,
-                               self.copied, self.copied + FOLD_BATCH)
-            self.copied += FOLD_BATCH
 
     cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
                             int64_t idx) noexcept:
@@ -930,18 +879,19 @@ cdef class Recorder:
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_STEP_START]
         self._emit(self.n_phases, now - start, start, FORM_LAP)
-        # every step boundary folds: the histograms (also as another process reads them)
-        # hold every closed step, and warm-up ends and windows close on folded events
-        self._fold(s[H_RING_HEAD])
         s[H_STEPS_DONE] += 1
         s[H_LAST_STEP_END] = now
         s[H_WIN_STEPS] += 1
+        # warm-up ends and windows close on folded events; otherwise the events of
+        # several steps wait for one fold (a batch amortises the cache lines it touches)
         if self.in_warmup:
+            self._fold(s[H_RING_HEAD])
             s[H_WARMUP_STEPS] += 1
             if ((self.warmup_steps > 0 and s[H_WARMUP_STEPS] >= self.warmup_steps)
                     or (self.warmup_ns > 0 and now - s[H_START] >= self.warmup_ns)):
                 self._end_warmup(now)
         elif s[H_WIN_STEPS] >= self.window_steps:
+            self._fold(s[H_RING_HEAD])
             self._close_window(now)
 
     cdef bint _warmup_over_unstepped(self, int64_t now, int64_t idx) noexcept:
@@ -1117,11 +1067,6 @@ cdef class Recorder:
     def events(self):
         """The ring's events in recording order (a copy: numpy array of EVENT_DTYPE)."""
         cdef int64_t head = self.s[H_RING_HEAD]
-        self._fold(head)
-        # the newest events are still only in the stage: copy them too (they are copied
-        # again, identically, when their batch is streamed out)
-        gyre_copy_events(self.stage, STAGE_EVENTS - 1, self.ring, self.mask, self.copied, head)
-        gyre_store_fence()
         cdef int64_t n = head if head < self.capacity else self.capacity
         cdef int64_t cut = head & self.mask
         if head <= self.capacity:
