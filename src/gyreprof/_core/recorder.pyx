@@ -288,8 +288,8 @@ cdef long long _id_slow(object x, long long n, str what) except -1:
 
 
 cdef inline long long _id(object x, long long n, str what) except -1:
-    cdef long long v
-    if gyre_small_int(x, &v) and <unsigned long long>v < <unsigned long long>n:
+    cdef long long v = -1
+    if gyre_likely(gyre_small_int(x, &v) & (<unsigned long long>v < <unsigned long long>n)):
         return v
     return _id_slow(x, n, what)
 
@@ -573,7 +573,9 @@ cdef class Recorder:
     # ------------------------------------------------------------------ clock
 
     cdef inline int64_t _now(self) noexcept:
-        if self.use_tsc:
+        # the default clock on the straight path (a cold branch costs a loop that
+        # evicts the predictor's state more than a warm one)
+        if gyre_unlikely(self.use_tsc):
             return self.tsc_base_ns + <int64_t>(
                 <double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
         return gyre_mono_ns()
@@ -606,7 +608,7 @@ cdef class Recorder:
         e.start_ns = start
         e.duration_ns = d
         s[H_RING_HEAD] = head + 1
-        if self.shared:
+        if gyre_unlikely(self.shared):
             self._account_now(head)
         if gyre_unlikely(head + 1 >= self.fold_at):
             self._fold(head + 1)
@@ -748,7 +750,7 @@ cdef class Recorder:
 
     def begin(self):
         """Start a step now, closing the step that is open (one clock read)."""
-        if gyre_thread_token() != self.owner:
+        if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
@@ -770,7 +772,7 @@ cdef class Recorder:
 
     def end(self):
         """Close the open step now (no new step starts). No-op without an open step."""
-        if gyre_thread_token() != self.owner:
+        if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
         cdef int64_t* s = self.s
         if s[H_STEP_START] < 0:
@@ -789,7 +791,7 @@ cdef class Recorder:
         The first lap after construction or ``end()`` only sets the boundary.
         """
         cdef long long phase = _id(phase_id, self.n_phases, "phase id")
-        if gyre_thread_token() != self.owner:
+        if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
         cdef int64_t now = self._now()
         cdef int64_t* s = self.s
@@ -813,7 +815,7 @@ cdef class Recorder:
         counted as out of range.
         """
         cdef long long p = _id(phase, self.n_phases, "phase id")
-        if gyre_thread_token() != self.owner:
+        if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
         cdef int64_t d
         cdef double f
@@ -860,7 +862,7 @@ cdef class Recorder:
             if not -0x8000000000000000 <= nv <= 0x7FFFFFFFFFFFFFFF:
                 raise OverflowError(f"n={nv} is outside the int64 range of a counter")
             k = nv
-        if gyre_thread_token() != self.owner:
+        if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
         cdef int64_t* c = &self.counters[i]
         if gyre_unlikely(gyre_add_overflow(c[0], k, c)):
@@ -1136,7 +1138,7 @@ cdef class PhaseTimer:
 
     cdef inline int _enter(self) except -1:
         cdef Recorder r = self.rec
-        if gyre_thread_token() != r.owner:
+        if gyre_unlikely(gyre_thread_token() != r.owner):
             r._claim()
         cdef int64_t now = r._now()
         cdef int64_t* s = r.s
@@ -1154,7 +1156,7 @@ cdef class PhaseTimer:
         cdef Recorder r = self.rec
         if self.depth <= 0:
             return 0
-        if gyre_thread_token() != r.owner:
+        if gyre_unlikely(gyre_thread_token() != r.owner):
             r._claim()
         cdef int64_t now = r._now()
         self.depth -= 1
