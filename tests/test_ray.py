@@ -255,10 +255,17 @@ def test_killed_actor_is_reported_not_waited_for(good):
     doomed = Counted.remote("doomed")
     ray.get(doomed.record.remote(10, 1_000, 1_000), timeout=120)
     ray.kill(doomed)
-    # ray.kill is asynchronous: wait until Ray itself reports the actor dead, so the
-    # collect below meets a dead actor rather than racing the kill
-    with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(doomed.record.remote(1, 1, 1), timeout=60)
+    # ray.kill is asynchronous (a call sent at once can still run): wait until Ray
+    # itself reports the actor dead, so the collect below meets a dead actor rather
+    # than racing the kill
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            ray.get(doomed.record.remote(1, 1, 1), timeout=60)
+        except ray.exceptions.RayActorError:
+            break
+        assert time.monotonic() < deadline, "Ray never reported the killed actor dead"
+        time.sleep(0.1)
     t0 = time.monotonic()
     fleet = gpray.collect([*actors, doomed], timeout_s=30)
     elapsed = time.monotonic() - t0
