@@ -40,8 +40,14 @@ elif op == "with":
     t = r.timer(1)
     for _ in rep(None, n):
         with t: pass
+elif op == "step":
+    f, b = r.lap, r.begin
+    for _ in rep(None, n):
+        b(); f(0); f(1); f(2)
 """
-OPS = ("lap", "begin", "record", "with")
+# "step" is counted per step (begin + 3 laps, a window closing every 100 steps): the one
+# figure that holds every piece of bookkeeping whichever call it happens in
+OPS = ("lap", "begin", "record", "with", "step")
 
 
 def count(op: str, calls: int) -> float:

@@ -313,9 +313,18 @@ def _cpu_has_invariant_tsc() -> bool:
     return False
 
 
-def test_auto_picks_the_tsc_exactly_where_it_is_invariant() -> None:
+def _kernel_keeps_time_with_the_tsc() -> bool:
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            return f.read().strip() == "tsc"
+    except OSError:
+        return False
+
+
+def test_auto_picks_the_tsc_exactly_where_it_is_invariant_and_the_kernels_clock() -> None:
     rec = Recorder(1, clock="auto")
-    assert rec.clock == ("tsc" if _cpu_has_invariant_tsc() else "monotonic")
+    want = _cpu_has_invariant_tsc() and _kernel_keeps_time_with_the_tsc()
+    assert rec.clock == ("tsc" if want else "monotonic")
     assert rec.clock_requested == "auto"
     assert rec.config()["clock"] == rec.clock
     prof = gp.Profiler(["x"], clock="auto")
@@ -361,6 +370,34 @@ def test_a_tsc_far_off_falls_back_to_monotonic() -> None:
     rec.lap(0)
     rec.lap(0)  # records on CLOCK_MONOTONIC now
     assert StatsBlock.of(rec).stat_table()[0, 0] == 1
+
+
+def test_auto_keeps_monotonic_where_the_kernel_distrusts_the_tsc(tmp_path: Path) -> None:
+    from gyreprof._core import kernel_clocksource, tsc_trusted
+
+    src = tmp_path / "current_clocksource"
+    src.write_text("kvm-clock\n")
+    assert kernel_clocksource(str(src)) == "kvm-clock"
+    assert not tsc_trusted(str(src))  # the kernel stopped keeping time with the TSC
+    assert kernel_clocksource(str(tmp_path / "missing")) is None
+    assert not tsc_trusted(str(tmp_path / "missing"))  # unknown: be safe
+    src.write_text("tsc\n")
+    assert tsc_trusted(str(src)) == _cpu_has_invariant_tsc()
+
+
+@needs_tsc
+def test_a_loop_without_windows_checks_the_clock_too() -> None:
+    """Laps only, no begin(): no window ever closes, and the fold checks the clock."""
+    rec = Recorder(2, clock="tsc")
+    rec._inject_tsc_error(5e-4)
+    end = time.monotonic() + 1.3
+    while time.monotonic() < end:
+        for _ in range(200):
+            rec.lap(0)
+            rec.lap(1)
+    h = rec.clock_health()
+    assert h["checks"] >= 1 and h["recalibrations"] >= 1 and h["clock"] == "tsc"
+    assert StatsBlock.of(rec).stat_table()[0, 0] > 0
 
 
 @needs_tsc

@@ -26,9 +26,11 @@ try:
         Recorder,
         TimedFunction,
         calibrate_tsc,
+        kernel_clocksource,
         monotonic_ns,
         stats_layout,
         tsc_invariant,
+        tsc_trusted,
     )
 except ImportError as exc:  # pragma: no cover - exercised only on a broken install
     raise ImportError(
@@ -51,9 +53,11 @@ __all__ = [
     "decode_counts",
     "encode_counts",
     "index_of",
+    "kernel_clocksource",
     "layout_info",
     "monotonic_ns",
     "percentiles_from_counts",
     "stats_layout",
     "tsc_invariant",
+    "tsc_trusted",
 ]

@@ -334,6 +334,28 @@ def tsc_invariant():
     return False
 
 
+_CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
+
+def kernel_clocksource(path=_CLOCKSOURCE):
+    """The clock the kernel keeps time with ("tsc", "kvm-clock", "hpet"...), or None
+    where it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def tsc_trusted(clocksource_path=_CLOCKSOURCE):
+    """What ``clock="auto"`` asks of the TSC: invariant (``tsc_invariant``) and the
+    kernel's own clocksource. The kernel watches the TSC against other clocks and
+    stops keeping time with it when it finds it unstable (unsynchronised across
+    CPUs, a virtual machine that does not keep it steady): then auto keeps
+    CLOCK_MONOTONIC, and so it does where the clocksource cannot be read."""
+    return tsc_invariant() and kernel_clocksource(clocksource_path) == "tsc"
+
+
 cdef int64_t _tsc_pair(unsigned long long* tsc, int64_t* mono) noexcept nogil:
     """One TSC reading and the CLOCK_MONOTONIC time it was taken at: the TSC read
     between two CLOCK_MONOTONIC reads, their midpoint, best (narrowest) of 7 tries, so
@@ -450,7 +472,7 @@ cdef class Recorder:
                                and self.WL.unit_magnitude == 0
                                and self.WL.sub_bucket_half_count_magnitude == 4
                                and self.WL.highest == self.L.highest)
-        if clock == "monotonic" or (clock == "auto" and not tsc_invariant()):
+        if clock == "monotonic" or (clock == "auto" and not tsc_trusted()):
             self.use_tsc = False
         elif clock in ("tsc", "auto"):
             self.ns_per_tick, self.tsc_base, self.tsc_base_ns = _process_tsc_calibration()
@@ -702,6 +724,13 @@ cdef class Recorder:
             i += 1
         self.folded = upto
         self.fold_at = upto + self.batch
+        if self.use_tsc and upto > 0:
+            # the drift check, at most once a second, also in a loop that never closes
+            # a window; the newest event's end is the time (no clock read here)
+            e = &self.ring[(upto - 1) & self.mask]
+            if e.start_ns + e.duration_ns >= self.next_clock_check:
+                self.next_clock_check = e.start_ns + e.duration_ns + 1_000_000_000
+                self._check_clock(1_000_000_000)
 
     cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
                             int64_t idx) noexcept:
