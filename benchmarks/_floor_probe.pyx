@@ -8,7 +8,8 @@ floor. Layout fixed at 3 significant figures, lowest 1 ns (unit magnitude 0),
 so the bucket index uses compile-time constants; no rolling windows, no
 warm-up. Variants (all take one int like ``Recorder.lap``):
 
-- ``lap_a2``: range check, writer check, clock, open-phase header words;
+- ``lap_a2``: range check, writer check, clock, open-phase header words
+  (``lap_a2t``: the same on the TSC when the probe is made with ``tsc=True``);
 - ``lap_b``: + histogram bucket (index from the duration, one read-modify-write);
 - ``lap_c``: + sum / min / max on the phase's hot line (branch-free min/max);
 - ``lap``: + a 32-byte ring event (the current event layout): "lean";
@@ -123,6 +124,24 @@ cdef class Probe:
         if gyre_thread_token() != self.owner:
             self.owner = gyre_thread_token()
         cdef int64_t now = gyre_mono_ns()
+        cdef int64_t* s = self.s
+        cdef int64_t start = s[OPEN_SINCE]
+        s[OPEN_SINCE] = now
+        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        if start < 0:
+            s[NEG] += 1
+
+    def lap_a2t(self, long long phase):
+        """checks + header on the recorder's clock (``tsc``: the converted TSC read)"""
+        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
+            raise IndexError("phase")
+        if gyre_thread_token() != self.owner:
+            self.owner = gyre_thread_token()
+        cdef int64_t now
+        if self.tsc:
+            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
+        else:
+            now = gyre_mono_ns()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
         s[OPEN_SINCE] = now
