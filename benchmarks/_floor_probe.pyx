@@ -79,16 +79,24 @@ cdef class Probe:
         self.tsc_base = gyre_rdtsc()
         self.tsc_base_ns = gyre_mono_ns()
 
-    def lap(self, long long phase):
+    cdef inline int _check(self, long long phase) except -1:
+        """The range check and the writer check every variant makes."""
         if <unsigned long long>phase >= <unsigned long long>self.n_phases:
             raise IndexError("phase")
         if gyre_thread_token() != self.owner:
             self.owner = gyre_thread_token()
-        cdef int64_t now
+        return 0
+
+    cdef inline int64_t _now(self) noexcept:
+        """The probe's clock: CLOCK_MONOTONIC, or the TSC converted as the recorder does."""
         if self.tsc:
-            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
-        else:
-            now = gyre_mono_ns()
+            return self.tsc_base_ns + <int64_t>(
+                <double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
+        return gyre_mono_ns()
+
+    def lap(self, long long phase):
+        self._check(phase)
+        cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
         s[OPEN_SINCE] = now
@@ -119,10 +127,7 @@ cdef class Probe:
 
     def lap_a2(self, long long phase):
         """+ range check, owner check, start read"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
+        self._check(phase)
         cdef int64_t now = gyre_mono_ns()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
@@ -133,15 +138,8 @@ cdef class Probe:
 
     def lap_a2t(self, long long phase):
         """checks + header on the recorder's clock (``tsc``: the converted TSC read)"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
-        cdef int64_t now
-        if self.tsc:
-            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
-        else:
-            now = gyre_mono_ns()
+        self._check(phase)
+        cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
         s[OPEN_SINCE] = now
@@ -151,10 +149,7 @@ cdef class Probe:
 
     def lap_b(self, long long phase):
         """+ histogram bucket"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
+        self._check(phase)
         cdef int64_t now = gyre_mono_ns()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
@@ -173,10 +168,7 @@ cdef class Probe:
 
     def lap_c(self, long long phase):
         """+ sum/min/max"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
+        self._check(phase)
         cdef int64_t now = gyre_mono_ns()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
@@ -200,15 +192,8 @@ cdef class Probe:
 
     def lap_defer(self, long long phase):
         """lean lap, but the previous lap's duration is bucketed after this clock read"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
-        cdef int64_t now
-        if self.tsc:
-            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
-        else:
-            now = gyre_mono_ns()
+        self._check(phase)
+        cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         # pending from the previous lap: s[9] = phase (or -1), s[10] = value
         cdef int64_t pp = s[9]
@@ -246,15 +231,8 @@ cdef class Probe:
 
     def lap_defer_noring(self, long long phase):
         """no ring; the previous lap's duration is bucketed after this clock read"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
-        cdef int64_t now
-        if self.tsc:
-            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
-        else:
-            now = gyre_mono_ns()
+        self._check(phase)
+        cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         # pending from the previous lap: s[9] = phase (or -1), s[10] = value
         cdef int64_t pp = s[9]
@@ -308,15 +286,8 @@ cdef class Probe:
     def lap_batch(self, long long phase):
         """per lap: clock, header, one 16-byte ring event (end ns, duration<<8|phase);
         histograms filled from the ring every 64 events"""
-        if <unsigned long long>phase >= <unsigned long long>self.n_phases:
-            raise IndexError("phase")
-        if gyre_thread_token() != self.owner:
-            self.owner = gyre_thread_token()
-        cdef int64_t now
-        if self.tsc:
-            now = self.tsc_base_ns + <int64_t>(<double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
-        else:
-            now = gyre_mono_ns()
+        self._check(phase)
+        cdef int64_t now = self._now()
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
         s[OPEN_SINCE] = now

@@ -22,12 +22,15 @@ import argparse
 import gc
 import importlib.util
 import random
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _loops
 
 
 def load(src: str) -> ModuleType:
@@ -43,50 +46,18 @@ def load(src: str) -> ModuleType:
 
 
 def _cartpole_runner(rec: Any, form: str, steps: int = 200) -> Any:
-    import gymnasium as gym
+    from _loops import CartPoleLoop
 
-    env = gym.make("CartPole-v1").unwrapped
-    w = np.array([0.1, 0.5, 1.0, 0.7])
-    out: list[int] = []
-    lap, begin = rec.lap, rec.begin
+    cp = CartPoleLoop(steps)
+    loop = cp.step_loop(rec.begin, rec.lap) if form == "cartpole" else cp.boundary_loop(rec.lap)
     pc = time.perf_counter_ns
-    rng = range(steps)
 
-    def run_step_form() -> float:
+    def run() -> float:
         t0 = pc()
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            begin()
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            lap(0)
-            a = 1 if float(obs @ w) > 0 else 0
-            lap(1)
-            out.append(a)
-            lap(2)
-        out.clear()
+        loop()
         return (pc() - t0) / steps
 
-    def run_lap_form() -> float:
-        t0 = pc()
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            lap(3)
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            lap(0)
-            a = 1 if float(obs @ w) > 0 else 0
-            lap(1)
-            out.append(a)
-            lap(2)
-        out.clear()
-        return (pc() - t0) / steps
-
-    return run_step_form if form == "cartpole" else run_lap_form
+    return run
 
 
 def _runner(rec: Any, form: str, phases: int, n: int) -> Any:

@@ -28,6 +28,7 @@ import argparse
 import gc
 import json
 import os
+import sys
 import textwrap
 import time
 from collections.abc import Callable
@@ -37,6 +38,9 @@ from typing import Any
 import numpy as np
 
 import gyreprof as gp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _loops import CartPoleLoop, NumpyLoop  # noqa: E402
 
 FORMS = ("bare", "lap", "with")
 Loop = Callable[[], None]
@@ -52,113 +56,13 @@ def _loops(kind: str, steps: int) -> tuple[dict[str, Loop], dict[str, gp.Profile
     wp = profs["with"]
     wbegin = wp.begin
     env_t, fwd_t, xfer_t = (wp.phase(n) for n in PHASES)
-    rng = range(steps)
-    if kind == "cartpole":
-        import gymnasium as gym
-
-        env = gym.make("CartPole-v1").unwrapped
-        w = np.array([0.1, 0.5, 1.0, 0.7])
-        out: list[int] = []
-
-        def bare() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-                a = 1 if float(obs @ w) > 0 else 0
-                out.append(a)
-            out.clear()
-
-        def lapf() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                lbegin()
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-                lap(ENV)
-                a = 1 if float(obs @ w) > 0 else 0
-                lap(FWD)
-                out.append(a)
-                lap(XFER)
-            out.clear()
-
-        def withf() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                wbegin()
-                with env_t:
-                    obs, r, term, trunc, _i = env.step(a)
-                    if term:
-                        obs, _ = env.reset(seed=0)
-                with fwd_t:
-                    a = 1 if float(obs @ w) > 0 else 0
-                with xfer_t:
-                    out.append(a)
-            out.clear()
-
-        return {"bare": bare, "lap": lapf, "with": withf}, profs
-
-    gen = np.random.default_rng(0)
-    tau, n_envs = 0.02, 64
-    a_mat = np.eye(4) + tau * np.array(
-        [[0, 1, 0, 0], [0, 0, -0.717, 0], [0, 0, 0, 1], [0, 0, 15.76, 0]]
-    )
-    b_push = (tau * np.array([0.0, 0.976, 0.0, -1.46]) * 10.0)[:, None]
-    s0 = gen.uniform(-0.05, 0.05, (4, n_envs))
-    s, s2 = s0.copy(), np.empty((4, n_envs))
-    wv = np.array([0.1, 0.5, 1.0, 0.7])
-    logits, sign = np.empty(n_envs), np.empty(n_envs)
-    act = np.zeros(n_envs, dtype=bool)
-    buf = np.empty(n_envs, dtype=bool)
-
-    def physics() -> None:
-        np.matmul(a_mat, s, out=s2)
-        np.subtract(np.multiply(act, 2.0, out=sign), 1.0, out=sign)
-        np.add(s2, b_push * sign, out=s)
-        np.clip(s, -2.4, 2.4, out=s)
-
-    def policy() -> None:
-        np.dot(wv, s, out=logits)
-        np.greater(logits, 0.0, out=act)
-
-    def xfer() -> None:
-        np.copyto(buf, act)
-
-    def nbare() -> None:
-        s[:] = s0
-        for _ in rng:
-            physics()
-            policy()
-            xfer()
-
-    def nlap() -> None:
-        s[:] = s0
-        for _ in rng:
-            lbegin()
-            physics()
-            lap(ENV)
-            policy()
-            lap(FWD)
-            xfer()
-            lap(XFER)
-
-    def nwith() -> None:
-        s[:] = s0
-        for _ in rng:
-            wbegin()
-            with env_t:
-                physics()
-            with fwd_t:
-                policy()
-            with xfer_t:
-                xfer()
-
-    return {"bare": nbare, "lap": nlap, "with": nwith}, profs
+    loop = CartPoleLoop(steps) if kind == "cartpole" else NumpyLoop(steps)
+    assert (ENV, FWD, XFER) == (0, 1, 2)  # the shared loops lap 0, 1, 2
+    return {
+        "bare": loop.bare_loop(),
+        "lap": loop.step_loop(lbegin, lap),
+        "with": loop.with_loop((env_t, fwd_t, xfer_t), wbegin),
+    }, profs
 
 
 def _interleaved(loops: dict[str, Loop], steps: int, rounds: int) -> np.ndarray:

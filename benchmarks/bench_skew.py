@@ -53,6 +53,7 @@ import numpy as np
 import gyreprof as gp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _loops import CartPoleLoop, NumpyLoop  # noqa: E402
 from bench_floor import bootstrap_ci, load_floor  # noqa: E402
 
 FORMS = ("bare", "floor", "lap", "lap4", "with", "rawlist", "floor_tsc", "lap_tsc")
@@ -79,78 +80,16 @@ def _timing(prof: gp.Profiler, floor: Any) -> dict[str, Any]:
 
 def cartpole_forms(steps: int) -> dict[str, Loop]:
     """The unwrapped CartPole loop in each form (every run replays the same episodes)."""
-    import gymnasium as gym
-
-    env = gym.make("CartPole-v1").unwrapped
-    w = np.array([0.1, 0.5, 1.0, 0.7])
-    out: list[int] = []
+    cp = CartPoleLoop(steps)
+    env, w, out = cp.env, cp.w, cp.out
     ts: list[int] = []
     prof = gp.Profiler(["env", "fwd", "xfer"], capacity=1 << 16)
     t = _timing(prof, load_floor().Floor())
-    lap, begin, fl = t["lap"], t["begin"], t["floor"]
-    ENV, FWD, XFER = t["ids"]
     env_t, fwd_t, xfer_t = t["timers"]
     prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
-    lap4 = prof4.lap
-    ST, ENV4, FWD4, XFER4 = prof4.ids()
+    assert t["ids"] == (0, 1, 2) and prof4.ids() == (0, 1, 2, 3)  # the loops lap 0..3
     pc = time.perf_counter_ns
     rng = range(steps)
-
-    def bare() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            a = 1 if float(obs @ w) > 0 else 0
-            out.append(a)
-        out.clear()
-
-    def floor() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            fl(0)
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            fl(1)
-            a = 1 if float(obs @ w) > 0 else 0
-            fl(2)
-            out.append(a)
-            fl(3)
-        out.clear()
-
-    def lapf() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            begin()
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            lap(ENV)
-            a = 1 if float(obs @ w) > 0 else 0
-            lap(FWD)
-            out.append(a)
-            lap(XFER)
-        out.clear()
-
-    def lap4f() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            lap4(ST)
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            lap4(ENV4)
-            a = 1 if float(obs @ w) > 0 else 0
-            lap4(FWD4)
-            out.append(a)
-            lap4(XFER4)
-        out.clear()
 
     def withf() -> None:
         obs, _ = env.reset(seed=0)
@@ -183,136 +122,30 @@ def cartpole_forms(steps: int) -> dict[str, Loop]:
         out.clear()
         ts.clear()
 
-    def floor_on(fl: Any) -> Loop:
-        def run() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                fl(0)
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-                fl(1)
-                a = 1 if float(obs @ w) > 0 else 0
-                fl(2)
-                out.append(a)
-                fl(3)
-            out.clear()
-
-        return run
-
-    def lap_on(lap: Any, begin: Any) -> Loop:
-        def run() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                begin()
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-                lap(ENV)
-                a = 1 if float(obs @ w) > 0 else 0
-                lap(FWD)
-                out.append(a)
-                lap(XFER)
-            out.clear()
-
-        return run
-
     return {
-        "bare": bare,
-        "floor": floor,
-        "lap": lapf,
-        "lap4": lap4f,
+        "bare": cp.bare_loop(),
+        "floor": cp.boundary_loop(t["floor"]),
+        "lap": cp.step_loop(t["begin"], t["lap"]),
+        "lap4": cp.boundary_loop(prof4.lap),
         "with": withf,
         "rawlist": rawlist,
-        "floor_tsc": floor_on(t["floor_tsc"]),
-        "lap_tsc": lap_on(t["lap_tsc"], t["begin_tsc"]),
+        "floor_tsc": cp.boundary_loop(t["floor_tsc"]),
+        "lap_tsc": cp.step_loop(t["begin_tsc"], t["lap_tsc"]),
     }
 
 
 def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
     """A batched linearised-CartPole step for ``n_envs`` envs in numpy (a few ufuncs)."""
-    gen = np.random.default_rng(0)
-    tau = 0.02
-    # linearised CartPole about the upright pole: s' = A s + B u, u = +-10 N
-    a_mat = np.eye(4) + tau * np.array(
-        [[0, 1, 0, 0], [0, 0, -0.717, 0], [0, 0, 0, 1], [0, 0, 15.76, 0]]
-    )
-    b_push = (tau * np.array([0.0, 0.976, 0.0, -1.46]) * 10.0)[:, None]
-    s0 = gen.uniform(-0.05, 0.05, (4, n_envs))
-    s = s0.copy()
-    s2 = np.empty_like(s)
-    w = np.array([0.1, 0.5, 1.0, 0.7])
-    logits = np.empty(n_envs)
-    act = np.zeros(n_envs, dtype=bool)
-    sign = np.empty(n_envs)
-    buf = np.empty(n_envs, dtype=bool)
-
-    def physics() -> None:
-        np.matmul(a_mat, s, out=s2)
-        np.subtract(np.multiply(act, 2.0, out=sign), 1.0, out=sign)
-        np.add(s2, b_push * sign, out=s)
-        np.clip(s, -2.4, 2.4, out=s)
-
-    def policy() -> None:
-        np.dot(w, s, out=logits)
-        np.greater(logits, 0.0, out=act)
-
-    def xfer() -> None:
-        np.copyto(buf, act)
-
+    nl = NumpyLoop(steps, n_envs)
+    s, s0, physics, policy, xfer = nl.s, nl.s0, nl.physics, nl.policy, nl.xfer
     prof = gp.Profiler(["env", "fwd", "xfer"], capacity=1 << 16)
     t = _timing(prof, load_floor().Floor())
-    lap, begin, fl = t["lap"], t["begin"], t["floor"]
-    ENV, FWD, XFER = t["ids"]
     env_t, fwd_t, xfer_t = t["timers"]
     prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
-    lap4 = prof4.lap
-    ST, ENV4, FWD4, XFER4 = prof4.ids()
+    assert t["ids"] == (0, 1, 2) and prof4.ids() == (0, 1, 2, 3)  # the loops lap 0..3
     pc = time.perf_counter_ns
     ts: list[int] = []
     rng = range(steps)
-
-    def bare() -> None:
-        s[:] = s0
-        for _ in rng:
-            physics()
-            policy()
-            xfer()
-
-    def floor() -> None:
-        s[:] = s0
-        for _ in rng:
-            fl(0)
-            physics()
-            fl(1)
-            policy()
-            fl(2)
-            xfer()
-            fl(3)
-
-    def lapf() -> None:
-        s[:] = s0
-        for _ in rng:
-            begin()
-            physics()
-            lap(ENV)
-            policy()
-            lap(FWD)
-            xfer()
-            lap(XFER)
-
-    def lap4f() -> None:
-        s[:] = s0
-        for _ in rng:
-            lap4(ST)
-            physics()
-            lap4(ENV4)
-            policy()
-            lap4(FWD4)
-            xfer()
-            lap4(XFER4)
 
     def withf() -> None:
         s[:] = s0
@@ -337,43 +170,15 @@ def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
             app(pc())
         ts.clear()
 
-    def floor_on(fl: Any) -> Loop:
-        def run() -> None:
-            s[:] = s0
-            for _ in rng:
-                fl(0)
-                physics()
-                fl(1)
-                policy()
-                fl(2)
-                xfer()
-                fl(3)
-
-        return run
-
-    def lap_on(lap: Any, begin: Any) -> Loop:
-        def run() -> None:
-            s[:] = s0
-            for _ in rng:
-                begin()
-                physics()
-                lap(ENV)
-                policy()
-                lap(FWD)
-                xfer()
-                lap(XFER)
-
-        return run
-
     return {
-        "bare": bare,
-        "floor": floor,
-        "lap": lapf,
-        "lap4": lap4f,
+        "bare": nl.bare_loop(),
+        "floor": nl.boundary_loop(t["floor"]),
+        "lap": nl.step_loop(t["begin"], t["lap"]),
+        "lap4": nl.boundary_loop(prof4.lap),
         "with": withf,
         "rawlist": rawlist,
-        "floor_tsc": floor_on(t["floor_tsc"]),
-        "lap_tsc": lap_on(t["lap_tsc"], t["begin_tsc"]),
+        "floor_tsc": nl.boundary_loop(t["floor_tsc"]),
+        "lap_tsc": nl.step_loop(t["begin_tsc"], t["lap_tsc"]),
     }
 
 

@@ -30,46 +30,14 @@ import numpy as np
 import gyreprof as gp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _loops import CartPoleLoop  # noqa: E402
 from bench_floor import load_floor, load_probe  # noqa: E402
 
 
 def forms(steps: int) -> dict[str, Callable[[], None]]:
-    import gymnasium as gym
-
-    env = gym.make("CartPole-v1").unwrapped
-    w = np.array([0.1, 0.5, 1.0, 0.7])
-    out: list[int] = []
-    rng = range(steps)
-
-    def make(f: Callable[[int], None]) -> Callable[[], None]:
-        def run() -> None:
-            obs, _ = env.reset(seed=0)
-            a = 0
-            for _ in rng:
-                f(3)
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-                f(0)
-                a = 1 if float(obs @ w) > 0 else 0
-                f(1)
-                out.append(a)
-                f(2)
-            out.clear()
-
-        return run
-
-    def bare() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            a = 1 if float(obs @ w) > 0 else 0
-            out.append(a)
-        out.clear()
-
+    cp = CartPoleLoop(steps)
+    make = cp.boundary_loop
+    bare = cp.bare_loop()
     probe = load_probe()
     floor = load_floor().Floor()
     out_forms: dict[str, Callable[[], None]] = {"bare": bare, "floor": make(floor.mono)}

@@ -146,6 +146,7 @@ cdef class Recorder:
     # the fold (every FOLD_BATCH events, at step and window boundaries, before a read)
     cdef bint in_warmup
     cdef bint default_layout     # 3 significant figures from 1 ns (the fold's compiled-in case)
+    cdef int64_t fk[9]           # the layouts' constants for the fold (see gyre_fold)
     cdef int64_t folded          # ring events accounted so far (histograms and windows)
     cdef int64_t batch           # FOLD_BATCH, or the capacity when that is smaller
     cdef int64_t* hot            # per histogram, one 64-byte line: see HOT_* above

@@ -129,35 +129,41 @@ cdef extern from *:
        ``default``: 3 significant figures from 1 ns, windows at 1, constants compiled in;
        ``any``: the constants from the layouts. ``all``: histograms and window (a private
        block's fold); ``hist``: one event as it is written (a shared block); ``win``:
-       the window only (a shared block's fold). */
+       the window only (a shared block's fold). ``k`` (Recorder.fk): sub-bucket mask,
+       half-count magnitude, unit magnitude and counts length of the phase histograms,
+       the same four of the window histograms, then the highest value. */
     #define GYRE_FOLD_ARGS const void* ring, int64_t rmask, int64_t i, int64_t upto, \
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest
-    #define GYRE_FOLD_PASS (const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts, highest
-    #define GYRE_FOLD_ANY_ARGS GYRE_FOLD_ARGS, uint64_t m1, int shm1, int unit1, int64_t len1, \
-            uint64_t m2, int shm2, int unit2, int64_t len2
-    #define GYRE_FOLD_ANY_PASS(what) GYRE_FOLD_PASS, \
-            m1, shm1, 63 - shm1, ((int64_t)(64 - unit1 - shm1) << shm1) - ((int64_t)1 << shm1), len1, \
-            m2, shm2, 63 - shm2, ((int64_t)(64 - unit2 - shm2) << shm2) - ((int64_t)1 << shm2), len2, what
-    #define GYRE_FOLD_DEFAULT_PASS(what) GYRE_FOLD_PASS, 2047, 10, 53, 54272, len1, 31, 4, 59, 944, len2, what
+            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, const int64_t* k
+    #define GYRE_FOLD_PASS (const gyre_event*)ring, rmask, i, upto, s, hot, counts, wcounts, k[8]
+    #define GYRE_FOLD_KEYS(m, shm, unit, len) (uint64_t)(m), (int)(shm), 63 - (int)(shm), \
+            ((int64_t)(64 - (unit) - (shm)) << (shm)) - ((int64_t)1 << (shm)), (len)
+    #define GYRE_FOLD_ANY(what) gyre_fold_body(GYRE_FOLD_PASS, \
+            GYRE_FOLD_KEYS(k[0], k[1], k[2], k[3]), GYRE_FOLD_KEYS(k[4], k[5], k[6], k[7]), what)
+    #define GYRE_FOLD_DEFAULT(what) gyre_fold_body(GYRE_FOLD_PASS, \
+            2047, 10, 53, 54272, k[3], 31, 4, 59, 944, k[7], what)
+    #define GYRE_FOLD_ALL (GYRE_FOLD_HIST | GYRE_FOLD_WIN)
 
-    static int64_t gyre_fold_default_all(GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
-        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_HIST | GYRE_FOLD_WIN));
+    static int64_t gyre_fold_default_all(GYRE_FOLD_ARGS) { return GYRE_FOLD_DEFAULT(GYRE_FOLD_ALL); }
+    static int64_t gyre_fold_default_win(GYRE_FOLD_ARGS) { return GYRE_FOLD_DEFAULT(GYRE_FOLD_WIN); }
+    static inline __attribute__((always_inline)) int64_t gyre_fold_default_hist(GYRE_FOLD_ARGS) {
+        return GYRE_FOLD_DEFAULT(GYRE_FOLD_HIST);
     }
-    static int64_t gyre_fold_default_win(GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
-        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_WIN));
-    }
-    static inline __attribute__((always_inline)) int64_t gyre_fold_default_hist(
-            GYRE_FOLD_ARGS, int64_t len1, int64_t len2) {
-        return gyre_fold_body(GYRE_FOLD_DEFAULT_PASS(GYRE_FOLD_HIST));
-    }
-    static int64_t gyre_fold_any_all(GYRE_FOLD_ANY_ARGS) {
-        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_HIST | GYRE_FOLD_WIN));
-    }
-    static int64_t gyre_fold_any_win(GYRE_FOLD_ANY_ARGS) {
-        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_WIN));
-    }
-    static int64_t gyre_fold_any_hist(GYRE_FOLD_ANY_ARGS) {
-        return gyre_fold_body(GYRE_FOLD_ANY_PASS(GYRE_FOLD_HIST));
+    static int64_t gyre_fold_any_all(GYRE_FOLD_ARGS) { return GYRE_FOLD_ANY(GYRE_FOLD_ALL); }
+    static int64_t gyre_fold_any_win(GYRE_FOLD_ARGS) { return GYRE_FOLD_ANY(GYRE_FOLD_WIN); }
+    static int64_t gyre_fold_any_hist(GYRE_FOLD_ARGS) { return GYRE_FOLD_ANY(GYRE_FOLD_HIST); }
+
+    /* One entry point; ``what`` and ``dflt`` are constants at every call site, so each
+       call compiles to one of the six above. */
+    static inline __attribute__((always_inline)) int64_t gyre_fold(GYRE_FOLD_ARGS, int what,
+                                                                    int dflt) {
+        if (what == GYRE_FOLD_HIST)
+            return dflt ? gyre_fold_default_hist(ring, rmask, i, upto, s, hot, counts, wcounts, k)
+                        : gyre_fold_any_hist(ring, rmask, i, upto, s, hot, counts, wcounts, k);
+        if (what == GYRE_FOLD_WIN)
+            return dflt ? gyre_fold_default_win(ring, rmask, i, upto, s, hot, counts, wcounts, k)
+                        : gyre_fold_any_win(ring, rmask, i, upto, s, hot, counts, wcounts, k);
+        return dflt ? gyre_fold_default_all(ring, rmask, i, upto, s, hot, counts, wcounts, k)
+                    : gyre_fold_any_all(ring, rmask, i, upto, s, hot, counts, wcounts, k);
     }
     static inline int gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
             int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
@@ -170,27 +176,12 @@ cdef extern from *:
             && f_record == GYRE_FORM_RECORD && ev_size == (int)sizeof(gyre_event);
     }
     """
-    int64_t gyre_fold_default_all(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            int64_t len1, int64_t len2) noexcept nogil
-    int64_t gyre_fold_default_win(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            int64_t len1, int64_t len2) noexcept nogil
-    int64_t gyre_fold_default_hist(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            int64_t len1, int64_t len2) noexcept nogil
-    int64_t gyre_fold_any_all(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            uint64_t m1, int shm1, int unit1, int64_t len1,
-            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
-    int64_t gyre_fold_any_win(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            uint64_t m1, int shm1, int unit1, int64_t len1,
-            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
-    int64_t gyre_fold_any_hist(const void* ring, int64_t rmask, int64_t i, int64_t upto,
-            int64_t* s, int64_t* hot, int64_t* counts, int64_t* wcounts, int64_t highest,
-            uint64_t m1, int shm1, int unit1, int64_t len1,
-            uint64_t m2, int shm2, int unit2, int64_t len2) noexcept nogil
+    const int GYRE_FOLD_HIST
+    const int GYRE_FOLD_WIN
+    const int GYRE_FOLD_ALL
+    int64_t gyre_fold(const void* ring, int64_t rmask, int64_t i, int64_t upto, int64_t* s,
+                      int64_t* hot, int64_t* counts, int64_t* wcounts, const int64_t* k,
+                      int what, int dflt) noexcept nogil
     bint gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
             int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
             int h_timer, int h_timed, int h_record, int f_timed, int f_record,
@@ -466,7 +457,16 @@ cdef class Recorder:
         cdef int max_counters_c = max_counters
         hdr_init(&self.L, lowest_ns_c, highest_ns_c, significant_figures_c)
         hdr_init(&self.WL, lowest_ns_c, highest_ns_c, WINDOW_SIGNIFICANT_FIGURES)
-        # the layouts whose constants gyre_fold_default has compiled in
+        self.fk[0] = <int64_t>self.L.sub_bucket_mask
+        self.fk[1] = self.L.sub_bucket_half_count_magnitude
+        self.fk[2] = self.L.unit_magnitude
+        self.fk[3] = self.L.counts_len
+        self.fk[4] = <int64_t>self.WL.sub_bucket_mask
+        self.fk[5] = self.WL.sub_bucket_half_count_magnitude
+        self.fk[6] = self.WL.unit_magnitude
+        self.fk[7] = self.WL.counts_len
+        self.fk[8] = self.L.highest
+        # the layouts whose constants the fold's default copy has compiled in
         self.default_layout = (self.L.unit_magnitude == 0
                                and self.L.sub_bucket_half_count_magnitude == 10
                                and self.WL.unit_magnitude == 0
@@ -641,20 +641,8 @@ cdef class Recorder:
         cdef int64_t r = idx
         cdef Event* e
         if not self.in_warmup:
-            if self.default_layout:
-                r = gyre_fold_default_hist(self.ring, self.mask, idx, idx + 1, self.s,
-                                           self.hot, self.counts, self.wcounts,
-                                           self.L.highest, self.L.counts_len,
-                                           self.WL.counts_len)
-            else:
-                r = gyre_fold_any_hist(self.ring, self.mask, idx, idx + 1, self.s, self.hot,
-                                       self.counts, self.wcounts, self.L.highest,
-                                       self.L.sub_bucket_mask,
-                                       self.L.sub_bucket_half_count_magnitude,
-                                       self.L.unit_magnitude, self.L.counts_len,
-                                       self.WL.sub_bucket_mask,
-                                       self.WL.sub_bucket_half_count_magnitude,
-                                       self.WL.unit_magnitude, self.WL.counts_len)
+            r = gyre_fold(self.ring, self.mask, idx, idx + 1, self.s, self.hot, self.counts,
+                          self.wcounts, self.fk, GYRE_FOLD_HIST, self.default_layout)
         if r == idx:
             e = &self.ring[idx & self.mask]
             self._account_slow(e.phase, e.duration_ns, e.start_ns, e.form, idx)
@@ -684,36 +672,14 @@ cdef class Recorder:
         cdef Event* e
         if self.shared:
             if i < upto:
-                if self.default_layout:
-                    gyre_fold_default_win(self.ring, self.mask, i, upto, self.s, self.hot,
-                                          self.counts, self.wcounts, self.L.highest,
-                                          self.L.counts_len, self.WL.counts_len)
-                else:
-                    gyre_fold_any_win(self.ring, self.mask, i, upto, self.s, self.hot,
-                                      self.counts, self.wcounts, self.L.highest,
-                                      self.L.sub_bucket_mask,
-                                      self.L.sub_bucket_half_count_magnitude,
-                                      self.L.unit_magnitude, self.L.counts_len,
-                                      self.WL.sub_bucket_mask,
-                                      self.WL.sub_bucket_half_count_magnitude,
-                                      self.WL.unit_magnitude, self.WL.counts_len)
+                gyre_fold(self.ring, self.mask, i, upto, self.s, self.hot, self.counts,
+                          self.wcounts, self.fk, GYRE_FOLD_WIN, self.default_layout)
             i = upto
         while i < upto:
             if not self.in_warmup:
                 # the common case, a straight line per event, in C (stops at a rare one)
-                if self.default_layout:
-                    i = gyre_fold_default_all(self.ring, self.mask, i, upto, self.s, self.hot,
-                                              self.counts, self.wcounts, self.L.highest,
-                                              self.L.counts_len, self.WL.counts_len)
-                else:
-                    i = gyre_fold_any_all(self.ring, self.mask, i, upto, self.s, self.hot,
-                                          self.counts, self.wcounts, self.L.highest,
-                                          self.L.sub_bucket_mask,
-                                          self.L.sub_bucket_half_count_magnitude,
-                                          self.L.unit_magnitude, self.L.counts_len,
-                                          self.WL.sub_bucket_mask,
-                                          self.WL.sub_bucket_half_count_magnitude,
-                                          self.WL.unit_magnitude, self.WL.counts_len)
+                i = gyre_fold(self.ring, self.mask, i, upto, self.s, self.hot, self.counts,
+                              self.wcounts, self.fk, GYRE_FOLD_ALL, self.default_layout)
                 if i >= upto:
                     break
             # warm-up, a phase's first value or a value above the range
