@@ -8,8 +8,8 @@ floor. Layout fixed at 3 significant figures, lowest 1 ns (unit magnitude 0),
 so the bucket index uses compile-time constants; no rolling windows, no
 warm-up. Variants (all take one int like ``Recorder.lap``):
 
-- ``lap_a2``: range check, writer check, clock, open-phase header words
-  (``lap_a2t``: the same on the TSC when the probe is made with ``tsc=True``);
+- ``lap_a2``: range check, writer check, clock, open-phase header words (every
+  variant reads the probe's clock: the TSC when it is made with ``tsc=True``);
 - ``lap_b``: + histogram bucket (index from the duration, one read-modify-write);
 - ``lap_c``: + sum / min / max on the phase's hot line (branch-free min/max);
 - ``lap``: + a 32-byte ring event (the current event layout): "lean";
@@ -94,214 +94,149 @@ cdef class Probe:
                 <double>(<long long>(gyre_rdtsc() - self.tsc_base)) * self.ns_per_tick)
         return gyre_mono_ns()
 
-    def lap(self, long long phase):
-        self._check(phase)
-        cdef int64_t now = self._now()
+    # -- the pieces a lap is made of (inline: each variant compiles to a straight line)
+
+    cdef inline int64_t _open(self, long long phase, int64_t now) noexcept:
+        """Close the open phase at ``now`` and open the next; returns its start."""
         cdef int64_t* s = self.s
         cdef int64_t start = s[OPEN_SINCE]
         s[OPEN_SINCE] = now
         s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
-        cdef int64_t d = now - start
-        cdef int64_t v, idx, head
-        cdef int b
-        cdef int64_t* hl
-        cdef int64_t* e
+        return start
+
+    cdef inline void _bucket(self, int64_t phase, int64_t v) noexcept:
+        cdef int b = 64 - lean_clz(<uint64_t>v | MASK) - (SHM + 1)
+        self.counts[phase * CLEN + ((<int64_t>(b + 1)) << SHM) + (v >> b) - (1 << SHM)] += 1
+
+    cdef inline void _extremes(self, int64_t phase, int64_t v, int64_t d) noexcept:
+        cdef int64_t* hl = self.hot + 8 * phase
+        hl[0] += v
+        hl[1] = lean_min(hl[1], d)
+        hl[2] = lean_max(hl[2], d)
+
+    cdef inline void _ring32(self, int64_t phase, int64_t start, int64_t d) noexcept:
+        cdef int64_t* s = self.s
+        cdef int64_t head = s[RING_HEAD]
+        cdef int64_t* e = self.ring + 4 * (head & self.mask)
+        e[0] = phase
+        e[1] = s[STEP]
+        e[2] = start
+        e[3] = d
+        s[RING_HEAD] = head + 1
+
+    cdef inline void _account_pending(self) noexcept:
+        """Bucket the previous lap's duration (s[9] = phase or -1, s[10] = value)."""
+        cdef int64_t pp = self.s[9]
+        cdef int64_t pv = self.s[10]
+        if LEAN_LIKELY(pp >= 0):
+            self._bucket(pp, pv)
+            self._extremes(pp, pv, pv)
+
+    cdef inline bint _valid(self, int64_t start, int64_t d) noexcept:
+        """A duration to record; a negative one is counted."""
         if LEAN_LIKELY(start >= 0 and d >= 0):
+            return True
+        if start >= 0:
+            self.s[NEG] += 1
+        return False
+
+    # -- the variants
+
+    def lap(self, long long phase):
+        """lean: bucket, sum/min/max and a 32-byte ring event, all at the lap"""
+        self._check(phase)
+        cdef int64_t now = self._now()
+        cdef int64_t start = self._open(phase, now)
+        cdef int64_t d = now - start
+        cdef int64_t v
+        if self._valid(start, d):
             v = lean_min(d, HIGHEST_CLAMP)
-            b = 64 - lean_clz(<uint64_t>v | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (v >> b) - (1 << SHM)
-            self.counts[phase * CLEN + idx] += 1
-            hl = self.hot + 8 * phase
-            hl[0] += v
-            hl[1] = lean_min(hl[1], d)
-            hl[2] = lean_max(hl[2], d)
-            head = s[RING_HEAD]
-            e = self.ring + 4 * (head & self.mask)
-            e[0] = phase
-            e[1] = s[STEP]
-            e[2] = start
-            e[3] = d
-            s[RING_HEAD] = head + 1
-        elif start >= 0:
-            s[NEG] += 1
+            self._bucket(phase, v)
+            self._extremes(phase, v, d)
+            self._ring32(phase, start, d)
 
     def lap_a2(self, long long phase):
-        """+ range check, owner check, start read"""
-        self._check(phase)
-        cdef int64_t now = gyre_mono_ns()
-        cdef int64_t* s = self.s
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
-        if start < 0:
-            s[NEG] += 1
-
-    def lap_a2t(self, long long phase):
-        """checks + header on the recorder's clock (``tsc``: the converted TSC read)"""
+        """checks + header on the probe's clock (``tsc``: the converted TSC read)"""
         self._check(phase)
         cdef int64_t now = self._now()
-        cdef int64_t* s = self.s
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        cdef int64_t start = self._open(phase, now)
         if start < 0:
-            s[NEG] += 1
+            self.s[NEG] += 1
 
     def lap_b(self, long long phase):
         """+ histogram bucket"""
         self._check(phase)
-        cdef int64_t now = gyre_mono_ns()
-        cdef int64_t* s = self.s
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        cdef int64_t now = self._now()
+        cdef int64_t start = self._open(phase, now)
         cdef int64_t d = now - start
-        cdef int64_t v, idx
-        cdef int b
-        if LEAN_LIKELY(start >= 0 and d >= 0):
-            v = lean_min(d, HIGHEST_CLAMP)
-            b = 64 - lean_clz(<uint64_t>v | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (v >> b) - (1 << SHM)
-            self.counts[phase * CLEN + idx] += 1
-        elif start >= 0:
-            s[NEG] += 1
+        if self._valid(start, d):
+            self._bucket(phase, lean_min(d, HIGHEST_CLAMP))
 
     def lap_c(self, long long phase):
         """+ sum/min/max"""
         self._check(phase)
-        cdef int64_t now = gyre_mono_ns()
-        cdef int64_t* s = self.s
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        cdef int64_t now = self._now()
+        cdef int64_t start = self._open(phase, now)
         cdef int64_t d = now - start
-        cdef int64_t v, idx
-        cdef int b
-        cdef int64_t* hl
-        if LEAN_LIKELY(start >= 0 and d >= 0):
+        cdef int64_t v
+        if self._valid(start, d):
             v = lean_min(d, HIGHEST_CLAMP)
-            b = 64 - lean_clz(<uint64_t>v | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (v >> b) - (1 << SHM)
-            self.counts[phase * CLEN + idx] += 1
-            hl = self.hot + 8 * phase
-            hl[0] += v
-            hl[1] = lean_min(hl[1], d)
-            hl[2] = lean_max(hl[2], d)
-        elif start >= 0:
-            s[NEG] += 1
+            self._bucket(phase, v)
+            self._extremes(phase, v, d)
 
     def lap_defer(self, long long phase):
         """lean lap, but the previous lap's duration is bucketed after this clock read"""
         self._check(phase)
         cdef int64_t now = self._now()
-        cdef int64_t* s = self.s
-        # pending from the previous lap: s[9] = phase (or -1), s[10] = value
-        cdef int64_t pp = s[9]
-        cdef int64_t pv = s[10]
-        cdef int64_t v, idx, head
-        cdef int b
-        cdef int64_t* hl
-        cdef int64_t* e
-        if LEAN_LIKELY(pp >= 0):
-            b = 64 - lean_clz(<uint64_t>pv | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (pv >> b) - (1 << SHM)
-            self.counts[pp * CLEN + idx] += 1
-            hl = self.hot + 8 * pp
-            hl[0] += pv
-            hl[1] = lean_min(hl[1], pv)
-            hl[2] = lean_max(hl[2], pv)
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        self._account_pending()
+        cdef int64_t start = self._open(phase, now)
         cdef int64_t d = now - start
-        if LEAN_LIKELY(start >= 0 and d >= 0):
-            s[9] = phase
-            s[10] = lean_min(d, HIGHEST_CLAMP)
-            head = s[RING_HEAD]
-            e = self.ring + 4 * (head & self.mask)
-            e[0] = phase
-            e[1] = s[STEP]
-            e[2] = start
-            e[3] = d
-            s[RING_HEAD] = head + 1
-        else:
-            s[9] = -1
-            if start >= 0:
-                s[NEG] += 1
+        self.s[9] = -1
+        if self._valid(start, d):
+            self.s[9] = phase
+            self.s[10] = lean_min(d, HIGHEST_CLAMP)
+            self._ring32(phase, start, d)
 
     def lap_defer_noring(self, long long phase):
         """no ring; the previous lap's duration is bucketed after this clock read"""
         self._check(phase)
         cdef int64_t now = self._now()
-        cdef int64_t* s = self.s
-        # pending from the previous lap: s[9] = phase (or -1), s[10] = value
-        cdef int64_t pp = s[9]
-        cdef int64_t pv = s[10]
-        cdef int64_t v, idx, head
-        cdef int b
-        cdef int64_t* hl
-        cdef int64_t* e
-        if LEAN_LIKELY(pp >= 0):
-            b = 64 - lean_clz(<uint64_t>pv | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (pv >> b) - (1 << SHM)
-            self.counts[pp * CLEN + idx] += 1
-            hl = self.hot + 8 * pp
-            hl[0] += pv
-            hl[1] = lean_min(hl[1], pv)
-            hl[2] = lean_max(hl[2], pv)
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        self._account_pending()
+        cdef int64_t start = self._open(phase, now)
         cdef int64_t d = now - start
-        if LEAN_LIKELY(start >= 0 and d >= 0):
-            s[9] = phase
-            s[10] = lean_min(d, HIGHEST_CLAMP)
-        else:
-            s[9] = -1
-            if start >= 0:
-                s[NEG] += 1
+        self.s[9] = -1
+        if self._valid(start, d):
+            self.s[9] = phase
+            self.s[10] = lean_min(d, HIGHEST_CLAMP)
 
     cdef void _flush(self, int64_t upto) noexcept:
         """bucket the ring events [s[11], upto) into histograms (ring holds end ns, phase)"""
-        cdef int64_t* s = self.s
-        cdef int64_t i = s[11]
+        cdef int64_t i = self.s[11]
         cdef int64_t* e
-        cdef int64_t ph, v, idx, prev_end
-        cdef int b
-        cdef int64_t* hl
+        cdef int64_t ph, v
         while i < upto:
             e = self.ring + 2 * (i & self.mask)
             ph = e[1] & 0xFF
             v = e[1] >> 8
-            b = 64 - lean_clz(<uint64_t>v | MASK) - (SHM + 1)
-            idx = ((<int64_t>(b + 1)) << SHM) + (v >> b) - (1 << SHM)
-            self.counts[ph * CLEN + idx] += 1
-            hl = self.hot + 8 * ph
-            hl[0] += v
-            hl[1] = lean_min(hl[1], v)
-            hl[2] = lean_max(hl[2], v)
+            self._bucket(ph, v)
+            self._extremes(ph, v, v)
             i += 1
-        s[11] = upto
+        self.s[11] = upto
 
     def lap_batch(self, long long phase):
         """per lap: clock, header, one 16-byte ring event (end ns, duration<<8|phase);
         histograms filled from the ring every 64 events"""
         self._check(phase)
         cdef int64_t now = self._now()
-        cdef int64_t* s = self.s
-        cdef int64_t start = s[OPEN_SINCE]
-        s[OPEN_SINCE] = now
-        s[OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+        cdef int64_t start = self._open(phase, now)
         cdef int64_t d = now - start
         cdef int64_t head
         cdef int64_t* e
-        if LEAN_LIKELY(start >= 0 and d >= 0):
-            head = s[RING_HEAD]
+        if self._valid(start, d):
+            head = self.s[RING_HEAD]
             e = self.ring + 2 * (head & self.mask)
             e[0] = now
             e[1] = (lean_min(d, HIGHEST_CLAMP) << 8) | phase
-            s[RING_HEAD] = head + 1
+            self.s[RING_HEAD] = head + 1
             if ((head + 1) & 63) == 0:
                 self._flush(head + 1)
-        elif start >= 0:
-            s[NEG] += 1

@@ -517,7 +517,7 @@ def bench_probe(calls: int, rounds: int, n_boot: int = 2000) -> dict[str, Any]:
         contenders["floor[tsc]"] = loop4(fl.tsc, m)
         tsc = {
             "lap (gyreprof)": gp.Profiler(["a", "b", "c", "d"], clock="tsc").lap,
-            "checks + header": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_a2t,
+            "checks + header": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_a2,
             "+ 32-byte ring (lean)": probe.Probe(4, tsc=True, ns_per_tick=npt).lap,
             "lean, bucket deferred": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_defer,
             "deferred, no ring": probe.Probe(4, tsc=True, ns_per_tick=npt).lap_defer_noring,
