@@ -13,7 +13,9 @@ forms, each a function that runs ``steps`` steps:
 * ``step_loop(begin, lap)``: ``begin()`` at the top and ``lap(0)``, ``lap(1)``,
   ``lap(2)`` at the others (the documented sampler idiom);
 * ``with_loop(timers, begin)``: ``begin()`` at the top and the three regions
-  inside ``with`` blocks of three pre-made timers.
+  inside ``with`` blocks of three pre-made timers;
+* ``rawlist_loop()``: ``ts.append(perf_counter_ns())`` at the four boundaries
+  (the hand-rolled pattern gyreprof replaces).
 
 The loop bodies are written out so that the timed calls are the only
 difference between forms.
@@ -21,6 +23,7 @@ difference between forms.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -93,6 +96,30 @@ class CartPoleLoop:
                 a = 1 if float(obs @ w) > 0 else 0
                 out.append(a)
             out.clear()
+
+        return run
+
+    def rawlist_loop(self) -> Loop:
+        env, w, out, rng = self.env, self.w, self.out, range(self.steps)
+        ts: list[int] = []
+        pc = time.perf_counter_ns
+
+        def run() -> None:
+            obs, _ = env.reset(seed=0)
+            a = 0
+            app = ts.append
+            for _ in rng:
+                app(pc())
+                obs, r, term, trunc, _i = env.step(a)
+                if term:
+                    obs, _ = env.reset(seed=0)
+                app(pc())
+                a = 1 if float(obs @ w) > 0 else 0
+                app(pc())
+                out.append(a)
+                app(pc())
+            out.clear()
+            ts.clear()
 
         return run
 
@@ -198,6 +225,27 @@ class NumpyLoop:
                 lap(1)
                 xfer()
                 lap(2)
+
+        return run
+
+    def rawlist_loop(self) -> Loop:
+        s, s0, rng = self.s, self.s0, range(self.steps)
+        physics, policy, xfer = self.physics, self.policy, self.xfer
+        ts: list[int] = []
+        pc = time.perf_counter_ns
+
+        def run() -> None:
+            s[:] = s0
+            app = ts.append
+            for _ in rng:
+                app(pc())
+                physics()
+                app(pc())
+                policy()
+                app(pc())
+                xfer()
+                app(pc())
+            ts.clear()
 
         return run
 

@@ -13,7 +13,7 @@ The same loop code runs in six forms, with four boundaries per step:
   documented sampler idiom, ``lap = prof.lap`` with int ids);
 * ``lap4``: four laps and no ``begin()`` (a fourth phase covers the loop top),
   which separates the cost of ``begin`` from that of ``lap``;
-* ``with``: three pre-made timers, ``with t_env: ...`` per phase (six clock reads);
+* ``with``: ``begin()`` and three pre-made timers, ``with t_env: ...`` per phase;
 * ``rawlist``: ``ts.append(perf_counter_ns())`` at the four boundaries;
 * ``floor_tsc`` and ``lap_tsc``: ``floor`` and ``lap`` on the TSC (the floor's
   converted TSC read, a ``clock="auto"`` profiler), where the CPU has an
@@ -78,108 +78,32 @@ def _timing(prof: gp.Profiler, floor: Any) -> dict[str, Any]:
     }
 
 
-def cartpole_forms(steps: int) -> dict[str, Loop]:
-    """The unwrapped CartPole loop in each form (every run replays the same episodes)."""
-    cp = CartPoleLoop(steps)
-    env, w, out = cp.env, cp.w, cp.out
-    ts: list[int] = []
+def _forms(loop: CartPoleLoop | NumpyLoop) -> dict[str, Loop]:
+    """The loop in each form (every run of a form replays the same steps)."""
     prof = gp.Profiler(["env", "fwd", "xfer"], capacity=1 << 16)
     t = _timing(prof, load_floor().Floor())
-    env_t, fwd_t, xfer_t = t["timers"]
     prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
     assert t["ids"] == (0, 1, 2) and prof4.ids() == (0, 1, 2, 3)  # the loops lap 0..3
-    pc = time.perf_counter_ns
-    rng = range(steps)
-
-    def withf() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        for _ in rng:
-            with env_t:
-                obs, r, term, trunc, _i = env.step(a)
-                if term:
-                    obs, _ = env.reset(seed=0)
-            with fwd_t:
-                a = 1 if float(obs @ w) > 0 else 0
-            with xfer_t:
-                out.append(a)
-        out.clear()
-
-    def rawlist() -> None:
-        obs, _ = env.reset(seed=0)
-        a = 0
-        app = ts.append
-        for _ in rng:
-            app(pc())
-            obs, r, term, trunc, _i = env.step(a)
-            if term:
-                obs, _ = env.reset(seed=0)
-            app(pc())
-            a = 1 if float(obs @ w) > 0 else 0
-            app(pc())
-            out.append(a)
-            app(pc())
-        out.clear()
-        ts.clear()
-
     return {
-        "bare": cp.bare_loop(),
-        "floor": cp.boundary_loop(t["floor"]),
-        "lap": cp.step_loop(t["begin"], t["lap"]),
-        "lap4": cp.boundary_loop(prof4.lap),
-        "with": withf,
-        "rawlist": rawlist,
-        "floor_tsc": cp.boundary_loop(t["floor_tsc"]),
-        "lap_tsc": cp.step_loop(t["begin_tsc"], t["lap_tsc"]),
+        "bare": loop.bare_loop(),
+        "floor": loop.boundary_loop(t["floor"]),
+        "lap": loop.step_loop(t["begin"], t["lap"]),
+        "lap4": loop.boundary_loop(prof4.lap),
+        "with": loop.with_loop(t["timers"], t["begin"]),
+        "rawlist": loop.rawlist_loop(),
+        "floor_tsc": loop.boundary_loop(t["floor_tsc"]),
+        "lap_tsc": loop.step_loop(t["begin_tsc"], t["lap_tsc"]),
     }
+
+
+def cartpole_forms(steps: int) -> dict[str, Loop]:
+    """The unwrapped CartPole loop in each form (every run replays the same episodes)."""
+    return _forms(CartPoleLoop(steps))
 
 
 def numpy_forms(steps: int, n_envs: int = 64) -> dict[str, Loop]:
     """A batched linearised-CartPole step for ``n_envs`` envs in numpy (a few ufuncs)."""
-    nl = NumpyLoop(steps, n_envs)
-    s, s0, physics, policy, xfer = nl.s, nl.s0, nl.physics, nl.policy, nl.xfer
-    prof = gp.Profiler(["env", "fwd", "xfer"], capacity=1 << 16)
-    t = _timing(prof, load_floor().Floor())
-    env_t, fwd_t, xfer_t = t["timers"]
-    prof4 = gp.Profiler(["top", "env", "fwd", "xfer"], capacity=1 << 16)
-    assert t["ids"] == (0, 1, 2) and prof4.ids() == (0, 1, 2, 3)  # the loops lap 0..3
-    pc = time.perf_counter_ns
-    ts: list[int] = []
-    rng = range(steps)
-
-    def withf() -> None:
-        s[:] = s0
-        for _ in rng:
-            with env_t:
-                physics()
-            with fwd_t:
-                policy()
-            with xfer_t:
-                xfer()
-
-    def rawlist() -> None:
-        s[:] = s0
-        app = ts.append
-        for _ in rng:
-            app(pc())
-            physics()
-            app(pc())
-            policy()
-            app(pc())
-            xfer()
-            app(pc())
-        ts.clear()
-
-    return {
-        "bare": nl.bare_loop(),
-        "floor": nl.boundary_loop(t["floor"]),
-        "lap": nl.step_loop(t["begin"], t["lap"]),
-        "lap4": nl.boundary_loop(prof4.lap),
-        "with": withf,
-        "rawlist": rawlist,
-        "floor_tsc": nl.boundary_loop(t["floor_tsc"]),
-        "lap_tsc": nl.step_loop(t["begin_tsc"], t["lap_tsc"]),
-    }
+    return _forms(NumpyLoop(steps, n_envs))
 
 
 def run_interleaved(forms: dict[str, Loop], steps: int, rounds: int, seed: int = 0) -> np.ndarray:
