@@ -367,21 +367,7 @@ def _source(steps: int, start_s: float, end_s: float, *, mono_base_s: float, hos
     src.pop("unix_offset_ns", None)
     if offset is not None:
         src["unix_offset_ns"] = int(offset(mono_base_s))
-    return gp.Snapshot(
-        phases=snap.phases,
-        config=snap.config,
-        counts=snap.counts,
-        stat=snap.stat,
-        warm=snap.warm,
-        first=snap.first,
-        totals=snap.totals,
-        counters=snap.counters,
-        times=snap.times,
-        rolling=None,
-        lap_cost_ns=snap.lap_cost_ns,
-        sources=[src],
-        meta={"host": host},
-    )
+    return snap.replace(rolling=None, sources=[src], meta={"host": host})
 
 
 @pytest.mark.parametrize("clocks", ["unix_offsets", "one_host"])
@@ -473,17 +459,7 @@ def test_interval_before_after_and_restarts() -> None:
     assert iv.steady_s == pytest.approx((b.times["taken_ns"] - a.times["taken_ns"]) / 1e9)
     assert interval(None, b) is b  # nothing before: everything so far
     other = gp.Snapshot.from_bytes(b.to_bytes())
-    moved = gp.Snapshot(
-        **{k: getattr(other, k) for k in ("phases", "config", "counts", "stat", "warm")},
-        first=other.first,
-        totals=other.totals,
-        counters=other.counters,
-        times=other.times,
-        rolling=None,
-        lap_cost_ns=other.lap_cost_ns,
-        sources=other.sources,
-        meta={**other.meta, "pid": -5},
-    )
+    moved = other.replace(rolling=None, meta={**other.meta, "pid": -5})
     assert interval(a, moved) is moved  # another process: a restart, everything so far
     with pytest.raises(ValueError, match="single-source"):
         interval(gp.merge([a, a]), b)

@@ -57,7 +57,6 @@ import atexit
 import os
 import secrets
 import signal
-import socket
 import string
 import sys
 import threading
@@ -127,6 +126,8 @@ def check_template(value: str | os.PathLike[str]) -> tuple[str, bool]:
 
 
 def fill_template(template: str, pid: int) -> Path:
+    import socket  # at save time, not at import (2-3 ms)
+
     return Path(template.format(pid=pid, host=socket.gethostname()))
 
 
@@ -188,7 +189,7 @@ def snapshot_in_place(
     The result is valid only while the recorder is not written (callers check
     with row sums, see ``encode``).
     """
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.snapshot import Snapshot, current_unix_offset_ns
     from gyreprof.summary import default_meta
 
     taken = monotonic_ns()
@@ -199,7 +200,7 @@ def snapshot_in_place(
     small_cfg = dict(cfg)
     small_cfg.update(counts_len=1, max_windows=small.windows_kept, offsets=small.offsets)
     meta = default_meta(label)
-    meta["unix_offset_ns"] = time.time_ns() - monotonic_ns()
+    meta["unix_offset_ns"] = current_unix_offset_ns()
     meta["windows_closed"] = small.windows_closed
     if small.windows_dropped:
         meta["autosave_windows_dropped"] = small.windows_dropped
@@ -214,21 +215,7 @@ def snapshot_in_place(
         overwritten=overwritten,
         meta=meta,
     )
-    return Snapshot(
-        phases=s.phases,
-        config=s.config,
-        counts=counts,
-        stat=s.stat,
-        warm=s.warm,
-        first=s.first,
-        totals=s.totals,
-        counters=s.counters,
-        times=s.times,
-        rolling=s.rolling,
-        lap_cost_ns=s.lap_cost_ns,
-        sources=s.sources,
-        meta=s.meta,
-    )
+    return s.replace(counts=counts)
 
 
 # --------------------------------------------------------------------------- state
@@ -317,7 +304,7 @@ class AutosaveState:
                         copy=True,
                     )
                 ]
-            snap = snaps[0] if len(snaps) == 1 else merge(snaps)
+            snap = merge(snaps)
             data = snap.summary().to_json(indent=None).encode() if as_json else snap.to_bytes()
             if copy or all(
                 np.array_equal(b, _row_sums(r)) for b, r in zip(before, recs, strict=True)

@@ -324,11 +324,6 @@ class StatsBlock:
         """Rolling windows closed so far (the ring keeps the last ``max_windows``)."""
         return self._h(_rec.H_WINDOWS)
 
-    @property
-    def window_steps_now(self) -> int:
-        """Steps in the window now open."""
-        return self._h(_rec.H_WIN_STEPS)
-
     def progress(
         self, phases: Sequence[str], counter_slots: Mapping[str, int], now_ns: int
     ) -> Progress:
@@ -438,11 +433,6 @@ class StatsBlock:
             return kept
         cut = closed % K
         return np.concatenate((wr[cut:], wr[:cut]))
-
-    @property
-    def window_seq(self) -> int:
-        """The closed-window sequence word (odd while the writer publishes a window)."""
-        return self._h(_rec.H_WIN_SEQ)
 
     def form_events(self) -> dict[str, int]:
         """Steady phase events by the form that recorded them: ``with`` (a PhaseTimer

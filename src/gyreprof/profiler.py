@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 import threading
 import time
 import weakref
@@ -179,6 +178,8 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
         for k in kinds:
             res[k].append(run(k))
     # lower quartiles: preemption only ever adds time, the least-disturbed runs tell most
+    import statistics  # here, not at import: it pulls in fractions and decimal
+
     q25 = {k: statistics.quantiles(v, n=4)[0] for k, v in res.items()}
     costs = {f: q25[f] - q25["none"] for f in FORMS}
     costs["timed"] = q25["timed"] - q25["call"]
@@ -187,11 +188,6 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
     _FORM_COSTS[clock] = costs
     return costs
-
-
-def _measure_lap_cost_ns(clock: str) -> float:
-    """Cost of one ``lap()`` as a real loop pays it (see ``_measure_form_costs``)."""
-    return _measure_form_costs(clock)["lap"]
 
 
 # ------------------------------------------------------- per-thread: finished threads
@@ -278,20 +274,8 @@ class _RetiredThreads:
                 "label": self._label,
                 "retired_threads": self.threads + len(dead),
             }
-            folded = Snapshot(
-                phases=m.phases,
-                config=m.config,
-                counts=m.counts,
-                stat=m.stat,
-                warm=m.warm,
-                first=m.first,
-                totals=m.totals,
-                counters=m.counters,
-                times=m.times,
-                rolling=None,
-                lap_cost_ns=m.lap_cost_ns,
-                sources=[one],
-                meta={"retired_threads": self.threads + len(dead)},
+            folded = m.replace(
+                rolling=None, sources=[one], meta={"retired_threads": self.threads + len(dead)}
             )
             gone = {id(r) for r in dead}
             with self._lock:
@@ -678,7 +662,7 @@ class Profiler:
             snaps.append(retired)
         if not snaps:  # per_thread before any thread wrote: an empty snapshot
             return self._snapshot_of(Recorder(len(self.phases), **self._rec_kwargs))
-        return snaps[0] if len(snaps) == 1 else merge(snaps)
+        return merge(snaps)
 
     def summary(self) -> Summary:
         """Steady-state summary (warm-up reported apart)."""

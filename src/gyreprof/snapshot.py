@@ -267,6 +267,13 @@ class Snapshot:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Snapshot is immutable")
 
+    def replace(self, **changes: Any) -> Snapshot:
+        """A copy with the given fields (constructor keywords) replaced, validated as new."""
+        unknown = set(changes) - set(self.__slots__)
+        if unknown:
+            raise TypeError(f"Snapshot has no field(s) {sorted(unknown)}")
+        return Snapshot(**{**{k: getattr(self, k) for k in self.__slots__}, **changes})
+
     # -- building from a recorder's stats block ---------------------------------
 
     @classmethod
@@ -834,9 +841,6 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         sources=[src],
         meta=meta,
     )
-
-
-# ------------------------------------------------------------------ exact windows
 
 
 # ------------------------------------------------------------------------ inputs

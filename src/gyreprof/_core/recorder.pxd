@@ -188,6 +188,6 @@ cdef class Recorder:
     cdef void _close_step(self, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
     cdef int _check_clock(self, int64_t min_span_ns) noexcept
-    cdef void _fall_back(self, int64_t mono_now) noexcept
+    cdef void _fall_back(self) noexcept
     cdef bint _warmup_over_unstepped(self, int64_t now, int64_t idx) noexcept
     cdef void _end_warmup(self, int64_t now) noexcept

@@ -21,7 +21,7 @@ from libc.stdint cimport INT64_MAX, int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc, gyre_thread_token
-from gyreprof._core.hdr cimport HdrLayout, hdr_index, hdr_init, hdr_value_at
+from gyreprof._core.hdr cimport HdrLayout, hdr_index, hdr_init, hdr_rank, hdr_value_at
 
 cnp.import_array()
 
@@ -934,13 +934,13 @@ cdef class Recorder:
             return 0
         s[H_CLOCK_CHECKS] += 1
         if t <= self.cal_tsc0:
-            self._fall_back(m)
+            self._fall_back()
             return 1
         cdef double predicted = <double>(<long long>(t - self.cal_tsc0)) * self.ns_per_tick
         cdef double err = (predicted - <double>span) / <double>span
         s[H_CLOCK_ERROR_PPM] = <int64_t>(err * 1e6)
         if err > 0.01 or err < -0.01:
-            self._fall_back(m)
+            self._fall_back()
             return 1
         if err > 1e-4 or err < -1e-4:
             # re-anchor at the current reading (continuous), then take the rate over the span
@@ -952,7 +952,7 @@ cdef class Recorder:
             return 1
         return 0
 
-    cdef void _fall_back(self, int64_t mono_now) noexcept:
+    cdef void _fall_back(self) noexcept:
         self.use_tsc = False
         self.s[H_CLOCK_FALLBACK] += 1
 
@@ -967,7 +967,7 @@ cdef class Recorder:
         last rate error (ppm) and ns_per_tick (0.0 on CLOCK_MONOTONIC)."""
         cdef int64_t* s = self.s
         return {
-            "clock": "tsc" if self.use_tsc else "monotonic",
+            "clock": self.clock,
             "requested": self.clock_requested,
             "checks": s[H_CLOCK_CHECKS],
             "recalibrations": s[H_CLOCK_RECAL],
@@ -998,10 +998,10 @@ cdef class Recorder:
         cdef int64_t* cnt
         cdef int k
         cdef int64_t ranks[3]
-        cdef int64_t qs_permille[3]
-        qs_permille[0] = 500
-        qs_permille[1] = 900
-        qs_permille[2] = 990
+        cdef double qs[3]
+        qs[0] = 50.0
+        qs[1] = 90.0
+        qs[2] = 99.0
         # seqlock: odd while the record is written; readers retry on a change
         s[H_WIN_SEQ] += 1
         gyre_release_fence()
@@ -1022,10 +1022,7 @@ cdef class Recorder:
             wf[WIN_MAX] = wc[WCUR_MAX]
             for k in range(3):
                 wf[WIN_P50 + k] = -1
-                # the inverted-CDF rank max(1, ceil(q * total)), in integers
-                ranks[k] = (qs_permille[k] * total + 999) // 1000
-                if ranks[k] < 1:
-                    ranks[k] = 1
+                ranks[k] = hdr_rank(qs[k], total)  # the one rank rule (hdr.pxd)
             if total > 0:
                 cum = 0
                 k = 0
@@ -1109,7 +1106,7 @@ cdef class Recorder:
             "max_counters": self.max_counters,
             "warmup_steps": self.warmup_steps,
             "warmup_ns": self.warmup_ns,
-            "clock": "tsc" if self.use_tsc else "monotonic",
+            "clock": self.clock,
             "offsets": dict(self.offsets),
             "form_cost_ns": dict(self.form_cost_ns) if self.form_cost_ns else {},
         }

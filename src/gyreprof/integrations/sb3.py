@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gyreprof._errors import MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_sb3
 from gyreprof.integrations._auto.session import Session
 
@@ -33,8 +34,8 @@ def profile(model: Any) -> Session:
     try:
         from stable_baselines3.common.base_class import BaseAlgorithm
     except ImportError as exc:
-        raise ImportError(
-            "gyreprof.integrations.sb3 needs stable-baselines3: pip install gyreprof[sb3]"
+        raise MissingExtraError(
+            "gyreprof.integrations.sb3", "stable-baselines3", extra="sb3"
         ) from exc
     if not isinstance(model, BaseAlgorithm):
         raise TypeError(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gyreprof._errors import MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_torchrl
 from gyreprof.integrations._auto.session import Session
 
@@ -32,8 +33,8 @@ def profile(collector: Any) -> Session:
     try:
         import torchrl.collectors as collectors
     except ImportError as exc:
-        raise ImportError(
-            "gyreprof.integrations.torchrl needs torchrl: pip install gyreprof[torchrl]"
+        raise MissingExtraError(
+            "gyreprof.integrations.torchrl", "torchrl", extra="torchrl"
         ) from exc
     base = patch_torchrl._base_collector(collectors)
     if base is None or not isinstance(collector, base):

@@ -141,7 +141,7 @@ def base_dir() -> Path:
     return Path(tempfile.gettempdir())
 
 
-def _euid() -> int:
+def euid() -> int:
     return os.geteuid() if hasattr(os, "geteuid") else 0
 
 
@@ -155,7 +155,7 @@ def folder_trusted_for(st: os.stat_result, uid: int) -> bool:
 
 
 def _home_of(uid: int) -> Path | None:
-    if uid == _euid() and os.environ.get("HOME"):
+    if uid == euid() and os.environ.get("HOME"):
         return Path(os.environ["HOME"])
     try:
         import pwd
@@ -212,7 +212,7 @@ def segment_dir(*, create: bool = False) -> Path:
     ``create=True`` (the writer) makes the per-user folder when needed and
     raises OSError when no trusted folder can be had.
     """
-    uid = _euid()
+    uid = euid()
     base, per_user, *rest = candidate_dirs(uid)
     if trusted_dir_stat(base, uid, follow=True) is not None:
         return base
@@ -267,11 +267,6 @@ def process_uid(pid: int) -> int | None:
 
 def segment_filename(pid: int, serial: int, *, retired: bool = False) -> str:
     return f"{PREFIX}{pid}-{serial}{RETIRED_SUFFIX if retired else SUFFIX}"
-
-
-def is_retired_name(name: str) -> bool:
-    """Whether a segment file name is that of a retired-threads segment (``.ret``)."""
-    return name.endswith(RETIRED_SUFFIX) and FILE_RE.match(name) is not None
 
 
 def parse_filename(name: str) -> tuple[int, int] | None:

@@ -9,7 +9,6 @@ snapshots is the histogram of the interval; see ``gyreprof.live.interval``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -139,11 +138,6 @@ class TopRecord:
     merged: MergedRecord | None
     stale: list[dict[str, Any]]  # LiveEntry.to_dict() of segments whose writer is gone
     errors: list[dict[str, Any]]  # ... and of segments that could not be read
-
-
-def stats_dict(s: Summary) -> dict[str, Any]:
-    """The part of a Summary that ``top --json`` prints (durations in ns, NaN -> null)."""
-    return dataclasses.asdict(StatsRecord.of(s))
 
 
 @dataclass

@@ -194,7 +194,7 @@ class LivePublication:
             "gyreprof": __version__,
             "host": socket.gethostname(),
             "argv": list(sys.argv[:16]),
-            "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
+            "uid": lay.euid(),
             "boot_id": lay.boot_id(),
         }
         meta.update(self._extra_meta)
@@ -528,7 +528,7 @@ class LiveThreadGroup:
             "gyreprof": __version__,
             "host": socket.gethostname(),
             "argv": list(sys.argv[:16]),
-            "uid": os.geteuid() if hasattr(os, "geteuid") else 0,
+            "uid": lay.euid(),
             "boot_id": lay.boot_id(),
             "kind": lay.KIND_RETIRED,
             "group": self.group,

@@ -195,7 +195,7 @@ def _entry(path: Path, pid: int, serial: int) -> LiveEntry:
     except lay.UntrustedSegmentError as exc:
         # never believed; a leftover of this user's own (e.g. from an older gyreprof in an
         # open folder) whose process is gone is still stale, for clean() to remove
-        mine_and_gone = fst.st_uid == lay._euid() and lay.process_identity(pid) is None
+        mine_and_gone = fst.st_uid == lay.euid() and lay.process_identity(pid) is None
         return LiveEntry(pid, None, path, False, mine_and_gone, serial, error=str(exc))
     return LiveEntry(
         pid=pid,
@@ -232,7 +232,7 @@ def drop_folded(entries: Sequence[LiveEntry]) -> list[LiveEntry]:
 
 def _dirs_to_scan(pid: int | None) -> list[Path]:
     """The folders where segments of ``pid`` (or of anyone this user may read) can be."""
-    me = lay._euid()
+    me = lay.euid()
     uids = {me}
     if pid is not None:
         owner = lay.process_uid(pid)
@@ -675,7 +675,7 @@ class LiveGroupReader(LiveReader):
             if self._last is None:
                 self._last = super().snapshot(windows=windows)
             return self._last
-        snap = snaps[0] if len(snaps) == 1 else merge(snaps)
+        snap = merge(snaps)
         self._last = snap
         return snap
 

@@ -212,7 +212,7 @@ def _merge(snaps: list[Any]) -> Any:
     snaps = [s for s in snaps if _has_data(s)]
     if not snaps:
         return None
-    return snaps[0] if len(snaps) == 1 else gp.merge(snaps)
+    return gp.merge(snaps)
 
 
 def _load_snap(path: Path) -> Any:

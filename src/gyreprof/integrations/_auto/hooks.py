@@ -14,7 +14,6 @@ later. Each wrapper is marked, so patching twice changes nothing.
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -40,7 +39,7 @@ def _run(name: str, module: ModuleType, callbacks: list[Callback]) -> None:
             warn(f"instrumenting {name} failed ({exc!r}); it runs uninstrumented")
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:  # a meta path finder needs only find_spec (no importlib.abc: ~9 ms)
     """Finds nothing itself: for a watched name, wraps the real loader's exec_module."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:

@@ -12,7 +12,6 @@ slowest worker answers).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -23,6 +22,8 @@ from gyreprof.integrations._auto import state as st
 
 def _params(fn: Callable[..., Any]) -> list[str] | None:
     """Names of ``fn``'s parameters when all are plain positional-or-keyword, else None."""
+    import inspect  # at patch time, not when the run bootstraps (~10 ms)
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

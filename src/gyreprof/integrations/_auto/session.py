@@ -36,7 +36,7 @@ class Session:
         out = []
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
-            out.append(snaps[0] if len(snaps) == 1 else gp.merge(snaps))
+            out.append(gp.merge(snaps))
         return out[0], out[1]
 
     def snapshot(self) -> tuple[Any, Any]:

@@ -141,13 +141,6 @@ def preload() -> None:
         pass
 
 
-def current() -> ThreadState:
-    try:
-        return tls.t  # type: ignore[no-any-return]
-    except AttributeError:
-        return new_thread()
-
-
 def note_loop(kind: str) -> None:
     """Remember a loop shape a framework is known to have (e.g. ``"sync"``)."""
     _loops.add(kind)
@@ -255,7 +248,7 @@ def save(how: str) -> bool:
 
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
-            snap = snaps[0] if len(snaps) == 1 else merge(snaps)
+            snap = merge(snaps)
             rec.write_atomic(rec.snap_path(run_dir, pid, side), snap.to_bytes())
         rec.write_atomic(rec.done_path(run_dir, pid), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise

@@ -95,7 +95,7 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     learner sends them (``windows=True``) so its wait report can show windows.
     Use this from a custom ``gyreprof_snapshot`` method.
     """
-    from gyreprof.snapshot import Snapshot, as_snapshot
+    from gyreprof.snapshot import as_snapshot
 
     try:
         snap = as_snapshot(source, what="snapshot_bytes")
@@ -106,21 +106,7 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     ident = _ray_identity()
     meta = {**snap.meta, **ident}
     sources = [{**src, **ident} for src in snap.sources]
-    tagged = Snapshot(
-        phases=snap.phases,
-        config=snap.config,
-        counts=snap.counts,
-        stat=snap.stat,
-        warm=snap.warm,
-        first=snap.first,
-        totals=snap.totals,
-        counters=snap.counters,
-        times=snap.times,
-        rolling=snap.rolling,
-        lap_cost_ns=snap.lap_cost_ns,
-        sources=sources,
-        meta=meta,
-    )
+    tagged = snap.replace(sources=sources, meta=meta)
     return tagged.to_bytes(windows=windows)
 
 
