@@ -174,7 +174,10 @@ def test_overhead_sanity() -> None:
             assert 0 < m["overhead_share"] < 0.5, m
             if m["measured_share"] > 0.01:  # tiny runs on a loaded machine: only when visible
                 assert 0.25 <= m["ratio"] <= 4.0, (r["loop"], f, m)
-    assert "overhead_share" in report(res)
+    text = report(res)  # every loop's every form, with its own figures
+    for r in res:
+        for f in FORMS[1:]:
+            assert f"| {r['loop']} | {f} |" in text and f"{r[f]['ratio']:.2f} |" in text
 
 
 def main(argv: list[str] | None = None) -> int:

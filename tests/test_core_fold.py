@@ -119,7 +119,6 @@ def test_private_blocks_fold_in_batches_and_every_read_sees_everything() -> None
     n = 3 * int(_rec.FOLD_BATCH) + 6 + 10
     assert int(_row(raw, rec, "counts", 0, L).sum() + _row(raw, rec, "counts", 1, L).sum()) == n
     rec.lap(1)  # and from now on folds every event
-    assert int(_row(raw, rec, "counts", 1, L).sum()) > 0
     assert int(_row(raw, rec, "counts", 0, L).sum() + _row(raw, rec, "counts", 1, L).sum()) == n + 1
 
 
@@ -242,8 +241,11 @@ def test_folding_in_batches_gives_what_folding_every_event_at_once_gives(seed: i
                 rec.record(phase, float("nan"))
             else:
                 rec.record(phase, value)
-        if rng.random() < 0.01:  # a read in the middle folds what is pending
-            assert StatsBlock.of(recs["batched"]).stat_table().shape[0] == 4
+        if rng.random() < 0.01:  # a read in the middle folds what is pending: equal now too
+            mid = _comparable(recs["at once"])
+            for label in ("batched", "shared", "moved"):
+                got = _comparable(recs[label])
+                assert all(np.array_equal(v, got[k]) for k, v in mid.items()), label
     want = _comparable(recs["at once"])
     for label in ("batched", "shared", "moved"):
         got = _comparable(recs[label])

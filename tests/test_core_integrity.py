@@ -33,9 +33,10 @@ def test_clamped_values_saturate_the_sum_instead_of_wrapping() -> None:
     assert block.out_of_range == 2_600_000
     assert block.stat[0, 1] == INT64_MAX  # held at the limit, not negative
     assert block.saturated >= 1
-    snap = gp.Snapshot.from_recorder(rec, ["x"]) if hasattr(gp.Snapshot, "from_recorder") else None
-    if snap is not None:
-        assert snap.totals["saturated"] >= 1
+    prof = gp.Profiler(["x"], highest_ns=1 << 62)  # the snapshot carries the count on
+    for _ in range(3):
+        prof.record("x", 1 << 62)
+    assert prof.snapshot().totals["saturated"] >= 1
 
 
 def test_huge_record_saturates_with_a_wide_range() -> None:
@@ -266,8 +267,6 @@ def test_each_event_is_priced_at_its_form() -> None:
         + 50 * costs["begin"]
     )
     assert snap.sources[0]["overhead_ns"] == pytest.approx(want)
-    # the old rule priced every boundary as a lap: it would have said 250 laps
-    assert want > 250 * costs["lap"]
 
 
 def test_warmup_events_are_not_priced() -> None:

@@ -150,7 +150,8 @@ def test_blocked_on_socket_recv_nobody_writes_to() -> None:
     assert d.state == "blocked", str(d)
     assert d.exit_code == 4
     assert d.cpu_share is not None and d.cpu_share < 0.2
-    if LINUX and d.threads and d.threads[0].syscall:
+    if LINUX:
+        assert d.threads and d.threads[0].syscall, d.threads
         main = d.threads[0]
         assert main.syscall in ("recvfrom", "read", "recvmsg", "poll", "ppoll")
         assert main.waits_on is not None
@@ -163,8 +164,8 @@ def test_blocked_on_a_lock() -> None:
         d = doctor(proc.pid, interval_s=0.8, stacks=False)
     assert d.state == "blocked", str(d)
     assert d.exit_code == 4
-    if LINUX and d.threads and d.threads[0].syscall:
-        assert d.threads[0].syscall == "futex"
+    if LINUX:
+        assert d.threads and d.threads[0].syscall == "futex", d.threads
         assert "lock" in (d.threads[0].waits_on or "")
     assert "BLOCKED" in str(d)
 
