@@ -13,6 +13,7 @@ import io
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -660,7 +661,8 @@ def test_not_distinguishable_and_recommendation() -> None:
         None,
         0.05,
     )
-    assert noise(pts) == pytest.approx(4 / 102)  # the widest relative spread (value 1)
+    # twice the median relative spread: (4/160 + 5/412.5) / 2 * 2
+    assert noise(pts) == pytest.approx(4 / 160 + 5 / 412.5)
     assert pts[0].not_distinguishable_from == ()
     assert pts[2].not_distinguishable_from == (8,)
     assert pts[3].not_distinguishable_from == (4,)
@@ -702,6 +704,49 @@ def test_recommendation_where_argmax_flips_with_the_noise() -> None:
         # the table marks every neighbour as not distinguishable, as the rule reads them
         assert all(p.not_distinguishable_from for p in done)
     assert naive == [64, 16]
+
+
+def test_one_erratic_value_does_not_hide_a_real_difference() -> None:
+    """Tight repeats everywhere but at 8, whose runs spread 150..800 (one stalled): the
+    widest spread (159%) as the noise band would call 2 no different from the best and
+    recommend it, though 4 is twice as fast as 2 and as fast as the best."""
+    from gyreprof.analysis.sweep.decide import finish_points, recommend
+    from gyreprof.analysis.sweep.rule import noise
+
+    pts = finish_points(
+        [
+            _point(1, [100, 101, 102], 10),
+            _point(2, [200, 202, 204], 10),
+            _point(4, [400, 404, 408], 10),
+            _point(8, [150, 410, 800], 10),
+        ],
+        None,
+        0.05,
+    )
+    assert noise(pts) < 0.1  # the typical spread (2%), doubled
+    assert recommend(pts, 0.05) == 4
+    # and the widest-spread rule is what got it wrong
+    widest = max((p.spread[1] - p.spread[0]) / p.samples_per_s for p in pts)
+    assert widest > 1.5
+
+
+@pytest.mark.parametrize("n_values", [4, 6])
+@pytest.mark.parametrize("level", [0.1, 0.2])
+def test_a_flat_noisy_sampler_keeps_its_smallest_value(n_values: int, level: float) -> None:
+    """The claim in rule.py, simulated through the rule itself: throughput independent of
+    the value, 3 repeats each landing up to +-level off; the smallest value must be kept
+    in at least 93% of 400 seeded sweeps (argmax would keep it about 1 time in n)."""
+    from gyreprof.analysis.sweep.decide import finish_points, recommend
+
+    rng = random.Random(7)
+    kept = 0
+    for _ in range(400):
+        pts = [
+            _point(2**i, [1000 * (1 + rng.uniform(-level, level)) for _ in range(3)], 10)
+            for i in range(n_values)
+        ]
+        kept += recommend(finish_points(pts, None, 0.05), 0.05) == 1
+    assert kept / 400 >= 0.93, kept
 
 
 def test_still_rising_only_when_the_largest_value_is_recommended() -> None:

@@ -81,8 +81,8 @@ The **recommended** value is *the smallest value whose median throughput is
 not distinguishable from the best median*, among the values that ran cleanly
 and stayed under the memory limit. Two medians are distinguishable when the
 larger exceeds the smaller by more than ``(1 + flat_within) * (1 + noise)``,
-the noise being the widest relative min–max spread of samples/s of any clean
-value (see :mod:`gyreprof.analysis.sweep.rule`). A sampler whose throughput does not depend on the value thus
+the noise being twice the median over the clean values of their relative
+min–max spread of samples/s (see :mod:`gyreprof.analysis.sweep.rule`). A sampler whose throughput does not depend on the value thus
 gets its smallest value on every rerun, where "the largest median" would
 follow the noise. The table's *note* column marks the recommended value,
 ``flat from here``, the stop, ``over memory limit``, a failure status and

@@ -242,8 +242,8 @@ def _recommendation_words(result: SweepResult) -> str | None:
         f"Recommended {param}={fmt_value(result.recommended)}: {why}{under}. Rule: the "
         f"smallest value not distinguishable from the best median; two medians are "
         f"distinguishable when the larger exceeds the smaller by more than flat_within "
-        f"({fw:.0%}) and the sweep's noise ({nz:.0%}: the widest relative min-max spread of "
-        f"samples/s of any value) compounded, a factor of {(1 + fw) * (1 + nz):.3g}."
+        f"({fw:.0%}) and the sweep's noise ({nz:.0%}: twice the median relative min-max "
+        f"spread of samples/s over the values) compounded, a factor of {(1 + fw) * (1 + nz):.3g}."
     )
 
 
