@@ -616,6 +616,14 @@ def test_compare_throughput_numbers() -> None:
     assert worse.changed and not worse.ok and "wrong way" in worse.message
     fewer = gp.compare_throughput(4000.0, 1100.0, workers=(4, 1))
     assert fewer.ok
+    # past the tolerance, but 1->8 workers for +12% is 14% of linear scaling: not ok
+    weak = gp.compare_throughput(1000.0, 1120.0, workers=(1, 8))
+    assert weak.changed and not weak.ok
+    assert weak.scaling_efficiency == pytest.approx(0.14)
+    assert "most of the added workers wait" in weak.message
+    assert gp.compare_throughput(1000.0, 1120.0, workers=(1, 8), min_efficiency=0.1).ok
+    with pytest.raises(ValueError, match="min_efficiency"):
+        gp.compare_throughput(1.0, 2.0, workers=(1, 2), min_efficiency=1.5)
     json.dumps(flat.to_dict())
 
 

@@ -38,6 +38,7 @@ class ThroughputComparison:
     ideal_change: float
     scaling_efficiency: float | None
     tolerance: float
+    min_efficiency: float
     changed: bool
     ok: bool
     loop_steps_per_s: tuple[float | None, float | None]
@@ -115,6 +116,7 @@ def compare_throughput(
     phase: str = "env",
     env_steps_per_call: float | tuple[float, float] = 1,
     tolerance: float = 0.10,
+    min_efficiency: float = 0.5,
 ) -> ThroughputComparison:
     """Did env-step throughput change between two runs taken at different worker counts?
 
@@ -125,7 +127,9 @@ def compare_throughput(
     one value or a pair) divided by the phase's mean duration — pass the pair
     when ``num_envs`` changed with the worker count, or the comparison reads a
     4× bigger batch as no change. ``tolerance`` is the relative change still
-    called "did not move" (default 10%).
+    called "did not move" (default 10%). More workers must also give at least
+    ``min_efficiency`` of linear scaling (default 50%): 1→8 workers for +14% is a
+    change, but the extra workers mostly wait, and it is not called ok.
 
     The classic symptom this catches: "changed the worker count 1→4, env steps/s
     did not move: 1020→1040 (+2%)".
@@ -134,6 +138,12 @@ def compare_throughput(
     per_a, per_b = _pair("env_steps_per_call", env_steps_per_call, float)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
         raise ValueError(f"tolerance must be a fraction >= 0 (0.1 = 10%), got {tolerance!r}")
+    if (
+        isinstance(min_efficiency, bool)
+        or not isinstance(min_efficiency, (int, float))
+        or not 0 <= min_efficiency <= 1
+    ):
+        raise ValueError(f"min_efficiency must be a fraction 0..1, got {min_efficiency!r}")
     rate_a, loop_a = _rate(a, "a", phase, float(per_a))
     rate_b, loop_b = _rate(b, "b", phase, float(per_b))
     change = rate_b / rate_a - 1.0
@@ -143,10 +153,11 @@ def compare_throughput(
     if wa == wb:
         ok = not changed
     elif wb > wa:
-        ok = change > tolerance
+        assert efficiency is not None
+        ok = change > tolerance and efficiency >= min_efficiency
     else:  # fewer workers: a drop is expected; no drop means the removed ones did nothing
         ok = change < -tolerance
-    msg = _message(phase, wa, wb, rate_a, rate_b, changed)
+    msg = _message(phase, wa, wb, rate_a, rate_b, changed, change, efficiency, min_efficiency)
     if loop_a is not None and loop_b is not None:
         msg += f"; whole loop {loop_a:,.0f}→{loop_b:,.0f} env steps/s ({loop_b / loop_a - 1:+.0%})"
     return ThroughputComparison(
@@ -158,6 +169,7 @@ def compare_throughput(
         ideal_change=ideal,
         scaling_efficiency=efficiency,
         tolerance=float(tolerance),
+        min_efficiency=float(min_efficiency),
         changed=changed,
         ok=ok,
         loop_steps_per_s=(loop_a, loop_b),
@@ -165,10 +177,18 @@ def compare_throughput(
     )
 
 
-def _message(phase: str, wa: int, wb: int, rate_a: float, rate_b: float, changed: bool) -> str:
+def _message(
+    phase: str,
+    wa: int,
+    wb: int,
+    rate_a: float,
+    rate_b: float,
+    changed: bool,
+    change: float,
+    efficiency: float | None,
+    min_efficiency: float,
+) -> str:
     """The plain-words verdict on the rates at two worker counts."""
-    change = rate_b / rate_a - 1.0
-    efficiency = (rate_b / rate_a) / (wb / wa) if wa != wb else None
     figures = f"{rate_a:,.0f}→{rate_b:,.0f} ({change:+.0%})"
     what = f"{phase} steps/s"
     if wa == wb:
@@ -182,10 +202,16 @@ def _message(phase: str, wa: int, wb: int, rate_a: float, rate_b: float, changed
         )
     elif (change > 0) == (wb > wa):
         assert efficiency is not None
-        return (
+        said = (
             f"changed the worker count {wa}→{wb}: {what} {figures}, "
             f"{efficiency:.0%} of linear scaling"
         )
+        if wb > wa and efficiency < min_efficiency:
+            said += (
+                f" — below {min_efficiency:.0%}: most of the added workers wait (a shared "
+                "bottleneck: the main process stepping or batching, the transfer, or cores)"
+            )
+        return said
     else:
         return (
             f"changed the worker count {wa}→{wb}: {what} moved the wrong way, {figures} — "
