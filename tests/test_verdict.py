@@ -485,6 +485,33 @@ def test_queue_fed_pipeline_with_a_slow_trainer_is_trainer_bound() -> None:
     assert v.wait_ratio is not None and v.wait_ratio < 0.1
 
 
+def test_sync_rule_counts_the_trainers_other_phases() -> None:
+    """wait 3 ms, fwd 1 ms, bwd 5 ms, optim 1 ms a step, compute="fwd": the wait ratio
+    wait / (wait + fwd) is 75%, above the synchronous line, but the trainer waits only
+    30% of its time: an infinitely fast sampler would save 30%, so it is trainer-bound."""
+    tp = gp.Profiler(["wait", "fwd", "bwd", "optim"])
+    for _ in range(200):
+        tp.begin()
+        for name, d in (("wait", 3 * MS), ("fwd", MS), ("bwd", 5 * MS), ("optim", MS)):
+            tp.record(name, d)
+    tp.end()
+    v = diagnose(trainer=tp, compute="fwd", loop="sync")
+    assert v.wait_ratio == pytest.approx(0.75, abs=0.01)  # the naive rule's input
+    assert v.bound == "trainer", str(v)
+    assert "saves at most 30.0% of wall time" in str(v)
+    assert "compute is 70.0%" in str(v) and "other phases count as compute" in str(v)
+    # time outside any phase counts as the trainer's too: wait 3 ms, compute 2 ms, log 10 ms
+    tl = gp.Profiler(["wait", "compute", "log"])
+    for _ in range(200):
+        tl.begin()
+        for name, d in (("wait", 3 * MS), ("compute", 2 * MS), ("log", 10 * MS)):
+            tl.record(name, d)
+    tl.end()
+    assert diagnose(trainer=tl, loop="sync").bound == "trainer"
+    # only wait and compute timed: the share is the wait ratio, as before
+    assert diagnose(trainer=trainer(3 * MS, MS), loop="sync").bound == "sampler"
+
+
 def test_undetectable_shape_says_what_the_other_rule_would_say() -> None:
     tp = trainer(MS, 3 * MS)  # waits 25%; record()ed durations place no work in time
     v = diagnose(sampler=sampler({"env": MS}), trainer=tp)

@@ -223,6 +223,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "(per_step >= factor * med)", "(per_step > factor * med)",
            ("tests/test_wait_edges.py",)),
     # -- verdict: the loop's shape, then the rule for that shape
+    Mutant("verdict-sync-uses-wait-ratio", _VERDICT,  # other trainer phases ignored
+           "return min(1.0, totals[wait] / total)", "return report.ratio",
+           ("tests/test_verdict.py::test_sync_rule_counts_the_trainers_other_phases",)),
     Mutant("verdict-overlapped-threshold-inclusive", _VERDICT,
            "if r < trainer_bound_below:", "if r <= trainer_bound_below:",
            ("tests/test_verdict.py::test_threshold_is_a_parameter",

@@ -601,13 +601,35 @@ def _sync_bound(r: float, sync_sampler_above: float) -> str:
     return "sampler" if r > sync_sampler_above else "trainer"
 
 
-def _judge_sync(report: WaitReport, measured: str, sync_sampler_above: float) -> tuple[str, str]:
-    r = report.ratio
+def _wait_share(report: WaitReport, t_summary: Summary, wait: str) -> float:
+    """The wait's share of all the trainer's time: of its marked steps, or of all its
+    timed phases when those add up to more (durations given to ``record``). Equal to
+    the wait ratio when the trainer times nothing but ``wait`` and ``compute``; smaller
+    when it spends time in other phases (backward, optimiser, logging)."""
+    totals = {n: st.mean * st.count for n, st in t_summary.phases.items() if st.count > 0}
+    step = t_summary.step
+    total = max(sum(totals.values()), step.mean * step.count if step.count > 0 else 0.0)
+    if wait not in totals or total <= 0:
+        return report.ratio
+    return min(1.0, totals[wait] / total)
+
+
+def _judge_sync(
+    report: WaitReport, measured: str, sync_sampler_above: float, share: float
+) -> tuple[str, str]:
+    """``share``: the wait's share of the trainer's whole time (``_wait_share``), which is
+    the sampler's share of wall time in a synchronous loop."""
+    r = share
     bound = _sync_bound(r, sync_sampler_above)
     ceilings = (
         f"an infinitely fast sampler saves at most {fmt_pct(r)} of wall time; compute is "
         f"{fmt_pct(1.0 - r)}"
     )
+    if abs(share - report.ratio) > 0.005:
+        ceilings += (
+            f" (wait / (wait + {report.compute_phase!r}) is {fmt_pct(report.ratio)}; the "
+            "trainer's other phases count as compute here)"
+        )
     if bound == "sampler":
         why = (
             f"collecting holds the larger share (above {fmt_pct(sync_sampler_above)}), so "
@@ -677,8 +699,9 @@ def _trainer_step(
 ) -> None:
     """Step 2: trainer- or sampler-bound, by the rule of the loop's shape."""
     measured = _measured_words(report, wait, compute)
+    share = _wait_share(report, t_summary, wait)
     if shape.loop == "sync":
-        bound, text = _judge_sync(report, measured, sync_sampler_above)
+        bound, text = _judge_sync(report, measured, sync_sampler_above, share)
     else:
         bound, text = _judge_overlapped(report, measured, trainer_bound_below)
     shape_name = "synchronous loop" if shape.loop == "sync" else "overlapped pipeline"
@@ -689,7 +712,7 @@ def _trainer_step(
     if spikes:
         found.reasons.append(spikes)
     if shape.source == "default":
-        other = _sync_bound(report.ratio, sync_sampler_above)
+        other = _sync_bound(share, sync_sampler_above)
         found.unknowns.append(
             "the loop's shape: judged as an overlapped pipeline (the stricter reading); if the "
             "loop collects and then trains (SB3, CleanRL), pass loop='sync'; it would then be "
