@@ -5,9 +5,7 @@ The *floor* is a compiled (Cython) method with the same call shape as
 and stores one word. It is built once per source/clock version into a private
 cache directory (``$GYREPROF_BENCH_CACHE`` or ``$TMPDIR/gyreprof-floor-<uid>``)
 by ``cythonize`` + ``build_ext`` in a subprocess. It cimports
-``gyreprof._core.clock`` so it reads exactly the recorder's clock functions;
-if that file moved or changed its names, a private copy of the same C is used
-and the report says so.
+``gyreprof._core.clock`` so it reads exactly the recorder's clock functions.
 
     python benchmarks/bench_floor.py            # full run (a few minutes)
     python benchmarks/bench_floor.py --quick    # smoke run (seconds)
@@ -126,30 +124,6 @@ cdef class Floor:
 
 _CLOCK_CIMPORT = "from gyreprof._core.clock cimport GYRE_HAVE_TSC, gyre_mono_ns, gyre_rdtsc"
 
-# A private copy of the clock C, used only when gyreprof._core.clock cannot be cimported.
-_CLOCK_COPY = '''\
-cdef extern from *:
-    """
-    #include <time.h>
-    #include <stdint.h>
-    #if defined(__x86_64__) || defined(__i386__)
-    #include <x86intrin.h>
-    #define GYRE_HAVE_TSC 1
-    static inline uint64_t gyre_rdtsc(void) { return (uint64_t)__rdtsc(); }
-    #else
-    #define GYRE_HAVE_TSC 0
-    static inline uint64_t gyre_rdtsc(void) { return 0; }
-    #endif
-    static inline int64_t gyre_mono_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
-    }
-    """
-    const int GYRE_HAVE_TSC
-    uint64_t gyre_rdtsc() noexcept nogil
-    int64_t gyre_mono_ns() noexcept nogil'''
-
 _BUILD_SCRIPT = """\
 import sys
 import numpy as np
@@ -220,30 +194,16 @@ def load_floor() -> ModuleType:
 
     src = _src_root()
     pxd = src / "gyreprof" / "_core" / "clock.pxd"
-    attempts: list[tuple[str, str]] = []
-    if pxd.is_file():
-        attempts.append((_CLOCK_CIMPORT, f"cimport gyreprof._core.clock ({pxd})"))
-    attempts.append((_CLOCK_COPY, "private copy of the clock C (clock.pxd not usable)"))
-    errors = []
-    for clock, label in attempts:
-        source = _FLOOR_TEMPLATE.format(clock=clock, source=label)
-        h = hashlib.sha256()
-        for part in (
-            source,
-            sys.version,
-            str(getattr(Cython, "__version__", "")),
-            pxd.read_text() if pxd.is_file() else "",
-        ):
-            h.update(part.encode())
-        try:
-            d = _build(source, src, "floor-" + h.hexdigest()[:16])
-        except RuntimeError as e:
-            errors.append(str(e))
-            continue
-        mod = _load_so(d, "_gyre_floor")
-        _FLOOR = mod
-        return mod
-    raise RuntimeError("could not build the floor:\n" + "\n".join(errors))
+    if not pxd.is_file():  # shipped with the package: the floor reads the recorder's clock
+        raise RuntimeError(f"no {pxd}: the floor cimports the recorder's clock functions")
+    source = _FLOOR_TEMPLATE.format(
+        clock=_CLOCK_CIMPORT, source=f"cimport gyreprof._core.clock ({pxd})"
+    )
+    h = hashlib.sha256()
+    for part in (source, sys.version, str(getattr(Cython, "__version__", "")), pxd.read_text()):
+        h.update(part.encode())
+    _FLOOR = _load_so(_build(source, src, "floor-" + h.hexdigest()[:16]), "_gyre_floor")
+    return _FLOOR
 
 
 def _load_so(d: Path, name: str) -> ModuleType:

@@ -6,7 +6,8 @@ Contract:
   ``time.perf_counter_ns`` / ``time.monotonic_ns`` on Linux). No GIL needed,
   never fails, never allocates.
 - ``gyre_thread_token()`` returns a value unique to the calling OS thread while
-  it lives (the address of a thread-local byte); one instruction, no call.
+  it lives (the address of a thread-local byte): a load and an add off the
+  thread pointer, no call.
 - ``gyre_rdtsc()`` returns the raw time-stamp counter in ticks (x86 only;
   ``GYRE_HAVE_TSC`` is 0 elsewhere and the function returns 0). Converting
   ticks to ns needs a calibrated ratio (see recorder.pyx); only meaningful on
@@ -27,8 +28,8 @@ cdef extern from *:
     #define GYRE_HAVE_TSC 0
     static inline uint64_t gyre_rdtsc(void) { return 0; }
     #endif
-    /* A per-thread token: the address of a thread-local byte. Reading it is one
-       instruction (initial-exec TLS), much cheaper than pthread_self(). */
+    /* A per-thread token: the address of a thread-local byte, read off the thread
+       pointer (initial-exec TLS) with no call, unlike pthread_self(). */
     static __thread char gyre_tls_marker __attribute__((tls_model("initial-exec")));
     static inline unsigned long gyre_thread_token(void) {
         return (unsigned long)(uintptr_t)&gyre_tls_marker;
