@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,6 +158,77 @@ def test_blocked_on_socket_recv_nobody_writes_to() -> None:
         assert main.waits_on is not None
         assert str(port) in main.waits_on, main.waits_on
         assert any(str(port) in e for e in d.evidence)
+
+
+def test_an_idle_process_reading_a_stream_is_busy_not_blocked() -> None:
+    """Idle on its own CPU and with no progress signal, the naive rule says blocked; but
+    bytes keep arriving and it keeps reading them (a rollout client, a data loader)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+    try:
+        with running("stream_socket.py", str(port)) as proc:
+            conn, _ = server.accept()
+
+            def feed() -> None:
+                while not stop.is_set():
+                    conn.sendall(b"x" * 16384)
+                    time.sleep(0.01)
+
+            feeder = threading.Thread(target=feed, daemon=True)
+            feeder.start()
+            try:
+                d = doctor(proc.pid, interval_s=0.8, stacks=False)
+            finally:
+                stop.set()
+                feeder.join(5)
+                conn.close()
+    finally:
+        server.close()
+    assert d.cpu_share is not None and d.cpu_share < 0.2, d.cpu_share  # the naive rule's input
+    assert d.state == "busy", str(d)
+    assert d.exit_code == EXIT_CODES["busy"]
+    assert "main thread woken" in str(d)
+
+
+def test_a_parent_waiting_on_working_children_is_busy_not_blocked() -> None:
+    """A SubprocVecEnv-like parent waits in a pipe read while its worker computes."""
+    with running("busy_children.py") as proc:
+        d = doctor(proc.pid, interval_s=0.8, stacks=False)
+    assert d.cpu_share is not None and d.cpu_share < 0.2, d.cpu_share
+    assert d.state == "busy", str(d)
+    assert "child processes busy" in str(d)
+
+
+@pytest.mark.slow
+def test_sb3_subproc_parent_waiting_on_its_workers_is_busy_not_blocked() -> None:
+    """Real stack: SB3 PPO over SubprocVecEnv whose env steps take 200 ms in the workers,
+    stdout to /dev/null (no progress signal). The parent spends most of its time in pipe
+    reads while collecting; how much CPU it still uses depends on the machine."""
+    pytest.importorskip("stable_baselines3")
+    script = Path(__file__).resolve().parent / "helpers" / "run_scripts" / "sb3_ppo.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "subproc", "env", "100000000", "0.2", "4096"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+    try:
+        p = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 120
+        while len(p.children(recursive=True)) < 4:  # the workers run: collecting has begun
+            assert proc.poll() is None and time.monotonic() < deadline, "SB3 did not start"
+            time.sleep(0.2)
+        time.sleep(2.0)  # past the first reset
+        d = doctor(proc.pid, interval_s=2.0, stacks=False)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    # working, with no progress signal: busy (by its own CPU, its pipe traffic or its
+    # main thread's wakeups, whichever shows on the machine), never blocked
+    assert d.state == "busy", str(d)
 
 
 def test_blocked_on_a_lock() -> None:

@@ -270,6 +270,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "if gain >= flat_within and mem_rising(prev, cur):",
            ("tests/test_sweep.py::test_stop_rule_needs_flat_throughput_and_rising_memory",)),
     # -- doctor: spinning / blocked / busy / progressing
+    Mutant("doctor-idle-activity-ignored", _DOCTOR,  # a stream reader was called blocked
+           "        if activity:\n", "        if False:\n",
+           ("tests/test_doctor.py::test_an_idle_process_reading_a_stream_is_busy_not_blocked",
+            "tests/test_doctor.py::test_a_parent_waiting_on_working_children_is_busy_not_blocked")),
     Mutant("doctor-spin-threshold-inverted", _DOCTOR,
            "cpu_share is not None and cpu_share >= SPIN_CPU_SHARE",
            "cpu_share is not None and cpu_share <= SPIN_CPU_SHARE", _T_SHAPE),

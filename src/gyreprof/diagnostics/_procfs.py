@@ -244,6 +244,22 @@ def _parse_syscall(text: str | None) -> tuple[str | None, int | None]:
     return name, fd
 
 
+def main_thread_wakeups(pid: int) -> int | None:
+    """How many times the main thread has given up the CPU to wait and been woken
+    (``voluntary_ctxt_switches``): a thread stuck in one wait wakes never, one that
+    keeps receiving data or replies wakes each time. None where unreadable."""
+    text = _read(f"/proc/{pid}/task/{pid}/status")
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            try:
+                return int(line.split(":", 1)[1])
+            except ValueError:
+                return None
+    return None
+
+
 def thread_samples(pid: int) -> list[ThreadSample]:
     """Every thread of ``pid`` as read from ``/proc`` now; an empty list where unreadable."""
     try:

@@ -90,6 +90,11 @@ SPIN_CPU_SHARE = 0.2
 #: ... or runnable (a thread in state R) at least this share of the looks (a busy loop
 #: on a crowded machine may get less than SPIN_CPU_SHARE of a core).
 BUSY_RUNNING_SHARE = 0.6
+#: Bytes through its descriptors over the watch that make an idle process "busy", not
+#: "blocked": a process stalled on a lock or an empty socket moves none.
+IDLE_IO_BYTES = 4096
+#: ... or wakeups of its main thread a second (a thread stuck in one wait wakes never).
+MAIN_WAKEUPS_PER_S = 5.0
 #: Below this share of one core a process is called idle in the evidence.
 IDLE_CPU_SHARE = 0.05
 #: At or above this share of one core a process is called busy in the evidence.
@@ -237,6 +242,9 @@ class _Sample:
     log_mtime_ns: int | None
     step_file: int | None
     files: dict[str, _procfs.OpenFile] = field(default_factory=dict)
+    io_chars: int | None = None  # bytes read + written through read/write calls (files, pipes)
+    children_cpu_s: float | None = None  # CPU time of its live child processes
+    wakeups: int | None = None  # times the main thread was woken from a wait
 
 
 class _Gone(Exception):
@@ -388,6 +396,7 @@ def _sample(
         raise _Gone
     prog = live.read()
     size, mtime = _log_stat(log)
+    io_chars, children_cpu_s = _io_and_children(proc)
     return _Sample(
         t_s=time.monotonic() - t0,
         cpu_s=cpu_s,
@@ -402,7 +411,36 @@ def _sample(
         log_mtime_ns=mtime,
         step_file=_read_step_file(step_file),
         files={f.path: f for f in _procfs.written_files(pid)},
+        io_chars=io_chars,
+        children_cpu_s=children_cpu_s,
+        wakeups=_procfs.main_thread_wakeups(pid),
     )
+
+
+def _io_and_children(proc: psutil.Process) -> tuple[int | None, float | None]:
+    """(bytes it read and wrote through any descriptor, CPU seconds of its children):
+    the activity a process can show while its own CPU sits idle (a pipe to vector-env
+    workers that do the stepping). None where unreadable."""
+    io: int | None = None
+    try:
+        c = proc.io_counters()
+        io = int(getattr(c, "read_chars", c.read_bytes)) + int(
+            getattr(c, "write_chars", c.write_bytes)
+        )
+    except (psutil.AccessDenied, psutil.NoSuchProcess, AttributeError, NotImplementedError):
+        pass
+    kids: float | None = None
+    try:
+        kids = 0.0
+        for child in proc.children(recursive=True):
+            try:
+                t = child.cpu_times()
+                kids += float(t.user + t.system)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+    except (psutil.AccessDenied, psutil.NoSuchProcess):
+        kids = None
+    return io, kids
 
 
 def _thread_trend(counts: Sequence[int]) -> str:
@@ -728,12 +766,34 @@ def _running_share(taken: Sequence[_Sample]) -> float:
     return sum(1 for s in looks if any(t.state == "R" for t in s.threads)) / len(looks)
 
 
+def _activity_words(first: _Sample, last: _Sample, wall_s: float) -> list[str]:
+    """What the process did besides its own CPU: I/O through read/write calls, its main
+    thread woken again and again (replies, a socket stream: recv is not counted as I/O
+    by the kernel), its children's CPU. A child that started or ended in between is
+    not counted."""
+    out: list[str] = []
+    if first.io_chars is not None and last.io_chars is not None:
+        moved = last.io_chars - first.io_chars
+        if moved >= IDLE_IO_BYTES:
+            out.append(f"moved {moved} bytes through its descriptors in {wall_s:.1f} s")
+    if first.wakeups is not None and last.wakeups is not None:
+        woken = (last.wakeups - first.wakeups) / wall_s
+        if woken >= MAIN_WAKEUPS_PER_S:
+            out.append(f"had its main thread woken {woken:.0f} times a second")
+    if first.children_cpu_s is not None and last.children_cpu_s is not None:
+        kids = (last.children_cpu_s - first.children_cpu_s) / wall_s
+        if kids >= SPIN_CPU_SHARE:
+            out.append(f"kept its child processes busy ({_share_words(kids)})")
+    return out
+
+
 def _state(
     status: str | None,
     progress: _Progress,
     cpu_share: float | None,
     running_share: float,
     pid: int,
+    activity: Sequence[str] = (),
 ) -> tuple[str, list[str]]:
     """The state from the process status, the progress evidence and how busy it was."""
     if status in (psutil.STATUS_STOPPED, getattr(psutil, "STATUS_TRACING_STOP", "tracing-stop")):
@@ -751,6 +811,14 @@ def _state(
             return "busy", [
                 "CPU busy, no progress signal to tell work from spinning; pass --log or "
                 "publish a live segment"
+            ]
+        if activity:
+            # idle on its own CPU, yet moving data or driving busy children: waiting on
+            # them is its work, not a hang; without a progress signal, busy says so
+            return "busy", [
+                f"its own CPU is idle, but it {' and '.join(activity)}: it works through "
+                "them; no progress signal to tell work from a stall; pass --log or publish "
+                "a live segment"
             ]
         return "blocked", []
     return ("spinning" if busy else "blocked"), []
@@ -871,7 +939,8 @@ def _classify(
     else:
         evidence.append("CPU time could not be read (permission denied)")
 
-    state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid)
+    activity = _activity_words(first, last, wall_s)
+    state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid, activity)
     evidence += why
     counter_rates, retrying, words = _counter_findings(first, last, wall_s, progress.steps)
     evidence += words
