@@ -512,6 +512,32 @@ def test_sync_rule_counts_the_trainers_other_phases() -> None:
     assert diagnose(trainer=trainer(3 * MS, MS), loop="sync").bound == "sampler"
 
 
+def test_a_sampler_that_times_its_waiting_is_still_read_as_synchronous() -> None:
+    """A synchronous loop whose sampler times "env" (inside the trainer's wait) and "recv"
+    (waiting for the next request while the trainer computes): counted as work, recv
+    covers the trainer's compute and the loop reads as overlapped; named as idle, the
+    loop is synchronous again."""
+    sp, tp = gp.Profiler(["env", "recv"]), gp.Profiler(["wait", "compute"])
+    s_env, s_recv = sp.phase("env"), sp.phase("recv")
+    t_wait, t_comp = tp.phase("wait"), tp.phase("compute")
+    for _ in range(40):
+        tp.begin()
+        sp.begin()
+        with t_wait, s_env:
+            time.sleep(0.002)
+        with s_recv, t_comp:
+            time.sleep(0.004)
+    tp.end()
+    sp.end()
+    naive = diagnose(sampler=sp, trainer=tp)
+    assert naive.loop == "overlapped", naive.loop_evidence  # what the plain rule reads
+    v = diagnose(sampler=sp, trainer=tp, sampler_idle=["recv"])
+    assert v.loop == "sync" and v.loop_source == "detected", v.loop_evidence
+    assert "but 'recv'" in v.loop_evidence
+    with pytest.raises(TypeError, match="sampler_idle"):
+        diagnose(sampler=sp, trainer=tp, sampler_idle="recv")
+
+
 def test_undetectable_shape_says_what_the_other_rule_would_say() -> None:
     tp = trainer(MS, 3 * MS)  # waits 25%; record()ed durations place no work in time
     v = diagnose(sampler=sampler({"env": MS}), trainer=tp)

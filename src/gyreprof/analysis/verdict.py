@@ -486,8 +486,12 @@ def _detect_loop(
     *,
     overlap_above: float,
     min_aligned: float,
+    sampler_idle: Sequence[str] = (),
 ) -> _Shape:
-    """Synchronous or overlapped, from where the sampler's work falls in the trainer's time."""
+    """Synchronous or overlapped, from where the sampler's work falls in the trainer's time.
+
+    ``sampler_idle``: sampler phases that are waiting, not work (a worker's ``recv`` of
+    the next request): left out, or a synchronous loop reads as overlapped."""
     s_src, t_src = _events_of(sampler), _events_of(trainer)
     if s_src is None or t_src is None:
         return _undetected(
@@ -501,8 +505,11 @@ def _detect_loop(
     c_ev = tev[tev["phase"] == t_src.phases.index(compute)]
     # the timed phases are the sampler's work; a marked step may also hold its idle
     # time (a worker waiting for the next request until its next begin())
-    s_ev = sev[sev["phase"] >= 0]
+    idle = [s_src.phases.index(p) for p in sampler_idle if p in s_src.phases]
+    s_ev = sev[(sev["phase"] >= 0) & ~np.isin(sev["phase"], idle)]
     basis = f"its timed phases; {clock}"
+    if idle:
+        basis = f"its timed phases but {', '.join(repr(p) for p in sampler_idle)}; {clock}"
     if len(w_ev) == 0 or len(c_ev) == 0 or len(s_ev) == 0:
         return _undetected("the rings hold no sampler events or no trainer wait/compute events")
     s_iv, t_iv = _intervals(s_ev), _intervals(np.concatenate((w_ev, c_ev)))
@@ -555,13 +562,20 @@ def _loop_shape(
     *,
     overlap_above: float,
     min_aligned: float,
+    sampler_idle: Sequence[str] = (),
 ) -> _Shape:
     if loop is not None:
         return _Shape(loop, "declared", f"declared: loop={loop!r}")
     if sampler is None:
         return _undetected("no sampler profile to compare the trainer's phases with")
     return _detect_loop(
-        sampler, trainer, wait, compute, overlap_above=overlap_above, min_aligned=min_aligned
+        sampler,
+        trainer,
+        wait,
+        compute,
+        overlap_above=overlap_above,
+        min_aligned=min_aligned,
+        sampler_idle=sampler_idle,
     )
 
 
@@ -890,6 +904,7 @@ def _trainer_side(
     thresholds: dict[str, float],
     side_kw: dict[str, Any],
     wait_kwargs: dict[str, Any],
+    sampler_idle: Sequence[str] = (),
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
     t_profile = _profile_of(trainer)
@@ -903,6 +918,7 @@ def _trainer_side(
         compute,
         overlap_above=thresholds["overlap_above"],
         min_aligned=thresholds["min_aligned"],
+        sampler_idle=sampler_idle,
     )
     _trainer_step(
         found,
@@ -967,6 +983,7 @@ def _check_arguments(
     counts: dict[str, int],
     env_phases: Sequence[str],
     gpu_hints: Sequence[str],
+    sampler_idle: Sequence[str] = (),
 ) -> None:
     if sampler is None and trainer is None:
         raise ValueError(
@@ -986,6 +1003,8 @@ def _check_arguments(
         raise TypeError("env_phases must be a list of names, not one string")
     if isinstance(gpu_hints, str):
         raise TypeError("gpu_hints must be a list of substrings, not one string")
+    if isinstance(sampler_idle, str) or not all(isinstance(p, str) for p in sampler_idle):
+        raise TypeError("sampler_idle must be a list of phase names, not one string")
 
 
 def diagnose(
@@ -996,6 +1015,7 @@ def diagnose(
     compute: str = "compute",
     loop: str | None = None,
     env_phases: Sequence[str] = DEFAULT_ENV_PHASES,
+    sampler_idle: Sequence[str] = (),
     trainer_bound_below: float = DEFAULT_TRAINER_BOUND_BELOW,
     sync_sampler_above: float = DEFAULT_SYNC_SAMPLER_ABOVE,
     overlap_above: float = DEFAULT_OVERLAP_ABOVE,
@@ -1022,6 +1042,10 @@ def diagnose(
         both Profilers' event timestamps.
     env_phases: sampler phase names that mean env stepping (lower case;
         names starting with "env" count too).
+    sampler_idle: sampler phases in which it waits for the trainer rather than
+        works (a worker's ``recv`` of the next request): left out of its work
+        when the loop's shape is detected, which would otherwise read a
+        synchronous loop whose sampler times its waiting as overlapped.
     trainer_bound_below: overlapped pipeline: a wait ratio below this is
         trainer-bound, at or above it sampler-bound (default 0.10).
     sync_sampler_above: synchronous loop: a wait ratio above this is
@@ -1048,7 +1072,7 @@ def diagnose(
         "overhead_limit": overhead_limit,
     }
     counts = {"min_samples_p99": min_samples_p99, "min_samples_p999": min_samples_p999}
-    _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints)
+    _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints, sampler_idle)
     use_gpu = _cuda_in_use() if gpu is None else bool(gpu)
     thresholds = {k: float(v) for k, v in {**fractions, **counts}.items()}
     side_kw: dict[str, Any] = dict(
@@ -1065,7 +1089,16 @@ def diagnose(
     # 1-2. the loop's shape; is the trainer waiting?
     if trainer is not None:
         report, shape = _trainer_side(
-            found, trainer, sampler, loop, wait, compute, thresholds, side_kw, wait_kwargs
+            found,
+            trainer,
+            sampler,
+            loop,
+            wait,
+            compute,
+            thresholds,
+            side_kw,
+            wait_kwargs,
+            tuple(sampler_idle),
         )
     else:
         found.unknowns.append(
