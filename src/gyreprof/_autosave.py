@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import secrets
 import signal
 import string
 import sys
@@ -70,6 +69,7 @@ import numpy as np
 
 from gyreprof._block import StatsBlock
 from gyreprof._core import monotonic_ns
+from gyreprof._io import write_atomic
 
 WINDOW_WORDS_CAP = 1 << 16  # rolling-window words kept in an autosaved snapshot
 JSON_WINDOW_WORDS_CAP = 1 << 14  # the same in a JSON summary (each window becomes text)
@@ -132,37 +132,6 @@ def fill_template(template: str, pid: int) -> Path:
 
 
 # ------------------------------------------------------------------------- writing
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a fresh temp file in the same folder and rename.
-
-    The temp name is unpredictable and created with O_EXCL | O_NOFOLLOW, so a
-    file or link planted in the folder is never written through; ``os.replace``
-    replaces ``path`` itself even when it is a symlink.
-    """
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, flags, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # ---------------------------------------------------------------- snapshot, in place

@@ -14,6 +14,9 @@ so that no input can make a command hang or read without end:
   ``cap + 1`` bytes are read, even from a file that grows while it is read;
 - logs are tailed: :func:`read_tail` reads only the last bytes of a file.
 
+And the one way gyreprof writes a file others may read while it is written:
+:func:`write_atomic` (a fresh temp file in the same folder, then a rename).
+
 ``GYREPROF_MAX_INPUT_BYTES`` (a byte count, ``K``/``M``/``G`` suffixes
 allowed) replaces every cap at once, to read an unusually large file.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import secrets
 import stat
 import zipfile
 import zlib
@@ -297,3 +301,34 @@ def _check_npy_member(
             f"{path} is not a gyreprof events file: member {info.filename} declares {need} "
             f"bytes of data but holds {max(0, info.file_size - header_len)}"
         )
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a fresh temp file in the same folder and rename.
+
+    The temp name is unpredictable and created with O_EXCL | O_NOFOLLOW, so a
+    file or link planted in the folder is never written through; ``os.replace``
+    replaces ``path`` itself even when it is a symlink.
+    """
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

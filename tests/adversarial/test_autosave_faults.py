@@ -271,15 +271,15 @@ def test_a_guessed_temp_name_fails_instead_of_following_the_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even an attacker who guessed the 64 random bits finds O_EXCL | O_NOFOLLOW."""
-    from gyreprof import _autosave
+    from gyreprof import _io
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
-    monkeypatch.setattr(_autosave.secrets, "token_hex", lambda n: "guessed")
+    monkeypatch.setattr(_io.secrets, "token_hex", lambda n: "guessed")
     target = tmp_path / "run.snap"
     (tmp_path / f".run.snap.{os.getpid()}.guessed.tmp").symlink_to(victim)
     with pytest.raises(FileExistsError):
-        _autosave.write_atomic(target, b"data")
+        _io.write_atomic(target, b"data")
     assert victim.read_text() == "precious" and not target.exists()
 
 

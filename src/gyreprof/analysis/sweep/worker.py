@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gyreprof._io import write_atomic
 from gyreprof.analysis.sweep.factory import (
     SweepUsageError,
     describe_exc,
@@ -44,12 +45,6 @@ from gyreprof.analysis.sweep.record import RunResult
 from gyreprof.analysis.sweep.runner import run_once
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m gyreprof.analysis.sweep.worker RUN_DIR", file=sys.stderr)
@@ -59,7 +54,7 @@ def main(argv: list[str]) -> int:
 
     def stage(name: str) -> None:
         try:
-            _write_atomic(stage_path, name)
+            write_atomic(stage_path, name.encode())
         except OSError:
             pass
 
@@ -75,7 +70,7 @@ def main(argv: list[str]) -> int:
 
     result = _run(spec, run_dir, stage)
     result = result.replace(pid=os.getpid())
-    _write_atomic(run_dir / "result.json", result.to_json())
+    write_atomic(run_dir / "result.json", result.to_json().encode())
     stage("done")
     sys.stdout.flush()
     return 0

@@ -17,8 +17,6 @@ Every file is written through a unique temporary name and ``os.replace``.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,21 +71,6 @@ class ProcessRecord:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"malformed gyreprof run record: {exc!r}") from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a unique temporary file and ``os.replace``."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def read_record(path: Path) -> ProcessRecord:

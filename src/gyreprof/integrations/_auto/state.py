@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gyreprof._io import write_atomic
 from gyreprof.integrations._auto import records as rec
 
 # the thread-local that the patched methods read (replaced after fork / per session)
@@ -227,7 +228,7 @@ def _on_first_record() -> None:
     if run_dir is None:
         return
     try:
-        rec.write_atomic(rec.start_path(run_dir, pid), _record("started").to_json().encode())
+        write_atomic(rec.start_path(run_dir, pid), _record("started").to_json().encode())
     except OSError as exc:
         print(f"gyreprof run: pid {pid} cannot write to {run_dir}: {exc}", file=sys.stderr)
     _install_exit_hooks()
@@ -249,8 +250,8 @@ def save(how: str) -> bool:
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
             snap = merge(snaps)
-            rec.write_atomic(rec.snap_path(run_dir, pid, side), snap.to_bytes())
-        rec.write_atomic(rec.done_path(run_dir, pid), _record(how).to_json().encode())
+            write_atomic(rec.snap_path(run_dir, pid, side), snap.to_bytes())
+        write_atomic(rec.done_path(run_dir, pid), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         print(f"gyreprof run: pid {pid} could not save its profile: {exc!r}", file=sys.stderr)
         return False
