@@ -34,114 +34,64 @@ def _params(fn: Callable[..., Any]) -> list[str] | None:
     return [p.name for p in ps]
 
 
-def _step(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
-    if _params(original) == ["self", "action"]:
-        # gymnasium's own signature: no argument tuple or dict built per call
+def _thread() -> Any:
+    try:
+        return st.tls.t
+    except AttributeError:
+        return st.new_thread()
 
-        def step(self: Any, action: Any) -> Any:
-            try:
-                t = st.tls.t
-            except AttributeError:
-                t = st.new_thread()
-            if t.inside:
-                return original(self, action)
-            t.inside = True
-            try:
-                with t.env_step:
-                    return original(self, action)
-            finally:
-                t.inside = False
 
-        return step
+def _outermost(original: Callable[..., Any], timer: str) -> Callable[..., Any]:
+    """``original`` timed as the thread's ``timer`` when it is the outermost env call of
+    the thread (a wrapper's step calling the inner env's step is timed once)."""
 
-    def step_any(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            t = st.tls.t
-        except AttributeError:
-            t = st.new_thread()
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t = _thread()
         if t.inside:
             return original(self, *args, **kwargs)
+        t.inside = True
+        try:
+            with getattr(t, timer):
+                return original(self, *args, **kwargs)
+        finally:
+            t.inside = False
+
+    return call
+
+
+def _step(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
+    if _params(original) != ["self", "action"]:
+        return _outermost(original, "env_step")
+
+    # gymnasium's own signature, once per env step: no argument tuple or dict per call
+    def step(self: Any, action: Any) -> Any:
+        t = _thread()
+        if t.inside:
+            return original(self, action)
         t.inside = True
         try:
             with t.env_step:
-                return original(self, *args, **kwargs)
+                return original(self, action)
         finally:
             t.inside = False
 
-    return step_any
-
-
-def _reset(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``env.reset``: timed as ``env_reset`` when it is the outermost env call of the thread."""
-
-    def reset(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            t = st.tls.t
-        except AttributeError:
-            t = st.new_thread()
-        if t.inside:
-            return original(self, *args, **kwargs)
-        t.inside = True
-        try:
-            with t.env_reset:
-                return original(self, *args, **kwargs)
-        finally:
-            t.inside = False
-
-    return reset
+    return step
 
 
 def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A vector env's ``step_async`` / ``step_wait`` (once per vector step)."""
-    params = _params(original)
-    if name == "step_async" and params == ["self", "actions"]:
+    """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
+    vector step, around inter-process calls: the argument tuple costs nothing there)."""
 
-        def step_async_fast(self: Any, actions: Any) -> Any:
-            try:
-                t = st.tls.t
-            except AttributeError:
-                t = st.new_thread()
-            with t.step_async:
-                return original(self, actions)
-
-        return step_async_fast
-    if name == "step_wait" and params == ["self"]:
-
-        def step_wait_fast(self: Any) -> Any:
-            try:
-                t = st.tls.t
-            except AttributeError:
-                t = st.new_thread()
-            with t.step_wait:
-                return original(self)
-
-        return step_wait_fast
-    if name == "step_async":
-
-        def step_async(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                t = st.tls.t
-            except AttributeError:
-                t = st.new_thread()
-            with t.step_async:
-                return original(self, *args, **kwargs)
-
-        return step_async
-
-    def step_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            t = st.tls.t
-        except AttributeError:
-            t = st.new_thread()
-        with t.step_wait:
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with getattr(_thread(), name):
             return original(self, *args, **kwargs)
 
-    return step_wait
+    return call
 
 
 def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    return _step(original) if name == "step" else _reset(original)
+    return _step(original) if name == "step" else _outermost(original, "env_reset")
 
 
 def install(gym: ModuleType) -> None:
