@@ -69,53 +69,65 @@ def _noop() -> None:
     return None
 
 
-def _tight_costs(lap: Any, begin: Any, timer: Any, timed: Any, record: Any) -> dict[str, float]:
-    """ns per call of each form in a tight loop, minus the empty loop: lower bounds.
+def _no_pad(a: Any, b: Any) -> None:
+    return None
 
-    The least of 3 short runs per form (a run that was preempted only reads longer).
-    """
-    n = 300
+
+def _time_form(form: str, n: int, fns: tuple[Any, ...], pad: Any, a: Any, b: Any) -> float:
+    """ns for ``n`` events of ``form``, each after ``pad(a, b)`` (``none``: the pads
+    alone; ``call``: a plain call of the function ``@timed`` would wrap). The loops are
+    written out: a call per event that is not the form's own would be measured too."""
+    lap, begin, timer, timed, record = fns
     rng = range(n)
     pc = time.perf_counter_ns
-
-    def once() -> dict[str, float]:
-        out: dict[str, float] = {}
-        t0 = pc()
+    t0 = pc()
+    if form == "none":
         for _ in rng:
-            pass
-        out["empty"] = pc() - t0
-        t0 = pc()
+            pad(a, b)
+    elif form == "lap":
         for _ in rng:
+            pad(a, b)
             lap(0)
-        out["lap"] = pc() - t0
-        t0 = pc()
+    elif form == "begin":
         for _ in rng:
+            pad(a, b)
             begin()
-        out["begin"] = pc() - t0
-        t0 = pc()
+    elif form == "with":
         for _ in rng:
+            pad(a, b)
             with timer:
                 pass
-        out["with"] = pc() - t0
-        t0 = pc()
+    elif form == "timed":
         for _ in rng:
-            _noop()
-        out["call"] = pc() - t0
-        t0 = pc()
-        for _ in rng:
+            pad(a, b)
             timed()
-        out["timed"] = pc() - t0
-        t0 = pc()
+    elif form == "call":
         for _ in rng:
+            pad(a, b)
+            _noop()
+    else:
+        for _ in rng:
+            pad(a, b)
             record(0, 1000)
-        out["record"] = pc() - t0
-        return out
+    return float(pc() - t0)
 
-    runs = [once() for _ in range(3)]
-    best = {k: min(r[k] for r in runs) for k in runs[0]}
-    costs = {f: (best[f] - best["empty"]) / n for f in FORMS}
-    costs["timed"] = (best["timed"] - best["call"]) / n
+
+_KINDS = ("none", *FORMS, "call")
+
+
+def _costs_from(per_event: dict[str, float]) -> dict[str, float]:
+    """Each form's cost per event: its time less the pads', ``timed`` less a plain call."""
+    costs = {f: per_event[f] - per_event["none"] for f in FORMS}
+    costs["timed"] = per_event["timed"] - per_event["call"]
     return costs
+
+
+def _tight_costs(fns: tuple[Any, ...]) -> dict[str, float]:
+    """ns per call of each form in a tight loop (no pad): lower bounds. The least of 3
+    short runs per form (a run that was preempted only reads longer)."""
+    n = 300
+    runs = [{k: _time_form(k, n, fns, _no_pad, None, None) for k in _KINDS} for _ in range(3)]
+    return _costs_from({k: min(r[k] for r in runs) / n for k in _KINDS})
 
 
 def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, float]:
@@ -130,61 +142,20 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     if clock in _FORM_COSTS:
         return _FORM_COSTS[clock]
     rec = Recorder(2, 1024, clock=clock, window_steps=1 << 40)
-    lap, begin, record = rec.lap, rec.begin, rec.record
-    timer = rec.timer(0)
-    timed = TimedFunction(rec.timer(1), _noop)
+    fns = (rec.lap, rec.begin, rec.timer(0), TimedFunction(rec.timer(1), _noop), rec.record)
     a, b = np.zeros(4096), np.ones(4096)
-    copy = np.copyto
-    pc = time.perf_counter_ns
-    rng = range(n)
-
-    def run(form: str) -> float:
-        t0 = pc()
-        if form == "none":
-            for _ in rng:
-                copy(a, b)
-        elif form == "lap":
-            for _ in rng:
-                copy(a, b)
-                lap(0)
-        elif form == "begin":
-            for _ in rng:
-                copy(a, b)
-                begin()
-        elif form == "with":
-            for _ in rng:
-                copy(a, b)
-                with timer:
-                    pass
-        elif form == "timed":
-            for _ in rng:
-                copy(a, b)
-                timed()
-        elif form == "call":  # what a call of the undecorated function costs
-            for _ in rng:
-                copy(a, b)
-                _noop()
-        else:
-            for _ in rng:
-                copy(a, b)
-                record(0, 1000)
-        return (pc() - t0) / n
-
-    kinds = ("none", *FORMS, "call")
-    for k in kinds:  # warm up: first calls, page faults, the copy's code path
-        run(k)
-    res: dict[str, list[float]] = {k: [] for k in kinds}
+    for k in _KINDS:  # warm up: first calls, page faults, the copy's code path
+        _time_form(k, n, fns, np.copyto, a, b)
+    res: dict[str, list[float]] = {k: [] for k in _KINDS}
     for _ in range(rounds):
-        for k in kinds:
-            res[k].append(run(k))
+        for k in _KINDS:
+            res[k].append(_time_form(k, n, fns, np.copyto, a, b) / n)
     # lower quartiles: preemption only ever adds time, the least-disturbed runs tell most
     import statistics  # here, not at import: it pulls in fractions and decimal
 
-    q25 = {k: statistics.quantiles(v, n=4)[0] for k, v in res.items()}
-    costs = {f: q25[f] - q25["none"] for f in FORMS}
-    costs["timed"] = q25["timed"] - q25["call"]
+    costs = _costs_from({k: statistics.quantiles(v, n=4)[0] for k, v in res.items()})
     # never below what the form costs in a tight loop (a cheap lower bound, 1000 calls)
-    tight = _tight_costs(lap, begin, timer, timed, record)
+    tight = _tight_costs(fns)
     costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
     _FORM_COSTS[clock] = costs
     return costs
