@@ -6,7 +6,7 @@ The recommendation rule and the distinguishability test are in ``rule``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -108,10 +108,12 @@ def recommend(points: Sequence[SweepPoint], flat_within: float) -> int | float |
     if top is None:
         return None
     nz = noise(points)
-    for p in _eligible(points):
-        if not distinguishable(p.samples_per_s, top.samples_per_s, flat_within, nz):
-            return p.value
-    return top.value  # pragma: no cover - the best is never distinguishable from itself
+    # the first that is not distinguishable from the best: at the latest, the best itself
+    return next(
+        p.value
+        for p in _eligible(points)
+        if not distinguishable(p.samples_per_s, top.samples_per_s, flat_within, nz)
+    )
 
 
 def still_rising(points: Sequence[SweepPoint], flat_within: float) -> SweepPoint | None:
@@ -186,19 +188,18 @@ def sweep_warnings(
     ]
 
 
+def _in_order(items: Iterable[str]) -> list[str]:
+    """Each distinct item once, in the order first seen."""
+    return list(dict.fromkeys(items))
+
+
 def _settings_warnings(
     param: str, fixed: Mapping[str, Any], points: Sequence[SweepPoint]
 ) -> list[str]:
     """Settings the sampler reports about itself that differ from what was passed."""
     out: list[str] = []
     fv = fmt_value
-    keys: list[str] = []
-    for p in points:
-        for r in p.runs:
-            for k in r.observed:
-                if k not in keys:
-                    keys.append(k)
-    for key in keys:
+    for key in _in_order(k for p in points for r in p.runs for k in r.observed):
         mismatches = []
         seen: dict[Any, Any] = {}
         for p in points:
@@ -237,13 +238,7 @@ def _parallelism_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]
     """Thread and process counts that changed across values."""
     out: list[str] = []
     fv = fmt_value
-    tkeys: list[str] = []
-    for p in points:
-        for r in p.runs:
-            for k in r.threads:
-                if k not in tkeys:
-                    tkeys.append(k)
-    for key in tkeys:
+    for key in _in_order(k for p in points for r in p.runs for k in r.threads):
         per_value: dict[int | float, list[int]] = {}
         for p in points:
             vals = sorted({r.threads[key] for r in p.runs if r.ok and key in r.threads})
@@ -297,11 +292,6 @@ def _run_warnings(param: str, points: Sequence[SweepPoint]) -> list[str]:
             f"{param}={', '.join(fv(v) for v in short)}: raise steps for steadier figures"
         )
     for p in points:
-        notes: list[str] = []
-        for r in p.runs:
-            for n in r.notes:
-                if n not in notes:
-                    notes.append(n)
-        for n in notes:
+        for n in _in_order(n for r in p.runs for n in r.notes):
             out.append(f"{param}={fv(p.value)}: {n}")
     return out
