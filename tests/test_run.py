@@ -113,22 +113,11 @@ def test_sb3_dummy_counts_every_env_step_once(sb3_dummy_env: Run) -> None:
     assert _main(data)["contributed"]
 
 
-def test_sb3_dummy_slow_env_is_sampler_bound(sb3_dummy_env: Run) -> None:
-    _, data, _ = sb3_dummy_env
-    assert data["wait"]["ratio"] > 0.5
-    assert data["verdict"]["bound"] == "sampler"
-
-
 def test_sb3_dummy_slow_train_waits_a_third(sb3_dummy_train: Run) -> None:
     proc, data, _ = sb3_dummy_train
     assert count(data, "sampler", "env_step") == printed(proc.stdout, "TIMESTEPS_TAKEN")
     # the update takes ~2x the collection: the naive 10% rule would call this sampler-bound
     assert 0.1 < data["wait"]["ratio"] < 0.5
-
-
-def test_sb3_dummy_slow_train_is_trainer_bound(sb3_dummy_train: Run) -> None:
-    _, data, _ = sb3_dummy_train
-    assert data["verdict"]["bound"] == "trainer"
 
 
 # ------------------------------------------------------------------ SB3, SubprocVecEnv
@@ -151,22 +140,11 @@ def test_sb3_subproc_workers_contribute_their_env_steps(sb3_subproc_env: Run) ->
     assert "processes: 5 of 5 processes contributed" in proc.stderr
 
 
-def test_sb3_subproc_slow_env_is_sampler_bound(sb3_subproc_env: Run) -> None:
-    _, data, _ = sb3_subproc_env
-    assert data["wait"]["ratio"] > 0.5
-    assert data["verdict"]["bound"] == "sampler"
-
-
 def test_sb3_subproc_slow_train_counts(sb3_subproc_train: Run) -> None:
     proc, data, save = sb3_subproc_train
     steps = printed(proc.stdout, "TIMESTEPS_TAKEN")
     assert sum(worker_counts(save).values()) == steps
     assert 0.1 < data["wait"]["ratio"] < 0.5
-
-
-def test_sb3_subproc_slow_train_is_trainer_bound(sb3_subproc_train: Run) -> None:
-    _, data, _ = sb3_subproc_train
-    assert data["verdict"]["bound"] == "trainer"
 
 
 # ------------------------------------------------------------------ TorchRL
@@ -189,8 +167,21 @@ def test_torchrl_slow_loop_body_waits_a_third(torchrl_train: Run) -> None:
     assert 0.1 < data["wait"]["ratio"] < 0.5
 
 
-def test_torchrl_slow_loop_body_is_trainer_bound(torchrl_train: Run) -> None:
-    _, data, _ = torchrl_train
+# ------------------------------------------------------------------ verdicts, every stack
+
+
+@pytest.mark.parametrize("run", ["sb3_dummy_env", "sb3_subproc_env"])
+def test_a_slow_env_is_sampler_bound(run: str, request: pytest.FixtureRequest) -> None:
+    _, data, _ = request.getfixturevalue(run)
+    assert data["wait"]["ratio"] > 0.5
+    assert data["verdict"]["bound"] == "sampler"
+
+
+@pytest.mark.parametrize("run", ["sb3_dummy_train", "sb3_subproc_train", "torchrl_train"])
+def test_a_slow_train_is_trainer_bound(run: str, request: pytest.FixtureRequest) -> None:
+    """The update (or loop body) takes ~2x the collection: the trainer waits a third of
+    the time, which the naive 10% wait rule would call sampler-bound."""
+    _, data, _ = request.getfixturevalue(run)
     assert data["verdict"]["bound"] == "trainer"
 
 
