@@ -56,6 +56,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import socket
 import string
 import sys
 import threading
@@ -126,8 +127,6 @@ def check_template(value: str | os.PathLike[str]) -> tuple[str, bool]:
 
 
 def fill_template(template: str, pid: int) -> Path:
-    import socket  # at save time, not at import (2-3 ms)
-
     return Path(template.format(pid=pid, host=socket.gethostname()))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import statistics
 import threading
 import time
 import weakref
@@ -151,8 +152,6 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
         for k in _KINDS:
             res[k].append(_time_form(k, n, fns, np.copyto, a, b) / n)
     # lower quartiles: preemption only ever adds time, the least-disturbed runs tell most
-    import statistics  # here, not at import: it pulls in fractions and decimal
-
     costs = _costs_from({k: statistics.quantiles(v, n=4)[0] for k, v in res.items()})
     # never below what the form costs in a tight loop (a cheap lower bound, 1000 calls)
     tight = _tight_costs(fns)

@@ -27,7 +27,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gyreprof._io import write_atomic
 from gyreprof.integrations._auto import records as rec
 
 # the thread-local that the patched methods read (replaced after fork / per session)
@@ -227,6 +226,8 @@ def _on_first_record() -> None:
     _started_pid = pid
     if run_dir is None:
         return
+    from gyreprof._io import write_atomic  # here: the bootstrap of every process stays light
+
     try:
         write_atomic(rec.start_path(run_dir, pid), _record("started").to_json().encode())
     except OSError as exc:
@@ -246,6 +247,7 @@ def save(how: str) -> bool:
     _saved_pid = pid
     try:
         from gyreprof import merge
+        from gyreprof._io import write_atomic
 
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
