@@ -15,6 +15,7 @@ import pytest
 from helpers.run_scripts.runhelp import (
     check_format,
     count,
+    gyreprof_popen,
     gyreprof_run,
     printed,
     script,
@@ -211,14 +212,7 @@ def test_async_vector_env_send_wait_and_worker_steps(tmp_path: Path) -> None:
 def test_signal_to_gyreprof_run_reaches_the_command_and_the_report_is_printed(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    out = tmp_path / "run.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gyreprof", "run", "--json", str(out), "--", script("forever.py")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc, out = gyreprof_popen(tmp_path, script("forever.py"))
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"

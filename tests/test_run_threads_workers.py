@@ -4,8 +4,6 @@ register themselves (role ``env_worker``) and are checked from outside while the
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from typing import Any
@@ -14,7 +12,14 @@ import pytest
 
 import gyreprof as gp
 
-from helpers.run_scripts.runhelp import check_format, count, gyreprof_run, printed, script
+from helpers.run_scripts.runhelp import (
+    check_format,
+    count,
+    gyreprof_popen,
+    gyreprof_run,
+    printed,
+    script,
+)
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
@@ -40,15 +45,7 @@ def _run_until_checked(tmp_path, kind: str) -> tuple[Any, dict[str, Any], int]:
     """``gyreprof run`` the unmodified vec_wait.py; check its tree from outside while it
     waits; then let it finish. (the check report, the run's JSON, the script's pid)"""
     go = tmp_path / "go"
-    out = tmp_path / "run.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gyreprof", "run", "--json", str(out), "--"]
-        + [sys.executable, script("vec_wait.py"), kind, str(go)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    proc, out = gyreprof_popen(tmp_path, sys.executable, script("vec_wait.py"), kind, str(go))
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().split()

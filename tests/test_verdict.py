@@ -538,6 +538,19 @@ def test_a_sampler_that_times_its_waiting_is_still_read_as_synchronous() -> None
         diagnose(sampler=sp, trainer=tp, sampler_idle="recv")
 
 
+def test_the_lines_fall_where_the_rules_say() -> None:
+    """At the lines themselves: a synchronous wait of exactly half is not above half
+    (trainer-bound); an overlapped wait of exactly trainer_bound_below is not below it
+    (sampler-bound)."""
+    half = trainer(MS, MS)
+    assert diagnose(trainer=half, loop="sync").bound == "trainer"
+    assert diagnose(trainer=trainer(MS + 1000, MS), loop="sync").bound == "sampler"
+    tenth = trainer(MS, 9 * MS)
+    v = diagnose(trainer=tenth, loop="overlapped")
+    assert v.wait_ratio == pytest.approx(0.1) and v.bound == "sampler", str(v)
+    assert diagnose(trainer=trainer(MS - 1000, 9 * MS), loop="overlapped").bound == "trainer"
+
+
 def test_undetectable_shape_says_what_the_other_rule_would_say() -> None:
     tp = trainer(MS, 3 * MS)  # waits 25%; record()ed durations place no work in time
     v = diagnose(sampler=sampler({"env": MS}), trainer=tp)

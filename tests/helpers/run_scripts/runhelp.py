@@ -15,6 +15,13 @@ SCRIPTS = Path(__file__).resolve().parent
 RUN_KEYS = {"format", "verdict", "wait", "sampler", "trainer", "processes", "exit_code", "notes"}
 
 
+def _argv_env(
+    out: Path, command: tuple[str, ...], options: tuple[str, ...], env: dict[str, str] | None
+) -> tuple[list[str], dict[str, str]]:
+    argv = [sys.executable, "-m", "gyreprof", "run", "--json", str(out), *options, "--", *command]
+    return argv, {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+
+
 def gyreprof_run(
     tmp_path: Path,
     *command: str,
@@ -24,20 +31,23 @@ def gyreprof_run(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     """``gyreprof run --json FILE OPTIONS -- COMMAND``; the completed process and the JSON."""
     out = tmp_path / "run.json"
-    full_env = dict(os.environ)
-    full_env["PYTHONUNBUFFERED"] = "1"
-    if env:
-        full_env.update(env)
+    argv, full_env = _argv_env(out, command, options, env)
     proc = subprocess.run(
-        [sys.executable, "-m", "gyreprof", "run", "--json", str(out), *options, "--", *command],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        cwd=tmp_path,
+        argv, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=tmp_path
     )
     data = json.loads(out.read_text()) if out.exists() else None
     return proc, data
+
+
+def gyreprof_popen(tmp_path: Path, *command: str) -> tuple[subprocess.Popen[str], Path]:
+    """``gyreprof run --json FILE -- COMMAND`` started, not waited for (stdout and stderr
+    piped, text); the process and where its JSON will be."""
+    out = tmp_path / "run.json"
+    argv, full_env = _argv_env(out, command, (), None)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
+    )
+    return proc, out
 
 
 def script(name: str) -> str:
