@@ -229,6 +229,27 @@ def test_signal_to_gyreprof_run_reaches_the_command_and_the_report_is_printed(
     assert data["processes"][0]["contributed"]
 
 
+def test_sigterm_saves_the_run_when_the_program_has_its_own_autosave(tmp_path: Path) -> None:
+    """The program's Profiler(autosave=...) takes SIGTERM first: both it and the run save
+    (the run's record says it was saved on SIGTERM, not read back from a live segment)."""
+    own = tmp_path / "own.snap"
+    proc, out = gyreprof_popen(tmp_path, script("forever.py"), "autosave", str(own))
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    data = json.loads(out.read_text())
+    main = data["processes"][0]
+    assert main["contributed"] and main["source"] == "sigterm", main
+    assert count(data, "sampler", "env_step") >= 200
+    assert own.exists()
+
+
 def test_threads_each_record_and_are_merged(tmp_path: Path) -> None:
     # one Profiler has one writer thread: each thread gets its own, merged at exit
     proc, data = gyreprof_run(tmp_path, script("threads.py"), "300")

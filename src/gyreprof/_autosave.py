@@ -319,11 +319,30 @@ def _finalize(key: int) -> None:
         state.save_reporting("profiler collected")
 
 
+_EXIT_CALLBACKS: list[Callable[[str], object]] = []
+
+
+def on_exit(callback: Callable[[str], object]) -> None:
+    """Also call ``callback(why)`` wherever pending autosaves are written: at exit, on
+    SIGTERM (``why == "SIGTERM"``), at a multiprocessing child's exit. ``gyreprof run``
+    saves its profiles this way, through the same handlers as the autosaves."""
+    with _LOCK:
+        if callback not in _EXIT_CALLBACKS:
+            _EXIT_CALLBACKS.append(callback)
+    _install_hooks()
+
+
 def save_all(why: str = "exit") -> None:
     with _LOCK:
         states = list(_STATES.values())
+        callbacks = list(_EXIT_CALLBACKS)
     for st in states:
         st.save_reporting(why)
+    for cb in callbacks:
+        try:
+            cb(why)
+        except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+            print(f"gyreprof: an exit save failed: {exc!r}", file=sys.stderr)
 
 
 def _install_hooks() -> None:

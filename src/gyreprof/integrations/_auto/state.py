@@ -19,9 +19,7 @@ process was killed before it could save.
 
 from __future__ import annotations
 
-import atexit
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -38,8 +36,6 @@ _loops: set[str] = set()
 _notes: list[str] = []
 _saved_pid = 0
 _started_pid = 0
-_hooks_pid = 0
-_prev_sigterm: Any = None
 
 run_dir: Path | None = None
 run_id: str | None = None
@@ -260,31 +256,17 @@ def save(how: str) -> bool:
     return True
 
 
-def _atexit() -> None:
-    save("exit")
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    save("sigterm")
-    prev = _prev_sigterm
-    if callable(prev):
-        prev(signum, frame)
-        return
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+def _save_on_exit(why: str) -> None:
+    save({"SIGTERM": "sigterm", "multiprocessing child exit": "mp-exit"}.get(why, "exit"))
 
 
 def _install_exit_hooks() -> None:
-    global _hooks_pid, _prev_sigterm
-    if _hooks_pid:  # atexit and signal handlers survive fork: once per process tree line
-        return
-    _hooks_pid = os.getpid()
-    atexit.register(_atexit)
-    if threading.current_thread() is threading.main_thread():
-        prev = signal.getsignal(signal.SIGTERM)
-        if prev in (signal.SIG_DFL, None):
-            _prev_sigterm = None
-            signal.signal(signal.SIGTERM, _on_sigterm)
+    """Save at exit, on SIGTERM and at a multiprocessing child's exit through the
+    autosave's handlers (one SIGTERM handler per process, whoever came first: a user's
+    ``Profiler(autosave=...)`` and the run both save)."""
+    from gyreprof import _autosave  # imported with the profiler already
+
+    _autosave.on_exit(_save_on_exit)
 
 
 def fresh_threads() -> int:
