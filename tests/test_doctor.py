@@ -309,7 +309,8 @@ def test_retrying_finding_from_live_counters(tmp_path: Path) -> None:
         time.sleep(0.3)
         d = doctor(proc.pid, interval_s=0.8, stacks=False)
     assert d.progress_source == "live", str(d)
-    assert d.state == "blocked"
+    assert d.state == "retrying"  # a retry counter rising while the step counter stands
+    assert d.exit_code == EXIT_CODES["retrying"] == 7
     assert d.retrying
     assert d.counter_rates.get("retry", 0.0) > 0.0
     assert any(e.startswith("retrying") for e in d.evidence)
