@@ -29,7 +29,9 @@ _PROGRESS = re.compile(
     r"update|updates|timesteps|total_timesteps|batch)\b\s*[:=#]?\s*\d"
     r"|\b(?:loss|reward|ep_rew_mean|return|lr|accuracy|acc)\b\s*[:=]\s*-?\d"
     r"|\d[\d.,]*\s*(?:it|steps|samples|frames|fps|tok(?:ens)?|batches)\s*/\s*s\b"
-    r"|\b(?:fps|throughput|steps_per_s|samples_per_s)\b\s*[:=|]?\s*\d",
+    r"|\b(?:fps|throughput|steps_per_s|samples_per_s)\b\s*[:=|]?\s*\d"
+    # SB3's table rows: "|    iterations    | 7 |"
+    r"|\b(?:iterations|total_timesteps|n_updates|ep_rew_mean|ep_len_mean|\w*loss)\s*\|\s*-?\d",
     re.IGNORECASE,
 )
 

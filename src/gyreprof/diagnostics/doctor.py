@@ -1199,7 +1199,8 @@ def _quiet_output(last: _Sample, quiet_after_s: float) -> str | None:
     """Words when every output file found has stayed unchanged for ``quiet_after_s``."""
     if not last.files:
         return None
-    newest = max(f.mtime_ns for f in last.files.values()) / 1e9
+    found = [f for f in last.files.values() if "std" in f.role] or list(last.files.values())
+    newest = max(f.mtime_ns for f in found) / 1e9
     age_s = time.time() - newest
     if age_s < quiet_after_s:
         return None
@@ -1388,7 +1389,11 @@ def _classify(
     )
 
     state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid, activity)
-    if state not in ("progressing",) and not why:
+    stopped = last.status in (
+        psutil.STATUS_STOPPED,
+        getattr(psutil, "STATUS_TRACING_STOP", "tracing-stop"),
+    )
+    if state != "progressing" and not stopped:
         if failing_lines:
             state, why = "retrying", _retry_words(lines, wall_s)
         elif retry_counters:
