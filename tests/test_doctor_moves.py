@@ -218,14 +218,14 @@ def test_busy_process_with_old_stdout_file_is_spinning(tmp_path: Path) -> None:
         old = time.time() - 15 * 60
         os.utime(out, (old, old))  # written 15 minutes ago, as far as anyone can tell
         d = doctor(proc.pid, interval_s=0.5, stacks=False)
+        assert d.state == "spinning", str(d)
+        assert d.progress_source == "files"
+        assert any("has not changed for 15.0 min" in e for e in d.evidence), d.evidence
         recent = doctor(proc.pid, interval_s=0.5, stacks=False, quiet_after_s=3600.0)
+        assert recent.state == "busy", str(recent)  # within --quiet-after: not yet a stall
     finally:
         proc.kill()
         proc.wait(10)
-    assert d.state == "spinning", str(d)
-    assert d.progress_source == "files"
-    assert any("has not changed for 15.0 min" in e for e in d.evidence), d.evidence
-    assert recent.state == "busy", str(recent)  # within --quiet-after: not yet a stall
 
 
 def test_zero_byte_log_of_a_block_buffered_process(tmp_path: Path) -> None:
