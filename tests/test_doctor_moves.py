@@ -362,3 +362,35 @@ def test_under_gyreprof_run_the_launchers_records_are_progress(tmp_path: Path) -
     assert d.state == "progressing", str(d)
     assert any("gyreprof run's records" in e and "env_step" in e for e in d.evidence), d.evidence
     assert "--interval" not in str(d)
+
+
+# --------------------------------------------------------------------- py-spy lookup
+def test_py_spy_is_found_in_the_targets_own_virtualenv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed beside the target's interpreter but not on PATH (the venv not activated),
+    py-spy was reported missing and the stacks were lost."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    spy = bin_dir / "py-spy"
+    spy.write_text('#!/bin/sh\necho "Thread $3 (idle): MainThread"\necho "    wait (fake.py:1)"\n')
+    spy.chmod(0o755)
+    proc = subprocess.Popen(
+        [str(python), str(PROCS / "block_lock.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+        monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "elsewhere" / "python"))
+        d = doctor(proc.pid, interval_s=0.3)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert d.state == "blocked", str(d)
+    assert d.stacks is not None and f"Thread {proc.pid} (idle)" in d.stacks, str(d)

@@ -153,7 +153,6 @@ _SLEEP_CALLS = frozenset(
         "epoll_pwait",
         "epoll_pwait2",
         "futex",
-        "running",
     }
 )
 
