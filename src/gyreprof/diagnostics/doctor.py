@@ -156,7 +156,9 @@ _SLEEP_CALLS = frozenset(
     }
 )
 
-_RETRY_WORDS = ("retr", "reconnect", "timeout")
+#: live counters whose name holds one of these count failed attempts (retry, timeouts,
+#: refused, backoff, failures, empty batches, errors)
+_RETRY_WORDS = ("retr", "reconnect", "timeout", "refus", "backoff", "fail", "empty", "error")
 _LOG_TAIL_LINES = 20
 _PY_SPY_TIMEOUT_S = 20.0
 
