@@ -83,6 +83,7 @@ class _SwallowWatch:
 
     def __init__(self) -> None:
         self.events = 0
+        self.active = False  # threads the call started keep the hook: it stops answering
         self._live: dict[int, tuple[BaseException, str, str]] = {}  # id -> (exc, raised, last)
         self._skip = _skip_prefixes()
         self._libraries = _library_prefixes()
@@ -92,12 +93,14 @@ class _SwallowWatch:
         return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
     def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if self.events >= MAX_EXCEPTION_EVENTS:
+        if not self.active or self.events >= MAX_EXCEPTION_EVENTS:
             return None
         frame.f_trace_lines = False
         return self._local
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not self.active:
+            return None
         if event == "exception" and self.events < MAX_EXCEPTION_EVENTS:
             self.events += 1
             exc = arg[1]
@@ -113,10 +116,12 @@ class _SwallowWatch:
         return self._local
 
     def install(self) -> None:
+        self.active = True
         threading.settrace(self._global)
         sys.settrace(self._global)
 
     def remove(self) -> None:
+        self.active = False
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
 
