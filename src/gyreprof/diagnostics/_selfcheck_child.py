@@ -13,9 +13,12 @@ Each stage appends one JSON line to EVENTS_FILE (``build``, ``built``, ``call``,
 ``done`` or ``error``), so the parent knows how far a hung check got.
 
 During the call, the exceptions raised and caught inside it (swallowed by a broad
-``except``) are collected with ``sys.settrace`` / ``threading.settrace`` exception
-events (every Python version; line events are switched off, so a frame costs one
-call event): for each, its type, message, the file:line that raised it and the
+``except``) are collected: on 3.12+ with ``sys.monitoring`` ``RAISE`` and
+``EXCEPTION_HANDLED`` events (free until something raises); on 3.10-3.11, or where
+every monitoring tool id is taken, with ``sys.settrace`` / ``threading.settrace``
+exception events (line events switched off, yet every Python call pays for a trace
+call: a call-heavy sampler runs several times slower under the check, and its
+``call_s`` says so). For each, its type, message, the file:line that raised it and the
 file:line of the last frame it reached, where it was caught. Bounded: at most
 :data:`MAX_EXCEPTION_EVENTS` events are looked at and :data:`MAX_SWALLOWED` distinct
 exceptions kept, with a count each; those caught inside the standard library
@@ -117,13 +120,94 @@ class _SwallowWatch:
 
     def install(self) -> None:
         self.active = True
+        try:
+            if self._monitor_install():
+                return
+        except Exception:  # an interpreter whose sys.monitoring differs: trace instead
+            self._tool = None
         threading.settrace(self._global)
         sys.settrace(self._global)
 
     def remove(self) -> None:
         self.active = False
+        if self._tool is not None:
+            self._monitor_remove()
+            return
         sys.settrace(None)
         threading.settrace(None)  # type: ignore[arg-type]
+
+    # -- 3.12+: sys.monitoring RAISE / EXCEPTION_HANDLED (no cost until something raises)
+    _tool: int | None = None
+
+    @property
+    def how(self) -> str:
+        """The hook in use: ``sys.monitoring`` or ``sys.settrace`` (which slows the call)."""
+        return "sys.monitoring" if self._tool is not None else "sys.settrace"
+
+    def _monitor_install(self) -> bool:
+        mon: Any = getattr(sys, "monitoring", None)
+        if mon is None:
+            return False
+        for tool in (mon.DEBUGGER_ID, mon.PROFILER_ID, 3, 4):
+            try:
+                mon.use_tool_id(tool, "gyreprof-selfcheck")
+            except ValueError:
+                continue  # taken by a debugger, coverage or a profiler
+            try:
+                ev = mon.events
+                mon.register_callback(tool, ev.RAISE, self._on_raise)
+                mon.register_callback(tool, ev.EXCEPTION_HANDLED, self._on_handled)
+                mon.set_events(tool, ev.RAISE | ev.EXCEPTION_HANDLED)
+            except Exception:
+                mon.free_tool_id(tool)
+                return False
+            self._tool = tool
+            return True
+        return False
+
+    def _monitor_remove(self) -> None:
+        mon: Any = sys.monitoring  # type: ignore[attr-defined,unused-ignore]
+        tool, self._tool = self._tool, None
+        try:
+            mon.set_events(tool, 0)
+            mon.register_callback(tool, mon.events.RAISE, None)
+            mon.register_callback(tool, mon.events.EXCEPTION_HANDLED, None)
+            mon.free_tool_id(tool)
+        except Exception:
+            pass
+
+    @staticmethod
+    def _code_where(code: Any, offset: int) -> str:
+        line = None
+        for start, end, lineno in code.co_lines():
+            if start <= offset < end:
+                line = lineno
+                break
+        return f"{code.co_filename}:{line if line is not None else '?'}"
+
+    def _on_raise(self, code: Any, offset: int, exc: BaseException) -> None:
+        try:  # a callback that raised would raise into the sampler's code
+            if not self.active or self.events >= MAX_EXCEPTION_EVENTS:
+                return
+            self.events += 1
+            if isinstance(exc, _NOT_SWALLOWED):
+                return
+            known = self._live.get(id(exc))
+            if (known is None or known[0] is not exc) and len(self._live) < MAX_EXCEPTION_EVENTS:
+                here = self._code_where(code, offset)
+                self._live[id(exc)] = (exc, here, here)
+        except Exception:
+            pass
+
+    def _on_handled(self, code: Any, offset: int, exc: BaseException) -> None:
+        try:
+            if not self.active:
+                return
+            known = self._live.get(id(exc))
+            if known is not None and known[0] is exc:
+                self._live[id(exc)] = (exc, known[1], self._code_where(code, offset))
+        except Exception:
+            pass
 
     def swallowed(self, escaped: BaseException | None) -> list[dict[str, Any]]:
         """The exceptions caught inside the call, alike ones counted together."""
@@ -348,6 +432,7 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
             call_s=time.perf_counter() - t1,
             swallowed=watch.swallowed(exc),
         ) from None
+    how = watch.how
     watch.remove()
     call_s = time.perf_counter() - t1
     count, rule, how = count_of(result)
@@ -360,6 +445,7 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
         count_rule=rule,
         counted_as=how,
         swallowed=watch.swallowed(None),
+        exception_watch=how,
         result_fields=fields_of(result) if not count else [],
     )
 

@@ -92,6 +92,7 @@ class SelfCheckResult:
     # exceptions raised and caught inside the call: type, message, raised_at, caught_at, count
     swallowed: list[dict[str, Any]] | None = None
     result_fields: list[str] | None = None  # an empty result's top-level keys / fields
+    exception_watch: str | None = None  # the hook that watched the call (settrace slows it)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,9 +111,12 @@ class SelfCheckResult:
             lines.append(built)
             lines.append(f"  endpoint: {self.endpoint}" if self.endpoint else "  endpoint: none")
         if self.status in ("ok", "empty"):
+            timed = f"{self.call_s:.3f} s"
+            if self.exception_watch == "sys.settrace":
+                timed += " (with the exception watch on: sys.settrace slows Python calls)"
             lines.append(
                 f"  {self.method or 'call'}() returned {self.result_type}, count {self.count} "
-                f"({self.counted_as}) in {self.call_s:.3f} s"
+                f"({self.counted_as}) in {timed}"
             )
             lines.append(
                 f"  counted by rule: {self.count_rule} (the same reading as gyreprof sweep)"
@@ -348,6 +352,9 @@ def _result(
                 counted_as=ev.get("counted_as"),
                 swallowed=_swallowed(ev.get("swallowed")),
                 result_fields=_strings(ev.get("result_fields")),
+                exception_watch=(
+                    str(ev["exception_watch"])[:40] if ev.get("exception_watch") else None
+                ),
             )
         elif name == "error":
             info.update(
