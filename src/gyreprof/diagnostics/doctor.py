@@ -90,6 +90,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -1265,13 +1266,11 @@ def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
             st = os.stat(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
-        import stat as _stat
-
-        if _stat.S_ISREG(st.st_mode):
+        if stat.S_ISREG(st.st_mode):
             if st.st_size != 0:
                 continue
             what = target
-        elif _stat.S_ISFIFO(st.st_mode):
+        elif stat.S_ISFIFO(st.st_mode):
             if wrote is None:
                 try:
                     wrote = int(getattr(proc.io_counters(), "write_chars", -1))
