@@ -158,6 +158,9 @@ def test_blocked_on_socket_recv_nobody_writes_to() -> None:
         assert main.waits_on is not None
         assert str(port) in main.waits_on, main.waits_on
         assert any(str(port) in e for e in d.evidence)
+        # connected, no bytes moving: the peer is probed, and it does listen
+        assert any(f"127.0.0.1:{port} (connected, no bytes moving)" == e for e in d.endpoints)
+        assert any(f"127.0.0.1:{port} answers" in p for p in d.probes), d.probes
 
 
 def test_an_idle_process_reading_a_stream_is_busy_not_blocked() -> None:
@@ -309,7 +312,8 @@ def test_retrying_finding_from_live_counters(tmp_path: Path) -> None:
         time.sleep(0.3)
         d = doctor(proc.pid, interval_s=0.8, stacks=False)
     assert d.progress_source == "live", str(d)
-    assert d.state == "blocked"
+    assert d.state == "retrying"  # a retry counter rising while the step counter stands
+    assert d.exit_code == EXIT_CODES["retrying"] == 7
     assert d.retrying
     assert d.counter_rates.get("retry", 0.0) > 0.0
     assert any(e.startswith("retrying") for e in d.evidence)

@@ -149,3 +149,43 @@ def test_selfcheck_on_the_rollout_client_example() -> None:
     assert r.exit_code == 0, str(r)
     assert r.count == 3
     assert r.endpoint is not None and r.endpoint.startswith("http://127.0.0.1:")
+
+
+# ------------------------------------------------------------------ hidden failures
+def _np2() -> bool:
+    np = pytest.importorskip("numpy")
+    return not hasattr(np, "float_")
+
+
+def test_swallowed_attribute_error_inside_the_sampler_is_named() -> None:
+    """Every call raised inside sample() and was swallowed; the old check said only
+    EMPTY RESULT."""
+    if not _np2():
+        pytest.skip("needs NumPy 2 (np.float_ removed)")
+    r = selfcheck("sc_swallow:make_swallowing", cwd=PROCS, timeout_s=30)
+    assert r.status == "empty" and r.exit_code == 2
+    assert r.swallowed, str(r)
+    top = r.swallowed[0]
+    assert top["type"] == "AttributeError" and "float_" in top["message"]
+    assert top["count"] == 4
+    assert top["caught_at"].startswith(str(PROCS / "sc_swallow.py") + ":")
+    assert "numpy" in top["raised_at"]
+    text = str(r)
+    assert "4 exceptions raised and swallowed inside sample()" in text
+    assert "4 x AttributeError" in text
+
+
+def test_empty_result_shows_its_fields_the_server_answered_under_another_key() -> None:
+    r = selfcheck("sc_swallow:make_other_key", cwd=PROCS, timeout_s=30)
+    assert r.status == "empty" and r.count == 0
+    assert r.result_fields is not None
+    assert "samples (list, 0 items)" in r.result_fields
+    assert "data (list, 8 items)" in r.result_fields
+    assert "another key" in str(r)
+    assert not r.swallowed  # nothing raised: the data simply came under "data"
+
+
+def test_ok_result_counts_no_swallowed_exceptions_from_the_standard_library() -> None:
+    r = check("make_ok", kwargs={"batch_size": 3})
+    assert r.status == "ok" and r.swallowed == []
+    assert r.result_fields == []

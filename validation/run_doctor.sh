@@ -16,3 +16,5 @@ probe() {  # name, then the target's stdout destination
 probe sb3_file "$OUT/sb3_train.log" sb3
 probe sb3_null /dev/null sb3
 probe spin_null /dev/null spin
+probe refused_file "$OUT/refused.log" refused
+probe poll_null /dev/null poll

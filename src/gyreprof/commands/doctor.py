@@ -1,4 +1,5 @@
-"""``gyreprof doctor PID``: is the process gone, spinning, blocked, busy or progressing -- and why."""
+"""``gyreprof doctor PID``: is the process gone, spinning, blocked, busy, retrying or
+progressing -- and why."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from gyreprof.commands import _args
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "doctor",
-        help="why nothing moves: is a process absent, spinning, blocked, busy or progressing",
+        help=(
+            "why nothing moves: is a process absent, spinning, blocked, busy, retrying or "
+            "progressing"
+        ),
         description=(
             "Observe process PID over --interval seconds and classify it from evidence: "
             "absent (no such process; with --log, the log's last lines), spinning (CPU busy, "
@@ -25,11 +29,18 @@ def register(subparsers: Any) -> None:
             "/proc: stdout/stderr redirected to a file and files open for writing (their "
             "growth is progress; their silence is not taken as a stall). CPU time alone "
             "never counts as progress. "
-            "Also: thread-count trend, event counters with their rate, a 'retrying' finding, "
-            "and py-spy stacks when py-spy is installed."
+            "The lines the log and the found stdout/stderr gained are read: only failure "
+            "lines (connection refused, timeouts, HTTP 5xx/4xx, empty results, retries, "
+            "tracebacks) and no progress line is retrying, which names the kind, the count, "
+            "the last line and the endpoint; endpoints it is stuck on are probed with one TCP "
+            "connect (loopback or its own peers only). "
+            "Also: thread-count trend, event counters with their rate, "
+            "and py-spy stacks when py-spy is found (PATH, beside this Python, or in the "
+            "target's virtualenv)."
         ),
         epilog=(
-            "exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, 2 bad command line"
+            "exit codes: 0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, 7 retrying, "
+            "2 bad command line"
         ),
     )
     parser.add_argument("pid", type=_args.pid, metavar="PID", help="the process to examine")
@@ -50,6 +61,29 @@ def register(subparsers: Any) -> None:
         help="observe for S seconds (default 2.0; longer for a loop that logs rarely)",
     )
     parser.add_argument(
+        "--progress",
+        metavar="REGEX",
+        default=None,
+        help="a regular expression for the process's own progress lines (besides step, loss, "
+        "iteration and rate lines)",
+    )
+    parser.add_argument(
+        "--probe",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="also GET this health URL (loopback or an address the process is connected to); "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--quiet-after",
+        type=_args.seconds(),
+        default=300.0,
+        metavar="S",
+        help="a busy process whose found output has not changed for S seconds is spinning "
+        "(default 300)",
+    )
+    parser.add_argument(
         "--no-stacks", action="store_true", help="do not run py-spy dump on a stuck process"
     )
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
@@ -66,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
             interval_s=args.interval,
             step_file=args.step_file,
             stacks=not args.no_stacks,
+            progress=args.progress,
+            probe=args.probe,
+            quiet_after_s=args.quiet_after,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

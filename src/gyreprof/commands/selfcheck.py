@@ -21,7 +21,10 @@ def register(subparsers: Any) -> None:
             "process started in the current folder, print its endpoint if it has one, call "
             "its METHOD once and print the result's type, its sample count and the rule that "
             "counted it (the reading gyreprof sweep uses: an int is the number of samples, "
-            "an array its first dimension, a list its length), and the elapsed time. A call "
+            "an array its first dimension, a list its length), and the elapsed time; the "
+            "exceptions raised and swallowed inside the call (type, message, where raised, "
+            "where caught); for an empty result, the returned object's top-level keys or "
+            "fields with their sizes (the server answered under another key). A call "
             "that does not return within --timeout is abandoned (every thread's stack is "
             "printed), so the command never hangs."
         ),

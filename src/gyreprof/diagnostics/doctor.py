@@ -1,5 +1,5 @@
 """Why does nothing move?  Classify a process from evidence: absent, spinning, blocked,
-busy, progressing.
+busy, retrying, progressing.
 
 ``doctor(pid, log=None, interval_s=2.0)`` looks at the process several times
 over ``interval_s`` seconds (psutil everywhere; ``/proc`` on Linux for each
@@ -11,22 +11,37 @@ returns a :class:`ProcessDiagnosis`:
                  buffering is the usual cause.
 ``spinning``     alive, burning CPU (at least ``SPIN_CPU_SHARE`` of one core, or runnable
                  at ``BUSY_RUNNING_SHARE`` of the looks), and the
-                 live segment, ``step_file=`` or ``log=`` shows no progress.
+                 live segment, ``step_file=`` or ``log=`` shows no progress; or busy
+                 while the output files found have not changed for ``quiet_after_s``
+                 (default 5 min); or *low-CPU spinning*: a loop that wakes often
+                 (``POLL_WAKEUPS_PER_S``, in short sleeps or polls) with little CPU,
+                 moving no data and making no progress (a poll loop on an empty queue),
+                 with or without ``log=``.
 ``blocked``      alive, little CPU, no progress; each thread's kernel wait channel and
                  system call (and the socket or file it waits on) where readable.
 ``busy``         alive, burning CPU, and no progress signal at all: nothing tells useful
                  work from a loop that spins (pass ``--log`` or publish a live segment).
-``progressing``  the step counter, the log or a file the process writes advances.
+``retrying``     alive and adding lines, but only failure lines (connection refused,
+                 timeouts, HTTP 5xx/4xx, empty results, retry/backoff, tracebacks) and
+                 no progress line; or a retry-like live counter rises while the step
+                 counter does not; or the thread count grows and the new threads all
+                 wait on the same thing. Names the kind, the count, the last line and
+                 the endpoint a line gives; the endpoints are probed (see below).
+``progressing``  the step counter, the launcher's records, or progress lines (step, loss,
+                 iteration, rate, or ``progress=`` REGEX) in the log or a file the
+                 process writes. Growth alone is not progress when the lines it added
+                 are failures.
 
 Progress evidence, best first (the diagnosis says which one it used):
 
 1. a gyreprof live segment published by the process (``gyreprof.live``): its step
    counter, open phase and event counters;
 2. ``step_file=``: a file whose whole content is the step counter as an integer;
-3. ``log=``: the log file's size and modification time;
+3. ``log=``: the log file's size and modification time, and the lines it gained;
 4. found without being named (Linux ``/proc``): the process's stdout and stderr when
    redirected to a regular file, and the other regular files it holds open for
-   writing (logs, TensorBoard event files, checkpoints). One that grows is progress.
+   writing (logs, TensorBoard event files, checkpoints). One that grows is progress
+   (unless the lines stdout / stderr gained are only failures).
    One that does not grow is *not* taken as proof of a stall -- a training loop may
    print once a minute -- so a busy process whose found files stay quiet is ``busy``
    (the files are listed), not ``spinning``; name the file with ``log=`` to make its
@@ -34,10 +49,26 @@ Progress evidence, best first (the diagnosis says which one it used):
 5. otherwise nothing: a busy process is ``busy``, an idle one ``blocked``.  CPU time
    alone never counts as progress, since a busy loop burns CPU too.
 
+Under ``gyreprof run`` the launcher records env steps and trainer phases in live
+segments without marking sampler steps: the events it records are the progress
+evidence there (never advice to wait longer for step marks that cannot come).
+
+Lines read: what the log and the stdout / stderr files found gained during the
+observation, at most ``_loglines.MAX_READ_BYTES`` per file, lines cut at
+``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout / stderr is a
+file or a pipe, that has written nothing and runs without ``-u`` or
+``PYTHONUNBUFFERED``, is said to be block-buffered.
+
+Endpoint probes: each endpoint the process is connecting to (``SYN_SENT``) or
+connected to with no bytes moving, and each endpoint named in failure lines,
+gets one TCP connect (loopback and the process's own peers only; see
+:mod:`gyreprof.diagnostics._probe`); ``probe=`` URLs get an HTTP GET.
+
 Also reported: the thread-count trend across the samples (a growing count suggests
 a retry storm or a thread leak), a ``retrying`` finding when a retry-like counter of
 the live segment moves while the step counter does not, and Python stacks from
-``py-spy dump`` when ``py-spy`` is on ``PATH`` (otherwise how to get them).
+``py-spy dump`` when ``py-spy`` is found (on ``PATH``, beside ``sys.executable`` or in
+the target's own virtualenv; otherwise how to get them).
 
 Exit codes (``ProcessDiagnosis.exit_code`` and ``gyreprof doctor``):
 
@@ -47,6 +78,7 @@ absent         3
 blocked        4
 spinning       5
 busy           6
+retrying       7
 =============  ====
 
 (2 is left to command-line errors, 1 to unexpected failures.)
@@ -55,9 +87,12 @@ busy           6
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
+import stat
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,19 +104,20 @@ import psutil
 from gyreprof import _io
 from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
-from gyreprof.diagnostics import _procfs
+from gyreprof.diagnostics import _loglines, _probe, _procfs
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
     from gyreprof._block import Progress
 
 DIAGNOSIS_FORMAT = "gyreprof.doctor/1"
-STATES = ("absent", "spinning", "blocked", "busy", "progressing")
+STATES = ("absent", "spinning", "blocked", "busy", "retrying", "progressing")
 EXIT_CODES: dict[str, int] = {
     "progressing": 0,
     "absent": 3,
     "blocked": 4,
     "spinning": 5,
     "busy": 6,
+    "retrying": 7,
 }
 
 #: No progress (or no progress signal) and at least this share of one core busy ->
@@ -99,8 +135,31 @@ MAIN_WAKEUPS_PER_S = 5.0
 IDLE_CPU_SHARE = 0.05
 #: At or above this share of one core a process is called busy in the evidence.
 BUSY_CPU_SHARE = 0.5
+#: Main-thread wakeups a second, in short sleeps or polls, that make an idle process
+#: with no progress a low-CPU spin (a 50 ms poll loop wakes 20 times a second).
+POLL_WAKEUPS_PER_S = 10.0
+#: A busy process whose found output has not changed for this long is spinning.
+QUIET_AFTER_S = 300.0
+#: New threads (at least this many) all waiting on one thing while no progress: retrying.
+RETRY_NEW_THREADS = 3
+_SLEEP_CALLS = frozenset(
+    {
+        "nanosleep",
+        "clock_nanosleep",
+        "poll",
+        "ppoll",
+        "select",
+        "pselect6",
+        "epoll_wait",
+        "epoll_pwait",
+        "epoll_pwait2",
+        "futex",
+    }
+)
 
-_RETRY_WORDS = ("retr", "reconnect", "timeout")
+#: live counters whose name holds one of these count failed attempts (retry, timeouts,
+#: refused, backoff, failures, empty batches, errors)
+_RETRY_WORDS = ("retr", "reconnect", "timeout", "refus", "backoff", "fail", "empty", "error")
 _LOG_TAIL_LINES = 20
 _PY_SPY_TIMEOUT_S = 20.0
 
@@ -136,8 +195,14 @@ class ProcessDiagnosis:
     """The doctor's answer for one process.
 
     ``state`` is one of ``absent``, ``spinning``, ``blocked``, ``busy``,
-    ``progressing``; ``evidence`` lists, in plain words, what was seen;
-    ``exit_code`` is the state's exit code (see the module docstring).
+    ``retrying`` (alive, adding only failure / retry lines, retry counters or
+    threads waiting on one thing: exit code 7), ``progressing``; ``evidence``
+    lists, in plain words, what was seen; ``exit_code`` is the state's exit code
+    (0 progressing, 3 absent, 4 blocked, 5 spinning, 6 busy, 7 retrying).
+    ``failure_lines`` counts the failure lines read by kind, ``progress_lines`` the
+    progress lines (None: no lines read), ``last_failure`` quotes the last failure
+    line, ``endpoints`` lists the endpoints named or seen stuck, ``probes`` what
+    probing them found.
     ``cpu_share`` is CPU seconds per wall second over the observation (1.0 = one
     core); ``progress_source`` is the evidence used: ``"live"``, ``"step_file"``,
     ``"log"``, ``"files"`` (files found open for writing) or ``"none"`` (no
@@ -168,6 +233,11 @@ class ProcessDiagnosis:
     stacks: str | None = None
     stacks_hint: str | None = None
     watched: list[str] = field(default_factory=list)
+    failure_lines: dict[str, int] = field(default_factory=dict)
+    progress_lines: int | None = None
+    last_failure: str | None = None
+    endpoints: list[str] = field(default_factory=list)
+    probes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field, format ``gyreprof.doctor/1``."""
@@ -188,7 +258,7 @@ class ProcessDiagnosis:
             head += f" ({shorten(self.command, 80)})"
         lines = [f"{head}: {self.state.upper()}  (exit code {self.exit_code})"]
         lines += [f"  - {e}" for e in self.evidence]
-        if self.threads and self.state in ("blocked", "spinning", "busy"):
+        if self.threads and self.state in ("blocked", "spinning", "busy", "retrying"):
             lines.append(f"threads ({len(self.threads)}):")
             lines += [f"  {line}" for line in _thread_lines(self.threads)]
         if self.log_tail:
@@ -245,6 +315,7 @@ class _Sample:
     io_chars: int | None = None  # bytes read + written through read/write calls (files, pipes)
     children_cpu_s: float | None = None  # CPU time of its live child processes
     wakeups: int | None = None  # times the main thread was woken from a wait
+    launcher: dict[str, int] | None = None  # gyreprof run's recorded events by phase
 
 
 class _Gone(Exception):
@@ -381,6 +452,7 @@ def _sample(
     log: Path | None,
     step_file: Path | None,
     t0: float,
+    launcher: bool = False,
 ) -> _Sample:
     try:
         with proc.oneshot():
@@ -414,7 +486,53 @@ def _sample(
         io_chars=io_chars,
         children_cpu_s=children_cpu_s,
         wakeups=_procfs.main_thread_wakeups(pid),
+        launcher=_launcher_events(pid) if launcher else None,
     )
+
+
+#: the live segments ``gyreprof run`` publishes are named ``gyreprof-run-<id>:<side>``
+_LAUNCHER_PREFIX = "gyreprof-run-"
+
+
+def _launcher_events(pid: int) -> dict[str, int] | None:
+    """Events recorded so far in the live segments ``gyreprof run`` publishes for ``pid``,
+    by phase (``env_step``, ``wait``, ...) and ``"(trainer steps)"``; None without any.
+
+    The launcher times env steps and trainer phases but marks no sampler steps, so
+    these counts, not the step counter, say whether such a process moves.
+    """
+    try:
+        import gyreprof.live as live
+        from gyreprof.live.reader import list_segments
+    except ImportError:
+        return None
+    try:
+        entries = [
+            e
+            for e in list_segments(pid)
+            if e.alive and e.error is None and (e.name or "").startswith(_LAUNCHER_PREFIX)
+        ]
+    except (OSError, ValueError):
+        return None
+    if not entries:
+        return None
+    out: dict[str, int] = {}
+    for e in entries[:64]:
+        try:
+            reader = live.attach(e.path)  # type: ignore[attr-defined,unused-ignore]
+            try:
+                snap = reader.snapshot(windows=False)
+            finally:
+                reader.close()
+        except Exception:  # a segment torn or gone between list and read: skip it
+            continue
+        for i, name in enumerate(snap.phases):
+            n = int(snap.stat[i, 0]) + int(snap.warm[i, 0])
+            out[name] = out.get(name, 0) + n
+        if (e.name or "").endswith(":trainer"):
+            key = "(trainer steps)"
+            out[key] = out.get(key, 0) + int(snap.totals.get("steps_completed", 0))
+    return out
 
 
 def _io_and_children(proc: psutil.Process) -> tuple[int | None, float | None]:
@@ -458,8 +576,35 @@ def _thread_trend(counts: Sequence[int]) -> str:
     return "steady"
 
 
-def _py_spy(pid: int) -> tuple[str | None, str]:
+def _find_py_spy(pid: int) -> str | None:
+    """py-spy on ``PATH``, beside ``sys.executable``, or in the target's own virtualenv
+    (its interpreter's bin folder, unresolved, or ``$VIRTUAL_ENV/bin`` of its
+    environment): installed but not activated is still found."""
     exe = shutil.which("py-spy")
+    if exe is not None:
+        return exe
+    name = "py-spy.exe" if os.name == "nt" else "py-spy"
+    folders: list[Path] = [Path(sys.executable).parent]
+    try:
+        proc = psutil.Process(pid)
+        argv0 = (proc.cmdline() or [""])[0]
+        if os.path.isabs(argv0):
+            folders.append(Path(argv0).parent)  # a venv's bin/python is a link: keep the link
+        folders.append(Path(proc.exe()).parent)
+        venv = proc.environ().get("VIRTUAL_ENV")
+        if venv:
+            folders.append(Path(venv) / "bin")
+    except (psutil.Error, OSError):
+        pass
+    for folder in folders:
+        candidate = folder / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def _py_spy(pid: int) -> tuple[str | None, str]:
+    exe = _find_py_spy(pid)
     if exe is None:
         return None, (
             "py-spy is not installed (pip install py-spy, then: py-spy dump --pid "
@@ -548,6 +693,10 @@ def doctor(
     step_file: str | os.PathLike[str] | None = None,
     samples: int = 5,
     stacks: bool = True,
+    progress: str | None = None,
+    probe: Sequence[str] = (),
+    quiet_after_s: float = QUIET_AFTER_S,
+    probe_timeout_s: float = _probe.PROBE_TIMEOUT_S,
 ) -> ProcessDiagnosis:
     """Observe process ``pid`` for ``interval_s`` seconds and say whether it is absent,
     spinning, blocked, busy or progressing, with the evidence.
@@ -558,10 +707,16 @@ def doctor(
     for writing): their growth is progress, their silence is not taken as a stall.  ``step_file``: a file holding the step counter as an
     integer.  ``samples``: how many looks spread over the interval (at least 2; the
     thread-count trend uses all of them).  ``stacks``: run ``py-spy dump`` on a
-    spinning or blocked process when py-spy is installed.
+    spinning or blocked process when py-spy is installed.  ``progress``: a regular
+    expression that marks the process's own progress lines (beside the step / loss /
+    iteration / rate lines recognised anyway).  ``probe``: health URLs to GET (loopback
+    or the process's peers only).  ``quiet_after_s``: a busy process whose found output
+    has not changed for this long is spinning.  ``probe_timeout_s``: how long each
+    endpoint probe waits.
 
     Raises ``ValueError`` for a pid that is not a positive integer, a non-positive
-    interval, or a log / step file path that is a directory or unreadable.  A
+    interval, a log / step file path that is a directory or unreadable, a bad
+    ``progress`` expression or ``probe`` URL.  A
     missing process is not an error: it is the ``absent`` state.
     """
     pid = _check_pid(pid)
@@ -572,6 +727,14 @@ def doctor(
     log_path = _check_file_arg(log, "log")
     step_path = _check_file_arg(step_file, "step_file")
     interval_s = float(interval_s)
+    progress_rx = _loglines.compile_progress(progress)
+    if isinstance(probe, str):
+        probe = [probe]
+    urls = [_probe.check_url(u) for u in probe]
+    for name, value in (("quiet_after_s", quiet_after_s), ("probe_timeout_s", probe_timeout_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    opts = _Options(progress_rx, urls, float(quiet_after_s), float(probe_timeout_s))
 
     try:
         proc = psutil.Process(pid)
@@ -594,7 +757,8 @@ def doctor(
             if i:
                 target = t0 + interval_s * i / (samples - 1)
                 time.sleep(max(0.0, target - time.monotonic()))
-            taken.append(_sample(proc, pid, live, log_path, step_path, t0))
+            edge = i in (0, samples - 1)
+            taken.append(_sample(proc, pid, live, log_path, step_path, t0, launcher=edge))
     except _Gone:
         live.close()
         if taken:
@@ -607,8 +771,16 @@ def doctor(
     live.close()
     sockets = _socket_map(proc)
     return _classify(
-        pid, command, interval_s, taken, live, log_path, step_path, sockets, proc, stacks
+        pid, command, interval_s, taken, live, log_path, step_path, sockets, proc, stacks, opts
     )
+
+
+@dataclass(frozen=True)
+class _Options:
+    progress_rx: re.Pattern[str] | None = None
+    urls: Sequence[str] = ()
+    quiet_after_s: float = QUIET_AFTER_S
+    probe_timeout_s: float = _probe.PROBE_TIMEOUT_S
 
 
 @dataclass
@@ -620,6 +792,34 @@ class _Progress:
     evidence: list[str]
     steps: tuple[int, int] | None = None
     watched: list[str] = field(default_factory=list)
+
+
+def _launcher_progress(first: _Sample, last: _Sample, wall_s: float) -> _Progress | None:
+    """Progress from what ``gyreprof run`` records (env steps, trainer phases): it marks no
+    sampler steps, so moving event counts are the evidence. None where it recorded nothing."""
+    if last.launcher is None or not any(last.launcher.values()):
+        return None
+    before = first.launcher or {}
+    moved = {
+        k: v - before.get(k, 0)
+        for k, v in last.launcher.items()
+        if v > before.get(k, 0) and k != "(trainer steps)"
+    }
+    tsteps = last.launcher.get("(trainer steps)", 0) - before.get("(trainer steps)", 0)
+    if moved:
+        shown = ", ".join(
+            f"{k} {n} ({n / wall_s:.1f}/s)" for k, n in sorted(moved.items(), key=lambda kv: -kv[1])
+        )
+        words = f"gyreprof run's records: {shown} in {wall_s:.1f} s"
+        if tsteps > 0:
+            words += f"; {tsteps} trainer steps"
+        return _Progress("live", True, [words])
+    total = sum(v for k, v in last.launcher.items() if k != "(trainer steps)")
+    words = (
+        f"gyreprof run's records: no env step or trainer phase recorded in {wall_s:.1f} s "
+        f"({total} recorded before)"
+    )
+    return _Progress("live", False, [words])
 
 
 def _live_progress(first: _Sample, last: _Sample, wall_s: float) -> _Progress | None:
@@ -677,6 +877,8 @@ def _log_progress(
     if grown:
         delta = last.log_size - (first.log_size or 0)
         words = f"log {str(log)!r} grew by {delta} bytes in {wall_s:.1f} s"
+    elif last.log_size == 0:
+        words = f"log {str(log)!r} never written: still empty after {wall_s:.1f} s"
     else:
         age_s = max(0.0, time.time() - (last.log_mtime_ns or 0) / 1e9)
         words = (
@@ -743,15 +945,18 @@ def _progress(
 ) -> _Progress:
     """The best progress evidence available, best first (see the module docstring)."""
     first, last = taken[0], taken[-1]
+    launcher = _launcher_progress(first, last, wall_s)
+    if launcher is not None and launcher.progressed:
+        return launcher
     for found in (
-        _live_progress(first, last, wall_s),
+        _live_progress(first, last, wall_s) if launcher is None else None,
         _step_file_progress(first, last, wall_s, step_file),
         _log_progress(first, last, wall_s, log),
         _files_progress(taken, wall_s),
     ):
-        if found is not None:
+        if found is not None and (launcher is None or found.progressed):
             return found
-    return _no_signal(live, log, step_file)
+    return launcher if launcher is not None else _no_signal(live, log, step_file)
 
 
 def _running_share(taken: Sequence[_Sample]) -> float:
@@ -914,6 +1119,215 @@ def _thread_findings(state: str, waits: Sequence[ThreadWait], pid: int) -> list[
     return evidence
 
 
+def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str, int, int]]:
+    """(path, start, end) of what the log and the stdout / stderr files found gained."""
+    first, last = taken[0], taken[-1]
+    regions: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    if log is not None and last.log_size is not None:
+        start = first.log_size or 0
+        if last.log_size > start:
+            regions.append((str(log), start, last.log_size))
+        try:
+            seen.add(os.path.realpath(log))
+        except OSError:
+            pass
+    starts: dict[str, int] = {}
+    for sample in taken:
+        for path, f in sample.files.items():
+            starts.setdefault(path, f.size)
+    for path, f in last.files.items():
+        if "std" not in f.role or os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        if f.size > starts.get(path, f.size):
+            regions.append((path, starts[path], f.size))
+    return regions
+
+
+def _new_thread_wait(
+    first: _Sample, waits: Sequence[ThreadWait], trend: str
+) -> tuple[int, str] | None:
+    """(count, what) when the threads started during the watch all wait on one thing."""
+    if trend != "growing":
+        return None
+    old = {t.tid for t in first.threads}
+    new = [w for w in waits if w.tid not in old]
+    if len(new) < RETRY_NEW_THREADS:
+        return None
+    groups: dict[str, int] = {}
+    for w in new:
+        what = w.waits_on or (f"in {w.syscall}" if w.syscall else None)
+        if what:
+            groups[what] = groups.get(what, 0) + 1
+    if not groups:
+        return None
+    what, n = max(groups.items(), key=lambda kv: kv[1])
+    if n < RETRY_NEW_THREADS or n < 0.8 * len(new):
+        return None
+    return n, what
+
+
+def _poll_spin(
+    taken: Sequence[_Sample], pid: int, wall_s: float, cpu_share: float | None
+) -> str | None:
+    """Words for a low-CPU spin: the main thread wakes often in short sleeps or polls,
+    while little CPU is used and no data moves. None otherwise."""
+    first, last = taken[0], taken[-1]
+    if first.wakeups is None or last.wakeups is None:
+        return None
+    rate = (last.wakeups - first.wakeups) / wall_s
+    if rate < POLL_WAKEUPS_PER_S:
+        return None
+    if first.io_chars is not None and last.io_chars is not None:
+        if last.io_chars - first.io_chars >= IDLE_IO_BYTES:
+            return None
+    if first.children_cpu_s is not None and last.children_cpu_s is not None:
+        if (last.children_cpu_s - first.children_cpu_s) / wall_s >= SPIN_CPU_SHARE:
+            return None
+    calls = [t.syscall for s in taken for t in s.threads if t.tid == pid and t.syscall]
+    if not calls or sum(1 for c in calls if c in _SLEEP_CALLS) < 0.6 * len(calls):
+        return None
+    shown = sorted({c for c in calls if c != "running"}) or ["running"]
+    cpu = _share_words(cpu_share) if cpu_share is not None else "CPU unknown"
+    return (
+        f"spinning (low CPU): the main thread woke {rate:.0f} times a second in short "
+        f"sleeps or polls ({', '.join(shown)}), {cpu}, moving no data and making no "
+        "progress: a loop that keeps finding no work (an empty queue or batch)"
+    )
+
+
+def _quiet_output(last: _Sample, quiet_after_s: float) -> str | None:
+    """Words when every output file found has stayed unchanged for ``quiet_after_s``."""
+    if not last.files:
+        return None
+    found = [f for f in last.files.values() if "std" in f.role] or list(last.files.values())
+    newest = max(f.mtime_ns for f in found) / 1e9
+    age_s = time.time() - newest
+    if age_s < quiet_after_s:
+        return None
+    return (
+        f"busy, yet its output has not changed for {_age_words(age_s)} (quiet after "
+        f"{_age_words(quiet_after_s)}: --quiet-after): spinning"
+    )
+
+
+def _age_words(seconds: float) -> str:
+    if seconds >= 120.0:
+        return f"{seconds / 60.0:.1f} min"
+    return f"{seconds:.1f} s"
+
+
+def _python_unbuffered(argv: Sequence[str], env: Mapping[str, str]) -> bool | None:
+    """Whether a Python command line runs unbuffered (``-u``, ``PYTHONUNBUFFERED``); None
+    when it is not a Python interpreter."""
+    if not argv or not re.fullmatch(r"python[\d.]*[a-z]?(\.exe)?", os.path.basename(argv[0])):
+        return None
+    if env.get("PYTHONUNBUFFERED"):
+        return True
+    takes_value = {"-X", "-W", "--check-hash-based-pycs"}
+    skip = False
+    for arg in argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if arg in takes_value:
+            skip = True
+            continue
+        if not arg.startswith("-") or arg in ("-", "--") or arg.startswith("--"):
+            break
+        letters = arg[1:]
+        for i, ch in enumerate(letters):
+            if ch == "u":
+                return True
+            if ch in "cm":
+                return False  # what follows is the code or the module
+            if ch in "XW":
+                skip = i == len(letters) - 1
+                break
+    return False
+
+
+def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
+    """Words for each stdout / stderr of a live Python process that is a file or a pipe,
+    has received nothing, while the process runs block-buffered."""
+    try:
+        argv = proc.cmdline()
+        env = proc.environ()
+    except (psutil.Error, OSError):
+        return []
+    if _python_unbuffered(argv, env) is not False:
+        return []
+    out: list[str] = []
+    wrote: int | None = None
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            if st.st_size != 0:
+                continue
+            what = target
+        elif stat.S_ISFIFO(st.st_mode):
+            if wrote is None:
+                try:
+                    wrote = int(getattr(proc.io_counters(), "write_chars", -1))
+                except (psutil.Error, AttributeError, NotImplementedError):
+                    wrote = -1
+            if wrote != 0:
+                continue  # something was written somewhere: cannot tell it was not the pipe
+            what = f"a pipe ({target})"
+        else:
+            continue
+        out.append(
+            f"{name} ({what}) never written: output is block-buffered, use `python -u` "
+            "(or PYTHONUNBUFFERED=1) to see what it prints as it prints it"
+        )
+    return out
+
+
+def _stuck_endpoints(
+    proc: psutil.Process, io_moved: int | None
+) -> tuple[list[tuple[str, int, str]], set[str]]:
+    """((host, port, why) of sockets connecting, or connected with no bytes moving), and
+    every remote host the process holds a socket to."""
+    getter = getattr(proc, "net_connections", None) or getattr(proc, "connections", None)
+    if getter is None:
+        return [], set()
+    try:
+        conns = getter(kind="inet")
+    except (psutil.Error, OSError):
+        return [], set()
+    out: list[tuple[str, int, str]] = []
+    peers: set[str] = set()
+    for c in conns:
+        if not c.raddr:
+            continue
+        peers.add(c.raddr.ip)
+        if c.status == "SYN_SENT":
+            out.append((c.raddr.ip, c.raddr.port, "connecting (SYN_SENT)"))
+        elif c.status == "ESTABLISHED" and (io_moved is None or io_moved < IDLE_IO_BYTES):
+            out.append((c.raddr.ip, c.raddr.port, "connected, no bytes moving"))
+    return out, peers
+
+
+def _retry_words(lines: _loglines.LineReport, wall_s: float) -> list[str]:
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(lines.failures.items(), key=lambda kv: -kv[1]))
+    where = ""
+    if lines.endpoints:
+        top = sorted(lines.endpoints.items(), key=lambda kv: -kv[1])
+        where = " against " + ", ".join(str(e) for e, _ in top[:3])
+    words = [
+        f"retrying: the process added {lines.failure_count} failure lines ({kinds}) and no "
+        f"progress line in {wall_s:.1f} s{where}: it keeps failing, not stepping"
+    ]
+    if lines.last_failure is not None:
+        words.append(f"last failure line: {lines.last_failure!r}")
+    return words
+
+
 def _classify(
     pid: int,
     command: str | None,
@@ -925,7 +1339,9 @@ def _classify(
     sockets: Mapping[int, str],
     proc: psutil.Process,
     want_stacks: bool,
+    opts: _Options | None = None,
 ) -> ProcessDiagnosis:
+    opts = opts or _Options()
     first, last = taken[0], taken[-1]
     wall_s = max(last.t_s - first.t_s, 1e-9)
 
@@ -933,22 +1349,98 @@ def _classify(
     if first.cpu_s is not None and last.cpu_s is not None:
         cpu_share = max(0.0, (last.cpu_s - first.cpu_s) / wall_s)
     progress = _progress(taken, wall_s, live, log, step_file)
+    lines = _loglines.read_lines(_line_regions(taken, log), opts.progress_rx)
     evidence = list(progress.evidence)
+    evidence += _loglines.describe(lines)
+    failing_lines = lines.failure_count > 0 and lines.progress == 0
+    if failing_lines and progress.source in ("log", "files") and progress.progressed:
+        # it grew, but with failures only: growth is not progress
+        progress = _Progress(
+            progress.source, False, progress.evidence, progress.steps, progress.watched
+        )
+    elif progress.progressed and lines.failure_count and lines.progress:
+        evidence.append(
+            f"{lines.failure_count} failure line(s) among {lines.progress} progress lines: "
+            "a loop that retries now and then but moves"
+        )
+    elif (
+        progress.progressed
+        and progress.source in ("log", "files")
+        and lines.lines
+        and not lines.progress
+    ):
+        evidence.append(
+            "the lines it added are not recognised as progress (step, loss, iteration, rate); "
+            "pass --progress REGEX to name the process's own"
+        )
     if cpu_share is not None:
         evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
     else:
         evidence.append("CPU time could not be read (permission denied)")
 
     activity = _activity_words(first, last, wall_s)
-    state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid, activity)
-    evidence += why
-    counter_rates, retrying, words = _counter_findings(first, last, wall_s, progress.steps)
-    evidence += words
+    counter_rates, retry_counters, words = _counter_findings(first, last, wall_s, progress.steps)
     counts = [s.num_threads for s in taken if s.num_threads is not None]
     trend = _thread_trend(counts)
-    evidence += _thread_count_words(counts, trend, wall_s)
     waits = _thread_waits(first, last, pid, sockets)
+    thread_retry = _new_thread_wait(first, waits, trend)
+    busy = (cpu_share is not None and cpu_share >= SPIN_CPU_SHARE) or (
+        _running_share(taken) >= BUSY_RUNNING_SHARE
+    )
+
+    state, why = _state(last.status, progress, cpu_share, _running_share(taken), pid, activity)
+    stopped = last.status in (
+        psutil.STATUS_STOPPED,
+        getattr(psutil, "STATUS_TRACING_STOP", "tracing-stop"),
+    )
+    if state != "progressing" and not stopped:
+        if failing_lines:
+            state, why = "retrying", _retry_words(lines, wall_s)
+        elif retry_counters:
+            state = "retrying"
+        elif thread_retry is not None:
+            n, what = thread_retry
+            state, why = (
+                "retrying",
+                [
+                    f"retrying: {n} threads started during the watch all {what}; new attempts "
+                    "pile up waiting on the same thing"
+                ],
+            )
+        elif not busy and (poll := _poll_spin(taken, pid, wall_s, cpu_share)) is not None:
+            state, why = "spinning", [poll]
+        elif (
+            state == "busy"
+            and progress.source == "files"
+            and (quiet := _quiet_output(last, opts.quiet_after_s)) is not None
+        ):
+            state, why = "spinning", [quiet]
+    evidence += why
+    evidence += words
+    evidence += _thread_count_words(counts, trend, wall_s)
     evidence += _thread_findings(state, waits, pid)
+    if state != "progressing":
+        evidence += _block_buffered(pid, proc)
+
+    endpoints: list[str] = []
+    probes: list[str] = []
+    if state not in ("progressing",):
+        io_moved = (
+            last.io_chars - first.io_chars
+            if first.io_chars is not None and last.io_chars is not None
+            else None
+        )
+        stuck, peers = _stuck_endpoints(proc, io_moved)
+        targets: list[tuple[str, int]] = []
+        for host, port, how in stuck:
+            endpoints.append(f"{host}:{port} ({how})")
+            targets.append((host, port))
+        for ep, n in sorted(lines.endpoints.items(), key=lambda kv: -kv[1]):
+            endpoints.append(f"{ep} (named by {n} failure line{'s' if n > 1 else ''})")
+            targets.append((ep.host, ep.port))
+        if targets or opts.urls:
+            probes = _probe.probe_all(pid, targets, peers, opts.urls, opts.probe_timeout_s)
+        evidence += probes
 
     tail: list[str] = []
     if log is not None and log.exists():
@@ -958,7 +1450,7 @@ def _classify(
             evidence.append(f"the log {str(log)!r} could not be read ({exc})")
     stacks: str | None = None
     hint: str | None = None
-    if state in ("blocked", "spinning", "busy"):
+    if state in ("blocked", "spinning", "busy", "retrying"):
         if want_stacks:
             stacks, hint = _py_spy(pid)
         else:
@@ -982,10 +1474,15 @@ def _classify(
         steps=progress.steps,
         open_phase=last.open_phase,
         counter_rates=counter_rates,
-        retrying=retrying,
+        retrying=state == "retrying" or retry_counters,
         log=str(log) if log is not None else None,
         log_tail=tail,
         stacks=stacks,
         stacks_hint=hint,
         watched=progress.watched,
+        failure_lines=dict(lines.failures),
+        progress_lines=lines.progress if lines.lines else None,
+        last_failure=lines.last_failure,
+        endpoints=endpoints,
+        probes=probes,
     )

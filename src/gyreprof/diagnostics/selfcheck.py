@@ -9,7 +9,11 @@
    ``server_url`` attribute, or ``host`` and ``port``);
 2. call ``sampler.<method>()`` once (``method=""`` calls the sampler itself);
 3. report the result's type, its sample count and the rule that counted it, and the
-   elapsed times. The count follows the one reading ``gyreprof sweep`` uses
+   elapsed times; the exceptions raised and swallowed inside the call (a broad
+   ``except`` around a numpy-2 ``AttributeError`` returns an empty batch while every
+   call raised), each with its type, message, where it was raised and where caught;
+   and for an empty result the returned object's top-level keys or fields with their
+   sizes (the server answered under another key). The count follows the one reading ``gyreprof sweep`` uses
    (:mod:`gyreprof._sample_count`): an int is the number of samples (a sampler that
    returns 8 produced 8 samples), an array counts its first dimension, a dict of arrays
    their common length, another sized container its ``len``, ``None`` is 0. A bool,
@@ -85,6 +89,10 @@ class SelfCheckResult:
     error: str | None = None
     traceback: str | None = None
     stacks: str | None = None  # every thread's stack when a timed-out call was abandoned
+    # exceptions raised and caught inside the call: type, message, raised_at, caught_at, count
+    swallowed: list[dict[str, Any]] | None = None
+    result_fields: list[str] | None = None  # an empty result's top-level keys / fields
+    exception_watch: str | None = None  # the hook that watched the call (settrace slows it)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,13 +111,34 @@ class SelfCheckResult:
             lines.append(built)
             lines.append(f"  endpoint: {self.endpoint}" if self.endpoint else "  endpoint: none")
         if self.status in ("ok", "empty"):
+            timed = f"{self.call_s:.3f} s"
+            if self.exception_watch == "sys.settrace":
+                timed += " (with the exception watch on: sys.settrace slows Python calls)"
             lines.append(
                 f"  {self.method or 'call'}() returned {self.result_type}, count {self.count} "
-                f"({self.counted_as}) in {self.call_s:.3f} s"
+                f"({self.counted_as}) in {timed}"
             )
             lines.append(
                 f"  counted by rule: {self.count_rule} (the same reading as gyreprof sweep)"
             )
+        if self.status == "empty" and self.result_fields:
+            lines.append(
+                f"  the empty {self.result_type} has: {', '.join(self.result_fields)} "
+                "(did the server answer under another key?)"
+            )
+        elif self.status == "empty" and self.result_fields is not None:
+            lines.append(f"  the empty {self.result_type} has no keys or fields")
+        if self.swallowed:
+            total = sum(int(s.get("count", 1)) for s in self.swallowed)
+            lines.append(
+                f"  {total} exception{'s' if total != 1 else ''} raised and swallowed inside "
+                f"{self.method or 'the call'}():"
+            )
+            for sw in self.swallowed:
+                lines.append(
+                    f"    {sw.get('count', 1)} x {sw.get('type')}: {sw.get('message')} "
+                    f"(raised at {sw.get('raised_at')}, caught at {sw.get('caught_at')})"
+                )
         if self.error:
             lines.append(f"  error: {self.error}")
         if self.traceback:
@@ -124,6 +153,8 @@ class SelfCheckResult:
             "empty": "EMPTY RESULT",
             "timeout": "TIMED OUT (abandoned)",
         }[self.status]
+        if self.swallowed and self.status != "ok":
+            verdict += " -- see the swallowed exceptions above"
         lines.append(f"result: {verdict} after {self.elapsed_s:.2f} s (exit code {self.exit_code})")
         return "\n".join(lines)
 
@@ -258,6 +289,34 @@ def selfcheck(
     return _result(target, method, events, timed_out, returncode, elapsed_s, stacks, timeout_s)
 
 
+def _strings(value: Any) -> list[str] | None:
+    """A list of strings from the child's event (anything else: None)."""
+    if not isinstance(value, list):
+        return None
+    return [str(v)[:500] for v in value[:50]]
+
+
+def _swallowed(value: Any) -> list[dict[str, Any]] | None:
+    """The child's swallowed-exception records, checked at the boundary."""
+    if not isinstance(value, list):
+        return None
+    out: list[dict[str, Any]] = []
+    for item in value[:50]:
+        if not isinstance(item, dict):
+            continue
+        count = item.get("count", 1)
+        out.append(
+            {
+                "type": str(item.get("type", "?")),
+                "message": str(item.get("message", ""))[:500],
+                "raised_at": str(item.get("raised_at", "?")),
+                "caught_at": str(item.get("caught_at", "?")),
+                "count": count if isinstance(count, int) and not isinstance(count, bool) else 1,
+            }
+        )
+    return out
+
+
 def _result(
     target: str,
     method: str,
@@ -291,10 +350,18 @@ def _result(
                 count=ev.get("count"),
                 count_rule=ev.get("count_rule"),
                 counted_as=ev.get("counted_as"),
+                swallowed=_swallowed(ev.get("swallowed")),
+                result_fields=_strings(ev.get("result_fields")),
+                exception_watch=(
+                    str(ev["exception_watch"])[:40] if ev.get("exception_watch") else None
+                ),
             )
         elif name == "error":
             info.update(
-                error=ev.get("error"), traceback=ev.get("traceback"), call_s=ev.get("call_s")
+                error=ev.get("error"),
+                traceback=ev.get("traceback"),
+                call_s=ev.get("call_s"),
+                swallowed=_swallowed(ev.get("swallowed")),
             )
             stage = str(ev.get("where", stage))
     common: dict[str, Any] = {
