@@ -30,6 +30,7 @@ import numpy as np
 
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve
+from gyreprof.source import is_profiler
 from gyreprof.summary import PhaseStats, Summary
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -345,14 +346,10 @@ class GyreprofCollector:
 
     def _resolved(self) -> Resolved | None:
         src = self._source
-        from gyreprof.export.events import is_profiler
-
-        if is_profiler(src):
-            if not src.recorders:
-                return None  # per_thread=True and no thread has written yet
-        elif callable(src):
+        if not is_profiler(src) and callable(src):
             src = src()
-        return resolve(src, what="a Prometheus scrape", allow_empty=True)
+        res = resolve(src, what="a Prometheus scrape", allow_empty=True)
+        return None if res.nothing_to_read else res  # per_thread=True, no thread wrote yet
 
     def collect(self) -> Iterable[Any]:
         from prometheus_client.core import Metric
