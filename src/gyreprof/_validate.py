@@ -173,3 +173,77 @@ def check_input_path(name: str, value: object) -> Path:
 def _is_real(value: object) -> bool:
     # numbers.Real covers int, float, fractions and numpy's scalars (numpy registers them)
     return isinstance(value, numbers.Real)
+
+
+# -------------------------------------------------------- a Recorder's configuration
+
+#: the largest values the core stores: int64 ns and counts, its ring and window limits
+MAX_INT64 = 2**63 - 1
+MAX_CAPACITY = 1 << 30  # events in the ring (the core's limit)
+MAX_WINDOWS = 1 << 20
+MAX_COUNTERS = 4096
+MAX_WARMUP_S = 1e9  # ~31 years: keeps warm-up in ns inside int64
+CLOCKS = ("monotonic", "tsc", "auto")
+
+
+def check_recorder_config(
+    *,
+    capacity: object,
+    significant_figures: object,
+    lowest_ns: object,
+    highest_ns: object,
+    warmup_steps: object,
+    warmup_s: object,
+    window_steps: object,
+    max_windows: object,
+    max_counters: object,
+    clock: object,
+) -> dict[str, int | str]:
+    """A Recorder's whole configuration, checked in one place: the keyword arguments of
+    ``Recorder(...)`` (warm-up as ``warmup_steps`` / ``warmup_ns``, 0 for none).
+
+    Every check names its argument; bools are refused as ints; the maxima keep each
+    value inside what the core stores (int64 / int), so no OverflowError gets through.
+    """
+    if warmup_steps is not None and warmup_s is not None:
+        raise InvalidValueError("give warmup_steps or warmup_s, not both")
+    low = check_int("lowest_ns", lowest_ns, minimum=1, maximum=MAX_INT64)
+    high = check_int("highest_ns", highest_ns, minimum=1, maximum=MAX_INT64)
+    if high < 2 * low:
+        raise InvalidValueError(
+            f"highest_ns must be at least 2 * lowest_ns, got lowest_ns={low} and highest_ns={high}"
+        )
+    wsteps = 0
+    if warmup_steps is not None:
+        wsteps = check_int("warmup_steps", warmup_steps, minimum=0, maximum=MAX_INT64)
+    wns = 0
+    if warmup_s is not None:
+        ws = check_number("warmup_s", warmup_s, minimum=0.0, maximum=MAX_WARMUP_S, unit="seconds")
+        wns = int(ws * 1e9)
+    if not isinstance(clock, str):
+        raise ArgumentTypeError(
+            f"clock must be 'monotonic', 'tsc' or 'auto', got {type(clock).__name__}"
+        )
+    if clock not in CLOCKS:
+        raise InvalidValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
+    return dict(
+        capacity=check_int("capacity", capacity, minimum=1, maximum=MAX_CAPACITY),
+        significant_figures=check_int(
+            "significant_figures", significant_figures, minimum=1, maximum=5
+        ),
+        lowest_ns=low,
+        highest_ns=high,
+        warmup_steps=wsteps,
+        warmup_ns=wns,
+        window_steps=check_int("window_steps", window_steps, minimum=1, maximum=MAX_INT64),
+        max_windows=check_int("max_windows", max_windows, minimum=1, maximum=MAX_WINDOWS),
+        max_counters=check_int("max_counters", max_counters, minimum=0, maximum=MAX_COUNTERS),
+        clock=clock,
+    )
+
+
+def check_live(value: object) -> bool | str:
+    """``live=``: True, False or the name of a shared-memory segment."""
+    if value is not True and value is not False and not isinstance(value, str):
+        raise ArgumentTypeError(f"live must be True, False or a segment name, got {value!r}")
+    return value

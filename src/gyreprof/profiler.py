@@ -30,7 +30,8 @@ import numpy as np
 from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, monotonic_ns
-from gyreprof._validate import check_int, check_number
+from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
+from gyreprof._validate import check_live, check_recorder_config
 from gyreprof.histogram import STEP
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
 from gyreprof.summary import Summary, default_meta
@@ -39,18 +40,6 @@ from gyreprof.window import Window, windows_from_events
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_PHASES = 255
-_MAX_INT64 = 2**63 - 1
-_MAX_CAPACITY = 1 << 30  # events in the ring (the core's limit)
-_MAX_WINDOWS = 1 << 20
-_MAX_COUNTERS = 4096
-_MAX_WARMUP_S = 1e9  # ~31 years: keeps warm-up in ns inside int64
-
-
-class UnknownPhaseError(KeyError, ValueError):
-    """A phase name the profiler was not given."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class _TimerMap(dict[str, PhaseTimer]):
@@ -348,67 +337,34 @@ class Profiler:
         live: bool | str = False,
     ) -> None:
         self.phases: tuple[str, ...] = _validate_phases(phases)
-        if warmup_steps is not None and warmup_s is not None:
-            raise ValueError("give warmup_steps or warmup_s, not both")
-        # every check names its argument; bools are refused as ints; the maxima keep each
-        # value inside what the core stores (int64 / int), so no OverflowError gets through
-        capacity = check_int("capacity", capacity, minimum=1, maximum=_MAX_CAPACITY)
-        significant_figures = check_int(
-            "significant_figures", significant_figures, minimum=1, maximum=5
+        # a Recorder's configuration is checked in one place (gyreprof._validate)
+        self._rec_kwargs: dict[str, Any] = check_recorder_config(
+            capacity=capacity,
+            significant_figures=significant_figures,
+            lowest_ns=lowest_ns,
+            highest_ns=highest_ns,
+            warmup_steps=warmup_steps,
+            warmup_s=warmup_s,
+            window_steps=window_steps,
+            max_windows=max_windows,
+            max_counters=max_counters,
+            clock=clock,
         )
-        window_steps = check_int("window_steps", window_steps, minimum=1, maximum=_MAX_INT64)
-        max_windows = check_int("max_windows", max_windows, minimum=1, maximum=_MAX_WINDOWS)
-        max_counters = check_int("max_counters", max_counters, minimum=0, maximum=_MAX_COUNTERS)
-        lowest_ns = check_int("lowest_ns", lowest_ns, minimum=1, maximum=_MAX_INT64)
-        highest_ns = check_int("highest_ns", highest_ns, minimum=1, maximum=_MAX_INT64)
-        if highest_ns < 2 * lowest_ns:
-            raise ValueError(
-                f"highest_ns must be at least 2 * lowest_ns, got lowest_ns={lowest_ns} "
-                f"and highest_ns={highest_ns}"
-            )
-        wsteps = 0
-        if warmup_steps is not None:
-            wsteps = check_int("warmup_steps", warmup_steps, minimum=0, maximum=_MAX_INT64)
-        wns = 0
-        if warmup_s is not None:
-            ws = check_number(
-                "warmup_s", warmup_s, minimum=0.0, maximum=_MAX_WARMUP_S, unit="seconds"
-            )
-            wns = int(ws * 1e9)
-        if not isinstance(clock, str):
-            raise TypeError(
-                f"clock must be 'monotonic', 'tsc' or 'auto', got {type(clock).__name__}"
-            )
-        if clock not in ("monotonic", "tsc", "auto"):
-            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
+        live = check_live(live)
         if not isinstance(per_thread, bool):
-            raise TypeError(f"per_thread must be True or False, got {per_thread!r}")
+            raise ArgumentTypeError(f"per_thread must be True or False, got {per_thread!r}")
         if label is not None:
             if not isinstance(label, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"label must be a str or None, got {type(label).__name__} {label!r}"
                     + ("; decode it first (label=x.decode())" if isinstance(label, bytes) else "")
                 )
             try:
                 label.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValueError(
+                raise InvalidValueError(
                     f"label must be text that UTF-8 can encode (no lone surrogates), got {label!r}"
                 ) from None
-        if live is not True and live is not False and not isinstance(live, str):
-            raise TypeError(f"live must be True, False or a segment name, got {live!r}")
-        self._rec_kwargs: dict[str, Any] = dict(
-            capacity=int(capacity),
-            significant_figures=int(significant_figures),
-            lowest_ns=int(lowest_ns),
-            highest_ns=int(highest_ns),
-            warmup_steps=wsteps,
-            warmup_ns=wns,
-            window_steps=int(window_steps),
-            max_windows=int(max_windows),
-            max_counters=int(max_counters),
-            clock=clock,
-        )
         _limits.check_profiler_budget(len(self.phases), **self._rec_kwargs)
         self.per_thread = bool(per_thread)
         self.label = label
@@ -444,8 +400,6 @@ class Profiler:
             self.phase = self._timers.__getitem__  # type: ignore[method-assign,assignment]
         self.live: Any = None
         if live:
-            if live is not True and not isinstance(live, str):
-                raise TypeError(f"live must be True, False or a segment name, got {live!r}")
             from gyreprof.live.publish import publish_profiler
 
             self.live = publish_profiler(self, name=None if live is True else live)

@@ -97,6 +97,7 @@ from typing import Any
 import psutil
 
 from gyreprof._block import block_words
+from gyreprof._errors import GyreprofError
 
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
@@ -122,11 +123,11 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-class UntrustedSegmentError(ValueError):
+class UntrustedSegmentError(GyreprofError, ValueError):
     """A segment that may not be believed: wrong owner, open folder, forged identity."""
 
 
-class SegmentReadError(ValueError):
+class SegmentReadError(GyreprofError, ValueError):
     """A segment that shrank or could not be read while a reader used it."""
 
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import ray
 
+from gyreprof._errors import GyreprofError
+
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
     from gyreprof.snapshot import Snapshot
@@ -28,7 +30,7 @@ CONCURRENCY_GROUP = "gyreprof"
 _C = TypeVar("_C", bound=type)
 
 
-class NoProfilerError(RuntimeError):
+class NoProfilerError(GyreprofError, RuntimeError):
     """Raised inside an actor whose ``gyreprof_snapshot`` has no Profiler to read."""
 
 
