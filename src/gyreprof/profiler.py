@@ -126,8 +126,8 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     In a real loop the work between two boundaries evicts what a boundary touches
     (its lines of the stats block, the ring slot, the timer), so a boundary costs
     about twice what it costs in a tight loop. Each form is timed between copies of
-    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the median
-    of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
+    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the lower
+    quartile of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
     """
     if clock in _FORM_COSTS:
         return _FORM_COSTS[clock]
