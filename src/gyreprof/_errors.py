@@ -18,6 +18,7 @@ __all__ = [
     "InvalidValueError",
     "MissingExtraError",
     "MissingFileError",
+    "MissingKeyError",
     "UnknownPhaseError",
     "UsageError",
 ]
@@ -46,6 +47,14 @@ class ArgumentTypeError(GyreprofError, TypeError):
 
 class MissingFileError(GyreprofError, FileNotFoundError):
     """A file to read that does not exist."""
+
+
+class MissingKeyError(GyreprofError, KeyError):
+    """A key that a result does not hold (a pid not in a census, a value not swept); the
+    message lists the keys it does hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class UnknownPhaseError(GyreprofError, KeyError, ValueError):

@@ -22,6 +22,7 @@ import operator
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, MissingFileError
 
@@ -198,7 +199,7 @@ def check_recorder_config(
     max_windows: object,
     max_counters: object,
     clock: object,
-) -> dict[str, int | str]:
+) -> dict[str, Any]:
     """A Recorder's whole configuration, checked in one place: the keyword arguments of
     ``Recorder(...)`` (warm-up as ``warmup_steps`` / ``warmup_ns``, 0 for none).
 

@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from gyreprof import _io
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.diagnostics import _procfs
@@ -256,9 +257,9 @@ def _check_pid(pid: object) -> int:
         try:
             pid = int(str(pid))
         except ValueError:
-            raise ValueError(f"pid must be a positive integer, got {pid!r}") from None
+            raise InvalidValueError(f"pid must be a positive integer, got {pid!r}") from None
     if pid <= 0:
-        raise ValueError(f"pid must be a positive integer, got {pid}")
+        raise InvalidValueError(f"pid must be a positive integer, got {pid}")
     return pid
 
 
@@ -267,9 +268,11 @@ def _check_file_arg(path: str | os.PathLike[str] | None, what: str) -> Path | No
         return None
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"{what} {str(p)!r} is a directory; pass the file the process writes")
+        raise InvalidValueError(
+            f"{what} {str(p)!r} is a directory; pass the file the process writes"
+        )
     if p.exists() and not os.access(p, os.R_OK):
-        raise ValueError(f"{what} {str(p)!r} is not readable (permission denied)")
+        raise InvalidValueError(f"{what} {str(p)!r} is not readable (permission denied)")
     return p
 
 
@@ -566,9 +569,11 @@ def doctor(
     """
     pid = _check_pid(pid)
     if not (isinstance(interval_s, (int, float)) and interval_s > 0.0):
-        raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
+        raise InvalidValueError(
+            f"interval_s must be a positive number of seconds, got {interval_s!r}"
+        )
     if samples < 2:
-        raise ValueError(f"samples must be at least 2 (one look at each end), got {samples}")
+        raise InvalidValueError(f"samples must be at least 2 (one look at each end), got {samples}")
     log_path = _check_file_arg(log, "log")
     step_path = _check_file_arg(step_file, "step_file")
     interval_s = float(interval_s)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _io
+from gyreprof._errors import InvalidValueError
 from gyreprof._serial import decode, dumps, encode, serial_format
 
 try:
@@ -940,7 +941,7 @@ def _files_to_read(
             continue
         inside = discover(item)
         if not inside:
-            raise ValueError(
+            raise InvalidValueError(
                 f"no requirements*.txt, pyproject.toml or environment.yml in {str(item)!r}; "
                 "pass the files to check"
             )

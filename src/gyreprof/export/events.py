@@ -155,7 +155,7 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
         with np.load(stream, allow_pickle=False) as z:
             missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
             if missing:
-                raise ValueError(f"missing arrays {missing}")
+                raise InvalidValueError(f"missing arrays {missing}")
             events = z["events"]
             tids = z["tids"]
             phases = tuple(str(x) for x in z["phases"].tolist())

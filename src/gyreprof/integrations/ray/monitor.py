@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import ray
 
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_rate
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeout
@@ -174,11 +175,15 @@ class FleetMonitor:
         try:
             iv = float(interval_s)
         except (TypeError, ValueError):
-            raise TypeError(f"interval_s must be a number of seconds, got {interval_s!r}") from None
+            raise ArgumentTypeError(
+                f"interval_s must be a number of seconds, got {interval_s!r}"
+            ) from None
         if not math.isfinite(iv) or iv <= 0:
-            raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
+            raise InvalidValueError(
+                f"interval_s must be a positive number of seconds, got {interval_s!r}"
+            )
         if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
-            raise ValueError(f"max_points must be a positive int, got {max_points!r}")
+            raise InvalidValueError(f"max_points must be a positive int, got {max_points!r}")
         self.interval_s = iv
         self.timeout_s = check_timeout(timeout_s if timeout_s is not None else min(iv, 10.0))
         self.phase = phase
@@ -212,7 +217,7 @@ class FleetMonitor:
         if field_name in ("steps_per_s", "spread", "answered", "interval_steps"):
             return [(p.t_s, float(getattr(p, field_name))) for p in pts]
         if field_name not in ("p50", "p90", "p99", "max", "count"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"unknown series {field_name!r}; use p50, p90, p99, max, count, steps_per_s, "
                 "spread, answered or interval_steps"
             )
