@@ -70,6 +70,7 @@ from gyreprof import _io
 from gyreprof._errors import InvalidValueError
 from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._validate import check_positive_number
 from gyreprof.diagnostics import _procfs
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
@@ -568,10 +569,7 @@ def doctor(
     missing process is not an error: it is the ``absent`` state.
     """
     pid = _check_pid(pid)
-    if not (isinstance(interval_s, (int, float)) and interval_s > 0.0):
-        raise InvalidValueError(
-            f"interval_s must be a positive number of seconds, got {interval_s!r}"
-        )
+    check_positive_number("interval_s", interval_s, unit="seconds")
     if samples < 2:
         raise InvalidValueError(f"samples must be at least 2 (one look at each end), got {samples}")
     log_path = _check_file_arg(log, "log")

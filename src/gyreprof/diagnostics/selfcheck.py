@@ -38,7 +38,6 @@ Exit codes (``SelfCheckResult.exit_code`` and the command):
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import signal
@@ -55,6 +54,7 @@ from typing import IO, Any
 import gyreprof
 from gyreprof._errors import InvalidValueError
 from gyreprof._subproc import ChildTree, request_stacks, sigterm_unwinds
+from gyreprof._validate import check_positive_number
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -200,10 +200,7 @@ def selfcheck(
         )
     if method and not method.isidentifier():
         raise InvalidValueError(f"method must be a Python name, got {method!r}")
-    if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
-        raise InvalidValueError(
-            f"timeout_s must be a positive number of seconds, got {timeout_s!r}"
-        )
+    check_positive_number("timeout_s", timeout_s, unit="seconds")
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise InvalidValueError(
             f"kwargs must be a mapping of keyword arguments, got {type(kwargs).__name__}"

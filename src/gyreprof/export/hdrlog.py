@@ -51,6 +51,7 @@ from gyreprof._errors import (
     InvalidValueError,
     MissingFileError,
 )
+from gyreprof._validate import check_positive_number
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
 from gyreprof.histogram import STEP, layout_edges
@@ -502,22 +503,9 @@ def hdr_log(
     res = resolve(source, what="an HdrHistogram log")
     s = res.summary
     require_histograms(s, "an HdrHistogram log")
-    ratio = float(max_value_unit_ratio)
-    if not math.isfinite(ratio) or ratio <= 0:
-        raise InvalidValueError(
-            f"max_value_unit_ratio must be a positive number, got {max_value_unit_ratio!r}"
-        )
+    ratio = check_positive_number("max_value_unit_ratio", max_value_unit_ratio)
     if interval_s is not None:
-        try:
-            interval_s = float(interval_s)
-        except (TypeError, ValueError):
-            raise InvalidValueError(
-                f"interval_s must be a number of seconds, got {interval_s!r}"
-            ) from None
-        if not math.isfinite(interval_s) or interval_s <= 0:
-            raise InvalidValueError(
-                f"interval_s must be a positive number of seconds, got {interval_s!r}"
-            )
+        interval_s = check_positive_number("interval_s", interval_s, unit="seconds")
     base_ns = res.start_ns
     offset = res.unix_offset_ns
     lines = [

@@ -26,6 +26,7 @@ from typing import Any
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_change_pct, fmt_count
 from gyreprof._subproc import sigterm_unwinds
+from gyreprof._validate import check_int, check_positive_number
 from gyreprof.analysis.sweep.decide import (
     finish_points,
     recommend,
@@ -67,12 +68,7 @@ _THREAD_ENV = (
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    v = int(value.__index__())
-    if v < minimum:
-        raise InvalidValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
+    return check_int(name, value, minimum=minimum)
 
 
 def _check_values(param: str, values: Any) -> tuple[int | float, ...]:
@@ -274,15 +270,7 @@ def _check_fraction(flat_within: Any) -> float:
 def _check_timeout(timeout_s: Any) -> float | None:
     if timeout_s is None:
         return None
-    try:
-        t = float(timeout_s)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(f"timeout_s must be seconds or None, got {timeout_s!r}") from None
-    if not math.isfinite(t) or t <= 0:
-        raise InvalidValueError(
-            f"timeout_s must be a positive number of seconds, got {timeout_s!r}"
-        )
-    return t
+    return check_positive_number("timeout_s", timeout_s, unit="seconds")
 
 
 def _check_param(param: Any) -> str:

@@ -13,7 +13,8 @@ import ray
 from ray import exceptions as _rex
 from ray.actor import ActorHandle
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._errors import ArgumentTypeError
+from gyreprof._validate import check_number
 from gyreprof.integrations.ray.actor import NoProfilerError
 from gyreprof.integrations.ray.fleet import ActorStats, FleetSummary, MissingActor
 
@@ -398,15 +399,7 @@ def _actor_stats(ans: _Answer, snap: Snapshot) -> ActorStats:
 
 
 def check_timeout(timeout_s: float) -> float:
-    try:
-        t = float(timeout_s)
-    except (TypeError, ValueError):
-        raise ArgumentTypeError(
-            f"timeout_s must be a number of seconds, got {timeout_s!r}"
-        ) from None
-    if not math.isfinite(t) or t < 0:
-        raise InvalidValueError(f"timeout_s must be a finite number >= 0, got {timeout_s!r}")
-    return t
+    return check_number("timeout_s", timeout_s, minimum=0.0, unit="seconds")
 
 
 def collect(
