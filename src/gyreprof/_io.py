@@ -32,7 +32,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from gyreprof._errors import CorruptDataError, InvalidValueError
+from gyreprof._errors import CorruptDataError, InvalidValueError, MissingFileError
 
 __all__ = [
     "ENV_MAX_INPUT",
@@ -142,7 +142,11 @@ def _refuse_special(path: Path, mode: int, what: str) -> None:
 def _open_regular(path: str | os.PathLike[str], what: str) -> tuple[int, int]:
     """Open ``path`` for reading if it is a regular file: (fd, size at open)."""
     p = Path(path)
-    _refuse_special(p, os.stat(p).st_mode, what)  # before opening: opening a device can act
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError as exc:
+        raise MissingFileError(exc.errno, f"no such {what}", str(p)) from None
+    _refuse_special(p, mode, what)  # before opening: opening a device can act
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_NOCTTY", 0)
     fd = os.open(p, flags)

@@ -262,24 +262,28 @@ class _RetiredThreads:
 
 def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
     if isinstance(phases, str):
-        raise TypeError("phases must be a list of names, e.g. ['env', 'fwd'], not one string")
+        raise ArgumentTypeError(
+            "phases must be a list of names, e.g. ['env', 'fwd'], not one string"
+        )
     try:
         names = tuple(phases)
     except TypeError:
-        raise TypeError(f"phases must be a list of names, got {type(phases).__name__}") from None
+        raise ArgumentTypeError(
+            f"phases must be a list of names, got {type(phases).__name__}"
+        ) from None
     if not names:
-        raise ValueError("a Profiler needs at least one phase name")
+        raise InvalidValueError("a Profiler needs at least one phase name")
     if len(names) > _MAX_PHASES:
-        raise ValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
+        raise InvalidValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
     for i, n in enumerate(names):
         if not isinstance(n, str):
-            raise TypeError(f"phases[{i}] must be a str, got {type(n).__name__} {n!r}")
+            raise ArgumentTypeError(f"phases[{i}] must be a str, got {type(n).__name__} {n!r}")
         if not n.strip():
-            raise ValueError(f"phases[{i}] must be a non-empty name, got {n!r}")
+            raise InvalidValueError(f"phases[{i}] must be a non-empty name, got {n!r}")
         try:
             n.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(
+            raise InvalidValueError(
                 f"phases[{i}] must be text that UTF-8 can encode (no lone surrogates), got {n!r}"
             ) from None
         if n == STEP:
@@ -612,7 +616,7 @@ class Profiler:
         events still in the ring.
         """
         if steps is not None and seconds is not None:
-            raise ValueError("give steps= or seconds=, not both")
+            raise InvalidValueError("give steps= or seconds=, not both")
         if steps is None and seconds is None:
             recs = self.recorders
             if len(recs) == 1:
