@@ -342,8 +342,10 @@ KNOWN_CORE_IMPORTS: dict[str, str] = {
 
 
 def _reaches_into_the_core(target: str) -> bool:
-    return target == "gyreprof._block" or target == "gyreprof._core" or target.startswith(
-        "gyreprof._core."
+    return (
+        target == "gyreprof._block"
+        or target == "gyreprof._core"
+        or target.startswith("gyreprof._core.")
     )
 
 
