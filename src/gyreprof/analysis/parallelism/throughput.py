@@ -54,22 +54,18 @@ class ThroughputComparison:
 
 
 def _as_summary(run: object, which: str) -> Summary:
-    """A run's Summary: as given, or computed from a Snapshot or a Profiler."""
-    from gyreprof.snapshot import as_snapshot  # only here: census needs no compiled core
-    from gyreprof.summary import Summary
+    """A run's Summary: as given, or computed from a Snapshot or a Profiler (resolved
+    once, ``gyreprof.source.resolve``)."""
+    from gyreprof.source import resolve  # only here: census needs no compiled core
 
     what = f"run {which}"
     try:
-        snap = as_snapshot(run, what=what, summary_only=True)
+        return resolve(run, what=what, paths=False).summary
     except TypeError:
         raise ArgumentTypeError(
             f"{what} must be a Summary, Snapshot or Profiler (or an env-steps/s number), "
             f"got {type(run).__name__}"
         ) from None
-    if isinstance(run, Summary):
-        return run
-    assert snap is not None  # only a Summary can come without its snapshot
-    return snap.summary()
 
 
 def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, float | None]:
