@@ -1,6 +1,6 @@
 """A/B of two builds of the compiled recorder, loaded side by side in one process.
 
-    python benchmarks/ab_core.py --a /work/main/src --b src [--form lap|step] [--phases 4] [--rounds 501] [--shared]
+    python benchmarks/ab_core.py --a ../baseline/src --b src [--form lap|step] [--phases 4] [--rounds 501] [--shared]
 
 Each side's ``gyreprof/_core/recorder*.so`` is loaded from its own file (the two
 modules coexist), and the forms of every round run in a fresh random order with
@@ -88,7 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--a", required=True, help="src directory of build A (e.g. /work/main/src)")
+    ap.add_argument(
+        "--a",
+        required=True,
+        help="src directory of build A (e.g. a checkout of the baseline: ../baseline/src)",
+    )
     ap.add_argument("--b", required=True, help="src directory of build B")
     ap.add_argument("--form", choices=("lap", "step", "cartpole", "cartpole4"), default="lap")
     ap.add_argument("--phases", type=int, default=4)

@@ -8,9 +8,13 @@ import sys
 import pytest
 
 from gyreprof._errors import (
+    ArgumentTypeError,
     CorruptDataError,
     GyreprofError,
+    InvalidValueError,
     MissingExtraError,
+    MissingFileError,
+    MissingKeyError,
     UnknownPhaseError,
     UsageError,
 )
@@ -21,8 +25,48 @@ def test_each_kind_is_also_the_builtin_people_catch() -> None:
     assert issubclass(UnknownPhaseError, KeyError) and issubclass(UnknownPhaseError, ValueError)
     assert issubclass(CorruptDataError, ValueError)
     assert issubclass(MissingExtraError, ImportError)
-    for kind in (UsageError, UnknownPhaseError, CorruptDataError, MissingExtraError):
+    assert issubclass(InvalidValueError, ValueError)
+    assert issubclass(ArgumentTypeError, TypeError)
+    assert issubclass(MissingFileError, FileNotFoundError)
+    assert issubclass(MissingKeyError, KeyError)
+    for kind in (
+        UsageError,
+        UnknownPhaseError,
+        CorruptDataError,
+        MissingExtraError,
+        InvalidValueError,
+        ArgumentTypeError,
+        MissingFileError,
+        MissingKeyError,
+    ):
         assert issubclass(kind, GyreprofError)
+
+
+def test_there_is_one_unknown_phase_error_and_every_lookup_raises_it() -> None:
+    import gyreprof as gp
+    from gyreprof import profiler
+
+    assert profiler.UnknownPhaseError is UnknownPhaseError  # the one class, re-exported
+    prof = gp.Profiler(["env", "fwd"])
+    with prof.phase("env"):
+        pass
+    for lookup in (lambda: prof.phase("zz"), lambda: prof.ids("zz"), lambda: prof.summary()["zz"]):
+        with pytest.raises(
+            UnknownPhaseError, match=r"unknown phase 'zz'; known phases: \['env', 'fwd'\]"
+        ):
+            lookup()
+
+
+def test_the_other_named_errors_are_gyreprof_errors() -> None:
+    from gyreprof._sample_count import NotACount
+    from gyreprof.analysis.sweep.factory import SweepUsageError
+    from gyreprof.live._layout import SegmentReadError, UntrustedSegmentError
+
+    for kind in (NotACount, SweepUsageError, SegmentReadError, UntrustedSegmentError):
+        assert issubclass(kind, GyreprofError) and issubclass(kind, ValueError)
+    ray_actor = pytest.importorskip("gyreprof.integrations.ray.actor")
+    assert issubclass(ray_actor.NoProfilerError, GyreprofError)
+    assert issubclass(ray_actor.NoProfilerError, RuntimeError)
 
 
 def test_unknown_phase_message_is_not_quoted_like_a_keyerror() -> None:

@@ -153,7 +153,7 @@ def test_bad_input() -> None:
         openmetrics(p, namespace="9bad-name")
     with pytest.raises(ValueError, match="label"):
         openmetrics(p, labels={"le": "x"})
-    with pytest.raises(TypeError, match="Profiler, Snapshot, Summary"):
+    with pytest.raises(TypeError, match="Profiler, Snapshot or Summary"):
         openmetrics(42)
 
 

@@ -10,10 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gyreprof._core import Recorder
+from gyreprof._errors import ArgumentTypeError, GyreprofError, InvalidValueError
 from gyreprof._validate import (
     check_fraction,
     check_input_path,
     check_int,
+    check_live,
     check_name,
     check_names,
     check_non_negative_int,
@@ -21,6 +24,7 @@ from gyreprof._validate import (
     check_output_path,
     check_positive_int,
     check_positive_number,
+    check_recorder_config,
 )
 
 
@@ -129,3 +133,78 @@ def test_input_path(tmp_path: Path) -> None:
         check_input_path("file", tmp_path / "missing")
     with pytest.raises(ValueError, match="is a directory; pass a file"):
         check_input_path("file", tmp_path)
+
+
+# ------------------------------------------------------ a Recorder's configuration
+
+DEFAULTS = dict(
+    capacity=1 << 16,
+    significant_figures=3,
+    lowest_ns=1,
+    highest_ns=3_600_000_000_000,
+    warmup_steps=None,
+    warmup_s=None,
+    window_steps=1000,
+    max_windows=512,
+    max_counters=32,
+    clock="monotonic",
+)
+
+
+def test_every_refusal_is_a_gyreprof_error_and_the_builtin() -> None:
+    with pytest.raises(GyreprofError) as info:
+        check_int("n", True)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ArgumentTypeError)
+    with pytest.raises(GyreprofError) as info:
+        check_positive_number("t", math.nan)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, InvalidValueError)
+
+
+def test_recorder_config_is_what_a_recorder_takes() -> None:
+    cfg = check_recorder_config(**DEFAULTS)
+    assert cfg["warmup_steps"] == 0 and cfg["warmup_ns"] == 0
+    rec = Recorder(2, **cfg)  # the checked form is the Recorder's own keyword set
+    assert rec is not None
+    assert check_recorder_config(**{**DEFAULTS, "warmup_s": 0.5})["warmup_ns"] == 500_000_000
+    assert check_recorder_config(**{**DEFAULTS, "capacity": np.int32(8)})["capacity"] == 8
+
+
+@pytest.mark.parametrize(
+    ("change", "builtin", "words"),
+    [
+        ({"capacity": 0}, ValueError, "capacity must be >= 1"),
+        ({"capacity": True}, TypeError, "capacity must be an int"),
+        ({"capacity": 1 << 31}, ValueError, "capacity must be <="),
+        ({"significant_figures": 6}, ValueError, "significant_figures must be <= 5"),
+        ({"lowest_ns": 10, "highest_ns": 19}, ValueError, "at least 2 \\* lowest_ns"),
+        ({"warmup_steps": 1, "warmup_s": 1.0}, ValueError, "not both"),
+        ({"warmup_s": math.nan}, ValueError, "warmup_s must be a finite number"),
+        ({"warmup_s": -1.0}, ValueError, "warmup_s must be >= 0"),
+        ({"warmup_steps": -1}, ValueError, "warmup_steps must be >= 0"),
+        ({"window_steps": 0}, ValueError, "window_steps must be >= 1"),
+        ({"max_windows": 2.0}, TypeError, "max_windows must be an int"),
+        ({"max_counters": -1}, ValueError, "max_counters must be >= 0"),
+        ({"clock": "wall"}, ValueError, "clock must be 'monotonic', 'tsc' or 'auto'"),
+        ({"clock": None}, TypeError, "clock must be"),
+    ],
+)
+def test_recorder_config_refusals_name_the_argument(
+    change: dict[str, object], builtin: type[Exception], words: str
+) -> None:
+    import gyreprof as gp
+
+    with pytest.raises(builtin, match=words) as checked:
+        check_recorder_config(**{**DEFAULTS, **change})
+    assert isinstance(checked.value, GyreprofError)
+    # the Profiler checks its configuration here and nowhere else: the same words
+    with pytest.raises(builtin) as built:
+        gp.Profiler(["env"], **change)  # type: ignore[arg-type]
+    assert str(built.value) == str(checked.value)
+
+
+def test_live_is_true_false_or_a_name() -> None:
+    assert check_live(True) is True and check_live(False) is False
+    assert check_live("seg") == "seg"
+    for bad in (1, 0, None, b"seg", 1.0):
+        with pytest.raises(ArgumentTypeError, match="live must be True, False or a segment name"):
+            check_live(bad)

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from gyreprof._core import recorder as _rec
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 
 LAYOUT_VERSION: int = _rec.LAYOUT_VERSION
 
@@ -92,7 +93,7 @@ class Progress:
         """Several writers of one loop (``per_thread`` recorders) as one: counts add up;
         the open phase is that of the writer that crossed a boundary last."""
         if not parts:
-            raise ValueError("Progress.combine needs at least one reading")
+            raise InvalidValueError("Progress.combine needs at least one reading")
         latest = max(parts, key=lambda p: p.phase_since_ns)
         counters: dict[str, int] = {}
         for p in parts:
@@ -153,7 +154,7 @@ def decode_windows(rolling: np.ndarray, n_phases: int) -> list[WindowRecord]:
         return out
     stride = window_stride(n_phases)
     if rolling.ndim != 2 or rolling.shape[1] != stride:
-        raise ValueError(
+        raise InvalidValueError(
             f"window records of {n_phases} phases have {stride} words each, "
             f"got shape {rolling.shape}"
         )
@@ -195,13 +196,15 @@ class StatsBlock:
             # when asked for; ``copy()`` gives a full block
             a = stats
             if len(a) < words:
-                raise ValueError(f"stats block has {len(a)} words, {words} needed")
+                raise InvalidValueError(f"stats block has {len(a)} words, {words} needed")
         else:
             a = np.asarray(stats)
             if a.dtype != np.int64 or a.ndim != 1:
-                raise TypeError(f"a stats block is a 1-d int64 array, got {a.dtype} {a.shape}")
+                raise ArgumentTypeError(
+                    f"a stats block is a 1-d int64 array, got {a.dtype} {a.shape}"
+                )
             if a.shape[0] < words:
-                raise ValueError(f"stats block has {a.shape[0]} words, {words} needed")
+                raise InvalidValueError(f"stats block has {a.shape[0]} words, {words} needed")
         self._a = a
         self._off = {k: int(v) for k, v in offsets.items()}
         self.n_phases = int(n_phases)
@@ -217,7 +220,7 @@ class StatsBlock:
         """A block described by ``Recorder.config()`` (checks the layout version)."""
         version = int(config.get("layout_version", -1))
         if version != LAYOUT_VERSION:
-            raise ValueError(
+            raise InvalidValueError(
                 f"stats block layout version {config.get('layout_version')} is not "
                 f"{LAYOUT_VERSION}, the one this gyreprof reads"
             )
@@ -238,7 +241,9 @@ class StatsBlock:
 
     def _arr(self) -> np.ndarray:
         if not isinstance(self._a, np.ndarray):
-            raise TypeError("a block over a word source reads header words only; copy() it first")
+            raise ArgumentTypeError(
+                "a block over a word source reads header words only; copy() it first"
+            )
         return self._a
 
     # -- header ------------------------------------------------------------------------

@@ -12,9 +12,13 @@ CLI catches them without the commands importing the CLI.
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
     "CorruptDataError",
     "GyreprofError",
+    "InvalidValueError",
     "MissingExtraError",
+    "MissingFileError",
+    "MissingKeyError",
     "UnknownPhaseError",
     "UsageError",
 ]
@@ -27,6 +31,30 @@ class GyreprofError(Exception):
 class UsageError(GyreprofError):
     """A problem with the command line or its inputs: the CLI prints it without a traceback
     and exits 2."""
+
+
+class InvalidValueError(GyreprofError, ValueError):
+    """An argument of the right kind whose value is wrong: out of range, NaN or
+    infinite, empty, a folder where a file is wanted, two options that exclude each
+    other. The message names the argument and the fix."""
+
+
+class ArgumentTypeError(GyreprofError, TypeError):
+    """An argument of the wrong kind (``True`` where a count is wanted, ``"5"`` where a
+    number is, a list where a Profiler is). The message names the argument, the kind
+    wanted and what came instead."""
+
+
+class MissingFileError(GyreprofError, FileNotFoundError):
+    """A file to read that does not exist."""
+
+
+class MissingKeyError(GyreprofError, KeyError):
+    """A key that a result does not hold (a pid not in a census, a value not swept); the
+    message lists the keys it does hold."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class UnknownPhaseError(GyreprofError, KeyError, ValueError):

@@ -32,7 +32,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import CorruptDataError, InvalidValueError, MissingFileError
 
 __all__ = [
     "ENV_MAX_INPUT",
@@ -87,7 +87,7 @@ def parse_size(text: str, name: str) -> int:
     m = _SIZE.match(text)
     value = float(m.group(1)) * _UNITS[m.group(2).upper()] if m else 0.0
     if not 1 <= value < 2**62:
-        raise ValueError(
+        raise InvalidValueError(
             f"{name}={text!r} is not a size in bytes; give a positive number, "
             "optionally with a K, M or G suffix (e.g. 512M or 4G)"
         )
@@ -102,7 +102,9 @@ def input_cap(kind: str) -> int:
     try:
         return INPUT_CAPS[kind]
     except KeyError:
-        raise ValueError(f"unknown input kind {kind!r}; one of {sorted(INPUT_CAPS)}") from None
+        raise InvalidValueError(
+            f"unknown input kind {kind!r}; one of {sorted(INPUT_CAPS)}"
+        ) from None
 
 
 def fmt_size(n: int) -> str:
@@ -131,7 +133,7 @@ def _file_type(mode: int) -> str:
 
 def _refuse_special(path: Path, mode: int, what: str) -> None:
     if not stat.S_ISREG(mode):
-        raise ValueError(
+        raise InvalidValueError(
             f"{what} {str(path)!r} is {_file_type(mode)}; gyreprof reads only regular files "
             "(save the data to a file and pass that)"
         )
@@ -140,7 +142,11 @@ def _refuse_special(path: Path, mode: int, what: str) -> None:
 def _open_regular(path: str | os.PathLike[str], what: str) -> tuple[int, int]:
     """Open ``path`` for reading if it is a regular file: (fd, size at open)."""
     p = Path(path)
-    _refuse_special(p, os.stat(p).st_mode, what)  # before opening: opening a device can act
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError as exc:
+        raise MissingFileError(exc.errno, f"no such {what}", str(p)) from None
+    _refuse_special(p, mode, what)  # before opening: opening a device can act
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_NOCTTY", 0)
     fd = os.open(p, flags)
@@ -219,7 +225,7 @@ def read_tail(
 ) -> bytes:
     """The last ``max_bytes`` bytes of a regular file, without reading the rest."""
     if max_bytes < 0:
-        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        raise InvalidValueError(f"max_bytes must be >= 0, got {max_bytes}")
     fd, _ = _open_regular(path, what)
     try:
         size = os.lseek(fd, 0, os.SEEK_END)
@@ -255,7 +261,7 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
             infos = zf.infolist()
             declared = sum(max(0, info.file_size) for info in infos)
             if declared > cap:
-                raise ValueError(
+                raise InvalidValueError(
                     f"events file {str(path)!r} unpacks to {fmt_size(declared)}, above the cap "
                     f"of {fmt_size(cap)}; set {ENV_MAX_INPUT} (e.g. {ENV_MAX_INPUT}=4G) to read "
                     "it anyway"

@@ -26,8 +26,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gyreprof._errors import GyreprofError
 
-class NotACount(ValueError):
+
+class NotACount(GyreprofError, ValueError):
     """The value says nothing about how many samples a call produced."""
 
 

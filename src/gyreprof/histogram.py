@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gyreprof._core import bucket_edges, percentiles_from_counts
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 
 __all__ = [
     "STEP",
@@ -63,9 +64,9 @@ def check_percentile(q: float) -> float:
     try:
         qf = float(q)
     except (TypeError, ValueError):
-        raise TypeError(f"percentile must be a number in 0..100, got {q!r}") from None
+        raise ArgumentTypeError(f"percentile must be a number in 0..100, got {q!r}") from None
     if not math.isfinite(qf) or not 0.0 <= qf <= 100.0:
-        raise ValueError(f"percentile must be in 0..100, got {q!r}")
+        raise InvalidValueError(f"percentile must be in 0..100, got {q!r}")
     return qf
 
 

@@ -30,7 +30,8 @@ import numpy as np
 from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, monotonic_ns
-from gyreprof._validate import check_int, check_number
+from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
+from gyreprof._validate import check_live, check_recorder_config
 from gyreprof.histogram import STEP
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
 from gyreprof.summary import Summary, default_meta
@@ -39,18 +40,6 @@ from gyreprof.window import Window, windows_from_events
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_PHASES = 255
-_MAX_INT64 = 2**63 - 1
-_MAX_CAPACITY = 1 << 30  # events in the ring (the core's limit)
-_MAX_WINDOWS = 1 << 20
-_MAX_COUNTERS = 4096
-_MAX_WARMUP_S = 1e9  # ~31 years: keeps warm-up in ns inside int64
-
-
-class UnknownPhaseError(KeyError, ValueError):
-    """A phase name the profiler was not given."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class _TimerMap(dict[str, PhaseTimer]):
@@ -137,8 +126,8 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     In a real loop the work between two boundaries evicts what a boundary touches
     (its lines of the stats block, the ring slot, the timer), so a boundary costs
     about twice what it costs in a tight loop. Each form is timed between copies of
-    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the median
-    of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
+    32 KB (an L1 data cache's worth of traffic), minus the copies alone; the lower
+    quartile of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
     """
     if clock in _FORM_COSTS:
         return _FORM_COSTS[clock]
@@ -273,24 +262,28 @@ class _RetiredThreads:
 
 def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
     if isinstance(phases, str):
-        raise TypeError("phases must be a list of names, e.g. ['env', 'fwd'], not one string")
+        raise ArgumentTypeError(
+            "phases must be a list of names, e.g. ['env', 'fwd'], not one string"
+        )
     try:
         names = tuple(phases)
     except TypeError:
-        raise TypeError(f"phases must be a list of names, got {type(phases).__name__}") from None
+        raise ArgumentTypeError(
+            f"phases must be a list of names, got {type(phases).__name__}"
+        ) from None
     if not names:
-        raise ValueError("a Profiler needs at least one phase name")
+        raise InvalidValueError("a Profiler needs at least one phase name")
     if len(names) > _MAX_PHASES:
-        raise ValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
+        raise InvalidValueError(f"at most {_MAX_PHASES} phases, got {len(names)}")
     for i, n in enumerate(names):
         if not isinstance(n, str):
-            raise TypeError(f"phases[{i}] must be a str, got {type(n).__name__} {n!r}")
+            raise ArgumentTypeError(f"phases[{i}] must be a str, got {type(n).__name__} {n!r}")
         if not n.strip():
-            raise ValueError(f"phases[{i}] must be a non-empty name, got {n!r}")
+            raise InvalidValueError(f"phases[{i}] must be a non-empty name, got {n!r}")
         try:
             n.encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError(
+            raise InvalidValueError(
                 f"phases[{i}] must be text that UTF-8 can encode (no lone surrogates), got {n!r}"
             ) from None
         if n == STEP:
@@ -348,67 +341,34 @@ class Profiler:
         live: bool | str = False,
     ) -> None:
         self.phases: tuple[str, ...] = _validate_phases(phases)
-        if warmup_steps is not None and warmup_s is not None:
-            raise ValueError("give warmup_steps or warmup_s, not both")
-        # every check names its argument; bools are refused as ints; the maxima keep each
-        # value inside what the core stores (int64 / int), so no OverflowError gets through
-        capacity = check_int("capacity", capacity, minimum=1, maximum=_MAX_CAPACITY)
-        significant_figures = check_int(
-            "significant_figures", significant_figures, minimum=1, maximum=5
+        # a Recorder's configuration is checked in one place (gyreprof._validate)
+        self._rec_kwargs: dict[str, Any] = check_recorder_config(
+            capacity=capacity,
+            significant_figures=significant_figures,
+            lowest_ns=lowest_ns,
+            highest_ns=highest_ns,
+            warmup_steps=warmup_steps,
+            warmup_s=warmup_s,
+            window_steps=window_steps,
+            max_windows=max_windows,
+            max_counters=max_counters,
+            clock=clock,
         )
-        window_steps = check_int("window_steps", window_steps, minimum=1, maximum=_MAX_INT64)
-        max_windows = check_int("max_windows", max_windows, minimum=1, maximum=_MAX_WINDOWS)
-        max_counters = check_int("max_counters", max_counters, minimum=0, maximum=_MAX_COUNTERS)
-        lowest_ns = check_int("lowest_ns", lowest_ns, minimum=1, maximum=_MAX_INT64)
-        highest_ns = check_int("highest_ns", highest_ns, minimum=1, maximum=_MAX_INT64)
-        if highest_ns < 2 * lowest_ns:
-            raise ValueError(
-                f"highest_ns must be at least 2 * lowest_ns, got lowest_ns={lowest_ns} "
-                f"and highest_ns={highest_ns}"
-            )
-        wsteps = 0
-        if warmup_steps is not None:
-            wsteps = check_int("warmup_steps", warmup_steps, minimum=0, maximum=_MAX_INT64)
-        wns = 0
-        if warmup_s is not None:
-            ws = check_number(
-                "warmup_s", warmup_s, minimum=0.0, maximum=_MAX_WARMUP_S, unit="seconds"
-            )
-            wns = int(ws * 1e9)
-        if not isinstance(clock, str):
-            raise TypeError(
-                f"clock must be 'monotonic', 'tsc' or 'auto', got {type(clock).__name__}"
-            )
-        if clock not in ("monotonic", "tsc", "auto"):
-            raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
+        live = check_live(live)
         if not isinstance(per_thread, bool):
-            raise TypeError(f"per_thread must be True or False, got {per_thread!r}")
+            raise ArgumentTypeError(f"per_thread must be True or False, got {per_thread!r}")
         if label is not None:
             if not isinstance(label, str):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"label must be a str or None, got {type(label).__name__} {label!r}"
                     + ("; decode it first (label=x.decode())" if isinstance(label, bytes) else "")
                 )
             try:
                 label.encode("utf-8")
             except UnicodeEncodeError:
-                raise ValueError(
+                raise InvalidValueError(
                     f"label must be text that UTF-8 can encode (no lone surrogates), got {label!r}"
                 ) from None
-        if live is not True and live is not False and not isinstance(live, str):
-            raise TypeError(f"live must be True, False or a segment name, got {live!r}")
-        self._rec_kwargs: dict[str, Any] = dict(
-            capacity=int(capacity),
-            significant_figures=int(significant_figures),
-            lowest_ns=int(lowest_ns),
-            highest_ns=int(highest_ns),
-            warmup_steps=wsteps,
-            warmup_ns=wns,
-            window_steps=int(window_steps),
-            max_windows=int(max_windows),
-            max_counters=int(max_counters),
-            clock=clock,
-        )
         _limits.check_profiler_budget(len(self.phases), **self._rec_kwargs)
         self.per_thread = bool(per_thread)
         self.label = label
@@ -444,8 +404,6 @@ class Profiler:
             self.phase = self._timers.__getitem__  # type: ignore[method-assign,assignment]
         self.live: Any = None
         if live:
-            if live is not True and not isinstance(live, str):
-                raise TypeError(f"live must be True, False or a segment name, got {live!r}")
             from gyreprof.live.publish import publish_profiler
 
             self.live = publish_profiler(self, name=None if live is True else live)
@@ -658,7 +616,7 @@ class Profiler:
         events still in the ring.
         """
         if steps is not None and seconds is not None:
-            raise ValueError("give steps= or seconds=, not both")
+            raise InvalidValueError("give steps= or seconds=, not both")
         if steps is None and seconds is None:
             recs = self.recorders
             if len(recs) == 1:

@@ -602,7 +602,8 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
 
     Phases are matched by name (the union, in first-seen order); the histogram
     layouts must be equal. Counts, sums and counters add; min/max take the
-    extremes; throughput adds. Associative and commutative up to phase order.
+    extremes; the times span the sources, so steps_per_s is the fleet's throughput
+    over that span. Associative and commutative up to phase order.
     Merging several sources drops their rolling windows (they belong to one
     source each); merging a single snapshot returns it unchanged.
     """

@@ -32,7 +32,7 @@ import numpy as np
 
 from gyreprof import _io, _limits, _notes
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import CorruptDataError, UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name, text_table
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, HistogramView, check_percentile
@@ -320,7 +320,9 @@ class Summary:
         try:
             return self.phases[name]
         except KeyError:
-            raise KeyError(f"unknown phase {name!r}; known phases: {list(self.phases)}") from None
+            raise UnknownPhaseError(
+                f"unknown phase {name!r}; known phases: {list(self.phases)}"
+            ) from None
 
     def _rows(self) -> list[tuple[str, PhaseStats]]:
         rows = list(self.phases.items())

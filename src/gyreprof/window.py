@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from gyreprof._block import decode_windows
+from gyreprof._errors import InvalidValueError
 from gyreprof.histogram import STEP, exact_percentiles
 
 __all__ = ["Window", "WindowStats", "rolling_windows", "windows_from_events"]
@@ -149,18 +150,18 @@ def windows_from_events(
     """Exact per-window stats from raw events (as returned by ``Profiler.events``)."""
     if steps is not None:
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-            raise ValueError(f"steps must be a positive int, got {steps!r}")
+            raise InvalidValueError(f"steps must be a positive int, got {steps!r}")
         if steps > _MAX_WINDOW_STEPS:  # the step counter is an int64
-            raise ValueError(f"steps must be at most {_MAX_WINDOW_STEPS}, got {steps}")
+            raise InvalidValueError(f"steps must be at most {_MAX_WINDOW_STEPS}, got {steps}")
     elif seconds is not None:
         try:
             sec = float(seconds)
         except (TypeError, ValueError):
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}") from None
+            raise InvalidValueError(f"seconds must be a positive number, got {seconds!r}") from None
         if not math.isfinite(sec) or sec <= 0:
-            raise ValueError(f"seconds must be a positive number, got {seconds!r}")
+            raise InvalidValueError(f"seconds must be a positive number, got {seconds!r}")
         if sec > _MAX_WINDOW_S:  # in ns it must fit an int64
-            raise ValueError(f"seconds must be at most {_MAX_WINDOW_S:g}, got {seconds!r}")
+            raise InvalidValueError(f"seconds must be at most {_MAX_WINDOW_S:g}, got {seconds!r}")
     if len(events) == 0:
         return []
     if steps is not None:

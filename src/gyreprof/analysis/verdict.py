@@ -64,27 +64,22 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gyreprof import _notes
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, dumps, encode, serial_format
-from gyreprof.analysis.wait import (
-    WaitReport,
-    _busy_before,
-    _is_profiler,
-    _summary_and_snapshot,
-    wait_report,
-)
-from gyreprof.snapshot import Snapshot
+from gyreprof._validate import check_fraction, check_positive_int
+from gyreprof.analysis.wait import WaitReport, _busy_before, report_of
+from gyreprof.source import Source, resolve
 from gyreprof.summary import Summary
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
-
-    Source = Union[Profiler, Snapshot, Summary]
+    from gyreprof.snapshot import Snapshot
 
 VERDICT_FORMAT = "gyreprof.verdict/1"
 
@@ -262,13 +257,6 @@ def _cuda_in_use() -> bool:
         return False
 
 
-def _synced_phases(source: object) -> frozenset[str]:
-    mod = sys.modules.get("gyreprof.integrations.torch")
-    if mod is None or not _is_profiler(source):
-        return frozenset()
-    return frozenset(mod.synchronized_phases(source))
-
-
 def _warmup_caveat(summary: Summary) -> str | None:
     """Warm-up left in the numbers (with the slowest first call), or still running."""
     w = summary.warmup
@@ -312,13 +300,13 @@ def _samples_caveat(
     return None
 
 
-def _gpu_caveat(source: object, summary: Summary, gpu_hints: Sequence[str]) -> str | None:
+def _gpu_caveat(source: Source, summary: Summary, gpu_hints: Sequence[str]) -> str | None:
     """GPU-looking phases timed without CUDA synchronised (or unknown from a saved profile)."""
     names = [
         n for n, st in summary.phases.items() if st.count and any(h in n.lower() for h in gpu_hints)
     ]
-    if _is_profiler(source):
-        synced = _synced_phases(source)
+    if source.profiler is not None:
+        synced = source.synced_phases
         names = [n for n in names if n not in synced]
         if names:
             return (
@@ -329,7 +317,7 @@ def _gpu_caveat(source: object, summary: Summary, gpu_hints: Sequence[str]) -> s
             )
     elif names:
         return (
-            f"CUDA is in use and this profile is a {type(source).__name__}, so "
+            f"CUDA is in use and this profile is a {_kind(source)}, so "
             f"whether {names} were timed with CUDA synchronised is unknown"
         )
     return None
@@ -337,7 +325,7 @@ def _gpu_caveat(source: object, summary: Summary, gpu_hints: Sequence[str]) -> s
 
 def _side_caveats(
     side: str,
-    source: object,
+    source: Source,
     summary: Summary,
     quoted: Sequence[str],
     *,
@@ -358,18 +346,10 @@ def _side_caveats(
     return [f"{side}: {text}" for text in found if text is not None]
 
 
-def _check_fraction(name: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number in 0..1, got {value!r}")
-    if not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"{name} must be in 0..1, got {value!r}")
-
-
-def _check_count(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+def _kind(source: Source) -> str:
+    """What a side's numbers were read from, as the verdict words it (an events file is
+    read as its snapshot)."""
+    return "Snapshot" if source.given == "EventsFile" else source.given
 
 
 # ------------------------------------------------------------ the loop's shape
@@ -435,32 +415,17 @@ class _Events:
     in_process: bool  # a Profiler of this process (same clock as the other side's)
 
 
-def _is_events_file(source: object) -> bool:
-    """A saved raw-event file (``gp.export.load_events``): events, phases and a snapshot."""
-    return (
-        not _is_profiler(source)
-        and isinstance(getattr(source, "events", None), np.ndarray)
-        and isinstance(getattr(source, "snapshot", None), Snapshot)
-    )
-
-
-def _profile_of(source: object) -> object:
-    """What the summaries and the wait report read: an events file's snapshot."""
-    return source.snapshot if _is_events_file(source) else source  # type: ignore[attr-defined]
-
-
-def _events_of(source: object) -> _Events | None:
-    if _is_profiler(source):
+def _events_of(source: Source) -> _Events | None:
+    """A side's raw events: a live Profiler's rings (read once, by the Source) or a saved
+    events file; None for a Snapshot or Summary."""
+    rings = source.rings
+    if rings is not None:
         offset = time.time_ns() - time.monotonic_ns()
-        return _Events(source.events(), tuple(source.phases), offset, True)  # type: ignore[attr-defined]
-    if _is_events_file(source):
-        off = getattr(source, "unix_offset_ns", None)
-        return _Events(
-            source.events,  # type: ignore[attr-defined]
-            tuple(getattr(source, "phases", ())),
-            int(off) if off is not None else None,
-            False,
-        )
+        return _Events(rings.events, rings.phases, offset, True)
+    ef = source.events
+    if ef is not None:
+        off = ef.unix_offset_ns
+        return _Events(ef.events, tuple(ef.phases), int(off) if off is not None else None, False)
     return None
 
 
@@ -479,8 +444,8 @@ def _aligned(s: _Events, t: _Events) -> tuple[np.ndarray, np.ndarray, str]:
 
 
 def _detect_loop(
-    sampler: object,
-    trainer: object,
+    sampler: Source,
+    trainer: Source,
     wait: str,
     compute: str,
     *,
@@ -555,8 +520,8 @@ def _detect_loop(
 
 def _loop_shape(
     loop: str | None,
-    sampler: object,
-    trainer: object,
+    sampler: Source | None,
+    trainer: Source,
     wait: str,
     compute: str,
     *,
@@ -896,8 +861,8 @@ def _sampler_step(
 
 def _trainer_side(
     found: _Findings,
-    trainer: object,
-    sampler: object,
+    trainer: Source,
+    sampler: Source | None,
     loop: str | None,
     wait: str,
     compute: str,
@@ -907,9 +872,8 @@ def _trainer_side(
     sampler_idle: Sequence[str] = (),
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
-    t_profile = _profile_of(trainer)
-    t_summary, _ = _summary_and_snapshot(t_profile, "trainer")
-    report = wait_report(t_profile, wait, compute, **wait_kwargs)  # type: ignore[arg-type]
+    t_summary = trainer.summary
+    report = report_of(trainer, wait, compute, **wait_kwargs)
     shape = _loop_shape(
         loop,
         sampler,
@@ -930,13 +894,13 @@ def _trainer_side(
         trainer_bound_below=thresholds["trainer_bound_below"],
         sync_sampler_above=thresholds["sync_sampler_above"],
     )
-    found.caveats += _side_caveats("trainer", t_profile, t_summary, [wait, compute], **side_kw)
+    found.caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
     return report, shape
 
 
 def _sampler_side(
     found: _Findings,
-    sampler: object,
+    sampler: Source,
     loop: str | None,
     report: WaitReport | None,
     wait: str,
@@ -945,10 +909,9 @@ def _sampler_side(
     side_kw: dict[str, Any],
 ) -> _Wall:
     """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
-    s_profile = _profile_of(sampler)
-    s_summary, _ = _summary_and_snapshot(s_profile, "sampler")
+    s_summary = sampler.summary
     if not any(st.count > 0 for st in s_summary.phases.values()):
-        raise ValueError(
+        raise InvalidValueError(
             "the sampler profile has no steady-state samples in any phase (phases: "
             f"{list(s_summary.phases)}); time its loop first"
         )
@@ -956,7 +919,7 @@ def _sampler_side(
     top = _sampler_step(
         found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
     )
-    found.caveats += _side_caveats("sampler", s_profile, s_summary, [top], **side_kw)
+    found.caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
     return wall
 
 
@@ -986,30 +949,30 @@ def _check_arguments(
     sampler_idle: Sequence[str] = (),
 ) -> None:
     if sampler is None and trainer is None:
-        raise ValueError(
+        raise InvalidValueError(
             "diagnose needs at least one profile: diagnose(sampler=prof, trainer=tp) "
             "(a Profiler, Snapshot or Summary for each side)"
         )
     for name, value in fractions.items():
-        _check_fraction(name, value)
+        check_fraction(name, value)
     for name, n in counts.items():
-        _check_count(name, n)
+        check_positive_int(name, n)
     if loop is not None and loop not in LOOPS:
-        raise ValueError(
+        raise InvalidValueError(
             f"loop must be 'sync' (collect, then train), 'overlapped' (a sampler feeding a "
             f"queue while the trainer computes) or None (detect it), got {loop!r}"
         )
     if isinstance(env_phases, str):
-        raise TypeError("env_phases must be a list of names, not one string")
+        raise ArgumentTypeError("env_phases must be a list of names, not one string")
     if isinstance(gpu_hints, str):
-        raise TypeError("gpu_hints must be a list of substrings, not one string")
+        raise ArgumentTypeError("gpu_hints must be a list of substrings, not one string")
     if isinstance(sampler_idle, str) or not all(isinstance(p, str) for p in sampler_idle):
-        raise TypeError("sampler_idle must be a list of phase names, not one string")
+        raise ArgumentTypeError("sampler_idle must be a list of phase names, not one string")
 
 
 def diagnose(
-    sampler: Source | None = None,
-    trainer: Source | None = None,
+    sampler: Profiler | Snapshot | Summary | Source | None = None,
+    trainer: Profiler | Snapshot | Summary | Source | None = None,
     *,
     wait: str = "wait",
     compute: str = "compute",
@@ -1073,6 +1036,9 @@ def diagnose(
     }
     counts = {"min_samples_p99": min_samples_p99, "min_samples_p999": min_samples_p999}
     _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints, sampler_idle)
+    # each side is resolved once, here; everything below reads only the Source
+    s_src = resolve(sampler, what="sampler", paths=False) if sampler is not None else None
+    t_src = resolve(trainer, what="trainer", paths=False) if trainer is not None else None
     use_gpu = _cuda_in_use() if gpu is None else bool(gpu)
     thresholds = {k: float(v) for k, v in {**fractions, **counts}.items()}
     side_kw: dict[str, Any] = dict(
@@ -1087,11 +1053,11 @@ def diagnose(
     shape: _Shape | None = None
 
     # 1-2. the loop's shape; is the trainer waiting?
-    if trainer is not None:
+    if t_src is not None:
         report, shape = _trainer_side(
             found,
-            trainer,
-            sampler,
+            t_src,
+            s_src,
             loop,
             wait,
             compute,
@@ -1108,10 +1074,10 @@ def diagnose(
         )
     # 3. where does the sampler's wall time go?
     wall: _Wall | None = None
-    if sampler is not None:
+    if s_src is not None:
         wall = _sampler_side(
             found,
-            sampler,
+            s_src,
             shape.loop if shape else loop,
             report,
             wait,

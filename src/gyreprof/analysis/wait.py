@@ -36,22 +36,23 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gyreprof import _notes
-from gyreprof._errors import UnknownPhaseError
+from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
 from gyreprof._format import fmt_factor, fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
-from gyreprof.snapshot import Snapshot, as_snapshot
+from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
+from gyreprof.snapshot import Snapshot
+from gyreprof.source import Source, is_profiler, resolve
 from gyreprof.summary import Summary
 from gyreprof.window import Window
 
 if TYPE_CHECKING:
+    from gyreprof._rings import Rings
     from gyreprof.profiler import Profiler
-
-    Source = Union[Profiler, Snapshot, Summary]
 
 WAIT_REPORT_FORMAT = "gyreprof.wait_report/1"
 
@@ -291,30 +292,6 @@ def _group(wins: list[_Win], keys: list[int]) -> list[_Win]:
     return out
 
 
-def _check_positive(name: str, value: float, *, integer: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if integer and not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if not math.isfinite(float(value)) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-
-
-def _is_profiler(obj: object) -> bool:
-    from gyreprof.profiler import Profiler
-
-    return isinstance(obj, Profiler)
-
-
-def _summary_and_snapshot(source: object, what: str) -> tuple[Summary, Snapshot | None]:
-    """The summary to read and the snapshot behind it (None: a Summary loaded from JSON)."""
-    snap = as_snapshot(source, what=what, summary_only=True)
-    if isinstance(source, Summary):
-        return source, snap  # a Summary is read as given
-    assert snap is not None  # only a Summary can come without its snapshot
-    return snap.summary(), snap
-
-
 def _percentile_dict(st: Any) -> dict[str, float]:
     return {
         "mean": float(st.mean),
@@ -347,15 +324,8 @@ def _spike_flags(per_step: np.ndarray, floor_ns: float, factor: float) -> tuple[
     return flags, med
 
 
-def _warmup_end_step(prof: Any) -> int:
-    """The last warm-up step over the profiler's recorders (-1: none), from the stats block."""
-    from gyreprof._block import StatsBlock
-
-    return max((StatsBlock.of(r).warmup_end_step for r in prof.recorders), default=-1)
-
-
 def _ring_windows(
-    prof: Any,
+    rings: Rings,
     wait: str,
     *,
     window_steps: int | None,
@@ -367,24 +337,22 @@ def _ring_windows(
     """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
     from gyreprof.window import windows_from_events
 
-    ev = prof.events()
+    ev = rings.events
     if len(ev) == 0:
         return [], "-"
-    overwritten = sum(int(r.overwritten) for r in prof.recorders)
-    if overwritten:
-        notes.append(_notes.ring_overwritten(overwritten))
+    if rings.overwritten:
+        notes.append(_notes.ring_overwritten(rings.overwritten))
     marked = bool((ev["phase"] == -1).any())
     if marked:
         # a step still open (a live run, or begin() without end()) would add its phases to
         # the last window without counting the step: keep closed steps only
         closed = np.unique(ev["step"][ev["phase"] == -1])
         ev = ev[(ev["phase"] == -1) | np.isin(ev["step"], closed)]
-    warm_end = _warmup_end_step(prof)
-    warming = any(r.in_warmup_now for r in prof.recorders)
+    warm_end, warming = rings.warmup_end_step, rings.still_warming
     if not marked:
         # No prof.begin(): one trainer step = one wait call and what follows it.
         ev = ev.copy()
-        wid = prof.id(wait)
+        wid = rings.phases.index(wait)
         ev["step"] = np.cumsum(ev["phase"] == wid)
         notes.append(
             f"no steps were marked (prof.begin()); a trainer step is counted from each {wait!r} "
@@ -400,7 +368,7 @@ def _ring_windows(
         offset, warm_end = warm_end, -1
     if window_s is not None:
         windows = windows_from_events(
-            ev, prof.phases, seconds=window_s, warmup_end_step=warm_end, still_warming=warming
+            ev, rings.phases, seconds=window_s, warmup_end_step=warm_end, still_warming=warming
         )
         size = f"{window_s:g} s"
     else:
@@ -409,7 +377,7 @@ def _ring_windows(
             n = len(np.unique(steps_in_ring)) if len(steps_in_ring) else 0
             window_steps = _auto_steps(n, target_windows, min_window_steps)
         windows = windows_from_events(
-            ev, prof.phases, steps=window_steps, warmup_end_step=warm_end, still_warming=warming
+            ev, rings.phases, steps=window_steps, warmup_end_step=warm_end, still_warming=warming
         )
         size = f"{window_steps} steps"
     wins = []
@@ -483,14 +451,14 @@ def _busy_before(es: np.ndarray, dur: np.ndarray, t: np.ndarray) -> np.ndarray:
     return result
 
 
-def _other_from_profiler(
-    other_prof: Any, names: Sequence[str], wins: list[_Win]
+def _other_from_rings(
+    other: Rings, names: Sequence[str], wins: list[_Win]
 ) -> dict[str, np.ndarray]:
-    """Per window, the time (ns) each named phase of ``other_prof`` overlaps it."""
-    ev = other_prof.events()
+    """Per window, the time (ns) each named phase of the ``other`` rings overlaps it."""
+    ev = other.events
     out: dict[str, np.ndarray] = {}
     for name in names:
-        sel = ev[ev["phase"] == other_prof.id(name)]
+        sel = ev[ev["phase"] == other.phases.index(name)]
         if len(sel) == 0 or len(wins) == 0:
             out[name] = np.zeros(len(wins))
             continue
@@ -512,10 +480,12 @@ def _names(value: str | Sequence[str] | None, what: str) -> list[str]:
     try:
         names = list(value)
     except TypeError:
-        raise TypeError(f"{what} must be a phase name or a list of names, got {value!r}") from None
+        raise ArgumentTypeError(
+            f"{what} must be a phase name or a list of names, got {value!r}"
+        ) from None
     for n in names:
         if not isinstance(n, str):
-            raise TypeError(f"{what} must hold phase names (strings), got {n!r}")
+            raise ArgumentTypeError(f"{what} must hold phase names (strings), got {n!r}")
     return names
 
 
@@ -537,29 +507,26 @@ def _check_options(
 ) -> None:
     """Every option of ``wait_report``: a TypeError or ValueError naming it."""
     if window_steps is not None and window_s is not None:
-        raise ValueError("give window_steps= or window_s=, not both")
+        raise InvalidValueError("give window_steps= or window_s=, not both")
     if window_steps is not None:
-        _check_positive("window_steps", window_steps, integer=True)
+        check_positive_int("window_steps", window_steps)
     if window_s is not None:
-        _check_positive("window_s", window_s)
-    _check_positive("spike_factor", spike_factor)
-    if isinstance(spike_min_share, bool) or not isinstance(spike_min_share, (int, float)):
-        raise TypeError(f"spike_min_share must be a number, got {spike_min_share!r}")
-    if not 0 <= spike_min_share < math.inf:
-        raise ValueError(f"spike_min_share must be >= 0, got {spike_min_share!r}")
-    _check_positive("target_windows", target_windows, integer=True)
-    _check_positive("min_window_steps", min_window_steps, integer=True)
-    if isinstance(coincide_windows, bool) or not isinstance(coincide_windows, int):
-        raise TypeError(f"coincide_windows must be an int, got {coincide_windows!r}")
-    if coincide_windows < 0:
-        raise ValueError(f"coincide_windows must be >= 0, got {coincide_windows}")
+        check_positive_number("window_s", window_s, unit="seconds")
+    check_positive_number("spike_factor", spike_factor)
+    check_number("spike_min_share", spike_min_share, minimum=0.0)
+    check_positive_int("target_windows", target_windows)
+    check_positive_int("min_window_steps", min_window_steps)
+    check_int("coincide_windows", coincide_windows, minimum=0)
     for what, name in (("wait", wait), ("compute", compute)):
         if not isinstance(name, str) or not name:
-            raise TypeError(f"{what} must be a phase name (a non-empty string), got {name!r}")
+            raise ArgumentTypeError(
+                f"{what} must be a phase name (a non-empty string), got {name!r}"
+            )
     if wait == compute:
-        raise ValueError(f"wait and compute must be different phases, both are {wait!r}")
-    if other_source is not None and not _is_profiler(other_source):
-        raise TypeError(
+        raise InvalidValueError(f"wait and compute must be different phases, both are {wait!r}")
+    live = other_source is None or is_profiler(other_source)
+    if not live and not (isinstance(other_source, Source) and other_source.profiler is not None):
+        raise ArgumentTypeError(
             "other_source must be a gyreprof Profiler (its events carry the times to match), "
             f"got {type(other_source).__name__}"
         )
@@ -570,7 +537,7 @@ def _check_phases(
     wait: str,
     compute: str,
     other_names: Sequence[str],
-    other_source: Any,
+    other_source: Source | None,
 ) -> None:
     """The named phases exist, and wait / compute have steady-state samples."""
     known = list(summary.phases)
@@ -590,7 +557,7 @@ def _check_phases(
                 f"{where} has no phase {name!r} (other=); known phases: {other_known}"
             )
         if other_source is None and name in (wait, compute):
-            raise ValueError(f"other={name!r} is the wait or compute phase itself")
+            raise InvalidValueError(f"other={name!r} is the wait or compute phase itself")
     for what, name in (("wait", wait), ("compute", compute)):
         if summary.phases[name].count == 0:
             why = ""
@@ -600,7 +567,7 @@ def _check_phases(
                     f" The profile is still in warm-up ({wu.rule}, {wu.steps} steps so far); "
                     "warm-up ends on step boundaries, so mark steps with prof.begin()."
                 )
-            raise ValueError(
+            raise InvalidValueError(
                 f"the {what} phase {name!r} has no steady-state samples: nothing to compute a "
                 f"wait ratio from (known phases: {known}).{why} Time it with "
                 f"`with prof.phase({name!r}): ...`."
@@ -608,9 +575,7 @@ def _check_phases(
 
 
 def _trainer_windows(
-    trainer: object,
-    summary: Summary,
-    snap: Snapshot | None,
+    trainer: Source,
     wait: str,
     compute: str,
     *,
@@ -621,9 +586,10 @@ def _trainer_windows(
     notes: list[str],
 ) -> tuple[list[_Win], str, str]:
     """The trainer's steady windows, their size in words, and where they came from."""
-    if _is_profiler(trainer):
+    rings = trainer.rings
+    if rings is not None:
         wins, size = _ring_windows(
-            trainer,
+            rings,
             wait,
             window_steps=window_steps,
             window_s=window_s,
@@ -634,13 +600,17 @@ def _trainer_windows(
         wsource = "ring"
     else:
         wins, size = _rolling_windows(
-            summary, snap, window_steps=window_steps, window_s=window_s, notes=notes
+            trainer.summary,
+            trainer.snapshot,
+            window_steps=window_steps,
+            window_s=window_s,
+            notes=notes,
         )
         wsource = "rolling"
     wins = [w for w in wins if w.counts.get(wait, 0) > 0 or w.counts.get(compute, 0) > 0]
     if not wins:
         wsource, size = "none", "-"
-        if not _is_profiler(trainer):
+        if rings is None:
             notes.append(
                 "no per-window ratios: the summary holds no closed rolling windows (they close "
                 "every window_steps marked steps); pass the Profiler for exact windows"
@@ -683,12 +653,12 @@ def _per_window(wins: list[_Win], wait: str, compute: str, spike_min_share: floa
 
 
 def _other_per_window(
-    other_names: Sequence[str], other_source: Any, wins: list[_Win]
+    other_names: Sequence[str], other_source: Source | None, wins: list[_Win]
 ) -> dict[str, np.ndarray]:
     if not other_names:
         return {}
-    if other_source is not None:
-        return _other_from_profiler(other_source, other_names, wins)
+    if other_source is not None and other_source.rings is not None:
+        return _other_from_rings(other_source.rings, other_names, wins)
     return {n: np.array([w.sums.get(n, 0.0) for w in wins], dtype=np.float64) for n in other_names}
 
 
@@ -796,7 +766,7 @@ def _closing_notes(summary: Summary, windows: list[WaitWindow], notes: list[str]
 
 
 def wait_report(
-    trainer: Source,
+    trainer: Profiler | Snapshot | Summary | Source,
     wait: str = "wait",
     compute: str = "compute",
     *,
@@ -805,7 +775,7 @@ def wait_report(
     spike_factor: float = DEFAULT_SPIKE_FACTOR,
     spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE,
     other: str | Sequence[str] | None = None,
-    other_source: Profiler | None = None,
+    other_source: Profiler | Source | None = None,
     coincide_windows: int = DEFAULT_COINCIDE_WINDOWS,
     target_windows: int = DEFAULT_TARGET_WINDOWS,
     min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS,
@@ -815,7 +785,8 @@ def wait_report(
     Parameters
     ----------
     trainer: the trainer-side ``Profiler`` (exact windows from its ring), or a
-        ``Snapshot`` / ``Summary`` of it (its rolling windows).
+        ``Snapshot`` / ``Summary`` of it (its rolling windows); resolved once, here
+        (``gyreprof.source.resolve``).
     wait / compute: the names of the phase around the batch fetch and of the
         train step.
     window_steps / window_s: window size in trainer steps or seconds (at most
@@ -836,6 +807,39 @@ def wait_report(
     the known phases when a phase is
     missing or has no steady-state samples.
     """
+    return report_of(
+        resolve(trainer, what="trainer", paths=False),
+        wait,
+        compute,
+        window_steps=window_steps,
+        window_s=window_s,
+        spike_factor=spike_factor,
+        spike_min_share=spike_min_share,
+        other=other,
+        other_source=other_source,
+        coincide_windows=coincide_windows,
+        target_windows=target_windows,
+        min_window_steps=min_window_steps,
+    )
+
+
+def report_of(
+    trainer: Source,
+    wait: str = "wait",
+    compute: str = "compute",
+    *,
+    window_steps: int | None = None,
+    window_s: float | None = None,
+    spike_factor: float = DEFAULT_SPIKE_FACTOR,
+    spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE,
+    other: str | Sequence[str] | None = None,
+    other_source: Profiler | Source | None = None,
+    coincide_windows: int = DEFAULT_COINCIDE_WINDOWS,
+    target_windows: int = DEFAULT_TARGET_WINDOWS,
+    min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS,
+) -> WaitReport:
+    """:func:`wait_report` of a resolved trainer :class:`~gyreprof.source.Source` (the
+    form ``diagnose`` calls, so each input is resolved once, at the public door)."""
     _check_options(
         wait,
         compute,
@@ -849,21 +853,26 @@ def wait_report(
         min_window_steps=min_window_steps,
     )
     other_names = _names(other, "other")
+    other_src = (
+        resolve(other_source, what="other_source", paths=False)
+        if other_source is not None
+        else None
+    )
 
     # 1. the overall ratio
-    summary, snap = _summary_and_snapshot(trainer, "trainer")
-    _check_phases(summary, wait, compute, other_names, other_source)
+    summary, snap = trainer.summary, trainer.snapshot
+    _check_phases(summary, wait, compute, other_names, other_src)
     ws, cs = summary.phases[wait], summary.phases[compute]
     wait_ns, compute_ns = _sum_ns(ws), _sum_ns(cs)
     if wait_ns + compute_ns <= 0:
-        raise ValueError(f"the phases {wait!r} and {compute!r} add up to 0 ns: nothing to compare")
+        raise InvalidValueError(
+            f"the phases {wait!r} and {compute!r} add up to 0 ns: nothing to compare"
+        )
 
     # 2. per window
     notes: list[str] = []
     wins, size, wsource = _trainer_windows(
         trainer,
-        summary,
-        snap,
         wait,
         compute,
         window_steps=window_steps,
@@ -873,7 +882,7 @@ def wait_report(
         notes=notes,
     )
     pw = _per_window(wins, wait, compute, spike_min_share)
-    other_ns = _other_per_window(other_names, other_source, wins)
+    other_ns = _other_per_window(other_names, other_src, wins)
     windows = _wait_windows(wins, pw, other_ns, _run_start_ns(snap, wins))
 
     # 3. spikes of the wait, and of the other phases
@@ -883,7 +892,7 @@ def wait_report(
         other_ns,
         spike_factor=spike_factor,
         coincide_windows=coincide_windows,
-        other_source=other_source,
+        other_source=other_src,
     )
     _closing_notes(summary, windows, notes)
     thresholds = {

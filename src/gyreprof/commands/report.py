@@ -64,16 +64,11 @@ def run(args: argparse.Namespace) -> int:
         require_extra("--html (its pictures)", "matplotlib", "plot")
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
-    from gyreprof.export import EventsFile
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.source import resolve
 
-    source = _load_source(args.file)
-    if isinstance(source, EventsFile):
-        summary = source.snapshot.summary()
-    elif isinstance(source, Snapshot):
-        summary = source.summary()
-    else:
-        summary = source
+    # read once, resolved once: the plot and the HTML page take the same Source
+    source = resolve(_load_source(args.file), what="gyreprof report")
+    summary = source.summary
     if plot_out is not None or html_out is not None:
         from gyreprof.export import html_report, plot_report
 

@@ -102,8 +102,10 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from gyreprof import _io
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import shorten
 from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._validate import check_positive_number
 from gyreprof.diagnostics import _loglines, _probe, _procfs
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
@@ -327,9 +329,9 @@ def _check_pid(pid: object) -> int:
         try:
             pid = int(str(pid))
         except ValueError:
-            raise ValueError(f"pid must be a positive integer, got {pid!r}") from None
+            raise InvalidValueError(f"pid must be a positive integer, got {pid!r}") from None
     if pid <= 0:
-        raise ValueError(f"pid must be a positive integer, got {pid}")
+        raise InvalidValueError(f"pid must be a positive integer, got {pid}")
     return pid
 
 
@@ -338,9 +340,11 @@ def _check_file_arg(path: str | os.PathLike[str] | None, what: str) -> Path | No
         return None
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"{what} {str(p)!r} is a directory; pass the file the process writes")
+        raise InvalidValueError(
+            f"{what} {str(p)!r} is a directory; pass the file the process writes"
+        )
     if p.exists() and not os.access(p, os.R_OK):
-        raise ValueError(f"{what} {str(p)!r} is not readable (permission denied)")
+        raise InvalidValueError(f"{what} {str(p)!r} is not readable (permission denied)")
     return p
 
 
@@ -720,10 +724,9 @@ def doctor(
     missing process is not an error: it is the ``absent`` state.
     """
     pid = _check_pid(pid)
-    if not (isinstance(interval_s, (int, float)) and interval_s > 0.0):
-        raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
+    check_positive_number("interval_s", interval_s, unit="seconds")
     if samples < 2:
-        raise ValueError(f"samples must be at least 2 (one look at each end), got {samples}")
+        raise InvalidValueError(f"samples must be at least 2 (one look at each end), got {samples}")
     log_path = _check_file_arg(log, "log")
     step_path = _check_file_arg(step_file, "step_file")
     interval_s = float(interval_s)
@@ -731,9 +734,8 @@ def doctor(
     if isinstance(probe, str):
         probe = [probe]
     urls = [_probe.check_url(u) for u in probe]
-    for name, value in (("quiet_after_s", quiet_after_s), ("probe_timeout_s", probe_timeout_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    check_positive_number("quiet_after_s", quiet_after_s, unit="seconds")
+    check_positive_number("probe_timeout_s", probe_timeout_s, unit="seconds")
     opts = _Options(progress_rx, urls, float(quiet_after_s), float(probe_timeout_s))
 
     try:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _io
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._serial import decode, dumps, encode, serial_format
 
 try:
@@ -932,7 +933,12 @@ def _files_to_read(
     elif isinstance(paths, (str, os.PathLike)):
         items = [Path(paths)]
     else:
-        items = [Path(p) for p in paths]
+        try:
+            items = [Path(p) for p in paths]
+        except TypeError:
+            raise ArgumentTypeError(
+                f"paths must be a path or a list of paths, got {type(paths).__name__} {paths!r}"
+            ) from None
     files: list[Path] = []
     for item in items:
         if not item.is_dir():
@@ -940,7 +946,7 @@ def _files_to_read(
             continue
         inside = discover(item)
         if not inside:
-            raise ValueError(
+            raise InvalidValueError(
                 f"no requirements*.txt, pyproject.toml or environment.yml in {str(item)!r}; "
                 "pass the files to check"
             )

@@ -42,7 +42,6 @@ Exit codes (``SelfCheckResult.exit_code`` and the command):
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import signal
@@ -57,7 +56,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import gyreprof
+from gyreprof._errors import InvalidValueError
 from gyreprof._subproc import ChildTree, request_stacks, sigterm_unwinds
+from gyreprof._validate import check_positive_number
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -162,13 +163,13 @@ class SelfCheckResult:
 def parse_target(target: str) -> tuple[str, str]:
     """Split ``module:factory``; ValueError naming the expected form otherwise."""
     if not isinstance(target, str) or target.count(":") != 1:
-        raise ValueError(f"target must look like 'package.module:factory', got {target!r}")
+        raise InvalidValueError(f"target must look like 'package.module:factory', got {target!r}")
     module, factory = target.split(":")
     ident = r"[A-Za-z_][A-Za-z0-9_]*"
     if not re.fullmatch(rf"{ident}(\.{ident})*", module) or not re.fullmatch(
         rf"{ident}(\.{ident})*", factory
     ):
-        raise ValueError(
+        raise InvalidValueError(
             f"target must look like 'package.module:factory' (Python names), got {target!r}"
         )
     return module, factory
@@ -225,19 +226,20 @@ def selfcheck(
     """
     parse_target(target)
     if not isinstance(method, str):
-        raise ValueError("method must be a string (a method name, or '' to call the sampler)")
+        raise InvalidValueError(
+            "method must be a string (a method name, or '' to call the sampler)"
+        )
     if method and not method.isidentifier():
-        raise ValueError(f"method must be a Python name, got {method!r}")
-    if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s) and timeout_s > 0):
-        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        raise InvalidValueError(f"method must be a Python name, got {method!r}")
+    check_positive_number("timeout_s", timeout_s, unit="seconds")
     if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise ValueError(
+        raise InvalidValueError(
             f"kwargs must be a mapping of keyword arguments, got {type(kwargs).__name__}"
         )
     try:
         kwargs_json = json.dumps(dict(kwargs or {}))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"kwargs must be JSON-serialisable: {exc}") from None
+        raise InvalidValueError(f"kwargs must be JSON-serialisable: {exc}") from None
 
     package_root = str(Path(gyreprof.__file__).resolve().parent.parent)
     # the package path goes first: a gyreprof/ folder in the current one must not shadow it

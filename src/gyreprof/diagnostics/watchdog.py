@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from gyreprof._errors import ArgumentTypeError
 from gyreprof._validate import check_output_path, check_positive_number
 
 
@@ -88,7 +89,7 @@ class Watchdog:
         poll_s: float | None = None,
     ) -> None:
         if not callable(getattr(profiler, "progress", None)):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"Watchdog needs an object with a progress() method (a gyreprof.Profiler), "
                 f"got {type(profiler).__name__}"
             )

@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof.export._source import write_text
 from gyreprof.export.chrome import chrome_trace
 from gyreprof.export.events import EventsFile, load_events, save_events
@@ -84,7 +85,7 @@ def write(
     ``options`` go to the exporter (``buckets_s=``, ``interval_s=``, ``prefix=``...).
     """
     if format not in FORMATS:
-        raise ValueError(f"unknown export format {format!r}; choose one of {list(FORMATS)}")
+        raise InvalidValueError(f"unknown export format {format!r}; choose one of {list(FORMATS)}")
     text: str | None = None
     if format == "chrome":
         return chrome_trace(source, path, **options)
@@ -95,7 +96,7 @@ def write(
     else:
         text = _metrics_json(source, options.pop("prefix", "gyreprof/"))
         if options:
-            raise TypeError(f"unexpected options for metrics: {sorted(options)}")
+            raise ArgumentTypeError(f"unexpected options for metrics: {sorted(options)}")
     return write_text(text, path)
 
 

@@ -24,41 +24,28 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _io
+from gyreprof._errors import InvalidValueError
+from gyreprof._validate import check_positive_int
 from gyreprof._version import __version__
-from gyreprof.export.events import NO_EVENTS, EventsFile, is_profiler, load_events, save_events
+from gyreprof.export.events import NO_EVENTS, EventsFile, load_events, save_events
 from gyreprof.snapshot import unix_offset_ns
+from gyreprof.source import resolve
 
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
 
 
 def _events_of(source: Any) -> EventsFile:
-    if isinstance(source, EventsFile):
-        return source
-    if is_profiler(source):
-        return EventsFile.from_profiler(source)
-    if isinstance(source, (str, os.PathLike)):
-        p = Path(source)
-        if not p.exists():
-            raise FileNotFoundError(f"no such file: {p}")
-        head = _io.read_head(p, 4, what="events file")
-        if head[:2] == b"PK":
-            return load_events(p)
-        raise ValueError(
-            f"{p} holds no raw events (a summary or snapshot keeps histograms only); a Chrome "
-            "trace needs the event ring: save it with gyreprof.export.save_events(prof, "
-            "'run.npz') and export that file"
+    """The raw events of ``source``, resolved once (``gyreprof.source.resolve``)."""
+    res = resolve(source, what="chrome_trace")
+    raw = res.raw
+    if raw is None:
+        raise InvalidValueError(
+            f"a Chrome trace needs raw events; {res.origin} is a {res.given}, which holds "
+            "histograms only. Export from the Profiler itself, or save the event ring with "
+            "gyreprof.export.save_events(prof, 'run.npz') and export that file"
         )
-    if isinstance(source, np.ndarray):
-        raise TypeError(
-            "chrome_trace takes a Profiler or an EventsFile; wrap raw events with "
-            "EventsFile(...) or save them with save_events(prof, path)"
-        )
-    raise ValueError(
-        f"a Chrome trace needs raw events; a {type(source).__name__} holds histograms only. "
-        "Export from the Profiler itself, or from a file written by save_events(prof, path)"
-    )
+    return raw
 
 
 def _lines(ef: EventsFile, chunk_events: int) -> Iterator[str]:
@@ -170,10 +157,9 @@ def chrome_trace(
     Raises ValueError when the ring is empty or the source has no raw events.
     """
     ef = _events_of(source)
-    if isinstance(chunk_events, bool) or not isinstance(chunk_events, int) or chunk_events < 1:
-        raise ValueError(f"chunk_events must be a positive int, got {chunk_events!r}")
+    check_positive_int("chunk_events", chunk_events)
     if len(ef.events) == 0:
-        raise ValueError(NO_EVENTS)
+        raise InvalidValueError(NO_EVENTS)
     if path is None:
         buf = io.StringIO()
         _write(ef, buf, chunk_events)

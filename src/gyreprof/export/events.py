@@ -19,11 +19,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gyreprof import _io
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import (
+    ArgumentTypeError,
+    CorruptDataError,
+    InvalidValueError,
+    MissingFileError,
+)
 from gyreprof._version import __version__
 from gyreprof.snapshot import Snapshot, current_unix_offset_ns, unix_offset_ns
 
 if TYPE_CHECKING:
+    from gyreprof._rings import Rings
     from gyreprof.profiler import Profiler
 
 __all__ = [
@@ -75,38 +81,32 @@ class EventsFile:
 
     @classmethod
     def from_profiler(cls, prof: Profiler) -> EventsFile:
-        """Copy the ring(s) of a running or finished Profiler."""
-        from gyreprof._block import StatsBlock
+        """Copy the ring(s) of a running or finished Profiler (read by ``gyreprof._rings``)."""
+        from gyreprof._rings import read_rings
 
-        recs = prof.recorders
-        if not recs:
-            raise ValueError(NO_EVENTS)  # per_thread=True and no thread has written yet
-        parts, tids = [], []
-        thread_names: dict[int, str] = {}
-        steady: dict[int, int] = {}
-        for i, rec in enumerate(recs, start=1):
-            ev = rec.events()
-            parts.append(ev)
-            tids.append(np.full(len(ev), i, dtype=np.int32))
-            thread_names[i] = f"gyreprof thread {i}" if prof.per_thread else "gyreprof loop"
-            s = StatsBlock.of(rec).steady_start_ns
-            if s > 0:
-                steady[i] = s
+        return cls.of_rings(read_rings(prof), prof.snapshot(), label=prof.label)
+
+    @classmethod
+    def of_rings(cls, rings: Rings, snap: Snapshot, *, label: str | None = None) -> EventsFile:
+        """The events file of rings read from a Profiler (``gyreprof._rings``) and the
+        snapshot taken with them; ``InvalidValueError`` when no thread wrote yet."""
+        if not rings.parts:
+            raise InvalidValueError(NO_EVENTS)  # per_thread=True and no thread has written yet
+        parts = rings.parts
         events = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        tid_arr = tids[0] if len(tids) == 1 else np.concatenate(tids)
-        snap = prof.snapshot()
+        name = "gyreprof thread {}" if rings.per_thread else "gyreprof loop"
         cfg = snap.config
         return cls(
-            phases=tuple(prof.phases),
+            phases=rings.phases,
             events=events,
-            tids=tid_arr,
+            tids=rings.tids,
             snapshot=snap,
             pid=os.getpid(),
-            label=prof.label,
-            thread_names=thread_names,
-            steady_start_ns=steady,
+            label=label,
+            thread_names={i: name.format(i) for i in range(1, len(parts) + 1)},
+            steady_start_ns=dict(rings.steady_start_ns),
             warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
-            overwritten=sum(int(r.overwritten) for r in recs),
+            overwritten=rings.overwritten,
             unix_offset_ns=current_unix_offset_ns(),
         )
 
@@ -118,7 +118,7 @@ def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
     others from its snapshot. Returns the path written.
     """
     if not is_profiler(prof):
-        raise TypeError(f"save_events takes a Profiler, got {type(prof).__name__}")
+        raise ArgumentTypeError(f"save_events takes a Profiler, got {type(prof).__name__}")
     ef = EventsFile.from_profiler(prof)
     meta = {
         "format": EVENTS_FORMAT,
@@ -149,13 +149,13 @@ def load_events(path: str | os.PathLike[str]) -> EventsFile:
     what is wrong with its contents, a ValueError that it is no regular file or too large."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"no such file: {p}")
+        raise MissingFileError(f"no such file: {p}")
     stream = _io.open_events(p)
     try:
         with np.load(stream, allow_pickle=False) as z:
             missing = [k for k in ("events", "tids", "phases", "snapshot", "meta") if k not in z]
             if missing:
-                raise ValueError(f"missing arrays {missing}")
+                raise InvalidValueError(f"missing arrays {missing}")
             events = z["events"]
             tids = z["tids"]
             phases = tuple(str(x) for x in z["phases"].tolist())

@@ -45,7 +45,13 @@ from gyreprof._core import (
     layout_info,
     percentiles_from_counts,
 )
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import (
+    ArgumentTypeError,
+    CorruptDataError,
+    InvalidValueError,
+    MissingFileError,
+)
+from gyreprof._validate import check_positive_number
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
 from gyreprof.histogram import STEP, layout_edges
@@ -142,7 +148,7 @@ class HdrHistogramData:
             other.layout != self.layout
             or other.integer_to_double_ratio != self.integer_to_double_ratio
         ):
-            raise ValueError(
+            raise InvalidValueError(
                 f"cannot add histograms of different layouts {self.layout} and {other.layout}"
             )
         return HdrHistogramData(
@@ -170,7 +176,9 @@ def encode_histogram(
     L = int(layout_info(lowest, highest, significant_figures)["counts_len"])
     arr = np.ascontiguousarray(counts, dtype=np.int64)
     if arr.shape != (L,):
-        raise ValueError(f"counts must have {L} entries for this layout, got shape {arr.shape}")
+        raise InvalidValueError(
+            f"counts must have {L} entries for this layout, got shape {arr.shape}"
+        )
     payload = encode_counts(arr)
     inner = (
         _HEADER.pack(
@@ -204,7 +212,9 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
 def _decode_histogram(data: str | bytes, already: int) -> tuple[HdrHistogramData, int]:
     """Decode, refusing counts that would take ``already`` + this one's bytes past the budget."""
     if not isinstance(data, (str, bytes, bytearray, memoryview)):
-        raise TypeError(f"decode_histogram takes base64 text or bytes, got {type(data).__name__}")
+        raise ArgumentTypeError(
+            f"decode_histogram takes base64 text or bytes, got {type(data).__name__}"
+        )
     if isinstance(data, str):
         data = data.strip().encode("ascii", "replace")
     try:
@@ -310,7 +320,7 @@ class HdrLog:
         """All intervals of ``tag`` added up (``tag=None``: the untagged lines)."""
         hs = [iv.histogram for iv in self.intervals if iv.tag == tag]
         if not hs:
-            raise ValueError(f"no interval tagged {tag!r} in this log; tags: {self.tags}")
+            raise InvalidValueError(f"no interval tagged {tag!r} in this log; tags: {self.tags}")
         total = hs[0]
         for h in hs[1:]:
             total = total + h
@@ -397,13 +407,17 @@ def read_hdr_log(source: str | os.PathLike[str] | IO[str]) -> HdrLog:
         name = getattr(source, "name", "log")
         text = source.read(cap + 1)  # type: ignore[union-attr]
         if not isinstance(text, str):
-            raise TypeError(f"read_hdr_log needs a text stream, {name} gives {type(text).__name__}")
+            raise ArgumentTypeError(
+                f"read_hdr_log needs a text stream, {name} gives {type(text).__name__}"
+            )
         if len(text) > cap:
-            raise ValueError(f"{name} holds more than {_io.fmt_size(cap)}, the cap for a log")
+            raise InvalidValueError(
+                f"{name} holds more than {_io.fmt_size(cap)}, the cap for a log"
+            )
         return parse_hdr_log(text, name=str(name))
     p = Path(source)  # type: ignore[arg-type]
     if not p.exists():
-        raise FileNotFoundError(f"no such file: {p}")
+        raise MissingFileError(f"no such file: {p}")
     try:
         text = _io.read_text(p, "hdr_log")
     except UnicodeDecodeError:
@@ -438,7 +452,7 @@ def _interval_lines(
         keep &= steady
     ev = ev[keep]
     if len(ev) == 0:
-        raise ValueError("no steady-state events in the ring to cut into intervals")
+        raise InvalidValueError("no steady-state events in the ring to cut into intervals")
     step_ns = int(interval_s * 1e9)
     keys = (ev["start_ns"] - base_ns) // step_ns
     lowest, highest, sf = res.snapshot.layout  # type: ignore[union-attr]
@@ -489,20 +503,9 @@ def hdr_log(
     res = resolve(source, what="an HdrHistogram log")
     s = res.summary
     require_histograms(s, "an HdrHistogram log")
-    ratio = float(max_value_unit_ratio)
-    if not math.isfinite(ratio) or ratio <= 0:
-        raise ValueError(
-            f"max_value_unit_ratio must be a positive number, got {max_value_unit_ratio!r}"
-        )
+    ratio = check_positive_number("max_value_unit_ratio", max_value_unit_ratio)
     if interval_s is not None:
-        try:
-            interval_s = float(interval_s)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"interval_s must be a number of seconds, got {interval_s!r}"
-            ) from None
-        if not math.isfinite(interval_s) or interval_s <= 0:
-            raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
+        interval_s = check_positive_number("interval_s", interval_s, unit="seconds")
     base_ns = res.start_ns
     offset = res.unix_offset_ns
     lines = [

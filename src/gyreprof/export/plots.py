@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import plot_text
 from gyreprof.export._source import Resolved, require_histograms, resolve
 from gyreprof.histogram import STEP
@@ -55,11 +56,15 @@ def _new_figure(size_px: tuple[int, int], dpi: int) -> Figure:
     try:
         w, h = (int(v) for v in size_px)
     except (TypeError, ValueError):
-        raise ValueError(f"size_px must be (width, height) in pixels, got {size_px!r}") from None
+        raise InvalidValueError(
+            f"size_px must be (width, height) in pixels, got {size_px!r}"
+        ) from None
     if w < 100 or h < 100 or w > 20000 or h > 20000:
-        raise ValueError(f"size_px must be between 100 and 20000 pixels a side, got {size_px!r}")
+        raise InvalidValueError(
+            f"size_px must be between 100 and 20000 pixels a side, got {size_px!r}"
+        )
     if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 1000:
-        raise ValueError(f"dpi must be an int in 10..1000, got {dpi!r}")
+        raise InvalidValueError(f"dpi must be an int in 10..1000, got {dpi!r}")
     fig = Figure(figsize=(w / dpi, h / dpi), dpi=dpi)
     FigureCanvasAgg(fig)
     return fig
@@ -90,7 +95,7 @@ def _pick(names: Sequence[str], phases: Sequence[str] | None) -> list[str]:
         return list(names)
     unknown = [p for p in phases if p not in names]
     if unknown:
-        raise ValueError(f"unknown phases {unknown}; known phases: {list(names)}")
+        raise InvalidValueError(f"unknown phases {unknown}; known phases: {list(names)}")
     return list(phases)
 
 
@@ -142,7 +147,7 @@ def plot_percentiles(
         rows.append((STEP, s.step))
     rows = [(n, st) for n, st in rows if st.count > 0]
     if not rows:
-        raise ValueError(
+        raise InvalidValueError(
             "nothing to plot: no steady-state durations yet (still in warm-up, or nothing recorded)"
         )
     fig, ax = _setup_ax(ax, size_px, dpi)
@@ -197,7 +202,7 @@ def windows_of(
     """
     if isinstance(source, (list, tuple)):
         if not all(isinstance(w, Window) for w in source):
-            raise TypeError("a list source must hold gyreprof Window objects")
+            raise ArgumentTypeError("a list source must hold gyreprof Window objects")
         return list(source)
     res = resolve(source, what="a window plot", allow_empty=True)
     if steps is not None or seconds is not None:
@@ -216,7 +221,7 @@ def windows_of(
                 warmup_end_step=int(ef.snapshot.times.get("warmup_end_step", -1)),
                 still_warming=ef.warmup and not ef.steady_start_ns,
             )
-        raise ValueError(
+        raise InvalidValueError(
             "steps=/seconds= cut windows from the raw events, which only a live Profiler or "
             "an events file (save_events) holds; from a snapshot or summary the rolling "
             "windows are drawn (leave both out)"
@@ -231,7 +236,7 @@ def _richest(res: Resolved) -> Any:
 
 def _need_windows(wins: list[Window]) -> None:
     if not wins:
-        raise ValueError(
+        raise InvalidValueError(
             "no windows to plot: the run closed no rolling window yet (one closes every "
             "window_steps steps and when warm-up ends); run longer, lower "
             "Profiler(window_steps=...), or pass steps=N to cut windows from the ring"
@@ -305,7 +310,7 @@ def plot_windows(
         if not math.isnan(v) and v > 0
     ]
     if not vals:
-        raise ValueError("no durations in any window to plot")
+        raise InvalidValueError("no durations in any window to plot")
     scale, unit = _unit(max(vals))
     colors = [f"C{i % 10}" for i in range(len(names))]
     marker = "o" if len(wins) <= 60 else None

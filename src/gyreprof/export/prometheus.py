@@ -28,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve
+from gyreprof.source import is_profiler
 from gyreprof.summary import PhaseStats, Summary
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -83,14 +85,18 @@ def check_buckets(buckets_s: Iterable[float]) -> list[float]:
     try:
         out = [float(b) for b in buckets_s]
     except (TypeError, ValueError):
-        raise ValueError(f"buckets_s must be numbers of seconds, got {buckets_s!r}") from None
+        raise InvalidValueError(
+            f"buckets_s must be numbers of seconds, got {buckets_s!r}"
+        ) from None
     if not out:
-        raise ValueError("buckets_s needs at least one bound (seconds); +Inf is added for you")
+        raise InvalidValueError(
+            "buckets_s needs at least one bound (seconds); +Inf is added for you"
+        )
     for b in out:
         if not math.isfinite(b) or b <= 0:
-            raise ValueError(f"bucket bounds must be finite positive seconds, got {b!r}")
+            raise InvalidValueError(f"bucket bounds must be finite positive seconds, got {b!r}")
     if any(b2 <= b1 for b1, b2 in zip(out, out[1:], strict=False)):
-        raise ValueError(f"bucket bounds must be strictly increasing, got {out}")
+        raise InvalidValueError(f"bucket bounds must be strictly increasing, got {out}")
     return out
 
 
@@ -103,7 +109,7 @@ def bucket_counts(stats: PhaseStats, buckets_s: Sequence[float]) -> list[int]:
         return [0] * len(buckets_s)
     hist = stats.histogram
     if hist is None:
-        raise ValueError("these PhaseStats carry no histogram; bucket counts need one")
+        raise InvalidValueError("these PhaseStats carry no histogram; bucket counts need one")
     mid = hist.midpoints
     cum = np.cumsum(hist.counts)
     bounds_ns = np.asarray(buckets_s, dtype=np.float64) * 1e9
@@ -117,16 +123,18 @@ def bucket_counts(stats: PhaseStats, buckets_s: Sequence[float]) -> list[int]:
 
 def _check_names(namespace: str, labels: Mapping[str, str] | None) -> dict[str, str]:
     if not isinstance(namespace, str) or not _METRIC_RE.match(namespace):
-        raise ValueError(
+        raise InvalidValueError(
             f"namespace must be a metric name prefix like 'gyreprof' "
             f"([a-zA-Z_:][a-zA-Z0-9_:]*), got {namespace!r}"
         )
     const = {}
     for k, v in (labels or {}).items():
         if not isinstance(k, str) or not _LABEL_RE.match(k) or k.startswith("__"):
-            raise ValueError(f"label names must match [a-zA-Z_][a-zA-Z0-9_]*, got {k!r}")
+            raise InvalidValueError(f"label names must match [a-zA-Z_][a-zA-Z0-9_]*, got {k!r}")
         if k in _RESERVED_LABELS:
-            raise ValueError(f"label {k!r} is used by gyreprof's own series; pick another name")
+            raise InvalidValueError(
+                f"label {k!r} is used by gyreprof's own series; pick another name"
+            )
         const[k] = str(v)
     return const
 
@@ -345,14 +353,10 @@ class GyreprofCollector:
 
     def _resolved(self) -> Resolved | None:
         src = self._source
-        from gyreprof.export.events import is_profiler
-
-        if is_profiler(src):
-            if not src.recorders:
-                return None  # per_thread=True and no thread has written yet
-        elif callable(src):
+        if not is_profiler(src) and callable(src):
             src = src()
-        return resolve(src, what="a Prometheus scrape", allow_empty=True)
+        res = resolve(src, what="a Prometheus scrape", allow_empty=True)
+        return None if res.nothing_to_read else res  # per_thread=True, no thread wrote yet
 
     def collect(self) -> Iterable[Any]:
         from prometheus_client.core import Metric

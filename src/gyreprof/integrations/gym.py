@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import MissingExtraError, UnknownPhaseError
+from gyreprof._errors import ArgumentTypeError, MissingExtraError, UnknownPhaseError
 
 try:
     import gymnasium as gym
@@ -44,7 +44,7 @@ DEFAULT_WAIT_PHASE = "step_wait"
 
 def _check_profiler(prof: object) -> Profiler:
     if not isinstance(prof, Profiler):
-        raise TypeError(f"prof must be a gyreprof Profiler, got {type(prof).__name__}")
+        raise ArgumentTypeError(f"prof must be a gyreprof Profiler, got {type(prof).__name__}")
     return prof
 
 
@@ -52,7 +52,7 @@ def _check_phase(prof: Profiler, arg: str, name: str | None) -> str | None:
     if name is None:
         return None
     if not isinstance(name, str):
-        raise TypeError(f"{arg} must be a phase name or None, got {name!r}")
+        raise ArgumentTypeError(f"{arg} must be a phase name or None, got {name!r}")
     if name not in prof.phases:
         raise UnknownPhaseError(
             f"{arg}={name!r} is not a phase of the profiler; known phases: {list(prof.phases)}. "
@@ -97,12 +97,12 @@ class ProfiledEnv(gym.Wrapper):  # type: ignore[type-arg]
         reset_phase: str | None = DEFAULT_RESET_PHASE,
     ) -> None:
         if isinstance(env, VectorEnv):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "ProfiledEnv wraps a single gymnasium Env; for a vector env use "
                 "ProfiledVectorEnv(env, prof) (it splits an AsyncVectorEnv step into send/wait)"
             )
         if not isinstance(env, gym.Env):
-            raise TypeError(f"env must be a gymnasium Env, got {type(env).__name__}")
+            raise ArgumentTypeError(f"env must be a gymnasium Env, got {type(env).__name__}")
         super().__init__(env)
         self.prof = _check_profiler(prof)
         self.step_phase = _check_phase(self.prof, "step_phase", step_phase)
@@ -142,13 +142,13 @@ class ProfiledVectorEnv(VectorWrapper):
         split: bool | None = None,
     ) -> None:
         if not isinstance(env, VectorEnv):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"ProfiledVectorEnv wraps a gymnasium VectorEnv, got {type(env).__name__}; "
                 "for a single env use ProfiledEnv(env, prof)"
             )
         can_split = _splits(env)
         if split is True and not can_split:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"split=True needs an AsyncVectorEnv (it has step_async/step_wait), got "
                 f"{type(env).__name__}; wrap the AsyncVectorEnv itself, inside other wrappers"
             )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import MissingExtraError
+from gyreprof._errors import ArgumentTypeError, MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_sb3
 from gyreprof.integrations._auto.session import Session
 
@@ -38,7 +38,7 @@ def profile(model: Any) -> Session:
             "gyreprof.integrations.sb3", "stable-baselines3", extra="sb3"
         ) from exc
     if not isinstance(model, BaseAlgorithm):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"model must be a stable-baselines3 algorithm (PPO, SAC, ...), got "
             f"{type(model).__name__}; for a TorchRL collector use "
             "gyreprof.integrations.torchrl.profile(collector)"

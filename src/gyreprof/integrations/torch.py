@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from gyreprof._errors import MissingExtraError
+from gyreprof._errors import ArgumentTypeError, InvalidValueError, MissingExtraError
 
 try:
     import torch
@@ -96,7 +96,7 @@ def is_synchronized(prof: Profiler, phase: str) -> bool:
 
 def _check_profiler(prof: object) -> None:
     if not isinstance(prof, Profiler):
-        raise TypeError(f"expected a gyreprof Profiler, got {type(prof).__name__}")
+        raise ArgumentTypeError(f"expected a gyreprof Profiler, got {type(prof).__name__}")
 
 
 def _sync_function(device: Any) -> Callable[[], None] | None:
@@ -104,16 +104,16 @@ def _sync_function(device: Any) -> Callable[[], None] | None:
     if device is not None:
         if isinstance(device, int) and not isinstance(device, bool):
             if device < 0:
-                raise ValueError(f"device index must be >= 0, got {device}")
+                raise InvalidValueError(f"device index must be >= 0, got {device}")
             device = f"cuda:{device}"  # torch.device(0) needs a CUDA build; this form does not
         try:
             dev = torch.device(device)
         except (RuntimeError, TypeError, ValueError) as exc:
-            raise ValueError(
+            raise InvalidValueError(
                 f"device must be a CUDA device (e.g. 'cuda', 'cuda:0', 0), got {device!r}: {exc}"
             ) from None
         if dev.type != "cuda":
-            raise ValueError(
+            raise InvalidValueError(
                 f"device must be a CUDA device (e.g. 'cuda:0'), got {device!r}; CPU work is "
                 "synchronous and needs no synchronised phases"
             )
@@ -123,7 +123,7 @@ def _sync_function(device: Any) -> Callable[[], None] | None:
         return torch.cuda.synchronize
     dev = torch.device(device)
     if dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ValueError(
+        raise InvalidValueError(
             f"device {device!r} does not exist: this machine has {torch.cuda.device_count()} "
             "CUDA device(s)"
         )

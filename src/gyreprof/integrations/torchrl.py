@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import MissingExtraError
+from gyreprof._errors import ArgumentTypeError, MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_torchrl
 from gyreprof.integrations._auto.session import Session
 
@@ -38,7 +38,7 @@ def profile(collector: Any) -> Session:
         ) from exc
     base = patch_torchrl._base_collector(collectors)
     if base is None or not isinstance(collector, base):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"collector must be a TorchRL collector (torchrl.collectors.Collector, ...), got "
             f"{type(collector).__name__}; for stable-baselines3 use "
             "gyreprof.integrations.sb3.profile(model)"

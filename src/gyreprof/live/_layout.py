@@ -97,6 +97,7 @@ from typing import Any
 import psutil
 
 from gyreprof._block import block_words
+from gyreprof._errors import GyreprofError, InvalidValueError
 
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
@@ -122,11 +123,11 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-class UntrustedSegmentError(ValueError):
+class UntrustedSegmentError(GyreprofError, ValueError):
     """A segment that may not be believed: wrong owner, open folder, forged identity."""
 
 
-class SegmentReadError(ValueError):
+class SegmentReadError(GyreprofError, ValueError):
     """A segment that shrank or could not be read while a reader used it."""
 
 
@@ -470,7 +471,7 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
     file and ``size`` is the file's size in bytes.
     """
     if size < FIXED_BYTES:
-        raise ValueError(
+        raise InvalidValueError(
             f"{where} is truncated: {size} bytes, a gyreprof live segment has at least "
             f"{FIXED_BYTES}"
         )
@@ -491,19 +492,19 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         closed_ns,
     ) = FIXED.unpack_from(buf, 0)
     if magic != LIVE_MAGIC:
-        raise ValueError(
+        raise InvalidValueError(
             f"{where} is not a gyreprof live segment (magic {bytes(magic)!r}, "
             f"expected {LIVE_MAGIC!r})"
         )
     if version != LIVE_VERSION:
-        raise ValueError(
+        raise InvalidValueError(
             f"{where} has live-segment layout version {version}; this gyreprof reads version "
             f"{LIVE_VERSION}. Read it with the gyreprof version its writer uses."
         )
     if header_bytes < FIXED_BYTES or header_bytes % 8:
-        raise ValueError(f"{where} is corrupted: stats offset {header_bytes}")
+        raise InvalidValueError(f"{where} is corrupted: stats offset {header_bytes}")
     if header_bytes + stats_bytes > size:
-        raise ValueError(
+        raise InvalidValueError(
             f"{where} is truncated: {size} bytes, its header says {header_bytes + stats_bytes}"
         )
     if (
@@ -512,15 +513,15 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         or slot_bytes != NAME_SLOT_BYTES
         or names_offset + max_counters * slot_bytes > header_bytes
     ):
-        raise ValueError(f"{where} is corrupted: inconsistent header offsets")
+        raise InvalidValueError(f"{where} is corrupted: inconsistent header offsets")
     if state not in (STATE_LIVE, STATE_CLOSED):
-        raise ValueError(f"{where} is corrupted: unknown state {state}")
+        raise InvalidValueError(f"{where} is corrupted: unknown state {state}")
     try:
         meta = json.loads(bytes(buf[meta_offset : meta_offset + meta_len]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{where} is corrupted: unreadable metadata ({exc})") from None
+        raise InvalidValueError(f"{where} is corrupted: unreadable metadata ({exc})") from None
     if not isinstance(meta, dict) or any(k not in meta for k in _REQUIRED_META):
-        raise ValueError(f"{where} is corrupted: metadata lacks {list(_REQUIRED_META)}")
+        raise InvalidValueError(f"{where} is corrupted: metadata lacks {list(_REQUIRED_META)}")
     cfg = meta["config"]
     phases = meta["phases"]
     if (
@@ -530,15 +531,15 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         or len(phases) != cfg.get("n_phases")
         or not isinstance(cfg.get("offsets"), dict)
     ):
-        raise ValueError(f"{where} is corrupted: phases and recorder config disagree")
+        raise InvalidValueError(f"{where} is corrupted: phases and recorder config disagree")
     try:
         words = block_words(cfg)
         cfg_counters = int(cfg["max_counters"])
     except (KeyError, TypeError, ValueError):
-        raise ValueError(f"{where} is corrupted: recorder config incomplete") from None
+        raise InvalidValueError(f"{where} is corrupted: recorder config incomplete") from None
     retired = meta.get("kind") == KIND_RETIRED
     if (not retired and 8 * words > stats_bytes) or cfg_counters != max_counters:
-        raise ValueError(f"{where} is corrupted: stats block size does not match its config")
+        raise InvalidValueError(f"{where} is corrupted: stats block size does not match its config")
     return Header(
         version=version,
         header_bytes=header_bytes,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name, text_table
 from gyreprof._serial import encode, plain, serial_format
 from gyreprof.histogram import STEP
@@ -269,7 +270,7 @@ class TopModel:
             msg = "; ".join(str(e.error) for e in errors)
             if any("permission denied" in str(e.error) for e in errors):
                 raise PermissionError(msg)
-            raise ValueError(msg)
+            raise InvalidValueError(msg)
         for path in list(self._readers):
             if path not in seen:
                 self._readers.pop(path).close()

@@ -72,6 +72,7 @@ from typing import Any
 
 from gyreprof._block import block_words
 from gyreprof._core import monotonic_ns
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._version import __version__
 from gyreprof.live import _layout as lay
 
@@ -86,10 +87,10 @@ _CREATE_FLAGS = (
 
 def _check_name(name: str) -> str:
     if not isinstance(name, str):
-        raise TypeError(f"a live segment name must be a string, got {type(name).__name__}")
+        raise ArgumentTypeError(f"a live segment name must be a string, got {type(name).__name__}")
     text = name.strip()
     if not text or len(text) > _MAX_NAME or not text.isprintable():
-        raise ValueError(
+        raise InvalidValueError(
             f"a live segment name must be 1..{_MAX_NAME} printable characters, got {name!r}"
         )
     return text

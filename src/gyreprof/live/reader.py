@@ -33,6 +33,7 @@ import psutil
 
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
 from gyreprof.summary import Summary
@@ -150,15 +151,15 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
     except PermissionError:
         raise PermissionError(_permission_message(path)) from None
     except IsADirectoryError:
-        raise ValueError(f"{where} is a directory, not a gyreprof live segment") from None
+        raise InvalidValueError(f"{where} is a directory, not a gyreprof live segment") from None
     except OSError as exc:
         if os.path.islink(path):
             raise lay.UntrustedSegmentError(f"{where} is a symbolic link; not followed") from None
-        raise ValueError(f"cannot open {where}: {exc}") from None
+        raise InvalidValueError(f"cannot open {where}: {exc}") from None
     try:
         fst = os.fstat(fd)
         if not stat_mod.S_ISREG(fst.st_mode):
-            raise ValueError(f"{where} is not a regular file, not a gyreprof live segment")
+            raise InvalidValueError(f"{where} is not a regular file, not a gyreprof live segment")
         size = fst.st_size
         head = _pread_exact(fd, min(size, lay.FIXED_BYTES), 0, where)
         if size >= lay.FIXED_BYTES and head[:8] == lay.LIVE_MAGIC:
@@ -166,7 +167,7 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
             if lay.FIXED_BYTES < hb <= min(size, _HEADER_CAP):
                 head = _pread_exact(fd, hb, 0, where)
             elif hb > _HEADER_CAP:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{where} is corrupted: a header of {hb} bytes (at most {_HEADER_CAP})"
                 )
         header = lay.parse_header(head, size, where)
@@ -429,7 +430,7 @@ class LiveReader:
         try:
             return Snapshot.from_bytes(raw)
         except ValueError as exc:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{self.path} is corrupted: unreadable retired snapshot ({exc})"
             ) from None
 
@@ -481,7 +482,7 @@ class LiveReader:
 
     def _require(self) -> _SegmentFile:
         if self._mm is None:
-            raise ValueError(f"this reader of {self.path} is closed")
+            raise InvalidValueError(f"this reader of {self.path} is closed")
         return self._mm
 
     def _block(self, stats: np.ndarray) -> StatsBlock:
@@ -495,7 +496,9 @@ class LiveReader:
     def _copy(self) -> tuple[np.ndarray, int]:
         self._require()
         if os.fstat(self._fd).st_size < self._header.total_bytes:
-            raise ValueError(f"{self.path} was truncated while mapped; it is no longer readable")
+            raise InvalidValueError(
+                f"{self.path} was truncated while mapped; it is no longer readable"
+            )
         view = self._view
         stats = view
         taken = 0
@@ -627,7 +630,7 @@ class LiveGroupReader(LiveReader):
         super().__init__(path)
         if self.group is None:
             self.close()
-            raise ValueError(f"{self.path} is not a segment of a per_thread profiler")
+            raise InvalidValueError(f"{self.path} is not a segment of a per_thread profiler")
         self._members: dict[Path, LiveReader] = {}
         self._last: Snapshot | None = None
         self.members: list[Path] = []
@@ -732,15 +735,15 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
     an unknown layout version), PermissionError (another user's segment).
     """
     if isinstance(target, bool):
-        raise TypeError(f"attach needs a pid or a segment path, got {target!r}")
+        raise ArgumentTypeError(f"attach needs a pid or a segment path, got {target!r}")
     if isinstance(target, (str, os.PathLike)) and not str(target).strip().isdigit():
         return LiveReader(target)
     try:
         pid = int(target)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise TypeError(f"attach needs a pid or a segment path, got {target!r}") from None
+        raise ArgumentTypeError(f"attach needs a pid or a segment path, got {target!r}") from None
     if pid <= 0:
-        raise ValueError(f"a pid must be a positive integer, got {pid}")
+        raise InvalidValueError(f"a pid must be a positive integer, got {pid}")
     entries = list_segments(pid)
     if not entries:
         raise LookupError(_process_missing(pid))
@@ -757,7 +760,7 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
         e = entries[0]
         if e.error and "permission denied" in e.error:
             raise PermissionError(e.error)
-        raise ValueError(e.error or f"the live segment {e.path} is unreadable")
+        raise InvalidValueError(e.error or f"the live segment {e.path} is unreadable")
     # a running process's own segment first; a stale one (a dead process that had this pid)
     # only when nothing else is there
     readable.sort(key=lambda e: not e.alive)
@@ -847,7 +850,7 @@ def collect(target: int | Sequence[int], *, include_stale: bool = False) -> Live
     """
     missing: dict[Any, str] = {}
     if isinstance(target, bool):
-        raise TypeError(f"collect needs a pid or a list of pids, got {target!r}")
+        raise ArgumentTypeError(f"collect needs a pid or a list of pids, got {target!r}")
     if isinstance(target, (int, np.integer)):
         pids = _tree(int(target))
         entries = [e for e in list_segments() if e.pid in pids]
@@ -861,7 +864,9 @@ def collect(target: int | Sequence[int], *, include_stale: bool = False) -> Live
         try:
             explicit = [int(p) for p in target]
         except (TypeError, ValueError):
-            raise TypeError(f"collect needs a pid or a list of pids, got {target!r}") from None
+            raise ArgumentTypeError(
+                f"collect needs a pid or a list of pids, got {target!r}"
+            ) from None
         wanted = set(explicit)
         entries = [e for e in list_segments() if e.pid in wanted]
         for p in explicit:

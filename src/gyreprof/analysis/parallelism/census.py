@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
@@ -195,7 +196,9 @@ class Census:
         for proc in self.processes:
             if proc.pid == pid:
                 return proc
-        raise KeyError(f"pid {pid} is not in this census; pids: {[p.pid for p in self.processes]}")
+        raise MissingKeyError(
+            f"pid {pid} is not in this census; pids: {[p.pid for p in self.processes]}"
+        )
 
     def roles(self) -> dict[str, int]:
         """Registered role -> number of processes registered with it."""
@@ -337,9 +340,9 @@ def _fmt_cpu(percent: float | None) -> str:
 
 def _check_pid(pid: Any) -> int:
     if isinstance(pid, bool) or not isinstance(pid, int):
-        raise ValueError(f"pid must be a positive integer process id, got {pid!r}")
+        raise InvalidValueError(f"pid must be a positive integer process id, got {pid!r}")
     if pid <= 0:
-        raise ValueError(f"pid must be a positive integer process id, got {pid}")
+        raise InvalidValueError(f"pid must be a positive integer process id, got {pid}")
     return pid
 
 
@@ -348,11 +351,13 @@ _MAX_INTERVAL_S = 86400
 
 def check_seconds(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        raise InvalidValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        raise InvalidValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
     if value > _MAX_INTERVAL_S:  # time.sleep and psutil overflow far above
-        raise ValueError(f"{name} must be at most {_MAX_INTERVAL_S} seconds (a day), got {value!r}")
+        raise InvalidValueError(
+            f"{name} must be at most {_MAX_INTERVAL_S} seconds (a day), got {value!r}"
+        )
     return float(value)
 
 

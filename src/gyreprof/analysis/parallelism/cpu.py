@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import fmt_count
 from gyreprof._serial import plain
 
@@ -71,18 +72,18 @@ def parse_cpu_max(text: str) -> float | None:
     """
     parts = text.split()
     if len(parts) not in (1, 2):
-        raise ValueError(f"cpu.max should read 'QUOTA PERIOD' or 'max PERIOD', got {text!r}")
+        raise InvalidValueError(f"cpu.max should read 'QUOTA PERIOD' or 'max PERIOD', got {text!r}")
     if parts[0] == "max":
         return None
     try:
         quota = int(parts[0])
         period = int(parts[1]) if len(parts) == 2 else 100_000
     except ValueError:
-        raise ValueError(
+        raise InvalidValueError(
             f"cpu.max should read 'QUOTA PERIOD' with integer microseconds, got {text!r}"
         ) from None
     if quota <= 0 or period <= 0:
-        raise ValueError(f"cpu.max holds a non-positive quota or period: {text!r}")
+        raise InvalidValueError(f"cpu.max holds a non-positive quota or period: {text!r}")
     return quota / period
 
 

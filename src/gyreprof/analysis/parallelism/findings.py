@@ -19,6 +19,7 @@ from typing import Any
 
 import psutil
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import safe_text
 from gyreprof._serial import decode, dumps, encode, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
@@ -190,13 +191,15 @@ def _validate_expected(expected: Mapping[str, int] | None) -> dict[str, int]:
     if expected is None:
         return {}
     if not isinstance(expected, Mapping):
-        raise ValueError(f"expected must map role -> process count, got {type(expected).__name__}")
+        raise InvalidValueError(
+            f"expected must map role -> process count, got {type(expected).__name__}"
+        )
     out: dict[str, int] = {}
     for role, count in expected.items():
         if not isinstance(role, str) or not role:
-            raise ValueError(f"expected: role names must be non-empty strings, got {role!r}")
+            raise InvalidValueError(f"expected: role names must be non-empty strings, got {role!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"expected[{role!r}] must be a process count (int >= 0), got {count!r}"
             )
         out[role] = count
@@ -207,10 +210,12 @@ def _validate_intended(config: Mapping[str, Any] | None) -> dict[str, Any]:
     if config is None:
         return {}
     if not isinstance(config, Mapping):
-        raise ValueError(f"config must map key -> intended value, got {type(config).__name__}")
+        raise InvalidValueError(
+            f"config must map key -> intended value, got {type(config).__name__}"
+        )
     for key in config:
         if not isinstance(key, str) or not key:
-            raise ValueError(f"config keys must be non-empty strings, got {key!r}")
+            raise InvalidValueError(f"config keys must be non-empty strings, got {key!r}")
     return dict(config)
 
 
@@ -520,7 +525,7 @@ def check_parallelism(
         or not isinstance(max_threads_per_core, (int, float))
         or not max_threads_per_core > 0
     ):
-        raise ValueError(f"max_threads_per_core must be > 0, got {max_threads_per_core!r}")
+        raise InvalidValueError(f"max_threads_per_core must be > 0, got {max_threads_per_core!r}")
     c = (
         census_result
         if census_result is not None

@@ -42,7 +42,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import CorruptDataError, InvalidValueError
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof.live._layout import folder_trusted_for, process_uid
 
@@ -237,7 +237,7 @@ def validate_config(config: Mapping[str, Any]) -> dict[str, Any]:
 def _items(mapping: Mapping[Any, Any], where: str) -> Iterable[tuple[str, Any]]:
     for key, value in mapping.items():
         if not isinstance(key, str):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{where} has a key {key!r} of type {type(key).__name__}; "
                 "worker config keys must be strings"
             )
@@ -255,7 +255,7 @@ def _clean(value: Any, where: str) -> Any:
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{where} is {value!r}, which JSON cannot hold; register it as a string instead"
             )
         return float(value)
@@ -263,7 +263,7 @@ def _clean(value: Any, where: str) -> Any:
         return [_clean(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, Mapping):
         return {k: _clean(v, f"{where}[{k!r}]") for k, v in _items(value, where)}
-    raise ValueError(
+    raise InvalidValueError(
         f"{where} is a {type(value).__name__}, which cannot be registered; worker config "
         "values must be None, bool, int, float, str, or lists/dicts of those "
         "(register the value you read, e.g. str(x) or int(x))"
@@ -438,9 +438,11 @@ def register_worker(
     """
     del replace  # a second call always counts one more env; kept for old call sites
     if not isinstance(role, str) or not role.strip():
-        raise ValueError(f"role must be a non-empty string such as 'env_worker', got {role!r}")
+        raise InvalidValueError(
+            f"role must be a non-empty string such as 'env_worker', got {role!r}"
+        )
     if any(ch in role for ch in "\n\r\t\0"):
-        raise ValueError(f"role must be one line of text, got {role!r}")
+        raise InvalidValueError(f"role must be one line of text, got {role!r}")
     clean = validate_config(config)
     directory = registry_dir(registry, create=True)
     pid = os.getpid()

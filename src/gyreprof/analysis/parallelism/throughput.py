@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._errors import UnknownPhaseError
+from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
 from gyreprof._serial import plain
 
 if TYPE_CHECKING:
@@ -54,31 +54,29 @@ class ThroughputComparison:
 
 
 def _as_summary(run: object, which: str) -> Summary:
-    """A run's Summary: as given, or computed from a Snapshot or a Profiler."""
-    from gyreprof.snapshot import as_snapshot  # only here: census needs no compiled core
-    from gyreprof.summary import Summary
+    """A run's Summary: as given, or computed from a Snapshot or a Profiler (resolved
+    once, ``gyreprof.source.resolve``)."""
+    from gyreprof.source import resolve  # only here: census needs no compiled core
 
     what = f"run {which}"
     try:
-        snap = as_snapshot(run, what=what, summary_only=True)
+        return resolve(run, what=what, paths=False).summary
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{what} must be a Summary, Snapshot or Profiler (or an env-steps/s number), "
             f"got {type(run).__name__}"
         ) from None
-    if isinstance(run, Summary):
-        return run
-    assert snap is not None  # only a Summary can come without its snapshot
-    return snap.summary()
 
 
 def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, float | None]:
     """(env steps/s, loop steps/s or None) of one run."""
     if isinstance(run, bool):
-        raise TypeError(f"run {which} must be a Summary or a number, got a bool")
+        raise ArgumentTypeError(f"run {which} must be a Summary or a number, got a bool")
     if isinstance(run, (int, float)):
         if not math.isfinite(run) or run <= 0:
-            raise ValueError(f"run {which}: env steps/s must be a positive number, got {run!r}")
+            raise InvalidValueError(
+                f"run {which}: env steps/s must be a positive number, got {run!r}"
+            )
         return float(run), None
     summary = _as_summary(run, which)
     phases = summary.phases
@@ -90,7 +88,7 @@ def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, flo
     stats = phases[phase]
     mean_ns = float(getattr(stats, "mean", 0.0) or 0.0)
     if getattr(stats, "count", 0) <= 0 or mean_ns <= 0:
-        raise ValueError(f"run {which} has no {phase!r} samples to compare")
+        raise InvalidValueError(f"run {which} has no {phase!r} samples to compare")
     loop = getattr(summary, "steps_per_s", None)
     loop_rate = float(loop) * per_call if isinstance(loop, (int, float)) and loop > 0 else None
     return per_call * 1e9 / mean_ns, loop_rate
@@ -99,12 +97,12 @@ def _rate(run: Any, which: str, phase: str, per_call: float) -> tuple[float, flo
 def _pair(name: str, value: Any, kind: type) -> tuple[Any, Any]:
     pair = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
     if len(pair) != 2:
-        raise ValueError(f"{name} must be one value or a pair (run a, run b), got {value!r}")
+        raise InvalidValueError(f"{name} must be one value or a pair (run a, run b), got {value!r}")
     for v in pair:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise ValueError(f"{name} must hold positive numbers, got {value!r}")
+            raise InvalidValueError(f"{name} must hold positive numbers, got {value!r}")
         if kind is int and not isinstance(v, int):
-            raise ValueError(f"{name} must hold positive integers, got {value!r}")
+            raise InvalidValueError(f"{name} must hold positive integers, got {value!r}")
     return pair[0], pair[1]
 
 
@@ -137,13 +135,13 @@ def compare_throughput(
     wa, wb = _pair("workers", workers, int)
     per_a, per_b = _pair("env_steps_per_call", env_steps_per_call, float)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
-        raise ValueError(f"tolerance must be a fraction >= 0 (0.1 = 10%), got {tolerance!r}")
+        raise InvalidValueError(f"tolerance must be a fraction >= 0 (0.1 = 10%), got {tolerance!r}")
     if (
         isinstance(min_efficiency, bool)
         or not isinstance(min_efficiency, (int, float))
         or not 0 <= min_efficiency <= 1
     ):
-        raise ValueError(f"min_efficiency must be a fraction 0..1, got {min_efficiency!r}")
+        raise InvalidValueError(f"min_efficiency must be a fraction 0..1, got {min_efficiency!r}")
     rate_a, loop_a = _rate(a, "a", phase, float(per_a))
     rate_b, loop_b = _rate(b, "b", phase, float(per_b))
     change = rate_b / rate_a - 1.0

@@ -23,8 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_change_pct, fmt_count
 from gyreprof._subproc import sigterm_unwinds
+from gyreprof._validate import check_int, check_positive_number
 from gyreprof.analysis.sweep.decide import (
     finish_points,
     recommend,
@@ -66,37 +68,34 @@ _THREAD_ENV = (
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    v = int(value.__index__())
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
+    return check_int(name, value, minimum=minimum)
 
 
 def _check_values(param: str, values: Any) -> tuple[int | float, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(
+        raise InvalidValueError(
             f"values must be a list of numbers for {param}, such as [8, 16, 32], got {values!r}"
         )
     out: list[int | float] = []
     for v in values:
         if isinstance(v, bool) or not isinstance(v, (int, float)) and not hasattr(v, "item"):
-            raise ValueError(f"values must be numbers; {v!r} ({type(v).__name__}) is not")
+            raise InvalidValueError(f"values must be numbers; {v!r} ({type(v).__name__}) is not")
         if not isinstance(v, (int, float)):
             v = v.item()
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise ValueError(f"values must be numbers; {v!r} is not")
+                raise InvalidValueError(f"values must be numbers; {v!r} is not")
         if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError(f"values must be finite numbers, got {v!r}")
+            raise InvalidValueError(f"values must be finite numbers, got {v!r}")
         out.append(v)
     if not out:
-        raise ValueError(f"values is empty: give the {param} values to try, e.g. [8, 16, 32, 64]")
+        raise InvalidValueError(
+            f"values is empty: give the {param} values to try, e.g. [8, 16, 32, 64]"
+        )
     for a, b in zip(out, out[1:]):  # noqa: B905 - py3.10 target
         if b == a:
-            raise ValueError(f"values must not repeat; {a!r} appears twice in {out}")
+            raise InvalidValueError(f"values must not repeat; {a!r} appears twice in {out}")
         if b < a:
-            raise ValueError(
+            raise InvalidValueError(
                 f"values must be sorted ascending (the sweep grows {param} and stops when it "
                 f"stops paying off), but {b!r} comes after {a!r}; use {sorted(set(out))}"
             )
@@ -107,22 +106,22 @@ def _check_fixed(param: str, fixed: Any) -> dict[str, Any]:
     if fixed is None:
         return {}
     if not isinstance(fixed, Mapping):
-        raise ValueError(
+        raise InvalidValueError(
             f"fixed must be a dict of the settings kept constant, e.g. {{'num_envs': 8}}, "
             f"got {type(fixed).__name__}"
         )
     out = {}
     for k, v in fixed.items():
         if not isinstance(k, str) or not k.isidentifier():
-            raise ValueError(f"fixed keys must be keyword names, got {k!r}")
+            raise InvalidValueError(f"fixed keys must be keyword names, got {k!r}")
         if k in RESERVED:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{k!r} is reserved: the sweep passes its own Profiler as prof=; remove it "
                 "from fixed"
             )
         out[k] = v
     if param in out:
-        raise ValueError(
+        raise InvalidValueError(
             f"{param!r} is both the swept parameter and in fixed={out!r}; a sweep changes "
             f"exactly one setting, so remove {param!r} from fixed"
         )
@@ -258,11 +257,11 @@ def _check_fraction(flat_within: Any) -> float:
     try:
         fw = float(flat_within)
     except (TypeError, ValueError):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"flat_within must be a fraction such as 0.05, got {flat_within!r}"
         ) from None
     if not 0.0 <= fw < 1.0:
-        raise ValueError(
+        raise InvalidValueError(
             f"flat_within must be a fraction in [0, 1) such as 0.05, got {flat_within!r}"
         )
     return fw
@@ -271,20 +270,14 @@ def _check_fraction(flat_within: Any) -> float:
 def _check_timeout(timeout_s: Any) -> float | None:
     if timeout_s is None:
         return None
-    try:
-        t = float(timeout_s)
-    except (TypeError, ValueError):
-        raise TypeError(f"timeout_s must be seconds or None, got {timeout_s!r}") from None
-    if not math.isfinite(t) or t <= 0:
-        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
-    return t
+    return check_positive_number("timeout_s", timeout_s, unit="seconds")
 
 
 def _check_param(param: Any) -> str:
     if not isinstance(param, str) or not param.isidentifier():
-        raise ValueError(f"param must be the factory's keyword name as text, got {param!r}")
+        raise InvalidValueError(f"param must be the factory's keyword name as text, got {param!r}")
     if param in RESERVED:
-        raise ValueError(f"{param!r} is reserved (the sweep passes its Profiler as prof=)")
+        raise InvalidValueError(f"{param!r} is reserved (the sweep passes its Profiler as prof=)")
     return param
 
 
@@ -308,7 +301,7 @@ class _Target:
                 self.fn = load_target({"module": module, "qualname": qualname})
         else:
             if not callable(factory):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"factory must be a callable or 'module:name', got {type(factory).__name__}"
                 )
             self.fn = factory
@@ -320,7 +313,7 @@ class _Target:
             try:
                 pickle.dumps(plan.fixed)
             except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
-                raise ValueError(
+                raise InvalidValueError(
                     f"isolate=True sends fixed settings to a fresh process, but they cannot be "
                     f"pickled ({type(exc).__name__}: {exc}); pass plain values, or use "
                     "isolate=False"

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gyreprof._errors import GyreprofError
 from gyreprof.histogram import STEP
 
 RESERVED = ("prof",)
@@ -34,7 +35,7 @@ STAGE_WORDS: dict[str, str] = {
 }
 
 
-class SweepUsageError(ValueError):
+class SweepUsageError(GyreprofError, ValueError):
     """A problem with the factory itself (every value would fail the same way)."""
 
 

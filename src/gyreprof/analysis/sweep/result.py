@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _io
+from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._serial import SerialError, decode, encode, from_plain, plain, serial_format
 from gyreprof._version import __version__
 from gyreprof.analysis.sweep.record import (
@@ -262,7 +263,7 @@ class SweepResult:
         for p in self.points:
             if p.value == value:
                 return p
-        raise KeyError(
+        raise MissingKeyError(
             f"{self.param}={value!r} was not measured; measured: {[p.value for p in self.points]}"
         )
 
@@ -387,10 +388,12 @@ def parse_bytes(value: int | float | str) -> int:
     powers of 1024. ValueError names the accepted forms.
     """
     if isinstance(value, bool):
-        raise ValueError(f"a memory size must be bytes or text like '2GiB', got {value!r}")
+        raise InvalidValueError(f"a memory size must be bytes or text like '2GiB', got {value!r}")
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"a memory size must be a positive number of bytes, got {value!r}")
+            raise InvalidValueError(
+                f"a memory size must be a positive number of bytes, got {value!r}"
+            )
         return int(value)
     if isinstance(value, str):
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", value)
@@ -398,6 +401,6 @@ def parse_bytes(value: int | float | str) -> int:
             n = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
             if n > 0:
                 return int(n)
-    raise ValueError(
+    raise InvalidValueError(
         f"a memory size must be bytes or text like '2GiB', '1.5GB', '512MiB', got {value!r}"
     )

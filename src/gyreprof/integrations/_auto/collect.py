@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gyreprof._errors import ArgumentTypeError
 from gyreprof.integrations._auto import records as rec
 
 FORMAT = "gyreprof.run/1"
@@ -156,7 +157,7 @@ def _json_default(obj: object) -> Any:
         return obj.to_dict()
     if hasattr(obj, "item"):
         return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+    raise ArgumentTypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def _finite(value: Any) -> Any:

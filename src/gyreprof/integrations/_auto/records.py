@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gyreprof._errors import InvalidValueError
+
 RECORD_VERSION = 1
 SAMPLER_PHASES: tuple[str, ...] = ("env_step", "env_reset", "step_async", "step_wait", "fwd")
 TRAINER_PHASES: tuple[str, ...] = ("wait", "compute")
@@ -57,9 +59,9 @@ class ProcessRecord:
         try:
             d: Any = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not a gyreprof run record: {exc}") from None
+            raise InvalidValueError(f"not a gyreprof run record: {exc}") from None
         if not isinstance(d, dict) or d.get("version") != RECORD_VERSION:
-            raise ValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
+            raise InvalidValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
         try:
             return cls(
                 pid=int(d["pid"]),
@@ -70,14 +72,14 @@ class ProcessRecord:
                 notes=tuple(str(x) for x in d.get("notes", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"malformed gyreprof run record: {exc!r}") from None
+            raise InvalidValueError(f"malformed gyreprof run record: {exc!r}") from None
 
 
 def read_record(path: Path) -> ProcessRecord:
     with open(path, "rb") as f:
         data = f.read(_MAX_RECORD_BYTES + 1)
     if len(data) > _MAX_RECORD_BYTES:
-        raise ValueError(f"{path}: larger than {_MAX_RECORD_BYTES} bytes, not a run record")
+        raise InvalidValueError(f"{path}: larger than {_MAX_RECORD_BYTES} bytes, not a run record")
     return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
 
 

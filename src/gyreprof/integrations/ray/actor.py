@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import ray
 
+from gyreprof._errors import ArgumentTypeError, GyreprofError
+
 if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
     from gyreprof.snapshot import Snapshot
@@ -28,7 +30,7 @@ CONCURRENCY_GROUP = "gyreprof"
 _C = TypeVar("_C", bound=type)
 
 
-class NoProfilerError(RuntimeError):
+class NoProfilerError(GyreprofError, RuntimeError):
     """Raised inside an actor whose ``gyreprof_snapshot`` has no Profiler to read."""
 
 
@@ -46,7 +48,7 @@ def attach_profiler(
 
     if isinstance(phases, Profiler):
         if profiler_kwargs:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "attach_profiler got an existing Profiler and Profiler options "
                 f"{sorted(profiler_kwargs)}; pass one or the other"
             )
@@ -56,7 +58,7 @@ def attach_profiler(
     try:
         actor_self.gyreprof_profiler = prof  # type: ignore[attr-defined]
     except AttributeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"cannot attach a profiler to {type(actor_self).__name__} (no instance "
             "attributes, e.g. __slots__); add 'gyreprof_profiler' to its slots"
         ) from None
@@ -100,7 +102,7 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     try:
         snap = as_snapshot(source, what="snapshot_bytes")
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"snapshot_bytes needs a Profiler or Snapshot, got {type(source).__name__}"
         ) from None
     ident = _ray_identity()
@@ -145,10 +147,12 @@ def profiled_remote(cls: _C | None = None, /, **ray_options: Any) -> Any:
 
     def wrap(klass: _C) -> Any:
         if not isinstance(klass, type):
-            raise TypeError(f"profiled_remote decorates a class, got {type(klass).__name__}")
+            raise ArgumentTypeError(
+                f"profiled_remote decorates a class, got {type(klass).__name__}"
+            )
         original = getattr(klass, "gyreprof_snapshot", None)
         if original is None or not callable(original):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{klass.__name__} has no gyreprof_snapshot method; inherit "
                 "gyreprof.integrations.ray.ProfiledActor (and call attach_profiler in __init__)"
             )
@@ -168,6 +172,6 @@ def profiled_remote(cls: _C | None = None, /, **ray_options: Any) -> Any:
 
     if cls is not None:
         if ray_options:
-            raise TypeError("use @profiled_remote or @profiled_remote(**ray_options)")
+            raise ArgumentTypeError("use @profiled_remote or @profiled_remote(**ray_options)")
         return wrap(cls)
     return wrap

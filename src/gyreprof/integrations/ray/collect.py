@@ -13,6 +13,8 @@ import ray
 from ray import exceptions as _rex
 from ray.actor import ActorHandle
 
+from gyreprof._errors import ArgumentTypeError
+from gyreprof._validate import check_number
 from gyreprof.integrations.ray.actor import NoProfilerError
 from gyreprof.integrations.ray.fleet import ActorStats, FleetSummary, MissingActor
 
@@ -36,7 +38,7 @@ def _named(actors: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, Any]]:
     if isinstance(actors, Mapping):
         items = [(str(k), v) for k, v in actors.items()]
     elif isinstance(actors, (str, bytes)) or not isinstance(actors, Sequence):
-        raise TypeError(
+        raise ArgumentTypeError(
             "actors must be a list of Ray actor handles or a mapping name -> handle, got "
             f"{type(actors).__name__}"
         )
@@ -44,7 +46,7 @@ def _named(actors: Sequence[Any] | Mapping[str, Any]) -> list[tuple[str, Any]]:
         items = [(f"actor-{i}", a) for i, a in enumerate(actors)]
     for name, handle in items:
         if not isinstance(handle, ActorHandle):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{name} is a {type(handle).__name__}, not a Ray actor handle "
                 "(create actors with MyActor.remote(...))"
             )
@@ -269,7 +271,7 @@ def _learner_summary(
     try:
         local = as_snapshot(learner, what="learner", summary_only=True)
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             "learner must be a Ray actor handle, a Profiler, a Snapshot or a Summary, got "
             f"{type(learner).__name__}"
         ) from None
@@ -397,13 +399,7 @@ def _actor_stats(ans: _Answer, snap: Snapshot) -> ActorStats:
 
 
 def check_timeout(timeout_s: float) -> float:
-    try:
-        t = float(timeout_s)
-    except (TypeError, ValueError):
-        raise TypeError(f"timeout_s must be a number of seconds, got {timeout_s!r}") from None
-    if not math.isfinite(t) or t < 0:
-        raise ValueError(f"timeout_s must be a finite number >= 0, got {timeout_s!r}")
-    return t
+    return check_number("timeout_s", timeout_s, minimum=0.0, unit="seconds")
 
 
 def collect(

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import ray
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._format import fmt_ns, fmt_rate
 from gyreprof._serial import decode, encode, serial_format
+from gyreprof._validate import check_positive_int, check_positive_number
 from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeout
 from gyreprof.integrations.ray.fleet import STEP_PHASE, FleetSummary
 from gyreprof.snapshot import interval
@@ -171,14 +173,8 @@ class FleetMonitor:
         max_points: int = 3600,
         on_update: Callable[[FleetPoint, FleetSummary], None] | None = None,
     ) -> None:
-        try:
-            iv = float(interval_s)
-        except (TypeError, ValueError):
-            raise TypeError(f"interval_s must be a number of seconds, got {interval_s!r}") from None
-        if not math.isfinite(iv) or iv <= 0:
-            raise ValueError(f"interval_s must be a positive number of seconds, got {interval_s!r}")
-        if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 1:
-            raise ValueError(f"max_points must be a positive int, got {max_points!r}")
+        iv = check_positive_number("interval_s", interval_s, unit="seconds")
+        check_positive_int("max_points", max_points)
         self.interval_s = iv
         self.timeout_s = check_timeout(timeout_s if timeout_s is not None else min(iv, 10.0))
         self.phase = phase
@@ -212,7 +208,7 @@ class FleetMonitor:
         if field_name in ("steps_per_s", "spread", "answered", "interval_steps"):
             return [(p.t_s, float(getattr(p, field_name))) for p in pts]
         if field_name not in ("p50", "p90", "p99", "max", "count"):
-            raise ValueError(
+            raise InvalidValueError(
                 f"unknown series {field_name!r}; use p50, p90, p99, max, count, steps_per_s, "
                 "spread, answered or interval_steps"
             )
