@@ -319,6 +319,18 @@ class _LiveProbe:
             detail = str(exc).strip()
             if detail:
                 self.reason = f"no gyreprof live segment ({detail})"
+        # segments of this pid that could not be read (planted, corrupt): skipped, said so
+        self.skipped: list[str] = []
+        try:
+            import gyreprof.live as live
+
+            self.skipped = [
+                f"skipped the unreadable live segment {e.path}: {e.error}"
+                for e in live.list(pid)  # type: ignore[attr-defined,unused-ignore]
+                if e.error is not None
+            ]
+        except Exception:  # noqa: BLE001 - listing is best effort here
+            pass
 
     def read(self) -> Progress | None:
         """The live segment's progress reading; None without a (readable) segment."""
@@ -933,7 +945,7 @@ def _classify(
     if first.cpu_s is not None and last.cpu_s is not None:
         cpu_share = max(0.0, (last.cpu_s - first.cpu_s) / wall_s)
     progress = _progress(taken, wall_s, live, log, step_file)
-    evidence = list(progress.evidence)
+    evidence = list(progress.evidence) + live.skipped
     if cpu_share is not None:
         evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
     else:

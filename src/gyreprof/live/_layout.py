@@ -97,6 +97,9 @@ from typing import Any
 import psutil
 
 from gyreprof._block import block_words
+from gyreprof._checks import loads_bounded
+from gyreprof._errors import CorruptDataError
+from gyreprof._limits import BudgetError, memory_budget
 
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
@@ -114,6 +117,11 @@ RETIRED_SUFFIX = ".ret"
 FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.(?:seg|ret)$")
 KIND_RETIRED = "retired"
 ENV_DIR = "GYREPROF_LIVE_DIR"
+MAX_COUNTERS = 4096  # the most counter slots a Recorder has (``gyreprof._limits``)
+META_CAP = 1 << 20  # bytes of metadata JSON a reader parses at most
+#: bytes of header (fixed part, metadata, counter-name table) a reader reads at most;
+#: checked from the header-size field before anything past the fixed part is read
+HEADER_CAP = ((FIXED_BYTES + META_CAP + MAX_COUNTERS * NAME_SLOT_BYTES) // PAGE + 1) * PAGE
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
@@ -122,11 +130,11 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-class UntrustedSegmentError(ValueError):
+class UntrustedSegmentError(CorruptDataError):
     """A segment that may not be believed: wrong owner, open folder, forged identity."""
 
 
-class SegmentReadError(ValueError):
+class SegmentReadError(CorruptDataError):
     """A segment that shrank or could not be read while a reader used it."""
 
 
@@ -333,6 +341,41 @@ def same_process(recorded: ProcessIdentity, now: ProcessIdentity | None) -> bool
     return abs(a - b) < 1.0
 
 
+def check_owner(path: Path, fst: os.stat_result, name_pid: int | None) -> None:
+    """The checks that need no byte of the file, run before its header is parsed:
+    UntrustedSegmentError unless the open file (``fst``: its fstat) is a regular file
+    that only its owner may write, in a folder where only that owner (or root) can
+    create files, and (when its name gives a pid that runs now) the process of that
+    pid runs as the file's owner. A file of this user's own is read even when its pid
+    now runs as someone else (a stale segment, for ``clean()``)."""
+    where = str(path)
+    owner = fst.st_uid
+    if not stat_mod.S_ISREG(fst.st_mode):
+        raise UntrustedSegmentError(f"{where} is not a regular file")
+    if fst.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+        raise UntrustedSegmentError(
+            f"{where} is writable by other users (mode {stat_mod.S_IMODE(fst.st_mode):o}); "
+            "gyreprof writes segments with mode 600 and believes no other"
+        )
+    try:
+        dst = os.stat(path.parent)
+    except OSError as exc:
+        raise UntrustedSegmentError(f"cannot check the folder of {where}: {exc}") from None
+    if not folder_trusted_for(dst, owner):
+        raise UntrustedSegmentError(
+            f"{where} belongs to uid {owner} but sits in {path.parent}, where other users can "
+            "create files (owner uid {0}, mode {1:o}); segments are believed only in a "
+            "private folder".format(dst.st_uid, stat_mod.S_IMODE(dst.st_mode))
+        )
+    if name_pid is not None and owner != euid():
+        runs_as = process_uid(name_pid)
+        if runs_as is not None and runs_as != owner:
+            raise UntrustedSegmentError(
+                f"{where} belongs to uid {owner} and names pid {name_pid}, but that process "
+                f"runs as uid {runs_as}: forged, ignored"
+            )
+
+
 def check_trust(path: Path, fst: os.stat_result, header: Header, name_pid: int | None) -> bool:
     """Whether the segment's writer is running; UntrustedSegmentError when it may not be
     believed at all (see the module doc). ``fst`` is the open file's fstat."""
@@ -502,6 +545,15 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         )
     if header_bytes < FIXED_BYTES or header_bytes % 8:
         raise ValueError(f"{where} is corrupted: stats offset {header_bytes}")
+    if header_bytes > HEADER_CAP or meta_len > META_CAP:
+        raise CorruptDataError(
+            f"{where} is corrupted: a header of {header_bytes:,} bytes with {meta_len:,} of "
+            f"metadata (a reader takes at most {HEADER_CAP:,} and {META_CAP:,})"
+        )
+    if max_counters > MAX_COUNTERS:
+        raise CorruptDataError(
+            f"{where} is corrupted: {max_counters} counter slots (at most {MAX_COUNTERS})"
+        )
     if header_bytes + stats_bytes > size:
         raise ValueError(
             f"{where} is truncated: {size} bytes, its header says {header_bytes + stats_bytes}"
@@ -515,10 +567,11 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         raise ValueError(f"{where} is corrupted: inconsistent header offsets")
     if state not in (STATE_LIVE, STATE_CLOSED):
         raise ValueError(f"{where} is corrupted: unknown state {state}")
-    try:
-        meta = json.loads(bytes(buf[meta_offset : meta_offset + meta_len]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{where} is corrupted: unreadable metadata ({exc})") from None
+    meta = loads_bounded(
+        bytes(buf[meta_offset : meta_offset + meta_len]),
+        what=f"{where} is corrupted: its metadata",
+        max_bytes=META_CAP,
+    )
     if not isinstance(meta, dict) or any(k not in meta for k in _REQUIRED_META):
         raise ValueError(f"{where} is corrupted: metadata lacks {list(_REQUIRED_META)}")
     cfg = meta["config"]
@@ -534,11 +587,12 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
     try:
         words = block_words(cfg)
         cfg_counters = int(cfg["max_counters"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise ValueError(f"{where} is corrupted: recorder config incomplete") from None
     retired = meta.get("kind") == KIND_RETIRED
     if (not retired and 8 * words > stats_bytes) or cfg_counters != max_counters:
         raise ValueError(f"{where} is corrupted: stats block size does not match its config")
+    _check_declared_layout(cfg, words, stats_bytes, retired=retired, where=where)
     return Header(
         version=version,
         header_bytes=header_bytes,
@@ -554,6 +608,46 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         closed_ns=closed_ns,
         meta=meta,
     )
+
+
+_LAYOUT_KEYS = ("significant_figures", "lowest_ns", "highest_ns", "max_windows", "max_counters")
+
+
+def _check_declared_layout(
+    cfg: dict[str, Any], words: int, stats_bytes: int, *, retired: bool, where: str
+) -> None:
+    """The stats block the config declares is the one a Recorder with those settings
+    has, and a reader may copy it within the memory budget (``gyreprof._limits``):
+    CorruptDataError / BudgetError, checked before anything is allocated."""
+    need = stats_bytes if retired else 8 * words
+    budget = memory_budget()
+    if need > budget:
+        raise BudgetError(
+            f"{where} declares a stats block of {need:,} bytes, above the memory budget of "
+            f"{budget:,} bytes; not read (set GYREPROF_MEMORY_BUDGET to allow more)"
+        )
+    if retired:
+        return
+    from gyreprof._core import Recorder
+
+    try:
+        n_phases = int(cfg["n_phases"])
+        settings = {k: int(cfg[k]) for k in _LAYOUT_KEYS}
+        if not 1 <= n_phases <= 255 or not all(-(2**62) < v < 2**62 for v in settings.values()):
+            raise ValueError("out of range")
+        expected = int(Recorder.required_bytes(n_phases, **settings)) // 8
+        offsets = cfg["offsets"]
+        inside = all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= words
+            for k, v in offsets.items()
+        )
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+        raise CorruptDataError(f"{where} is corrupted: recorder config incomplete") from None
+    if expected != words or not inside:
+        raise CorruptDataError(
+            f"{where} is corrupted: its config declares a stats block of {words} words, "
+            f"a Recorder with those settings has {expected}"
+        )
 
 
 def read_name_slots(buf: Any, header: Header) -> list[str]:

@@ -33,6 +33,7 @@ import psutil
 
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
+from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
 from gyreprof.summary import Summary
@@ -116,7 +117,7 @@ class LiveEntry:
         }
 
 
-_HEADER_CAP = 1 << 22  # bytes of header a reader reads at most (metadata + name table)
+_HEADER_CAP = lay.HEADER_CAP  # bytes of header a reader reads at most (metadata + name table)
 _OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -139,9 +140,10 @@ def _pread_exact(fd: int, n: int, offset: int, where: str) -> bytes:
 
 
 def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
-    """Open a segment without following links, check it is a regular file, parse its
-    header from at most ``_HEADER_CAP`` bytes. Returns (fd, fstat, header); the fd is
-    closed on error. LookupError (absent), PermissionError, ValueError."""
+    """Open a segment without following links, check its owner and folder on the open
+    fd (``lay.check_owner``) before reading a byte, then parse its header from at most
+    ``_HEADER_CAP`` bytes (the size field is checked first). Returns (fd, fstat, header);
+    the fd is closed on error. FileNotFoundError (absent), PermissionError, ValueError."""
     where = str(path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -159,6 +161,8 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
         fst = os.fstat(fd)
         if not stat_mod.S_ISREG(fst.st_mode):
             raise ValueError(f"{where} is not a regular file, not a gyreprof live segment")
+        name = lay.parse_filename(path.name)
+        lay.check_owner(path, fst, name[0] if name else None)
         size = fst.st_size
         head = _pread_exact(fd, min(size, lay.FIXED_BYTES), 0, where)
         if size >= lay.FIXED_BYTES and head[:8] == lay.LIVE_MAGIC:
@@ -169,7 +173,8 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
                 raise ValueError(
                     f"{where} is corrupted: a header of {hb} bytes (at most {_HEADER_CAP})"
                 )
-        header = lay.parse_header(head, size, where)
+        with decode_errors(f"{where} is corrupted"):
+            header = lay.parse_header(head, size, where)
     except BaseException:
         os.close(fd)
         raise
@@ -401,7 +406,12 @@ class LiveReader:
         self.name = str(meta["name"])
         self.phases: tuple[str, ...] = tuple(meta["phases"])
         self.config: dict[str, Any] = dict(meta["config"])
-        self.lap_cost_ns = float(meta["lap_cost_ns"])
+        try:
+            with decode_errors(f"{where} is corrupted"):
+                self.lap_cost_ns = float(meta["lap_cost_ns"])
+        except BaseException:
+            self.close()
+            raise
         self._words = block_words(self.config)
         self._view: Any = _Words(self._mm, h.header_bytes, self._words)
         self.group = h.group
@@ -409,18 +419,19 @@ class LiveReader:
         self.folded: tuple[int, ...] = _folded_of(h)
         self._retired_snap: Snapshot | None = None
         try:
-            if self.retired:
-                self._retired_snap = self._read_retired(self._mm, h)
-            else:
-                StatsBlock.from_config(self._view, self.config)  # checks layout and size
+            with decode_errors(f"{where} is corrupted"):
+                if self.retired:
+                    self._retired_snap = self._read_retired(self._mm, h)
+                else:
+                    StatsBlock.from_config(self._view, self.config)  # checks layout and size
+                self._layout = (
+                    int(self.config["lowest_ns"]),
+                    int(self.config["highest_ns"]),
+                    int(self.config["significant_figures"]),
+                )
         except BaseException:
             self.close()
             raise
-        self._layout = (
-            int(self.config["lowest_ns"]),
-            int(self.config["highest_ns"]),
-            int(self.config["significant_figures"]),
-        )
 
     # -- retired threads (a per_thread profiler's folded snapshot) --------------------
 

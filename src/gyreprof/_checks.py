@@ -1,0 +1,132 @@
+"""Checks a decoder runs on what it read, before anything is built from it.
+
+- :func:`loads_bounded`: ``json.loads`` of at most ``max_bytes`` bytes whose
+  nesting is checked first (at most ``max_depth`` levels of ``[``/``{``), so a
+  deeply nested document is a :class:`~gyreprof._errors.CorruptDataError`,
+  never a RecursionError;
+- :func:`check_stat_row` / :func:`check_stat_rows`: a histogram's
+  ``(count, sum, min, max)`` against each other (the mean lies in
+  ``[min, max]``, sums and counts are not negative), so that ``merge``,
+  ``summary()``, ``str()`` and ``percentile()`` of an accepted record work.
+
+Every check raises a ``ValueError`` subclass that says what was wrong and where.
+This module imports nothing from gyreprof but the error types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gyreprof._errors import CorruptDataError
+
+__all__ = [
+    "JSON_MAX_DEPTH",
+    "check_json_depth",
+    "check_stat_row",
+    "check_stat_rows",
+    "json_depth",
+    "loads_bounded",
+]
+
+#: Nesting any gyreprof JSON record needs is below 10; 64 leaves room and stays far
+#: from the interpreter's recursion limit.
+JSON_MAX_DEPTH = 64
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = bytes(range(256)).translate(None, b"[]{}")  # every byte but the brackets
+
+
+def json_depth(data: bytes | str) -> int:
+    """The deepest nesting of ``[``/``{`` in a JSON text (strings skipped); linear time."""
+    import numpy as np
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    only = _STRING.sub(b"", raw).translate(None, _BRACKETS)
+    if not only:
+        return 0
+    arr = np.frombuffer(only, dtype=np.uint8)
+    steps = np.where((arr == 0x5B) | (arr == 0x7B), 1, -1)
+    return max(0, int(np.cumsum(steps).max()))
+
+
+def check_json_depth(data: bytes | str, *, what: str, max_depth: int = JSON_MAX_DEPTH) -> None:
+    """CorruptDataError when ``data`` nests deeper than ``max_depth``."""
+    depth = json_depth(data)
+    if depth > max_depth:
+        raise CorruptDataError(
+            f"{what}: JSON nested {depth} levels deep (at most {max_depth} are read)"
+        )
+
+
+def loads_bounded(
+    data: bytes | str,
+    *,
+    what: str,
+    max_bytes: int | None = None,
+    max_depth: int = JSON_MAX_DEPTH,
+) -> Any:
+    """``json.loads(data)`` after checking its size and nesting; CorruptDataError (a
+    ValueError) naming ``what`` for text that is too big, too deep, or not JSON."""
+    if max_bytes is not None and len(data) > max_bytes:
+        raise CorruptDataError(
+            f"{what}: {len(data):,} bytes of JSON, above the {max_bytes:,} read at most"
+        )
+    check_json_depth(data, what=what, max_depth=max_depth)
+    try:
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        return json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise CorruptDataError(f"{what}: unreadable JSON ({exc})") from None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_stat_row(
+    count: Any, total: Any, vmin: Any, vmax: Any, *, what: str, exact_sum: bool = True
+) -> None:
+    """``(count, sum, min, max)`` of one histogram are possible together; CorruptDataError
+    otherwise.
+
+    Rules: all integers; ``count >= 0``; an empty histogram has sum 0; min and max are
+    ``-1`` (unknown: a copy caught before they were written) or ``0 <= min <= max``;
+    ``sum >= 0``; and, when both extremes are known and ``exact_sum`` (the sum is the
+    exact total, not a saturated one), ``count * min <= sum <= count * max`` so the mean
+    lies in ``[min, max]``. Python integers: no overflow whatever the values.
+    """
+    for name, v in (("count", count), ("sum", total), ("min", vmin), ("max", vmax)):
+        if not _is_int(v):
+            raise CorruptDataError(f"{what}: {name} is {v!r}, not an integer")
+    if count < 0:
+        raise CorruptDataError(f"{what}: negative count {count}")
+    if total < 0:
+        raise CorruptDataError(f"{what}: negative sum {total}")
+    if vmin < -1 or vmax < -1:
+        raise CorruptDataError(f"{what}: min {vmin} / max {vmax} below -1 (the 'unknown' mark)")
+    if count == 0:
+        if total != 0:
+            raise CorruptDataError(f"{what}: no events but a sum of {total}")
+        return
+    if vmin >= 0 and vmax >= 0:
+        if vmin > vmax:
+            raise CorruptDataError(f"{what}: min {vmin} above max {vmax}")
+        if exact_sum and not count * vmin <= total <= count * vmax:
+            mean = total / count
+            raise CorruptDataError(
+                f"{what}: {count} events summing to {total} have a mean of {mean:.6g}, "
+                f"outside [min, max] = [{vmin}, {vmax}]"
+            )
+
+
+def check_stat_rows(rows: Iterable[Iterable[Any]], *, what: str) -> None:
+    """:func:`check_stat_row` for each ``(count, sum, min, max)`` row."""
+    for i, row in enumerate(rows):
+        count, total, vmin, vmax = (int(x) if not isinstance(x, float) else x for x in row)
+        if isinstance(total, float) and math.isnan(total):
+            continue  # a sum that is missing (could not be exact): nothing to check
+        check_stat_row(count, total, vmin, vmax, what=f"{what}, histogram {i}")
