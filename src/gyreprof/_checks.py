@@ -130,3 +130,52 @@ def check_stat_rows(rows: Iterable[Iterable[Any]], *, what: str) -> None:
         if isinstance(total, float) and math.isnan(total):
             continue  # a sum that is missing (could not be exact): nothing to check
         check_stat_row(count, total, vmin, vmax, what=f"{what}, histogram {i}")
+
+
+# ------------------------------------------------------------------ exact sums
+
+INT64_MAX = (1 << 63) - 1
+#: ``Snapshot.meta`` key: ``{str(row): sum}`` for the histograms whose exact sum passed
+#: the int64 range of the stat table (which then holds INT64_MAX for them)
+EXACT_SUMS_KEY = "exact_sums"
+#: the same for the warm-up sums (``Snapshot.warm``, whose column 1 is the sum too)
+EXACT_WARM_SUMS_KEY = "exact_warm_sums"
+
+
+def exact_sums(stat: Any, meta: Any, key: str = EXACT_SUMS_KEY) -> list[int | None]:
+    """Each histogram's exact steady sum: the stat table's sum, or the exact value kept
+    in ``meta[EXACT_SUMS_KEY]`` where the table holds INT64_MAX; None where the table
+    holds INT64_MAX and nothing exact is known (a sum saturated by a merge or an older
+    writer): the figure is missing, not the limit."""
+    raw = meta.get(key) if hasattr(meta, "get") else None
+    big: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    out: list[int | None] = []
+    for row, total in enumerate(int(v) for v in stat[:, 1].tolist()):
+        e = big.get(str(row))
+        if isinstance(e, int) and not isinstance(e, bool) and e >= 0:
+            out.append(e)
+        elif total >= INT64_MAX:
+            out.append(None)
+        else:
+            out.append(total)
+    return out
+
+
+def store_exact_sums(
+    stat: Any, meta: dict[str, Any], sums: list[int | None], key: str = EXACT_SUMS_KEY
+) -> None:
+    """Write ``sums`` into the stat table (held at INT64_MAX above its range, or when
+    unknown) and the exact big ones into ``meta[EXACT_SUMS_KEY]``."""
+    big: dict[str, int] = {}
+    for row, total in enumerate(sums):
+        if total is None:
+            stat[row, 1] = INT64_MAX
+        elif total > INT64_MAX:
+            stat[row, 1] = INT64_MAX
+            big[str(row)] = int(total)
+        else:
+            stat[row, 1] = total
+    if big:
+        meta[key] = big
+    else:
+        meta.pop(key, None)
