@@ -13,7 +13,10 @@ root, not writable by group or others; the tests' folders) segments go there;
 otherwise (``/dev/shm`` is world-writable) into ``<base>/gyreprof-<uid>``,
 created with mode 0700 and checked (a real directory, not a link, owned by
 the user, not writable by others) every time. If another user squatted that
-name, ``~/.cache/gyreprof-live`` is used instead. Files are created with
+name, ``~/.cache/gyreprof-live`` is used instead, then (no writable HOME) the
+user's runtime folder ``$XDG_RUNTIME_DIR/gyreprof-live`` where it exists, then
+``<tempdir>/gyreprof-live-<uid>``; when none can be had, the PermissionError
+lists each folder tried and why. Files are created with
 ``O_EXCL | O_NOFOLLOW`` and mode 0600.
 
 A reader believes a segment only when (``check_trust``): the file is a
@@ -82,6 +85,7 @@ change afterwards: a slot's bytes are written before its length byte.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -180,6 +184,15 @@ def candidate_dirs(uid: int) -> list[Path]:
     home = _home_of(uid)
     if home is not None:
         out.append(home / ".cache" / "gyreprof-live")
+    # where HOME is not writable (a service user): the runtime folder, then the temp dir
+    runtime = Path((os.environ.get("XDG_RUNTIME_DIR") if uid == euid() else None) or "")
+    if not str(runtime) or str(runtime) == ".":
+        runtime = Path(f"/run/user/{uid}")
+    if runtime.is_dir():  # never created here: the session manager owns it
+        out.append(runtime / "gyreprof-live")
+    tmp = Path(tempfile.gettempdir()) / f"gyreprof-live-{uid}"
+    if tmp not in out:
+        out.append(tmp)
     return out
 
 
@@ -227,9 +240,9 @@ def segment_dir(*, create: bool = False) -> Path:
     if not create:
         if trusted_dir_stat(per_user, uid, follow=False) is not None or not rest:
             return per_user
-        fallback = rest[0]
-        if trusted_dir_stat(fallback, uid, follow=False) is not None:
-            return fallback
+        for fallback in rest:
+            if trusted_dir_stat(fallback, uid, follow=False) is not None:
+                return fallback
         return per_user
     if base.is_dir() or not os.environ.get(ENV_DIR):
         if _make_private_dir(per_user, uid):
@@ -243,16 +256,20 @@ def segment_dir(*, create: bool = False) -> Path:
             return base
         if _make_private_dir(per_user, uid):
             return per_user
+    tried = [f"{per_user} (another user's, a link or not a folder)"]
     for fallback in rest:
         try:
             os.makedirs(fallback.parent, 0o700, exist_ok=True)
-        except OSError:
+        except OSError as exc:
+            tried.append(f"{fallback} ({exc.strerror or exc})")
             continue
         if _make_private_dir(fallback, uid):
             return fallback
+        tried.append(f"{fallback} (not writable, or not private)")
     raise PermissionError(
-        f"no private folder for live segments: {per_user} belongs to someone else or is "
-        f"not a folder; set {ENV_DIR} to a folder only you can write, or pass live=False"
+        errno.EACCES,
+        "no private folder for live segments: tried " + "; ".join(tried) + f". Set {ENV_DIR} "
+        "to a folder only you can write, or pass live=False",
     )
 
 
