@@ -179,3 +179,24 @@ def store_exact_sums(
         meta[key] = big
     else:
         meta.pop(key, None)
+
+
+def check_counts(counts: Any, *, what: str) -> int:
+    """Histogram bucket counts: none negative, and their total (returned, a Python int)
+    within int64, so that sums, merges and percentiles of them cannot wrap;
+    CorruptDataError otherwise."""
+    import numpy as np
+
+    arr = np.asarray(counts)
+    if arr.size == 0:
+        return 0
+    if int(arr.min()) < 0:
+        raise CorruptDataError(f"{what}: a negative bucket count ({int(arr.min())})")
+    top = int(arr.max())
+    if arr.dtype != object and top * arr.size <= INT64_MAX:
+        total = int(arr.sum())  # cannot wrap
+    else:
+        total = sum(int(x) for x in arr.tolist())
+    if total > INT64_MAX:
+        raise CorruptDataError(f"{what}: bucket counts add up to {total}, past the int64 range")
+    return total

@@ -33,6 +33,8 @@ import psutil
 
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
+from gyreprof._core import recorder as _rec
+from gyreprof._errors import CorruptDataError
 from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
@@ -44,6 +46,7 @@ except ImportError:  # not on Unix
     pwd = None  # type: ignore[assignment]
 
 _QUIET_TRIES = 3
+_INT63_MASK = (1 << 63) - 1
 
 __all__ = [
     "LiveCollection",
@@ -519,6 +522,74 @@ class LiveReader:
                 break
         return stats, taken
 
+    def _check_copy(self, stats: np.ndarray) -> None:
+        """Refuse (CorruptDataError) a copy with numbers no writer produces: negative
+        bucket counts, sums, warm-up totals, step or event counters. A genuine copy
+        taken while the writer runs never has them (they only grow)."""
+        block = self._block(stats)
+        where = f"{self.path} is corrupted"
+        off = self.config["offsets"]
+        c0, c1 = int(off["counts"]), int(off["wring"])
+        if (stats[c0:c1] < 0).any():
+            raise CorruptDataError(f"{where}: a negative histogram bucket count")
+        if (block.stat[:, _rec.STAT_SUM] < 0).any():
+            raise CorruptDataError(f"{where}: a negative sum of durations")
+        if "sumhi" in off:
+            hi0 = int(off["sumhi"])
+            if (stats[hi0 : hi0 + int(_rec.SUMHI_FIELDS) * block.nh] < 0).any():
+                raise CorruptDataError(f"{where}: a negative high word of a sum")
+        warm = block.warm
+        if (warm[:, :2] < 0).any() or (warm[:, 2] < -1).any():
+            raise CorruptDataError(f"{where}: a negative warm-up count, sum or maximum")
+        heads = {
+            "steps begun": block.steps_begun,
+            "steps completed": block.steps_completed,
+            "warm-up steps": block.warmup_steps_done,
+            "events written": block.ring_head,
+            "negative durations": block.negative,
+            "values above the range": block.out_of_range,
+            "non-finite durations": block.nonfinite,
+            "windows closed": block.windows_closed,
+            "saturated sums": block.saturated,
+        }
+        for what, v in heads.items():
+            if v < 0:
+                raise CorruptDataError(f"{where}: {what} is {v}")
+        if block.steps_completed > block.steps_begun:
+            raise CorruptDataError(
+                f"{where}: {block.steps_completed} steps completed of {block.steps_begun} begun"
+            )
+
+    def _fix_sums(self, stats: np.ndarray) -> None:
+        """Hold each sum within ``[count * min, count * max]`` (after ``_fix_extremes``): a
+        copy taken while the writer runs can catch a bucket a value before its sum (or
+        after); a forged one can say anything. Then every mean lies in [min, max]."""
+        block = self._block(stats)
+        counts = block.counts_total()
+        st = block.stat
+        off = self.config["offsets"]
+        hi0 = int(off["sumhi"]) if "sumhi" in off else -1
+        f = int(_rec.SUMHI_FIELDS)
+        for h, total in enumerate(block.exact_sums()):
+            n, vmin, vmax = int(counts[h]), int(st[h, 2]), int(st[h, 3])
+            want = total
+            if n == 0:
+                want = 0
+            elif vmin >= 0 and vmax >= 0:
+                want = min(max(total, n * vmin), n * vmax)
+            if want != total:
+                st[h, _rec.STAT_SUM] = want & _INT63_MASK
+                if hi0 >= 0:
+                    stats[hi0 + f * h + _rec.SUMHI_STAT] = want >> 63
+        warm = block.warm
+        for h, total in enumerate(block.exact_warm_sums()):
+            n, vmax = int(warm[h, 0]), int(warm[h, 2])
+            want = 0 if n == 0 else (min(total, n * vmax) if vmax >= 0 else total)
+            if want != total:
+                warm[h, _rec.WARM_SUM] = want & _INT63_MASK
+                if hi0 >= 0:
+                    stats[hi0 + f * h + _rec.SUMHI_WARM] = want >> 63
+
     def _fix_extremes(self, stats: np.ndarray) -> None:
         """Widen each histogram's min/max to its non-empty buckets (see module doc)."""
         block = self._block(stats)
@@ -550,7 +621,9 @@ class LiveReader:
             return self._reload_retired()
         names = self.counter_names()
         stats, taken = self._copy()
+        self._check_copy(stats)
         self._fix_extremes(stats)
+        self._fix_sums(stats)
         block = self._block(stats)
         windows_closed = block.windows_closed
         if not windows:
@@ -564,16 +637,17 @@ class LiveReader:
             "windows_closed": windows_closed if windows else 0,
             "live_path": str(self.path),
         }
-        return Snapshot.from_stats(
-            stats,
-            self.config,
-            self.phases,
-            names,
-            lap_cost_ns=self.lap_cost_ns,
-            taken_ns=taken,
-            overwritten=max(0, head - cap),
-            meta=meta,
-        )
+        with decode_errors(f"{self.path} is corrupted"):
+            return Snapshot.from_stats(
+                stats,
+                self.config,
+                self.phases,
+                names,
+                lap_cost_ns=self.lap_cost_ns,
+                taken_ns=taken,
+                overwritten=max(0, head - cap),
+                meta=meta,
+            )
 
     def summary(self) -> Summary:
         """Steady-state summary of the writer's run so far."""
