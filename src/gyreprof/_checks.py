@@ -200,3 +200,83 @@ def check_counts(counts: Any, *, what: str) -> int:
     if total > INT64_MAX:
         raise CorruptDataError(f"{what}: bucket counts add up to {total}, past the int64 range")
     return total
+
+
+# ------------------------------------------------------------------ summary JSON
+
+_PHASE_FLOATS = ("mean", "min", "max", "p50", "p90", "p99", "p999", "share", "sum_ns")
+_ORDER = ("min", "p50", "p90", "p99", "p999", "max")
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_phase_values(pd: Any, *, what: str) -> None:
+    """One phase of a summary dict (``PhaseStats.to_dict()``) is possible: an integer
+    count >= 0, numbers (NaN allowed: missing) that are not infinite or negative,
+    ``min <= p50 <= p90 <= p99 <= p99.9 <= max`` and ``min <= mean <= max`` when there
+    are events, and a total of ``mean * count``; CorruptDataError naming what is wrong."""
+    if not hasattr(pd, "get"):
+        raise CorruptDataError(f"{what} is not a mapping")
+    count = pd.get("count")
+    if not _is_int(count) or count < 0:
+        raise CorruptDataError(f"{what}: count is {count!r}, not an integer >= 0")
+    vals: dict[str, float] = {}
+    for k in _PHASE_FLOATS:
+        if k not in pd:
+            continue
+        v = pd[k]
+        if not _num(v):
+            raise CorruptDataError(f"{what}: {k} is {v!r}, not a number")
+        f = float(v)
+        if math.isinf(f) or f < 0:
+            raise CorruptDataError(f"{what}: {k} is {v!r}, not a finite number >= 0")
+        vals[k] = f
+    if count == 0:
+        return
+    known = [(k, vals[k]) for k in _ORDER if k in vals and not math.isnan(vals[k])]
+    for (ka, a), (kb, b) in zip(known, known[1:], strict=False):
+        if a > b * (1 + 1e-12):
+            raise CorruptDataError(f"{what}: {ka} {a:g} is above {kb} {b:g}")
+    mean, lo, hi = vals.get("mean"), vals.get("min"), vals.get("max")
+    if mean is not None and not math.isnan(mean) and lo is not None and hi is not None:
+        if not lo * (1 - 1e-9) <= mean <= hi * (1 + 1e-9):
+            raise CorruptDataError(
+                f"{what}: mean {mean:g} of {count} events is outside [min, max] = [{lo:g}, {hi:g}]"
+            )
+        total = vals.get("sum_ns")
+        if total is not None and not math.isnan(total) and total > 0:
+            if abs(total - mean * count) > 1e-6 * max(total, mean * count):
+                raise CorruptDataError(
+                    f"{what}: sum {total:g} is not {count} events x mean {mean:g}"
+                )
+
+
+_SUMMARY_COUNTS = ("steps", "overwritten", "out_of_range", "negative", "nonfinite", "events")
+
+
+def check_summary_values(d: Any) -> None:
+    """What ``Summary.from_dict`` (or any decoder of summary JSON) should run on the dict
+    before building: every phase and the step pass :func:`check_phase_values`, the
+    counts are integers >= 0, rates, times and the overhead share are numbers >= 0
+    (the share at most 1). CorruptDataError (a ValueError) saying what is wrong."""
+    if not hasattr(d, "get"):
+        return  # the decoder says it is not a mapping
+    phases = d.get("phases")
+    if hasattr(phases, "items"):
+        for name, pd in phases.items():
+            check_phase_values(pd, what=f"phase {name!r}")
+    if d.get("step") is not None:
+        check_phase_values(d["step"], what="the step")
+    for k in _SUMMARY_COUNTS:
+        v = d.get(k, 0)
+        if not _is_int(v) or v < 0:
+            raise CorruptDataError(f"{k} is {v!r}, not an integer >= 0")
+    for k in ("steps_per_s", "elapsed_s", "overhead_share"):
+        v = d.get(k, 0.0)
+        if not _num(v) or math.isinf(float(v)) or float(v) < 0:
+            raise CorruptDataError(f"{k} is {v!r}, not a finite number >= 0")
+    share = d.get("overhead_share", 0.0)
+    if _num(share) and float(share) > 1:
+        raise CorruptDataError(f"overhead share {share!r} is above 1 (all of the time)")

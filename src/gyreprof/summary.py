@@ -538,6 +538,7 @@ class Summary:
         memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
         try:
             _limits.check_summary_dict(d)
+            _checks.check_summary_values(d)  # sums, extremes and totals against the counts
             return cls._from_dict(d)
         except _limits.BudgetError:
             raise
@@ -633,7 +634,7 @@ class Summary:
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> Summary:
         """Parse JSON text, or read a file when given a path."""
         text = str(text_or_path)
-        if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith("{"):
+        if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith(("{", "[")):
             p = Path(text_or_path)
             try:
                 text = _io.read_text(p, "summary")

@@ -173,3 +173,75 @@ def test_tampered_hdr_logs_are_refused_or_usable(
         h.percentile(50.0)
     for interval in got.intervals:
         assert interval.length_s >= 0 and interval.max_value >= 0
+
+
+@pytest.fixture(scope="module")
+def summary_dict() -> dict[str, object]:
+    prof = gp.Profiler(["env", "fwd"])
+    for i in range(300):
+        prof.begin()
+        prof.record("env", 1000 + i)
+        prof.record("fwd", 50_000 + 13 * i)
+    prof.end()
+    d: dict[str, object] = prof.summary().to_dict()
+    return d
+
+
+_FIELDS = ["count", "mean", "min", "max", "p50", "p90", "p99", "p999", "share", "sum_ns"]
+_VALUES = st.one_of(
+    st.sampled_from([0, -1, 1, 2**63, -(2**63), 1e300, -0.5, float("nan"), float("inf"), None]),
+    st.floats(min_value=0, max_value=1e7),
+    st.integers(min_value=0, max_value=10**6),
+)
+
+
+@FUZZ
+@given(
+    where=st.sampled_from(["env", "fwd", "step"]),
+    edits=st.lists(st.tuples(st.sampled_from(_FIELDS), _VALUES), min_size=1, max_size=4),
+    top=st.one_of(
+        st.none(),
+        st.tuples(st.sampled_from(["steps", "overhead_share", "elapsed_s", "negative"]), _VALUES),
+    ),
+)
+def test_tampered_summary_json_is_refused_or_usable(
+    summary_dict: dict[str, object],
+    where: str,
+    edits: list[tuple[str, object]],
+    top: tuple[str, object] | None,
+) -> None:
+    import copy
+    import json
+
+    from gyreprof.summary import Summary
+
+    d = copy.deepcopy(summary_dict)
+    target = d["step"] if where == "step" else d["phases"][where]  # type: ignore[index]
+    for k, v in edits:
+        target[k] = v  # type: ignore[index]
+    if top is not None:
+        d[top[0]] = top[1]
+    text = json.dumps(d, allow_nan=True)
+    try:
+        s = Summary.from_json(text)
+    except ValueError:
+        return
+    str(s)
+    s.to_json()
+    s.to_markdown()
+    assert 0.0 <= s.overhead_share <= 1.0
+    for ph in [*s.phases.values(), s.step]:
+        if ph.count > 0 and not math.isnan(ph.mean):
+            assert ph.min <= ph.mean * (1 + 1e-9) and ph.mean <= ph.max * (1 + 1e-9)
+        if ph.count > 0:
+            ph.percentile(50.0)
+
+
+def test_summary_from_json_text_is_not_taken_as_a_path() -> None:
+    from gyreprof._errors import CorruptDataError
+    from gyreprof.summary import Summary
+
+    with pytest.raises(CorruptDataError, match="format marker"):  # "no such file" before
+        Summary.from_json("[1,2]")
+    with pytest.raises(CorruptDataError, match="format marker"):
+        Summary.from_json("  [] ")
