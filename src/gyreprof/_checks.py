@@ -232,6 +232,8 @@ def check_phase_values(pd: Any, *, what: str) -> None:
         f = float(v)
         if math.isinf(f) or f < 0:
             raise CorruptDataError(f"{what}: {k} is {v!r}, not a finite number >= 0")
+        if k in _ORDER and f >= 2.0**63:
+            raise CorruptDataError(f"{what}: {k} is {v!r} ns, past the int64 range of a duration")
         vals[k] = f
     if count == 0:
         return

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from gyreprof import _checks, _limits
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
 from gyreprof._core import recorder as _rec
@@ -532,6 +533,11 @@ class LiveReader:
         c0, c1 = int(off["counts"]), int(off["wring"])
         if (stats[c0:c1] < 0).any():
             raise CorruptDataError(f"{where}: a negative histogram bucket count")
+        # every total built from them (events, merges) must stay within int64
+        _checks.check_counts(
+            np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])).astype(object),
+            what=where,
+        )
         if (block.stat[:, _rec.STAT_SUM] < 0).any():
             raise CorruptDataError(f"{where}: a negative sum of durations")
         if "sumhi" in off:
@@ -638,7 +644,7 @@ class LiveReader:
             "live_path": str(self.path),
         }
         with decode_errors(f"{self.path} is corrupted"):
-            return Snapshot.from_stats(
+            snap = Snapshot.from_stats(
                 stats,
                 self.config,
                 self.phases,
@@ -648,6 +654,12 @@ class LiveReader:
                 overwritten=max(0, head - cap),
                 meta=meta,
             )
+            try:  # what a saved snapshot's decoder would refuse, refused here too
+                return _limits.check_snapshot(snap)
+            except CorruptDataError:
+                raise
+            except ValueError as exc:
+                raise CorruptDataError(f"{self.path} is corrupted: {exc}") from None
 
     def summary(self) -> Summary:
         """Steady-state summary of the writer's run so far."""
