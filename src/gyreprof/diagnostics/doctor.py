@@ -324,11 +324,16 @@ class _LiveProbe:
         try:
             import gyreprof.live as live
 
-            self.skipped = [
-                f"skipped the unreadable live segment {e.path}: {e.error}"
+            bad = [
+                e
                 for e in live.list(pid)  # type: ignore[attr-defined,unused-ignore]
                 if e.error is not None
             ]
+            self.skipped = [
+                f"skipped the unreadable live segment {e.path}: {e.error}" for e in bad[:3]
+            ]
+            if len(bad) > 3:
+                self.skipped.append(f"skipped {len(bad) - 3} more unreadable live segments")
         except Exception:  # noqa: BLE001 - listing is best effort here
             pass
 
