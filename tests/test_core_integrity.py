@@ -23,42 +23,44 @@ INT64_MAX = (1 << 63) - 1
 # ------------------------------------------------------------------ sums cannot wrap
 
 
-def test_clamped_values_saturate_the_sum_instead_of_wrapping() -> None:
-    # 2.6 M values clamped at the default 1 h top wrapped the int64 sum (negative mean)
+def test_clamped_values_carry_the_sum_instead_of_wrapping() -> None:
+    # 2.6 M values clamped at the default 1 h top wrapped the int64 sum (negative mean),
+    # then were held at INT64_MAX (a mean below the minimum); now the sum carries
     rec = Recorder(1)
     record = rec.record
     for _ in range(2_600_000):
         record(0, 4_000_000_000_000)
     block = StatsBlock.of(rec)
     assert block.out_of_range == 2_600_000
-    assert block.stat[0, 1] == INT64_MAX  # held at the limit, not negative
-    assert block.saturated >= 1
-    prof = gp.Profiler(["x"], highest_ns=1 << 62)  # the snapshot carries the count on
+    assert block.exact_sums()[0] == 2_600_000 * 3_600_000_000_000
+    assert block.stat_table()[0, 1] == INT64_MAX  # the int64 table holds the limit
+    assert block.saturated == 0
+    prof = gp.Profiler(["x"], highest_ns=1 << 62)  # the snapshot carries the exact sum
     for _ in range(3):
         prof.record("x", 1 << 62)
-    assert prof.snapshot().totals["saturated"] >= 1
+    snap = prof.snapshot()
+    assert snap.totals["saturated"] == 0 and snap.meta["exact_sums"] == {"0": 3 << 62}
 
 
-def test_huge_record_saturates_with_a_wide_range() -> None:
+def test_huge_record_carries_with_a_wide_range() -> None:
     rec = Recorder(2, highest_ns=1 << 62)
     for _ in range(3):
         rec.record(1, 1 << 62)
-    st = StatsBlock.of(rec).stat_table()
+    block = StatsBlock.of(rec)
+    st = block.stat_table()
     assert st[1, 1] == INT64_MAX and st[1, 0] == 3
-    assert StatsBlock.of(rec).saturated == 2  # the 2nd and the 3rd add were held
+    assert block.exact_sums()[1] == 3 << 62 and block.saturated == 0
 
 
-def test_profiler_mean_stays_positive_after_saturation() -> None:
+def test_profiler_mean_is_exact_past_the_int64_range() -> None:
     prof = gp.Profiler(["x"], highest_ns=1 << 62)
     for _ in range(4):
         prof.record("x", 1 << 62)
-    snap = prof.snapshot()
-    assert snap.totals["saturated"] >= 1
-    mean = snap.stat[0, 1] / snap.stat[0, 0]
-    assert mean > 0
+    x = prof.snapshot().summary().phases["x"]
+    assert x.mean == float(1 << 62) and x.min <= x.mean <= x.max
 
 
-def test_merge_saturates_sums_and_counts_it() -> None:
+def test_merge_adds_sums_exactly() -> None:
     snaps = []
     for _ in range(2):
         prof = gp.Profiler(["x"], highest_ns=1 << 62)
@@ -66,9 +68,11 @@ def test_merge_saturates_sums_and_counts_it() -> None:
         prof.record("x", 1 << 61)
         snaps.append(prof.snapshot())
     merged = merge(snaps)
-    assert merged.stat[0, 1] == INT64_MAX
-    assert merged.totals["saturated"] >= 1
+    assert merged.stat[0, 1] == INT64_MAX  # the table's limit; the exact sum beside it
+    assert merged.meta["exact_sums"] == {"0": 2 * ((1 << 62) + (1 << 61))}
+    assert merged.totals["saturated"] == 0
     assert merged.stat[0, 0] == 4
+    assert merged.summary().phases["x"].mean == ((1 << 62) + (1 << 61)) / 2
 
 
 def test_counter_saturates() -> None:

@@ -285,3 +285,31 @@ def test_cli_metrics_json_has_no_nan(tmp_path: Path) -> None:
     data = json.loads(out.read_text())  # strict JSON: NaN became null
     assert data["run/phase/never/p50_ns"] is None
     assert data["run/phase/env/count"] == 5
+
+
+def test_control_characters_in_phase_names_are_escaped() -> None:
+    # a terminal escape, a bell, a carriage return, a tab, DEL, a C1 control, U+2028, a
+    # lone surrogate: none reaches the text raw (they did); the parser reads printable
+    # text, and \\, " and a line feed keep the spec's escapes
+    names = ["\x1b[31mred", "bell\x07", "cr\r\ttab", "del\x7f\x9b", "ls\u2028", 'q"b\\n\nl']
+    p = gp.Profiler(names)
+    for _ in range(3):
+        p.begin()
+        for i in range(len(names)):
+            p.lap(i)
+    p.end()
+    text = openmetrics(p)
+    body = text.replace("\n", "")
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in body), repr(text)
+    assert "\u2028" not in text
+    fams = _families(text)
+    got = {s.labels["phase"] for s in fams["gyreprof_phase_seconds"].samples}
+    assert {
+        "\\x1b[31mred",
+        "bell\\x07",
+        "cr\\x0d\\x09tab",
+        "del\\x7f\\x9b",
+        "ls\\u2028",
+        'q"b\\n\nl',
+    } <= got
+    text.encode("utf-8")  # no lone surrogate either

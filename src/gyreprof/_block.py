@@ -32,6 +32,9 @@ import numpy as np
 from gyreprof._core import recorder as _rec
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 
+_TWO63 = 1 << 63
+_INT64_MAX = _TWO63 - 1
+
 LAYOUT_VERSION: int = _rec.LAYOUT_VERSION
 
 
@@ -210,7 +213,8 @@ class StatsBlock:
         self.n_phases = int(n_phases)
         self.nh = self.n_phases + 1
         self.counts_len = (self._off["wcounts"] - self._off["counts"]) // self.nh
-        self.max_counters = words - self._off["counters"]
+        # the sums' high words ("sumhi") follow the counters where the layout has them
+        self.max_counters = self._off.get("sumhi", words) - self._off["counters"]
         self.max_windows = (self._off["counters"] - self._off["wring"]) // window_stride(
             self.n_phases
         )
@@ -397,10 +401,31 @@ class StatsBlock:
         return total
 
     def stat_table(self) -> np.ndarray:
-        """(nh, 4) copy of ``stat`` with the count column filled in from the buckets."""
+        """(nh, 4) copy of ``stat`` with the count column filled in from the buckets; a
+        sum past the int64 range reads INT64_MAX here (``exact_sums`` has it exactly)."""
         st: np.ndarray = self.stat.copy()
         st[:, _rec.STAT_COUNT] = self.counts_total()
+        for h, total in enumerate(self.exact_sums()):
+            st[h, _rec.STAT_SUM] = min(total, _INT64_MAX)
         return st
+
+    def _sum_hi(self, field: int) -> list[int]:
+        if "sumhi" not in self._off:
+            return [0] * self.nh
+        start = self._off["sumhi"]
+        f = int(_rec.SUMHI_FIELDS)
+        hi = self._arr()[start : start + f * self.nh].reshape(self.nh, f)
+        return [int(x) for x in hi[:, field].tolist()]
+
+    def exact_sums(self) -> list[int]:
+        """(nh,) steady sums as exact Python ints: ``hi * 2**63 + lo`` (recorder.pxd)."""
+        lo = self.stat[:, _rec.STAT_SUM].tolist()
+        return [h * _TWO63 + int(v) for h, v in zip(self._sum_hi(_rec.SUMHI_STAT), lo, strict=True)]
+
+    def exact_warm_sums(self) -> list[int]:
+        """(nh,) warm-up sums as exact Python ints."""
+        lo = self.warm[:, _rec.WARM_SUM].tolist()
+        return [h * _TWO63 + int(v) for h, v in zip(self._sum_hi(_rec.SUMHI_WARM), lo, strict=True)]
 
     def window_records(self, *, retries: int = 1000) -> np.ndarray:
         """(closed, stride) copy of the closed-window records, oldest first.
@@ -491,8 +516,13 @@ class StatsBlock:
         prefix = np.array(a[:c0], dtype=np.int64)
         prefix[_rec.H_WINDOWS] = keep
         counters = np.array(a[off["counters"] : off["counters"] + self.max_counters])
+        f = int(_rec.SUMHI_FIELDS)
+        if "sumhi" in off:
+            sumhi = np.array(a[off["sumhi"] : off["sumhi"] + f * nh])
+        else:
+            sumhi = np.zeros(f * nh, dtype=np.int64)
         small = np.concatenate(
-            (prefix, counts.sum(axis=1).astype(np.int64), newest.reshape(-1), counters)
+            (prefix, counts.sum(axis=1).astype(np.int64), newest.reshape(-1), counters, sumhi)
         )
         small_off = dict(off)
         small_off.update(
@@ -500,6 +530,7 @@ class StatsBlock:
             wcounts=c0 + nh,
             wring=c0 + nh,
             counters=c0 + nh + keep * stride,
+            sumhi=c0 + nh + keep * stride + self.max_counters,
             words=len(small),
         )
         return CompactBlock(small, small_off, counts, keep, closed, have - keep)

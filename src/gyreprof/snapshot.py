@@ -40,7 +40,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from gyreprof import _io, _limits
+from gyreprof import _checks, _io, _limits
 from gyreprof._block import StatsBlock
 from gyreprof._core import decode_counts, encode_counts, layout_info, monotonic_ns
 from gyreprof._errors import CorruptDataError
@@ -298,6 +298,11 @@ class Snapshot:
         # counts come from the buckets so a copy taken while the writer runs stays consistent
         stat = block.stat_table()
         warm = block.warm.copy()
+        exact_meta: dict[str, Any] = {}  # sums past int64, exact (``_checks.exact_sums``)
+        _checks.store_exact_sums(stat, exact_meta, list(block.exact_sums()))
+        _checks.store_exact_sums(
+            warm, exact_meta, list(block.exact_warm_sums()), _checks.EXACT_WARM_SUMS_KEY
+        )
         first = block.first.copy()
         counters_raw = block.counters
         counters = {name: int(counters_raw[i]) for i, name in enumerate(counter_names)}
@@ -385,7 +390,7 @@ class Snapshot:
             rolling=rolling,
             lap_cost_ns=lap_cost_ns,
             sources=[source],
-            meta=meta,
+            meta={**(meta or {}), **exact_meta} if exact_meta else meta,
         )
 
     # -- convenience -------------------------------------------------------------
@@ -642,8 +647,18 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     sources: list[dict[str, Any]] = []
     starts, taken = [], []
     saturated = 0
+    # sums add exactly, in Python ints (None: not known exactly)
+    sums: list[int | None] = [0] * nh
+    warm_sums: list[int | None] = [0] * nh
     for s in snaps:
         rows = [names.index(p) for p in s.phases] + [nh - 1]
+        for acc, got in (
+            (sums, _checks.exact_sums(s.stat, s.meta)),
+            (warm_sums, _checks.exact_sums(s.warm, s.meta, _checks.EXACT_WARM_SUMS_KEY)),
+        ):
+            for src_row, total in enumerate(got):
+                have = acc[rows[src_row]]
+                acc[rows[src_row]] = None if have is None or total is None else have + total
         if rows == list(range(nh)):
             np.add(counts, s.counts, out=counts)
         else:
@@ -652,16 +667,14 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         for src_row, dst in enumerate(rows):
             # sums add in Python ints and saturate (counted) instead of wrapping
             stat[dst, 0], held0 = _sat_add(stat[dst, 0], s.stat[src_row, 0])
-            stat[dst, 1], held1 = _sat_add(stat[dst, 1], s.stat[src_row, 1])
-            saturated += held0 + held1
+            saturated += held0  # the sums: exact in ``sums``, stored below
             smin, smax = s.stat[src_row, 2], s.stat[src_row, 3]
             if smin >= 0 and (stat[dst, 2] < 0 or smin < stat[dst, 2]):
                 stat[dst, 2] = smin
             if smax > stat[dst, 3]:
                 stat[dst, 3] = smax
             warm[dst, 0], held0 = _sat_add(warm[dst, 0], s.warm[src_row, 0])
-            warm[dst, 1], held1 = _sat_add(warm[dst, 1], s.warm[src_row, 1])
-            saturated += held0 + held1
+            saturated += held0
             warm[dst, 2] = max(warm[dst, 2], s.warm[src_row, 2])
             f = s.first[src_row]
             if f >= 0 and (first[dst] < 0 or f > first[dst]):
@@ -689,6 +702,9 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     weights = [max(1, int(s.stat[:, 0].sum())) for s in snaps]
     lap_cost = float(np.average([s.lap_cost_ns for s in snaps], weights=weights))
     base = snaps[0]
+    merged_meta: dict[str, Any] = {"merged": len(sources)}
+    _checks.store_exact_sums(stat, merged_meta, sums)
+    _checks.store_exact_sums(warm, merged_meta, warm_sums, _checks.EXACT_WARM_SUMS_KEY)
     return Snapshot(
         phases=names,
         config=base.config,
@@ -702,7 +718,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         rolling=None,
         lap_cost_ns=lap_cost,
         sources=sources,
-        meta={"merged": len(sources)},
+        meta=merged_meta,
     )
 
 
@@ -789,12 +805,16 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
     stat = np.zeros((nh, 4), dtype=np.int64)
     stat[:, 2] = -1
     stat[:, 3] = -1
+    sums_a = _checks.exact_sums(after.stat, after.meta)
+    sums_b = _checks.exact_sums(before.stat, before.meta)
+    sums: list[int | None] = [0] * nh
     for h in range(nh):
         n = int(counts[h].sum())
         stat[h, 0] = n
         if n == 0:
             continue
-        stat[h, 1] = max(0, int(after.stat[h, 1] - before.stat[h, 1]))
+        sa, sb = sums_a[h], sums_b[h]
+        sums[h] = max(0, sa - sb) if sa is not None and sb is not None else None
         nz = np.flatnonzero(counts[h])
         i0, i1 = int(nz[0]), int(nz[-1])
         a_min, b_min = int(after.stat[h, 2]), int(before.stat[h, 2])
@@ -827,6 +847,8 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
     meta = dict(after.meta)
     meta["interval_ns"] = dt
     meta["windows_closed"] = 0
+    meta.pop(_checks.EXACT_WARM_SUMS_KEY, None)  # the interval has no warm-up
+    _checks.store_exact_sums(stat, meta, sums)
     return Snapshot(
         phases=after.phases,
         config=after.config,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _io, _limits, _notes
+from gyreprof import _checks, _io, _limits, _notes
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name, text_table
@@ -158,9 +158,18 @@ class WarmupInfo:
 
 
 def _phase_stats(
-    counts: np.ndarray, stat: np.ndarray, layout: tuple[int, int, int], denom: float
+    counts: np.ndarray,
+    stat: np.ndarray,
+    layout: tuple[int, int, int],
+    denom: float,
+    exact: int | None | bool = False,
 ) -> PhaseStats:
     n, total, vmin, vmax = (int(x) for x in stat)
+    # the exact sum (``_checks.exact_sums``); None: not known exactly, the figures that
+    # need it (mean, share, sum) read as missing rather than as the int64 limit
+    known = exact is not None
+    if isinstance(exact, int) and not isinstance(exact, bool):
+        total = exact
     if n <= 0:
         return PhaseStats(
             0,
@@ -182,15 +191,15 @@ def _phase_stats(
     )
     return PhaseStats(
         count=n,
-        mean=total / n,
+        mean=total / n if known else math.nan,
         min=float(vmin),
         max=float(vmax),
         p50=float(p50),
         p90=float(p90),
         p99=float(p99),
         p999=float(p999),
-        share=(total / denom) if denom > 0 else 0.0,
-        sum_ns=float(total),
+        share=((total / denom) if denom > 0 else 0.0) if known and denom == denom else math.nan,
+        sum_ns=float(total) if known else math.nan,
         _counts=counts,
         _layout=layout,
     )
@@ -239,14 +248,19 @@ class Summary:
     def from_snapshot(cls, snap: Snapshot) -> Summary:
         nphase = len(snap.phases)
         layout = snap.layout
-        step_total = float(snap.stat[nphase, 1])
-        phase_total = float(snap.stat[:nphase, 1].sum())
+        sums = _checks.exact_sums(snap.stat, snap.meta)
+        known = [v for v in sums[:nphase] if v is not None]
+        step_sum = sums[nphase]
+        step_total = float(step_sum) if step_sum is not None else math.nan
+        phase_total = float(sum(known)) if len(known) == nphase else math.nan
         denom = step_total if snap.stat[nphase, 0] > 0 else phase_total
         phases = {
-            name: _phase_stats(snap.counts[i], snap.stat[i], layout, denom)
+            name: _phase_stats(snap.counts[i], snap.stat[i], layout, denom, sums[i])
             for i, name in enumerate(snap.phases)
         }
-        step = _phase_stats(snap.counts[nphase], snap.stat[nphase], layout, step_total)
+        step = _phase_stats(
+            snap.counts[nphase], snap.stat[nphase], layout, step_total, sums[nphase]
+        )
         # one source: its own steady time; several: the wall-clock span they cover together
         steady_ns = float(snap.steady_ns)
         steady_steps = int(snap.stat[nphase, 0])
@@ -266,6 +280,7 @@ class Summary:
         else:
             rule = "none"
         names = [*snap.phases, STEP]
+        warm_sums = _checks.exact_sums(snap.warm, snap.meta, _checks.EXACT_WARM_SUMS_KEY)
         warmup = WarmupInfo(
             rule=rule,
             steps=snap.totals["warmup_steps_done"],
@@ -273,7 +288,7 @@ class Summary:
             done=warm_done,
             first_ns={n: float(snap.first[i]) for i, n in enumerate(names) if snap.first[i] >= 0},
             mean_ns={
-                n: snap.warm[i, 1] / snap.warm[i, 0]
+                n: (warm_sums[i] / snap.warm[i, 0]) if warm_sums[i] is not None else math.nan
                 for i, n in enumerate(names)
                 if snap.warm[i, 0] > 0
             },
@@ -386,6 +401,16 @@ class Summary:
             f"(~{self.lap_cost_ns:.0f} ns per boundary, clock={self.clock})"
         )
         issues = _notes.data_quality(self)
+        inexact = [
+            safe_name(n)
+            for n, p in {**self.phases, STEP: self.step}.items()
+            if p.count > 0 and math.isnan(p.mean)
+        ]
+        if inexact:  # a sum held at the int64 limit with no exact value (an older record)
+            issues.append(
+                "sums past the int64 range with no exact value: the mean, share and total "
+                f"of {', '.join(inexact)} are missing"
+            )
         if issues:
             lines.append("note: " + "; ".join(issues))
         if self.counters:
@@ -515,6 +540,7 @@ class Summary:
         memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
         try:
             _limits.check_summary_dict(d)
+            _checks.check_summary_values(d)  # sums, extremes and totals against the counts
             return cls._from_dict(d)
         except _limits.BudgetError:
             raise
@@ -610,7 +636,7 @@ class Summary:
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> Summary:
         """Parse JSON text, or read a file when given a path."""
         text = str(text_or_path)
-        if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith("{"):
+        if isinstance(text_or_path, os.PathLike) or not text.lstrip().startswith(("{", "[")):
             p = Path(text_or_path)
             try:
                 text = _io.read_text(p, "summary")

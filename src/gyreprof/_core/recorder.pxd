@@ -23,6 +23,8 @@ Contracts (the stats block's layout is the cpdef enum below):
   counter only ever grows, so a copy taken while the writer
   runs is a valid histogram of the events folded between the copy's start and
   end; counts are taken from the buckets.
+- Sums of durations never saturate: steady and warm-up sums carry into their
+  high words (the "sumhi" region, after the counters) on the fold path.
 - The write path allocates nothing, takes no lock, never calls into Python and
   never raises for data: negative durations, values above the range and
   non-finite ``record`` durations are counted instead.
@@ -37,7 +39,7 @@ from gyreprof._core.hdr cimport HdrLayout
 # constant (for the write path) and a module-level int of gyreprof._core.recorder;
 # Python code reads a block through gyreprof._block, never by these words directly.
 cpdef enum:
-    LAYOUT_VERSION = 1
+    LAYOUT_VERSION = 2  # 2: the sums carry into high words (the sumhi region)
 
     # header words; words 0..7 are the ones lap() touches (one cache line)
     H_STEP = 0             # steps begun
@@ -70,6 +72,7 @@ cpdef enum:
     H_CLOCK_RECAL = 25     # ... that found drift above 0.01% and recalibrated
     H_CLOCK_FALLBACK = 26  # ... that found the TSC unusable and fell back to CLOCK_MONOTONIC
     H_CLOCK_ERROR_PPM = 27 # rate error (ppm, signed) found by the last check
+    H_SUM_HI = 28          # word offset of the "sumhi" region (the sums' high words)
     HEADER_WORDS = 32
 
     # the "hot" region: one 64-byte line per histogram
@@ -94,6 +97,13 @@ cpdef enum:
     WARM_SUM = 1
     WARM_MAX = 2
     WARM_FIELDS = 3
+    # the "sumhi" region (after the counters): per histogram, the high words of the
+    # steady and warm-up sums. A sum is ``hi * 2**63 + lo`` with ``0 <= lo < 2**63``:
+    # the fold carries into ``hi`` where ``lo`` would pass INT64_MAX, so no sum of
+    # durations saturates (2**63 ns of events per carry, ~292 years)
+    SUMHI_STAT = 0
+    SUMHI_WARM = 1
+    SUMHI_FIELDS = 2
     # the "wring" region: closed windows, each WIN_HEADER + WIN_FIELDS * histograms words
     WIN_START = 0          # ns the window began
     WIN_END = 1            # ns it closed

@@ -60,6 +60,15 @@ cdef extern from *:
     #define GYRE_WCUR_SUM 1
     #define GYRE_WCUR_MAX 2
     #define GYRE_H_SATURATED 9
+    #define GYRE_H_SUM_HI 28
+    #define GYRE_SUMHI_FIELDS 2
+    /* ``*lo + d`` (d >= 0) with the carry past INT64_MAX into ``*hi``: the sum stays
+       ``hi * 2**63 + lo`` with 0 <= lo < 2**63. The rare branch of the fold. */
+    static inline void gyre_carry_add(int64_t* lo, int64_t* hi, int64_t d) {
+        uint64_t t = (uint64_t)*lo + (uint64_t)d;  /* < 2**64: both below 2**63 */
+        if (t >> 63) { *hi += 1; t &= (uint64_t)INT64_MAX; }
+        *lo = (int64_t)t;
+    }
     #define GYRE_H_N_TIMER 21
     #define GYRE_H_N_TIMED 22
     #define GYRE_H_N_RECORD 23
@@ -94,8 +103,9 @@ cdef extern from *:
                 int c = __builtin_clzll((uint64_t)d | m1);
                 counts[h * len1 + GYRE_IDX(d, c, shm1, B1, K1)] += 1;
                 if (__builtin_expect(__builtin_add_overflow(st[GYRE_STAT_SUM], d, &st[GYRE_STAT_SUM]), 0)) {
-                    st[GYRE_STAT_SUM] = INT64_MAX;
-                    s[GYRE_H_SATURATED] += 1;
+                    /* undo the wrapped add, then carry into the high word */
+                    st[GYRE_STAT_SUM] = (int64_t)((uint64_t)st[GYRE_STAT_SUM] - (uint64_t)d);
+                    gyre_carry_add(&st[GYRE_STAT_SUM], s + s[GYRE_H_SUM_HI] + GYRE_SUMHI_FIELDS * h, d);
                 }
                 if (__builtin_expect(d < st[GYRE_STAT_MIN], 0)) st[GYRE_STAT_MIN] = d;
                 if (__builtin_expect(d > st[GYRE_STAT_MAX], 0)) st[GYRE_STAT_MAX] = d;
@@ -167,8 +177,10 @@ cdef extern from *:
     }
     static inline int gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
             int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
-            int h_timer, int h_timed, int h_record, int f_timed, int f_record, int ev_size) {
-        return hot_words == GYRE_HOT_WORDS && hot_stat == GYRE_HOT_STAT && hot_win == GYRE_HOT_WIN
+            int h_timer, int h_timed, int h_record, int f_timed, int f_record, int ev_size,
+            int h_sum_hi, int sumhi_fields) {
+        return h_sum_hi == GYRE_H_SUM_HI && sumhi_fields == GYRE_SUMHI_FIELDS
+            && hot_words == GYRE_HOT_WORDS && hot_stat == GYRE_HOT_STAT && hot_win == GYRE_HOT_WIN
             && stat_sum == GYRE_STAT_SUM && stat_min == GYRE_STAT_MIN && stat_max == GYRE_STAT_MAX
             && wcur_min == GYRE_WCUR_MIN && wcur_sum == GYRE_WCUR_SUM && wcur_max == GYRE_WCUR_MAX
             && h_sat == GYRE_H_SATURATED && h_timer == GYRE_H_N_TIMER && h_timed == GYRE_H_N_TIMED
@@ -185,7 +197,8 @@ cdef extern from *:
     bint gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
             int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
             int h_timer, int h_timed, int h_record, int f_timed, int f_record,
-            int ev_size) noexcept nogil
+            int ev_size, int h_sum_hi, int sumhi_fields) noexcept nogil
+    void gyre_carry_add(int64_t* lo, int64_t* hi, int64_t d) noexcept nogil
 
 cdef extern from *:
     """
@@ -220,7 +233,8 @@ EVENT_DTYPE = np.dtype([("phase", np.int32), ("form", np.int32), ("step", np.int
 
 if not gyre_fold_words_ok(HOT_WORDS, HOT_STAT, HOT_WIN, STAT_SUM, STAT_MIN, STAT_MAX,
                           WCUR_MIN, WCUR_SUM, WCUR_MAX, H_SATURATED, H_N_TIMER, H_N_TIMED,
-                          H_N_RECORD, FORM_TIMED, FORM_RECORD, sizeof(Event)):
+                          H_N_RECORD, FORM_TIMED, FORM_RECORD, sizeof(Event),
+                          H_SUM_HI, SUMHI_FIELDS):
     raise ImportError("gyreprof._core.recorder: the fold's C word offsets disagree with "
                       "recorder.pxd (rebuild after editing both)")
 
@@ -302,7 +316,8 @@ def stats_layout(int n_phases, int64_t counts_len, int64_t window_counts_len,
                        ("counts", nh * counts_len),
                        ("wcounts", nh * window_counts_len),
                        ("wring", max_windows * (WIN_HEADER + WIN_FIELDS * nh)),
-                       ("counters", max_counters)):
+                       ("counters", max_counters),
+                       ("sumhi", SUMHI_FIELDS * nh)):
         off[name] = pos
         pos += size
     off["words"] = pos
@@ -541,6 +556,7 @@ cdef class Recorder:
         self.wcounts = self.s + <int64_t>off["wcounts"]
         self.wring = self.s + <int64_t>off["wring"]
         self.counters = self.s + <int64_t>off["counters"]
+        self.s[H_SUM_HI] = <int64_t>off["sumhi"]  # where the fold carries (also after a copy)
         # A block in a caller's buffer (a shared-memory segment) is read by other
         # processes, which cannot fold: its histograms take every event as it is
         # written, and only its open window (which no reader sees) waits for the fold.
@@ -570,6 +586,7 @@ cdef class Recorder:
         cdef int64_t h
         self._stats[:] = 0
         cdef int64_t* s = self.s
+        s[H_SUM_HI] = self.offsets["sumhi"]
         s[H_OPEN_PHASE] = -1
         s[H_OPEN_SINCE] = -1
         s[H_STEP_START] = -1
@@ -714,18 +731,14 @@ cdef class Recorder:
         if self.in_warmup and not self._warmup_over_unstepped(start + d, idx):
             st = self.warm + WARM_FIELDS * h
             st[WARM_COUNT] += 1
-            if gyre_add_overflow(st[WARM_SUM], v, &st[WARM_SUM]):
-                st[WARM_SUM] = INT64_MAX
-                s[H_SATURATED] += 1
+            gyre_carry_add(&st[WARM_SUM], s + s[H_SUM_HI] + SUMHI_FIELDS * h + SUMHI_WARM, v)
             if d > st[WARM_MAX]:
                 st[WARM_MAX] = d
             return
         # no count is kept beside the buckets: readers add up the buckets
         self.counts[h * self.L.counts_len + hdr_index(&self.L, v)] += 1
         st = hl + HOT_STAT
-        if gyre_add_overflow(st[STAT_SUM], v, &st[STAT_SUM]):
-            st[STAT_SUM] = INT64_MAX
-            s[H_SATURATED] += 1
+        gyre_carry_add(&st[STAT_SUM], s + s[H_SUM_HI] + SUMHI_FIELDS * h + SUMHI_STAT, v)
         if st[STAT_MIN] < 0 or d < st[STAT_MIN]:
             st[STAT_MIN] = d
         if d > st[STAT_MAX]:

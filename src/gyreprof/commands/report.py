@@ -41,7 +41,11 @@ def _load_source(path: str) -> Any:
         raise UsageError(f"no such file: {path}")
     if p.is_dir():
         raise UsageError(f"{path} is a directory, not a summary or snapshot file")
-    return load_file(p)
+    try:
+        return load_file(p)
+    except OSError as exc:  # /proc/self/mem and other files that exist but cannot be read
+        why = exc.strerror or type(exc).__name__
+        raise UsageError(f"cannot read {path}: {why}") from None
 
 
 def _check_out(option: str, value: str | None, suffix: str) -> Path | None:

@@ -394,6 +394,23 @@ class _LiveProbe:
             detail = str(exc).strip()
             if detail:
                 self.reason = f"no gyreprof live segment ({detail})"
+        # segments of this pid that could not be read (planted, corrupt): skipped, said so
+        self.skipped: list[str] = []
+        try:
+            import gyreprof.live as live
+
+            bad = [
+                e
+                for e in live.list(pid)  # type: ignore[attr-defined,unused-ignore]
+                if e.error is not None
+            ]
+            self.skipped = [
+                f"skipped the unreadable live segment {e.path}: {e.error}" for e in bad[:3]
+            ]
+            if len(bad) > 3:
+                self.skipped.append(f"skipped {len(bad) - 3} more unreadable live segments")
+        except Exception:  # noqa: BLE001 - listing is best effort here
+            pass
 
     def read(self) -> Progress | None:
         """The live segment's progress reading; None without a (readable) segment."""
@@ -1352,7 +1369,7 @@ def _classify(
         cpu_share = max(0.0, (last.cpu_s - first.cpu_s) / wall_s)
     progress = _progress(taken, wall_s, live, log, step_file)
     lines = _loglines.read_lines(_line_regions(taken, log), opts.progress_rx)
-    evidence = list(progress.evidence)
+    evidence = list(progress.evidence) + live.skipped
     evidence += _loglines.describe(lines)
     failing_lines = lines.failure_count > 0 and lines.progress == 0
     if failing_lines and progress.source in ("log", "files") and progress.progressed:

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _io
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._checks import json_depth
+from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._serial import decode, dumps, encode, serial_format
 
 try:
@@ -59,6 +60,18 @@ INSTALL_HINT = 'pip install "gyreprof[envcheck]"'
 EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_BAD_DECLARATION = 2
+
+#: Bounds on what a declaration file may ask of the reader (a YAML alias bomb, nesting
+#: that would exhaust the interpreter's stack, an endless chain of ``-r`` includes)
+MAX_NESTING = 64  # levels of lists / tables in a YAML or TOML file
+MAX_YAML_NODES = 100_000  # YAML nodes after alias expansion (an alias counts its target)
+MAX_INCLUDE_DEPTH = 50  # ``-r``/``-c`` files included one inside another
+
+
+class DeclarationTooComplexError(CorruptDataError):
+    """A declaration file beyond the bounds above (a ValueError): reported as an error
+    line naming the file and what was too much, never expanded or recursed into."""
+
 
 STATUS_OK = "ok"
 STATUS_MISSING = "missing"
@@ -253,6 +266,8 @@ class _Collected:
     notes: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     seen: set[Path] = field(default_factory=set)
+    # ``-r``/``-c`` includes found on the last line read: (path, constraint, source)
+    pending: list[tuple[Path, bool, str]] = field(default_factory=list)
 
 
 def _rel(path: Path) -> str:
@@ -358,9 +373,8 @@ def _add_option_line(text: str, source: str, base: Path, out: _Collected, constr
         include = Path(value).expanduser()
         if not include.is_absolute():
             include = base / include
-        _parse_requirements_file(
-            include, out, constraint=option in ("-c", "--constraint"), source=source
-        )
+        # read by the caller's loop (iteratively, depth-bounded), in place of this line
+        out.pending.append((include, option in ("-c", "--constraint"), source))
         return
     if option in ("-e", "--editable"):
         egg = _EGG.search(value)
@@ -382,22 +396,78 @@ def _add_option_line(text: str, source: str, base: Path, out: _Collected, constr
         )
 
 
-def _parse_requirements_file(
-    path: Path, out: _Collected, constraint: bool = False, source: str | None = None
-) -> None:
-    resolved = path.resolve()
+def _open_requirements(
+    path: Path, out: _Collected, constraint: bool, source: str | None
+) -> tuple[Iterator[tuple[int, str]], str, Path, bool] | None:
+    """A requirements file's lines to read, or None (read already, or unreadable)."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        out.errors.append(DeclarationError(source or str(path), "", f"cannot be read ({exc})"))
+        return None
     if resolved in out.seen:
-        return  # an include cycle, or the same file named twice
+        return None  # an include cycle, or the same file named twice
     out.seen.add(resolved)
     text = _read_text(path, out, source or _rel(path))
     if text is None:
-        return
+        return None
     out.files.append(_rel(path))
-    name = _rel(path)
-    for number, line in _logical_lines(text):
+    return _logical_lines(text), _rel(path), path.parent, constraint
+
+
+def _parse_requirements_file(
+    path: Path, out: _Collected, constraint: bool = False, source: str | None = None
+) -> None:
+    """A requirements file and, in place of their ``-r``/``-c`` lines, the files it
+    includes: read with a stack (no recursion), at most ``MAX_INCLUDE_DEPTH`` deep."""
+    first = _open_requirements(path, out, constraint, source)
+    stack = [first] if first is not None else []
+    while stack:
+        lines, name, base, cons = stack[-1]
+        item = next(lines, None)
+        if item is None:
+            stack.pop()
+            continue
+        number, line = item
         line = _COMMENT.sub("", line).strip()
-        if line:
-            _add_requirement_line(line, f"{name}:{number}", path.parent, out, constraint)
+        if not line:
+            continue
+        _add_requirement_line(line, f"{name}:{number}", base, out, cons)
+        pending, out.pending = out.pending, []
+        for inc, inc_cons, inc_source in pending:
+            if len(stack) >= MAX_INCLUDE_DEPTH:
+                exc = DeclarationTooComplexError(
+                    f"-r/-c includes nested more than {MAX_INCLUDE_DEPTH} files deep; "
+                    f"{_rel(inc)} and what it includes are not read"
+                )
+                out.errors.append(DeclarationError(inc_source, "", str(exc)))
+                continue
+            opened = _open_requirements(inc, out, cons or inc_cons, inc_source)
+            if opened is not None:
+                stack.append(opened)
+
+
+def _drain_includes(out: _Collected) -> None:
+    """Read the includes a line outside a requirements file named (environment.yml)."""
+    pending, out.pending = out.pending, []
+    for inc, cons, source in pending:
+        _parse_requirements_file(inc, out, constraint=cons, source=source)
+
+
+def _check_toml_nesting(text: str, name: str) -> None:
+    """DeclarationTooComplexError when TOML arrays / inline tables nest deeper than
+    ``MAX_NESTING`` (tomllib recurses per level)."""
+    stripped = _TOML_STRINGS.sub("", text)
+    depth = json_depth(stripped.replace('"', "").replace("'", ""))
+    if depth > MAX_NESTING:
+        raise DeclarationTooComplexError(
+            f"{name}: TOML nested {depth} levels deep (at most {MAX_NESTING} are read)"
+        )
+
+
+_TOML_STRINGS = re.compile(
+    r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
+)
 
 
 def _line_of(text: str, needle: str, start: int = 0) -> int | None:
@@ -463,7 +533,14 @@ def _parse_pyproject(
     if text is None:
         return
     try:
+        _check_toml_nesting(text, name)
         data = _toml_module().loads(text)
+    except DeclarationTooComplexError as exc:
+        out.errors.append(DeclarationError(name, "", str(exc)))
+        return
+    except RecursionError:
+        out.errors.append(DeclarationError(name, "", "TOML nested too deeply to read"))
+        return
     except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
         out.errors.append(DeclarationError(name, "", f"invalid TOML: {exc}"))
         return
@@ -554,6 +631,7 @@ class _PyprojectReader:
             source = f"{self.name}:{line}" if line else self.name
             before = len(self.out.declared)
             _add_requirement_line(entry, source, self.path.parent, self.out)
+            _drain_includes(self.out)
             if len(self.out.declared) > before:
                 self._expand_own(source, entry)
 
@@ -573,11 +651,58 @@ class _PyprojectReader:
                 self.add_group(key)
 
 
-def _yaml_dependencies(text: str) -> tuple[list[str], list[str]]:
-    """(conda entries, pip entries) of an environment.yml; ``yaml.YAMLError`` if malformed."""
+def _bounded_yaml_loader() -> Any:
+    """A SafeLoader that refuses, while composing (before anything is built), nesting
+    deeper than ``MAX_NESTING`` and more than ``MAX_YAML_NODES`` nodes once aliases are
+    expanded (an alias weighs what its anchor does, so a billion-laughs file of a few
+    hundred bytes is refused at once): DeclarationTooComplexError."""
     import yaml
 
-    data = yaml.safe_load(text)
+    class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self._gp_depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            self._gp_depth += 1
+            try:
+                if self._gp_depth > MAX_NESTING:
+                    raise DeclarationTooComplexError(
+                        f"YAML nested more than {MAX_NESTING} levels deep"
+                    )
+                node = super().compose_node(parent, index)
+            finally:
+                self._gp_depth -= 1
+            if getattr(node, "_gp_weight", None) is None:  # an alias: its anchor's weight
+                value = node.value
+                weight = 1
+                if isinstance(node, yaml.SequenceNode):
+                    weight += sum(int(getattr(n, "_gp_weight", 1)) for n in value)
+                elif isinstance(node, yaml.MappingNode):
+                    weight += sum(
+                        int(getattr(k, "_gp_weight", 1)) + int(getattr(v, "_gp_weight", 1))
+                        for k, v in value
+                    )
+                node._gp_weight = weight
+                if weight > MAX_YAML_NODES:
+                    raise DeclarationTooComplexError(
+                        f"YAML expands to more than {MAX_YAML_NODES:,} nodes through its "
+                        "aliases (&anchor / *alias); not expanded"
+                    )
+            return node
+
+    return BoundedLoader
+
+
+def _yaml_dependencies(text: str) -> tuple[list[str], list[str]]:
+    """(conda entries, pip entries) of an environment.yml; ``yaml.YAMLError`` if malformed,
+    DeclarationTooComplexError beyond the bounds (``_bounded_yaml_loader``)."""
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=_bounded_yaml_loader())  # noqa: S506 - a SafeLoader
+    except RecursionError:
+        raise DeclarationTooComplexError("YAML nested too deeply to read") from None
     conda: list[str] = []
     pip: list[str] = []
     deps = data.get("dependencies", []) if isinstance(data, dict) else []
@@ -645,6 +770,9 @@ def _parse_environment_yml(path: Path, out: _Collected) -> None:
 
     try:
         conda, pip = _yaml_dependencies(text)
+    except DeclarationTooComplexError as exc:
+        out.errors.append(DeclarationError(name, "", str(exc)))
+        return
     except yaml.YAMLError as exc:  # a bad file is reported, not raised
         out.errors.append(DeclarationError(name, "", f"invalid YAML: {exc}"))
         return
@@ -655,6 +783,7 @@ def _parse_environment_yml(path: Path, out: _Collected) -> None:
             continue
         line = _line_of(text, entry)
         _add_requirement_line(entry, f"{name}:{line}" if line else name, path.parent, out)
+        _drain_includes(out)
     if conda:
         others = 0
         for entry in conda:

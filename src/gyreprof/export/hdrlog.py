@@ -37,7 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from gyreprof import _io, _limits
+from gyreprof import _checks, _io, _limits
 from gyreprof._core import (
     Histogram,
     decode_counts,
@@ -151,6 +151,10 @@ class HdrHistogramData:
             raise InvalidValueError(
                 f"cannot add histograms of different layouts {self.layout} and {other.layout}"
             )
+        _checks.check_counts(  # Python ints: a sum past int64 is refused, never wrapped
+            np.asarray(self.counts, dtype=object) + np.asarray(other.counts, dtype=object),
+            what="the sum of two histograms",
+        )
         return HdrHistogramData(
             counts=self.counts + other.counts,
             lowest=self.lowest,
@@ -270,6 +274,7 @@ def _decode_histogram(data: str | bytes, already: int) -> tuple[HdrHistogramData
             f"payload length {plen} runs past the {len(inner) - _HEADER.size} bytes present"
         )
     counts = decode_counts(inner[_HEADER.size : _HEADER.size + plen], L)
+    _checks.check_counts(counts, what="histogram")  # no negative count, no int64 wrap
     hist = HdrHistogramData(counts, int(lowest), int(highest), int(sf), float(ratio))
     return hist, total
 
@@ -370,6 +375,11 @@ def parse_hdr_log(text: str, *, name: str = "log") -> HdrLog:
         t0 = _float(parts[0], name, n, "start timestamp")
         length = _float(parts[1], name, n, "interval length")
         mx = _float(parts[2], name, n, "interval max")
+        if length < 0 or mx < 0:
+            what = "interval length" if length < 0 else "interval max"
+            raise CorruptDataError(
+                f"{name}: line {n}: negative {what} {parts[1 if length < 0 else 2]}"
+            )
         try:
             hist, dense = _decode_histogram(parts[3], dense)
         except _limits.BudgetError as exc:

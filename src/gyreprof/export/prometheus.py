@@ -273,8 +273,24 @@ def _fmt(v: float) -> str:
     return repr(f)
 
 
+# control characters (C0 but the line feed, DEL, C1), lone surrogates and the Unicode
+# line separators: never written raw (a terminal escape in a phase name reached the
+# scraper and whoever reads the text)
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _esc_control(m: re.Match[str]) -> str:
+    c = ord(m.group(0))
+    return f"\\\\x{c:02x}" if c < 0x100 else f"\\\\u{c:04x}"
+
+
 def _esc(v: str) -> str:
-    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value or HELP text as OpenMetrics writes it: backslash, double quote and
+    line feed escaped (the spec's three escapes); any other control character written
+    as the text ``\\xNN`` / ``\\uNNNN`` (an escaped backslash, so a parser reads the
+    same printable text: ``"\\x1b[31m"``)."""
+    out = v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return _CONTROL.sub(_esc_control, out)
 
 
 def render(fams: Sequence[Family]) -> str:

@@ -13,7 +13,10 @@ root, not writable by group or others; the tests' folders) segments go there;
 otherwise (``/dev/shm`` is world-writable) into ``<base>/gyreprof-<uid>``,
 created with mode 0700 and checked (a real directory, not a link, owned by
 the user, not writable by others) every time. If another user squatted that
-name, ``~/.cache/gyreprof-live`` is used instead. Files are created with
+name, ``~/.cache/gyreprof-live`` is used instead, then (no writable HOME) the
+user's runtime folder ``$XDG_RUNTIME_DIR/gyreprof-live`` where it exists, then
+``<tempdir>/gyreprof-live-<uid>``; when none can be had, the PermissionError
+lists each folder tried and why. Files are created with
 ``O_EXCL | O_NOFOLLOW`` and mode 0600.
 
 A reader believes a segment only when (``check_trust``): the file is a
@@ -82,6 +85,7 @@ change afterwards: a slot's bytes are written before its length byte.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -97,7 +101,9 @@ from typing import Any
 import psutil
 
 from gyreprof._block import block_words
-from gyreprof._errors import GyreprofError, InvalidValueError
+from gyreprof._checks import loads_bounded
+from gyreprof._errors import CorruptDataError, InvalidValueError
+from gyreprof._limits import BudgetError, memory_budget
 
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
@@ -115,6 +121,11 @@ RETIRED_SUFFIX = ".ret"
 FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.(?:seg|ret)$")
 KIND_RETIRED = "retired"
 ENV_DIR = "GYREPROF_LIVE_DIR"
+MAX_COUNTERS = 4096  # the most counter slots a Recorder has (``gyreprof._limits``)
+META_CAP = 1 << 20  # bytes of metadata JSON a reader parses at most
+#: bytes of header (fixed part, metadata, counter-name table) a reader reads at most;
+#: checked from the header-size field before anything past the fixed part is read
+HEADER_CAP = ((FIXED_BYTES + META_CAP + MAX_COUNTERS * NAME_SLOT_BYTES) // PAGE + 1) * PAGE
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
@@ -123,11 +134,11 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-class UntrustedSegmentError(GyreprofError, ValueError):
+class UntrustedSegmentError(CorruptDataError):
     """A segment that may not be believed: wrong owner, open folder, forged identity."""
 
 
-class SegmentReadError(GyreprofError, ValueError):
+class SegmentReadError(CorruptDataError):
     """A segment that shrank or could not be read while a reader used it."""
 
 
@@ -173,6 +184,15 @@ def candidate_dirs(uid: int) -> list[Path]:
     home = _home_of(uid)
     if home is not None:
         out.append(home / ".cache" / "gyreprof-live")
+    # where HOME is not writable (a service user): the runtime folder, then the temp dir
+    runtime = Path((os.environ.get("XDG_RUNTIME_DIR") if uid == euid() else None) or "")
+    if not str(runtime) or str(runtime) == ".":
+        runtime = Path(f"/run/user/{uid}")
+    if runtime.is_dir():  # never created here: the session manager owns it
+        out.append(runtime / "gyreprof-live")
+    tmp = Path(tempfile.gettempdir()) / f"gyreprof-live-{uid}"
+    if tmp not in out:
+        out.append(tmp)
     return out
 
 
@@ -220,9 +240,9 @@ def segment_dir(*, create: bool = False) -> Path:
     if not create:
         if trusted_dir_stat(per_user, uid, follow=False) is not None or not rest:
             return per_user
-        fallback = rest[0]
-        if trusted_dir_stat(fallback, uid, follow=False) is not None:
-            return fallback
+        for fallback in rest:
+            if trusted_dir_stat(fallback, uid, follow=False) is not None:
+                return fallback
         return per_user
     if base.is_dir() or not os.environ.get(ENV_DIR):
         if _make_private_dir(per_user, uid):
@@ -236,16 +256,20 @@ def segment_dir(*, create: bool = False) -> Path:
             return base
         if _make_private_dir(per_user, uid):
             return per_user
+    tried = [f"{per_user} (another user's, a link or not a folder)"]
     for fallback in rest:
         try:
             os.makedirs(fallback.parent, 0o700, exist_ok=True)
-        except OSError:
+        except OSError as exc:
+            tried.append(f"{fallback} ({exc.strerror or exc})")
             continue
         if _make_private_dir(fallback, uid):
             return fallback
+        tried.append(f"{fallback} (not writable, or not private)")
     raise PermissionError(
-        f"no private folder for live segments: {per_user} belongs to someone else or is "
-        f"not a folder; set {ENV_DIR} to a folder only you can write, or pass live=False"
+        errno.EACCES,
+        "no private folder for live segments: tried " + "; ".join(tried) + f". Set {ENV_DIR} "
+        "to a folder only you can write, or pass live=False",
     )
 
 
@@ -332,6 +356,41 @@ def same_process(recorded: ProcessIdentity, now: ProcessIdentity | None) -> bool
     if a != a or b != b:  # nan: cannot tell, trust the pid
         return True
     return abs(a - b) < 1.0
+
+
+def check_owner(path: Path, fst: os.stat_result, name_pid: int | None) -> None:
+    """The checks that need no byte of the file, run before its header is parsed:
+    UntrustedSegmentError unless the open file (``fst``: its fstat) is a regular file
+    that only its owner may write, in a folder where only that owner (or root) can
+    create files, and (when its name gives a pid that runs now) the process of that
+    pid runs as the file's owner. A file of this user's own is read even when its pid
+    now runs as someone else (a stale segment, for ``clean()``)."""
+    where = str(path)
+    owner = fst.st_uid
+    if not stat_mod.S_ISREG(fst.st_mode):
+        raise UntrustedSegmentError(f"{where} is not a regular file")
+    if fst.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
+        raise UntrustedSegmentError(
+            f"{where} is writable by other users (mode {stat_mod.S_IMODE(fst.st_mode):o}); "
+            "gyreprof writes segments with mode 600 and believes no other"
+        )
+    try:
+        dst = os.stat(path.parent)
+    except OSError as exc:
+        raise UntrustedSegmentError(f"cannot check the folder of {where}: {exc}") from None
+    if not folder_trusted_for(dst, owner):
+        raise UntrustedSegmentError(
+            f"{where} belongs to uid {owner} but sits in {path.parent}, where other users can "
+            "create files (owner uid {0}, mode {1:o}); segments are believed only in a "
+            "private folder".format(dst.st_uid, stat_mod.S_IMODE(dst.st_mode))
+        )
+    if name_pid is not None and owner != euid():
+        runs_as = process_uid(name_pid)
+        if runs_as is not None and runs_as != owner:
+            raise UntrustedSegmentError(
+                f"{where} belongs to uid {owner} and names pid {name_pid}, but that process "
+                f"runs as uid {runs_as}: forged, ignored"
+            )
 
 
 def check_trust(path: Path, fst: os.stat_result, header: Header, name_pid: int | None) -> bool:
@@ -503,6 +562,15 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         )
     if header_bytes < FIXED_BYTES or header_bytes % 8:
         raise InvalidValueError(f"{where} is corrupted: stats offset {header_bytes}")
+    if header_bytes > HEADER_CAP or meta_len > META_CAP:
+        raise CorruptDataError(
+            f"{where} is corrupted: a header of {header_bytes:,} bytes with {meta_len:,} of "
+            f"metadata (a reader takes at most {HEADER_CAP:,} and {META_CAP:,})"
+        )
+    if max_counters > MAX_COUNTERS:
+        raise CorruptDataError(
+            f"{where} is corrupted: {max_counters} counter slots (at most {MAX_COUNTERS})"
+        )
     if header_bytes + stats_bytes > size:
         raise InvalidValueError(
             f"{where} is truncated: {size} bytes, its header says {header_bytes + stats_bytes}"
@@ -516,10 +584,11 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         raise InvalidValueError(f"{where} is corrupted: inconsistent header offsets")
     if state not in (STATE_LIVE, STATE_CLOSED):
         raise InvalidValueError(f"{where} is corrupted: unknown state {state}")
-    try:
-        meta = json.loads(bytes(buf[meta_offset : meta_offset + meta_len]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidValueError(f"{where} is corrupted: unreadable metadata ({exc})") from None
+    meta = loads_bounded(
+        bytes(buf[meta_offset : meta_offset + meta_len]),
+        what=f"{where} is corrupted: its metadata",
+        max_bytes=META_CAP,
+    )
     if not isinstance(meta, dict) or any(k not in meta for k in _REQUIRED_META):
         raise InvalidValueError(f"{where} is corrupted: metadata lacks {list(_REQUIRED_META)}")
     cfg = meta["config"]
@@ -535,11 +604,12 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
     try:
         words = block_words(cfg)
         cfg_counters = int(cfg["max_counters"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise InvalidValueError(f"{where} is corrupted: recorder config incomplete") from None
     retired = meta.get("kind") == KIND_RETIRED
     if (not retired and 8 * words > stats_bytes) or cfg_counters != max_counters:
         raise InvalidValueError(f"{where} is corrupted: stats block size does not match its config")
+    _check_declared_layout(cfg, words, stats_bytes, retired=retired, where=where)
     return Header(
         version=version,
         header_bytes=header_bytes,
@@ -555,6 +625,46 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         closed_ns=closed_ns,
         meta=meta,
     )
+
+
+_LAYOUT_KEYS = ("significant_figures", "lowest_ns", "highest_ns", "max_windows", "max_counters")
+
+
+def _check_declared_layout(
+    cfg: dict[str, Any], words: int, stats_bytes: int, *, retired: bool, where: str
+) -> None:
+    """The stats block the config declares is the one a Recorder with those settings
+    has, and a reader may copy it within the memory budget (``gyreprof._limits``):
+    CorruptDataError / BudgetError, checked before anything is allocated."""
+    need = stats_bytes if retired else 8 * words
+    budget = memory_budget()
+    if need > budget:
+        raise BudgetError(
+            f"{where} declares a stats block of {need:,} bytes, above the memory budget of "
+            f"{budget:,} bytes; not read (set GYREPROF_MEMORY_BUDGET to allow more)"
+        )
+    if retired:
+        return
+    from gyreprof._core import Recorder
+
+    try:
+        n_phases = int(cfg["n_phases"])
+        settings = {k: int(cfg[k]) for k in _LAYOUT_KEYS}
+        if not 1 <= n_phases <= 255 or not all(-(2**62) < v < 2**62 for v in settings.values()):
+            raise ValueError("out of range")
+        expected = int(Recorder.required_bytes(n_phases, **settings)) // 8
+        offsets = cfg["offsets"]
+        inside = all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= words
+            for k, v in offsets.items()
+        )
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+        raise CorruptDataError(f"{where} is corrupted: recorder config incomplete") from None
+    if expected != words or not inside:
+        raise CorruptDataError(
+            f"{where} is corrupted: its config declares a stats block of {words} words, "
+            f"a Recorder with those settings has {expected}"
+        )
 
 
 def read_name_slots(buf: Any, header: Header) -> list[str]:

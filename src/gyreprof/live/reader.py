@@ -31,9 +31,12 @@ from typing import Any
 import numpy as np
 import psutil
 
+from gyreprof import _checks, _limits
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._core import recorder as _rec
+from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
+from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
 from gyreprof.summary import Summary
@@ -44,6 +47,7 @@ except ImportError:  # not on Unix
     pwd = None  # type: ignore[assignment]
 
 _QUIET_TRIES = 3
+_INT63_MASK = (1 << 63) - 1
 
 __all__ = [
     "LiveCollection",
@@ -117,7 +121,7 @@ class LiveEntry:
         }
 
 
-_HEADER_CAP = 1 << 22  # bytes of header a reader reads at most (metadata + name table)
+_HEADER_CAP = lay.HEADER_CAP  # bytes of header a reader reads at most (metadata + name table)
 _OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -140,9 +144,10 @@ def _pread_exact(fd: int, n: int, offset: int, where: str) -> bytes:
 
 
 def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
-    """Open a segment without following links, check it is a regular file, parse its
-    header from at most ``_HEADER_CAP`` bytes. Returns (fd, fstat, header); the fd is
-    closed on error. LookupError (absent), PermissionError, ValueError."""
+    """Open a segment without following links, check its owner and folder on the open
+    fd (``lay.check_owner``) before reading a byte, then parse its header from at most
+    ``_HEADER_CAP`` bytes (the size field is checked first). Returns (fd, fstat, header);
+    the fd is closed on error. FileNotFoundError (absent), PermissionError, ValueError."""
     where = str(path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -160,6 +165,8 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
         fst = os.fstat(fd)
         if not stat_mod.S_ISREG(fst.st_mode):
             raise InvalidValueError(f"{where} is not a regular file, not a gyreprof live segment")
+        name = lay.parse_filename(path.name)
+        lay.check_owner(path, fst, name[0] if name else None)
         size = fst.st_size
         head = _pread_exact(fd, min(size, lay.FIXED_BYTES), 0, where)
         if size >= lay.FIXED_BYTES and head[:8] == lay.LIVE_MAGIC:
@@ -170,7 +177,8 @@ def _open_segment(path: Path) -> tuple[int, os.stat_result, lay.Header]:
                 raise InvalidValueError(
                     f"{where} is corrupted: a header of {hb} bytes (at most {_HEADER_CAP})"
                 )
-        header = lay.parse_header(head, size, where)
+        with decode_errors(f"{where} is corrupted"):
+            header = lay.parse_header(head, size, where)
     except BaseException:
         os.close(fd)
         raise
@@ -402,7 +410,12 @@ class LiveReader:
         self.name = str(meta["name"])
         self.phases: tuple[str, ...] = tuple(meta["phases"])
         self.config: dict[str, Any] = dict(meta["config"])
-        self.lap_cost_ns = float(meta["lap_cost_ns"])
+        try:
+            with decode_errors(f"{where} is corrupted"):
+                self.lap_cost_ns = float(meta["lap_cost_ns"])
+        except BaseException:
+            self.close()
+            raise
         self._words = block_words(self.config)
         self._view: Any = _Words(self._mm, h.header_bytes, self._words)
         self.group = h.group
@@ -410,18 +423,19 @@ class LiveReader:
         self.folded: tuple[int, ...] = _folded_of(h)
         self._retired_snap: Snapshot | None = None
         try:
-            if self.retired:
-                self._retired_snap = self._read_retired(self._mm, h)
-            else:
-                StatsBlock.from_config(self._view, self.config)  # checks layout and size
+            with decode_errors(f"{where} is corrupted"):
+                if self.retired:
+                    self._retired_snap = self._read_retired(self._mm, h)
+                else:
+                    StatsBlock.from_config(self._view, self.config)  # checks layout and size
+                self._layout = (
+                    int(self.config["lowest_ns"]),
+                    int(self.config["highest_ns"]),
+                    int(self.config["significant_figures"]),
+                )
         except BaseException:
             self.close()
             raise
-        self._layout = (
-            int(self.config["lowest_ns"]),
-            int(self.config["highest_ns"]),
-            int(self.config["significant_figures"]),
-        )
 
     # -- retired threads (a per_thread profiler's folded snapshot) --------------------
 
@@ -511,6 +525,79 @@ class LiveReader:
                 break
         return stats, taken
 
+    def _check_copy(self, stats: np.ndarray) -> None:
+        """Refuse (CorruptDataError) a copy with numbers no writer produces: negative
+        bucket counts, sums, warm-up totals, step or event counters. A genuine copy
+        taken while the writer runs never has them (they only grow)."""
+        block = self._block(stats)
+        where = f"{self.path} is corrupted"
+        off = self.config["offsets"]
+        c0, c1 = int(off["counts"]), int(off["wring"])
+        if (stats[c0:c1] < 0).any():
+            raise CorruptDataError(f"{where}: a negative histogram bucket count")
+        # every total built from them (events, merges) must stay within int64
+        _checks.check_counts(
+            np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])).astype(object),
+            what=where,
+        )
+        if (block.stat[:, _rec.STAT_SUM] < 0).any():
+            raise CorruptDataError(f"{where}: a negative sum of durations")
+        if "sumhi" in off:
+            hi0 = int(off["sumhi"])
+            if (stats[hi0 : hi0 + int(_rec.SUMHI_FIELDS) * block.nh] < 0).any():
+                raise CorruptDataError(f"{where}: a negative high word of a sum")
+        warm = block.warm
+        if (warm[:, :2] < 0).any() or (warm[:, 2] < -1).any():
+            raise CorruptDataError(f"{where}: a negative warm-up count, sum or maximum")
+        heads = {
+            "steps begun": block.steps_begun,
+            "steps completed": block.steps_completed,
+            "warm-up steps": block.warmup_steps_done,
+            "events written": block.ring_head,
+            "negative durations": block.negative,
+            "values above the range": block.out_of_range,
+            "non-finite durations": block.nonfinite,
+            "windows closed": block.windows_closed,
+            "saturated sums": block.saturated,
+        }
+        for what, v in heads.items():
+            if v < 0:
+                raise CorruptDataError(f"{where}: {what} is {v}")
+        if block.steps_completed > block.steps_begun:
+            raise CorruptDataError(
+                f"{where}: {block.steps_completed} steps completed of {block.steps_begun} begun"
+            )
+
+    def _fix_sums(self, stats: np.ndarray) -> None:
+        """Hold each sum within ``[count * min, count * max]`` (after ``_fix_extremes``): a
+        copy taken while the writer runs can catch a bucket a value before its sum (or
+        after); a forged one can say anything. Then every mean lies in [min, max]."""
+        block = self._block(stats)
+        counts = block.counts_total()
+        st = block.stat
+        off = self.config["offsets"]
+        hi0 = int(off["sumhi"]) if "sumhi" in off else -1
+        f = int(_rec.SUMHI_FIELDS)
+        for h, total in enumerate(block.exact_sums()):
+            n, vmin, vmax = int(counts[h]), int(st[h, 2]), int(st[h, 3])
+            want = total
+            if n == 0:
+                want = 0
+            elif vmin >= 0 and vmax >= 0:
+                want = min(max(total, n * vmin), n * vmax)
+            if want != total:
+                st[h, _rec.STAT_SUM] = want & _INT63_MASK
+                if hi0 >= 0:
+                    stats[hi0 + f * h + _rec.SUMHI_STAT] = want >> 63
+        warm = block.warm
+        for h, total in enumerate(block.exact_warm_sums()):
+            n, vmax = int(warm[h, 0]), int(warm[h, 2])
+            want = 0 if n == 0 else (min(total, n * vmax) if vmax >= 0 else total)
+            if want != total:
+                warm[h, _rec.WARM_SUM] = want & _INT63_MASK
+                if hi0 >= 0:
+                    stats[hi0 + f * h + _rec.SUMHI_WARM] = want >> 63
+
     def _fix_extremes(self, stats: np.ndarray) -> None:
         """Widen each histogram's min/max to its non-empty buckets (see module doc)."""
         block = self._block(stats)
@@ -542,7 +629,9 @@ class LiveReader:
             return self._reload_retired()
         names = self.counter_names()
         stats, taken = self._copy()
+        self._check_copy(stats)
         self._fix_extremes(stats)
+        self._fix_sums(stats)
         block = self._block(stats)
         windows_closed = block.windows_closed
         if not windows:
@@ -556,16 +645,23 @@ class LiveReader:
             "windows_closed": windows_closed if windows else 0,
             "live_path": str(self.path),
         }
-        return Snapshot.from_stats(
-            stats,
-            self.config,
-            self.phases,
-            names,
-            lap_cost_ns=self.lap_cost_ns,
-            taken_ns=taken,
-            overwritten=max(0, head - cap),
-            meta=meta,
-        )
+        with decode_errors(f"{self.path} is corrupted"):
+            snap = Snapshot.from_stats(
+                stats,
+                self.config,
+                self.phases,
+                names,
+                lap_cost_ns=self.lap_cost_ns,
+                taken_ns=taken,
+                overwritten=max(0, head - cap),
+                meta=meta,
+            )
+            try:  # what a saved snapshot's decoder would refuse, refused here too
+                return _limits.check_snapshot(snap)
+            except CorruptDataError:
+                raise
+            except ValueError as exc:
+                raise CorruptDataError(f"{self.path} is corrupted: {exc}") from None
 
     def summary(self) -> Summary:
         """Steady-state summary of the writer's run so far."""

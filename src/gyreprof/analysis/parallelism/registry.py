@@ -103,18 +103,81 @@ def registry_dir(path: str | os.PathLike[str] | None = None, *, create: bool = F
         directory = Path(path)
     elif os.environ.get(_ENV_DIR):
         directory = Path(os.environ[_ENV_DIR])
+    elif not hasattr(os, "getuid"):  # pragma: no cover - not Unix
+        directory = Path(tempfile.gettempdir()) / f"gyreprof-{getpass.getuser()}" / "workers"
     else:
-        uid = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
-        directory = Path(tempfile.gettempdir()) / f"gyreprof-{uid}" / "workers"
-        owner_dir = directory.parent
-        if owner_dir.exists() and hasattr(os, "getuid") and owner_dir.stat().st_uid != os.getuid():
-            raise PermissionError(
-                f"the worker registry {owner_dir} belongs to another user; "
-                f"set {_ENV_DIR} to a directory of your own"
-            )
+        return _default_registry(os.getuid(), create=create)
     if create:
         _make_private(directory)
     return directory
+
+
+def _default_candidates(uid: int) -> list[Path]:
+    """The folders (each holding ``workers/``) the default registry may be in, in order:
+    ``<tempdir>/gyreprof-<uid>``, then the user's runtime folder, then ``~/.cache``. A
+    worker takes the first that is private to it (or that it can create so); a reader
+    the first that is private or absent: both skip one another user squatted."""
+    out = [Path(tempfile.gettempdir()) / f"gyreprof-{uid}"]
+    runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{uid}")
+    if runtime.is_dir():  # never created here: the session manager owns it
+        out.append(runtime / "gyreprof")
+    home = os.environ.get("HOME")
+    if home:
+        out.append(Path(home) / ".cache" / "gyreprof")
+    return out
+
+
+def _owner_dir_state(path: Path, uid: int) -> str:
+    """'absent', 'private' (a real folder of ``uid`` only it can write; taken back to
+    0700 when it is ours but open) or 'squatted' (a link, a file, another user's)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "absent"
+    except OSError:
+        return "squatted"
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+        return "squatted"  # a link (lstat), a file, or a folder of someone else
+    if st.st_mode & 0o022:
+        try:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            return "squatted"
+    return "private"
+
+
+def _default_registry(uid: int, *, create: bool) -> Path:
+    tried: list[str] = []
+    for owner_dir in _default_candidates(uid):
+        state = _owner_dir_state(owner_dir, uid)
+        if state == "absent" and not create:
+            return owner_dir / "workers"  # nothing registered there yet
+        if state == "absent":
+            try:
+                os.makedirs(owner_dir.parent, 0o700, exist_ok=True)
+                os.mkdir(owner_dir, 0o700)
+            except FileExistsError:
+                pass  # made meanwhile (by us or someone else): checked below
+            except OSError as exc:
+                tried.append(f"{owner_dir} ({exc.strerror or exc})")
+                continue
+            state = _owner_dir_state(owner_dir, uid)
+        if state != "private":
+            tried.append(f"{owner_dir} (a link, a file or another user's folder)")
+            continue
+        directory = owner_dir / "workers"
+        if create:
+            try:
+                _make_private(directory)
+            except OSError as exc:
+                tried.append(f"{directory} ({exc})")
+                continue
+        return directory
+    raise PermissionError(
+        errno.EACCES,
+        "no private folder for the worker registry: tried " + "; ".join(tried) + f"; set "
+        f"{_ENV_DIR} to a folder only you can write",
+    )
 
 
 def _euid() -> int | None:
