@@ -36,7 +36,7 @@ def test_clamped_values_saturate_the_sum_instead_of_wrapping() -> None:
     prof = gp.Profiler(["x"], highest_ns=1 << 62)  # the snapshot carries the count on
     for _ in range(3):
         prof.record("x", 1 << 62)
-    assert prof.snapshot().totals["saturated"] >= 1
+    assert prof.snapshot().totals.saturated >= 1
 
 
 def test_huge_record_saturates_with_a_wide_range() -> None:
@@ -53,8 +53,8 @@ def test_profiler_mean_stays_positive_after_saturation() -> None:
     for _ in range(4):
         prof.record("x", 1 << 62)
     snap = prof.snapshot()
-    assert snap.totals["saturated"] >= 1
-    mean = snap.stat[0, 1] / snap.stat[0, 0]
+    assert snap.totals.saturated >= 1
+    mean = snap.rows[0].mean
     assert mean > 0
 
 
@@ -66,9 +66,9 @@ def test_merge_saturates_sums_and_counts_it() -> None:
         prof.record("x", 1 << 61)
         snaps.append(prof.snapshot())
     merged = merge(snaps)
-    assert merged.stat[0, 1] == INT64_MAX
-    assert merged.totals["saturated"] >= 1
-    assert merged.stat[0, 0] == 4
+    assert merged.rows[0].sum == INT64_MAX
+    assert merged.totals.saturated >= 1
+    assert merged.rows[0].count == 4
 
 
 def test_counter_saturates() -> None:
@@ -266,7 +266,7 @@ def test_each_event_is_priced_at_its_form() -> None:
         + 50 * costs["record"]
         + 50 * costs["begin"]
     )
-    assert snap.sources[0]["overhead_ns"] == pytest.approx(want)
+    assert snap.sources[0].overhead_ns == pytest.approx(want)
 
 
 def test_warmup_events_are_not_priced() -> None:

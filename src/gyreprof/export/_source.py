@@ -77,7 +77,7 @@ class Resolved:
         """Monotonic ns of the first write of the run (None: unknown)."""
         if self.snapshot is None:
             return None
-        start = int(self.snapshot.times.get("start_ns", 0))
+        start = self.snapshot.times.start_ns
         return start if start > 0 else None
 
     @property
@@ -85,7 +85,7 @@ class Resolved:
         """Monotonic ns steady state began (None: unknown or still warming up)."""
         if self.snapshot is None:
             return None
-        v = int(self.snapshot.times.get("steady_start_ns", -1))
+        v = self.snapshot.times.steady_start_ns
         return v if v > 0 else None
 
 

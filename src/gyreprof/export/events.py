@@ -105,7 +105,7 @@ class EventsFile:
             label=prof.label,
             thread_names=thread_names,
             steady_start_ns=steady,
-            warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
+            warmup=bool(cfg.warmup_steps or cfg.warmup_ns),
             overwritten=sum(int(r.overwritten) for r in recs),
             unix_offset_ns=current_unix_offset_ns(),
         )

@@ -513,7 +513,7 @@ class LiveThreadGroup:
 
     def _write_retired(self, snap: Any, cfg: dict[str, Any] | None) -> None:
         if cfg is None:
-            cfg = dict(snap.config)
+            cfg = snap.config.to_dict()
         data = snap.to_bytes()
         pid = self.pid
         ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())

@@ -34,7 +34,14 @@ import psutil
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
 from gyreprof.live import _layout as lay
-from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
+from gyreprof.snapshot import (
+    ProfilerIdentity,
+    Snapshot,
+    build_snapshot,
+    interval,
+    layout_edges,
+    merge,
+)
 from gyreprof.summary import Summary
 
 try:
@@ -544,24 +551,20 @@ class LiveReader:
         windows_closed = block.windows_closed
         if not windows:
             block.hide_windows()
-        head = block.ring_head
-        cap = int(self.config["capacity"])
-        meta = {
-            "pid": self.pid,
-            "host": self.meta.get("host"),
-            "label": self.name,
-            "windows_closed": windows_closed if windows else 0,
-            "live_path": str(self.path),
-        }
-        return Snapshot.from_stats(
+        label, host = self.meta.get("label"), self.meta.get("host")
+        identity = ProfilerIdentity(
+            self.phases, label if isinstance(label, str) else None, self.lap_cost_ns
+        )
+        return build_snapshot(
             stats,
             self.config,
-            self.phases,
+            identity,
             names,
-            lap_cost_ns=self.lap_cost_ns,
             taken_ns=taken,
-            overwritten=max(0, head - cap),
-            meta=meta,
+            pid=self.pid,
+            host=host if isinstance(host, str) else None,
+            live_path=str(self.path),
+            windows_closed=windows_closed if windows else 0,
         )
 
     def summary(self) -> Summary:
@@ -576,8 +579,8 @@ class LiveReader:
             snap = self._reload_retired()
             now = int(monotonic_ns())
             return Progress(
-                int(snap.totals["steps_begun"]),
-                int(snap.totals["steps_completed"]),
+                snap.totals.steps_begun,
+                snap.totals.steps_completed,
                 None,
                 -1,
                 now,
