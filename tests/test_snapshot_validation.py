@@ -216,3 +216,17 @@ def test_the_fuzz_property_holds_for_the_seed_and_its_merge() -> None:
     _check_accepted(snap)
     _check_accepted(gp.merge([snap, snap]))
     assert not math.isnan(snap.summary()["env"].mean)
+
+
+def test_buckets_whose_int64_sum_wraps_to_the_count_are_refused() -> None:
+    """Four buckets of about 2^62 add up, in int64, to exactly the stated count 5."""
+
+    def change(header: dict[str, Any], rows: list[bytes]) -> None:
+        row = np.zeros(header["counts_len"], dtype=np.int64)
+        row[1000:1004] = [2**62, 2**62, 2**62, 2**62 + 5]
+        assert int(row.sum()) == 5  # what a plain numpy sum says
+        rows[0] = encode_counts(row)
+        header["stat"][0] = [5, 5000, 1000, 1003]
+
+    with pytest.raises(CorruptDataError, match="do not add up"):
+        gp.Snapshot.from_bytes(_with(change))

@@ -239,22 +239,37 @@ _READERS: dict[str, Callable[[Any, str], Any]] = {
 _R = TypeVar("_R")
 
 
+_SCHEMAS: dict[type, tuple[tuple[str, Callable[[Any, str], Any], bool], ...]] = {}
+
+
+def _schema(cls: type) -> tuple[tuple[str, Callable[[Any, str], Any], bool], ...]:
+    """(field, reader, may be None) for each field of the record ``cls`` (cached)."""
+    got = _SCHEMAS.get(cls)
+    if got is None:
+        out = []
+        for f in fields(cls):
+            typ = str(f.type)
+            optional = typ.endswith(" | None")
+            out.append((f.name, _READERS[typ.removesuffix(" | None")], optional))
+        got = _SCHEMAS[cls] = tuple(out)
+    return got
+
+
 def _record(cls: type[_R], d: Any, what: str) -> _R:
     """A ``cls`` record from the decoded mapping ``d``; ValueError naming a bad field."""
     if not isinstance(d, Mapping):
         raise ValueError(f"{what} is not a mapping")
     kw: dict[str, Any] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
-        if f.name not in d:
+    for name, read, optional in _schema(cls):
+        if name not in d:
             continue
-        v = d[f.name]
-        typ = str(f.type)
-        if typ.endswith(" | None"):
-            if v is None:
-                kw[f.name] = None
-                continue
-            typ = typ[: -len(" | None")]
-        kw[f.name] = _READERS[typ](v, f"{what}[{f.name!r}]")
+        v = d[name]
+        if type(v) is int and read is _as_int and _INT64_MIN <= v <= _INT64_MAX:
+            kw[name] = v  # the common case, without building a message
+        elif v is None and optional:
+            kw[name] = None
+        else:
+            kw[name] = read(v, f"{what}[{name!r}]")
     return cls(**kw)
 
 
@@ -484,28 +499,81 @@ def _int_table(v: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     return np.asarray(arr, dtype=np.int64)
 
 
-def _check_counts(counts: np.ndarray, stat: np.ndarray, layout: tuple[int, int, int]) -> None:
-    """Decoded counts against the stat table: non-negative, adding up to each histogram's
-    count, and with the extremes inside the buckets that hold values."""
-    if counts.size and int(counts.min()) < 0:
-        raise ValueError("a histogram bucket holds a negative count")
-    approx = counts.sum(axis=1, dtype=np.float64)
-    if (approx > COUNT_CAP).any() or (stat[:, _COUNT] > COUNT_CAP).any():
-        raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
-    if not np.array_equal(stat[:, _COUNT], counts.sum(axis=1)):
-        raise ValueError("histogram counts do not add up to the recorded totals")
-    lo, width = layout_edges(*layout)
-    for h, (n, _, vmin, vmax) in enumerate(stat.tolist()):
+def _check_counts(counts: np.ndarray, stat: np.ndarray, lo: np.ndarray) -> None:
+    """All decoded histograms against their stat records (see ``_check_row``), in a few
+    whole-array passes: each row is added up once, in the parts below its min's bucket,
+    from there to its max's bucket, and above; only the middle part may hold values."""
+    if not counts.size:
+        return
+    nh, L = counts.shape
+    rows = stat.tolist()
+    # decode_counts writes only counts >= 0 (a negative varint is a run of zeros), so
+    # the largest bucket alone tells whether a row's int64 sum could wrap
+    if int(counts.max()) * L > _INT64_MAX:  # a sum could wrap: each row exactly, on its own
+        for h, (row, stat_row) in enumerate(zip(counts, rows, strict=True)):
+            _check_row(h, row, stat_row, lo)
+        return
+    bounds: list[tuple[int, int, int]] = []  # (row start, middle start, middle end)
+    for h, (n, _, vmin, vmax) in enumerate(rows):
+        if n > COUNT_CAP:
+            raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+        base = h * L
         if n <= 0 or vmin < 0 or vmin > vmax:
-            continue  # the constructor says what is wrong with these
-        nz = np.flatnonzero(counts[h])
-        i0, i1 = int(nz[0]), int(nz[-1])
-        bottom_hi, top_lo = int(lo[i0] + width[i0] - 1), int(lo[i1])
-        if vmin > bottom_hi or 0 <= vmax < top_lo:
+            bounds.append((base, base, base + L))  # the constructor judges the extremes
+            continue
+        i_min = min(int(lo.searchsorted(vmin, side="right")) - 1, L - 1)
+        i_max = min(int(lo.searchsorted(vmax, side="right")) - 1, L - 1)
+        bounds.append((base, base + i_min, base + i_max + 1))
+    starts = sorted({x for b in bounds for x in b if x < nh * L})
+    sums = dict(zip(starts, np.add.reduceat(counts.ravel(), starts).tolist(), strict=True))
+    for h, ((base, mid, end), (n, _, vmin, vmax)) in enumerate(zip(bounds, rows, strict=True)):
+        below = sums[base] if mid > base else 0
+        inside = sums[mid] if end > mid else 0
+        above = sums[end] if end < base + L else 0
+        if below + inside + above != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+        if below or above:
             raise ValueError(
                 f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold "
-                f"its values ({int(lo[i0])}..{int(lo[i1] + width[i1] - 1)})"
+                "its values"
             )
+
+
+def _check_row(h: int, row: np.ndarray, stat_row: Sequence[int], lo: np.ndarray) -> None:
+    """One decoded histogram against its stat record: no negative bucket, the buckets
+    adding up to its count (at most ``COUNT_CAP``), and its extremes inside the buckets
+    that hold values. Called right after the row is decoded, while it is in cache."""
+    n, _, vmin, vmax = stat_row
+    if n > COUNT_CAP:
+        raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+    if not row.size:
+        return
+    if int(row.min()) < 0:
+        raise ValueError("a histogram bucket holds a negative count")
+    if int(row.max()) * row.shape[0] > _INT64_MAX:  # a sum could wrap: add in two halves
+        total = (int((row >> 31).sum()) << 31) + int((row & ((1 << 31) - 1)).sum())
+        if total != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+    if n <= 0 or vmin < 0 or vmin > vmax:
+        if int(row.sum()) != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+        return  # the constructor says what is wrong with the extremes
+    # the buckets of min and max (a value above the layout counts in the last one): the
+    # row is added up once, in three parts, and nothing may be counted outside the middle
+    last = row.shape[0] - 1
+    i_min = min(int(lo.searchsorted(vmin, side="right")) - 1, last)
+    i_max = min(int(lo.searchsorted(vmax, side="right")) - 1, last)
+    below, inside, above = (
+        int(row[:i_min].sum()),
+        int(row[i_min : i_max + 1].sum()),
+        int(row[i_max + 1 :].sum()),
+    )
+    if below + inside + above != n:
+        raise ValueError("histogram counts do not add up to the recorded totals")
+    if below or above:
+        raise ValueError(
+            f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold its values"
+        )
 
 
 def _settle(
@@ -898,8 +966,11 @@ class Snapshot:
             )
         pos = 4 + hlen
         _limits.check_dense(len(phases) + 1, L, what="snapshot")
-        counts = np.zeros((len(phases) + 1, L), dtype=np.int64)
+        nh = len(phases) + 1
+        stat = _int_table(header["stat"], (nh, 4), "stat table")
+        counts = np.zeros((nh, L), dtype=np.int64)
         view = memoryview(body)
+        lo = layout_edges(lowest, highest, sf)[0]
         for row in counts:
             if pos + 4 > len(body):
                 raise ValueError("histogram data truncated")
@@ -911,9 +982,7 @@ class Snapshot:
             pos += n
         if pos != len(body):
             raise ValueError(f"{len(body) - pos} unexpected bytes after the histograms")
-        nh = len(phases) + 1
-        stat = _int_table(header["stat"], (nh, 4), "stat table")
-        _check_counts(counts, stat, config.layout)
+        _check_counts(counts, stat, lo)
         warm = _int_table(header["warm"], (nh, 3), "warm-up table")
         if (warm[:, _WCOUNT] > COUNT_CAP).any():
             raise ValueError("a warm-up counts more than the 2^62 - 1 values a snapshot holds")
