@@ -247,9 +247,7 @@ class AutosaveState:
             if retired is not None:
                 snaps.append(retired)
             if not snaps:  # per_thread, and no thread wrote
-                snaps = [
-                    snapshot_in_place(self.new_recorder(), self.identity, names, copy=True)
-                ]
+                snaps = [snapshot_in_place(self.new_recorder(), self.identity, names, copy=True)]
             snap = merge(snaps)
             data = snap.summary().to_json(indent=None).encode() if as_json else snap.to_bytes()
             if copy or all(
