@@ -275,7 +275,7 @@ def _record(cls: type[_R], d: Any, what: str) -> _R:
 
 def _plain(rec: Any) -> dict[str, Any]:
     """A record as the plain mapping the format stores (None fields left out)."""
-    return {f.name: v for f in fields(rec) if (v := getattr(rec, f.name)) is not None}
+    return {n: v for n, _, _ in _schema(type(rec)) if (v := getattr(rec, n)) is not None}
 
 
 def _check_ints(rec: Any, names: Iterable[str], what: str, *, low: int = 0) -> None:
