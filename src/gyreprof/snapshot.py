@@ -513,6 +513,8 @@ def _check_counts(counts: np.ndarray, stat: np.ndarray, lo: np.ndarray) -> None:
         for h, (row, stat_row) in enumerate(zip(counts, rows, strict=True)):
             _check_row(h, row, stat_row, lo)
         return
+    # the buckets of every min and max, in one search
+    where = (lo.searchsorted(stat[:, _MIN : _MAX + 1].ravel(), side="right") - 1).tolist()
     bounds: list[tuple[int, int, int]] = []  # (row start, middle start, middle end)
     for h, (n, _, vmin, vmax) in enumerate(rows):
         if n > COUNT_CAP:
@@ -521,8 +523,7 @@ def _check_counts(counts: np.ndarray, stat: np.ndarray, lo: np.ndarray) -> None:
         if n <= 0 or vmin < 0 or vmin > vmax:
             bounds.append((base, base, base + L))  # the constructor judges the extremes
             continue
-        i_min = min(int(lo.searchsorted(vmin, side="right")) - 1, L - 1)
-        i_max = min(int(lo.searchsorted(vmax, side="right")) - 1, L - 1)
+        i_min, i_max = min(where[2 * h], L - 1), min(where[2 * h + 1], L - 1)
         bounds.append((base, base + i_min, base + i_max + 1))
     starts = sorted({x for b in bounds for x in b if x < nh * L})
     sums = dict(zip(starts, np.add.reduceat(counts.ravel(), starts).tolist(), strict=True))
