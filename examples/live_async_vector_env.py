@@ -102,7 +102,7 @@ def main() -> None:
             "missing": {str(k): v for k, v in workers.missing.items()},
             "workers": {
                 str(pid): {
-                    "name": snap.meta.get("label"),
+                    "name": snap.meta.label,
                     "env_step_count": snap.summary().phases["env_step"].count,
                     "env_step_p50_ns": snap.summary().phases["env_step"].p50,
                     "reset_count": snap.summary().phases["reset"].count,
@@ -123,7 +123,7 @@ def main() -> None:
     for pid, snap in workers.per_process.items():
         st = snap.summary().phases["env_step"]
         print(
-            f"worker {pid} ({snap.meta.get('label')}): {st.count} env steps, "
+            f"worker {pid} ({snap.meta.label}): {st.count} env steps, "
             f"p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)}, "
             f"{snap.counters.get('episodes', 0)} episodes"
         )

@@ -39,7 +39,8 @@ def test_clamped_values_carry_the_sum_instead_of_wrapping() -> None:
     for _ in range(3):
         prof.record("x", 1 << 62)
     snap = prof.snapshot()
-    assert snap.totals["saturated"] == 0 and snap.meta["exact_sums"] == {"0": 3 << 62}
+    assert snap.totals.saturated == 0 and snap.meta.exact_sums == ((0, 3 << 62),)
+    assert snap.rows[0].sum == 3 << 62
 
 
 def test_huge_record_carries_with_a_wide_range() -> None:
@@ -69,9 +70,10 @@ def test_merge_adds_sums_exactly() -> None:
         snaps.append(prof.snapshot())
     merged = merge(snaps)
     assert merged.stat[0, 1] == INT64_MAX  # the table's limit; the exact sum beside it
-    assert merged.meta["exact_sums"] == {"0": 2 * ((1 << 62) + (1 << 61))}
-    assert merged.totals["saturated"] == 0
-    assert merged.stat[0, 0] == 4
+    assert merged.meta.exact_sums == ((0, 2 * ((1 << 62) + (1 << 61))),)
+    assert merged.rows[0].sum == 2 * ((1 << 62) + (1 << 61))
+    assert merged.totals.saturated == 0
+    assert merged.rows[0].count == 4
     assert merged.summary().phases["x"].mean == ((1 << 62) + (1 << 61)) / 2
 
 
@@ -270,7 +272,7 @@ def test_each_event_is_priced_at_its_form() -> None:
         + 50 * costs["record"]
         + 50 * costs["begin"]
     )
-    assert snap.sources[0]["overhead_ns"] == pytest.approx(want)
+    assert snap.sources[0].overhead_ns == pytest.approx(want)
 
 
 def test_warmup_events_are_not_priced() -> None:

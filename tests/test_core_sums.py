@@ -2,7 +2,7 @@
 
 The fold carries a sum past INT64_MAX into its high word (the stats block's
 "sumhi" region), so 3M events of exactly one hour have a mean of exactly one hour;
-a snapshot keeps the exact sum (``meta["exact_sums"]``), merges add exactly, and a
+a snapshot keeps the exact sum (``meta.exact_sums``), merges add exactly, and a
 sum held at the int64 limit with nothing exact behind it reads as missing (NaN,
 with a note), never as a wrong mean.
 """
@@ -47,8 +47,8 @@ def test_the_mean_of_three_million_hours_is_exact(hours_snapshot: Snapshot) -> N
     assert env.mean == HOUR  # 3,547 s before: the sum saturated at INT64_MAX
     assert env.min <= env.mean <= env.max
     assert env.sum_ns == float(N * HOUR)
-    assert hours_snapshot.meta["exact_sums"] == {"0": N * HOUR}
-    assert hours_snapshot.totals["saturated"] == 0
+    assert hours_snapshot.meta.exact_sums == ((0, N * HOUR),)
+    assert hours_snapshot.totals.saturated == 0
 
 
 def test_merged_and_reloaded_the_mean_stays_exact(hours_snapshot: Snapshot) -> None:

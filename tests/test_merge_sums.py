@@ -11,6 +11,7 @@ position gets wrong.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,26 +74,27 @@ def _assert_merge_is_the_sum(merged: gp.Snapshot, sources: Sequence[gp.Snapshot]
         for s, r in rows:
             want_counts += s.counts[r]
         assert np.array_equal(merged.counts[m], want_counts), f"histogram row of {name}"
-        count = sum(int(s.stat[r, 0]) for s, r in rows)
-        total = sum(int(s.stat[r, 1]) for s, r in rows)
-        mins = [int(s.stat[r, 2]) for s, r in rows if s.stat[r, 0] > 0]
-        maxs = [int(s.stat[r, 3]) for s, r in rows if s.stat[r, 0] > 0]
-        got = [int(x) for x in merged.stat[m]]
+        count = sum(s.rows[r].count for s, r in rows)
+        total = sum(s.rows[r].sum for s, r in rows)
+        mins = [s.rows[r].min for s, r in rows if s.rows[r].count > 0]
+        maxs = [s.rows[r].max for s, r in rows if s.rows[r].count > 0]
+        mr = merged.rows[m]
+        got = [mr.count, mr.sum, mr.min, mr.max]
         assert got[0] == count == int(want_counts.sum()), f"steady count of {name}"
         assert got[1] == total, f"steady sum of {name}"
         if count:
             assert got[2] == min(mins), f"min of {name}"
             assert got[3] == max(maxs), f"max of {name}"
-        wcount = sum(int(s.warm[r, 0]) for s, r in rows)
-        wsum = sum(int(s.warm[r, 1]) for s, r in rows)
-        wmax = max([int(s.warm[r, 2]) for s, r in rows if s.warm[r, 0] > 0], default=0)
-        assert [int(x) for x in merged.warm[m]][:2] == [wcount, wsum], f"warm-up of {name}"
+        wcount = sum(s.rows[r].warm_count for s, r in rows)
+        wsum = sum(s.rows[r].warm_sum for s, r in rows)
+        wmax = max([s.rows[r].warm_max for s, r in rows if s.rows[r].warm_count > 0], default=0)
+        assert [mr.warm_count, mr.warm_sum] == [wcount, wsum], f"warm-up of {name}"
         if wcount:
-            assert int(merged.warm[m, 2]) == wmax, f"warm-up max of {name}"
-        firsts = [int(s.first[r]) for s, r in rows if s.first[r] >= 0]
-        assert int(merged.first[m]) == (max(firsts) if firsts else -1), f"first of {name}"
-    for key, value in merged.totals.items():
-        assert value == sum(s.totals[key] for s in sources), f"totals[{key!r}]"
+            assert merged.rows[m].warm_max == wmax, f"warm-up max of {name}"
+        firsts = [s.rows[r].first for s, r in rows if s.rows[r].first >= 0]
+        assert merged.rows[m].first == (max(firsts) if firsts else -1), f"first of {name}"
+    for key, value in dataclasses.asdict(merged.totals).items():
+        assert value == sum(getattr(s.totals, key) for s in sources), f"totals[{key!r}]"
     counters: dict[str, int] = {}
     for s in sources:
         for k, v in s.counters.items():
@@ -102,7 +104,7 @@ def _assert_merge_is_the_sum(merged: gp.Snapshot, sources: Sequence[gp.Snapshot]
     # the bytes form re-checks that every histogram adds up to its count
     back = gp.Snapshot.from_bytes(merged.to_bytes())
     assert np.array_equal(back.counts, merged.counts)
-    assert np.array_equal(back.stat, merged.stat)
+    assert back.rows == merged.rows
 
 
 def _values(start: int, n: int, stride: int) -> list[int]:
@@ -168,7 +170,7 @@ def test_reordered_phases_with_marked_steps() -> None:
     merged = gp.merge([a, b])
     assert merged.phases == ("env", "policy")
     nstep = len(merged.phases)
-    assert int(merged.stat[nstep, 0]) == 8  # 2 x (5 steps - 1 warm-up step)
+    assert merged.rows[nstep].count == 8  # 2 x (5 steps - 1 warm-up step)
     assert int(merged.counts[nstep].sum()) == 8  # step percentiles come from all of them
     s = merged.summary()
     assert s.phases["env"].min == 11_000 and s.phases["env"].max == 94_000

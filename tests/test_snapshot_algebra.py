@@ -32,8 +32,8 @@ def test_interval_stats_are_those_of_the_values_in_between() -> None:
         prof.record("x", v)
     b = prof.snapshot()
     iv = interval(a, b)
-    assert int(iv.stat[0, 0]) == len(between)
-    assert int(iv.stat[0, 1]) == sum(between)  # not the whole run's 95,700 more
+    assert iv.rows[0].count == len(between)
+    assert iv.rows[0].sum == sum(between)  # not the whole run's 95,700 more
     st = iv.summary().phases["x"]
     assert st.mean == pytest.approx(np.mean(between))
     assert st.sum_ns == pytest.approx(sum(between))
@@ -42,9 +42,9 @@ def test_interval_stats_are_those_of_the_values_in_between() -> None:
     lo, width = layout_edges(*iv.layout)
     i_min = int(np.flatnonzero(iv.counts[0])[0])
     i_max = int(np.flatnonzero(iv.counts[0])[-1])
-    assert int(lo[i_min]) <= int(iv.stat[0, 2]) <= min(between)
-    assert max(between) <= int(iv.stat[0, 3]) <= int(lo[i_max] + width[i_max] - 1)
-    assert int(iv.stat[0, 2]) > 700 and int(iv.stat[0, 3]) < 90_000
+    assert int(lo[i_min]) <= iv.rows[0].min <= min(between)
+    assert max(between) <= iv.rows[0].max <= int(lo[i_max] + width[i_max] - 1)
+    assert iv.rows[0].min > 700 and iv.rows[0].max < 90_000
 
 
 def test_interval_keeps_new_extremes_exact() -> None:
@@ -54,8 +54,8 @@ def test_interval_keeps_new_extremes_exact() -> None:
         prof.begin()
         prof.record("x", v)
     iv = interval(a, prof.snapshot())
-    assert (int(iv.stat[0, 2]), int(iv.stat[0, 3])) == (123, 999_999)
-    assert int(iv.stat[0, 1]) == 123 + 999_999
+    assert (iv.rows[0].min, iv.rows[0].max) == (123, 999_999)
+    assert iv.rows[0].sum == 123 + 999_999
 
 
 def test_sources_side_by_side_merge_to_their_wall_time() -> None:

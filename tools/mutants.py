@@ -168,7 +168,7 @@ MUTANTS: tuple[Mutant, ...] = (
            _T_HIST),
     # -- merge (snapshot.py)
     Mutant("merge-totals", _SNAP,  # issue 15: 5 + 7 steps merged to 7
-           "totals[k] += s.totals.get(k, 0)", "totals[k] = s.totals.get(k, 0)", _T_MERGE),
+           "totals[k] += getattr(s.totals, k)", "totals[k] = getattr(s.totals, k)", _T_MERGE),
     Mutant("merge-reordered-drops-step-row", _SNAP,  # issue 15: step buckets hold half
            "else:\n            for src_row, dst in enumerate(rows):",
            "else:\n            for src_row, dst in enumerate(rows[:-1]):", _T_MERGE),

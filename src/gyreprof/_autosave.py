@@ -142,11 +142,9 @@ def _row_sums(rec: Any) -> np.ndarray:
 
 def snapshot_in_place(
     rec: Any,
-    phases: Sequence[str],
+    identity: Any,
     counter_names: Sequence[str],
     *,
-    lap_cost_ns: float,
-    label: str | None,
     copy: bool = False,
     window_words: int = WINDOW_WORDS_CAP,
 ) -> Any:
@@ -157,8 +155,7 @@ def snapshot_in_place(
     The result is valid only while the recorder is not written (callers check
     with row sums, see ``encode``).
     """
-    from gyreprof.snapshot import Snapshot, current_unix_offset_ns
-    from gyreprof.summary import default_meta
+    from gyreprof.snapshot import build_snapshot
 
     taken = monotonic_ns()
     cfg = rec.config()
@@ -167,21 +164,15 @@ def snapshot_in_place(
     counts = small.counts.copy() if copy else small.counts
     small_cfg = dict(cfg)
     small_cfg.update(counts_len=1, max_windows=small.windows_kept, offsets=small.offsets)
-    meta = default_meta(label)
-    meta["unix_offset_ns"] = current_unix_offset_ns()
-    meta["windows_closed"] = small.windows_closed
-    if small.windows_dropped:
-        meta["autosave_windows_dropped"] = small.windows_dropped
-    overwritten = max(0, block.ring_head - int(cfg["capacity"]))
-    s = Snapshot.from_stats(
+    s = build_snapshot(
         small.stats,
         small_cfg,
-        tuple(phases),
+        identity,
         tuple(counter_names),
-        lap_cost_ns=lap_cost_ns,
         taken_ns=taken,
-        overwritten=overwritten,
-        meta=meta,
+        windows_closed=small.windows_closed,
+        windows_dropped=small.windows_dropped,
+        overwritten=max(0, block.ring_head - int(cfg["capacity"])),
     )
     return s.replace(counts=counts)
 
@@ -197,18 +188,14 @@ class AutosaveState:
         template: str,
         *,
         templated: bool,
-        phases: Sequence[str],
-        label: str | None,
-        lap_cost_ns: float,
+        identity: Any,  # the Profiler's ProfilerIdentity (phases, label, lap cost)
         counter_slots: dict[str, int],
         sources: Callable[[], tuple[list[Any], Any]],
         new_recorder: Callable[[], Any],
     ) -> None:
         self.template = template
         self.templated = templated
-        self.phases = tuple(phases)
-        self.label = label
-        self.lap_cost_ns = float(lap_cost_ns)
+        self.identity = identity
         self.counter_slots = counter_slots  # the Profiler's own dict (grows with it)
         # () -> (live recorders, Snapshot of finished per-thread recorders or None)
         self.sources = sources
@@ -250,10 +237,8 @@ class AutosaveState:
             snaps = [
                 snapshot_in_place(
                     r,
-                    self.phases,
+                    self.identity,
                     names,
-                    lap_cost_ns=self.lap_cost_ns,
-                    label=self.label,
                     copy=copy,
                     window_words=JSON_WINDOW_WORDS_CAP if as_json else WINDOW_WORDS_CAP,
                 )
@@ -262,16 +247,7 @@ class AutosaveState:
             if retired is not None:
                 snaps.append(retired)
             if not snaps:  # per_thread, and no thread wrote
-                snaps = [
-                    snapshot_in_place(
-                        self.new_recorder(),
-                        self.phases,
-                        names,
-                        lap_cost_ns=self.lap_cost_ns,
-                        label=self.label,
-                        copy=True,
-                    )
-                ]
+                snaps = [snapshot_in_place(self.new_recorder(), self.identity, names, copy=True)]
             snap = merge(snaps)
             data = snap.summary().to_json(indent=None).encode() if as_json else snap.to_bytes()
             if copy or all(

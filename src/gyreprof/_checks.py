@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gyreprof._errors import CorruptDataError
@@ -135,24 +135,45 @@ def check_stat_rows(rows: Iterable[Iterable[Any]], *, what: str) -> None:
 # ------------------------------------------------------------------ exact sums
 
 INT64_MAX = (1 << 63) - 1
-#: ``Snapshot.meta`` key: ``{str(row): sum}`` for the histograms whose exact sum passed
+#: ``Snapshot.meta`` field: (row, exact sum) pairs for the histograms whose sum passed
 #: the int64 range of the stat table (which then holds INT64_MAX for them)
 EXACT_SUMS_KEY = "exact_sums"
 #: the same for the warm-up sums (``Snapshot.warm``, whose column 1 is the sum too)
 EXACT_WARM_SUMS_KEY = "exact_warm_sums"
 
 
+def _exact_pairs(meta: Any, key: str) -> dict[int, int]:
+    """The exact big sums a snapshot's meta holds: a ``Meta`` record's (row, sum) pairs,
+    or, in a plain mapping (a summary JSON's meta), ``{"row": sum}`` or the pairs."""
+    raw = meta.get(key) if isinstance(meta, Mapping) else getattr(meta, key, None)
+    items: Any = raw.items() if isinstance(raw, Mapping) else (raw or ())
+    out: dict[int, int] = {}
+    for pair in items:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            continue
+        row, total = pair
+        if isinstance(row, str) and row.isdigit():
+            row = int(row)
+        if (
+            isinstance(row, int)
+            and isinstance(total, int)
+            and not isinstance(total, bool)
+            and total >= 0
+        ):
+            out[int(row)] = total
+    return out
+
+
 def exact_sums(stat: Any, meta: Any, key: str = EXACT_SUMS_KEY) -> list[int | None]:
     """Each histogram's exact steady sum: the stat table's sum, or the exact value kept
-    in ``meta[EXACT_SUMS_KEY]`` where the table holds INT64_MAX; None where the table
+    in the meta's ``exact_sums`` where the table holds INT64_MAX; None where the table
     holds INT64_MAX and nothing exact is known (a sum saturated by a merge or an older
     writer): the figure is missing, not the limit."""
-    raw = meta.get(key) if hasattr(meta, "get") else None
-    big: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    big = _exact_pairs(meta, key)
     out: list[int | None] = []
     for row, total in enumerate(int(v) for v in stat[:, 1].tolist()):
-        e = big.get(str(row))
-        if isinstance(e, int) and not isinstance(e, bool) and e >= 0:
+        e = big.get(row)
+        if e is not None:
             out.append(e)
         elif total >= INT64_MAX:
             out.append(None)
@@ -165,18 +186,19 @@ def store_exact_sums(
     stat: Any, meta: dict[str, Any], sums: list[int | None], key: str = EXACT_SUMS_KEY
 ) -> None:
     """Write ``sums`` into the stat table (held at INT64_MAX above its range, or when
-    unknown) and the exact big ones into ``meta[EXACT_SUMS_KEY]``."""
-    big: dict[str, int] = {}
+    unknown) and the exact big ones into ``meta[key]`` as (row, sum) pairs (the
+    keyword a ``Meta`` record takes)."""
+    big: list[tuple[int, int]] = []
     for row, total in enumerate(sums):
         if total is None:
             stat[row, 1] = INT64_MAX
         elif total > INT64_MAX:
             stat[row, 1] = INT64_MAX
-            big[str(row)] = int(total)
+            big.append((row, int(total)))
         else:
             stat[row, 1] = total
     if big:
-        meta[key] = big
+        meta[key] = tuple(big)
     else:
         meta.pop(key, None)
 

@@ -4,7 +4,9 @@ the percentile rule on exact values.
 The native histogram (``gyreprof._core.histogram``) counts; this module is what
 Python reads of one: :class:`HistogramView` owns a steady-state histogram's
 counts, layout, exact min/max/sum and its percentiles, so exporters take the
-view, never a tuple of its parts. ``STEP`` names the whole-step histogram (the
+view, never a tuple of its parts. :class:`PhaseRow` is one histogram's scalar
+record in a snapshot (steady count, sum and extremes, warm-up count, sum and
+max, first value), read by name instead of by column. ``STEP`` names the whole-step histogram (the
 last row of every snapshot and summary) everywhere.
 
 Percentiles everywhere follow one rule, documented in ``gyreprof._core.histogram``:
@@ -29,6 +31,7 @@ from gyreprof._errors import ArgumentTypeError, InvalidValueError
 __all__ = [
     "STEP",
     "HistogramView",
+    "PhaseRow",
     "check_percentile",
     "exact_percentiles",
     "layout_edges",
@@ -123,3 +126,33 @@ class HistogramView:
     def percentile(self, q: float) -> float:
         """Duration (ns) at percentile ``q`` (0..100); the rule is in gyreprof._core.histogram."""
         return float(self.percentiles([q])[0])
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRow:
+    """One histogram's scalar record in a snapshot (durations in ns).
+
+    Steady state: ``count``, ``sum``, ``min``, ``max`` (-1 / -1 when empty);
+    warm-up: ``warm_count``, ``warm_sum``, ``warm_max``; ``first``: the first
+    value recorded (-1 none). ``name`` is the phase, or ``STEP`` for whole steps.
+    """
+
+    name: str
+    count: int
+    sum: int
+    min: int
+    max: int
+    warm_count: int
+    warm_sum: int
+    warm_max: int
+    first: int
+
+    @property
+    def mean(self) -> float:
+        """Steady mean (ns); NaN when empty."""
+        return self.sum / self.count if self.count > 0 else math.nan
+
+    @property
+    def warm_mean(self) -> float:
+        """Warm-up mean (ns); NaN when no warm-up value was recorded."""
+        return self.warm_sum / self.warm_count if self.warm_count > 0 else math.nan

@@ -33,8 +33,15 @@ from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, mon
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
 from gyreprof._validate import check_live, check_recorder_config
 from gyreprof.histogram import STEP
-from gyreprof.snapshot import Snapshot, current_unix_offset_ns, merge
-from gyreprof.summary import Summary, default_meta
+from gyreprof.snapshot import (
+    Meta,
+    ProfilerIdentity,
+    Snapshot,
+    SourceRecord,
+    build_snapshot,
+    merge,
+)
+from gyreprof.summary import Summary
 from gyreprof.window import Window, windows_from_events
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -172,17 +179,13 @@ class _RetiredThreads:
 
     def __init__(
         self,
-        phases: tuple[str, ...],
-        label: str | None,
-        lap_cost_ns: float,
+        identity: ProfilerIdentity,
         counter_slots: dict[str, int],
         recorders: list[Recorder],
         timers: dict[int, _TimerMap],
         lock: threading.RLock,
     ) -> None:
-        self._phases = phases
-        self._label = label
-        self._lap_cost_ns = lap_cost_ns
+        self._identity = identity
         self._counter_slots = counter_slots
         self._recorders = recorders  # the profiler's own list and lock
         self._timers = timers
@@ -209,33 +212,22 @@ class _RetiredThreads:
                 return
             dead = list(self._dead)
             names = tuple(self._counter_slots)
-            snaps = [
-                _autosave.snapshot_in_place(
-                    r,
-                    self._phases,
-                    names,
-                    lap_cost_ns=self._lap_cost_ns,
-                    label=self._label,
-                    copy=True,
-                )
-                for r in dead
-            ]
+            snaps = [_autosave.snapshot_in_place(r, self._identity, names, copy=True) for r in dead]
             if self.snap is not None:
                 snaps.insert(0, self.snap)
             m = merge(snaps) if len(snaps) > 1 else snaps[0]
             src = m.sources
-            one = {
-                "steady_ns": sum(float(x.get("steady_ns", 0)) for x in src),
-                "rate": sum(float(x.get("rate", 0.0)) for x in src),
-                "overhead_ns": sum(float(x.get("overhead_ns", 0.0)) for x in src),
-                "warmup_ns": max((int(x.get("warmup_ns", 0)) for x in src), default=0),
-                "warmup_done": all(bool(x.get("warmup_done", True)) for x in src),
-                "label": self._label,
-                "retired_threads": self.threads + len(dead),
-            }
-            folded = m.replace(
-                rolling=None, sources=[one], meta={"retired_threads": self.threads + len(dead)}
+            retired = self.threads + len(dead)
+            one = SourceRecord(
+                steady_ns=sum(x.steady_ns for x in src),
+                rate=sum(x.rate for x in src),
+                overhead_ns=sum(x.overhead_ns for x in src),
+                warmup_ns=max((x.warmup_ns for x in src), default=0),
+                warmup_done=all(x.warmup_done for x in src),
+                label=self._identity.label,
+                retired_threads=retired,
             )
+            folded = m.replace(rolling=None, sources=(one,), meta=Meta(retired_threads=retired))
             gone = {id(r) for r in dead}
             with self._lock:
                 self._recorders[:] = [r for r in self._recorders if id(r) not in gone]
@@ -380,10 +372,10 @@ class Profiler:
         # what each recording form costs, for overhead_share (calibrated once per process)
         self.form_cost_ns: dict[str, float] = dict(_measure_form_costs(clock))
         self.lap_cost_ns = self.form_cost_ns["lap"]
+        # who this profiler is, in every snapshot of it (one record, shared)
+        self.identity = ProfilerIdentity(self.phases, label, self.lap_cost_ns)
         self._retired = _RetiredThreads(
-            self.phases,
-            label,
-            self.lap_cost_ns,
+            self.identity,
             self._counter_slots,
             self._recorders,
             self._timers_by_rec,
@@ -415,9 +407,7 @@ class Profiler:
             self._autosave = _autosave.AutosaveState(
                 template,
                 templated=templated,
-                phases=self.phases,
-                label=label,
-                lap_cost_ns=self.lap_cost_ns,
+                identity=self.identity,
                 counter_slots=self._counter_slots,
                 sources=self._retired.sources,
                 new_recorder=functools.partial(Recorder, len(self.phases), **self._rec_kwargs),
@@ -566,20 +556,8 @@ class Profiler:
     def _snapshot_of(self, rec: Recorder) -> Snapshot:
         taken = monotonic_ns()
         stats = rec.stats_array()
-        cfg = rec.config()
-        meta = default_meta(self.label)
-        # wall-clock time of the monotonic clock's zero, so saved snapshots can be dated
-        meta["unix_offset_ns"] = current_unix_offset_ns()
-        meta["windows_closed"] = StatsBlock(stats, rec.offsets, rec.n_phases).windows_closed
-        return Snapshot.from_stats(
-            stats,
-            cfg,
-            self.phases,
-            self.counter_names,
-            lap_cost_ns=self.lap_cost_ns,
-            taken_ns=taken,
-            overwritten=rec.overwritten,
-            meta=meta,
+        return build_snapshot(
+            stats, rec.config(), self.identity, self.counter_names, taken_ns=taken
         )
 
     def snapshot(self) -> Snapshot:

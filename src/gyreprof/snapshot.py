@@ -26,8 +26,10 @@ to them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
+import math
 import os
 import socket
 import statistics
@@ -35,8 +37,10 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, overload
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -45,17 +49,25 @@ from gyreprof._block import StatsBlock
 from gyreprof._core import decode_counts, encode_counts, layout_info, monotonic_ns
 from gyreprof._errors import CorruptDataError
 from gyreprof._version import __version__
-from gyreprof.histogram import STEP, exact_percentiles, layout_edges
+from gyreprof.histogram import STEP, PhaseRow, exact_percentiles, layout_edges
 from gyreprof.summary import Summary
 from gyreprof.window import Window, WindowStats, rolling_windows, windows_from_events
 
 __all__ = [
     "SNAPSHOT_MAGIC",
     "STEP",
+    "Meta",
+    "PhaseRow",
+    "ProfilerIdentity",
     "Snapshot",
+    "SnapshotConfig",
+    "SourceRecord",
+    "Times",
+    "Totals",
     "Window",
     "WindowStats",
     "as_snapshot",
+    "build_snapshot",
     "current_unix_offset_ns",
     "exact_percentiles",
     "interval",
@@ -83,20 +95,19 @@ def current_unix_offset_ns() -> int:
 def unix_offset_ns(snapshot: Snapshot) -> int | None:
     """Unix-epoch ns minus monotonic ns for the times of ``snapshot``, when known.
 
-    Known when the snapshot records it (``meta["unix_offset_ns"]``) or was taken
+    Known when the snapshot records it (``meta.unix_offset_ns``) or was taken
     by this process; a snapshot from another process (or host, or a merge of
     several) carries monotonic times we cannot relate to wall time: None.
     """
     meta = snapshot.meta
-    recorded = meta.get("unix_offset_ns")
-    if isinstance(recorded, int) and not isinstance(recorded, bool):
-        return recorded
-    if meta.get("pid") != os.getpid() or meta.get("host") != socket.gethostname():
+    if meta.unix_offset_ns is not None:
+        return meta.unix_offset_ns
+    if meta.pid != os.getpid() or meta.host != socket.gethostname():
         return None
     return current_unix_offset_ns()
 
 
-def wall_span_ns(sources: Sequence[Mapping[str, Any]]) -> int:
+def wall_span_ns(sources: Sequence[SourceRecord]) -> int:
     """Wall-clock ns the steady state of ``sources`` covers, first start to last end.
 
     Each source's steady interval (``steady_start_ns``..``end_ns``, monotonic) is
@@ -107,17 +118,17 @@ def wall_span_ns(sources: Sequence[Mapping[str, Any]]) -> int:
     """
     spans = []
     for s in sources:
-        a, b = s.get("steady_start_ns"), s.get("end_ns")
-        if isinstance(a, int) and isinstance(b, int) and b > a >= 0:
+        a, b = s.steady_start_ns, s.end_ns
+        if a is not None and b is not None and b > a >= 0:
             spans.append((s, a, b))
-    longest = max((int(s.get("steady_ns", 0)) for s in sources), default=0)
-    if not spans or len(spans) < len([s for s in sources if int(s.get("steady_ns", 0)) > 0]):
+    longest = max((s.steady_ns for s in sources), default=0)
+    if not spans or len(spans) < len([s for s in sources if s.steady_ns > 0]):
         return longest
-    offs = [s.get("unix_offset_ns") for s, _, _ in spans]
-    if all(isinstance(o, int) for o in offs):
-        lo = min(a + int(o) for (_, a, _), o in zip(spans, offs, strict=True))  # type: ignore[arg-type]
-        hi = max(b + int(o) for (_, _, b), o in zip(spans, offs, strict=True))  # type: ignore[arg-type]
-    elif len({s.get("host") for s, _, _ in spans}) == 1:
+    offs = [s.unix_offset_ns for s, _, _ in spans]
+    if all(o is not None for o in offs):
+        lo = min(a + int(o or 0) for (_, a, _), o in zip(spans, offs, strict=True))
+        hi = max(b + int(o or 0) for (_, _, b), o in zip(spans, offs, strict=True))
+    elif len({s.host for s, _, _ in spans}) == 1:
         lo = min(a for _, a, _ in spans)
         hi = max(b for _, _, b in spans)
     else:
@@ -125,12 +136,12 @@ def wall_span_ns(sources: Sequence[Mapping[str, Any]]) -> int:
     return max(longest, hi - lo)
 
 
-def source_rates(sources: Sequence[Mapping[str, Any]]) -> list[float]:
+def source_rates(sources: Sequence[SourceRecord]) -> list[float]:
     """Each source's own steady steps per second (sources that ran steady steps)."""
-    return [float(s.get("rate", 0.0)) for s in sources if float(s.get("rate", 0.0)) > 0]
+    return [s.rate for s in sources if s.rate > 0]
 
 
-def rate_spread(sources: Sequence[Mapping[str, Any]]) -> tuple[float, float, float] | None:
+def rate_spread(sources: Sequence[SourceRecord]) -> tuple[float, float, float] | None:
     """(min, median, max) of the sources' own rates; None with fewer than two."""
     r = source_rates(sources)
     if len(r) < 2:
@@ -175,7 +186,281 @@ def _sat_add(a: int, b: int) -> tuple[int, bool]:
     return total, False
 
 
+# ------------------------------------------------------------------- records
+#
+# The records inside a Snapshot, declared once: each field's type is its schema.
+# ``_record`` reads one from a decoded mapping (missing fields take their default,
+# unknown keys are ignored so older and newer writers read), ``_plain`` writes it
+# back (fields that are None are left out, as the format always did).
+
+_INT64_MIN = -(1 << 63)
+# the most a decoded histogram (or warm-up) may count: a merge of two such inputs still
+# fits an int64 without wrapping, so ``merge([s, s])`` of an accepted snapshot works
+COUNT_CAP = (1 << 62) - 1
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _as_int(v: Any, what: str) -> int:
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:
+        raise ValueError(f"{what} is {v!r}, not a 64-bit integer")
+    return int(v)
+
+
+def _as_float(v: Any, what: str) -> float:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(float(v)):
+        raise ValueError(f"{what} is {v!r}, not a finite number")
+    return float(v)
+
+
+def _as_str(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{what} is {v!r}, not a string")
+    return v
+
+
+def _as_bool(v: Any, what: str) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"{what} is {v!r}, not true or false")
+    return v
+
+
+def _as_exact_sums(v: Any, what: str) -> tuple[tuple[int, int], ...]:
+    """(histogram row, exact sum) pairs for the sums past the int64 range of the table."""
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{what} is {v!r}, not a list of (row, sum) pairs")
+    out = []
+    for pair in v:
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or not all(_is_int(x) and x >= 0 for x in pair)
+        ):
+            raise ValueError(f"{what} holds {pair!r}, not a (row, sum) pair of integers")
+        out.append((int(pair[0]), int(pair[1])))
+    return tuple(out)
+
+
+_READERS: dict[str, Callable[[Any, str], Any]] = {
+    "tuple[tuple[int, int], ...]": _as_exact_sums,
+    "int": _as_int,
+    "float": _as_float,
+    "str": _as_str,
+    "bool": _as_bool,
+}
+
+_R = TypeVar("_R")
+
+
+_SCHEMAS: dict[type, tuple[tuple[str, Callable[[Any, str], Any], bool], ...]] = {}
+
+
+def _schema(cls: type) -> tuple[tuple[str, Callable[[Any, str], Any], bool], ...]:
+    """(field, reader, may be None) for each field of the record ``cls`` (cached)."""
+    got = _SCHEMAS.get(cls)
+    if got is None:
+        out = []
+        for f in fields(cls):
+            typ = str(f.type)
+            optional = typ.endswith(" | None")
+            out.append((f.name, _READERS[typ.removesuffix(" | None")], optional))
+        got = _SCHEMAS[cls] = tuple(out)
+    return got
+
+
+def _record(cls: type[_R], d: Any, what: str) -> _R:
+    """A ``cls`` record from the decoded mapping ``d``; ValueError naming a bad field."""
+    if not isinstance(d, Mapping):
+        raise ValueError(f"{what} is not a mapping")
+    kw: dict[str, Any] = {}
+    for name, read, optional in _schema(cls):
+        if name not in d:
+            continue
+        v = d[name]
+        if type(v) is int and read is _as_int and _INT64_MIN <= v <= _INT64_MAX:
+            kw[name] = v  # the common case, without building a message
+        elif v is None and optional:
+            kw[name] = None
+        else:
+            kw[name] = read(v, f"{what}[{name!r}]")
+    return cls(**kw)
+
+
+def _plain(rec: Any) -> dict[str, Any]:
+    """A record as the plain mapping the format stores (None fields left out)."""
+    return {n: v for n, _, _ in _schema(type(rec)) if (v := getattr(rec, n)) is not None}
+
+
+def _check_ints(rec: Any, names: Iterable[str], what: str, *, low: int = 0) -> None:
+    for name in names:
+        v = getattr(rec, name)
+        if v is not None and v < low:
+            raise ValueError(f"{what} {name} is {v}, below {low}")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotConfig:
+    """The histogram layout and warm-up / window rules a snapshot was recorded with."""
+
+    lowest_ns: int
+    highest_ns: int
+    significant_figures: int
+    clock: str = "monotonic"
+    warmup_steps: int = 0
+    warmup_ns: int = 0
+    window_steps: int = 0
+
+    def __post_init__(self) -> None:
+        _check_ints(self, ("warmup_steps", "warmup_ns", "window_steps"), "config")
+
+    @property
+    def layout(self) -> tuple[int, int, int]:
+        """(lowest_ns, highest_ns, significant_figures)."""
+        return self.lowest_ns, self.highest_ns, self.significant_figures
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> SnapshotConfig:
+        """The snapshot's part of a Recorder's ``config()`` (which holds more)."""
+        return cls(
+            lowest_ns=int(config["lowest_ns"]),
+            highest_ns=int(config["highest_ns"]),
+            significant_figures=int(config["significant_figures"]),
+            clock=str(config["clock"]),
+            warmup_steps=int(config["warmup_steps"]),
+            warmup_ns=int(config["warmup_ns"]),
+            window_steps=int(config["window_steps"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Times:
+    """When things happened (CLOCK_MONOTONIC ns; -1 / 0: not yet)."""
+
+    start_ns: int = 0
+    steady_start_ns: int = -1
+    last_step_end_ns: int = -1
+    last_write_ns: int = -1
+    taken_ns: int = 0
+    open_phase: int = -1  # index of the phase open when taken, -1 none
+    open_since_ns: int = -1
+    warmup_end_step: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Run-wide counts (steps, events, and the values that could not be counted)."""
+
+    steps_begun: int = 0
+    steps_completed: int = 0
+    warmup_steps_done: int = 0
+    events: int = 0
+    overwritten: int = 0
+    out_of_range: int = 0
+    negative: int = 0
+    nonfinite: int = 0
+    saturated: int = 0  # sums / counters held at the int64 limit instead of wrapping
+
+    def __post_init__(self) -> None:
+        _check_ints(self, _TOTAL_KEYS, "totals")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """One source (process, thread, actor) behind a snapshot: its steady time and rate,
+    the profiler's own time in it, and where it sits on the wall clock."""
+
+    steady_ns: int = 0
+    warmup_ns: int = 0
+    rate: float = 0.0  # the source's own steady steps per second
+    overhead_ns: float = 0.0  # profiler time within steady_ns
+    warmup_done: bool = True
+    steady_start_ns: int | None = None  # the steady span (monotonic), when it ran steady steps
+    end_ns: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    label: str | None = None
+    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns
+    merged: int | None = None  # sources folded into this one (an interval of a merge)
+    retired_threads: int | None = None  # finished per_thread threads folded into this one
+    ray_actor_id: str | None = None
+    ray_node_id: str | None = None
+    node_ip: str | None = None
+    # (histogram row, exact sum) for the sums past the int64 range of the stat / warm
+    # tables, which then hold INT64_MAX for them (``gyreprof._checks.exact_sums``)
+    exact_sums: tuple[tuple[int, int], ...] | None = None
+    exact_warm_sums: tuple[tuple[int, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_ints(self, ("steady_ns", "warmup_ns", "merged", "retired_threads"), "source")
+        if not (self.rate >= 0 and math.isfinite(self.rate)):
+            raise ValueError(f"source rate {self.rate} is not a finite number >= 0")
+        if not (self.overhead_ns >= 0 and math.isfinite(self.overhead_ns)):
+            raise ValueError(f"source overhead_ns {self.overhead_ns} is not a finite number >= 0")
+        if self.overhead_ns > self.steady_ns > 0:
+            raise ValueError(
+                f"source overhead_ns {self.overhead_ns:g} exceeds its steady time "
+                f"{self.steady_ns} ns"
+            )
+
+    def replace(self, **changes: Any) -> SourceRecord:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    """Who took a snapshot and how: the fields are all optional."""
+
+    pid: int | None = None
+    host: str | None = None
+    label: str | None = None
+    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns for the times
+    windows_closed: int | None = None  # rolling windows closed so far (more than kept)
+    merged: int | None = None  # sources merged into this snapshot
+    interval_ns: int | None = None  # set on an ``interval``
+    retired_threads: int | None = None
+    autosave_windows_dropped: int | None = None
+    live_path: str | None = None  # the live segment it was read from
+    ray_actor_id: str | None = None
+    ray_node_id: str | None = None
+    node_ip: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_ints(
+            self,
+            (
+                "windows_closed",
+                "merged",
+                "interval_ns",
+                "retired_threads",
+                "autosave_windows_dropped",
+            ),
+            "meta",
+        )
+
+    def replace(self, **changes: Any) -> Meta:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields that are set, as a plain dict."""
+        return _plain(self)
+
+
+# who a source is, copied from the snapshot's meta into its source record
+_IDENTITY = ("pid", "host", "label", "unix_offset_ns")
+
+
 # ------------------------------------------------------------------- snapshot
+
+# columns of the packed ``stat`` (steady) and ``warm`` (warm-up) tables
+_COUNT, _SUM, _MIN, _MAX = range(4)
+_WCOUNT, _WSUM, _WMAX = range(3)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -183,96 +468,298 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _table(a: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    arr = np.ascontiguousarray(a, dtype=np.int64)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if arr.flags.writeable:
+        arr = _readonly(arr if arr is not a else arr.copy())
+    return arr
+
+
+def _check_rows(
+    names: Sequence[str], stat: np.ndarray, warm: np.ndarray, first: np.ndarray
+) -> None:
+    """Each histogram's sums and extremes agree with its counts (ValueError saying where)."""
+    for name, (n, total, vmin, vmax), (wn, wsum, wmax), f in zip(
+        names, stat.tolist(), warm.tolist(), first.tolist(), strict=True
+    ):
+        where = f"histogram {name!r}"
+        if n < 0 or total < 0 or wn < 0 or wsum < 0:
+            raise ValueError(f"{where}: negative count or sum ({n}, {total}, {wn}, {wsum})")
+        if vmin < -1 or vmax < -1 or f < -1 or wmax < -1:
+            raise ValueError(f"{where}: min {vmin} and max {vmax} are impossible")
+        if n == 0:
+            if total != 0 or vmin != -1 or vmax != -1:
+                raise ValueError(f"{where}: no values, yet sum {total}, min {vmin} and max {vmax}")
+        else:
+            if vmin < 0 or vmax < 0 or vmin > vmax:
+                raise ValueError(f"{where}: min {vmin} and max {vmax} are impossible")
+            # a sum held at the int64 limit (totals.saturated) is below the true one
+            if total != _INT64_MAX and not n * vmin <= total <= n * vmax:
+                raise ValueError(
+                    f"{where}: sum {total} of {n} values is outside [{n} x min {vmin}, "
+                    f"{n} x max {vmax}]"
+                )
+        if wn == 0:
+            if wsum != 0:
+                raise ValueError(f"{where}: no warm-up values, yet warm-up sum {wsum}")
+        elif wmax < 0 or (wsum != _INT64_MAX and wsum > wn * wmax):
+            raise ValueError(
+                f"{where}: warm-up sum {wsum} of {wn} values is above {wn} x max {wmax}"
+            )
+
+
+def _int_table(v: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A decoded JSON table as int64, refusing what is not integers of ``shape``."""
+    arr = np.asarray(v)
+    if arr.shape != shape:
+        raise ValueError(f"{what} has the wrong shape")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ValueError(f"{what} holds values that are not 64-bit integers")
+    return np.asarray(arr, dtype=np.int64)
+
+
+def _check_counts(counts: np.ndarray, stat: np.ndarray, lo: np.ndarray) -> None:
+    """All decoded histograms against their stat records (see ``_check_row``), in a few
+    whole-array passes: each row is added up once, in the parts below its min's bucket,
+    from there to its max's bucket, and above; only the middle part may hold values."""
+    if not counts.size:
+        return
+    nh, L = counts.shape
+    rows = stat.tolist()
+    # decode_counts writes only counts >= 0 (a negative varint is a run of zeros), so
+    # the largest bucket alone tells whether a row's int64 sum could wrap
+    if int(counts.max()) * L > _INT64_MAX:  # a sum could wrap: each row exactly, on its own
+        for h, (row, stat_row) in enumerate(zip(counts, rows, strict=True)):
+            _check_row(h, row, stat_row, lo)
+        return
+    # the buckets of every min and max, in one search
+    where = (lo.searchsorted(stat[:, _MIN : _MAX + 1].ravel(), side="right") - 1).tolist()
+    bounds: list[tuple[int, int, int]] = []  # (row start, middle start, middle end)
+    for h, (n, _, vmin, vmax) in enumerate(rows):
+        if n > COUNT_CAP:
+            raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+        base = h * L
+        if n <= 0 or vmin < 0 or vmin > vmax:
+            bounds.append((base, base, base + L))  # the constructor judges the extremes
+            continue
+        i_min, i_max = min(where[2 * h], L - 1), min(where[2 * h + 1], L - 1)
+        bounds.append((base, base + i_min, base + i_max + 1))
+    starts = sorted({x for b in bounds for x in b if x < nh * L})
+    sums = dict(zip(starts, np.add.reduceat(counts.ravel(), starts).tolist(), strict=True))
+    for h, ((base, mid, end), (n, _, vmin, vmax)) in enumerate(zip(bounds, rows, strict=True)):
+        below = sums[base] if mid > base else 0
+        inside = sums[mid] if end > mid else 0
+        above = sums[end] if end < base + L else 0
+        if below + inside + above != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+        if below or above:
+            raise ValueError(
+                f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold "
+                "its values"
+            )
+
+
+def _check_row(h: int, row: np.ndarray, stat_row: Sequence[int], lo: np.ndarray) -> None:
+    """One decoded histogram against its stat record: no negative bucket, the buckets
+    adding up to its count (at most ``COUNT_CAP``), and its extremes inside the buckets
+    that hold values. Called right after the row is decoded, while it is in cache."""
+    n, _, vmin, vmax = stat_row
+    if n > COUNT_CAP:
+        raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+    if not row.size:
+        return
+    if int(row.min()) < 0:
+        raise ValueError("a histogram bucket holds a negative count")
+    if int(row.max()) * row.shape[0] > _INT64_MAX:  # a sum could wrap: add in two halves
+        total = (int((row >> 31).sum()) << 31) + int((row & ((1 << 31) - 1)).sum())
+        if total != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+    if n <= 0 or vmin < 0 or vmin > vmax:
+        if int(row.sum()) != n:
+            raise ValueError("histogram counts do not add up to the recorded totals")
+        return  # the constructor says what is wrong with the extremes
+    # the buckets of min and max (a value above the layout counts in the last one): the
+    # row is added up once, in three parts, and nothing may be counted outside the middle
+    last = row.shape[0] - 1
+    i_min = min(int(lo.searchsorted(vmin, side="right")) - 1, last)
+    i_max = min(int(lo.searchsorted(vmax, side="right")) - 1, last)
+    below, inside, above = (
+        int(row[:i_min].sum()),
+        int(row[i_min : i_max + 1].sum()),
+        int(row[i_max + 1 :].sum()),
+    )
+    if below + inside + above != n:
+        raise ValueError("histogram counts do not add up to the recorded totals")
+    if below or above:
+        raise ValueError(
+            f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold its values"
+        )
+
+
+def _settle(
+    counts: np.ndarray, stat: np.ndarray, warm: np.ndarray, layout: tuple[int, int, int]
+) -> None:
+    """Settle, in place, what a copy of a stats block taken while its writer ran may hold:
+    the buckets were counted and the sum or an extreme not yet (or the other way
+    round). Extremes widen to the buckets that hold values, sums stay between
+    count x min and count x max, and empty rows read as empty."""
+    lo = width = None
+    for h in range(stat.shape[0]):
+        n = int(stat[h, _COUNT])
+        if n <= 0:
+            stat[h, _SUM] = 0
+            stat[h, _MIN] = stat[h, _MAX] = -1
+        else:
+            vmin, vmax = int(stat[h, _MIN]), int(stat[h, _MAX])
+            if lo is None or width is None:
+                lo, width = layout_edges(*layout)
+            nz = np.flatnonzero(counts[h])
+            i0, i1 = int(nz[0]), int(nz[-1])
+            if vmin < 0 or vmin > int(lo[i0] + width[i0] - 1):
+                vmin = int(lo[i0])
+            if vmax < int(lo[i1]):
+                vmax = max(min(int(lo[i1] + width[i1] - 1), layout[1]), vmin)
+            vmax = max(vmax, vmin)
+            stat[h, _MIN], stat[h, _MAX] = vmin, vmax
+            total = int(stat[h, _SUM])
+            if total != _INT64_MAX:
+                stat[h, _SUM] = min(max(total, n * vmin), n * vmax, _INT64_MAX)
+        wn, wmax = int(warm[h, _WCOUNT]), max(0, int(warm[h, _WMAX]))
+        warm[h, _WMAX] = wmax
+        if wn <= 0:
+            warm[h, _WSUM] = 0
+        elif int(warm[h, _WSUM]) != _INT64_MAX:
+            warm[h, _WSUM] = min(int(warm[h, _WSUM]), wn * wmax, _INT64_MAX)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Snapshot:
     """Immutable copy of what one or more Recorders counted. Mergeable, serialisable.
 
-    Arrays have one row per phase plus a last row for whole steps:
-    ``counts`` (steady-state bucket counts), ``stat`` (count, sum, min, max),
-    ``warm`` (warm-up count, sum, max), ``first`` (first value recorded, -1 none).
+    Arrays have one row per phase plus a last row for whole steps (``STEP``):
+    ``counts`` holds the steady-state bucket counts. The scalar record of each
+    row (steady count, sum, min, max; warm-up count, sum, max; first value) is
+    read by name through ``rows`` / ``row(name)``; ``stat``, ``warm`` and
+    ``first`` are their packed storage. Every field is read-only; construction
+    checks that the records agree with each other (ValueError otherwise).
     """
 
-    __slots__ = (
-        "phases",
-        "config",
-        "counts",
-        "stat",
-        "warm",
-        "first",
-        "totals",
-        "counters",
-        "times",
-        "rolling",
-        "lap_cost_ns",
-        "sources",
-        "meta",
-    )
-
     phases: tuple[str, ...]
-    config: dict[str, Any]
+    config: SnapshotConfig
     counts: np.ndarray
     stat: np.ndarray
     warm: np.ndarray
     first: np.ndarray
-    totals: dict[str, int]
-    counters: dict[str, int]
-    times: dict[str, Any]
+    totals: Totals
+    counters: Mapping[str, int]
+    times: Times
     rolling: np.ndarray | None
     lap_cost_ns: float
-    sources: tuple[dict[str, Any], ...]
-    meta: dict[str, Any]
+    sources: tuple[SourceRecord, ...]
+    meta: Meta = Meta()
+    _rows: tuple[PhaseRow, ...] = field(default=(), init=False, repr=False)
 
-    def __init__(
-        self,
-        *,
-        phases: Sequence[str],
-        config: Mapping[str, Any],
-        counts: np.ndarray,
-        stat: np.ndarray,
-        warm: np.ndarray,
-        first: np.ndarray,
-        totals: Mapping[str, int],
-        counters: Mapping[str, int],
-        times: Mapping[str, int | float],
-        rolling: np.ndarray | None,
-        lap_cost_ns: float,
-        sources: Sequence[Mapping[str, Any]],
-        meta: Mapping[str, Any] | None = None,
-    ) -> None:
-        object.__setattr__(self, "phases", tuple(phases))
-        object.__setattr__(self, "config", dict(config))
-        nh = len(self.phases) + 1
-        counts = np.ascontiguousarray(counts, dtype=np.int64)
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        phases = tuple(self.phases)
+        if not all(isinstance(p, str) for p in phases):
+            raise TypeError("phase names must be strings")
+        if len(set(phases)) != len(phases) or STEP in phases:
+            raise ValueError("phase names repeat")
+        put(self, "phases", phases)
+        nh = len(phases) + 1
+        if not isinstance(self.config, SnapshotConfig):
+            raise TypeError(f"config must be a SnapshotConfig, got {type(self.config).__name__}")
+        counts = np.ascontiguousarray(self.counts, dtype=np.int64)
         if counts.ndim != 2 or counts.shape[0] != nh:
             raise ValueError(f"counts must have {nh} rows, got shape {counts.shape}")
-        object.__setattr__(self, "counts", _readonly(counts))
-        for name, arr, cols in (("stat", stat, 4), ("warm", warm, 3)):
-            arr = np.ascontiguousarray(arr, dtype=np.int64)
-            if arr.shape != (nh, cols):
-                raise ValueError(f"{name} must have shape {(nh, cols)}, got {arr.shape}")
-            object.__setattr__(self, name, _readonly(arr))
-        first = np.ascontiguousarray(first, dtype=np.int64)
-        if first.shape != (nh,):
-            raise ValueError(f"first must have shape {(nh,)}, got {first.shape}")
-        object.__setattr__(self, "first", _readonly(first))
-        object.__setattr__(self, "totals", {k: int(totals.get(k, 0)) for k in _TOTAL_KEYS})
-        object.__setattr__(self, "counters", {str(k): int(v) for k, v in counters.items()})
-        object.__setattr__(self, "times", dict(times))
+        put(self, "counts", _readonly(counts) if counts.flags.writeable else counts)
+        stat = _table(self.stat, (nh, 4), "stat")
+        warm = _table(self.warm, (nh, 3), "warm")
+        first = _table(self.first, (nh,), "first")
+        put(self, "stat", stat)
+        put(self, "warm", warm)
+        put(self, "first", first)
+        names = (*phases, STEP)
+        _check_rows(names, stat, warm, first)
+        for name, rec, typ in (
+            ("totals", self.totals, Totals),
+            ("times", self.times, Times),
+            ("meta", self.meta, Meta),
+        ):
+            if not isinstance(rec, typ):
+                raise TypeError(f"{name} must be a {typ.__name__}, got {type(rec).__name__}")
+        # a row's sums are the exact ones: past the int64 range of the table they come
+        # from the meta's exact sums (INT64_MAX stays where none is known)
+        sums = _checks.exact_sums(stat, self.meta)
+        warm_sums = _checks.exact_sums(warm, self.meta, _checks.EXACT_WARM_SUMS_KEY)
+        put(
+            self,
+            "_rows",
+            tuple(
+                PhaseRow(
+                    nm,
+                    s[0],
+                    _INT64_MAX if t is None else t,
+                    s[2],
+                    s[3],
+                    w[0],
+                    _INT64_MAX if wt is None else wt,
+                    w[2],
+                    f,
+                )
+                for nm, s, w, f, t, wt in zip(
+                    names,
+                    stat.tolist(),
+                    warm.tolist(),
+                    first.tolist(),
+                    sums,
+                    warm_sums,
+                    strict=True,
+                )
+            ),
+        )
+        counters = {str(k): _as_int(v, f"counter {k!r}") for k, v in self.counters.items()}
+        put(self, "counters", MappingProxyType(counters))
+        sources = tuple(self.sources)
+        if not all(isinstance(s, SourceRecord) for s in sources):
+            raise TypeError("sources must be SourceRecord records")
+        put(self, "sources", sources)
+        rolling = self.rolling
         if rolling is not None:
-            rolling = _readonly(np.ascontiguousarray(rolling, dtype=np.int64))
-        object.__setattr__(self, "rolling", rolling)
-        object.__setattr__(self, "lap_cost_ns", float(lap_cost_ns))
-        object.__setattr__(self, "sources", tuple(dict(s) for s in sources))
-        object.__setattr__(self, "meta", dict(meta or {}))
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Snapshot is immutable")
+            rolling = np.ascontiguousarray(rolling, dtype=np.int64)
+            put(self, "rolling", _readonly(rolling) if rolling.flags.writeable else rolling)
+        lap = float(self.lap_cost_ns)
+        if not (math.isfinite(lap) or math.isnan(lap)) or lap < 0:
+            raise ValueError(f"lap cost {lap} is not a number >= 0")
+        put(self, "lap_cost_ns", lap)
 
     def replace(self, **changes: Any) -> Snapshot:
         """A copy with the given fields (constructor keywords) replaced, validated as new."""
-        unknown = set(changes) - set(self.__slots__)
+        unknown = set(changes) - {f.name for f in fields(self) if f.init}
         if unknown:
             raise TypeError(f"Snapshot has no field(s) {sorted(unknown)}")
-        return Snapshot(**{**{k: getattr(self, k) for k in self.__slots__}, **changes})
+        return dataclasses.replace(self, **changes)
+
+    # -- the per-histogram records -------------------------------------------------
+
+    @property
+    def rows(self) -> tuple[PhaseRow, ...]:
+        """Each histogram's scalar record: one per phase, then ``STEP``."""
+        return self._rows
+
+    def row(self, name: str) -> PhaseRow:
+        """The record of phase ``name`` (``STEP``: whole steps); KeyError if there is none."""
+        if name == STEP:
+            return self._rows[-1]
+        try:
+            return self._rows[self.phases.index(name)]
+        except ValueError:
+            raise KeyError(
+                f"no phase {name!r} in this snapshot (phases: {list(self.phases)})"
+            ) from None
 
     # -- building from a recorder's stats block ---------------------------------
 
@@ -287,13 +774,18 @@ class Snapshot:
         lap_cost_ns: float,
         taken_ns: int,
         overwritten: int = 0,
-        meta: Mapping[str, Any] | None = None,
+        meta: Meta | None = None,
     ) -> Snapshot:
-        """Build a snapshot from a copy of a Recorder's stats block (see recorder.pyx)."""
+        """Build a snapshot from a copy of a Recorder's stats block (see recorder.pyx).
+
+        A copy taken while the writer runs may have a sum or an extreme one value
+        behind the buckets: those are settled against the buckets (see ``_settle``).
+        """
         block = StatsBlock.from_config(np.asarray(stats, dtype=np.int64), config)
         nphase = block.n_phases
         if len(phases) != nphase:
             raise ValueError(f"{len(phases)} phase names for a recorder of {nphase} phases")
+        cfg = SnapshotConfig.of(config)
         counts = block.counts.copy()
         # counts come from the buckets so a copy taken while the writer runs stays consistent
         stat = block.stat_table()
@@ -304,6 +796,7 @@ class Snapshot:
             warm, exact_meta, list(block.exact_warm_sums()), _checks.EXACT_WARM_SUMS_KEY
         )
         first = block.first.copy()
+        _settle(counts, stat, warm, cfg.layout)
         counters_raw = block.counters
         counters = {name: int(counters_raw[i]) for i, name in enumerate(counter_names)}
         rolling = block.window_records()  # closed rolling windows, oldest first
@@ -311,7 +804,7 @@ class Snapshot:
         steady_start = block.steady_start_ns
         last_step_end = block.last_step_end_ns
         last_write = block.last_activity_ns
-        steady_steps = int(stat[nphase, 0])
+        steady_steps = int(stat[nphase, _COUNT])
         end = last_step_end if steady_steps > 0 else last_write
         steady_ns = max(0, end - steady_start) if steady_start >= 0 and end > 0 else 0
         warmup_ns = (
@@ -320,7 +813,7 @@ class Snapshot:
             else (max(0, last_write - start) if start > 0 else 0)
         )
         rate = steady_steps / (steady_ns / 1e9) if steady_ns > 0 else 0.0
-        events_steady = int(stat[:nphase, 0].sum())
+        events_steady = int(stat[:nphase, _COUNT].sum())
         overhead_ns = overhead_of(
             events_steady,
             steady_steps,
@@ -328,57 +821,43 @@ class Snapshot:
             config.get("form_cost_ns"),
             lap_cost_ns,
         )
-        if steady_ns > 0:
-            # the costs are what a boundary costs in a real loop, more than in a loop of
-            # nothing but boundaries; the profiler cannot take more than all of the time
-            overhead_ns = min(overhead_ns, float(steady_ns))
-        totals = {
-            "steps_begun": block.steps_begun,
-            "steps_completed": block.steps_completed,
-            "warmup_steps_done": block.warmup_steps_done,
-            "events": int(stat[:nphase, 0].sum() + warm[:nphase, 0].sum()),
-            "overwritten": int(overwritten),
-            "out_of_range": block.out_of_range,
-            "negative": block.negative,
-            "nonfinite": block.nonfinite,
-            "saturated": block.saturated,
-        }
-        open_phase = block.open_phase
-        times = {
-            "start_ns": start,
-            "steady_start_ns": steady_start,
-            "last_step_end_ns": last_step_end,
-            "last_write_ns": last_write,
-            "taken_ns": int(taken_ns),
-            "open_phase": open_phase,
-            "open_since_ns": block.open_since_ns,
-            "warmup_end_step": block.warmup_end_step,
-        }
-        source = {
-            "steady_ns": steady_ns,
-            "warmup_ns": warmup_ns,
-            "rate": rate,
-            "overhead_ns": overhead_ns,
-            "warmup_done": steady_start >= 0,
-        }
-        if steady_ns > 0:
-            source["steady_start_ns"] = steady_start
-            source["end_ns"] = end
-        if meta:
-            source.update(
-                {k: meta[k] for k in ("pid", "host", "label", "unix_offset_ns") if k in meta}
-            )
-        cfg = {
-            "significant_figures": int(config["significant_figures"]),
-            "lowest_ns": int(config["lowest_ns"]),
-            "highest_ns": int(config["highest_ns"]),
-            "clock": str(config["clock"]),
-            "warmup_steps": int(config["warmup_steps"]),
-            "warmup_ns": int(config["warmup_ns"]),
-            "window_steps": int(config["window_steps"]),
-        }
+        # the costs are what a boundary costs in a real loop, more than in a loop of
+        # nothing but boundaries; the profiler cannot take more than all of the time
+        overhead_ns = min(overhead_ns, float(steady_ns))
+        totals = Totals(
+            steps_begun=block.steps_begun,
+            steps_completed=block.steps_completed,
+            warmup_steps_done=block.warmup_steps_done,
+            events=int(stat[:nphase, _COUNT].sum() + warm[:nphase, _WCOUNT].sum()),
+            overwritten=int(overwritten),
+            out_of_range=block.out_of_range,
+            negative=block.negative,
+            nonfinite=block.nonfinite,
+            saturated=block.saturated,
+        )
+        times = Times(
+            start_ns=start,
+            steady_start_ns=steady_start,
+            last_step_end_ns=last_step_end,
+            last_write_ns=last_write,
+            taken_ns=int(taken_ns),
+            open_phase=block.open_phase,
+            open_since_ns=block.open_since_ns,
+            warmup_end_step=block.warmup_end_step,
+        )
+        meta = meta or Meta()
+        source = SourceRecord(
+            steady_ns=steady_ns,
+            warmup_ns=warmup_ns,
+            rate=rate,
+            overhead_ns=overhead_ns,
+            warmup_done=steady_start >= 0,
+            steady_start_ns=steady_start if steady_ns > 0 else None,
+            end_ns=end if steady_ns > 0 else None,
+            **{k: getattr(meta, k) for k in _IDENTITY},
+        )
         return cls(
-            phases=phases,
+            phases=tuple(phases),
             config=cfg,
             counts=counts,
             stat=stat,
@@ -389,8 +868,8 @@ class Snapshot:
             times=times,
             rolling=rolling,
             lap_cost_ns=lap_cost_ns,
-            sources=[source],
-            meta={**(meta or {}), **exact_meta} if exact_meta else meta,
+            sources=(source,),
+            meta=meta.replace(**exact_meta) if exact_meta else meta,
         )
 
     # -- convenience -------------------------------------------------------------
@@ -398,12 +877,12 @@ class Snapshot:
     @property
     def steps(self) -> int:
         """Steps completed, warm-up included."""
-        return self.totals["steps_completed"]
+        return self.totals.steps_completed
 
     @property
     def steady_steps(self) -> int:
         """Steps completed in steady state (warm-up excluded)."""
-        return int(self.stat[len(self.phases), 0])
+        return self._rows[-1].count
 
     @property
     def steady_ns(self) -> int:
@@ -422,24 +901,20 @@ class Snapshot:
     @property
     def open_phase(self) -> str | None:
         """The phase open when the snapshot was taken (single-source snapshots only)."""
-        p = int(self.times.get("open_phase", -1))
+        p = self.times.open_phase
         return self.phases[p] if 0 <= p < len(self.phases) else None
 
     @property
     def open_since_ns(self) -> int:
-        return int(self.times.get("open_since_ns", -1))
+        return self.times.open_since_ns
 
     @property
     def layout(self) -> tuple[int, int, int]:
-        c = self.config
-        return int(c["lowest_ns"]), int(c["highest_ns"]), int(c["significant_figures"])
+        return self.config.layout
 
     def windows(self) -> list[Window]:
         """The closed rolling windows of this snapshot, oldest first."""
-        closed = self.meta.get("windows_closed")
-        return rolling_windows(
-            self.rolling, self.phases, closed=None if closed is None else int(closed)
-        )
+        return rolling_windows(self.rolling, self.phases, closed=self.meta.windows_closed)
 
     def summary(self) -> Summary:
         """The Summary computed from this snapshot (percentiles, shares, throughput)."""
@@ -458,16 +933,16 @@ class Snapshot:
         header = {
             "gyreprof": __version__,
             "phases": list(self.phases),
-            "config": self.config,
+            "config": _plain(self.config),
             "stat": self.stat.tolist(),
             "warm": self.warm.tolist(),
             "first": self.first.tolist(),
-            "totals": self.totals,
-            "counters": self.counters,
-            "times": self.times,
+            "totals": _plain(self.totals),
+            "counters": dict(self.counters),
+            "times": _plain(self.times),
             "lap_cost_ns": self.lap_cost_ns,
-            "sources": list(self.sources),
-            "meta": self.meta,
+            "sources": [_plain(s) for s in self.sources],
+            "meta": _plain(self.meta),
             "counts_len": int(self.counts.shape[1]),
         }
         if windows and self.rolling is not None:
@@ -529,21 +1004,20 @@ class Snapshot:
         phases = header["phases"]
         if not isinstance(phases, list) or not all(isinstance(p, str) for p in phases):
             raise ValueError("phase names are not a list of strings")
-        config = header["config"]
-        lowest, highest, sf = (
-            int(config["lowest_ns"]),
-            int(config["highest_ns"]),
-            int(config["significant_figures"]),
-        )
+        config = _record(SnapshotConfig, header["config"], "config")
+        lowest, highest, sf = config.layout
         L = int(layout_info(lowest, highest, sf)["counts_len"])
-        if int(header["counts_len"]) != L:
+        if header["counts_len"] != L:
             raise ValueError(
                 f"counts length {header['counts_len']} does not match the layout ({L})"
             )
         pos = 4 + hlen
         _limits.check_dense(len(phases) + 1, L, what="snapshot")
-        counts = np.zeros((len(phases) + 1, L), dtype=np.int64)
+        nh = len(phases) + 1
+        stat = _int_table(header["stat"], (nh, 4), "stat table")
+        counts = np.zeros((nh, L), dtype=np.int64)
         view = memoryview(body)
+        lo = layout_edges(lowest, highest, sf)[0]
         for row in counts:
             if pos + 4 > len(body):
                 raise ValueError("histogram data truncated")
@@ -555,11 +1029,10 @@ class Snapshot:
             pos += n
         if pos != len(body):
             raise ValueError(f"{len(body) - pos} unexpected bytes after the histograms")
-        stat = np.asarray(header["stat"], dtype=np.int64)
-        if stat.shape != (len(phases) + 1, 4):
-            raise ValueError("stat table has the wrong shape")
-        if not np.array_equal(stat[:, 0], counts.sum(axis=1)):
-            raise ValueError("histogram counts do not add up to the recorded totals")
+        _check_counts(counts, stat, lo)
+        warm = _int_table(header["warm"], (nh, 3), "warm-up table")
+        if (warm[:, _WCOUNT] > COUNT_CAP).any():
+            raise ValueError("a warm-up counts more than the 2^62 - 1 values a snapshot holds")
         rolling = header.get("rolling")
         rolling_arr = None
         if rolling is not None:
@@ -571,20 +1044,28 @@ class Snapshot:
         counters = header["counters"]
         if not isinstance(counters, dict):
             raise ValueError("counters are not a mapping")
+        sources = header["sources"]
+        if not isinstance(sources, list):
+            raise ValueError("sources are not a list")
+        lap = header["lap_cost_ns"]
+        if not isinstance(lap, (int, float)) or isinstance(lap, bool):
+            raise ValueError(f"lap cost {lap!r} is not a number")
         return cls(
-            phases=phases,
+            phases=tuple(phases),
             config=config,
             counts=counts,
             stat=stat,
-            warm=np.asarray(header["warm"], dtype=np.int64),
-            first=np.asarray(header["first"], dtype=np.int64),
-            totals=header["totals"],
+            warm=warm,
+            first=_int_table(header["first"], (nh,), "first values"),
+            totals=_record(Totals, header["totals"], "totals"),
             counters=counters,
-            times=header["times"],
+            times=_record(Times, header["times"], "times"),
             rolling=rolling_arr,
-            lap_cost_ns=float(header["lap_cost_ns"]),
-            sources=header["sources"],
-            meta=header.get("meta") or {},
+            lap_cost_ns=float(lap),
+            sources=tuple(
+                _record(SourceRecord, src, f"sources[{i}]") for i, src in enumerate(sources)
+            ),
+            meta=_record(Meta, header.get("meta") or {}, "meta"),
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -644,14 +1125,25 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     first = np.full(nh, -1, dtype=np.int64)
     totals = dict.fromkeys(_TOTAL_KEYS, 0)
     counters: dict[str, int] = {}
-    sources: list[dict[str, Any]] = []
+    sources: list[SourceRecord] = []
     starts, taken = [], []
     saturated = 0
-    # sums add exactly, in Python ints (None: not known exactly)
+    row_maps = [[names.index(p) for p in s.phases] + [nh - 1] for s in snaps]
+    # bucket counts add in int64: a row that would count past the int64 limit is refused
+    # (before any add, so nothing wraps); sums add exactly, in Python ints (None: not
+    # known exactly), and are stored below
+    row_total = [0] * nh
+    for s, rows in zip(snaps, row_maps, strict=True):
+        for src_row, dst in enumerate(rows):
+            row_total[dst] += s.rows[src_row].count
+    if max(row_total) > _INT64_MAX:
+        raise ValueError(
+            f"merge: the merged histograms would count {max(row_total)} values, more than "
+            "the 2^63 - 1 an int64 bucket holds"
+        )
     sums: list[int | None] = [0] * nh
     warm_sums: list[int | None] = [0] * nh
-    for s in snaps:
-        rows = [names.index(p) for p in s.phases] + [nh - 1]
+    for s, rows in zip(snaps, row_maps, strict=True):
         for acc, got in (
             (sums, _checks.exact_sums(s.stat, s.meta)),
             (warm_sums, _checks.exact_sums(s.warm, s.meta, _checks.EXACT_WARM_SUMS_KEY)),
@@ -680,45 +1172,41 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
             if f >= 0 and (first[dst] < 0 or f > first[dst]):
                 first[dst] = f  # the slowest first call across sources
         for k in _TOTAL_KEYS:
-            totals[k] += s.totals.get(k, 0)
+            totals[k] += getattr(s.totals, k)
         for k, v in s.counters.items():
             counters[k] = counters.get(k, 0) + v
         sources.extend(s.sources)
-        if s.times.get("start_ns", 0) > 0:
-            starts.append(int(s.times["start_ns"]))
-        taken.append(int(s.times.get("taken_ns", 0)))
-    totals["saturated"] += saturated
-    times = {
-        "start_ns": min(starts) if starts else 0,
-        "steady_start_ns": -1,
-        "last_step_end_ns": -1,
-        "last_write_ns": -1,
-        "taken_ns": max(taken),
-        "open_phase": -1,
-        "open_since_ns": -1,
-        "warmup_end_step": -1,
-    }
+        if s.times.start_ns > 0:
+            starts.append(s.times.start_ns)
+        taken.append(s.times.taken_ns)
+    for acc in (totals, counters):
+        for k, v in acc.items():
+            if v > _INT64_MAX:  # held at the limit, and counted
+                acc[k] = _INT64_MAX
+                saturated += 1
+    totals["saturated"] = min(_INT64_MAX, totals["saturated"] + saturated)
+    times = Times(start_ns=min(starts) if starts else 0, taken_ns=max(taken))
     # the cost of a boundary, weighted by how many boundaries each source recorded
-    weights = [max(1, int(s.stat[:, 0].sum())) for s in snaps]
+    weights = [max(1, sum(r.count for r in s.rows)) for s in snaps]
     lap_cost = float(np.average([s.lap_cost_ns for s in snaps], weights=weights))
     base = snaps[0]
     merged_meta: dict[str, Any] = {"merged": len(sources)}
     _checks.store_exact_sums(stat, merged_meta, sums)
     _checks.store_exact_sums(warm, merged_meta, warm_sums, _checks.EXACT_WARM_SUMS_KEY)
     return Snapshot(
-        phases=names,
+        phases=tuple(names),
         config=base.config,
         counts=counts,
         stat=stat,
         warm=warm,
         first=first,
-        totals=totals,
+        totals=Totals(**totals),
         counters=counters,
         times=times,
         rolling=None,
         lap_cost_ns=lap_cost,
-        sources=sources,
-        meta=merged_meta,
+        sources=tuple(sources),
+        meta=Meta(**merged_meta),
     )
 
 
@@ -752,8 +1240,8 @@ def overhead_of(
 
 def _per_boundary_cost(snap: Snapshot) -> float:
     """A snapshot's profiler cost per boundary (events and steps), its forms mixed in."""
-    src_over = sum(float(s.get("overhead_ns", 0.0)) for s in snap.sources)
-    n = int(snap.stat[:-1, 0].sum()) + int(snap.stat[-1, 0])
+    src_over = sum(s.overhead_ns for s in snap.sources)
+    n = sum(r.count for r in snap.rows)
     return src_over / n if src_over > 0 and n > 0 else float(snap.lap_cost_ns)
 
 
@@ -781,7 +1269,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         )
     if before is None:
         return after
-    pid_before, pid_after = before.meta.get("pid"), after.meta.get("pid")
+    pid_before, pid_after = before.meta.pid, after.meta.pid
     if pid_before is not None and pid_after is not None and pid_before != pid_after:
         return after  # the source restarted as another process
     problem = None
@@ -822,33 +1310,38 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         stat[h, 2] = a_min if (b_min < 0 or a_min < b_min) else max(int(lo[i0]), a_min)
         top = int(lo[i1] + width[i1] - 1)
         stat[h, 3] = a_max if a_max > b_max else min(top, a_max)
-    t0 = int(before.times.get("taken_ns", 0))
-    t1 = int(after.times.get("taken_ns", 0))
+    t0 = before.times.taken_ns
+    t1 = after.times.taken_ns
     dt = max(0, t1 - t0)
     steps = int(stat[nh - 1, 0])
     events = int(stat[: nh - 1, 0].sum())
-    totals = {k: max(0, after.totals.get(k, 0) - before.totals.get(k, 0)) for k in _TOTAL_KEYS}
+    totals = Totals(
+        **{k: max(0, getattr(after.totals, k) - getattr(before.totals, k)) for k in _TOTAL_KEYS}
+    )
     counters = {k: v - before.counters.get(k, 0) for k, v in after.counters.items()}
-    src = dict(after.sources[0])
+    src = after.sources[0]
     if len(after.sources) > 1:
-        src = {k: src[k] for k in ("pid", "host", "label", "unix_offset_ns") if k in src}
-        src["merged"] = len(after.sources)
-    src.update(
+        src = SourceRecord(**{k: getattr(src, k) for k in _IDENTITY}, merged=len(after.sources))
+    src = src.replace(
         steady_ns=dt,
         warmup_ns=0,
         rate=steps / (dt / 1e9) if dt > 0 else 0.0,
-        overhead_ns=_per_boundary_cost(after) * (events + steps),
+        overhead_ns=min(float(dt), _per_boundary_cost(after) * (events + steps)),
         warmup_done=True,
         steady_start_ns=t0,
         end_ns=t1,
     )
-    times = dict(after.times)
-    times.update(start_ns=t0, steady_start_ns=t0)
-    meta = dict(after.meta)
-    meta["interval_ns"] = dt
-    meta["windows_closed"] = 0
-    meta.pop(_checks.EXACT_WARM_SUMS_KEY, None)  # the interval has no warm-up
-    _checks.store_exact_sums(stat, meta, sums)
+    times = dataclasses.replace(after.times, start_ns=t0, steady_start_ns=t0)
+    # the exact sums subtract (the table's column is written from them); the interval
+    # has no warm-up
+    exact: dict[str, Any] = {}
+    _checks.store_exact_sums(stat, exact, sums)
+    meta = after.meta.replace(
+        interval_ns=dt,
+        windows_closed=0,
+        exact_sums=exact.get(_checks.EXACT_SUMS_KEY),
+        exact_warm_sums=None,
+    )
     return Snapshot(
         phases=after.phases,
         config=after.config,
@@ -861,7 +1354,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         times=times,
         rolling=None,
         lap_cost_ns=after.lap_cost_ns,
-        sources=[src],
+        sources=(src,),
         meta=meta,
     )
 
@@ -908,3 +1401,68 @@ def as_snapshot(source: Any, *, what: str = "this", summary_only: bool = False) 
             )
         return snap
     raise TypeError(f"{what} takes a Profiler, Snapshot or Summary, got {type(source).__name__}")
+
+
+# ----------------------------------------------------------------------- building
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilerIdentity:
+    """What a snapshot of one Profiler's recorders says about who took it: the phases,
+    the label and the calibrated cost of a boundary. The counter names grow as the
+    program counts new ones, so they are passed with each stats block instead."""
+
+    phases: tuple[str, ...]
+    label: str | None
+    lap_cost_ns: float
+
+
+def build_snapshot(
+    stats: np.ndarray,
+    config: Mapping[str, Any],
+    identity: ProfilerIdentity,
+    counter_names: Sequence[str],
+    *,
+    taken_ns: int,
+    pid: int | None = None,
+    host: str | None = None,
+    label: str | None = None,
+    live_path: str | None = None,
+    windows_closed: int | None = None,
+    windows_dropped: int = 0,
+    overwritten: int | None = None,
+) -> Snapshot:
+    """The one builder of a Snapshot from a copy of a stats block (profiler, thread
+    retirement, autosave and the live reader all call it), so their meta agrees.
+
+    ``pid`` / ``host`` default to this process's (a live reader passes the writer's);
+    ``label`` to the identity's. The Unix offset is this boot's, valid for any process
+    of this host (CLOCK_MONOTONIC is per boot); ``overwritten`` comes from the block's
+    own ring head, and ``windows_closed`` from the block unless the caller hid them.
+    """
+    block = StatsBlock.from_config(np.asarray(stats, dtype=np.int64), config)
+    here = socket.gethostname()
+    host = here if host is None else host
+    meta = Meta(
+        pid=os.getpid() if pid is None else int(pid),
+        host=host,
+        label=identity.label if label is None else label,
+        unix_offset_ns=current_unix_offset_ns() if host == here else None,
+        windows_closed=block.windows_closed if windows_closed is None else windows_closed,
+        autosave_windows_dropped=windows_dropped or None,
+        live_path=live_path,
+    )
+    return Snapshot.from_stats(
+        stats,
+        config,
+        identity.phases,
+        counter_names,
+        lap_cost_ns=identity.lap_cost_ns,
+        taken_ns=taken_ns,
+        overwritten=(
+            max(0, block.ring_head - int(config["capacity"]))
+            if overwritten is None
+            else overwritten
+        ),
+        meta=meta,
+    )

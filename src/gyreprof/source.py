@@ -155,7 +155,7 @@ class Source:
         """Monotonic ns of the first write of the run (None: unknown)."""
         if self._clock is None:
             return None
-        start = int(self._clock.times.get("start_ns", 0))
+        start = self._clock.times.start_ns
         return start if start > 0 else None
 
     @property
@@ -163,7 +163,7 @@ class Source:
         """Monotonic ns steady state began (None: unknown or still warming up)."""
         if self._clock is None:
             return None
-        v = int(self._clock.times.get("steady_start_ns", -1))
+        v = self._clock.times.steady_start_ns
         return v if v > 0 else None
 
 

@@ -35,7 +35,7 @@ from gyreprof._core import decode_counts, encode_counts, layout_info, percentile
 from gyreprof._errors import CorruptDataError, UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name, text_table
 from gyreprof._version import __version__
-from gyreprof.histogram import STEP, HistogramView, check_percentile
+from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
 from gyreprof.window import Window, WindowStats
 
 if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
@@ -158,18 +158,13 @@ class WarmupInfo:
 
 
 def _phase_stats(
-    counts: np.ndarray,
-    stat: np.ndarray,
-    layout: tuple[int, int, int],
-    denom: float,
-    exact: int | None | bool = False,
+    counts: np.ndarray, row: PhaseRow, layout: tuple[int, int, int], denom: float
 ) -> PhaseStats:
-    n, total, vmin, vmax = (int(x) for x in stat)
-    # the exact sum (``_checks.exact_sums``); None: not known exactly, the figures that
-    # need it (mean, share, sum) read as missing rather than as the int64 limit
-    known = exact is not None
-    if isinstance(exact, int) and not isinstance(exact, bool):
-        total = exact
+    n, total, vmin, vmax = row.count, row.sum, row.min, row.max
+    # a row's sum is exact (past int64 too); one held at the int64 limit with nothing
+    # exact behind it is unknown: the figures that need it (mean, share, sum) read as
+    # missing rather than as the limit
+    known = total != _checks.INT64_MAX
     if n <= 0:
         return PhaseStats(
             0,
@@ -246,85 +241,84 @@ class Summary:
 
     @classmethod
     def from_snapshot(cls, snap: Snapshot) -> Summary:
-        nphase = len(snap.phases)
         layout = snap.layout
-        sums = _checks.exact_sums(snap.stat, snap.meta)
-        known = [v for v in sums[:nphase] if v is not None]
-        step_sum = sums[nphase]
-        step_total = float(step_sum) if step_sum is not None else math.nan
-        phase_total = float(sum(known)) if len(known) == nphase else math.nan
-        denom = step_total if snap.stat[nphase, 0] > 0 else phase_total
+        rows, step_row = snap.rows[:-1], snap.rows[-1]
+
+        def total_of(r: PhaseRow) -> float:  # NaN: held at the int64 limit, not known
+            return float(r.sum) if r.sum != _checks.INT64_MAX else math.nan
+
+        step_total = total_of(step_row)
+        phase_total = float(sum(total_of(r) for r in rows))
+        denom = step_total if step_row.count > 0 else phase_total
         phases = {
-            name: _phase_stats(snap.counts[i], snap.stat[i], layout, denom, sums[i])
-            for i, name in enumerate(snap.phases)
+            r.name: _phase_stats(snap.counts[i], r, layout, denom) for i, r in enumerate(rows)
         }
-        step = _phase_stats(
-            snap.counts[nphase], snap.stat[nphase], layout, step_total, sums[nphase]
-        )
+        step = _phase_stats(snap.counts[-1], step_row, layout, step_total)
         # one source: its own steady time; several: the wall-clock span they cover together
         steady_ns = float(snap.steady_ns)
-        steady_steps = int(snap.stat[nphase, 0])
-        if len(snap.sources) == 1:
-            rate = float(snap.sources[0].get("rate", 0.0))
+        steady_steps = step_row.count
+        sources = snap.sources
+        if len(sources) == 1:
+            rate = sources[0].rate
         else:
             rate = steady_steps / (steady_ns / 1e9) if steady_ns > 0 else 0.0
-        busy_ns = sum(float(s.get("steady_ns", 0)) for s in snap.sources)
-        overhead = sum(float(s.get("overhead_ns", 0.0)) for s in snap.sources)
-        warmup_ns = max((int(s.get("warmup_ns", 0)) for s in snap.sources), default=0)
-        warm_done = all(bool(s.get("warmup_done", True)) for s in snap.sources)
+        busy_ns = float(sum(s.steady_ns for s in sources))
+        # a source without steady time has no profiler time in it either
+        overhead = sum(s.overhead_ns for s in sources if s.steady_ns > 0)
+        warmup_ns = max((s.warmup_ns for s in sources), default=0)
+        warm_done = all(s.warmup_done for s in sources)
         cfg = snap.config
-        if cfg.get("warmup_steps", 0) > 0:
-            rule = f"first {cfg['warmup_steps']} steps"
-        elif cfg.get("warmup_ns", 0) > 0:
-            rule = f"first {cfg['warmup_ns'] / 1e9:g} s"
+        if cfg.warmup_steps > 0:
+            rule = f"first {cfg.warmup_steps} steps"
+        elif cfg.warmup_ns > 0:
+            rule = f"first {cfg.warmup_ns / 1e9:g} s"
         else:
             rule = "none"
-        names = [*snap.phases, STEP]
-        warm_sums = _checks.exact_sums(snap.warm, snap.meta, _checks.EXACT_WARM_SUMS_KEY)
+        totals = snap.totals
         warmup = WarmupInfo(
             rule=rule,
-            steps=snap.totals["warmup_steps_done"],
+            steps=totals.warmup_steps_done,
             elapsed_ns=warmup_ns,
             done=warm_done,
-            first_ns={n: float(snap.first[i]) for i, n in enumerate(names) if snap.first[i] >= 0},
+            first_ns={r.name: float(r.first) for r in snap.rows if r.first >= 0},
             mean_ns={
-                n: (warm_sums[i] / snap.warm[i, 0]) if warm_sums[i] is not None else math.nan
-                for i, n in enumerate(names)
-                if snap.warm[i, 0] > 0
+                r.name: r.warm_mean if r.warm_sum != _checks.INT64_MAX else math.nan
+                for r in snap.rows
+                if r.warm_count > 0
             },
-            max_ns={n: float(snap.warm[i, 2]) for i, n in enumerate(names) if snap.warm[i, 0] > 0},
+            max_ns={r.name: float(r.warm_max) for r in snap.rows if r.warm_count > 0},
         )
         t = snap.times
         wall_ns = 0
-        if len(snap.sources) == 1 and t.get("start_ns", 0) > 0:
-            end = max(int(t.get("last_write_ns", 0)), int(t.get("last_step_end_ns", 0)))
-            wall_ns = max(0, end - int(t["start_ns"]))
+        if len(sources) == 1 and t.start_ns > 0:
+            end = max(t.last_write_ns, t.last_step_end_ns)
+            wall_ns = max(0, end - t.start_ns)
         wall_s = wall_ns / 1e9 if wall_ns > 0 else (steady_ns + warmup_ns) / 1e9
         spread = snap.rate_spread()
-        meta = dict(snap.meta)
+        meta = snap.meta.to_dict()
         if spread is not None:
             meta["source_rates"] = list(spread)
         return cls(
             phases=phases,
             step=step,
-            steps=int(snap.stat[nphase, 0]),
+            steps=steady_steps,
             steps_per_s=rate,
             warmup=warmup,
             overhead_share=(overhead / busy_ns) if busy_ns > 0 else 0.0,
-            overwritten=snap.totals["overwritten"],
-            out_of_range=snap.totals["out_of_range"],
-            negative=snap.totals["negative"],
-            nonfinite=snap.totals["nonfinite"],
-            events=snap.totals["events"],
+            overwritten=totals.overwritten,
+            out_of_range=totals.out_of_range,
+            negative=totals.negative,
+            nonfinite=totals.nonfinite,
+            events=totals.events,
             counters=dict(snap.counters),
             counter_rates={
                 k: (v / wall_s if wall_s > 0 else math.nan) for k, v in snap.counters.items()
             },
             elapsed_s=steady_ns / 1e9,
             lap_cost_ns=snap.lap_cost_ns,
-            significant_figures=int(cfg["significant_figures"]),
-            clock=str(cfg.get("clock", "monotonic")),
-            sources=len(snap.sources),
+            significant_figures=cfg.significant_figures,
+            clock=cfg.clock,
+            sources=len(sources),
             _snapshot=snap,
             meta=meta,
         )

@@ -53,3 +53,16 @@ def crafted_snapshot(
     if windows:
         header["rolling"] = [[0] * (5 + 6 * nh)] * windows
     return join_snapshot(b"GYRS\x01\x00", header, [b""] * nh, level=9)
+
+
+def split_snapshot(blob: bytes) -> tuple[bytes, dict[str, Any], list[bytes]]:
+    """(prefix, header, count rows) of zlib snapshot bytes; ``join_snapshot`` undoes it."""
+    body = zlib.decompress(blob[6:])
+    (hlen,) = struct.unpack_from("<I", body, 0)
+    header = json.loads(body[4 : 4 + hlen])
+    rows, pos = [], 4 + hlen
+    while pos < len(body):
+        (n,) = struct.unpack_from("<I", body, pos)
+        rows.append(body[pos + 4 : pos + 4 + n])
+        pos += 4 + n
+    return blob[:6], header, rows

@@ -664,7 +664,7 @@ def _other_per_window(
 
 def _run_start_ns(snap: Snapshot | None, wins: list[_Win]) -> int:
     """Times are reported in seconds since the run (or its first window) started."""
-    t0 = int(getattr(snap, "times", {}).get("start_ns", 0)) if snap is not None else 0
+    t0 = snap.times.start_ns if snap is not None else 0
     if wins:
         first = min(w.start_ns for w in wins)
         t0 = first if t0 <= 0 else min(t0, first)

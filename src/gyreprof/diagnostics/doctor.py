@@ -547,12 +547,11 @@ def _launcher_events(pid: int) -> dict[str, int] | None:
                 reader.close()
         except Exception:  # a segment torn or gone between list and read: skip it
             continue
-        for i, name in enumerate(snap.phases):
-            n = int(snap.stat[i, 0]) + int(snap.warm[i, 0])
-            out[name] = out.get(name, 0) + n
+        for row in snap.rows[:-1]:
+            out[row.name] = out.get(row.name, 0) + row.count + row.warm_count
         if (e.name or "").endswith(":trainer"):
             key = "(trainer steps)"
-            out[key] = out.get(key, 0) + int(snap.totals.get("steps_completed", 0))
+            out[key] = out.get(key, 0) + snap.totals.steps_completed
     return out
 
 

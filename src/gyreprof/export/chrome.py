@@ -130,7 +130,7 @@ def _header(ef: EventsFile) -> dict[str, Any]:
         "events": int(len(ef.events)),
         "overwritten_events": ef.overwritten,
         "t0_monotonic_ns": t0,
-        "clock": ef.snapshot.config.get("clock", "monotonic"),
+        "clock": ef.snapshot.config.clock,
     }
     off = ef.unix_offset_ns if ef.unix_offset_ns is not None else unix_offset_ns(ef.snapshot)
     if off is not None and t0:

@@ -105,7 +105,7 @@ class EventsFile:
             label=label,
             thread_names={i: name.format(i) for i in range(1, len(parts) + 1)},
             steady_start_ns=dict(rings.steady_start_ns),
-            warmup=bool(cfg.get("warmup_steps", 0) or cfg.get("warmup_ns", 0)),
+            warmup=bool(cfg.warmup_steps or cfg.warmup_ns),
             overwritten=rings.overwritten,
             unix_offset_ns=current_unix_offset_ns(),
         )

@@ -218,7 +218,7 @@ def windows_of(
                 ef.phases,
                 steps=steps,
                 seconds=seconds,
-                warmup_end_step=int(ef.snapshot.times.get("warmup_end_step", -1)),
+                warmup_end_step=ef.snapshot.times.warmup_end_step,
                 still_warming=ef.warmup and not ef.steady_start_ns,
             )
         raise InvalidValueError(

@@ -296,7 +296,7 @@ class TopModel:
         self._prev[e.path] = snap
         win = interval(prev, snap) if prev is not None else None
         since = snap.open_since_ns
-        taken = int(snap.times.get("taken_ns", 0))
+        taken = snap.times.taken_ns
         open_for = max(0, taken - since) if (snap.open_phase and since > 0) else None
         if e.stale or closed:
             open_for = None
@@ -305,8 +305,8 @@ class TopModel:
             snapshot=snap,
             window=win,
             window_s=window_s,
-            step=snap.totals["steps_begun"],
-            steps_completed=snap.totals["steps_completed"],
+            step=snap.totals.steps_begun,
+            steps_completed=snap.totals.steps_completed,
             open_phase=snap.open_phase if open_for is not None else None,
             open_for_ns=open_for,
             closed=closed,

@@ -398,9 +398,7 @@ class LiveThreadGroup:
     def __init__(self, prof: Any, name: str) -> None:
         self.name = name
         self._prof = weakref.ref(prof)
-        self._phases = tuple(prof.phases)
-        self._label = prof.label
-        self._lap_cost_ns = float(prof.lap_cost_ns)
+        self._identity = prof.identity  # the Profiler's ProfilerIdentity, shared
         self._lock = threading.RLock()
         self._pubs: dict[int, LivePublication] = {}  # id(recorder) -> its publication
         self._folded: list[int] = []  # serials of thread segments in the retired one
@@ -465,10 +463,10 @@ class LiveThreadGroup:
             try:
                 pub = LivePublication(
                     rec,
-                    self._phases,
+                    self._identity.phases,
                     self.name,
-                    lap_cost_ns=self._lap_cost_ns,
-                    label=self._label,
+                    lap_cost_ns=self._identity.lap_cost_ns,
+                    label=self._identity.label,
                     counter_names=self._counter_names(),
                     extra_meta={"group": self.group, "thread": threading.current_thread().name},
                 )
@@ -514,17 +512,17 @@ class LiveThreadGroup:
 
     def _write_retired(self, snap: Any, cfg: dict[str, Any] | None) -> None:
         if cfg is None:
-            cfg = dict(snap.config)
+            cfg = snap.config.to_dict()
         data = snap.to_bytes()
         pid = self.pid
         ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
         meta = {
             "name": self.name,
-            "label": self._label,
-            "phases": list(self._phases),
+            "label": self._identity.label,
+            "phases": list(self._identity.phases),
             "clock": str(cfg.get("clock", "monotonic")),
             "config": cfg,
-            "lap_cost_ns": self._lap_cost_ns,
+            "lap_cost_ns": self._identity.lap_cost_ns,
             "start_unix_s": time.time(),
             "gyreprof": __version__,
             "host": socket.gethostname(),

@@ -38,7 +38,14 @@ from gyreprof._core import recorder as _rec
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
-from gyreprof.snapshot import Snapshot, interval, layout_edges, merge
+from gyreprof.snapshot import (
+    ProfilerIdentity,
+    Snapshot,
+    build_snapshot,
+    interval,
+    layout_edges,
+    merge,
+)
 from gyreprof.summary import Summary
 
 try:
@@ -636,25 +643,21 @@ class LiveReader:
         windows_closed = block.windows_closed
         if not windows:
             block.hide_windows()
-        head = block.ring_head
-        cap = int(self.config["capacity"])
-        meta = {
-            "pid": self.pid,
-            "host": self.meta.get("host"),
-            "label": self.name,
-            "windows_closed": windows_closed if windows else 0,
-            "live_path": str(self.path),
-        }
+        label, host = self.meta.get("label"), self.meta.get("host")
+        identity = ProfilerIdentity(
+            self.phases, label if isinstance(label, str) else None, self.lap_cost_ns
+        )
         with decode_errors(f"{self.path} is corrupted"):
-            snap = Snapshot.from_stats(
+            snap = build_snapshot(
                 stats,
                 self.config,
-                self.phases,
+                identity,
                 names,
-                lap_cost_ns=self.lap_cost_ns,
                 taken_ns=taken,
-                overwritten=max(0, head - cap),
-                meta=meta,
+                pid=self.pid,
+                host=host if isinstance(host, str) else None,
+                live_path=str(self.path),
+                windows_closed=windows_closed if windows else 0,
             )
             try:  # what a saved snapshot's decoder would refuse, refused here too
                 return _limits.check_snapshot(snap)
@@ -675,8 +678,8 @@ class LiveReader:
             snap = self._reload_retired()
             now = int(monotonic_ns())
             return Progress(
-                int(snap.totals["steps_begun"]),
-                int(snap.totals["steps_completed"]),
+                snap.totals.steps_begun,
+                snap.totals.steps_completed,
                 None,
                 -1,
                 now,

@@ -106,8 +106,8 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
             f"snapshot_bytes needs a Profiler or Snapshot, got {type(source).__name__}"
         ) from None
     ident = _ray_identity()
-    meta = {**snap.meta, **ident}
-    sources = [{**src, **ident} for src in snap.sources]
+    meta = snap.meta.replace(**ident)
+    sources = tuple(src.replace(**ident) for src in snap.sources)
     tagged = snap.replace(sources=sources, meta=meta)
     return tagged.to_bytes(windows=windows)
 

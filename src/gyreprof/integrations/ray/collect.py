@@ -381,16 +381,16 @@ def _common_layout(
 def _actor_stats(ans: _Answer, snap: Snapshot) -> ActorStats:
     """One answering actor: its identity from the snapshot's meta, and its summary."""
     meta = snap.meta
-    pid = meta.get("pid")
+    pid = meta.pid
     return ActorStats(
         name=ans.name,
         index=ans.index,
-        actor_id=str(meta.get("ray_actor_id") or ans.actor_id),
-        node_id=meta.get("ray_node_id"),
-        node_ip=meta.get("node_ip"),
-        host=meta.get("host"),
-        pid=int(pid) if isinstance(pid, (int, float)) else None,
-        label=meta.get("label"),
+        actor_id=str(meta.ray_actor_id or ans.actor_id),
+        node_id=meta.ray_node_id,
+        node_ip=meta.node_ip,
+        host=meta.host,
+        pid=pid,
+        label=meta.label,
         summary=snap.summary(),
         snapshot=snap,
         size_bytes=len(ans.payload),

@@ -1,0 +1,94 @@
+"""Snapshot encode / decode of one snapshot, and a merge of 64, through the public API.
+
+The read model is typed records (issue 21); these are the costs it must not raise.
+
+pytest-benchmark::
+
+    python -m pytest benchmarks/bench_snapshot.py --benchmark-enable --benchmark-only
+CI runs it once in quick mode (--benchmark-disable is the default in pyproject).
+
+Timing script (best of ``--rounds``, microseconds per call); it uses only the public
+API, so the same file times another checkout too (before / after a change)::
+
+    python benchmarks/bench_snapshot.py [--rounds 15]
+    PYTHONPATH=/path/to/other/src python benchmarks/bench_snapshot.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gyreprof as gp
+
+PHASES = ["env", "policy", "transfer", "learn"]
+N_MERGE = 64
+
+
+def make_snapshot(seed: int = 0, steps: int = 2000) -> Any:
+    """A realistic snapshot: 4 phases of lognormal durations, a counter, rolling windows."""
+    rng = np.random.default_rng(seed)
+    prof = gp.Profiler(PHASES, warmup_steps=10, window_steps=100)
+    durations = rng.lognormal(10, 1.2, size=(steps, len(PHASES))).astype(np.int64)
+    for row in durations:
+        prof.begin()
+        for name, d in zip(PHASES, row, strict=True):
+            prof.record(name, int(d))
+    prof.end()
+    prof.count("retry", 7)
+    return prof.snapshot()
+
+
+def cases() -> dict[str, Callable[[], object]]:
+    snap = make_snapshot()
+    data = snap.to_bytes()
+    many = [
+        gp.Snapshot.from_bytes(make_snapshot(seed=i, steps=200).to_bytes()) for i in range(N_MERGE)
+    ]
+    return {
+        "encode": lambda: snap.to_bytes(),
+        "decode": lambda: gp.Snapshot.from_bytes(data),
+        f"merge{N_MERGE}": lambda: gp.merge(many),
+        f"merge{N_MERGE}+summary": lambda: gp.merge(many).summary(),
+    }
+
+
+_CASES: dict[str, Callable[[], object]] = {}
+
+
+def _case(name: str) -> Callable[[], object]:
+    if not _CASES:
+        _CASES.update(cases())
+    return _CASES[name]
+
+
+@pytest.mark.parametrize("name", ["encode", "decode", f"merge{N_MERGE}", f"merge{N_MERGE}+summary"])
+def test_snapshot_cost(benchmark: Any, name: str) -> None:
+    benchmark.group = "snapshot"
+    fn = _case(name)
+    out = benchmark(fn)
+    assert out is not None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=15)
+    args = ap.parse_args()
+    print(f"gyreprof from {gp.__file__}")
+    for name, fn in cases().items():
+        fn()
+        best = float("inf")
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        print(f"{name:>18}: {best * 1e6:10.1f} us")
+
+
+if __name__ == "__main__":
+    main()
