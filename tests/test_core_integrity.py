@@ -69,7 +69,6 @@ def test_merge_adds_sums_exactly() -> None:
         prof.record("x", 1 << 61)
         snaps.append(prof.snapshot())
     merged = merge(snaps)
-    assert merged.stat[0, 1] == INT64_MAX  # the table's limit; the exact sum beside it
     assert merged.meta.exact_sums == ((0, 2 * ((1 << 62) + (1 << 61))),)
     assert merged.rows[0].sum == 2 * ((1 << 62) + (1 << 61))
     assert merged.totals.saturated == 0

@@ -79,7 +79,8 @@ class HistogramView:
 
     ``counts`` is the HdrHistogram-layout bucket array (read-only numpy);
     bucket ``i`` holds the integers ``lows[i] .. lows[i] + widths[i] - 1``.
-    ``min``/``max``/``sum`` are exact (-1 / -1 / 0 when empty).
+    ``min``/``max``/``sum`` are exact (-1 / -1 / 0 when empty); ``sum`` is None where
+    it is not known (held at the int64 limit by a merge, with nothing exact behind it).
     """
 
     counts: np.ndarray
@@ -88,7 +89,7 @@ class HistogramView:
     significant_figures: int
     min: int
     max: int
-    sum: int
+    sum: int | None
 
     @property
     def layout(self) -> tuple[int, int, int]:

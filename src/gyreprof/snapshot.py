@@ -392,10 +392,6 @@ class SourceRecord:
     ray_actor_id: str | None = None
     ray_node_id: str | None = None
     node_ip: str | None = None
-    # (histogram row, exact sum) for the sums past the int64 range of the stat / warm
-    # tables, which then hold INT64_MAX for them (``gyreprof._checks.exact_sums``)
-    exact_sums: tuple[tuple[int, int], ...] | None = None
-    exact_warm_sums: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         _check_ints(self, ("steady_ns", "warmup_ns", "merged", "retired_threads"), "source")
@@ -430,6 +426,10 @@ class Meta:
     ray_actor_id: str | None = None
     ray_node_id: str | None = None
     node_ip: str | None = None
+    # (histogram row, exact sum) for the sums past the int64 range of the stat / warm
+    # tables, which then hold INT64_MAX for them (``gyreprof._checks.exact_sums``)
+    exact_sums: tuple[tuple[int, int], ...] | None = None
+    exact_warm_sums: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         _check_ints(

@@ -92,7 +92,7 @@ class PhaseStats:
             significant_figures=int(sf),
             min=int(self.min) if not math.isnan(self.min) else -1,
             max=int(self.max) if not math.isnan(self.max) else -1,
-            sum=int(self.sum_ns),
+            sum=int(self.sum_ns) if not math.isnan(self.sum_ns) else None,
         )
 
     def percentile(self, q: float) -> float:
