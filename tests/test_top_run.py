@@ -136,7 +136,7 @@ def test_q_quits_the_interactive_view(tmp_path: Path) -> None:
         try:
             seen = b""
             deadline = time.monotonic() + 120
-            while b"env steps" not in seen:  # the view is up
+            while b"gyreprof-run-" not in seen:  # the view is up
                 assert time.monotonic() < deadline and proc.poll() is None, seen[-2000:]
                 ready, _, _ = select.select([master], [], [], 1.0)
                 if ready:

@@ -503,7 +503,7 @@ def _full_text(frame: Frame) -> list[str]:
             out.append(text_table(_headers(v.window is not None), _rows(v.snapshot, v.window)))
             out.append(_footer(v.snapshot))
         out.append("")
-    if frame.merged is not None:
+    if frame.merged is not None and len(show) > 1:
         out.append(_merged_head(frame))
         out.append(
             text_table(
@@ -543,7 +543,7 @@ def _compact_text(frame: Frame, width: int, height: int) -> list[str]:
     """The merged view first, then one line per process, slowest first; fits the screen."""
     show, hide = shown(frame)
     out: list[str] = []
-    if frame.merged is not None:
+    if frame.merged is not None and len(show) > 1:
         out.append(_merged_head(frame))
         snap, win = frame.merged, frame.merged_window
     elif show and show[0].snapshot is not None:
@@ -640,7 +640,7 @@ def render_rich(frame: Frame) -> Any:
             parts.append(Text(_headline(v), style="red"))
             continue
         parts.append(table(_headline(v), v.snapshot, v.window, _footer(v.snapshot).strip()))
-    if frame.merged is not None:
+    if frame.merged is not None and len(show) > 1:
         title = _merged_head(frame)
         parts.append(table(title, frame.merged, frame.merged_window, _footer(frame.merged).strip()))
     for line in _summary_lines(frame, hide):
