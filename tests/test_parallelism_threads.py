@@ -198,3 +198,32 @@ def test_main_process_stepping_a_sync_vector_env_inline(tmp_path: Path, register
     root = report.census.root
     assert root is not None and root.role is None and root.main_envs is not None
     assert "main process, envs inline" in str(report.census)
+
+
+def test_gyreprof_runs_own_registration_counts_the_same_envs(tmp_path: Path) -> None:
+    """gyreprof run registers the envs the user's factory registers too: in a worker it
+    registers first (at worker start), in the main process after the vector env's
+    ``__init__``. Neither order may double the envs, replace the user's role or config,
+    or make torch's pool size (which the run records as num_threads) a declaration."""
+    from gyreprof.analysis.parallelism import unregister_worker
+
+    reg = tmp_path / "reg"
+    run = {"vector_env": "gymnasium.AsyncVectorEnv", "registered_by": "gyreprof run"}
+    try:
+        first = gp.register_worker("env_worker", registry=reg, num_threads=8, **run)
+        assert first.registrations == 1 and first.declared_threads() is None
+        user = gp.register_worker("env_worker", registry=reg, num_threads=1)
+        assert user.registrations == 1 and user.declared_threads() == 1
+        assert "registered_by" not in user.config
+        unregister_worker(reg)
+        mine = gp.register_worker("sampler", registry=reg, num_threads=2)
+        again = gp.register_worker("env_worker", registry=reg, num_threads=8, **run)
+        assert (again.role, again.config, again.registrations) == ("sampler", mine.config, 1)
+        assert again.declared_threads() == 2
+        for _ in range(3):  # a SyncVectorEnv of 4: the user's 4 factories, then the run's 4
+            gp.register_worker("sampler", registry=reg, num_threads=2)
+        for _ in range(3):
+            last = gp.register_worker("env_worker", registry=reg, **run)
+        assert last.registrations == 4 and last.role == "sampler"
+    finally:
+        unregister_worker(reg)
