@@ -117,7 +117,6 @@ def _answer(r: ParallelismReport) -> tuple[Any, ...]:
         r.main_envs,
         r.kinds(),
         r.warning_kinds(),
-        r.threads_total,
         [n.split(" (pids")[0] for n in r.notes if n.startswith("idle thread pool")],
     )
 

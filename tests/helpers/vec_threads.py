@@ -62,7 +62,7 @@ def main() -> int:
     parser.add_argument("--declare", type=int, default=None)
     parser.add_argument("--no-register", action="store_true")
     parser.add_argument("--cpus", type=int, default=None)
-    parser.add_argument("--pace-s", type=float, default=0.01)
+    parser.add_argument("--pace-s", type=float, default=0.02)
     args = parser.parse_args()
     if args.cpus is not None:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cpus])
