@@ -716,7 +716,12 @@ def test_cli_check_exit_codes(
     assert "no worker processes where 4 were expected" in out.stdout
     assert "4 envs built in the main process" in out.stdout
     if CPUS >= 2:
+        # these workers wait on stdin: observed for 1 s (the default) they used no CPU, so
+        # the parallelism is not running (exit 1); --sample 0 judges their lifetimes
         args = ["check", str(async_clean["pid"]), "--expect", "env_worker=2"]
+        assert cli_main(args) == 1
+        assert "used no CPU in 1 s" in capsys.readouterr().out
+        args += ["--sample", "0"]
         assert cli_main([*args, "--config", "num_threads=1", "--config", "OMP_NUM_THREADS=1"]) == 0
         assert "ok" in capsys.readouterr().out
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
