@@ -359,8 +359,9 @@ class Census:
             )
         lines += _table(rows, right={0, 2, 3, 4})
         lines.append("")
-        rows = [["pid", "ppid", "role", "state", "threads", "cpu", "rss", "command"]]
+        rows = [["pid", "ppid", "role", "state", "threads", "busy", "cpu", "rss", "command"]]
         for p in self.processes:
+            user = p.user_threads()
             rows.append(
                 [
                     str(p.pid),
@@ -368,12 +369,20 @@ class Census:
                     _role_cell(p, self),
                     p.status or "?",
                     "?" if p.num_threads is None else str(p.num_threads),
+                    "?" if user is None else str(sum(1 for t in user if t.busy)),
                     _fmt_cpu(p.cpu_percent),
                     "?" if p.rss_bytes is None else fmt_bytes(p.rss_bytes),
                     shorten(p.command, 70),
                 ]
             )
-        lines += _table(rows, right={0, 1, 4, 5, 6})
+        lines += _table(rows, right={0, 1, 4, 5, 6, 7})
+        observed = (
+            f"the {self.interval_s:g} s observed" if self.interval_s > 0 else "their lifetime"
+        )
+        lines.append(
+            f"  busy: threads runnable (running or waiting for a CPU) at least half of {observed}"
+            ", gyreprof's own left out"
+        )
         for role in sorted(self.main_envs()):
             lines.append(f"  {role}: {self.describe_role(role)}")
         for p in self.processes:
