@@ -465,6 +465,9 @@ def _restart_helper_in_child() -> None:
 
 
 def _helper_loop(r: int, old_fd: int) -> None:
+    from gyreprof._threadname import name_os_thread
+
+    name_os_thread("gyreprof-signal")  # the census must not count this thread as the user's
     me = os.getpid()
     while True:
         try:

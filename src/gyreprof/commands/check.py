@@ -47,14 +47,21 @@ def register(subparsers: Any) -> None:
         description=(
             "Compare the process tree under PID with what was configured: the number of "
             "processes per worker role (--expect), the config each worker registered "
-            "(--config, also thread variables such as OMP_NUM_THREADS), threads per worker "
-            "against the cores the job may use (CPU affinity and cgroup quota), and, with "
-            "--sample, workers that use no CPU. Workers report their role and config with "
-            "gyreprof.register_worker(role, key=value, ...); an env built in the main "
-            "process (the one AsyncVectorEnv builds to read the spaces, or all of a "
-            "SyncVectorEnv's) is counted apart from the worker processes. "
-            "Exit code 0 when all is as expected, 1 when there are findings, 2 for bad input "
-            "or a PID that does not exist."
+            "(--config, also thread variables such as OMP_NUM_THREADS), workers that use "
+            "no CPU, and the threads that really ran: each thread's CPU time (and time "
+            "waiting for a CPU) is read twice, --sample seconds apart, and the threads busy "
+            "at least half of that time are counted against the cores the job may use (CPU "
+            "affinity and cgroup quota). A thread pool that never ran (BLAS/OpenMP threads "
+            "of a worker that does no matmul) is mentioned, not counted; gyreprof's own "
+            "threads (under gyreprof run) are never counted. Workers report their role and "
+            "config with gyreprof.register_worker(role, num_threads=N, key=value, ...); "
+            "an env built in the main process (the one AsyncVectorEnv builds to read the "
+            "spaces, or all of a SyncVectorEnv's: 'main process, envs inline') is counted "
+            "apart from the worker processes. "
+            "Exit code 0 when the parallelism took effect (the expected workers run, with "
+            "the intended config), even with warnings (oversubscription, more busy threads "
+            "than declared), which are printed beside it; 1 when it did not; 2 for bad "
+            "input or a PID that does not exist."
         ),
     )
     parser.add_argument("pid", type=_args.pid, metavar="PID", help="root of the process tree")
@@ -78,9 +85,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--sample",
         type=_args.seconds(allow_zero=True),
-        default=0.0,
+        default=1.0,
         metavar="S",
-        help="sample CPU use over S seconds and report workers that use none (default: off)",
+        help="observe the threads' CPU use for S seconds (default 1); 0: each thread's "
+        "lifetime totals, at once, and no check for workers that use no CPU",
     )
     parser.add_argument(
         "--max-threads-per-core",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -339,18 +340,78 @@ def _status(v: ProcessView) -> str:
     return "alive"
 
 
+def _recorded(snap: Snapshot | None) -> bool:
+    """Whether the segment holds anything: a step, a phase event or a counter."""
+    if snap is None:
+        return False
+    s = snap.summary()
+    return bool(s.steps or s.counters or any(st.count for st in s.phases.values()))
+
+
+def shown(frame: Frame) -> tuple[list[ProcessView], list[ProcessView]]:
+    """(views with a panel, views hidden). A segment with nothing recorded gets no panel
+    while others hold something: under ``gyreprof run`` every process has a sampler and a
+    trainer segment, and most use only one of the two roles. Unreadable ones are shown."""
+    if not any(_recorded(v.snapshot) for v in frame.processes):
+        return list(frame.processes), []
+    show = [v for v in frame.processes if v.snapshot is None or _recorded(v.snapshot)]
+    hide = [v for v in frame.processes if v not in show]
+    return show, hide
+
+
+# Phases whose count is the rate of a loop that marks no steps (gyreprof run times
+# env.step and a vector env's step_wait, and marks no step of its own)
+_RATE_PHASES = (("env_step", "env steps"), ("step_wait", "vector steps"))
+
+
+def rate_basis(s: Summary) -> tuple[str, str | None]:
+    """(what is counted, the phase counted or None for marked steps): the marked steps
+    when there are any, else env steps, vector-env steps, else the busiest phase."""
+    if s.steps:
+        return "steps", None
+    for phase, label in _RATE_PHASES:
+        if phase in s.phases and s.phases[phase].count:
+            return label, phase
+    counted = [(st.count, name) for name, st in s.phases.items() if st.count]
+    if not counted:
+        return "steps", None
+    name = max(counted)[1]
+    return f"{name} calls", name
+
+
+def _count(s: Summary, phase: str | None) -> int:
+    return int(s.steps if phase is None else s.phases[phase].count)
+
+
+def rates(v: ProcessView) -> tuple[str, int, float | None, float | None]:
+    """(label, count since start, per second over the last window, per second since start)."""
+    if v.snapshot is None:
+        return "steps", 0, None, None
+    s = v.snapshot.summary()
+    label, phase = rate_basis(s)
+    total = _count(s, phase)
+    since = (total / s.elapsed_s) if s.elapsed_s > 0 else None
+    if phase is None:
+        since = s.steps_per_s
+    last = None
+    if v.window is not None and v.window_s > 0:
+        last = _count(v.window.summary(), phase) / v.window_s
+    return label, total, last, since
+
+
 def _headline(v: ProcessView) -> str:
     e = v.entry
     parts = [f"pid {e.pid}", safe_name(e.name), _status(v)]
     if v.snapshot is not None:
         s = v.snapshot.summary()
-        parts.append(f"step {v.step}")
-        if v.window is not None:
-            parts.append(f"{fmt_rate(v.window.summary().steps_per_s)} last {v.window_s:.1f} s")
-        parts.append(f"{fmt_rate(s.steps_per_s)} since start")
+        label, total, last, since = rates(v)
+        parts.append(f"{label} {total}")
+        if last is not None:
+            parts.append(f"{fmt_rate(last)} last {v.window_s:.1f} s")
+        parts.append(f"{fmt_rate(since)} since start")
         if v.open_phase is not None and v.open_for_ns is not None:
             parts.append(f"in {safe_name(v.open_phase)} for {fmt_ns(v.open_for_ns)}")
-        if not s.warmup.done:
+        if s.steps and not s.warmup.done:
             parts.append("warming up")
     if v.error:
         parts.append(safe_name(v.error))
@@ -358,10 +419,13 @@ def _headline(v: ProcessView) -> str:
 
 
 def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
+    """Per phase used so far (count > 0; unused phases are hidden), then the step row
+    when steps are marked."""
     s = snap.summary()
     w = window.summary() if window is not None else None
     rows = []
-    for name in [*s.phases, STEP]:
+    names = [n for n, st in s.phases.items() if st.count]
+    for name in [*names, *([STEP] if s.steps else [])]:
         st = s.phases[name] if name in s.phases else s.step
         row = [safe_name(name)]
         if w is not None:
@@ -401,32 +465,129 @@ def _footer(snap: Snapshot) -> str:
     return "  " + " | ".join(bits)
 
 
-def render_text(frame: Frame) -> str:
-    """Plain-text rendering (no terminal library needed)."""
-    out = []
+def _merged_head(frame: Frame) -> str:
+    assert frame.merged is not None
+    s = frame.merged.summary()
+    label, phase = rate_basis(s)
+    total = _count(s, phase)
+    since = s.steps_per_s if phase is None else (total / s.elapsed_s if s.elapsed_s > 0 else None)
+    n = len(shown(frame)[0])
+    head = f"merged: {n} segments | {label} {total}"
+    if frame.merged_window is not None and frame.window_s > 0:
+        last = _count(frame.merged_window.summary(), phase) / frame.window_s
+        head += f" | {fmt_rate(last)} last {frame.window_s:.1f} s"
+    return head + f" | {fmt_rate(since)} since start"
+
+
+def slowest(frame: Frame) -> tuple[ProcessView, float, float] | None:
+    """(the slowest of several env-stepping segments, its rate, the median rate) by
+    env steps per second over the last window (since start on the first refresh)."""
+    paced = []
     for v in frame.processes:
+        label, _, last, since = rates(v)
+        rate = last if last is not None else since
+        if label == "env steps" and rate is not None:
+            paced.append((rate, v))
+    if len(paced) < 2:
+        return None
+    paced.sort(key=lambda rv: rv[0])
+    median = paced[len(paced) // 2][0]
+    return paced[0][1], paced[0][0], median
+
+
+def _full_text(frame: Frame) -> list[str]:
+    out = []
+    show, hide = shown(frame)
+    for v in show:
         out.append(_headline(v))
         if v.snapshot is not None:
             out.append(text_table(_headers(v.window is not None), _rows(v.snapshot, v.window)))
             out.append(_footer(v.snapshot))
         out.append("")
-    if frame.merged is not None:
-        n = len(frame.processes)
-        rate = frame.merged.summary().steps_per_s
-        head = f"merged: {n} segments | {fmt_rate(rate)} since start"
-        if frame.merged_window is not None:
-            head += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
-        out.append(head)
+    if frame.merged is not None and len(show) > 1:
+        out.append(_merged_head(frame))
         out.append(
             text_table(
                 _headers(frame.merged_window is not None), _rows(frame.merged, frame.merged_window)
             )
         )
         out.append("")
+    out.extend(_summary_lines(frame, hide))
+    return "\n".join(out).splitlines()
+
+
+def _summary_lines(frame: Frame, hide: list[ProcessView]) -> list[str]:
+    out = []
+    slow = slowest(frame)
+    if slow is not None:
+        v, rate, median = slow
+        out.append(
+            f"slowest worker: pid {v.entry.pid} at {fmt_rate(rate)} env steps "
+            f"(median {fmt_rate(median)})"
+        )
+    if hide:
+        kinds = Counter(_role_of(v) for v in hide)
+        listed = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        out.append(f"not shown, nothing recorded: {listed} segment(s)")
     out.extend(_notes(frame))
     if not frame.processes and not frame.stale and not frame.errors:
         out.append(f"no gyreprof live segments in {lay.segment_dir()}")
-    return "\n".join(out).rstrip() + "\n"
+    return out
+
+
+def _role_of(v: ProcessView) -> str:
+    """``sampler`` of ``gyreprof-run-...:sampler``; the whole name otherwise."""
+    return safe_name(v.entry.name).rsplit(":", 1)[-1]
+
+
+def _compact_text(frame: Frame, width: int, height: int) -> list[str]:
+    """The merged view first, then one line per process, slowest first; fits the screen."""
+    show, hide = shown(frame)
+    out: list[str] = []
+    if frame.merged is not None and len(show) > 1:
+        out.append(_merged_head(frame))
+        snap, win = frame.merged, frame.merged_window
+    elif show and show[0].snapshot is not None:
+        out.append(_headline(show[0]))
+        snap, win = show[0].snapshot, show[0].window
+    else:
+        snap, win = None, None
+    if snap is not None:
+        rows = [[r[0], *r[1:3], r[4], *r[5:7], r[8], r[9]] if win else r for r in _rows(snap, win)]
+        heads = (
+            ["phase", "last p50", "last p99", "last %", "p50", "p99", "share", "count"]
+            if win
+            else _headers(False)
+        )
+        out += text_table(heads, rows).splitlines()
+    tail = _summary_lines(frame, hide)
+    room = max(0, height - len(out) - len(tail) - 1)
+    lines = []
+    for v in sorted(show, key=lambda v: rates(v)[2] or rates(v)[3] or 0.0):
+        label, total, last, since = rates(v)
+        rate = last if last is not None else since
+        lines.append(
+            f"  pid {v.entry.pid} {_role_of(v)}: "
+            f"{label} {total}, {fmt_rate(rate)}"
+            + (f", in {safe_name(v.open_phase)}" if v.open_phase else "")
+        )
+    if len(lines) > room:
+        keep = max(0, room - 1)
+        lines = lines[:keep] + [f"  ... {len(lines) - keep} more processes"]
+    out += ["processes (slowest first):", *lines] if lines and room > 1 else []
+    out += tail
+    return [ln[:width] for ln in out[:height]]
+
+
+def render_text(frame: Frame, width: int | None = None, height: int | None = None) -> str:
+    """Plain-text rendering (no terminal library needed). With ``width`` and ``height``
+    (a terminal's size), a frame too big for it is shown compact: the merged view, one
+    line per process and the slowest worker named, cut to fit."""
+    lines = _full_text(frame)
+    if width is not None and height is not None:
+        if len(lines) > height or any(len(ln) > width for ln in lines):
+            lines = _compact_text(frame, width, height)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _notes(frame: Frame) -> list[str]:
@@ -474,19 +635,15 @@ def render_rich(frame: Frame) -> Any:
             t.add_row(*(Text(c) for c in row[:-1]), style="dim" if row[0] == STEP else None)
         return t
 
-    for v in frame.processes:
+    show, hide = shown(frame)
+    for v in show:
         if v.snapshot is None:
             parts.append(Text(_headline(v), style="red"))
             continue
         parts.append(table(_headline(v), v.snapshot, v.window, _footer(v.snapshot).strip()))
-    if frame.merged is not None:
-        rate = frame.merged.summary().steps_per_s
-        title = f"merged: {len(frame.processes)} segments | {fmt_rate(rate)} since start"
-        if frame.merged_window is not None:
-            title += f" | {fmt_rate(frame.merged_window.summary().steps_per_s)} last window"
+    if frame.merged is not None and len(show) > 1:
+        title = _merged_head(frame)
         parts.append(table(title, frame.merged, frame.merged_window, _footer(frame.merged).strip()))
-    for line in _notes(frame):
+    for line in _summary_lines(frame, hide):
         parts.append(Text(line, style="yellow"))
-    if not parts:
-        parts.append(Text(f"no gyreprof live segments in {lay.segment_dir()}", style="yellow"))
     return Group(*parts)

@@ -26,7 +26,13 @@ counts).
 
 from __future__ import annotations
 
-from gyreprof.analysis.parallelism.census import Census, ProcessGroup, ProcessInfo, census
+from gyreprof.analysis.parallelism.census import (
+    Census,
+    ProcessGroup,
+    ProcessInfo,
+    ThreadInfo,
+    census,
+)
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.findings import (
     Finding,
@@ -50,6 +56,7 @@ __all__ = [
     "ProcessGroup",
     "ProcessInfo",
     "THREAD_ENV_VARS",
+    "ThreadInfo",
     "ThroughputComparison",
     "WorkerThreads",
     "WorkerRecord",

@@ -26,13 +26,61 @@ import psutil
 from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
 from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
+from gyreprof._threadname import OWN_PREFIX
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
 
 CENSUS_FORMAT = "gyreprof.census/1"
+# what a process is that builds a role's envs and steps them itself (no worker process)
+INLINE = "main process, envs inline"
 
-__all__ = ["CENSUS_FORMAT", "Census", "ProcessGroup", "ProcessInfo", "census"]
+__all__ = ["CENSUS_FORMAT", "Census", "ProcessGroup", "ProcessInfo", "ThreadInfo", "census"]
+
+
+# A thread runnable (on a CPU or waiting for one) at least this share of the
+# observation is busy: it competes for a core. Counted whatever else loads the
+# machine, since the time it waited for a CPU counts as well as the time it ran.
+BUSY_SHARE = 0.5
+# Less CPU than this over the observation: the thread did not run (an idle pool).
+RAN_CPU_S = 0.002
+
+
+@serial_derived("busy", "ran", "own")
+@dataclass(frozen=True)
+class ThreadInfo:
+    """One OS thread of a process over the census observation.
+
+    ``cpu_s`` is the CPU time it used during the observation (over its lifetime
+    when the census was taken with ``interval_s=0``); ``runnable_s`` adds the time
+    it waited for a CPU (``/proc/PID/task/TID/schedstat``; ``None`` where the kernel
+    does not keep it) and ``span_s`` is the time observed (the interval, or the
+    thread's age).
+    """
+
+    tid: int
+    name: str
+    cpu_s: float
+    runnable_s: float | None
+    span_s: float
+
+    @property
+    def own(self) -> bool:
+        """A gyreprof helper thread (named ``gyreprof-...``): never the user's."""
+        return self.name.startswith(OWN_PREFIX)
+
+    @property
+    def ran(self) -> bool:
+        """It used CPU during the observation."""
+        return self.cpu_s >= RAN_CPU_S
+
+    @property
+    def busy(self) -> bool:
+        """Runnable (running, or waiting for a CPU) at least half of the observation."""
+        if self.span_s <= 0:
+            return False
+        used = self.runnable_s if self.runnable_s is not None else self.cpu_s
+        return used >= BUSY_SHARE * self.span_s and self.ran
 
 
 @serial_derived("role", "label")
@@ -67,6 +115,14 @@ class ProcessInfo:
     # gyreprof live segments this process publishes: "name: phases, N steps"
     live: tuple[str, ...] = ()
     main_envs: WorkerRecord | None = None
+    # its OS threads over the observation (None when /proc could not be read)
+    threads: tuple[ThreadInfo, ...] | None = None
+
+    def user_threads(self) -> list[ThreadInfo] | None:
+        """Its threads but gyreprof's own, or ``None`` when they could not be read."""
+        if self.threads is None:
+            return None
+        return [t for t in self.threads if not t.own]
 
     @property
     def role(self) -> str | None:
@@ -233,7 +289,7 @@ class Census:
         if mains:
             envs = sum(p.main_envs.registrations for p in mains if p.main_envs is not None)
             where = "the main process" if len(mains) == 1 else f"{len(mains)} main processes"
-            text += ", and " if workers else "; "
+            text += ", and " if workers else f"; {INLINE}: "
             text += f"{plural(envs, 'env')} built in {where} "
             text += f"(pid{'s' if len(mains) > 1 else ''} {fmt_pids([p.pid for p in mains])})"
         return text
@@ -306,21 +362,30 @@ class Census:
             )
         lines += _table(rows, right={0, 2, 3, 4})
         lines.append("")
-        rows = [["pid", "ppid", "role", "state", "threads", "cpu", "rss", "command"]]
+        rows = [["pid", "ppid", "role", "state", "threads", "busy", "cpu", "rss", "command"]]
         for p in self.processes:
+            user = p.user_threads()
             rows.append(
                 [
                     str(p.pid),
                     "?" if p.ppid is None else str(p.ppid),
-                    _role_cell(p),
+                    _role_cell(p, self),
                     p.status or "?",
                     "?" if p.num_threads is None else str(p.num_threads),
+                    "?" if user is None else str(sum(1 for t in user if t.busy)),
                     _fmt_cpu(p.cpu_percent),
                     "?" if p.rss_bytes is None else fmt_bytes(p.rss_bytes),
                     shorten(p.command, 70),
                 ]
             )
-        lines += _table(rows, right={0, 1, 4, 5, 6})
+        lines += _table(rows, right={0, 1, 4, 5, 6, 7})
+        observed = (
+            f"the {self.interval_s:g} s observed" if self.interval_s > 0 else "their lifetime"
+        )
+        lines.append(
+            f"  busy: threads runnable (running or waiting for a CPU) at least half of {observed}"
+            ", gyreprof's own left out"
+        )
         for role in sorted(self.main_envs()):
             lines.append(f"  {role}: {self.describe_role(role)}")
         for p in self.processes:
@@ -384,11 +449,86 @@ def _cpu_seconds(proc: psutil.Process, errors: list[str]) -> float | None:
     return None if times is None else float(times.user + times.system)
 
 
+# (name, cpu ns, run-queue wait ns or None, start in s since boot) per tid
+_ThreadSample = dict[int, tuple[str, int, int | None, float]]
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _thread_sample(pid: int) -> _ThreadSample | None:
+    """Per-thread CPU and run-queue wait of ``pid`` from /proc; ``None`` where unreadable."""
+    base = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    out: _ThreadSample = {}
+    for name in tids:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{base}/{name}/stat", "rb") as f:
+                stat_line = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue  # the thread exited
+        lp, rp = stat_line.find("("), stat_line.rfind(")")
+        fields = stat_line[rp + 2 :].split()
+        if lp < 0 or rp < 0 or len(fields) < 20:
+            continue
+        comm = stat_line[lp + 1 : rp]
+        cpu_ns = int((int(fields[11]) + int(fields[12])) * _TICK_S * 1e9)
+        start_s = int(fields[19]) * _TICK_S
+        wait_ns: int | None = None
+        try:
+            with open(f"{base}/{name}/schedstat", "rb") as f:
+                parts = f.read().split()
+            cpu_ns, wait_ns = int(parts[0]), int(parts[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        out[int(name)] = (comm, cpu_ns, wait_ns, start_s)
+    return out
+
+
+def _uptime_s() -> float | None:
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _thread_infos(
+    before: _ThreadSample | None, after: _ThreadSample | None, interval_s: float
+) -> tuple[ThreadInfo, ...] | None:
+    """Threads over the observation: the difference of two samples, or (``interval_s``
+    0) each thread's lifetime totals."""
+    if after is None:
+        return None
+    up = _uptime_s() if interval_s <= 0 else None
+    out: list[ThreadInfo] = []
+    for tid, (comm, cpu_ns, wait_ns, start_s) in sorted(after.items()):
+        if interval_s > 0:
+            if before is None:
+                return None
+            prev = before.get(tid)
+            # a thread born during the observation: all it used, it used in it
+            cpu0, wait0 = (prev[1], prev[2]) if prev is not None else (0, 0)
+            cpu = max(0, cpu_ns - cpu0)
+            wait = None if wait_ns is None or wait0 is None else max(0, wait_ns - wait0)
+            span = interval_s
+        else:
+            cpu, wait = cpu_ns, wait_ns
+            span = max(0.0, up - start_s) if up is not None else 0.0
+        runnable = None if wait is None else (cpu + wait) / 1e9
+        out.append(ThreadInfo(tid, comm, cpu / 1e9, runnable, span))
+    return tuple(out)
+
+
 def _read_process(
     proc: psutil.Process,
     cpu_before_s: float | None,
     interval_s: float,
     worker: WorkerRecord | None,
+    threads_before: _ThreadSample | None = None,
 ) -> ProcessInfo:
     """Everything the census shows about one process; raises ``_Vanished`` if it exited."""
     errors: list[str] = []
@@ -408,7 +548,9 @@ def _read_process(
         elif interval_s == 0 and create_time is not None:
             age = max(time.time() - float(create_time), 1e-3)
             cpu_percent = cpu_s / age * 100.0
+    threads = _thread_infos(threads_before, _thread_sample(proc.pid), interval_s)
     if status == psutil.STATUS_ZOMBIE:
+        threads = None
         errors = [e for e in errors if not e.endswith("zombie")]
         errors.append("zombie: exited, not yet reaped by its parent")
     return ProcessInfo(
@@ -424,6 +566,7 @@ def _read_process(
         create_time_s=float(create_time) if create_time is not None else 0.0,
         worker=worker,
         error="; ".join(errors) or None,
+        threads=threads,
     )
 
 
@@ -454,6 +597,11 @@ def census(
     procs, limits = _tree(pid, notes)
     vanished: list[int] = []
     before, create_times = _first_reading(procs, interval_s, vanished)
+    thread_before = (
+        {p.pid: _thread_sample(p.pid) for p in procs if p.pid not in vanished}
+        if interval_s > 0
+        else {}
+    )
     if interval_s > 0:
         time.sleep(interval_s)
     workers, problems = read_registry(create_times, directory)
@@ -463,7 +611,13 @@ def census(
         if proc.pid in vanished:
             continue
         try:
-            info = _read_process(proc, before.get(proc.pid), interval_s, workers.get(proc.pid))
+            info = _read_process(
+                proc,
+                before.get(proc.pid),
+                interval_s,
+                workers.get(proc.pid),
+                thread_before.get(proc.pid),
+            )
         except _Vanished:
             vanished.append(proc.pid)
             continue
@@ -552,11 +706,14 @@ def _with_live_segments(infos: list[ProcessInfo], notes: list[str]) -> list[Proc
     return [replace(p, live=tuple(found[p.pid])) if p.pid in found else p for p in infos]
 
 
-def _role_cell(p: ProcessInfo) -> str:
+def _role_cell(p: ProcessInfo, c: Census) -> str:
     if p.role is not None:
         return p.role
     if p.main_envs is not None:
-        return f"main ({plural(p.main_envs.registrations, p.main_envs.role + ' env')})"
+        envs = plural(p.main_envs.registrations, p.main_envs.role + " env")
+        if not c.workers(p.main_envs.role):
+            return f"{INLINE} ({envs})"
+        return f"main ({envs})"
     return "-"
 
 
@@ -579,9 +736,12 @@ def _split_main_envs(infos: list[ProcessInfo]) -> list[ProcessInfo]:
     their main process (``AsyncVectorEnv`` builds one env in the parent before
     it starts the workers). A process that built several envs of a role no
     other process holds, and is not a multiprocessing child, runs them inline
-    (``SyncVectorEnv``): no worker processes. Either way its registration moves
-    from ``worker`` to ``main_envs``. One registration in a process alone is a
-    worker (a learner, or a one-env sampler).
+    (``SyncVectorEnv``): no worker processes. So does a process, not a
+    multiprocessing child, where ``gyreprof run`` registered a vector env's envs
+    after its ``__init__``: a one-env ``SyncVectorEnv`` stepped by the main program
+    is the main process running its envs inline, not an env worker. Either way its
+    registration moves from ``worker`` to ``main_envs``. One registration by the
+    user in a process alone is a worker (a learner, or a one-env sampler).
     """
     parents = {p.pid: p.ppid for p in infos}
     holders: dict[str, list[ProcessInfo]] = {}
@@ -595,8 +755,9 @@ def _split_main_envs(infos: list[ProcessInfo]) -> list[ProcessInfo]:
             mains.update(a for a in _ancestors(p.pid, parents) if a in pids)
         if len(procs) == 1:
             only = procs[0].worker
-            if only is not None and only.registrations > 1 and only.process_name is None:
-                mains.add(procs[0].pid)
+            if only is not None and only.process_name is None:
+                if only.registrations > 1 or only.run_registrations > 0:
+                    mains.add(procs[0].pid)
     return [replace(p, worker=None, main_envs=p.worker) if p.pid in mains else p for p in infos]
 
 

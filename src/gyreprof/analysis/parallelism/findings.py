@@ -3,9 +3,17 @@
 ``check_parallelism(pid, expected={role: n}, config={key: value})`` compares
 the census of the tree under ``pid`` with what was intended: worker counts
 (envs built in the main process are told apart from worker processes), the
-config the workers actually read, oversubscription (workers × threads per
-worker beyond the cores the process may use) and, when sampled, workers that
-used no CPU. Each problem is a :class:`Finding` with the numbers behind it.
+config the workers actually read and, when sampled, workers that used no CPU.
+Each problem is a :class:`Finding` with the numbers behind it; ``ok`` says
+there is none: the parallelism took effect.
+
+Threads are judged by what ran. The census reads each thread's CPU time and
+run-queue wait twice over the observation; a thread runnable at least half of
+it is busy. Oversubscription (busy threads across the workers beyond the cores
+the process may use) and workers running more busy threads than the
+``num_threads`` they declared are *warnings*, beside ``ok``: the workers run, only
+slower. A pool that never ran is a note, and gyreprof's own threads (named
+``gyreprof-...``) are never counted.
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ PARALLELISM_FORMAT = "gyreprof.parallelism/1"
 
 # Less CPU than one scheduler tick (10 ms) over the sampling interval counts as "no CPU".
 _IDLE_CPU_S = 0.005
+# With the threads' own nanosecond counts (schedstat): a worker stepping CartPole ten
+# times a second uses more than this; one blocked in a read uses microseconds.
+_IDLE_THREAD_CPU_S = 0.0005
 
 
 @dataclass(frozen=True)
@@ -58,11 +69,23 @@ class Finding:
 
 @dataclass(frozen=True)
 class WorkerThreads:
-    """Threads one worker runs numeric work with, and where the number came from
-    (``"thread pool size"`` or ``"OS threads"``)."""
+    """Threads one worker competes for the CPUs with, and where the number came from.
+
+    ``source`` is ``"busy threads"`` (threads runnable at least half of the
+    observation, gyreprof's own left out: the measured answer), else, where the
+    threads could not be read, ``"declared num_threads"`` (``register_worker(...,
+    num_threads=N)``), ``"thread pool size"`` or ``"OS threads"``. ``ran`` counts the
+    user's threads that used any CPU, ``declared`` and ``pool`` are the declared
+    count and the largest BLAS/OpenMP/torch pool the worker registered, ``own`` the
+    gyreprof threads left out (``None`` where not known).
+    """
 
     threads: int
     source: str
+    ran: int | None = None
+    declared: int | None = None
+    pool: int | None = None
+    own: int | None = None
 
     def __iter__(self) -> Iterator[int | str]:
         """``threads, source = w``: the ``(threads, source)`` pair this used to be."""
@@ -97,6 +120,9 @@ class ParallelismReport:
     threads_per_worker: dict[int, WorkerThreads]
     census: Census
     main_envs: dict[str, int] = field(default_factory=dict)
+    # things that slow the workers down without undoing the parallelism
+    # (oversubscription, more busy threads than declared): printed, not failures
+    warnings: tuple[Finding, ...] = ()
 
     @property
     def findings(self) -> list[str]:
@@ -105,7 +131,8 @@ class ParallelismReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when ok, 1 when there are findings (2 is the CLI's usage error)."""
+        """0 when ok (warnings or not), 1 when there are findings (2 is the CLI's usage
+        error)."""
         return 0 if self.ok else 1
 
     def describe(self, role: str) -> str:
@@ -122,6 +149,10 @@ class ParallelismReport:
     def kinds(self) -> set[str]:
         """The kinds of findings present (``"count"``, ``"config"``, ...)."""
         return {f.kind for f in self.details}
+
+    def warning_kinds(self) -> set[str]:
+        """The kinds of warnings present (``"oversubscription"``, ``"declared"``)."""
+        return {f.kind for f in self.warnings}
 
     @property
     def roles(self) -> dict[str, str]:
@@ -145,6 +176,8 @@ class ParallelismReport:
         head = f"parallelism check of pid {self.pid}: " + (
             "ok" if self.ok else f"{len(self.details)} finding(s)"
         )
+        if self.warnings:
+            head += f", {plural(len(self.warnings), 'warning')}"
         lines = [head]
         roles = sorted(set(self.expected) | set(self.observed))
         for role in roles:
@@ -154,12 +187,15 @@ class ParallelismReport:
                 + (f"; {want} expected" if want is not None else "")
             )
         if self.threads_total is not None:
+            sources = ", ".join(sorted({w.source for w in self.threads_per_worker.values()}))
             lines.append(
-                f"  threads across workers: {self.threads_total} on {self.census.limits.describe()}"
+                f"  threads across workers: {self.threads_total} ({sources}) on "
+                f"{self.census.limits.describe()}"
             )
         else:
             lines.append(f"  {self.census.limits.describe()}")
         lines += [f"- {msg}" for msg in self.findings]
+        lines += [f"warning: {w.message}" for w in self.warnings]
         lines += [f"note: {n}" for n in self.notes]
         return safe_text("\n".join(lines))
 
@@ -400,14 +436,96 @@ def _config_key_findings(
 
 
 def _threads_per_worker(workers: list[ProcessInfo]) -> dict[int, WorkerThreads]:
+    """Per worker, the threads it competes for the CPUs with.
+
+    Measured where /proc can be read: the user's threads busy during the
+    observation. An idle pool (BLAS/OpenMP threads that never ran) adds nothing,
+    and gyreprof's own threads are left out. Where the threads cannot be read:
+    the declared ``num_threads``, else the pool size, else the OS thread count.
+    """
     out: dict[int, WorkerThreads] = {}
     for p in workers:
-        pool = p.worker.compute_threads() if p.worker is not None else None
-        if pool is not None:
-            out[p.pid] = WorkerThreads(pool, "thread pool size")
+        rec = p.worker
+        declared = rec.declared_threads() if rec is not None else None
+        pool = rec.compute_threads() if rec is not None else None
+        user = p.user_threads()
+        if user is not None and p.threads is not None:
+            busy = sum(1 for t in user if t.busy)
+            ran = sum(1 for t in user if t.ran)
+            own = len(p.threads) - len(user)
+            out[p.pid] = WorkerThreads(busy, "busy threads", ran, declared, pool, own)
+        elif declared is not None:
+            out[p.pid] = WorkerThreads(declared, "declared num_threads", None, declared, pool)
+        elif pool is not None:
+            out[p.pid] = WorkerThreads(pool, "thread pool size", None, declared, pool)
         elif p.num_threads is not None:
-            out[p.pid] = WorkerThreads(p.num_threads, "OS threads")
+            out[p.pid] = WorkerThreads(p.num_threads, "OS threads", None, declared, pool)
     return out
+
+
+def _declared_warnings(
+    workers: list[ProcessInfo], per_worker: dict[int, WorkerThreads]
+) -> list[Finding]:
+    """Workers that ran more busy threads than the ``num_threads`` they declared."""
+    over = {
+        pid: w
+        for pid, w in per_worker.items()
+        if w.source == "busy threads" and w.declared is not None and w.threads > w.declared
+    }
+    if not over:
+        return []
+    labels = {p.pid: p.label for p in workers}
+    pids = sorted(over)
+    declared = sorted({w.declared for w in over.values() if w.declared is not None})
+    busy = max(w.threads for w in over.values())
+    who = "/".join(sorted({labels.get(pid, "?") for pid in pids}))
+    return [
+        Finding(
+            "declared",
+            f"{plural(len(pids), who + ' process', who + ' processes')} (pids {fmt_pids(pids)}) "
+            f"declared num_threads={'/'.join(map(str, declared))} but ran up to {busy} busy "
+            "threads: the cap did not reach every library (OMP_NUM_THREADS and "
+            "threadpoolctl.threadpool_limits cover BLAS/OpenMP, torch.set_num_threads torch)",
+            {"pids": pids, "declared": declared, "busy_max": busy},
+        )
+    ]
+
+
+def _thread_notes(
+    c: Census, workers: list[ProcessInfo], per_worker: dict[int, WorkerThreads]
+) -> list[str]:
+    """Idle pools (mentioned, not counted) and gyreprof's own threads (left out)."""
+    notes: list[str] = []
+    span_s = f"the {c.interval_s:g} s observed" if c.interval_s > 0 else "their lifetime"
+    idle: dict[tuple[int, int], list[int]] = {}
+    for pid, w in per_worker.items():
+        if w.source == "busy threads" and w.pool is not None and w.ran is not None:
+            if w.pool > max(w.ran, 1):
+                idle.setdefault((w.pool, w.ran), []).append(pid)
+    labels = {p.pid: p.label for p in workers}
+    for (pool, ran), pids in sorted(idle.items()):
+        who = "/".join(sorted({labels.get(pid, "?") for pid in pids}))
+        notes.append(
+            f"idle thread pool, not counted: {plural(len(pids), who + ' process', who + ' processes')}"
+            f" (pids {fmt_pids(sorted(pids))}) hold a thread pool of {pool} threads "
+            f"(BLAS/OpenMP/torch) of which {ran} ran during {span_s}"
+        )
+    own = {pid: w.own for pid, w in per_worker.items() if w.own}
+    if own:
+        names = sorted(
+            {
+                t.name
+                for p in workers
+                if p.pid in own and p.threads is not None
+                for t in p.threads
+                if t.own
+            }
+        )
+        notes.append(
+            f"gyreprof's own threads ({', '.join(names)}) not counted: "
+            f"{sum(own.values())} in {plural(len(own), 'worker')}"
+        )
+    return notes
 
 
 def _oversubscription_findings(
@@ -429,6 +547,8 @@ def _oversubscription_findings(
     roles = sorted({p.label for p in workers if p.pid in per_worker})
     who = f"{n_workers} {'/'.join(roles)} {'process' if n_workers == 1 else 'processes'}"
     each = f"{hi} thread{'s' if hi != 1 else ''}" if lo == hi else f"{lo}-{hi} threads"
+    if total == 0:
+        return []
     fit = max(1, int(cores // n_workers)) if n_workers else 1
     if hi > 1:
         advice = (
@@ -462,14 +582,17 @@ def _oversubscription_findings(
     ]
 
 
+def _used_no_cpu(p: ProcessInfo, interval_s: float) -> bool:
+    """Per thread (nanosecond counts) where /proc has them, else the process's tick counts."""
+    if p.threads is not None:
+        return sum(t.cpu_s for t in p.threads) < _IDLE_THREAD_CPU_S
+    return p.cpu_percent is not None and p.cpu_percent / 100.0 * interval_s < _IDLE_CPU_S
+
+
 def _idle_findings(c: Census, workers: list[ProcessInfo]) -> list[Finding]:
     if c.interval_s <= 0:
         return []
-    idle = [
-        p
-        for p in workers
-        if p.cpu_percent is not None and p.cpu_percent / 100.0 * c.interval_s < _IDLE_CPU_S
-    ]
+    idle = [p for p in workers if _used_no_cpu(p, c.interval_s)]
     if not idle:
         return []
     roles = "/".join(sorted({p.label for p in idle}))
@@ -506,12 +629,14 @@ def check_parallelism(
       (``OMP_NUM_THREADS`` & co., ``torch_num_threads``,
       ``torch_num_interop_threads``, ``blas_num_threads``). ``"1"``, ``1`` and
       ``1.0`` compare equal.
-    * Oversubscription — the sum of threads per worker (thread-pool size from
-      the registration where known, else the OS thread count) above
-      ``max_threads_per_core`` × cores available (CPU affinity and cgroup
-      quota of ``pid``).
-    * ``sample_s > 0`` samples CPU use twice, that far apart, and reports
-      workers that used none.
+    * Oversubscription, a warning — the sum of busy threads per worker (the
+      user's threads runnable at least half of the observation; where /proc
+      cannot be read, the declared ``num_threads``, else the pool size, else
+      the OS thread count) above ``max_threads_per_core`` × cores available
+      (CPU affinity and cgroup quota of ``pid``). A worker that declared
+      ``num_threads=N`` and ran more busy threads is a warning too.
+    * ``sample_s > 0`` observes for that long (two readings) and reports
+      workers that used no CPU; ``0`` judges the threads over their lifetimes.
 
     ``census_result`` reuses an existing census instead of taking one.
     Raises ``ProcessLookupError`` for a pid that does not exist and
@@ -540,13 +665,15 @@ def check_parallelism(
     details: list[Finding] = []
     details += _count_findings(c, expected_, observed, matched)
     details += _config_findings(c, workers, intended)
-    details += _oversubscription_findings(c, workers, per_worker, float(max_threads_per_core))
     details += _idle_findings(c, workers)
+    warnings = _oversubscription_findings(c, workers, per_worker, float(max_threads_per_core))
+    warnings += _declared_warnings(workers, per_worker)
 
-    notes = _notes(c, zombies)
+    notes = _notes(c, zombies) + _thread_notes(c, workers, per_worker)
     return ParallelismReport(
         pid=c.pid,
         ok=not details,
+        warnings=tuple(warnings),
         observed=observed,
         expected=expected_,
         config=intended,

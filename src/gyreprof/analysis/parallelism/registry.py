@@ -234,6 +234,11 @@ class WorkerRecord:
     os_threads: int | None = None
     process_name: str | None = None
     registrations: int = 1
+    # envs registered by the user's own calls (None in entries written before this was
+    # kept: all of them) and by ``gyreprof run`` itself (config registered_by=_RUN_MARK);
+    # both count the same envs, so ``registrations`` is the larger of the two
+    user_registrations: int | None = None
+    run_registrations: int = 0
     # where the record was read from: not part of its value, not written
     path: str | None = field(default=None, compare=False, metadata={"serial": False})
 
@@ -252,6 +257,19 @@ class WorkerRecord:
         if self.torch_threads:
             sizes.append(self.torch_threads)
         return max(sizes) if sizes else None
+
+    def declared_threads(self) -> int | None:
+        """The ``num_threads`` the user's ``register_worker(..., num_threads=N)`` declared
+        (an int >= 1), else ``None``. ``gyreprof run``'s own registration records torch's
+        pool size under that key: a pool size, not a declaration, so it does not count."""
+        if self.user_registrations == 0:
+            return None
+        n = self.config.get("num_threads")
+        if isinstance(n, str) and n.strip().isdigit():
+            n = int(n)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            return None
+        return n
 
     def lookup(self, key: str) -> tuple[bool, Any]:
         """The value this worker runs with for ``key``: its config, then its thread settings.
@@ -514,7 +532,7 @@ def register_worker(
     path = _entry_path(directory, pid)
     with _register_lock:  # envs built in several threads of one process count each
         previous = _own_entry(path, create_time)
-        same_role = previous is not None and previous.role == role
+        role, clean, user_n, run_n = _merge_registration(previous, role, clean)
         threads = _thread_settings()
         record = WorkerRecord(
             pid=pid,
@@ -528,12 +546,43 @@ def register_worker(
             threadpools=threads["threadpools"],
             os_threads=me.num_threads(),
             process_name=_process_name(),
-            registrations=previous.registrations + 1 if same_role and previous else 1,
+            registrations=max(user_n, run_n),
+            user_registrations=user_n,
+            run_registrations=run_n,
             path=str(path),
         )
         _write_entry(directory, path, record)
     _install_atexit(directory)
     return record
+
+
+# gyreprof run registers vector-env workers itself (integrations/_auto/workers.py)
+_RUN_MARK = "gyreprof run"
+
+
+def _merge_registration(
+    previous: WorkerRecord | None, role: str, config: dict[str, Any]
+) -> tuple[str, dict[str, Any], int, int]:
+    """(role, config, user registrations, run registrations) after one more call.
+
+    ``gyreprof run`` registers the same envs the user's own calls do (at worker start,
+    and after a vector env's ``__init__`` in the main process): each kind is counted
+    apart, and a run's registration never replaces the role or config the user gave.
+    """
+    by_run = config.get("registered_by") == _RUN_MARK
+    if previous is None:
+        return role, config, 0 if by_run else 1, 1 if by_run else 0
+    user_n = previous.user_registrations
+    if user_n is None:  # written before the two were kept apart: all the user's
+        user_n = previous.registrations
+    run_n = previous.run_registrations
+    if by_run:
+        run_n = run_n + 1 if previous.role == role or user_n else 1
+        if user_n:
+            return previous.role, previous.config, user_n, run_n
+        return role, config, 0, run_n
+    user_n = user_n + 1 if user_n and previous.role == role else 1
+    return role, config, user_n, run_n
 
 
 def _own_entry(path: Path, create_time_s: float) -> WorkerRecord | None:
