@@ -158,11 +158,12 @@ def _resolve(command: list[str]) -> list[str] | int:
 
 def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     import gyreprof
+    from gyreprof._io import write_atomic
 
     env = dict(os.environ)
     site = run_dir / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    write_atomic(site / "sitecustomize.py", SITECUSTOMIZE.encode())
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
     env["GYREPROF_RUN_DIR"] = str(run_dir)
@@ -175,6 +176,9 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
 def _save_raw(report: Any, directory: Path) -> list[Path]:
     import json
 
+    from gyreprof._io import check_target, write_atomic
+
+    check_target(directory)  # a link planted at DIR in a shared folder
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for e in report.processes:
@@ -182,10 +186,11 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
             snap = getattr(e, side)
             if snap is not None:
                 path = directory / f"{e.role}-{e.pid}.{side}.snap"
-                path.write_bytes(snap.to_bytes())
+                write_atomic(path, snap.to_bytes())
                 written.append(path)
     index = directory / "processes.json"
-    index.write_text(json.dumps([e.to_dict() for e in report.processes], indent=2) + "\n")
+    text = json.dumps([e.to_dict() for e in report.processes], indent=2) + "\n"
+    write_atomic(index, text.encode())
     written.append(index)
     return written
 
@@ -212,7 +217,14 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="gyreprof-run-"))
     run_id = uuid.uuid4().hex[:12]
     try:
-        env = _environment(run_dir, run_id)
+        try:
+            env = _environment(run_dir, run_id)
+        except OSError as exc:
+            print(
+                f"gyreprof run: cannot prepare the run folder {run_dir}: {exc}; nothing was run",
+                file=sys.stderr,
+            )
+            return 1
         return _run_and_report(args, command, argv, env, run_dir, run_id)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -226,6 +238,7 @@ def _run_and_report(
     run_dir: Path,
     run_id: str,
 ) -> int:
+    from gyreprof._io import write_atomic
     from gyreprof.integrations._auto.collect import collect_run
 
     signals: list[int] = []
@@ -261,7 +274,7 @@ def _run_and_report(
     print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:
-            report.to_json(args.json)
+            write_atomic(Path(args.json), (report.to_json() + "\n").encode())
         except OSError as exc:
             print(f"gyreprof run: --json {args.json}: {exc}", file=sys.stderr)
     if args.html:
@@ -279,8 +292,10 @@ def _write_html(report: Any, path: str, command: list[str]) -> None:
         print(f"gyreprof run: --html {path}: no sampler phases to show", file=sys.stderr)
         return
     try:
+        from gyreprof._io import write_atomic
         from gyreprof.export import html_report
 
-        html_report(report.sampler, path, title="gyreprof run: " + " ".join(command))
+        text = html_report(report.sampler, None, title="gyreprof run: " + " ".join(command))
+        write_atomic(Path(path), str(text).encode("utf-8"))
     except (ImportError, ValueError, OSError) as exc:
         print(f"gyreprof run: --html {path}: {exc}", file=sys.stderr)
