@@ -88,3 +88,24 @@ def test_json_is_never_left_partial_under_a_file_size_limit(tmp_path: Path) -> N
     assert out.read_text() == '{"old": true}\n'  # the old file, whole: not 4 KB of the new
     assert f"--json {out}" in proc.stderr
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run.json")]
+
+
+# ------------------------------------------------------------- 8: malformed records
+
+
+def test_malformed_records_are_skipped_with_a_note_and_the_exit_code_is_the_commands(
+    tmp_path: Path,
+) -> None:
+    proc, data = gyreprof_run(tmp_path, script("plant_records.py"))
+    assert "PLANTED" in proc.stdout, proc.stderr[-3000:]
+    assert proc.returncode == 7, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    for name in (
+        "1000001.start.json",
+        "1000002.start.json",
+        "1000003.trainer.snap",
+        "1000003.sampler.snap",
+    ):
+        assert f"skipped {name}" in proc.stderr, name
+    assert data is not None and data["exit_code"] == 7
+    assert data["sampler"]["phases"]["env_step"]["count"] == 50  # the real process's

@@ -268,8 +268,17 @@ def _run_and_report(
     if signals:
         names = ", ".join(signal.Signals(s).name for s in signals)
         notes.append(f"gyreprof run received {names} and passed it to the command")
-    report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
     from gyreprof._format import safe_text
+
+    try:
+        report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
+    except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
+        print(
+            f"gyreprof run: the run's records in {run_dir} could not be read "
+            f"({type(exc).__name__}: {safe_text(str(exc))[:300]}); no report",
+            file=sys.stderr,
+        )
+        return exit_code
 
     print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:

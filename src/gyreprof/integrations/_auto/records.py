@@ -17,6 +17,7 @@ Every file is written through a unique temporary name and ``os.replace``.
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +75,27 @@ class ProcessRecord:
 
 
 def read_record(path: Path) -> ProcessRecord:
-    with open(path, "rb") as f:
-        data = f.read(_MAX_RECORD_BYTES + 1)
+    """The record in ``path``; OSError, or ValueError for anything that is not one (also
+    a nested, huge or non-finite JSON that the parser itself chokes on)."""
+    import os
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{path}: not a regular file, not a run record")
+            data = f.read(_MAX_RECORD_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(data) > _MAX_RECORD_BYTES:
         raise ValueError(f"{path}: larger than {_MAX_RECORD_BYTES} bytes, not a run record")
-    return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
+    try:
+        return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        raise
+    except (RecursionError, OverflowError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(f"malformed gyreprof run record: {type(exc).__name__}") from None
 
 
 def start_path(run_dir: Path, pid: int) -> Path:
