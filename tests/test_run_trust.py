@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers.run_scripts.runhelp import gyreprof_run, script
+from helpers.run_scripts.runhelp import gyreprof_popen, gyreprof_run, script
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(
@@ -109,3 +110,149 @@ def test_malformed_records_are_skipped_with_a_note_and_the_exit_code_is_the_comm
         assert f"skipped {name}" in proc.stderr, name
     assert data is not None and data["exit_code"] == 7
     assert data["sampler"]["phases"]["env_step"]["count"] == 50  # the real process's
+
+
+# ------------------------------------------------------------- 3, 9: signals
+
+
+def _read_until(fd: int, token: bytes, buf: bytearray, timeout: float = 60) -> bool:
+    import select
+    import time
+
+    end = time.monotonic() + timeout
+    while token not in buf and time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the terminal's other side closed
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return token in buf
+
+
+def test_one_ctrl_c_on_a_terminal_is_one_sigint_for_the_command(tmp_path: Path) -> None:
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def controlling_terminal() -> None:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    argv = [sys.executable, "-m", "gyreprof", "run", "--", script("count_sigint.py")]
+    proc = subprocess.Popen(
+        argv,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=controlling_terminal,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        cwd=tmp_path,
+    )
+    os.close(slave)
+    buf = bytearray()
+    try:
+        assert _read_until(master, b"READY", buf), buf.decode(errors="replace")
+        os.write(master, b"\x03")  # the terminal's ^C: SIGINT to its foreground group
+        assert _read_until(master, b"wall time", buf), buf.decode(errors="replace")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    out = buf.decode(errors="replace")
+    assert "SIGINTS 1" in out, out
+    assert "from the terminal" in out
+
+
+def _proc_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int, timeout: float = 30) -> bool:
+    import time
+
+    end = time.monotonic() + timeout
+    while not _proc_gone(pid) and time.monotonic() < end:
+        time.sleep(0.02)
+    return _proc_gone(pid)
+
+
+def _start_forever(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, int]:
+    """forever.py under gyreprof run, with the run folder in tmp_path/tmp: (launcher, its
+    JSON, the run folder, the command's pid), once the command has recorded."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    proc, out = gyreprof_popen(tmp_path, script("forever.py"), env={"TMPDIR": str(tmpdir)})
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "READY"
+    (run_dir,) = tmpdir.glob("gyreprof-run-*")
+    (start,) = run_dir.glob("*.start.json")
+    return proc, out, run_dir, int(start.name.split(".")[0])
+
+
+def test_sighup_to_the_launcher_is_passed_on_and_the_report_printed(tmp_path: Path) -> None:
+    proc, out, run_dir, child = _start_forever(tmp_path)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if not _proc_gone(child):
+            os.kill(child, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGHUP, err[-3000:]
+    assert "received SIGHUP and passed it to the command" in err
+    assert json.loads(out.read_text())["processes"][0]["contributed"]
+    assert not run_dir.exists()
+
+
+def test_a_killed_launcher_takes_the_command_with_it_and_its_folder_goes_next_run(
+    tmp_path: Path,
+) -> None:
+    proc, _, run_dir, child = _start_forever(tmp_path)
+    try:
+        proc.kill()
+        proc.wait(timeout=30)
+        assert _wait_gone(child), "the command outlived the killed launcher"
+    finally:
+        if not _proc_gone(child):
+            os.kill(child, signal.SIGKILL)
+    assert run_dir.exists()
+    nxt = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "run", "--", sys.executable, "-c", "pass"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(run_dir.parent)},
+    )
+    assert nxt.returncode == 0, nxt.stderr[-3000:]
+    assert not run_dir.exists()
+    assert not list(run_dir.parent.glob("gyreprof-run-*"))
+
+
+def test_sigterm_to_the_launcher_keeps_every_async_vector_env_workers_data(
+    tmp_path: Path,
+) -> None:
+    proc, out = gyreprof_popen(tmp_path, script("async_forever.py"))
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    data = json.loads(out.read_text())
+    roles = [p["role"] for p in data["processes"]]
+    assert roles.count("env_worker") == 4, data["processes"]
+    assert all(p["contributed"] for p in data["processes"]), data["processes"]

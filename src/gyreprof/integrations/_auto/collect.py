@@ -191,7 +191,7 @@ def _read_live(run_id: str, pids: set[int]) -> dict[int, dict[str, Any]]:
         side = names.get(e.name or "")
         if side is None:
             continue
-        if e.pid in pids and not e.alive:
+        if e.pid in pids:  # a live one: a process still running after the launcher's wait
             try:
                 snap = gp.live.attach(e.path).snapshot()
                 slot = out.setdefault(e.pid, {})
