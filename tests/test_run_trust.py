@@ -256,3 +256,48 @@ def test_sigterm_to_the_launcher_keeps_every_async_vector_env_workers_data(
     roles = [p["role"] for p in data["processes"]]
     assert roles.count("env_worker") == 4, data["processes"]
     assert all(p["contributed"] for p in data["processes"]), data["processes"]
+
+
+# ------------------------------------------------------------- 6: no silent data loss
+
+
+def test_each_image_of_an_exec_chain_has_its_own_record(tmp_path: Path) -> None:
+    proc, data = gyreprof_run(tmp_path, script("exec_chain.py"), "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("IMAGE") == 3
+    assert data is not None
+    assert data["sampler"]["phases"]["env_step"]["count"] == 1500
+    sources = sorted(p["source"] for p in data["processes"])
+    assert sources == ["before exec", "before exec", "exit"], data["processes"]
+
+
+def test_a_forked_child_leaving_by_os_exit_saves(tmp_path: Path) -> None:
+    proc, data = gyreprof_run(tmp_path, script("fork_exit.py"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None
+    assert data["sampler"]["phases"]["env_step"]["count"] == 500, data["processes"]
+    # saved by the child itself (not recovered from a live segment it happened to leave)
+    assert sorted(p["source"] for p in data["processes"]) == ["exit", "os-exit"]
+
+
+@as_root
+def test_a_failed_save_keeps_the_live_segment_and_says_where(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs: {mounted.stderr.decode(errors='replace')}")
+    try:
+        proc, data = gyreprof_run(tmp_path, script("fill_disk.py"), env={"TMPDIR": str(small)})
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+    assert "FULL" in proc.stdout, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "could not save its profile" in proc.stderr
+    assert "stay in its live segment" in proc.stderr
+    assert data is not None
+    (main,) = data["processes"]
+    assert main["contributed"] and main["source"] == "live segment", main
+    assert data["sampler"]["phases"]["env_step"]["count"] == 200

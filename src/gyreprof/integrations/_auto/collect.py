@@ -264,6 +264,29 @@ def _skipped(notes: list[str] | None, path: Path, exc: BaseException) -> None:
         notes.append(line)
 
 
+def _exec_images(run_dir: Path, notes: list[str], main_pid: int | None) -> list[ProcessEntry]:
+    """The images that a process replaced by ``exec`` saved first (``<pid>-x<token>``)."""
+    out = []
+    for p in sorted(run_dir.glob("*-x*.done.json")):
+        key = p.name[: -len(".done.json")]
+        pid = rec.parse_exec_key(key)
+        if pid is None:
+            continue
+        try:
+            record = rec.read_record(p)
+        except (OSError, ValueError) as exc:
+            _skipped(notes, p, exc)
+            continue
+        if record.pid != pid:
+            _skipped(notes, p, ValueError(f"it names pid {record.pid}"))
+            continue
+        role = "main" if main_pid is not None and pid == main_pid else record.role
+        sampler = _load_snap(rec.snap_path(run_dir, key, "sampler"), "sampler", notes)
+        trainer = _load_snap(rec.snap_path(run_dir, key, "trainer"), "trainer", notes)
+        out.append(ProcessEntry(pid, role, True, "before exec", record.loops, sampler, trainer))
+    return out
+
+
 def _pids(run_dir: Path, suffix: str) -> set[int]:
     out = set()
     for p in run_dir.glob(f"*{suffix}"):
@@ -331,6 +354,7 @@ def collect_run(
         else:
             entry = ProcessEntry(pid, role, False, "none")
         entries.append(entry)
+    entries += _exec_images(run_dir, all_notes, main_pid)
     got = [e for e in entries if e.contributed]
     sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
     trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)

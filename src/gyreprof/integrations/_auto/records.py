@@ -98,16 +98,32 @@ def read_record(path: Path) -> ProcessRecord:
         raise ValueError(f"malformed gyreprof run record: {type(exc).__name__}") from None
 
 
-def start_path(run_dir: Path, pid: int) -> Path:
+def start_path(run_dir: Path, pid: int | str) -> Path:
     return run_dir / f"{pid}.start.json"
 
 
-def done_path(run_dir: Path, pid: int) -> Path:
+def done_path(run_dir: Path, pid: int | str) -> Path:
     return run_dir / f"{pid}.done.json"
 
 
-def snap_path(run_dir: Path, pid: int, side: str) -> Path:
+def snap_path(run_dir: Path, pid: int | str, side: str) -> Path:
     return run_dir / f"{pid}.{side}.snap"
+
+
+def exec_key(pid: int) -> str:
+    """The record name of a process image replaced by ``exec`` (the new image keeps the pid's
+    own name): ``<pid>-x<random hex>``."""
+    import secrets
+
+    return f"{pid}-x{secrets.token_hex(6)}"
+
+
+def parse_exec_key(key: str) -> int | None:
+    """The pid in an :func:`exec_key`, or None."""
+    head, sep, tail = key.partition("-x")
+    if not sep or not (head.isascii() and head.isdigit()) or not tail.isalnum():
+        return None
+    return int(head)
 
 
 def segment_name(run_id: str, side: str) -> str:
