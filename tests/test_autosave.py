@@ -252,3 +252,44 @@ def test_save_autosave_returns_the_path_and_overwrites_atomically(tmp_path: Path
     assert steps_in(path) == 9  # the 10th step is still open
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     assert gp.Profiler(["env"]).save_autosave() is None
+
+
+def test_eight_processes_autosaving_to_one_path_lose_nothing(tmp_path: Path) -> None:
+    """8 processes (not forked from one profiler) autosave to the same path at once: the
+    first writes it, the others write a file of their own and say so; 8 x 450 events."""
+    target = tmp_path / "shared.snap"
+    go = tmp_path / "go"
+    body = f"""
+        import os, sys, time
+        import gyreprof as gp
+        prof = gp.Profiler(["x"], autosave={str(target)!r})
+        for _ in range(450):
+            prof.record("x", 1000)
+        open(sys.argv[1], "w").close()
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.005)
+    """
+    script = tmp_path / "many.py"
+    script.write_text(textwrap.dedent(body))
+    ready = [tmp_path / f"ready{i}" for i in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(r)], stderr=subprocess.PIPE, text=True)
+        for r in ready
+    ]
+    try:
+        import time
+
+        deadline = time.monotonic() + 120
+        while not all(r.exists() for r in ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()  # all exit (and save) together
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), errs
+    files = sorted(tmp_path.glob("shared*.snap"))
+    total = sum(load(f).phases["x"].count for f in files)
+    assert total == 8 * 450, [f.name for f in files]
+    assert sum("was written by another process" in e for e in errs) == 7

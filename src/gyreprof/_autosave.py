@@ -130,6 +130,52 @@ def fill_template(template: str, pid: int) -> Path:
     return Path(template.format(pid=pid, host=socket.gethostname()))
 
 
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """What tells one write of ``path`` from another (every write is a new inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class _folder_lock:  # noqa: N801 - used as a function
+    """An exclusive ``flock`` on a folder (its own descriptor) while saves there compare
+    and replace; a no-op where folders cannot be locked."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except (ImportError, OSError):
+            return
+        deadline = time.monotonic() + 5.0  # a stuck holder never keeps a process from ending
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return
+                time.sleep(0.002)
+            except OSError:
+                os.close(fd)
+                return
+        self.fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # releases the lock
+            self.fd = -1
+
+
 # ------------------------------------------------------------------------- writing
 
 
@@ -216,6 +262,14 @@ class AutosaveState:
         self.owner_pid = os.getpid()
         self.fork_marks: dict[int, int] | None = None  # id(rec) -> events+steps at fork
         self.lock = threading.RLock()
+        # the target as this process last knew it (at start, or as it wrote it): a file
+        # there that is neither was written by another process meanwhile
+        self.seen: dict[str, tuple[int, ...] | None] = {}
+        try:
+            first = fill_template(template, self.owner_pid)
+            self.seen[str(first)] = _identity(first)
+        except (OSError, ValueError):
+            pass
 
     def path(self) -> Path | None:
         """Where this process writes, or None (a forked child with an untemplated path)."""
@@ -285,8 +339,25 @@ class AutosaveState:
         if path is None or not self._recorded_since_fork():
             return None
         with self.lock:
-            write_atomic(path, self.encode(path))
-        return path
+            data = self.encode(path)
+            with _folder_lock(path.parent):
+                target = self._claim(path)
+                write_atomic(target, data)
+                self.seen[str(target)] = _identity(target)
+        return target
+
+    def _claim(self, path: Path) -> Path:
+        """``path``, or a name of this process's own when another process wrote ``path``
+        since this one started (8 processes autosaving to one path: none is lost)."""
+        now = _identity(path)
+        if now is None or str(path) not in self.seen or self.seen[str(path)] == now:
+            return path
+        mine = path.with_name(f"{path.stem}.{os.getpid()}{path.suffix}")
+        _warn(
+            f"autosave: {path} was written by another process while this one ran; "
+            f"saved to {mine} instead of overwriting it (merge them with gyreprof.merge)"
+        )
+        return mine
 
     def save_reporting(self, why: str) -> None:
         try:
