@@ -301,3 +301,37 @@ def test_a_failed_save_keeps_the_live_segment_and_says_where(tmp_path: Path) -> 
     (main,) = data["processes"]
     assert main["contributed"] and main["source"] == "live segment", main
     assert data["sampler"]["phases"]["env_step"]["count"] == 200
+
+
+# ------------------------------------------------------------- 13: another interpreter
+
+
+def test_another_interpreter_gets_gyreprof_alone_not_its_site_packages(tmp_path: Path) -> None:
+    """gyreprof installed in a site-packages that also holds ``only_in_that_site``; the
+    command is another Python, which cannot import that module without the launcher, and
+    must not be able to under it either."""
+    import shutil
+
+    site = tmp_path / "site-packages"
+    src = Path(__import__("gyreprof").__file__).resolve().parent
+    shutil.copytree(src, site / "gyreprof", ignore=shutil.ignore_patterns("__pycache__", "*.c"))
+    (site / "only_in_that_site.py").write_text("")
+    other = getattr(sys, "_base_executable", sys.executable)
+    probe = [other, "-c", "import only_in_that_site"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    assert subprocess.run(probe, env=env, capture_output=True).returncode == 1
+    launcher = (
+        f"import runpy, sys; sys.path.insert(0, {str(site)!r}); "
+        f"sys.argv = ['gyreprof', 'run', '--', *{probe!r}]; "
+        "runpy.run_module('gyreprof', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", launcher],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert "No module named 'only_in_that_site'" in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1

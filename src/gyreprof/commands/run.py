@@ -40,10 +40,15 @@ def _gyreprof_start():
         extra = _os.environ.get("GYREPROF_RUN_PATH")
         if not extra:
             return
+        # a folder that holds gyreprof alone (not the site-packages it came from)
         _sys.path.append(extra)
         try:
             from gyreprof.integrations._auto import bootstrap
         except ImportError as exc:
+            if extra in _sys.path:
+                _sys.path.remove(extra)
+            for name in [m for m in _sys.modules if m == "gyreprof" or m.startswith("gyreprof.")]:
+                del _sys.modules[name]
             print(f"gyreprof run: pid {_os.getpid()} ({_sys.executable}) is not instrumented: "
                   f"{exc}", file=_sys.stderr)
             return
@@ -169,7 +174,12 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
     env["GYREPROF_RUN_DIR"] = str(run_dir)
     env["GYREPROF_RUN_ID"] = run_id
-    env["GYREPROF_RUN_PATH"] = str(Path(gyreprof.__file__).resolve().parent.parent)
+    # for a Python that cannot import gyreprof itself: a folder with gyreprof alone in it,
+    # so that it does not get every package of this Python's site-packages
+    pkg = run_dir / "pkg"
+    pkg.mkdir()
+    (pkg / "gyreprof").symlink_to(Path(gyreprof.__file__).resolve().parent, True)
+    env["GYREPROF_RUN_PATH"] = str(pkg)
     env.pop("GYREPROF_RUN_MAIN_PID", None)
     return env
 
