@@ -293,3 +293,62 @@ def test_eight_processes_autosaving_to_one_path_lose_nothing(tmp_path: Path) -> 
     total = sum(load(f).phases["x"].count for f in files)
     assert total == 8 * 450, [f.name for f in files]
     assert sum("was written by another process" in e for e in errs) == 7
+
+
+def test_a_program_closing_its_fds_never_gets_gyreprofs_bytes_in_its_files(
+    tmp_path: Path,
+) -> None:
+    """A daemonising ``os.closerange(3, 256)`` then files of its own: a signal writes no
+    wake-up byte into them, and a forked child's inherited files are left alone."""
+    proc = run_py(
+        tmp_path,
+        f"""
+        import os, signal
+        import gyreprof as gp
+        prof = gp.Profiler(["x"], autosave={str(tmp_path / "a.snap")!r})
+        prof.record("x", 1000)
+        os.closerange(3, 256)
+        files = [open({str(tmp_path)!r} + f"/data{{i}}", "wb", buffering=0) for i in range(12)]
+        got = []
+        signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+        os.kill(os.getpid(), signal.SIGINT)
+        while not got:
+            pass
+        pid = os.fork()
+        if pid == 0:
+            for f in files:
+                os.write(f.fileno(), b"child\\n")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        for f in files:
+            f.write(b"parent\\n")
+            f.close()
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for i in range(12):
+        assert (tmp_path / f"data{i}").read_bytes() == b"child\nparent\n", i
+    assert (tmp_path / "a.snap").exists()
+
+
+def test_gyreprof_notices_its_wakeup_pipe_closed_and_stops_using_it(tmp_path: Path) -> None:
+    """Every fd closed (the helper's high-numbered pipe too): the helper thread sees the
+    pipe gone, the interpreter's wake-up fd is dropped, and later files get no bytes."""
+    proc = run_py(
+        tmp_path,
+        f"""
+        import os, signal, time
+        import gyreprof as gp
+        from gyreprof import _autosave
+        prof = gp.Profiler(["x"], autosave={str(tmp_path / "a.snap")!r})
+        prof.record("x", 1000)
+        assert _autosave._HELPER["pid"] == os.getpid()
+        os.closerange(3, 1 << 16)
+        deadline = time.monotonic() + 30
+        while not _autosave._HELPER.get("dropped") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _autosave._HELPER["pid"] == -1
+        assert signal.set_wakeup_fd(-1) == -1  # the interpreter writes to no fd
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
