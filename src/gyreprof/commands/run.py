@@ -435,6 +435,10 @@ def _supervise(argv: list[str], env: dict[str, str]) -> tuple[int, list[int], li
             info = signal.sigtimedwait(wanted, 1.0)
             if info is None or info.si_signo == signal.SIGCHLD:
                 continue
+            try:  # the command may have moved to a process group of its own since
+                pgid = os.getpgid(child.pid)
+            except OSError:
+                pass
             _take(info, child, pgid, passed, shared)
         while True:  # what came in as the command ended: noted, not delivered to us later
             info = signal.sigtimedwait(wanted, 0)
