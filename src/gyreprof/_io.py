@@ -329,7 +329,7 @@ def check_target(path: str | os.PathLike[str], folder: Path | None = None) -> No
     except OSError:
         return
     shared = bool(fst.st_mode & (stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH))
-    if shared or fst.st_uid != me:
+    if shared:
         kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a file"
         raise PermissionError(
             errno.EPERM,

@@ -355,6 +355,8 @@ def _save_image() -> str | None:
     key = rec.exec_key(os.getpid())
     if not save("exec", key):
         return None
+    # the new image writes its own start file if it records (it may not be Python at all)
+    _unlink(rec.start_path(run_dir, os.getpid()))
     for t in threads():
         for prof in (t.sampler, t.trainer):
             pub = getattr(prof, "live", None)
@@ -375,6 +377,13 @@ def _exec_failed(key: str | None) -> None:
     for side in ("sampler", "trainer"):
         _unlink(rec.snap_path(run_dir, key, side))
     _saved_pid = 0
+    try:
+        from gyreprof._io import write_atomic
+
+        start = rec.start_path(run_dir, os.getpid())
+        write_atomic(start, _record("started").to_json().encode())
+    except OSError:
+        pass
 
 
 def _install_exit_hooks() -> None:
