@@ -23,6 +23,7 @@ allowed) replaces every cap at once, to read an unusually large file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -33,7 +34,9 @@ import stat
 import threading
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from gyreprof._errors import CorruptDataError
 
@@ -369,6 +372,33 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         if fd >= 0:
             os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """A file object to stream into; on a clean exit it replaces ``path`` the way
+    :func:`write_atomic` does (fresh O_EXCL | O_NOFOLLOW temp, rename, another user's
+    target in a shared folder refused); on an error the temp file goes and ``path`` stays."""
+    path = Path(path)
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    check_target(path, folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        kw: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8"}
+        with os.fdopen(fd, mode, **kw) as fh:
+            yield fh
+        check_target(path, folder)
+        os.replace(tmp, path)
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
