@@ -91,6 +91,25 @@ def test_json_is_never_left_partial_under_a_file_size_limit(tmp_path: Path) -> N
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run.json")]
 
 
+def test_chrome_trace_export_never_writes_through_a_planted_temp_link(tmp_path: Path) -> None:
+    import gyreprof as gp
+    from gyreprof.export import chrome_trace
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "trace.json"
+    (tmp_path / "trace.json.tmp").symlink_to(victim)  # the old fixed temp name
+    prof = gp.Profiler(["env"])
+    (env,) = prof.ids()
+    for _ in range(5):
+        prof.begin()
+        prof.lap(env)
+    prof.end()
+    chrome_trace(prof, out)
+    assert victim.read_text() == "precious\n"
+    assert json.loads(out.read_text())["traceEvents"]
+
+
 # ------------------------------------------------------------- 8: malformed records
 
 
