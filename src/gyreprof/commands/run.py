@@ -319,6 +319,7 @@ def _run_and_report(
         print(f"gyreprof run: cannot start {argv[0]}: {supervised}", file=sys.stderr)
         return 126
     code, passed, shared = supervised
+    elapsed = time.monotonic() - started
     notes = []
     if passed:
         names = ", ".join(dict.fromkeys(signal.Signals(s).name for s in passed))
@@ -336,7 +337,6 @@ def _run_and_report(
             f"command ended (pid {', '.join(map(str, left[:8]))}); their numbers so far come "
             "from their live segments"
         )
-    elapsed = time.monotonic() - started
     exit_code = code if code >= 0 else 128 - code
     from gyreprof._format import safe_text
 
@@ -508,12 +508,16 @@ def _wait_for_run(run_dir: Path, run_id: str, grace_s: float) -> list[int]:
     running at the end."""
     deadline = time.monotonic() + grace_s
     delay = 0.005
-    while True:
-        left = [pid for pid in _unsaved(run_dir) if _in_run(pid, run_id)]
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(delay)
-        delay = min(0.1, delay * 2)
+    left: list[int] = []
+    try:
+        while True:
+            left = [pid for pid in _unsaved(run_dir) if _in_run(pid, run_id)]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(delay)
+            delay = min(0.1, delay * 2)
+    except KeyboardInterrupt:  # Ctrl-C while waiting: report what there is now
+        return left
 
 
 def _unsaved(run_dir: Path) -> list[int]:
