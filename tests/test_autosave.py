@@ -252,3 +252,103 @@ def test_save_autosave_returns_the_path_and_overwrites_atomically(tmp_path: Path
     assert steps_in(path) == 9  # the 10th step is still open
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     assert gp.Profiler(["env"]).save_autosave() is None
+
+
+def test_eight_processes_autosaving_to_one_path_lose_nothing(tmp_path: Path) -> None:
+    """8 processes (not forked from one profiler) autosave to the same path at once: the
+    first writes it, the others write a file of their own and say so; 8 x 450 events."""
+    target = tmp_path / "shared.snap"
+    go = tmp_path / "go"
+    body = f"""
+        import os, sys, time
+        import gyreprof as gp
+        prof = gp.Profiler(["x"], autosave={str(target)!r})
+        for _ in range(450):
+            prof.record("x", 1000)
+        open(sys.argv[1], "w").close()
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.005)
+    """
+    script = tmp_path / "many.py"
+    script.write_text(textwrap.dedent(body))
+    ready = [tmp_path / f"ready{i}" for i in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(r)], stderr=subprocess.PIPE, text=True)
+        for r in ready
+    ]
+    try:
+        import time
+
+        deadline = time.monotonic() + 120
+        while not all(r.exists() for r in ready) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()  # all exit (and save) together
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), errs
+    files = sorted(tmp_path.glob("shared*.snap"))
+    total = sum(load(f).phases["x"].count for f in files)
+    assert total == 8 * 450, [f.name for f in files]
+    assert sum("was written by another process" in e for e in errs) == 7
+
+
+def test_a_program_closing_its_fds_never_gets_gyreprofs_bytes_in_its_files(
+    tmp_path: Path,
+) -> None:
+    """A daemonising ``os.closerange(3, 256)`` then files of its own: a signal writes no
+    wake-up byte into them, and a forked child's inherited files are left alone."""
+    proc = run_py(
+        tmp_path,
+        f"""
+        import os, signal
+        import gyreprof as gp
+        prof = gp.Profiler(["x"], autosave={str(tmp_path / "a.snap")!r})
+        prof.record("x", 1000)
+        os.closerange(3, 256)
+        files = [open({str(tmp_path)!r} + f"/data{{i}}", "wb", buffering=0) for i in range(12)]
+        got = []
+        signal.signal(signal.SIGINT, lambda s, f: got.append(s))
+        os.kill(os.getpid(), signal.SIGINT)
+        while not got:
+            pass
+        pid = os.fork()
+        if pid == 0:
+            for f in files:
+                os.write(f.fileno(), b"child\\n")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        for f in files:
+            f.write(b"parent\\n")
+            f.close()
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for i in range(12):
+        assert (tmp_path / f"data{i}").read_bytes() == b"child\nparent\n", i
+    assert (tmp_path / "a.snap").exists()
+
+
+def test_gyreprof_notices_its_wakeup_pipe_closed_and_stops_using_it(tmp_path: Path) -> None:
+    """Every fd closed (the helper's high-numbered pipe too): the helper thread sees the
+    pipe gone, the interpreter's wake-up fd is dropped, and later files get no bytes."""
+    proc = run_py(
+        tmp_path,
+        f"""
+        import os, signal, time
+        import gyreprof as gp
+        from gyreprof import _autosave
+        prof = gp.Profiler(["x"], autosave={str(tmp_path / "a.snap")!r})
+        prof.record("x", 1000)
+        assert _autosave._HELPER["pid"] == os.getpid()
+        os.closerange(3, 1 << 16)
+        deadline = time.monotonic() + 30
+        while not _autosave._HELPER.get("dropped") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _autosave._HELPER["pid"] == -1
+        assert signal.set_wakeup_fd(-1) == -1  # the interpreter writes to no fd
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr

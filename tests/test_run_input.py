@@ -169,7 +169,7 @@ def test_multiprocessing_children_contribute_however_they_leave(
     by_pid = {p["pid"]: p for p in data["processes"]}
     source = {name: by_pid[pid]["source"] for name, pid in pids.items() if pid in by_pid}
     assert source["returns"] == "mp-exit"  # saved before multiprocessing's os._exit
-    assert source["os_exit"] == "live segment"  # os._exit in the target: read from its segment
+    assert source["os_exit"] == "os-exit"  # os._exit in the target: it saves first
     assert source["killed"] == "live segment"  # SIGKILL: read from its segment
     assert by_pid[pids["erased"]]["contributed"] is False
     assert f"did not contribute: child {pids['erased']}" in proc.stderr

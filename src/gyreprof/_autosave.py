@@ -130,6 +130,52 @@ def fill_template(template: str, pid: int) -> Path:
     return Path(template.format(pid=pid, host=socket.gethostname()))
 
 
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """What tells one write of ``path`` from another (every write is a new inode)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class _folder_lock:  # noqa: N801 - used as a function
+    """An exclusive ``flock`` on a folder (its own descriptor) while saves there compare
+    and replace; a no-op where folders cannot be locked."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.fd = -1
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except (ImportError, OSError):
+            return
+        deadline = time.monotonic() + 5.0  # a stuck holder never keeps a process from ending
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return
+                time.sleep(0.002)
+            except OSError:
+                os.close(fd)
+                return
+        self.fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # releases the lock
+            self.fd = -1
+
+
 # ------------------------------------------------------------------------- writing
 
 
@@ -203,6 +249,14 @@ class AutosaveState:
         self.owner_pid = os.getpid()
         self.fork_marks: dict[int, int] | None = None  # id(rec) -> events+steps at fork
         self.lock = threading.RLock()
+        # the target as this process last knew it (at start, or as it wrote it): a file
+        # there that is neither was written by another process meanwhile
+        self.seen: dict[str, tuple[int, ...] | None] = {}
+        try:
+            first = fill_template(template, self.owner_pid)
+            self.seen[str(first)] = _identity(first)
+        except (OSError, ValueError):
+            pass
 
     def path(self) -> Path | None:
         """Where this process writes, or None (a forked child with an untemplated path)."""
@@ -261,8 +315,25 @@ class AutosaveState:
         if path is None or not self._recorded_since_fork():
             return None
         with self.lock:
-            write_atomic(path, self.encode(path))
-        return path
+            data = self.encode(path)
+            with _folder_lock(path.parent):
+                target = self._claim(path)
+                write_atomic(target, data)
+                self.seen[str(target)] = _identity(target)
+        return target
+
+    def _claim(self, path: Path) -> Path:
+        """``path``, or a name of this process's own when another process wrote ``path``
+        since this one started (8 processes autosaving to one path: none is lost)."""
+        now = _identity(path)
+        if now is None or str(path) not in self.seen or self.seen[str(path)] == now:
+            return path
+        mine = path.with_name(f"{path.stem}.{os.getpid()}{path.suffix}")
+        _warn(
+            f"autosave: {path} was written by another process while this one ran; "
+            f"saved to {mine} instead of overwriting it (merge them with gyreprof.merge)"
+        )
+        return mine
 
     def save_reporting(self, why: str) -> None:
         try:
@@ -425,8 +496,75 @@ def _install_sigterm() -> None:
     _start_helper()
 
 
-def _start_helper() -> None:
+_HIGH_FD = 512  # the helper's pipe lives above the fds a daemonising closerange(3, 256) hits
+
+
+def _high_pipe() -> tuple[int, int]:
+    """A close-on-exec pipe moved above :data:`_HIGH_FD` where the fd limit allows."""
     r, w = os.pipe()
+    try:
+        import fcntl
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft == resource.RLIM_INFINITY or soft > 2 * _HIGH_FD:
+            out = []
+            for fd in (r, w):
+                out.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD))
+                os.close(fd)
+            r, w = out
+    except (ImportError, OSError, ValueError):
+        pass
+    return r, w
+
+
+def _fd_identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _ours(fd: int, key: str) -> bool:
+    """``fd`` is still the pipe end gyreprof made (a program may have closed it and
+    opened a file of its own under the same number)."""
+    return fd >= 0 and _HELPER.get(key) is not None and _fd_identity(fd) == _HELPER.get(key)
+
+
+_PENDING: list[Any] = []  # the C callback Py_AddPendingCall holds (kept alive here)
+
+
+def _drop_in_main_thread(_arg: Any) -> int:
+    try:
+        signal.set_wakeup_fd(-1)
+        _HELPER["dropped"] = True
+    except (ValueError, OSError):
+        pass
+    return 0
+
+
+def _drop_wakeup_fd() -> None:
+    """Stop the interpreter writing to the wakeup fd: now in the main thread, else at its
+    next bytecode (``Py_AddPendingCall``; only the main thread may change it)."""
+    if threading.current_thread() is threading.main_thread():
+        _drop_in_main_thread(None)
+        return
+    try:
+        import ctypes
+
+        if not _PENDING:
+            _PENDING.append(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_drop_in_main_thread))
+        add = ctypes.pythonapi.Py_AddPendingCall
+        add.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+        add.restype = ctypes.c_int
+        add(ctypes.cast(_PENDING[0], ctypes.c_void_p), None)
+    except Exception:  # noqa: BLE001, S110 - nothing more to do
+        pass
+
+
+def _start_helper() -> None:
+    r, w = _high_pipe()
     os.set_blocking(w, False)
     try:
         old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -434,28 +572,43 @@ def _start_helper() -> None:
         os.close(r)
         os.close(w)
         return
-    _HELPER.update(pid=os.getpid(), read_fd=r, write_fd=w, old_fd=old)
+    _HELPER.update(
+        pid=os.getpid(),
+        read_fd=r,
+        write_fd=w,
+        old_fd=old,
+        old_id=_fd_identity(old) if old >= 0 else None,
+        read_id=_fd_identity(r),
+        write_id=_fd_identity(w),
+    )
     threading.Thread(
         target=_helper_loop, args=(r, old), name="gyreprof-sigterm", daemon=True
     ).start()
 
 
 def _restart_helper_in_child() -> None:
-    """After fork: the wakeup fd number still names the parent's pipe; point it at ours."""
+    """After fork: the wakeup fd number still names the parent's pipe; point it at ours.
+
+    Only if those numbers still hold gyreprof's pipe: a program that closed them may
+    have its own files there, which are never closed or replaced."""
     w_old = _HELPER["write_fd"]
+    if not _ours(w_old, "write_id"):
+        _drop_wakeup_fd()
+        _HELPER["pid"] = -1
+        return
     try:
-        r, w = os.pipe()
+        r, w = _high_pipe()
         os.set_blocking(w, False)
         os.dup2(w, w_old, inheritable=False)
         os.close(w)
-        try:
+        if _ours(_HELPER["read_fd"], "read_id"):
             os.close(_HELPER["read_fd"])
-        except OSError:
-            pass
     except OSError:
         _HELPER["pid"] = -1
         return
-    _HELPER.update(pid=os.getpid(), read_fd=r)
+    _HELPER.update(
+        pid=os.getpid(), read_fd=r, read_id=_fd_identity(r), write_id=_fd_identity(w_old)
+    )
     try:
         threading.Thread(
             target=_helper_loop, args=(r, _HELPER["old_fd"]), name="gyreprof-sigterm", daemon=True
@@ -465,20 +618,38 @@ def _restart_helper_in_child() -> None:
 
 
 def _helper_loop(r: int, old_fd: int) -> None:
+    import select
+
     from gyreprof._threadname import name_os_thread
 
     name_os_thread("gyreprof-signal")  # the census must not count this thread as the user's
     me = os.getpid()
     while True:
         try:
-            data = os.read(r, 512)
+            ready, _, _ = select.select([r], [], [], 0.5)
         except InterruptedError:
+            continue
+        except (OSError, ValueError):
+            ready = []
+        if os.getpid() != me:
+            return
+        if not (_ours(r, "read_id") and _ours(_HELPER["write_fd"], "write_id")):
+            # the program closed our pipe (closerange): its number may be a file of the
+            # program's now, which the interpreter must not write signal bytes into
+            _drop_wakeup_fd()
+            _HELPER["pid"] = -1
+            return
+        if not ready:
+            continue
+        try:
+            data = os.read(r, 512)
+        except (InterruptedError, BlockingIOError):
             continue
         except OSError:
             return
-        if not data or os.getpid() != me:
+        if not data:
             return
-        if old_fd >= 0:
+        if old_fd >= 0 and _ours(old_fd, "old_id"):  # the program's own wakeup fd, still
             try:
                 os.write(old_fd, data)
             except OSError:

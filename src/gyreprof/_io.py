@@ -23,14 +23,20 @@ allowed) replaces every cap at once, to read an unusually large file.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
 import re
 import secrets
+import signal
 import stat
+import threading
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from gyreprof._errors import CorruptDataError, InvalidValueError, MissingFileError
 
@@ -309,15 +315,53 @@ def _check_npy_member(
         )
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def check_target(path: str | os.PathLike[str], folder: Path | None = None) -> None:
+    """Refuse to replace another user's file (or link) in a folder others may write to.
+
+    In a shared folder (sticky, or writable by group or others) a file at ``path``
+    that this user does not own was put there by someone else: renaming over it
+    would destroy it (root may), and a planted link may aim at a victim's file.
+    """
+    path = Path(path)
+    folder = path.parent if folder is None else folder
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # the rename reports what is wrong
+    me = os.geteuid() if hasattr(os, "geteuid") else -1
+    if me < 0 or st.st_uid == me:
+        return
+    try:
+        fst = os.stat(folder)
+    except OSError:
+        return
+    shared = bool(fst.st_mode & (stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH))
+    if shared:
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a file"
+        raise PermissionError(
+            errno.EPERM,
+            f"{str(path)!r} is {kind} owned by uid {st.st_uid}, not by this user (uid {me}), "
+            "in a folder others can write to; gyreprof does not replace it. Remove it or "
+            "choose another path",
+        )
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a fresh temp file in the same folder and rename.
 
     The temp name is unpredictable and created with O_EXCL | O_NOFOLLOW, so a
     file or link planted in the folder is never written through; ``os.replace``
-    replaces ``path`` itself even when it is a symlink.
+    replaces ``path`` itself even when it is a symlink. A file or link at ``path``
+    owned by another user in a shared folder (``/tmp``) is refused with a
+    PermissionError instead of being replaced. The data is complete on disk under
+    ``path`` or not at all (a full disk or a file-size limit leaves the old file).
     """
+    path = Path(path)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
+    check_target(path, folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
     tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
@@ -325,10 +369,11 @@ def write_atomic(path: Path, data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
-            n = os.write(fd, view)
+            n = _write_no_sigxfsz(fd, view)
             view = view[n:]
         os.close(fd)
         fd = -1
+        check_target(path, folder)  # planted between the first check and now
         os.replace(tmp, path)
     except BaseException:
         if fd >= 0:
@@ -338,3 +383,45 @@ def write_atomic(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """A file object to stream into; on a clean exit it replaces ``path`` the way
+    :func:`write_atomic` does (fresh O_EXCL | O_NOFOLLOW temp, rename, another user's
+    target in a shared folder refused); on an error the temp file goes and ``path`` stays."""
+    path = Path(path)
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    check_target(path, folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        kw: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8"}
+        with os.fdopen(fd, mode, **kw) as fh:
+            yield fh
+        check_target(path, folder)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_no_sigxfsz(fd: int, data: memoryview) -> int:
+    """``os.write``, with a file-size limit (RLIMIT_FSIZE) an OSError, not a kill by SIGXFSZ."""
+    sigxfsz = getattr(signal, "SIGXFSZ", None)
+    if sigxfsz is None or threading.current_thread() is not threading.main_thread():
+        return os.write(fd, data)
+    try:
+        previous = signal.signal(sigxfsz, signal.SIG_IGN)
+    except (ValueError, OSError):
+        return os.write(fd, data)
+    try:
+        return os.write(fd, data)
+    finally:
+        signal.signal(sigxfsz, previous)

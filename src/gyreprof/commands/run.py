@@ -16,6 +16,7 @@ import argparse
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,10 +40,15 @@ def _gyreprof_start():
         extra = _os.environ.get("GYREPROF_RUN_PATH")
         if not extra:
             return
+        # a folder that holds gyreprof alone (not the site-packages it came from)
         _sys.path.append(extra)
         try:
             from gyreprof.integrations._auto import bootstrap
         except ImportError as exc:
+            if extra in _sys.path:
+                _sys.path.remove(extra)
+            for name in [m for m in _sys.modules if m == "gyreprof" or m.startswith("gyreprof.")]:
+                del _sys.modules[name]
             print(f"gyreprof run: pid {_os.getpid()} ({_sys.executable}) is not instrumented: "
                   f"{exc}", file=_sys.stderr)
             return
@@ -158,16 +164,22 @@ def _resolve(command: list[str]) -> list[str] | int:
 
 def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     import gyreprof
+    from gyreprof._io import write_atomic
 
     env = dict(os.environ)
     site = run_dir / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    write_atomic(site / "sitecustomize.py", SITECUSTOMIZE.encode())
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
     env["GYREPROF_RUN_DIR"] = str(run_dir)
     env["GYREPROF_RUN_ID"] = run_id
-    env["GYREPROF_RUN_PATH"] = str(Path(gyreprof.__file__).resolve().parent.parent)
+    # for a Python that cannot import gyreprof itself: a folder with gyreprof alone in it,
+    # so that it does not get every package of this Python's site-packages
+    pkg = run_dir / "pkg"
+    pkg.mkdir()
+    (pkg / "gyreprof").symlink_to(Path(gyreprof.__file__).resolve().parent, True)
+    env["GYREPROF_RUN_PATH"] = str(pkg)
     env.pop("GYREPROF_RUN_MAIN_PID", None)
     return env
 
@@ -175,6 +187,9 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
 def _save_raw(report: Any, directory: Path) -> list[Path]:
     import json
 
+    from gyreprof._io import check_target, write_atomic
+
+    check_target(directory)  # a link planted at DIR in a shared folder
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for e in report.processes:
@@ -182,10 +197,11 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
             snap = getattr(e, side)
             if snap is not None:
                 path = directory / f"{e.role}-{e.pid}.{side}.snap"
-                path.write_bytes(snap.to_bytes())
+                write_atomic(path, snap.to_bytes())
                 written.append(path)
     index = directory / "processes.json"
-    index.write_text(json.dumps([e.to_dict() for e in report.processes], indent=2) + "\n")
+    text = json.dumps([e.to_dict() for e in report.processes], indent=2) + "\n"
+    write_atomic(index, text.encode())
     written.append(index)
     return written
 
@@ -209,13 +225,81 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(argv, int):
         return argv
 
-    run_dir = Path(tempfile.mkdtemp(prefix="gyreprof-run-"))
+    _remove_stale_run_dirs()
+    run_dir = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
     run_id = uuid.uuid4().hex[:12]
+    lock = -1
     try:
-        env = _environment(run_dir, run_id)
+        try:
+            lock = _hold_run_dir(run_dir)
+            env = _environment(run_dir, run_id)
+        except OSError as exc:
+            print(
+                f"gyreprof run: cannot prepare the run folder {run_dir}: {exc}; nothing was run",
+                file=sys.stderr,
+            )
+            return 1
         return _run_and_report(args, command, argv, env, run_dir, run_id)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
+        if lock >= 0:
+            os.close(lock)
+
+
+RUN_DIR_PREFIX = "gyreprof-run-"
+_LOCK_NAME = "launcher.lock"
+
+
+def _hold_run_dir(run_dir: Path) -> int:
+    """Lock ``run_dir`` for this launcher's life (the lock goes with the process, however
+    it ends: a later run removes a folder whose lock nobody holds). The lock file is
+    locked before it takes its name, so no one sees it unlocked."""
+    try:
+        import fcntl
+    except ImportError:
+        return -1
+    tmp = run_dir / f".{_LOCK_NAME}.{os.getpid()}"
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(tmp, run_dir / _LOCK_NAME)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_stale_run_dirs() -> None:
+    """Remove the run folders of launchers that ended without cleaning up (SIGKILL): this
+    user's ``gyreprof-run-*`` folders in the temp folder whose lock is free."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(RUN_DIR_PREFIX)]
+    except OSError:
+        return
+    me = os.geteuid()
+    for name in names:
+        folder = os.path.join(base, name)
+        try:
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != me:
+                continue
+            fd = os.open(
+                os.path.join(folder, _LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            )
+        except OSError:
+            continue  # no lock file: an older launcher's, or one being made now
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # its launcher is running
+        finally:
+            os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _run_and_report(
@@ -226,42 +310,50 @@ def _run_and_report(
     run_dir: Path,
     run_id: str,
 ) -> int:
+    from gyreprof._io import write_atomic
     from gyreprof.integrations._auto.collect import collect_run
 
-    signals: list[int] = []
-    try:
-        child = subprocess.Popen(argv, env=env)
-    except OSError as exc:
-        print(f"gyreprof run: cannot start {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
-        return 126
-
-    def forward(signum: int, frame: Any) -> None:
-        signals.append(signum)
-        try:
-            child.send_signal(signum)
-        except OSError:
-            pass
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     started = time.monotonic()
-    try:
-        code = child.wait()
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+    supervised = _supervise(argv, env)
+    if isinstance(supervised, str):
+        print(f"gyreprof run: cannot start {argv[0]}: {supervised}", file=sys.stderr)
+        return 126
+    code, passed, shared = supervised
     elapsed = time.monotonic() - started
-    exit_code = code if code >= 0 else 128 - code
     notes = []
-    if signals:
-        names = ", ".join(signal.Signals(s).name for s in signals)
+    if passed:
+        names = ", ".join(dict.fromkeys(signal.Signals(s).name for s in passed))
         notes.append(f"gyreprof run received {names} and passed it to the command")
-    report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
+    if shared:
+        names = ", ".join(dict.fromkeys(signal.Signals(s).name for s in shared))
+        notes.append(
+            f"gyreprof run received {names} from the terminal, which sent it to the command "
+            "too (not passed on a second time)"
+        )
+    left = _wait_for_run(run_dir, run_id, _GRACE_S)
+    if left:
+        notes.append(
+            f"{len(left)} process(es) of the run still running {_GRACE_S:g} s after the "
+            f"command ended (pid {', '.join(map(str, left[:8]))}); their numbers so far come "
+            "from their live segments"
+        )
+    exit_code = code if code >= 0 else 128 - code
     from gyreprof._format import safe_text
+
+    try:
+        report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
+    except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
+        print(
+            f"gyreprof run: the run's records in {run_dir} could not be read "
+            f"({type(exc).__name__}: {safe_text(str(exc))[:300]}); no report",
+            file=sys.stderr,
+        )
+        return exit_code
 
     print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:
-            report.to_json(args.json)
+            write_atomic(Path(args.json), (report.to_json() + "\n").encode())
         except OSError as exc:
             print(f"gyreprof run: --json {args.json}: {exc}", file=sys.stderr)
     if args.html:
@@ -274,13 +366,210 @@ def _run_and_report(
     return exit_code
 
 
+# ------------------------------------------------------------------ the command's process
+
+#: Signals passed on to the command (unless the terminal sent them to it already).
+FORWARDED = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+    if hasattr(signal, name)
+)
+_SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel sent (the terminal's ^C, ^\\, hangup)
+_GRACE_S = 10.0  # how long the report waits for the run's other processes to save
+PR_SET_PDEATHSIG = 1
+
+
+def _death_signal_setter() -> Any:
+    """``prctl(PR_SET_PDEATHSIG, SIGTERM)`` for the child, or None (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return prctl
+
+
+def _supervise(argv: list[str], env: dict[str, str]) -> tuple[int, list[int], list[int]] | str:
+    """Run ``argv`` to its end: (its wait status, signals passed on, signals it got from the
+    terminal itself), or why it could not start.
+
+    The launcher blocks the signals it forwards and takes them with ``sigtimedwait``,
+    which tells who sent each one: a signal the kernel sent (the terminal's ^C) while
+    the command is in the launcher's process group reached the command already, and
+    is not sent a second time. The child gets the launcher's death as SIGTERM
+    (``PR_SET_PDEATHSIG``), so it never runs on unnoticed when the launcher is killed.
+    """
+    if not hasattr(signal, "sigtimedwait"):
+        return _supervise_with_handlers(argv, env)
+    parent = os.getpid()
+    prctl = _death_signal_setter()
+    wanted = {*FORWARDED, signal.SIGCHLD}
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+
+    def in_child() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+            if os.getppid() != parent:  # the launcher died before the call above
+                os._exit(128 + signal.SIGTERM)
+
+    passed: list[int] = []
+    shared: list[int] = []
+    try:
+        try:
+            child = subprocess.Popen(argv, env=env, preexec_fn=in_child)  # noqa: PLW1509
+        except (OSError, subprocess.SubprocessError) as exc:
+            return str(getattr(exc, "strerror", None) or exc)
+        try:
+            pgid = os.getpgid(child.pid)
+        except OSError:
+            pgid = -1
+        while True:
+            code = child.poll()
+            if code is not None:
+                break
+            info = signal.sigtimedwait(wanted, 1.0)
+            if info is None or info.si_signo == signal.SIGCHLD:
+                continue
+            try:  # the command may have moved to a process group of its own since
+                pgid = os.getpgid(child.pid)
+            except OSError:
+                pass
+            _take(info, child, pgid, passed, shared)
+        while True:  # what came in as the command ended: noted, not delivered to us later
+            info = signal.sigtimedwait(wanted, 0)
+            if info is None:
+                break
+            if info.si_signo != signal.SIGCHLD:
+                (shared if _from_terminal(info, pgid) else passed).append(info.si_signo)
+        return code, passed, shared
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+def _from_terminal(info: Any, pgid: int) -> bool:
+    """Sent by the kernel (the terminal) while the command shares our process group: the
+    terminal signals the whole foreground group, so the command got it too."""
+    return bool(info.si_code == _SI_KERNEL and pgid == os.getpgrp())
+
+
+def _take(
+    info: Any, child: subprocess.Popen[bytes], pgid: int, passed: list[int], shared: list[int]
+) -> None:
+    if _from_terminal(info, pgid):
+        shared.append(info.si_signo)
+        return
+    passed.append(info.si_signo)
+    try:
+        child.send_signal(info.si_signo)
+    except OSError:
+        pass
+
+
+def _supervise_with_handlers(
+    argv: list[str], env: dict[str, str]
+) -> tuple[int, list[int], list[int]] | str:
+    """Without ``sigtimedwait`` (not Linux): forward SIGTERM, SIGHUP, SIGUSR1/2; SIGINT
+    and SIGQUIT only when the command has its own process group (it never does here)."""
+    passed: list[int] = []
+    shared: list[int] = []
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(getattr(exc, "strerror", None) or exc)
+
+    def forward(signum: int, frame: Any) -> None:
+        if signum in (signal.SIGINT, getattr(signal, "SIGQUIT", -1)) and os.isatty(0):
+            shared.append(signum)  # from the terminal, most likely: the command has it too
+            return
+        passed.append(signum)
+        try:
+            child.send_signal(signum)
+        except OSError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in FORWARDED}
+    try:
+        code = child.wait()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    return code, passed, shared
+
+
+def _wait_for_run(run_dir: Path, run_id: str, grace_s: float) -> list[int]:
+    """Wait (at most ``grace_s``) for the run's processes that recorded but have not saved
+    yet: workers that outlive the command's main process (a SIGTERM to the launcher
+    reaches the main process only; its workers save as they leave). The pids still
+    running at the end."""
+    deadline = time.monotonic() + grace_s
+    delay = 0.005
+    left: list[int] = []
+    try:
+        while True:
+            left = [pid for pid in _unsaved(run_dir) if _in_run(pid, run_id)]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(delay)
+            delay = min(0.1, delay * 2)
+    except KeyboardInterrupt:  # Ctrl-C while waiting: report what there is now
+        return left
+
+
+def _unsaved(run_dir: Path) -> list[int]:
+    started, done = set(), set()
+    try:
+        names = os.listdir(run_dir)
+    except OSError:
+        return []
+    for name in names:
+        head, _, tail = name.partition(".")
+        if head.isascii() and head.isdigit():
+            if tail == "start.json":
+                started.add(int(head))
+            elif tail == "done.json":
+                done.add(int(head))
+    return sorted(started - done)
+
+
+def _in_run(pid: int, run_id: str) -> bool:
+    """``pid`` is running (not a zombie) and belongs to this run (its environment names it)."""
+    if pid == os.getpid() or pid <= 1:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read(4096)
+        state = stat_line.rpartition(b")")[2].split()[:1]
+        if state and state[0] in (b"Z", b"X"):
+            return False
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read(1 << 20)
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:  # no /proc: alive is all we can tell
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass
+        return True
+    return f"GYREPROF_RUN_ID={run_id}".encode() in environ.split(b"\0")
+
+
 def _write_html(report: Any, path: str, command: list[str]) -> None:
     if report.sampler is None:
         print(f"gyreprof run: --html {path}: no sampler phases to show", file=sys.stderr)
         return
     try:
+        from gyreprof._io import write_atomic
         from gyreprof.export import html_report
 
-        html_report(report.sampler, path, title="gyreprof run: " + " ".join(command))
+        text = html_report(report.sampler, None, title="gyreprof run: " + " ".join(command))
+        write_atomic(Path(path), str(text).encode("utf-8"))
     except (ImportError, ValueError, OSError) as exc:
         print(f"gyreprof run: --html {path}: {exc}", file=sys.stderr)

@@ -93,6 +93,8 @@ def write_text(text: str, path: Any) -> str | Path | None:
     if hasattr(path, "write"):
         path.write(text)
         return None
+    from gyreprof._io import write_atomic
+
     p = Path(path)
-    p.write_text(text, encoding="utf-8")
+    write_atomic(p, text.encode("utf-8"))
     return p

@@ -167,11 +167,11 @@ def chrome_trace(
     if hasattr(path, "write"):
         _write(ef, path, chunk_events)  # type: ignore[arg-type]
         return None
+    from gyreprof._io import atomic_open
+
     p = Path(path)  # type: ignore[arg-type]
-    tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_open(p, "w") as fh:
         _write(ef, fh, chunk_events)
-    os.replace(tmp, p)
     return p
 
 

@@ -131,8 +131,10 @@ def save_events(prof: Profiler, path: str | os.PathLike[str]) -> Path:
         "overwritten": ef.overwritten,
         "unix_offset_ns": ef.unix_offset_ns,
     }
+    from gyreprof._io import atomic_open
+
     p = Path(path)
-    with open(p, "wb") as fh:
+    with atomic_open(p, "wb") as fh:
         np.savez_compressed(
             fh,
             events=ef.events,

@@ -201,8 +201,10 @@ def html_report(
     text = "\n".join(parts) + "\n"
     if path is None:
         return text
+    from gyreprof._io import write_atomic
+
     p = Path(path)
-    p.write_text(text, encoding="utf-8")
+    write_atomic(p, text.encode("utf-8"))
     return p
 
 

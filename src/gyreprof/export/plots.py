@@ -72,7 +72,9 @@ def _new_figure(size_px: tuple[int, int], dpi: int) -> Figure:
 
 def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
     if path is not None:
-        fig.savefig(Path(path), dpi=fig.dpi, format="png")
+        from gyreprof._io import write_atomic
+
+        write_atomic(Path(path), figure_png(fig))
     return fig
 
 

@@ -39,11 +39,13 @@ def gyreprof_run(
     return proc, data
 
 
-def gyreprof_popen(tmp_path: Path, *command: str) -> tuple[subprocess.Popen[str], Path]:
+def gyreprof_popen(
+    tmp_path: Path, *command: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], Path]:
     """``gyreprof run --json FILE -- COMMAND`` started, not waited for (stdout and stderr
     piped, text); the process and where its JSON will be."""
     out = tmp_path / "run.json"
-    argv, full_env = _argv_env(out, command, (), None)
+    argv, full_env = _argv_env(out, command, (), env)
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
     )

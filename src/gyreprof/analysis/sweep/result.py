@@ -318,7 +318,9 @@ class SweepResult:
         """The JSON text; written to ``path`` as well when given."""
         text = json.dumps(self.to_dict(summaries=summaries), indent=indent, allow_nan=False)
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            from gyreprof._io import write_atomic
+
+            write_atomic(Path(path), text.encode("utf-8"))
         return text
 
     @classmethod
@@ -351,7 +353,9 @@ class SweepResult:
         """One row per value: medians and spreads of every figure, then per-phase columns."""
         text = csv_text(self)
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            from gyreprof._io import write_atomic
+
+            write_atomic(Path(path), text.encode("utf-8"))
         return text
 
     def to_plot(self, path: str | os.PathLike[str]) -> Path:

@@ -186,19 +186,19 @@ def _read_live(run_id: str, pids: set[int]) -> dict[int, dict[str, Any]]:
     try:
         # per_thread profilers: threads folded into a retired segment are read there only
         entries = drop_folded(gp.live.list())
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - one bad segment must not cost the report
         return out
     for e in entries:
         side = names.get(e.name or "")
         if side is None:
             continue
-        if e.pid in pids and not e.alive:
+        if e.pid in pids:  # a live one: a process still running after the launcher's wait
             try:
                 snap = gp.live.attach(e.path).snapshot()
-            except (LookupError, ValueError, OSError):
+                slot = out.setdefault(e.pid, {})
+                slot[side] = gp.merge([slot[side], snap]) if side in slot else snap
+            except Exception:  # noqa: BLE001 - a segment that cannot be read is not read
                 continue
-            slot = out.setdefault(e.pid, {})
-            slot[side] = gp.merge([slot[side], snap]) if side in slot else snap
         if not e.alive:
             try:
                 os.unlink(e.path)
@@ -216,13 +216,76 @@ def _merge(snaps: list[Any]) -> Any:
     return gp.merge(snaps)
 
 
-def _load_snap(path: Path) -> Any:
+_PHASES = {"sampler": rec.SAMPLER_PHASES, "trainer": rec.TRAINER_PHASES}
+
+
+def _merge_noting(snaps: list[Any], side: str, notes: list[str]) -> Any:
+    """``_merge``, or None with a note when the processes' snapshots do not merge."""
+    try:
+        return _merge(snaps)
+    except Exception as exc:  # noqa: BLE001 - the rest of the report still prints
+        notes.append(
+            f"the {side} snapshots of the processes do not merge ({exc}); no {side} report"
+        )
+        return None
+
+
+def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
+    """The snapshot a process saved, or None: a missing file silently, a file that is not
+    this side's snapshot (truncated, another format, other phase names) with a note."""
     import gyreprof as gp
+    from gyreprof._io import read_bytes
 
     try:
-        return gp.Snapshot.from_bytes(path.read_bytes())
-    except (OSError, ValueError):
+        data = read_bytes(path, "snapshot")
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:
+        _skipped(notes, path, exc)
+        return None
+    try:
+        snap = gp.Snapshot.from_bytes(data)
+        if tuple(snap.phases) != _PHASES[side]:
+            raise ValueError(
+                f"phases {list(snap.phases)[:8]}, not the run's {side} phases {list(_PHASES[side])}"
+            )
+        snap.summary()  # decoded, but does it read back?
+    except Exception as exc:  # noqa: BLE001 - a record is never worth the report
+        _skipped(notes, path, exc)
+        return None
+    return snap
+
+
+def _skipped(notes: list[str] | None, path: Path, exc: BaseException) -> None:
+    if notes is None:
+        return
+    why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    line = f"skipped {path.name} from the run folder: {why}"
+    if line not in notes:
+        notes.append(line)
+
+
+def _exec_images(run_dir: Path, notes: list[str], main_pid: int | None) -> list[ProcessEntry]:
+    """The images that a process replaced by ``exec`` saved first (``<pid>-x<token>``)."""
+    out = []
+    for p in sorted(run_dir.glob("*-x*.done.json")):
+        key = p.name[: -len(".done.json")]
+        pid = rec.parse_exec_key(key)
+        if pid is None:
+            continue
+        try:
+            record = rec.read_record(p)
+        except (OSError, ValueError) as exc:
+            _skipped(notes, p, exc)
+            continue
+        if record.pid != pid:
+            _skipped(notes, p, ValueError(f"it names pid {record.pid}"))
+            continue
+        role = "main" if main_pid is not None and pid == main_pid else record.role
+        sampler = _load_snap(rec.snap_path(run_dir, key, "sampler"), "sampler", notes)
+        trainer = _load_snap(rec.snap_path(run_dir, key, "trainer"), "trainer", notes)
+        out.append(ProcessEntry(pid, role, True, "before exec", record.loops, sampler, trainer))
+    return out
 
 
 def _pids(run_dir: Path, suffix: str) -> set[int]:
@@ -256,11 +319,17 @@ def collect_run(
             try:
                 record = rec.read_record(path)
                 break
-            except (OSError, ValueError):
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                _skipped(all_notes, path, exc)
                 continue
         role = record.role if record is not None else "child"
         if main_pid is not None and pid == main_pid:
             role = "main"
+        if record is not None and record.pid != pid:
+            _skipped(all_notes, path, ValueError(f"it names pid {record.pid}"))
+            record = None
         if record is not None:
             for n in record.notes:
                 if n not in all_notes:
@@ -272,8 +341,8 @@ def collect_run(
                 True,
                 record.how,
                 record.loops,
-                _load_snap(rec.snap_path(run_dir, pid, "sampler")),
-                _load_snap(rec.snap_path(run_dir, pid, "trainer")),
+                _load_snap(rec.snap_path(run_dir, pid, "sampler"), "sampler", all_notes),
+                _load_snap(rec.snap_path(run_dir, pid, "trainer"), "trainer", all_notes),
             )
         elif pid in live:
             segs = live[pid]
@@ -286,9 +355,10 @@ def collect_run(
         else:
             entry = ProcessEntry(pid, role, False, "none")
         entries.append(entry)
+    entries += _exec_images(run_dir, all_notes, main_pid)
     got = [e for e in entries if e.contributed]
-    sampler = _merge([e.sampler for e in got])
-    trainer = _merge([e.trainer for e in got])
+    sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
+    trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)
     report = RunReport(
         command=list(command),
         exit_code=exit_code,

@@ -17,11 +17,12 @@ Every file is written through a unique temporary name and ``os.replace``.
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._errors import CorruptDataError, InvalidValueError
 
 RECORD_VERSION = 1
 SAMPLER_PHASES: tuple[str, ...] = ("env_step", "env_reset", "step_async", "step_wait", "fwd")
@@ -76,23 +77,55 @@ class ProcessRecord:
 
 
 def read_record(path: Path) -> ProcessRecord:
-    with open(path, "rb") as f:
-        data = f.read(_MAX_RECORD_BYTES + 1)
+    """The record in ``path``; OSError, or ValueError for anything that is not one (also
+    a nested, huge or non-finite JSON that the parser itself chokes on)."""
+    import os
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{path}: not a regular file, not a run record")
+            data = f.read(_MAX_RECORD_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(data) > _MAX_RECORD_BYTES:
         raise InvalidValueError(f"{path}: larger than {_MAX_RECORD_BYTES} bytes, not a run record")
-    return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
+    try:
+        return ProcessRecord.from_json(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        raise
+    except (RecursionError, OverflowError, TypeError, KeyError, AttributeError) as exc:
+        raise CorruptDataError(f"malformed gyreprof run record: {type(exc).__name__}") from None
 
 
-def start_path(run_dir: Path, pid: int) -> Path:
+def start_path(run_dir: Path, pid: int | str) -> Path:
     return run_dir / f"{pid}.start.json"
 
 
-def done_path(run_dir: Path, pid: int) -> Path:
+def done_path(run_dir: Path, pid: int | str) -> Path:
     return run_dir / f"{pid}.done.json"
 
 
-def snap_path(run_dir: Path, pid: int, side: str) -> Path:
+def snap_path(run_dir: Path, pid: int | str, side: str) -> Path:
     return run_dir / f"{pid}.{side}.snap"
+
+
+def exec_key(pid: int) -> str:
+    """The record name of a process image replaced by ``exec`` (the new image keeps the pid's
+    own name): ``<pid>-x<random hex>``."""
+    import secrets
+
+    return f"{pid}-x{secrets.token_hex(6)}"
+
+
+def parse_exec_key(key: str) -> int | None:
+    """The pid in an :func:`exec_key`, or None."""
+    head, sep, tail = key.partition("-x")
+    if not sep or not (head.isascii() and head.isdigit()) or not tail.isalnum():
+        return None
+    return int(head)
 
 
 def segment_name(run_id: str, side: str) -> str:

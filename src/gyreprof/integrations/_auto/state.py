@@ -231,8 +231,13 @@ def _on_first_record() -> None:
     _install_exit_hooks()
 
 
-def save(how: str) -> bool:
-    """Write this process's snapshots into the run directory (once per process)."""
+def save(how: str, key: int | str | None = None) -> bool:
+    """Write this process's snapshots into the run directory (once per process image).
+
+    ``key`` names the record (the pid by default; an image about to ``exec`` saves under
+    ``rec.exec_key``). A save that fails (a full disk) keeps the live segments, which
+    hold the same numbers, for ``gyreprof run`` to read, and says where they are.
+    """
     global _saved_pid
     pid = os.getpid()
     if run_dir is None or _saved_pid == pid:
@@ -241,6 +246,8 @@ def save(how: str) -> bool:
     if not ts:
         return False
     _saved_pid = pid
+    name = pid if key is None else key
+    written: list[Path] = []
     try:
         from gyreprof import merge
         from gyreprof._io import write_atomic
@@ -248,16 +255,135 @@ def save(how: str) -> bool:
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
             snap = merge(snaps)
-            write_atomic(rec.snap_path(run_dir, pid, side), snap.to_bytes())
-        write_atomic(rec.done_path(run_dir, pid), _record(how).to_json().encode())
+            path = rec.snap_path(run_dir, name, side)
+            write_atomic(path, snap.to_bytes())
+            written.append(path)
+        write_atomic(rec.done_path(run_dir, name), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
-        print(f"gyreprof run: pid {pid} could not save its profile: {exc!r}", file=sys.stderr)
+        for path in written:
+            _unlink(path)
+        kept = _keep_live_segments(ts)
+        where = (
+            "; its numbers stay in its live segment(s) " + ", ".join(kept)
+            if kept
+            else " (and it has no live segment: its numbers are lost)"
+        )
+        print(
+            f"gyreprof run: pid {pid} could not save its profile to {run_dir}: {exc!r}{where}",
+            file=sys.stderr,
+        )
         return False
     return True
 
 
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _keep_live_segments(ts: list[ThreadState]) -> list[str]:
+    """Stop publishing without removing the segments (as if the process were killed), so
+    the exit does not delete the only copy of the numbers; their paths."""
+    kept: list[str] = []
+    for t in ts:
+        for prof in (t.sampler, t.trainer):
+            pub: Any = getattr(prof, "live", None)
+            path = getattr(pub, "path", None)
+            detach = getattr(pub, "_detach_locked", None)
+            if path is None or detach is None or not getattr(pub, "active", False):
+                continue
+            try:
+                with pub._lock:
+                    detach()
+            except Exception:  # noqa: BLE001, S112 - keep what can be kept
+                continue
+            kept.append(str(path))
+    return kept
+
+
 def _save_on_exit(why: str) -> None:
     save({"SIGTERM": "sigterm", "multiprocessing child exit": "mp-exit"}.get(why, "exit"))
+
+
+_real: dict[str, Any] = {}
+
+
+def _patch_process_exits() -> None:
+    """``os._exit`` (a plain forked child leaving) saves first; ``os.execv``/``os.execve``
+    (every ``os.exec*``) save the image that is replaced under a record of its own and
+    close its live segments, since the new image has the same pid and starts afresh."""
+    if _real:
+        return
+    _real.update(_exit=os._exit, execv=os.execv, execve=os.execve)
+
+    def _exit(code: int) -> None:  # type: ignore[misc]
+        try:
+            save("os-exit")
+        except BaseException:  # noqa: BLE001, S110 - leaving now, whatever happens
+            pass
+        _real["_exit"](code)
+
+    def execv(path: Any, argv: Any) -> None:
+        key = _save_image()
+        try:
+            _real["execv"](path, argv)
+        except BaseException:
+            _exec_failed(key)
+            raise
+
+    def execve(path: Any, argv: Any, env: Any) -> None:
+        key = _save_image()
+        try:
+            _real["execve"](path, argv, env)
+        except BaseException:
+            _exec_failed(key)
+            raise
+
+    for name, fn in (("_exit", _exit), ("execv", execv), ("execve", execve)):
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = getattr(_real[name], "__doc__", None)
+        setattr(os, name, fn)
+
+
+def _save_image() -> str | None:
+    """Before an exec: save this image as ``<pid>-x<token>`` and close its live segments."""
+    global _saved_pid
+    if run_dir is None or _saved_pid == os.getpid():
+        return None
+    key = rec.exec_key(os.getpid())
+    if not save("exec", key):
+        return None
+    # the new image writes its own start file if it records (it may not be Python at all)
+    _unlink(rec.start_path(run_dir, os.getpid()))
+    for t in threads():
+        for prof in (t.sampler, t.trainer):
+            pub = getattr(prof, "live", None)
+            try:
+                if pub is not None:
+                    pub.close()
+            except Exception:  # noqa: BLE001, S110 - the segment goes with the image
+                pass
+    return key
+
+
+def _exec_failed(key: str | None) -> None:
+    """The exec did not happen: this image goes on, and saves under its pid at exit."""
+    global _saved_pid
+    if key is None or run_dir is None:
+        return
+    _unlink(rec.done_path(run_dir, key))
+    for side in ("sampler", "trainer"):
+        _unlink(rec.snap_path(run_dir, key, side))
+    _saved_pid = 0
+    try:
+        from gyreprof._io import write_atomic
+
+        start = rec.start_path(run_dir, os.getpid())
+        write_atomic(start, _record("started").to_json().encode())
+    except OSError:
+        pass
 
 
 def _install_exit_hooks() -> None:
@@ -267,6 +393,7 @@ def _install_exit_hooks() -> None:
     from gyreprof import _autosave  # imported with the profiler already
 
     _autosave.on_exit(_save_on_exit)
+    _patch_process_exits()
 
 
 def fresh_threads() -> int:
