@@ -261,7 +261,7 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
                     p.kill()
         except psutil.Error:
             pass
-        if folder is not None and os.getppid() != parent:  # orphaned: nobody else cleans up
+        if folder is not None and _parent_gone(parent):  # orphaned: nobody else cleans up
             for _ in range(3):  # a file that appears mid-removal fails one pass, not three
                 shutil.rmtree(folder, ignore_errors=True)
                 if not os.path.lexists(folder):
@@ -282,6 +282,22 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     if os.getppid() != parent:  # the parent died before the death signal was set
         end_group()
     return parent
+
+
+def _parent_gone(parent: int, wait_s: float = 10.0) -> bool:
+    """Whether ``parent`` has died, waiting up to ``wait_s`` for a dying one to finish.
+
+    The death signal comes when the parent *thread* that started this process exits.
+    Under SIGKILL a multithreaded parent's threads exit one by one: until the last
+    one has, this process is re-parented to a sibling thread and ``getppid()`` still
+    names the parent. Nobody else sends this process SIGTERM while its parent lives
+    (the parent ends runs with SIGKILL), so the wait is for the exit under way."""
+    deadline = time.monotonic() + wait_s
+    while os.getppid() == parent:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _watch_wakeups(end_group: Any) -> None:
