@@ -29,11 +29,14 @@ Child side (:func:`bind_to_parent`, called first thing in the child):
 * on that SIGTERM (or any other) the child removes its run folder if the parent is
   gone (nobody else will), then kills its descendants and its process group,
   itself included. A thread watching the signal wake-up pipe does this too, so a
-  main thread stuck in native code does not stop it.
+  main thread stuck in native code does not stop it;
+* at a normal exit it kills its descendants: the orphans re-parented to it would
+  otherwise pass to init before the parent's poll has seen them.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import ctypes.util
@@ -273,6 +276,18 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     def on_signal(signum: int, frame: Any) -> None:
         end_group()
 
+    def end_descendants() -> None:
+        # a normal exit: the orphans re-parented to this subreaper (a daemon the sampler
+        # started) would pass to init, out of the parent's sight, and keep its pipes open
+        if os.getpid() != me:  # an os.fork() child that inherited the handler
+            return
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process(me).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+
+    me = os.getpid()
+    atexit.register(end_descendants)
     signal.signal(signal.SIGTERM, on_signal)
     _watch_wakeups(end_group)
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
