@@ -194,3 +194,34 @@ def test_ci_options_are_checked_and_the_budget_skips(
     m = TOOL.MUTANTS[0]
     r = TOOL.run_mutant(m, ROOT, tmp_path, 60.0, deadline=0.0)  # spent before it starts
     assert r.status == "skipped" and not (tmp_path / m.id).exists()
+
+
+def test_a_prebuilt_module_is_stale_only_when_its_own_sources_are_newer(tmp_path: Path) -> None:
+    import os
+
+    core = tmp_path / "src" / "gyreprof" / "_core"
+    core.mkdir(parents=True)
+    files = {
+        "a.pyx": "from gyreprof._core.c cimport thing\n",
+        "c.pxd": "cdef int thing\n",
+        "b.pyx": "x = 1\n",
+        "d.pxd": "cdef int other\n",  # used by no module
+        "a.cpython-311-x86_64-linux-gnu.so": "",
+        "b.cpython-311-x86_64-linux-gnu.so": "",
+    }
+    for name, text in files.items():
+        (core / name).write_text(text)
+
+    def at(name: str, t: float) -> None:
+        os.utime(core / name, (t, t))
+
+    for name in files:
+        at(name, 200.0 if name.endswith(".so") else 100.0)
+    assert TOOL._prebuilt_current(tmp_path)
+    at("d.pxd", 300.0)  # newer than every build, but nothing cimports it
+    assert TOOL._prebuilt_current(tmp_path)
+    at("c.pxd", 300.0)  # a.pyx cimports it: a's build is out of date
+    assert not TOOL._prebuilt_current(tmp_path)
+    at("c.pxd", 100.0)
+    at("b.pyx", 300.0)
+    assert not TOOL._prebuilt_current(tmp_path)

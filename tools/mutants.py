@@ -412,11 +412,17 @@ def _modules_to_build(tree: Path, path: str) -> tuple[str, ...]:
 
 
 def _prebuilt_current(tree: Path) -> bool:
-    """Every extension is built and newer than every .pyx/.pxd of the core."""
+    """Every extension is built and newer than its own .pyx/.pxd and every .pxd it
+    cimports, directly or not (a .pxd edit rebuilds only the modules that use it)."""
     core = tree / CORE
-    sources = [*core.glob("*.pyx"), *core.glob("*.pxd")]
-    newest = max((p.stat().st_mtime for p in sources), default=0.0)
     for name in _modules(tree):
+        seen, todo = {name}, [name]
+        while todo:
+            for dep in _cimports(tree, todo.pop()) - seen:
+                seen.add(dep)
+                todo.append(dep)
+        sources = [core / f"{stem}{ext}" for stem in seen for ext in (".pyx", ".pxd")]
+        newest = max((p.stat().st_mtime for p in sources if p.is_file()), default=0.0)
         built = list(core.glob(f"{name}.*.so")) + list(core.glob(f"{name}.*.pyd"))
         if not built or max(p.stat().st_mtime for p in built) < newest:
             return False
