@@ -369,32 +369,37 @@ def test_a_run_child_ends_the_orphans_it_adopted_when_it_exits(tmp_path: Path) -
 def test_run_folder_goes_when_a_multithreaded_parent_dies_by_sigkill(
     dirs: tuple[Path, Path],
 ) -> None:
-    """The death signal comes when the parent *thread* that started the child exits;
-    under SIGKILL the parent's other threads may still be alive then, and the child
-    still has the parent as its parent. Here that thread ends first on purpose; the
-    parent is then killed: the child must still remove the run folder."""
+    """The death signal comes when the parent *thread* that started the child exits.
+    Under SIGKILL the parent's other threads may still be alive then, and the child
+    still has the parent as its parent. Here that thread (the main one, which leaves
+    a zombie leader) ends first on purpose, then the rest of the parent is killed:
+    the child must still remove the run folder."""
+    import platform
+
+    sys_exit = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
+    if sys_exit is None:
+        pytest.skip(f"the exit syscall number of {platform.machine()} is not listed here")
     pid_dir, tmpdir = dirs
-    child = (
-        "import os, sys, time; from gyreprof._subproc import bind_to_parent; "
+    child = (  # with a process of its own, which it kills first when its parent dies
+        "import os, subprocess, sys, time; from gyreprof._subproc import bind_to_parent; "
         "bind_to_parent(sys.argv[1]); "
-        "open(sys.argv[2], 'w').write(str(os.getpid())); time.sleep(300)"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        "open(sys.argv[2] + '.tmp', 'w').write(f'{os.getpid()} {p.pid}'); "
+        "os.replace(sys.argv[2] + '.tmp', sys.argv[2]); time.sleep(300)"
     )
     script = textwrap.dedent(
         f"""
-        import os, sys, tempfile, threading, time
+        import ctypes, os, sys, tempfile, threading, time
         from pathlib import Path
         from gyreprof._subproc import ChildTree
         run_dir = tempfile.mkdtemp(prefix="gyreprof-sweep-")
         pid_file = Path({str(pid_dir / "child.pid")!r})
-        def start():
-            ChildTree.start([sys.executable, "-c", {child!r}, run_dir, str(pid_file)])
-            while not pid_file.exists():
-                time.sleep(0.02)
-        t = threading.Thread(target=start)
-        t.start()
-        t.join()  # the thread that started the child is gone: the death signal came
-        Path({str(pid_dir / "ready")!r}).write_text("ready")
-        time.sleep(300)
+        threading.Thread(target=time.sleep, args=(300,)).start()  # the process lives on
+        ChildTree.start([sys.executable, "-c", {child!r}, run_dir, str(pid_file)])
+        while not pid_file.exists():
+            time.sleep(0.02)
+        # the thread that started the child ends alone (exit(2), not exit_group(2))
+        ctypes.CDLL(None).syscall({sys_exit}, 0)
         """
     )
     proc = subprocess.Popen(
@@ -404,14 +409,17 @@ def test_run_folder_goes_when_a_multithreaded_parent_dies_by_sigkill(
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 90
-    while not (pid_dir / "ready").exists():
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # the leader exited
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the child never started"
+        assert time.monotonic() < deadline, "the parent's main thread never ended"
         time.sleep(0.02)
     assert any(tmpdir.iterdir())
+    child_pid, its_own = map(int, (pid_dir / "child.pid").read_text().split())
+    while alive(its_own):  # the child heard the thread's exit and is ending its run
+        assert time.monotonic() < deadline, "the child never heard its parent thread exit"
+        time.sleep(0.01)
     proc.kill()
     proc.communicate(timeout=60)
-    child_pid = int((pid_dir / "child.pid").read_text())
     deadline = time.monotonic() + 30
     while alive(child_pid) or any(tmpdir.iterdir()):
         if time.monotonic() > deadline:

@@ -299,20 +299,41 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     return parent
 
 
-def _parent_gone(parent: int, wait_s: float = 10.0) -> bool:
+def _parent_gone(parent: int, wait_s: float = 10.0, settle_s: float = 0.2) -> bool:
     """Whether ``parent`` has died, waiting up to ``wait_s`` for a dying one to finish.
 
     The death signal comes when the parent *thread* that started this process exits.
     Under SIGKILL a multithreaded parent's threads exit one by one: until the last
     one has, this process is re-parented to a sibling thread and ``getppid()`` still
-    names the parent. Nobody else sends this process SIGTERM while its parent lives
-    (the parent ends runs with SIGKILL), so the wait is for the exit under way."""
-    deadline = time.monotonic() + wait_s
+    names the parent. So while the parent is exiting (a zombie leader, or SIGKILL
+    pending), wait; a parent that is not (it sent the SIGTERM itself) is alive."""
+    t0 = time.monotonic()
     while os.getppid() == parent:
-        if time.monotonic() >= deadline:
+        waited = time.monotonic() - t0
+        if waited >= wait_s or (waited >= settle_s and not _exiting(parent)):
             return False
         time.sleep(0.005)
     return True
+
+
+def _exiting(pid: int) -> bool:
+    """Whether process ``pid`` is on its way out: its leader thread is a zombie, or it
+    has a SIGKILL pending (Linux ``/proc``; False where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+    except OSError:
+        return False
+    if fields.get("State", "").strip()[:1] in ("Z", "X"):
+        return True
+    kill_bit = 1 << (int(signal.SIGKILL) - 1)
+    for key in ("SigPnd", "ShdPnd"):
+        try:
+            if int(fields.get(key, "0").strip(), 16) & kill_bit:
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _watch_wakeups(end_group: Any) -> None:
