@@ -394,8 +394,12 @@ def test_a_loop_without_windows_checks_the_clock_too() -> None:
     """Laps only, no begin(): no window ever closes, and the fold checks the clock."""
     rec = Recorder(2, clock="tsc")
     rec._inject_tsc_error(5e-4)
-    end = time.monotonic() + 1.3
-    while time.monotonic() < end:
+    with pytest.raises(ValueError, match="seconds"):
+        rec._set_clock_check_interval(0.0)
+    rec._set_clock_check_interval(0.02)  # not 1 s: the test waits on the check, not on time
+    deadline = time.monotonic() + 60
+    while rec.clock_health()["checks"] < 1:  # a check whose clock pair was preempted waits
+        assert time.monotonic() < deadline, "no fold checked the clock within 60 s"
         for _ in range(200):
             rec.lap(0)
             rec.lap(1)
@@ -408,8 +412,10 @@ def test_a_loop_without_windows_checks_the_clock_too() -> None:
 def test_window_close_checks_the_clock_by_itself() -> None:
     rec = Recorder(1, clock="auto", window_steps=50)
     rec._inject_tsc_error(5e-4)
-    end = time.monotonic() + 1.3
-    while time.monotonic() < end:
+    rec._set_clock_check_interval(0.02)
+    deadline = time.monotonic() + 60
+    while rec.clock_health()["checks"] < 1:
+        assert time.monotonic() < deadline, "no window close checked the clock within 60 s"
         for _ in range(200):
             rec.begin()
             rec.lap(0)

@@ -328,3 +328,102 @@ def test_sigterm_unwinds_only_where_sigterm_has_its_default_action() -> None:
         assert signal.getsignal(signal.SIGTERM) is users_own
     finally:
         signal.signal(signal.SIGTERM, saved)
+
+
+def test_a_run_child_ends_the_orphans_it_adopted_when_it_exits(tmp_path: Path) -> None:
+    """A daemon the sampler starts is re-parented to the run's child (a subreaper). When
+    the child exits normally the daemon dies with it, even where no parent polled the
+    tree in time (here nobody polls at all): it would pass to init and hold the pipes."""
+    from gyreprof._subproc import PARENT_PID_ENV
+
+    pid_file = tmp_path / "daemon.pid"
+    script = textwrap.dedent(
+        f"""
+        import os, subprocess, sys, time
+        from gyreprof._subproc import bind_to_parent
+        assert bind_to_parent() is not None
+        sys.path.insert(0, {str(TESTS)!r})
+        from helpers.sweep_samplers.hygiene import _DAEMONIZE, _HELPER
+        subprocess.run([sys.executable, "-c", _DAEMONIZE, _HELPER, {str(pid_file)!r}],
+                       check=True)
+        while not os.path.exists({str(pid_file)!r}):
+            time.sleep(0.02)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), PARENT_PID_ENV: str(os.getpid())}
+    with open(tmp_path / "out.txt", "wb") as out:
+        proc = subprocess.run(
+            [sys.executable, "-c", script], env=env, stdout=out, stderr=subprocess.STDOUT,
+            timeout=120,
+        )  # fmt: skip
+    assert proc.returncode == 0, (tmp_path / "out.txt").read_text()
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while alive(daemon):
+        if time.monotonic() > deadline:
+            os.kill(daemon, signal.SIGKILL)
+            raise AssertionError("the daemon outlived the run's child")
+        time.sleep(0.05)
+
+
+def test_run_folder_goes_when_a_multithreaded_parent_dies_by_sigkill(
+    dirs: tuple[Path, Path],
+) -> None:
+    """The death signal comes when the parent *thread* that started the child exits.
+    Under SIGKILL the parent's other threads may still be alive then, and the child
+    still has the parent as its parent. Here that thread (the main one, which leaves
+    a zombie leader) ends first on purpose, then the rest of the parent is killed:
+    the child must still remove the run folder."""
+    import platform
+
+    sys_exit = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
+    if sys_exit is None:
+        pytest.skip(f"the exit syscall number of {platform.machine()} is not listed here")
+    pid_dir, tmpdir = dirs
+    child = (  # with a process of its own, which it kills first when its parent dies
+        "import os, subprocess, sys, time; from gyreprof._subproc import bind_to_parent; "
+        "bind_to_parent(sys.argv[1]); "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        "open(sys.argv[2] + '.tmp', 'w').write(f'{os.getpid()} {p.pid}'); "
+        "os.replace(sys.argv[2] + '.tmp', sys.argv[2]); time.sleep(300)"
+    )
+    script = textwrap.dedent(
+        f"""
+        import ctypes, os, sys, tempfile, threading, time
+        from pathlib import Path
+        from gyreprof._subproc import ChildTree
+        run_dir = tempfile.mkdtemp(prefix="gyreprof-sweep-")
+        pid_file = Path({str(pid_dir / "child.pid")!r})
+        threading.Thread(target=time.sleep, args=(300,)).start()  # the process lives on
+        ChildTree.start([sys.executable, "-c", {child!r}, run_dir, str(pid_file)])
+        while not pid_file.exists():
+            time.sleep(0.02)
+        # the thread that started the child ends alone (exit(2), not exit_group(2))
+        ctypes.CDLL(None).syscall({sys_exit}, 0)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        env={**env_with_tmpdir(tmpdir), "PYTHONPATH": os.pathsep.join(sys.path)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 90
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # the leader exited
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the parent's main thread never ended"
+        time.sleep(0.02)
+    assert any(tmpdir.iterdir())
+    child_pid, its_own = map(int, (pid_dir / "child.pid").read_text().split())
+    while alive(its_own):  # the child heard the thread's exit and is ending its run
+        assert time.monotonic() < deadline, "the child never heard its parent thread exit"
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while alive(child_pid) or any(tmpdir.iterdir()):
+        if time.monotonic() > deadline:
+            if alive(child_pid):
+                os.kill(child_pid, signal.SIGKILL)
+            raise AssertionError(f"left behind: {sorted(p.name for p in tmpdir.iterdir())}")
+        time.sleep(0.05)

@@ -118,3 +118,110 @@ def test_a_survivor_fails_the_run_and_a_kill_is_counted(
     assert "KILLED    import-fails" in out
     assert "kill rate: 1/2 = 50.0%" in out
     assert TOOL.main(["--no-baseline", "--only", "import-fails"]) == 0
+
+
+# ------------------------------------------------------------ CI selection
+
+
+def _ids(ms: list[object]) -> list[str]:
+    return [m.id for m in ms]  # type: ignore[attr-defined]
+
+
+def test_a_sample_is_fixed_by_its_seed_not_by_the_table_order() -> None:
+    table = TOOL.MUTANTS
+    a = TOOL.select(table, sample=6, seed="7")
+    assert len(a) == 6 and _ids(a) == _ids(TOOL.select(table, sample=6, seed="7"))
+    assert _ids(a) == [m.id for m in table if m.id in set(_ids(a))]  # in table order
+    # the same rows when the table is reordered (rows moved while editing it)
+    assert set(_ids(TOOL.select(tuple(reversed(table)), sample=6, seed="7"))) == set(_ids(a))
+    seeds = {tuple(_ids(TOOL.select(table, sample=6, seed=str(s)))) for s in range(5)}
+    assert len(seeds) > 1  # the seed matters
+    assert len(TOOL.select(table, sample=10_000)) == len(table)  # more than there are: all
+
+
+def test_changed_files_pick_the_rows_of_their_source_and_their_tests() -> None:
+    table = TOOL.MUTANTS
+    wait = TOOL.select(table, changed={"src/gyreprof/analysis/wait.py"})
+    assert wait and all(m.path == "src/gyreprof/analysis/wait.py" for m in wait)
+    # a test file picks the rows naming it, also by a node id inside it
+    by_test = _ids(TOOL.select(table, changed={"tests/test_verdict.py"}))
+    assert "verdict-sync-uses-wait-ratio" in by_test  # named as test_verdict.py::test_...
+    assert "merge-totals" not in by_test
+    assert TOOL.select(table, changed={"README.md", "docs/x.md"}) == []
+    # changed rows plus a sample of the others
+    both = _ids(TOOL.select(table, changed={"src/gyreprof/analysis/wait.py"}, sample=3, seed="1"))
+    assert set(_ids(wait)) <= set(both) and len(both) == len(wait) + 3
+    assert TOOL.select(table, only=["merge-totals"])[0].id == "merge-totals"
+
+
+def test_changed_files_come_from_git_committed_or_not(tmp_path: Path) -> None:
+    def git(*args: str) -> str:
+        r = subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60, check=True)  # fmt: skip
+        return r.stdout.strip()
+
+    git("init", "-q")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "0")
+    base = git("rev-parse", "HEAD")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("a = 1\n")
+    (tmp_path / "same.py").write_text("same\n")
+    git("add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "1")
+    assert TOOL.changed_files(base, tmp_path) == {"src/a.py", "same.py"}
+    head = git("rev-parse", "HEAD")
+    assert TOOL.changed_files(head, tmp_path) == set()
+    (tmp_path / "src" / "a.py").write_text("a = 2\n")  # not committed
+    (tmp_path / "new.py").write_text("new\n")  # not even added
+    assert TOOL.changed_files(head, tmp_path) == {"src/a.py", "new.py"}
+    with pytest.raises(ValueError, match="no-such-commit"):
+        TOOL.changed_files("no-such-commit", tmp_path)
+
+
+def test_ci_options_are_checked_and_the_budget_skips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv, word in (
+        (["--only", "merge-totals", "--sample", "2"], "--only"),
+        (["--sample", "0"], "--sample"),
+        (["--budget-s", "0"], "--budget-s"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            TOOL.main(argv)
+        assert exc.value.code == 2 and word in capsys.readouterr().err
+    assert TOOL.main(["--changed", "no-such-commit-xyz", "--no-baseline"]) == 2
+    assert "no-such-commit-xyz" in capsys.readouterr().err
+    m = TOOL.MUTANTS[0]
+    r = TOOL.run_mutant(m, ROOT, tmp_path, 60.0, deadline=0.0)  # spent before it starts
+    assert r.status == "skipped" and not (tmp_path / m.id).exists()
+
+
+def test_a_prebuilt_module_is_stale_only_when_its_own_sources_are_newer(tmp_path: Path) -> None:
+    import os
+
+    core = tmp_path / "src" / "gyreprof" / "_core"
+    core.mkdir(parents=True)
+    files = {
+        "a.pyx": "from gyreprof._core.c cimport thing\n",
+        "c.pxd": "cdef int thing\n",
+        "b.pyx": "x = 1\n",
+        "d.pxd": "cdef int other\n",  # used by no module
+        "a.cpython-311-x86_64-linux-gnu.so": "",
+        "b.cpython-311-x86_64-linux-gnu.so": "",
+    }
+    for name, text in files.items():
+        (core / name).write_text(text)
+
+    def at(name: str, t: float) -> None:
+        os.utime(core / name, (t, t))
+
+    for name in files:
+        at(name, 200.0 if name.endswith(".so") else 100.0)
+    assert TOOL._prebuilt_current(tmp_path)
+    at("d.pxd", 300.0)  # newer than every build, but nothing cimports it
+    assert TOOL._prebuilt_current(tmp_path)
+    at("c.pxd", 300.0)  # a.pyx cimports it: a's build is out of date
+    assert not TOOL._prebuilt_current(tmp_path)
+    at("c.pxd", 100.0)
+    at("b.pyx", 300.0)
+    assert not TOOL._prebuilt_current(tmp_path)

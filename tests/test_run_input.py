@@ -154,6 +154,7 @@ def test_an_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ every process contributes
 
 
+@pytest.mark.slow  # three real multiprocessing runs under `gyreprof run`
 @pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_multiprocessing_children_contribute_however_they_leave(
     tmp_path: Path, method: str

@@ -15,6 +15,8 @@ pytest.importorskip("torchrl")
 
 from gyreprof.integrations import sb3, torchrl  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real SB3 and TorchRL training runs: .ci/run's second step
+
 
 def _ppo(n_envs: int = 2):  # type: ignore[no-untyped-def]
     from stable_baselines3.common.env_util import make_vec_env

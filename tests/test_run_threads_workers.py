@@ -21,6 +21,8 @@ from helpers.run_scripts.runhelp import (
     script,
 )
 
+pytestmark = pytest.mark.slow  # real SB3/TorchRL workers under `gyreprof run`: .ci/run's 2nd step
+
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_killed_threaded_sampler_is_seen_whole(tmp_path, method: str) -> None:

@@ -53,6 +53,7 @@ def test_mypy_config_is_strict() -> None:
 
 
 @pytest.mark.skipif(not (ROOT / "pyproject.toml").exists(), reason="needs the source checkout")
+@pytest.mark.slow  # strict mypy over the whole tree is the longest single test
 def test_mypy() -> None:
     cache = ROOT / ".mypy_cache"
     r = subprocess.run(

@@ -23,12 +23,20 @@ tests fail on the unmutated copy (then no kill means anything).
     python tools/mutants.py --list          # the table
     python tools/mutants.py --only merge-totals codec-zigzag-sign
     python tools/mutants.py --jobs 4 --threshold 1.0
+    python tools/mutants.py --changed origin/main --sample 6 --seed 7 --budget-s 300
+
+For CI (``.ci/run``) a run that fits its time: ``--changed BASE`` takes the rows
+whose source file or test files differ from commit BASE (committed or not),
+``--sample N --seed S`` adds N other rows chosen by the seed (the same rows for
+the same seed and table), and ``--budget-s`` starts no mutant after that many
+seconds (those are reported SKIPPED and not counted).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -43,7 +51,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ("src", "tests", "setup.py", "pyproject.toml")
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info", "*.html")
-PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "--hypothesis-seed=0")
+# -m "": every test of the named files, also those the default run leaves out (slow, ray)
+PYTEST_ARGS = ("-x", "-q", "-p", "no:cacheprovider", "--hypothesis-seed=0", "-m", "")
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -403,11 +412,17 @@ def _modules_to_build(tree: Path, path: str) -> tuple[str, ...]:
 
 
 def _prebuilt_current(tree: Path) -> bool:
-    """Every extension is built and newer than every .pyx/.pxd of the core."""
+    """Every extension is built and newer than its own .pyx/.pxd and every .pxd it
+    cimports, directly or not (a .pxd edit rebuilds only the modules that use it)."""
     core = tree / CORE
-    sources = [*core.glob("*.pyx"), *core.glob("*.pxd")]
-    newest = max((p.stat().st_mtime for p in sources), default=0.0)
     for name in _modules(tree):
+        seen, todo = {name}, [name]
+        while todo:
+            for dep in _cimports(tree, todo.pop()) - seen:
+                seen.add(dep)
+                todo.append(dep)
+        sources = [core / f"{stem}{ext}" for stem in seen for ext in (".pyx", ".pxd")]
+        newest = max((p.stat().st_mtime for p in sources if p.is_file()), default=0.0)
         built = list(core.glob(f"{name}.*.so")) + list(core.glob(f"{name}.*.pyd"))
         if not built or max(p.stat().st_mtime for p in built) < newest:
             return False
@@ -461,7 +476,7 @@ def _run_tests(tree: Path, tests: Sequence[str], timeout_s: float) -> tuple[str,
 @dataclass
 class Result:
     mutant: Mutant
-    status: str  # killed, survived, stale, error
+    status: str  # killed, survived, stale, error, skipped
     detail: str
     seconds: float
 
@@ -473,8 +488,12 @@ def _first_failure(output: str) -> str:
     return "tests failed"
 
 
-def run_mutant(m: Mutant, base: Path, work: Path, timeout_s: float) -> Result:
+def run_mutant(
+    m: Mutant, base: Path, work: Path, timeout_s: float, deadline: float | None = None
+) -> Result:
     t0 = time.monotonic()
+    if deadline is not None and t0 >= deadline:
+        return Result(m, "skipped", "the time budget (--budget-s) was spent before it started", 0.0)
     reason = stale_reason(m, base)
     if reason:
         return Result(m, "stale", reason, 0.0)
@@ -504,6 +523,62 @@ def run_mutant(m: Mutant, base: Path, work: Path, timeout_s: float) -> Result:
 # ------------------------------------------------------------------- main
 
 
+# ---------------------------------------------------------------- selection
+
+
+def changed_files(base: str, root: Path = ROOT) -> set[str]:
+    """Paths (relative to ``root``) that differ between commit ``base`` and the working
+    tree, committed or not, plus untracked files. Raises ValueError when git cannot
+    answer (not a repository, unknown commit)."""
+    out: set[str] = set()
+    for argv in (
+        ["git", "diff", "--name-only", "--no-renames", base, "--"],
+        ["git", "ls-files", "--others", "--exclude-standard"],
+    ):
+        try:
+            r = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ValueError(f"git could not list the changed files: {exc}") from exc
+        if r.returncode != 0:
+            raise ValueError(f"git could not list the files changed since {base!r}: "
+                             f"{r.stderr.strip() or r.stdout.strip()}")  # fmt: skip
+        out.update(line.strip() for line in r.stdout.splitlines() if line.strip())
+    return out
+
+
+def touched_by(m: Mutant, files: set[str]) -> bool:
+    """Whether a change to ``files`` touches mutant ``m``: its source file or a test
+    file it names (a node id counts by its file)."""
+    return m.path in files or any(t.split("::")[0] in files for t in m.tests)
+
+
+def select(
+    mutants: Sequence[Mutant],
+    *,
+    only: Sequence[str] | None = None,
+    changed: set[str] | None = None,
+    sample: int | None = None,
+    seed: str = "0",
+) -> list[Mutant]:
+    """The mutants to run, in table order.
+
+    ``only``: exactly these ids. Otherwise every row, or, with ``changed`` and/or
+    ``sample``: the rows ``changed`` touches (see :func:`touched_by`) and ``sample``
+    rows drawn from the others with ``seed`` (all of them when fewer are left). The
+    draw depends only on the seed and the ids of the rows it draws from, not on their
+    order in the table.
+    """
+    if only:
+        return [m for m in mutants if m.id in set(only)]
+    if changed is None and sample is None:
+        return list(mutants)
+    picked = {m.id for m in mutants if changed is not None and touched_by(m, changed)}
+    if sample:
+        rest = sorted(m.id for m in mutants if m.id not in picked)
+        picked.update(random.Random(seed).sample(rest, min(sample, len(rest))))
+    return [m for m in mutants if m.id in picked]
+
+
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python tools/mutants.py",
@@ -523,7 +598,26 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-baseline", action="store_true",
         help="skip running the selected tests on the unmutated copy first",
     )  # fmt: skip
+    ap.add_argument(
+        "--changed", metavar="BASE",
+        help="run the rows whose source or test files changed since commit BASE",
+    )  # fmt: skip
+    ap.add_argument(
+        "--sample", type=int, metavar="N",
+        help="run N rows drawn by --seed (with --changed: N rows besides the changed ones)",
+    )  # fmt: skip
+    ap.add_argument("--seed", default="0", help="the seed of --sample (any string; default 0)")
+    ap.add_argument(
+        "--budget-s", type=float, metavar="S",
+        help="start no mutant after S seconds; those left are SKIPPED, not counted",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.only and (args.changed is not None or args.sample is not None):
+        ap.error("--only picks the rows itself: not with --changed or --sample")
+    if args.sample is not None and args.sample < 1:
+        ap.error(f"--sample must be >= 1, got {args.sample}")
+    if args.budget_s is not None and not args.budget_s > 0:
+        ap.error(f"--budget-s must be > 0, got {args.budget_s}")
     if args.jobs < 1:
         ap.error(f"--jobs must be >= 1, got {args.jobs}")
     if not 0.0 <= args.threshold <= 1.0:
@@ -546,8 +640,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{'':34}   - {m.original!r}\n{'':34}   + {m.replacement!r}")
             print(f"{'':34}   tests: {' '.join(m.tests)}")
         return 0
-    chosen = [m for m in MUTANTS if not args.only or m.id in args.only]
     t_start = time.monotonic()
+    try:
+        changed = None if args.changed is None else changed_files(args.changed)
+    except ValueError as exc:
+        print(f"--changed: {exc}", file=sys.stderr)
+        return 2
+    chosen = select(MUTANTS, only=args.only, changed=changed, sample=args.sample,
+                    seed=args.seed)  # fmt: skip
+    print(f"{len(chosen)} of {len(MUTANTS)} mutants: {' '.join(m.id for m in chosen)}", flush=True)
+    if not chosen:
+        print(f"no mutant touches the files changed since {args.changed}: nothing to run")
+        return 0
+    deadline = None if args.budget_s is None else t_start + args.budget_s
     with tempfile.TemporaryDirectory(prefix="gyreprof-mutants-") as tmp:
         work = Path(tmp)
         base = work / "_base"
@@ -569,7 +674,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"({time.monotonic() - t_start:.0f} s)")  # fmt: skip
         results: list[Result] = []
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [pool.submit(run_mutant, m, base, work, args.timeout) for m in chosen]
+            futures = [
+                pool.submit(run_mutant, m, base, work, args.timeout, deadline) for m in chosen
+            ]
             for fut in as_completed(futures):
                 r = fut.result()
                 results.append(r)
@@ -581,6 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     killed = sum(r.status == "killed" for r in counted)
     stale = [r for r in results if r.status == "stale"]
     errors = [r for r in results if r.status == "error"]
+    skipped = [r for r in results if r.status == "skipped"]
     rate = killed / len(counted) if counted else 0.0
     print()
     for r in results:
@@ -588,9 +696,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r.status.upper():9} {r.mutant.id}: {r.detail}")
     print(
         f"kill rate: {killed}/{len(counted)} = {rate:.1%} (threshold {args.threshold:.0%}); "
-        f"{len(stale)} stale, {len(errors)} errors; {time.monotonic() - t_start:.0f} s"
+        f"{len(stale)} stale, {len(errors)} errors, {len(skipped)} skipped; "
+        f"{time.monotonic() - t_start:.0f} s"
     )
-    if stale or errors or rate < args.threshold:
+    if stale or errors or not counted or rate < args.threshold:
         return 1
     return 0
 

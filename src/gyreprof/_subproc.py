@@ -29,11 +29,14 @@ Child side (:func:`bind_to_parent`, called first thing in the child):
 * on that SIGTERM (or any other) the child removes its run folder if the parent is
   gone (nobody else will), then kills its descendants and its process group,
   itself included. A thread watching the signal wake-up pipe does this too, so a
-  main thread stuck in native code does not stop it.
+  main thread stuck in native code does not stop it;
+* at a normal exit it kills its descendants: the orphans re-parented to it would
+  otherwise pass to init before the parent's poll has seen them.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import ctypes.util
@@ -261,7 +264,7 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
                     p.kill()
         except psutil.Error:
             pass
-        if folder is not None and os.getppid() != parent:  # orphaned: nobody else cleans up
+        if folder is not None and _parent_gone(parent):  # orphaned: nobody else cleans up
             for _ in range(3):  # a file that appears mid-removal fails one pass, not three
                 shutil.rmtree(folder, ignore_errors=True)
                 if not os.path.lexists(folder):
@@ -273,6 +276,18 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     def on_signal(signum: int, frame: Any) -> None:
         end_group()
 
+    def end_descendants() -> None:
+        # a normal exit: the orphans re-parented to this subreaper (a daemon the sampler
+        # started) would pass to init, out of the parent's sight, and keep its pipes open
+        if os.getpid() != me:  # an os.fork() child that inherited the handler
+            return
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process(me).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+
+    me = os.getpid()
+    atexit.register(end_descendants)
     signal.signal(signal.SIGTERM, on_signal)
     _watch_wakeups(end_group)
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
@@ -282,6 +297,43 @@ def bind_to_parent(run_dir: str | os.PathLike[str] | None = None) -> int | None:
     if os.getppid() != parent:  # the parent died before the death signal was set
         end_group()
     return parent
+
+
+def _parent_gone(parent: int, wait_s: float = 10.0, settle_s: float = 0.2) -> bool:
+    """Whether ``parent`` has died, waiting up to ``wait_s`` for a dying one to finish.
+
+    The death signal comes when the parent *thread* that started this process exits.
+    Under SIGKILL a multithreaded parent's threads exit one by one: until the last
+    one has, this process is re-parented to a sibling thread and ``getppid()`` still
+    names the parent. So while the parent is exiting (a zombie leader, or SIGKILL
+    pending), wait; a parent that is not (it sent the SIGTERM itself) is alive."""
+    t0 = time.monotonic()
+    while os.getppid() == parent:
+        waited = time.monotonic() - t0
+        if waited >= wait_s or (waited >= settle_s and not _exiting(parent)):
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _exiting(pid: int) -> bool:
+    """Whether process ``pid`` is on its way out: its leader thread is a zombie, or it
+    has a SIGKILL pending (Linux ``/proc``; False where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+    except OSError:
+        return False
+    if fields.get("State", "").strip()[:1] in ("Z", "X"):
+        return True
+    kill_bit = 1 << (int(signal.SIGKILL) - 1)
+    for key in ("SigPnd", "ShdPnd"):
+        try:
+            if int(fields.get(key, "0").strip(), 16) & kill_bit:
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 def _watch_wakeups(end_group: Any) -> None:

@@ -168,6 +168,7 @@ cdef class Recorder:
     cdef unsigned long long cal_tsc0
     cdef int64_t cal_mono0
     cdef int64_t next_clock_check
+    cdef int64_t clock_check_ns  # the drift checks' interval and least span (1 s)
     cdef readonly str clock_requested
     # cold
     cdef int64_t* warm           # per histogram: warm-up count, sum, max

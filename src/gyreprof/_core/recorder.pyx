@@ -497,6 +497,7 @@ cdef class Recorder:
             raise ValueError(f"clock must be 'monotonic', 'tsc' or 'auto', got {clock!r}")
         self.clock_requested = clock
         self.next_clock_check = 0
+        self.clock_check_ns = 1_000_000_000
         self.n_phases = n_phases_c
         cdef int64_t cap = 1
         while cap < capacity_c:
@@ -712,8 +713,8 @@ cdef class Recorder:
             # a window; the newest event's end is the time (no clock read here)
             e = &self.ring[(upto - 1) & self.mask]
             if e.start_ns + e.duration_ns >= self.next_clock_check:
-                self.next_clock_check = e.start_ns + e.duration_ns + 1_000_000_000
-                self._check_clock(1_000_000_000)
+                self.next_clock_check = e.start_ns + e.duration_ns + self.clock_check_ns
+                self._check_clock(self.clock_check_ns)
 
     cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
                             int64_t idx) noexcept:
@@ -989,6 +990,14 @@ cdef class Recorder:
             "ns_per_tick": self.ns_per_tick if self.use_tsc else 0.0,
         }
 
+    def _set_clock_check_interval(self, double seconds):
+        """Test hook: check the clock every ``seconds`` (1 s by default), over a span of
+        at least that, starting at the next fold or window close."""
+        if not 0 < seconds <= 3600:
+            raise ValueError(f"seconds must be in (0, 3600], got {seconds!r}")
+        self.clock_check_ns = <int64_t>(seconds * 1e9)
+        self.next_clock_check = 0
+
     def _inject_tsc_error(self, double relative):
         """Test hook: scale the TSC rate by ``1 + relative`` (a simulated drift)."""
         if not self.use_tsc:
@@ -1000,8 +1009,8 @@ cdef class Recorder:
         cdef int64_t* s = self.s
         if self.use_tsc and now >= self.next_clock_check:
             # off the lap path: at most once a second, at a window close
-            self.next_clock_check = now + 1_000_000_000
-            self._check_clock(1_000_000_000)
+            self.next_clock_check = now + self.clock_check_ns
+            self._check_clock(self.clock_check_ns)
         cdef int64_t nh = self.n_phases + 1
         cdef int64_t stride = WIN_HEADER + WIN_FIELDS * nh
         cdef int64_t* w = self.wring + (s[H_WINDOWS] % self.max_windows) * stride
