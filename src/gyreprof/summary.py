@@ -362,7 +362,9 @@ class Summary:
             out["histograms"] = hist
         return out
 
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None) -> str:
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
         """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
         return render_json.write(self.to_dict(), path, indent=indent)
 

@@ -261,7 +261,7 @@ def _run_and_report(
     print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:
-            report.to_json(args.json)
+            report.to_json(args.json, indent=2)
         except OSError as exc:
             print(f"gyreprof run: --json {args.json}: {exc}", file=sys.stderr)
     if args.html:

@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _io
-
 __all__ = ["text", "write"]
 
 
@@ -33,5 +31,7 @@ def write(
     final newline) when given."""
     out = text(data, indent=indent)
     if path is not None:
+        from gyreprof import _io  # only when it writes: gyreprof run's bootstrap imports this
+
         _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
     return out

@@ -9,14 +9,16 @@ trainer's over those that timed a trainer loop. The verdict comes from
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gyreprof._serial import plain
 from gyreprof.integrations._auto import records as rec
+from gyreprof.render import json as render_json
+from gyreprof.render import markdown as render_markdown
+from gyreprof.render import text as render_text
 
 FORMAT = "gyreprof.run/1"
 HAND_MARKING = (
@@ -33,17 +35,14 @@ class ProcessEntry:
     role: str
     contributed: bool
     source: str  # exit | sigterm | mp-exit | live segment | none
-    loops: tuple[str, ...] = ()
-    sampler: Any = None  # Snapshot
-    trainer: Any = None  # Snapshot
+    loops: tuple[str, ...] = field(default=(), metadata={"serial": False})
+    sampler: Any = field(default=None, metadata={"serial": False})  # Snapshot
+    trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "role": self.role,
-            "contributed": self.contributed,
-            "source": self.source,
-        }
+        """``pid``, ``role``, ``contributed``, ``source`` (gyreprof._serial)."""
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 @dataclass
@@ -73,6 +72,8 @@ class RunReport:
         return self.sampler is not None or self.trainer is not None
 
     def to_dict(self) -> dict[str, Any]:
+        """Format ``gyreprof.run/1``: each part is its own record from gyreprof._serial
+        (strict JSON: ``null`` for a missing figure)."""
         return {
             "format": FORMAT,
             "verdict": self.verdict.to_dict() if self.verdict is not None else None,
@@ -84,56 +85,20 @@ class RunReport:
             "notes": list(self.notes),
         }
 
-    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        # strict JSON (jq, JavaScript): a phase that never ran has no mean, written as null
-        plain = json.loads(json.dumps(self.to_dict(), default=_json_default))
-        text = json.dumps(_finite(plain), indent=2, allow_nan=False)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def processes_line(self) -> str:
-        got, miss = self.contributed, self.missing
-        n = len(self.processes)
-        parts = [f"{len(got)} of {n} process{'es' if n != 1 else ''} contributed"]
-        if got:
-            parts.append(", ".join(f"{p.role} {p.pid} ({p.source})" for p in got))
-        line = ": ".join(parts)
-        if miss:
-            line += "; did not contribute: " + ", ".join(
-                f"{p.role} {p.pid} (no snapshot and no readable live segment)" for p in miss
-            )
-        return line
+        return render_text.run_processes(self)
+
+    def to_markdown(self) -> str:
+        return render_markdown.run_report(self)
 
     def __str__(self) -> str:
-        lines: list[str] = []
-        cmd = " ".join(self.command)
-        ec = "in this process" if self.exit_code is None else f"exit code {self.exit_code}"
-        lines.append(f"gyreprof run: {cmd} ({ec})")
-        lines.append("processes: " + self.processes_line())
-        if not self.recognised:
-            lines.append(self.nothing_recognised())
-            lines += [f"note: {n}" for n in self.notes if not n.startswith("nothing recognised")]
-            return "\n".join(lines)
-        if self.sampler is not None:
-            n = sum(1 for p in self.contributed if p.sampler is not None)
-            lines.append("")
-            lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
-            lines.append(str(self.sampler.summary()))
-        if self.trainer is not None:
-            lines.append("")
-            lines.append("trainer (wait: collecting / waiting for a batch; compute: the update):")
-            lines.append(str(self.trainer.summary()))
-        if self.wait is not None:
-            lines.append("")
-            lines.append(str(self.wait))
-        if self.verdict is not None:
-            lines.append("")
-            lines.append(str(self.verdict))
-        if self.notes:
-            lines.append("")
-            lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        return render_text.run_report(self)
 
     def nothing_recognised(self) -> str:
         if self.python_processes == 0:
@@ -149,25 +114,6 @@ class RunReport:
         return f"nothing recognised: {why}. Mark the phases by hand:\n    " + "\n    ".join(
             HAND_MARKING
         )
-
-
-def _json_default(obj: object) -> Any:
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None (JSON null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _has_data(snap: Any) -> bool:
