@@ -983,8 +983,9 @@ def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
         isolate=False,
         progress=False,
     )
+    # the NaN rule: inf is null
     data = json.loads(r.to_json())
-    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": None}}  # the NaN rule: inf is null
+    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": None}}
     from gyreprof.analysis.sweep.record import as_json_value
 
     torch = pytest.importorskip("torch")
