@@ -31,11 +31,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_HEADERS",
+    "overhead_line",
     "phase_rows",
+    "rate_cell",
     "phase_stats",
     "run_report",
     "run_processes",
     "summary",
+    "summary_headline",
     "summary_rows",
     "summary_table",
     "verdict",
@@ -101,14 +104,37 @@ def warmup(w: WarmupInfo) -> str:
     return f"warm-up: {w.rule} excluded, {w.steps} steps, {fmt_ns(w.elapsed_ns)}"
 
 
+def summary_headline(s: Summary, sources: str = "") -> str:
+    """How many steady steps in how long, at what rate (or how many events without
+    steps); ``sources`` is put after the numbers (" from 3 sources")."""
+    if s.steps:
+        return f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)}){sources}"
+    return f"{s.events} phase events{sources} (no steps marked)"
+
+
+def overhead_line(s: Summary, *, figures: bool = False) -> str:
+    """The profiler's own share of the wall time, its cost per boundary and the clock
+    (and the significant figures when ``figures``); without a measured lap cost, the
+    share alone."""
+    head = f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time"
+    if not math.isfinite(s.lap_cost_ns):
+        return head
+    extra = f", {s.significant_figures} significant figures" if figures else ""
+    return f"{head} (~{s.lap_cost_ns:.0f} ns per boundary, clock={s.clock}{extra})"
+
+
+def rate_cell(rate: float | None) -> str:
+    """A counter's rate per second (``-`` when it has none)."""
+    if rate is None or not math.isfinite(rate):
+        return "-"
+    return f"{rate:.3g}"
+
+
 def summary(s: Summary) -> str:
     lines = []
     src = f" from {s.sources} sources" if s.sources > 1 else ""
+    lines.append("gyreprof: " + summary_headline(s, src))
     if s.steps:
-        lines.append(
-            f"gyreprof: {s.steps} steady steps in {s.elapsed_s:.3g} s "
-            f"({fmt_rate(s.steps_per_s)}){src}"
-        )
         spread = s.meta.get("source_rates")
         if s.sources > 1 and isinstance(spread, list) and len(spread) == 3:
             lo, med, hi = (float(x) for x in spread)
@@ -116,8 +142,6 @@ def summary(s: Summary) -> str:
                 f"per source: {fmt_rate(lo)} min, {fmt_rate(med)} median, "
                 f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
             )
-    else:
-        lines.append(f"gyreprof: {s.events} phase events{src} (no steps marked)")
     lines.append(summary_table(s))
     lines.append(warmup(s.warmup))
     w = s.warmup
@@ -133,10 +157,7 @@ def summary(s: Summary) -> str:
             f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}" for n, v in w.mean_ns.items()
         ]
         lines.append("warm-up vs steady mean: " + ", ".join(parts))
-    lines.append(
-        f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time "
-        f"(~{_fixed(s.lap_cost_ns)} ns per boundary, clock={s.clock})"
-    )
+    lines.append(overhead_line(s))
     issues = _notes.data_quality(s)
     if issues:
         lines.append("note: " + "; ".join(issues))
@@ -144,21 +165,11 @@ def summary(s: Summary) -> str:
         lines.append(
             "counters: "
             + ", ".join(
-                f"{safe_name(k)} {v} ({_per_s(s.counter_rates.get(k, math.nan))})"
+                f"{safe_name(k)} {v} ({rate_cell(s.counter_rates.get(k))}/s)"
                 for k, v in s.counters.items()
             )
         )
     return "\n".join(lines)
-
-
-def _fixed(x: float) -> str:
-    return f"{x:.0f}" if math.isfinite(x) else "-"
-
-
-def _per_s(rate: float | None) -> str:
-    if rate is None or not math.isfinite(rate):
-        return "-/s"
-    return f"{rate:.3g}/s"
 
 
 def window(w: Window) -> str:
