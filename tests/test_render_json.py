@@ -24,7 +24,7 @@ from gyreprof.analysis.parallelism.findings import ParallelismReport
 from gyreprof.analysis.sweep.result import SweepResult
 from gyreprof.analysis.verdict import Verdict
 from gyreprof.analysis.wait import WaitReport
-from gyreprof.integrations._auto.collect import ProcessEntry, RunReport
+from gyreprof.integrations._auto.collect import ProcessEntry, RunRecord, RunReport
 from gyreprof.integrations._auto.records import ProcessRecord
 from gyreprof.integrations.ray.fleet import FleetSummary
 from gyreprof.render import csv as render_csv
@@ -230,3 +230,37 @@ def test_a_missing_rate_or_lap_cost_reads_as_a_dash_not_nan() -> None:
     text = str(Summary.from_dict(data))
     assert "nan" not in text.lower().replace("never", "")
     assert "profiler overhead: 25.4% of wall time\n" in text and "retry 9 (-/s)" in text
+
+
+def test_the_run_record_nests_each_part_whole_and_reads_back(results: dict[str, Any]) -> None:
+    run = results["RunReport"]
+    data = _strict(run.to_json())
+    assert set(data) == {
+        "format",
+        "verdict",
+        "wait",
+        "sampler",
+        "trainer",
+        "processes",
+        "exit_code",
+        "notes",
+    }
+    assert data["format"] == "gyreprof.run/1"
+    assert data["verdict"]["format"] == "gyreprof.verdict/2"
+    assert data["wait"]["format"] == "gyreprof.wait_report/2"
+    assert data["sampler"]["format"] == "gyreprof.summary/2" and "histograms" in data["sampler"]
+    assert data["processes"][0] == {"pid": 1, "role": "main", "contributed": True, "source": "exit"}
+    back = RunRecord.from_dict(data)
+    assert back.sampler is not None and back.sampler["env"].percentile(99) == (
+        run.sampler.summary()["env"].percentile(99)
+    )
+    assert back.verdict is not None and back.verdict.bound == run.verdict.bound
+    assert back.wait is not None and back.wait.ratio == run.wait.ratio
+    assert [p.pid for p in back.processes] == [1, 2] and back.exit_code == 0
+    bad = {**data, "sampler": {**data["sampler"], "steps": "many"}}
+    with pytest.raises(ValueError, match=r"gyreprof.run/1\.sampler: .*steps"):
+        RunRecord.from_dict(bad)
+    with pytest.raises(ValueError, match=r"\.wait: .*wait_report/2: the data has no 'format'"):
+        RunRecord.from_dict(
+            {**data, "wait": {k: v for k, v in data["wait"].items() if k != "format"}}
+        )

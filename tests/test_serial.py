@@ -536,3 +536,29 @@ def test_older_versions_read_and_others_are_refused() -> None:
         serial_format("gyreprof.test-nan/2", reads=("gyreprof.test-nan/2",))
     with pytest.raises(ValueError, match="not an older version"):
         serial_format("gyreprof.test-nan/2", reads=("gyreprof.other/1",))
+
+
+@serial_format("gyreprof.test-part/3")
+@dataclass(frozen=True)
+class Piece:
+    n: int
+
+
+@serial_format("gyreprof.test-holder/1")
+@dataclass(frozen=True)
+class Holder:
+    part: Piece | None = field(metadata={"serial_whole": True})
+    inline: Piece | None = None
+
+
+def test_a_record_nested_whole_keeps_its_own_tag_and_is_checked_by_it() -> None:
+    h = Holder(Piece(1), Piece(2))
+    data = encode(h)
+    assert data["part"] == {"format": "gyreprof.test-part/3", "n": 1}
+    assert data["inline"] == {"n": 2}  # nested as fields only: no tag
+    assert decode(Holder, data) == h
+    assert decode(Holder, {**data, "part": None}).part is None
+    with pytest.raises(SerialError, match=r"^gyreprof.test-holder/1\.part: .*version 2"):
+        decode(Holder, {**data, "part": {"format": "gyreprof.test-part/2", "n": 1}})
+    with pytest.raises(SerialError, match=r"\.part: gyreprof.test-part/3\.n: expected an integer"):
+        decode(Holder, {**data, "part": {"format": "gyreprof.test-part/3", "n": "x"}})

@@ -48,7 +48,10 @@ object a value was computed from) is never written either.
 ``metadata={"serial_key": "name"}`` writes and reads a field under another name
 than its attribute's, and ``metadata={"serial_read": "attr"}`` writes
 the value of another attribute (a property that fills the field in when it was
-left empty) in the field's place.
+left empty) in the field's place. ``metadata={"serial_whole": True}`` nests another
+tagged record *whole*, with its own tag and version (through its class's ``to_dict()``
+/ ``from_dict()`` when it has them, so a record with parts outside its fields keeps
+them), where a nested dataclass is otherwise written as its fields only.
 
 Three options for records that cross boundaries they do not control:
 ``encode(obj, default=fn)`` (also :func:`plain` and :func:`dumps`) writes a value it
@@ -249,13 +252,47 @@ def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, A
             continue
         key = _key_of(f)
         attr = f.metadata.get("serial_read", f.name)
-        out[key] = _encode_value(getattr(obj, attr), f"{where}.{key}", default)
+        value = getattr(obj, attr)
+        if f.metadata.get("serial_whole") and value is not None:
+            out[key] = _encode_whole(value, f"{where}.{key}", default)
+        else:
+            out[key] = _encode_value(value, f"{where}.{key}", default)
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):
             value = value()
         out[name] = _encode_value(value, f"{where}.{name}", default)
     return out
+
+
+def _encode_whole(value: Any, where: str, default: Default | None) -> Any:
+    """A tagged record nested whole: its own tag and layout (its class's ``to_dict()``
+    when it has one, else :func:`encode`)."""
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _encode_value(to_dict(), where, default)
+    return encode(value, default=default)
+
+
+def _decode_whole(tp: Any, value: Any, where: str) -> Any:
+    """Read a record nested whole (see :func:`_encode_whole`) against the tagged class
+    in the field's type (``X`` or ``X | None``)."""
+    arms = typing.get_args(tp) or (tp,)
+    if value is None:
+        if type(None) in arms:
+            return None
+        raise SerialError(f"{where}: expected an object (dict), got null")
+    classes = [
+        a for a in arms if isinstance(a, type) and isinstance(a.__dict__.get(_TAG_ATTR), str)
+    ]
+    if len(classes) != 1:
+        raise TypeError(f"{where}: serial_whole needs one tagged record class, got {tp!r}")
+    cls = classes[0]
+    from_dict = getattr(cls, "from_dict", None)
+    try:
+        return from_dict(value) if callable(from_dict) else decode(cls, value)
+    except ValueError as exc:
+        raise SerialError(f"{where}: {exc}") from None
 
 
 def _encode_value(value: Any, where: str, default: Default | None = None, depth: int = 0) -> Any:
@@ -433,7 +470,10 @@ def _decode_dataclass(
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        kwargs[f.name] = _decode_value(hints[f.name], data[key], f"{where}.{key}")
+        if f.metadata.get("serial_whole"):
+            kwargs[f.name] = _decode_whole(hints[f.name], data[key], f"{where}.{key}")
+        else:
+            kwargs[f.name] = _decode_value(hints[f.name], data[key], f"{where}.{key}")
     unknown = [k for k in data if k not in known]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])

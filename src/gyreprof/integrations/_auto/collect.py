@@ -10,15 +10,19 @@ trainer's over those that timed a trainer loop. The verdict comes from
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gyreprof._serial import plain
+from gyreprof._serial import decode, encode, loads, plain, serial_format
+from gyreprof.analysis.verdict import Verdict
+from gyreprof.analysis.wait import WaitReport
 from gyreprof.integrations._auto import records as rec
 from gyreprof.render import json as render_json
 from gyreprof.render import markdown as render_markdown
 from gyreprof.render import text as render_text
+from gyreprof.summary import Summary
 
 FORMAT = "gyreprof.run/1"
 HAND_MARKING = (
@@ -43,6 +47,38 @@ class ProcessEntry:
         """``pid``, ``role``, ``contributed``, ``source`` (gyreprof._serial)."""
         out: dict[str, Any] = plain(self)
         return out
+
+
+#: a part of the run record nested whole, with its own format tag and version
+_WHOLE = {"serial_whole": True}
+
+
+@serial_format(FORMAT)
+@dataclass(frozen=True)
+class RunRecord:
+    """What ``gyreprof run --json`` writes, format ``gyreprof.run/1``: the verdict, the
+    wait report and the two merged summaries, each nested whole with its own format tag
+    (a summary with its histograms), then the processes, the exit code and the notes."""
+
+    verdict: Verdict | None = field(metadata=_WHOLE)
+    wait: WaitReport | None = field(metadata=_WHOLE)
+    sampler: Summary | None = field(metadata=_WHOLE)
+    trainer: Summary | None = field(metadata=_WHOLE)
+    processes: list[ProcessEntry]
+    exit_code: int | None
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        """The record again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunRecord:
+        return loads(cls, text)
 
 
 @dataclass
@@ -71,19 +107,22 @@ class RunReport:
     def recognised(self) -> bool:
         return self.sampler is not None or self.trainer is not None
 
+    def record(self) -> RunRecord:
+        """What is written of the report (:class:`RunRecord`)."""
+        return RunRecord(
+            verdict=self.verdict,
+            wait=self.wait,
+            sampler=self.sampler.summary() if self.sampler is not None else None,
+            trainer=self.trainer.summary() if self.trainer is not None else None,
+            processes=list(self.processes),
+            exit_code=self.exit_code,
+            notes=list(self.notes),
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """Format ``gyreprof.run/1``: each part is its own record from gyreprof._serial
-        (strict JSON: ``null`` for a missing figure)."""
-        return {
-            "format": FORMAT,
-            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
-            "wait": self.wait.to_dict() if self.wait is not None else None,
-            "sampler": self.sampler.summary().to_dict() if self.sampler is not None else None,
-            "trainer": self.trainer.summary().to_dict() if self.trainer is not None else None,
-            "processes": [p.to_dict() for p in self.processes],
-            "exit_code": self.exit_code,
-            "notes": list(self.notes),
-        }
+        """Format ``gyreprof.run/1`` (:class:`RunRecord`; strict JSON: ``null`` for a
+        missing figure)."""
+        return self.record().to_dict()
 
     def to_json(
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
