@@ -430,11 +430,34 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
         try:
-            hints = typing.get_type_hints(cls)
+            hints = typing.get_type_hints(cls, localns=_ModuleNames(cls.__module__))
         except NameError:  # a field not written (serial=False) may name a TYPE_CHECKING type
             hints = _written_hints(cls)
         _HINTS[cls] = hints
     return hints
+
+
+class _ModuleNames(Mapping[str, Any]):
+    """A module's names looked up as attributes: a name the module imports on first use
+    (a module ``__getattr__``, PEP 562) resolves too, so a module can keep the types of
+    a record's parts out of its import time."""
+
+    def __init__(self, module: str) -> None:
+        self._module = sys.modules.get(module)
+
+    def __getitem__(self, name: str) -> Any:
+        if self._module is not None and not name.startswith("__"):
+            try:
+                return getattr(self._module, name)
+            except AttributeError:
+                pass
+        raise KeyError(name)
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 def _written_hints(cls: type[Any]) -> dict[str, Any]:

@@ -13,16 +13,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gyreprof._serial import decode, encode, loads, plain, serial_format
-from gyreprof.analysis.verdict import Verdict
-from gyreprof.analysis.wait import WaitReport
 from gyreprof.integrations._auto import records as rec
-from gyreprof.render import json as render_json
-from gyreprof.render import markdown as render_markdown
-from gyreprof.render import text as render_text
-from gyreprof.summary import Summary
+
+if TYPE_CHECKING:
+    from gyreprof.analysis.verdict import Verdict
+    from gyreprof.analysis.wait import WaitReport
+    from gyreprof.summary import Summary
 
 FORMAT = "gyreprof.run/1"
 HAND_MARKING = (
@@ -51,6 +50,24 @@ class ProcessEntry:
 
 #: a part of the run record nested whole, with its own format tag and version
 _WHOLE = {"serial_whole": True}
+
+
+def __getattr__(name: str) -> Any:
+    # the types of RunRecord's parts, imported when a record is first read (gyreprof._serial
+    # resolves them here), so importing this module (sb3, torchrl sessions) stays light
+    if name == "Verdict":
+        from gyreprof.analysis.verdict import Verdict
+
+        return Verdict
+    if name == "WaitReport":
+        from gyreprof.analysis.wait import WaitReport
+
+        return WaitReport
+    if name == "Summary":
+        from gyreprof.summary import Summary
+
+        return Summary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @serial_format(FORMAT)
@@ -128,15 +145,23 @@ class RunReport:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        from gyreprof.render import json as render_json  # here: sessions import this module
+
         return render_json.write(self.to_dict(), path, indent=indent)
 
     def processes_line(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.run_processes(self)
 
     def to_markdown(self) -> str:
+        from gyreprof.render import markdown as render_markdown
+
         return render_markdown.run_report(self)
 
     def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.run_report(self)
 
     def nothing_recognised(self) -> str:
