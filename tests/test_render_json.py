@@ -9,10 +9,12 @@ each format still read (samples written by the code before the NaN rule, in
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,8 @@ from gyreprof.render import csv as render_csv
 from gyreprof.render import markdown as render_markdown
 from gyreprof.render import metrics as render_metrics
 from gyreprof.render import text as render_text
-from gyreprof.summary import PhaseStats, Summary
+from gyreprof.summary import PhaseStats, Summary, WarmupInfo
+from gyreprof.window import Window
 
 DATA = Path(__file__).parent / "data"
 SWEEP_V1 = Path(__file__).parent / "helpers" / "sweep_samplers" / "sweep_v1.json"
@@ -264,3 +267,49 @@ def test_the_run_record_nests_each_part_whole_and_reads_back(results: dict[str, 
         RunRecord.from_dict(
             {**data, "wait": {k: v for k, v in data["wait"].items() if k != "format"}}
         )
+
+
+_RENDER_METHODS = (
+    "__str__",
+    "table",
+    "table_rows",
+    "to_markdown",
+    "to_csv",
+    "to_metrics",
+    "to_json",
+    "headline",
+    "processes_line",
+)
+
+
+@pytest.mark.parametrize(
+    "cls", [Summary, PhaseStats, Window, WarmupInfo, WaitReport, Verdict, RunReport]
+)
+def test_the_data_classes_keep_no_rendering_of_their_own(cls: type) -> None:
+    """Every rendering method of a result class is one call into gyreprof.render (after
+    its docstring and a deferred import): the words live in one place."""
+    checked = 0
+    for name in _RENDER_METHODS:
+        member = cls.__dict__.get(name)
+        if isinstance(member, property):
+            member = member.fget
+        if member is None:
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(member)))
+        func = tree.body[0]
+        assert isinstance(func, ast.FunctionDef)
+        body = [
+            node
+            for node in func.body
+            if not isinstance(node, ast.ImportFrom)
+            and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+        ]
+        assert len(body) == 1 and isinstance(body[0], ast.Return), f"{cls.__name__}.{name}"
+        call = body[0].value
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+        owner = call.func.value
+        assert isinstance(owner, ast.Name) and owner.id.startswith("render_"), (
+            f"{cls.__name__}.{name} renders by itself instead of calling gyreprof.render"
+        )
+        checked += 1
+    assert checked >= 1
