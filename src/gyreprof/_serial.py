@@ -478,26 +478,45 @@ def _written_hints(cls: type[Any]) -> dict[str, Any]:
     return out
 
 
+# per class: (attribute, key, type, required, nested whole) of each field read, and
+# every key it knows (fields and derived values)
+_Plan = tuple[tuple[tuple[str, str, Any, bool, bool], ...], frozenset[str]]
+_PLANS: dict[type[Any], _Plan] = {}
+
+
+def _plan(cls: type[Any]) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        rows = []
+        for f in dataclasses.fields(cls):
+            if not _written(f):
+                continue
+            required = f.default is dataclasses.MISSING and (
+                f.default_factory is dataclasses.MISSING
+            )
+            whole = bool(f.metadata.get("serial_whole"))
+            rows.append((f.name, _key_of(f), hints[f.name], required, whole))
+        keys = frozenset(r[1] for r in rows) | frozenset(_derived(cls))
+        plan = _PLANS[cls] = (tuple(rows), keys)
+    return plan
+
+
 def _decode_dataclass(
     cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...] = ()
 ) -> T:
-    hints = _hints(cls)
+    plan, keys = _plan(cls)
     kwargs: dict[str, Any] = {}
-    known: set[str] = set(skip) | set(_derived(cls))
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not _written(f):
-            continue
-        key = _key_of(f)
-        known.add(key)
+    for name, key, tp, required, whole in plan:
         if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        if f.metadata.get("serial_whole"):
-            kwargs[f.name] = _decode_whole(hints[f.name], data[key], f"{where}.{key}")
+        if whole:
+            kwargs[name] = _decode_whole(tp, data[key], f"{where}.{key}")
         else:
-            kwargs[f.name] = _decode_value(hints[f.name], data[key], f"{where}.{key}")
-    unknown = [k for k in data if k not in known]
+            kwargs[name] = _decode_value(tp, data[key], f"{where}.{key}")
+    unknown = [k for k in data if k not in keys and k not in skip]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
         raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
@@ -515,6 +534,12 @@ def _what(value: Any) -> str:
 
 
 def _decode_value(tp: Any, value: Any, where: str) -> Any:
+    # the common cases first: a plain number or text of the type asked for
+    vt = type(value)
+    if tp is float and (vt is float or vt is int):
+        return float(value)
+    if (tp is int or tp is str) and vt is tp:
+        return value
     if tp is Any or tp is object:
         return value
     if tp is None or tp is type(None):
