@@ -136,7 +136,7 @@ def test_outputs_table_report_json_csv(flat_sweep: SweepResult, tmp_path: Path) 
 
     text = r.to_json(tmp_path / "s.json")
     data = json.loads(text)
-    assert data["format"] == "gyreprof.sweep/1"
+    assert data["format"] == "gyreprof.sweep/2"
     assert data["recommended"] == 16 and data["stop_reason"] == "flat"
     assert [p["value"] for p in data["points"]] == [2, 16, 32]
     assert set(data["points"][0]["figures"]) >= {"samples_per_s", "peak_rss_bytes"}
@@ -144,8 +144,8 @@ def test_outputs_table_report_json_csv(flat_sweep: SweepResult, tmp_path: Path) 
     back = SweepResult.from_json(tmp_path / "s.json")
     assert back.recommended == 16 and back.points[1].samples_per_s == r.points[1].samples_per_s
     assert back.table() == r.table()
-    with_summaries = json.loads(r.to_json(summaries=True))
-    assert with_summaries["points"][0]["runs"][0]["summary"]["format"] == "gyreprof.summary/1"
+    with_summaries = r.to_dict(summaries=True)
+    assert with_summaries["points"][0]["runs"][0]["summary"]["format"] == "gyreprof.summary/2"
 
     rows = list(csv.DictReader(io.StringIO(r.to_csv(tmp_path / "s.csv"))))
     assert [int(row["batch_size"]) for row in rows] == [2, 16, 32]
@@ -953,13 +953,13 @@ def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult)
     def refuse(name: str) -> None:
         raise ValueError(f"non-strict JSON constant {name}")
 
-    text = flat_sweep.to_json(summaries=True)
+    text = json.dumps(flat_sweep.to_dict(summaries=True), allow_nan=False)
     json.loads(text, parse_constant=refuse)
     back = SweepResult.from_json(text)
     run, again = flat_sweep.points[0].runs[0], back.points[0].runs[0]
     assert again.summary is not None and again.summary.steps == run.summary.steps
     assert again.summary.step.p99 == run.summary.step.p99
-    assert '"median": "nan"' in text  # no GPU: written as the string "nan" ...
+    assert '"median": null' in text  # no GPU: a missing figure, null ...
     assert math.isnan(back.points[0].figure("peak_gpu_bytes").median)  # ... read as NaN
     assert back.table() == flat_sweep.table()
 
@@ -983,8 +983,9 @@ def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
         isolate=False,
         progress=False,
     )
+    # the NaN rule: inf is null
     data = json.loads(r.to_json())
-    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": "inf"}}
+    assert data["fixed"] == {"config": {"device": "Device('cpu:0')", "lr": None}}
     from gyreprof.analysis.sweep.record import as_json_value
 
     torch = pytest.importorskip("torch")

@@ -266,7 +266,7 @@ def test_snapshot_and_summary_inputs() -> None:
 def test_dict_json_and_text(tmp_path) -> None:
     v = diagnose(sampler=sampler({"env": 5 * MS, "fwd": MS}), trainer=trainer(3 * MS, MS))
     d = v.to_dict()
-    assert d["format"] == "gyreprof.verdict/1"
+    assert d["format"] == "gyreprof.verdict/2"
     assert d["bound"] == "sampler" and d["dominant_phase"] == "env"
     assert d["wait_report"]["ratio"] == pytest.approx(0.75)
     path = tmp_path / "verdict.json"
@@ -646,7 +646,7 @@ def test_round_trip_through_strict_json_with_the_wait_report_nested() -> None:
     alone = diagnose(sampler=sampler({"env": MS}))
     assert Verdict.from_dict(alone.to_dict()) == alone
     with pytest.raises(CorruptDataError, match=r"wait_report\.ratio"):
-        Verdict.from_dict({**data, "wait_report": {**data["wait_report"], "ratio": None}})
+        Verdict.from_dict({**data, "wait_report": {**data["wait_report"], "ratio": "high"}})
 
 
 def test_clamped_and_negative_values_are_caveats_but_ring_overwrites_are_not() -> None:

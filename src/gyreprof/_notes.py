@@ -52,6 +52,14 @@ def data_quality(counts: DataCounts, *, overwritten: bool = True) -> list[str]:
     return notes
 
 
+def inexact_sums(names: list[str]) -> str:
+    """Sums held at the int64 limit with no exact value behind them (an older record)."""
+    return (
+        "sums past the int64 range with no exact value: the mean, share and total "
+        f"of {', '.join(names)} are missing"
+    )
+
+
 def ring_overwritten(n: int) -> str:
     """Windows cut from the ring after it wrapped: they cover the latest part only."""
     return (

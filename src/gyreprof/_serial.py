@@ -14,9 +14,19 @@ A result class declares its format tag once, ``"<name>/<version>"``::
 
 :func:`encode` turns the object into plain JSON types (dict, list, str, int, float,
 bool, None): nested dataclasses become dicts, tuples and sets lists, enums their
-value, paths text, numpy scalars and arrays Python numbers and lists, and the
-non-finite floats the strings ``"nan"``, ``"inf"`` and ``"-inf"`` (so the output is
-strict JSON). Only the top-level dict carries the ``"format"`` tag.
+value, paths text, numpy scalars and arrays Python numbers and lists. Only the
+top-level dict carries the ``"format"`` tag.
+
+**The NaN rule (one for every JSON gyreprof writes): strict JSON, ``null`` for a
+missing figure.** A NaN float is written as ``null``, and so are ``inf`` and
+``-inf``: a figure with no finite value is a missing figure (a ratio over a zero
+median, say), never a ``NaN``/``Infinity`` literal, which ``json.loads`` of other
+languages refuses. :func:`decode` reads ``null`` back as NaN for a field typed
+``float`` (or a union with ``float`` and without ``None``); a field typed
+``float | None`` reads it back as ``None``. So an infinite value comes back as NaN:
+a field that must keep it should hold it another way. Data written by older
+versions, with the strings ``"nan"``, ``"inf"`` and ``"-inf"``, still reads (as
+those floats).
 
 :func:`decode` reads that back against the class's type hints and checks every
 value on the way: nested dataclasses, ``list``/``tuple``/``set``/``dict``, ``X | None``
@@ -24,12 +34,24 @@ and other unions, ``Literal``, enums, ``Any``. Anything wrong -- another format,
 another version, a missing or unknown field, a value of the wrong type, a value the
 class's ``__post_init__`` refuses -- raises :class:`SerialError` (a ``ValueError``)
 that says where (``.phases[2].name``) and what was wrong. Nothing else escapes.
+``@serial_format(tag, reads=(older_tag, ...))`` names older versions of the format
+that :func:`decode` accepts as well (their layout must read through the same
+fields; a class whose older layout differs converts it before decoding).
+``@serial_format(tag, writer="gyreprof")`` writes the writing library's version under
+that key (ignored on reading).
 
 A field left out of the data takes its default, so a field added with a default
 does not need a new version; a field with ``metadata={"serial": False}`` is never
 written (it must have a default) and fields with ``init=False`` are left to the
-class to compute. ``metadata={"serial_key": "name"}`` writes and reads a field under
-another name than its attribute's.
+class to compute; a private field (its name starts with an underscore: a cache, the
+object a value was computed from) is never written either.
+``metadata={"serial_key": "name"}`` writes and reads a field under another name
+than its attribute's, and ``metadata={"serial_read": "attr"}`` writes
+the value of another attribute (a property that fills the field in when it was
+left empty) in the field's place. ``metadata={"serial_whole": True}`` nests another
+tagged record *whole*, with its own tag and version (through its class's ``to_dict()``
+/ ``from_dict()`` when it has them, so a record with parts outside its fields keeps
+them), where a nested dataclass is otherwise written as its fields only.
 
 Three options for records that cross boundaries they do not control:
 ``encode(obj, default=fn)`` (also :func:`plain` and :func:`dumps`) writes a value it
@@ -54,6 +76,7 @@ import enum
 import json
 import math
 import numbers
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -61,6 +84,7 @@ from pathlib import PurePath
 from typing import Any, TypeVar, Union
 
 from gyreprof._errors import CorruptDataError
+from gyreprof._version import __version__
 
 __all__ = [
     "SerialError",
@@ -71,6 +95,7 @@ __all__ = [
     "from_plain",
     "loads",
     "plain",
+    "readable_formats",
     "serial_derived",
     "serial_format",
 ]
@@ -80,6 +105,8 @@ T = TypeVar("T")
 Default = Callable[[Any], Any]
 
 _TAG_ATTR = "__serial_format__"
+_READS_ATTR = "__serial_reads__"
+_WRITER_ATTR = "__serial_writer__"
 _DERIVED_ATTR = "__serial_derived__"
 
 
@@ -90,10 +117,22 @@ class SerialError(CorruptDataError):
 # ------------------------------------------------------------------ the tag
 
 
-def serial_format(tag: str, *, derived: tuple[str, ...] = ()) -> Callable[[type[T]], type[T]]:
-    """Class decorator: give a dataclass its format tag, ``"<name>/<version>"``, and the
-    names of the computed values written beside its fields (``derived``)."""
-    _split_tag(tag)
+def serial_format(
+    tag: str,
+    *,
+    derived: tuple[str, ...] = (),
+    reads: tuple[str, ...] = (),
+    writer: str | None = None,
+) -> Callable[[type[T]], type[T]]:
+    """Class decorator: give a dataclass its format tag, ``"<name>/<version>"``, the
+    names of the computed values written beside its fields (``derived``), the older
+    tags it still reads (``reads``) and the key under which the writing gyreprof's
+    version is written (``writer``)."""
+    name, version = _split_tag(tag)
+    for old in reads:
+        old_name, old_version = _split_tag(old)
+        if old_name != name or old_version >= version:
+            raise ValueError(f"serial_format({tag!r}): {old!r} is not an older version of it")
     mark_derived = serial_derived(*derived)
 
     def mark(cls: type[T]) -> type[T]:
@@ -101,6 +140,8 @@ def serial_format(tag: str, *, derived: tuple[str, ...] = ()) -> Callable[[type[
             raise TypeError(f"serial_format({tag!r}) needs a dataclass, got {cls.__name__}")
         mark_derived(cls)
         setattr(cls, _TAG_ATTR, tag)
+        setattr(cls, _READS_ATTR, tuple(reads))
+        setattr(cls, _WRITER_ATTR, writer)
         return cls
 
     return mark
@@ -142,6 +183,17 @@ def format_of(cls: type[Any]) -> str:
     return tag
 
 
+def readable_formats(cls: type[Any]) -> tuple[str, ...]:
+    """The tags :func:`decode` accepts for ``cls``: its own, then the older ones it reads."""
+    reads = cls.__dict__.get(_READS_ATTR, ())
+    return (format_of(cls), *(reads if isinstance(reads, tuple) else ()))
+
+
+def _writer_key(cls: type[Any]) -> str | None:
+    key = cls.__dict__.get(_WRITER_ATTR)
+    return key if isinstance(key, str) else None
+
+
 def _split_tag(tag: object) -> tuple[str, int]:
     if isinstance(tag, str) and tag.count("/") == 1:
         name, _, version = tag.partition("/")
@@ -163,7 +215,11 @@ def encode(obj: Any, *, default: Default | None = None) -> dict[str, Any]:
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         raise TypeError(f"encode needs a dataclass instance, got {cls.__name__}")
     tag = format_of(cls)
-    return {"format": tag, **_encode_fields(obj, tag, default)}
+    head: dict[str, Any] = {"format": tag}
+    writer = _writer_key(cls)
+    if writer is not None:
+        head[writer] = __version__
+    return {**head, **_encode_fields(obj, tag, default)}
 
 
 def plain(value: Any, *, default: Default | None = None) -> Any:
@@ -177,6 +233,11 @@ def dumps(obj: Any, *, default: Default | None = None, **json_kwargs: Any) -> st
     return json.dumps(encode(obj, default=default), allow_nan=False, **json_kwargs)
 
 
+def _written(f: dataclasses.Field[Any]) -> bool:
+    """Whether :func:`encode` writes field ``f`` (and :func:`decode` reads it)."""
+    return f.init and not f.name.startswith("_") and f.metadata.get("serial", True) is not False
+
+
 def _key_of(f: dataclasses.Field[Any]) -> str:
     key = f.metadata.get("serial_key", f.name)
     if not isinstance(key, str):
@@ -187,16 +248,51 @@ def _key_of(f: dataclasses.Field[Any]) -> str:
 def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
-        if not f.init or f.metadata.get("serial", True) is False:
+        if not _written(f):
             continue
         key = _key_of(f)
-        out[key] = _encode_value(getattr(obj, f.name), f"{where}.{key}", default)
+        attr = f.metadata.get("serial_read", f.name)
+        value = getattr(obj, attr)
+        if f.metadata.get("serial_whole") and value is not None:
+            out[key] = _encode_whole(value, f"{where}.{key}", default)
+        else:
+            out[key] = _encode_value(value, f"{where}.{key}", default)
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):
             value = value()
         out[name] = _encode_value(value, f"{where}.{name}", default)
     return out
+
+
+def _encode_whole(value: Any, where: str, default: Default | None) -> Any:
+    """A tagged record nested whole: its own tag and layout (its class's ``to_dict()``
+    when it has one, else :func:`encode`)."""
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return _encode_value(to_dict(), where, default)
+    return encode(value, default=default)
+
+
+def _decode_whole(tp: Any, value: Any, where: str) -> Any:
+    """Read a record nested whole (see :func:`_encode_whole`) against the tagged class
+    in the field's type (``X`` or ``X | None``)."""
+    arms = typing.get_args(tp) or (tp,)
+    if value is None:
+        if type(None) in arms:
+            return None
+        raise SerialError(f"{where}: expected an object (dict), got null")
+    classes = [
+        a for a in arms if isinstance(a, type) and isinstance(a.__dict__.get(_TAG_ATTR), str)
+    ]
+    if len(classes) != 1:
+        raise TypeError(f"{where}: serial_whole needs one tagged record class, got {tp!r}")
+    cls = classes[0]
+    from_dict = getattr(cls, "from_dict", None)
+    try:
+        return from_dict(value) if callable(from_dict) else decode(cls, value)
+    except ValueError as exc:
+        raise SerialError(f"{where}: {exc}") from None
 
 
 def _encode_value(value: Any, where: str, default: Default | None = None, depth: int = 0) -> Any:
@@ -237,10 +333,9 @@ def _encode_value(value: Any, where: str, default: Default | None = None, depth:
     raise TypeError(f"{where}: cannot encode a {type(value).__name__}")
 
 
-def _encode_float(x: float) -> float | str:
-    if math.isfinite(x):
-        return float(x)
-    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+def _encode_float(x: float) -> float | None:
+    # the NaN rule: a figure without a finite value is a missing figure, null
+    return float(x) if math.isfinite(x) else None
 
 
 def _encode_key(key: Any, where: str) -> str:
@@ -267,9 +362,11 @@ def decode(cls: type[T], data: Any, *, ignore_unknown: bool = False) -> T:
     if not isinstance(data, Mapping):
         raise SerialError(f"{tag}: expected an object (dict), got {_what(data)}")
     found = data.get("format")
-    if found != tag:
+    if found not in readable_formats(cls):
         raise SerialError(_tag_mismatch(tag, found))
-    return _decode_top(cls, data, tag, ("format",), ignore_unknown)
+    writer = _writer_key(cls)
+    skip = ("format",) if writer is None else ("format", writer)
+    return _decode_top(cls, data, tag, skip, ignore_unknown)
 
 
 def from_plain(cls: type[T], data: Any, *, where: str = "", ignore_unknown: bool = False) -> T:
@@ -332,27 +429,94 @@ _IGNORE_UNKNOWN: contextvars.ContextVar[bool] = contextvars.ContextVar(
 def _hints(cls: type[Any]) -> dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
+        try:
+            hints = typing.get_type_hints(cls, localns=_ModuleNames(cls.__module__))
+        except NameError:  # a field not written (serial=False) may name a TYPE_CHECKING type
+            hints = _written_hints(cls)
+        _HINTS[cls] = hints
     return hints
+
+
+class _ModuleNames(Mapping[str, Any]):
+    """A module's names looked up as attributes: a name the module imports on first use
+    (a module ``__getattr__``, PEP 562) resolves too, so a module can keep the types of
+    a record's parts out of its import time."""
+
+    def __init__(self, module: str) -> None:
+        self._module = sys.modules.get(module)
+
+    def __getitem__(self, name: str) -> Any:
+        if self._module is not None and not name.startswith("__"):
+            try:
+                return getattr(self._module, name)
+            except AttributeError:
+                pass
+        raise KeyError(name)
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def _written_hints(cls: type[Any]) -> dict[str, Any]:
+    """The type hints of the fields :func:`encode` writes, one at a time."""
+    out: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        module = sys.modules.get(klass.__module__)
+        names = dict(vars(module)) if module is not None else {}
+        for name, ann in klass.__dict__.get("__annotations__", {}).items():
+            f = klass.__dataclass_fields__.get(name)
+            if f is None or not _written(f):
+                continue
+            out[name] = typing.get_type_hints(
+                type("_One", (), {"__annotations__": {name: ann}}), names
+            )[name]
+    return out
+
+
+# per class: (attribute, key, type, required, nested whole) of each field read, and
+# every key it knows (fields and derived values)
+_Plan = tuple[tuple[tuple[str, str, Any, bool, bool], ...], frozenset[str]]
+_PLANS: dict[type[Any], _Plan] = {}
+
+
+def _plan(cls: type[Any]) -> _Plan:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = _hints(cls)
+        rows = []
+        for f in dataclasses.fields(cls):
+            if not _written(f):
+                continue
+            required = f.default is dataclasses.MISSING and (
+                f.default_factory is dataclasses.MISSING
+            )
+            whole = bool(f.metadata.get("serial_whole"))
+            rows.append((f.name, _key_of(f), hints[f.name], required, whole))
+        keys = frozenset(r[1] for r in rows) | frozenset(_derived(cls))
+        plan = _PLANS[cls] = (tuple(rows), keys)
+    return plan
 
 
 def _decode_dataclass(
     cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...] = ()
 ) -> T:
-    hints = _hints(cls)
+    plan, keys = _plan(cls)
     kwargs: dict[str, Any] = {}
-    known: set[str] = set(skip) | set(_derived(cls))
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.metadata.get("serial", True) is False:
-            continue
-        key = _key_of(f)
-        known.add(key)
+    for name, key, tp, required, whole in plan:
         if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if required:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        kwargs[f.name] = _decode_value(hints[f.name], data[key], f"{where}.{key}")
-    unknown = [k for k in data if k not in known]
+        if whole:
+            kwargs[name] = _decode_whole(tp, data[key], f"{where}.{key}")
+        else:
+            kwargs[name] = _decode_value(tp, data[key], f"{where}.{key}")
+    unknown = [k for k in data if k not in keys and k not in skip]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
         raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
@@ -370,6 +534,12 @@ def _what(value: Any) -> str:
 
 
 def _decode_value(tp: Any, value: Any, where: str) -> Any:
+    # the common cases first: a plain number or text of the type asked for
+    vt = type(value)
+    if tp is float and (vt is float or vt is int):
+        return float(value)
+    if (tp is int or tp is str) and vt is tp:
+        return value
     if tp is Any or tp is object:
         return value
     if tp is None or tp is type(None):
@@ -398,6 +568,8 @@ def _decode_union(args: tuple[Any, ...], value: Any, where: str) -> Any:
     if value is None:
         if type(None) in args:
             return None
+        if float in args:  # the NaN rule: null is a missing figure
+            return math.nan
         raise SerialError(f"{where}: expected {_names(args)}, got null")
     errors: list[str] = []
     for arm in args:
@@ -482,7 +654,9 @@ def _decode_scalar(tp: type[Any], value: Any, where: str) -> Any:
     if tp is float:
         if isinstance(value, numbers.Real) and not _is_bool(value):
             return float(value)
-        if value in ("nan", "inf", "-inf"):
+        if value is None:  # the NaN rule: null is a missing figure
+            return math.nan
+        if value in ("nan", "inf", "-inf"):  # written by gyreprof before the NaN rule
             return float(value)
         raise SerialError(f"{where}: expected a number, got {_what(value)}")
     if tp is str:

@@ -1,7 +1,10 @@
 """What people read: Summary and PhaseStats (computed from a Snapshot), and their renderers.
 
 A ``Summary`` holds per-phase percentiles, shares, throughput, warm-up and
-overhead, and renders them as text, Markdown, JSON, CSV and flat metrics.
+overhead; :mod:`gyreprof.render` writes it as text, Markdown, CSV and flat metrics,
+and its JSON (format ``gyreprof.summary/2``; ``/1`` still reads) goes through the
+generic codec, :mod:`gyreprof._serial`, with each histogram in its compact encoding
+(``"histograms"``: layout and base64 of the encoded counts).
 ``PhaseStats.histogram`` is the public, read-only view of a phase's histogram
 that exporters read. The raw record, its merge and interval algebra and the
 binary format live in ``gyreprof.snapshot``; ``Snapshot.summary()`` computes a
@@ -16,9 +19,8 @@ wall clock: ``elapsed_s`` is the span its sources cover together, and
 from __future__ import annotations
 
 import base64
-import csv
+import dataclasses
 import functools
-import io
 import json
 import math
 import os
@@ -30,13 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _checks, _io, _limits, _notes
+from gyreprof import _checks, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, UnknownPhaseError
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name, text_table
-from gyreprof._version import __version__
+from gyreprof._serial import decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
-from gyreprof.window import Window, WindowStats
+from gyreprof.render import csv as render_csv
+from gyreprof.render import json as render_json
+from gyreprof.render import markdown as render_markdown
+from gyreprof.render import metrics as render_metrics
+from gyreprof.render import text as render_text
+from gyreprof.window import Window
 
 if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
     from gyreprof.snapshot import Snapshot
@@ -51,7 +57,9 @@ __all__ = [
 ]
 
 
-SUMMARY_FORMAT = "gyreprof.summary/1"
+SUMMARY_FORMAT = "gyreprof.summary/2"
+#: /1 wrote a missing figure as a bare NaN (not JSON); /2 writes null (gyreprof._serial)
+SUMMARY_FORMAT_V1 = "gyreprof.summary/1"
 
 
 # --------------------------------------------------------------------- values
@@ -105,19 +113,13 @@ class PhaseStats:
             raise ValueError("this PhaseStats carries no histogram (it was built from totals only)")
         return hist.percentile(qf)
 
-    def to_dict(self) -> dict[str, float]:
-        return {
-            "count": self.count,
-            "mean": self.mean,
-            "min": self.min,
-            "max": self.max,
-            "p50": self.p50,
-            "p90": self.p90,
-            "p99": self.p99,
-            "p999": self.p999,
-            "share": self.share,
-            "sum_ns": self.sum_ns,
-        }
+    def to_dict(self) -> dict[str, Any]:
+        """The figures as plain JSON types (``null`` for a missing figure)."""
+        out: dict[str, Any] = plain(self)
+        return out
+
+    def __str__(self) -> str:
+        return render_text.phase_stats(self)
 
 
 @dataclass(frozen=True)
@@ -133,25 +135,11 @@ class WarmupInfo:
     max_ns: dict[str, float]
 
     def __str__(self) -> str:
-        if self.rule == "none":
-            return "warm-up: none excluded (pass warmup_steps= or warmup_s= to exclude it)"
-        if not self.done:
-            hint = ""
-            if self.steps == 0 and "steps" in self.rule:
-                hint = "; warm-up counts steps: mark them with prof.begin(), or use warmup_s="
-            return f"warm-up: {self.rule}, still warming up ({self.steps} steps so far{hint})"
-        return f"warm-up: {self.rule} excluded, {self.steps} steps, {fmt_ns(self.elapsed_ns)}"
+        return render_text.warmup(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "steps": self.steps,
-            "elapsed_ns": self.elapsed_ns,
-            "done": self.done,
-            "first_ns": self.first_ns,
-            "mean_ns": self.mean_ns,
-            "max_ns": self.max_ns,
-        }
+        out: dict[str, Any] = plain(self)
+        return out
 
 
 # -------------------------------------------------------------------- summary
@@ -200,6 +188,7 @@ def _phase_stats(
     )
 
 
+@serial_format(SUMMARY_FORMAT, reads=(SUMMARY_FORMAT_V1,), writer="gyreprof")
 @dataclass(frozen=True)
 class Summary:
     """Steady-state results of a run (durations in ns)."""
@@ -224,7 +213,12 @@ class Summary:
     sources: int
     meta: dict[str, Any] = field(default_factory=dict)
     # rolling windows: given as a list, or built on first use from the snapshot
-    window_list: list[Window] | None = field(default=None, repr=False, compare=False)
+    window_list: list[Window] | None = field(
+        default=None,
+        repr=False,
+        compare=False,
+        metadata={"serial_key": "windows", "serial_read": "windows"},
+    )
     _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
@@ -333,205 +327,64 @@ class Summary:
                 f"unknown phase {name!r}; known phases: {list(self.phases)}"
             ) from None
 
-    def _rows(self) -> list[tuple[str, PhaseStats]]:
-        rows = list(self.phases.items())
-        if self.step.count:
-            rows.append((STEP, self.step))
-        return rows
+    # -- renderings (gyreprof.render) ---------------------------------------------
 
-    TABLE_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")
+    TABLE_HEADERS = render_text.SUMMARY_HEADERS
 
     def table_rows(self) -> list[list[str]]:
         """The summary table as formatted cells, one row per phase and one for whole steps
         (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
-        return [
-            [
-                safe_name(name),
-                str(st.count),
-                *(fmt_ns(v) for v in (st.mean, st.p50, st.p90, st.p99, st.p999, st.max)),
-                fmt_pct(st.share) if name != STEP else "",
-            ]
-            for name, st in self._rows()
-        ]
+        return render_text.summary_rows(self)
 
     def table(self) -> str:
-        return text_table(list(self.TABLE_HEADERS), self.table_rows())
+        return render_text.summary_table(self)
 
     def __str__(self) -> str:
-        lines = []
-        src = f" from {self.sources} sources" if self.sources > 1 else ""
-        if self.steps:
-            lines.append(
-                f"gyreprof: {self.steps} steady steps in {self.elapsed_s:.3g} s "
-                f"({fmt_rate(self.steps_per_s)}){src}"
-            )
-            spread = self.meta.get("source_rates")
-            if self.sources > 1 and isinstance(spread, list) and len(spread) == 3:
-                lo, med, hi = (float(x) for x in spread)
-                lines.append(
-                    f"per source: {fmt_rate(lo)} min, {fmt_rate(med)} median, "
-                    f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
-                )
-        else:
-            lines.append(f"gyreprof: {self.events} phase events{src} (no steps marked)")
-        lines.append(self.table())
-        lines.append(str(self.warmup))
-        w = self.warmup
-        steady = {**{k: v.mean for k, v in self.phases.items()}, STEP: self.step.mean}
-        if w.first_ns:
-            parts = [
-                f"{safe_name(n)} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
-                for n, v in w.first_ns.items()
-            ]
-            lines.append("first call: " + ", ".join(parts))
-        if w.mean_ns:
-            parts = [
-                f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}"
-                for n, v in w.mean_ns.items()
-            ]
-            lines.append("warm-up vs steady mean: " + ", ".join(parts))
-        lines.append(
-            f"profiler overhead: {fmt_pct(self.overhead_share)} of wall time "
-            f"(~{self.lap_cost_ns:.0f} ns per boundary, clock={self.clock})"
-        )
-        issues = _notes.data_quality(self)
-        inexact = [
-            safe_name(n)
-            for n, p in {**self.phases, STEP: self.step}.items()
-            if p.count > 0 and math.isnan(p.mean)
-        ]
-        if inexact:  # a sum held at the int64 limit with no exact value (an older record)
-            issues.append(
-                "sums past the int64 range with no exact value: the mean, share and total "
-                f"of {', '.join(inexact)} are missing"
-            )
-        if issues:
-            lines.append("note: " + "; ".join(issues))
-        if self.counters:
-            lines.append(
-                "counters: "
-                + ", ".join(
-                    f"{safe_name(k)} {v} ({self.counter_rates.get(k, math.nan):.3g}/s)"
-                    for k, v in self.counters.items()
-                )
-            )
-        return "\n".join(lines)
+        return render_text.summary(self)
 
     def to_markdown(self) -> str:
-        headers = list(self.TABLE_HEADERS)
-        # a '|' in a name would split its cell
-        rows = [[c.replace("|", "\\|") for c in r] for r in self.table_rows()]
-        head = (
-            f"**{self.steps} steady steps, {fmt_rate(self.steps_per_s)}**; {self.warmup}; "
-            f"profiler overhead {fmt_pct(self.overhead_share)}"
-        )
-        return head + "\n\n" + markdown_table(headers, rows) + "\n"
+        return render_markdown.summary(self)
+
+    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
+        """One row per phase (and the whole step): name, count, mean, min, max, pXX, share."""
+        return render_csv.write(render_csv.summary(self), path)
+
+    def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
+        """Flat ``{name: number}`` for any logger's ``log(dict)`` (TensorBoard, W&B, ...);
+        the keys: :func:`gyreprof.render.metrics.summary`."""
+        return render_metrics.summary(self, prefix)
+
+    # -- JSON (gyreprof._serial) ---------------------------------------------------
 
     def to_dict(self, *, histograms: bool = True) -> dict[str, Any]:
-        """JSON-ready dict; ``histograms=True`` embeds each phase's encoded buckets."""
-        out: dict[str, Any] = {
-            "format": SUMMARY_FORMAT,
-            "gyreprof": __version__,
-            "steps": self.steps,
-            "steps_per_s": self.steps_per_s,
-            "elapsed_s": self.elapsed_s,
-            "overhead_share": self.overhead_share,
-            "lap_cost_ns": self.lap_cost_ns,
-            "overwritten": self.overwritten,
-            "out_of_range": self.out_of_range,
-            "negative": self.negative,
-            "nonfinite": self.nonfinite,
-            "events": self.events,
-            "counters": self.counters,
-            "counter_rates": self.counter_rates,
-            "significant_figures": self.significant_figures,
-            "clock": self.clock,
-            "sources": self.sources,
-            "warmup": self.warmup.to_dict(),
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "step": self.step.to_dict(),
-            "windows": [w.to_dict() for w in self.windows],
-            "meta": self.meta,
-        }
+        """JSON-ready dict, format ``gyreprof.summary/2`` (``null`` for a missing figure);
+        ``histograms=True`` adds each phase's encoded buckets under ``"histograms"``."""
+        out = encode(self)
         if histograms:
             hist = {}
             for name, st in [*self.phases.items(), (STEP, self.step)]:
-                if st._counts is not None and st._layout is not None:
+                view = st.histogram
+                if view is not None:
+                    layout = (view.lowest_ns, view.highest_ns, view.significant_figures)
                     hist[name] = {
-                        "layout": list(st._layout),
-                        "counts": base64.b64encode(encode_counts(st._counts)).decode("ascii"),
+                        "layout": list(layout),
+                        "counts": base64.b64encode(encode_counts(view.counts)).decode("ascii"),
                     }
             out["histograms"] = hist
         return out
 
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
-        """The JSON text; written to ``path`` as well when given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=True)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
-
-    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
-        """One row per phase (and the whole step): name, count, mean, min, max, pXX, share."""
-        buf = io.StringIO()
-        w = csv.writer(buf)
-        cols = ["count", "mean", "min", "max", "p50", "p90", "p99", "p999", "share", "sum_ns"]
-        w.writerow(["phase", *cols])
-        for name, st in self._rows():
-            d = st.to_dict()
-            w.writerow([name, *(d[c] for c in cols)])
-        text = buf.getvalue()
-        if path is not None:
-            Path(path).write_text(text)
-        return text
-
-    def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
-        """Flat ``{name: number}`` for any logger's ``log(dict)`` (TensorBoard, W&B, ...).
-
-        Stable keys (every value a float; NaN where a phase has no data):
-        ``{prefix}steps``, ``steps_per_s``, ``elapsed_s``, ``events``, ``warmup_steps``,
-        ``overhead_share``, ``overwritten``, ``out_of_range``, ``negative``, ``nonfinite``;
-        per phase ``{prefix}phase/{name}/{count|mean_ns|min_ns|p50_ns|p90_ns|p99_ns|p999_ns|
-        max_ns|share}``; whole steps ``{prefix}step/{...}`` (no share); counters
-        ``{prefix}counter/{name}``. Phases live under ``phase/`` so no phase name can
-        collide with the run-level or whole-step keys.
-        """
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
-        out: dict[str, float] = {
-            f"{prefix}steps": float(self.steps),
-            f"{prefix}steps_per_s": float(self.steps_per_s),
-            f"{prefix}elapsed_s": float(self.elapsed_s),
-            f"{prefix}events": float(self.events),
-            f"{prefix}warmup_steps": float(self.warmup.steps),
-            f"{prefix}overhead_share": float(self.overhead_share),
-            f"{prefix}overwritten": float(self.overwritten),
-            f"{prefix}out_of_range": float(self.out_of_range),
-            f"{prefix}negative": float(self.negative),
-            f"{prefix}nonfinite": float(self.nonfinite),
-        }
-        rows = [(f"{prefix}phase/{name}/", st) for name, st in self.phases.items()]
-        rows.append((f"{prefix}step/", self.step))
-        for base, st in rows:
-            out[base + "count"] = float(st.count)
-            out[base + "mean_ns"] = float(st.mean)
-            out[base + "min_ns"] = float(st.min)
-            out[base + "p50_ns"] = float(st.p50)
-            out[base + "p90_ns"] = float(st.p90)
-            out[base + "p99_ns"] = float(st.p99)
-            out[base + "p999_ns"] = float(st.p999)
-            out[base + "max_ns"] = float(st.max)
-            if st is not self.step:
-                out[base + "share"] = float(st.share)
-        for k, v in self.counters.items():
-            out[f"{prefix}counter/{k}"] = float(v)
-        return out
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Summary:
-        """Rebuild a Summary from ``to_dict()`` output; ``CorruptDataError`` (a ValueError) on
-        anything malformed, ``BudgetError`` (a ValueError) when its histograms would need more
-        memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
+        """Rebuild a Summary from ``to_dict()`` output (format ``/2``, or ``/1``);
+        ``CorruptDataError`` (a ValueError) on anything malformed, ``BudgetError`` (a
+        ValueError) when its histograms would need more memory than
+        ``GYREPROF_MEMORY_BUDGET`` allows."""
         try:
             _limits.check_summary_dict(d)
             _checks.check_summary_values(d)  # sums, extremes and totals against the counts
@@ -547,84 +400,18 @@ class Summary:
 
     @classmethod
     def _from_dict(cls, d: Mapping[str, Any]) -> Summary:
-        if not isinstance(d, Mapping) or d.get("format") != SUMMARY_FORMAT:
-            raise ValueError(f"missing format marker {SUMMARY_FORMAT!r}")
-        hist = d.get("histograms") or {}
-
-        def phase(name: str, pd: Mapping[str, Any]) -> PhaseStats:
-            counts = layout = None
-            if name in hist:
-                lay = tuple(int(x) for x in hist[name]["layout"])
-                if len(lay) != 3:
-                    raise ValueError(f"bad histogram layout for {name!r}")
-                L = int(layout_info(*lay)["counts_len"])
-                counts = decode_counts(base64.b64decode(hist[name]["counts"], validate=True), L)
-                if int(counts.sum()) != int(pd["count"]):
-                    raise ValueError(f"histogram of {name!r} does not add up to its count")
-                layout = lay
-            return PhaseStats(
-                count=int(pd["count"]),
-                mean=float(pd["mean"]),
-                min=float(pd["min"]),
-                max=float(pd["max"]),
-                p50=float(pd["p50"]),
-                p90=float(pd["p90"]),
-                p99=float(pd["p99"]),
-                p999=float(pd["p999"]),
-                share=float(pd["share"]),
-                sum_ns=float(pd.get("sum_ns", 0.0)),
-                _counts=counts,
-                _layout=layout,  # type: ignore[arg-type]
-            )
-
-        phases = {str(k): phase(k, v) for k, v in d["phases"].items()}
-        wd = d["warmup"]
-        warmup = WarmupInfo(
-            rule=str(wd["rule"]),
-            steps=int(wd["steps"]),
-            elapsed_ns=int(wd["elapsed_ns"]),
-            done=bool(wd["done"]),
-            first_ns={str(k): float(v) for k, v in wd["first_ns"].items()},
-            mean_ns={str(k): float(v) for k, v in wd["mean_ns"].items()},
-            max_ns={str(k): float(v) for k, v in wd.get("max_ns", {}).items()},
-        )
-        windows = []
-        for w in d.get("windows", []):
-            windows.append(
-                Window(
-                    index=int(w["index"]),
-                    start_ns=int(w["start_ns"]),
-                    end_ns=int(w["end_ns"]),
-                    first_step=int(w["first_step"]),
-                    steps=int(w["steps"]),
-                    warmup=bool(w["warmup"]),
-                    phases={k: WindowStats(**v) for k, v in w["phases"].items()},
-                    step=WindowStats(**w["step"]) if w.get("step") else None,
-                    source=str(w["source"]),
-                )
-            )
-        return cls(
-            phases=phases,
-            step=phase(STEP, d["step"]),
-            steps=int(d["steps"]),
-            steps_per_s=float(d["steps_per_s"]),
-            warmup=warmup,
-            overhead_share=float(d["overhead_share"]),
-            overwritten=int(d["overwritten"]),
-            out_of_range=int(d["out_of_range"]),
-            negative=int(d["negative"]),
-            nonfinite=int(d.get("nonfinite", 0)),
-            events=int(d.get("events", 0)),
-            counters={str(k): int(v) for k, v in d.get("counters", {}).items()},
-            counter_rates={str(k): float(v) for k, v in d.get("counter_rates", {}).items()},
-            elapsed_s=float(d["elapsed_s"]),
-            lap_cost_ns=float(d.get("lap_cost_ns", math.nan)),
-            significant_figures=int(d["significant_figures"]),
-            clock=str(d.get("clock", "monotonic")),
-            sources=int(d.get("sources", 1)),
-            window_list=windows,
-            meta=dict(d.get("meta", {})),
-        )
+        if not isinstance(d, Mapping):
+            raise ValueError(f"expected an object (dict), got {type(d).__name__}")
+        data = dict(d)
+        hist = data.pop("histograms", None) or {}
+        if not isinstance(hist, Mapping):
+            raise ValueError("'histograms' is not an object")
+        if data.get("format") == SUMMARY_FORMAT_V1:
+            data = _v1_defaults(data)
+        summary = decode(cls, data)
+        phases = {name: _with_histogram(name, st, hist) for name, st in summary.phases.items()}
+        step = _with_histogram(STEP, summary.step, hist)
+        return dataclasses.replace(summary, phases=phases, step=step)
 
     @classmethod
     def from_json(cls, text_or_path: str | os.PathLike[str]) -> Summary:
@@ -637,10 +424,50 @@ class Summary:
             except UnicodeDecodeError:
                 raise CorruptDataError(f"{p} is not a JSON summary (not text)") from None
         try:
-            data = json.loads(text)
+            data = json.loads(text)  # a /1 file may hold bare NaN: json.loads reads it
         except (json.JSONDecodeError, RecursionError) as exc:
             raise CorruptDataError(f"not a valid gyreprof summary: bad JSON ({exc})") from None
         return cls.from_dict(data)
+
+
+def _with_histogram(name: str, st: PhaseStats, hist: Mapping[str, Any]) -> PhaseStats:
+    """``st`` with the histogram ``hist`` holds for ``name`` (compact encoding), checked."""
+    if name not in hist:
+        return st
+    h = hist[name]
+    if not isinstance(h, Mapping):
+        raise ValueError(f"histogram of {name!r} is not an object")
+    lay = tuple(int(x) for x in h["layout"])
+    if len(lay) != 3:
+        raise ValueError(f"bad histogram layout for {name!r}")
+    length = int(layout_info(*lay)["counts_len"])
+    counts = decode_counts(base64.b64decode(h["counts"], validate=True), length)
+    if int(counts.sum()) != st.count:
+        raise ValueError(f"histogram of {name!r} does not add up to its count")
+    return dataclasses.replace(st, _counts=counts, _layout=lay)
+
+
+#: what a gyreprof.summary/1 file may leave out (written by older versions)
+_V1_OPTIONAL: dict[str, Any] = {
+    "nonfinite": 0,
+    "events": 0,
+    "counters": {},
+    "counter_rates": {},
+    "lap_cost_ns": math.nan,
+    "clock": "monotonic",
+    "sources": 1,
+    "windows": [],
+    "meta": {},
+}
+
+
+def _v1_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``/1`` summary dict with the fields older writers left out filled in."""
+    out = {**_V1_OPTIONAL, **data}
+    warm = out.get("warmup")
+    if isinstance(warm, Mapping):
+        out["warmup"] = {"max_ns": {}, **warm}
+    return out
 
 
 def default_meta(label: str | None = None) -> dict[str, Any]:

@@ -21,7 +21,9 @@ import numpy as np
 
 from gyreprof._block import decode_windows
 from gyreprof._errors import InvalidValueError
+from gyreprof._serial import plain, serial_derived
 from gyreprof.histogram import STEP, exact_percentiles
+from gyreprof.render import text as render_text
 
 __all__ = ["Window", "WindowStats", "rolling_windows", "windows_from_events"]
 
@@ -38,10 +40,12 @@ class WindowStats:
     max: float
     share: float
 
-    def to_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("count", "mean", "p50", "p90", "p99", "max", "share")}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = plain(self)
+        return out
 
 
+@serial_derived("steps_per_s")
 @dataclass(frozen=True)
 class Window:
     """A stretch of the run: its steps, whether it was warm-up, and per-phase stats.
@@ -71,18 +75,12 @@ class Window:
         return self.steps / d if d > 0 else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "start_ns": self.start_ns,
-            "end_ns": self.end_ns,
-            "first_step": self.first_step,
-            "steps": self.steps,
-            "warmup": self.warmup,
-            "source": self.source,
-            "steps_per_s": self.steps_per_s,
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "step": self.step.to_dict() if self.step else None,
-        }
+        """The window as plain JSON types (its ``steps_per_s`` beside the fields)."""
+        out: dict[str, Any] = plain(self)
+        return out
+
+    def __str__(self) -> str:
+        return render_text.window(self)
 
 
 def rolling_windows(

@@ -63,7 +63,6 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,9 +70,13 @@ import numpy as np
 from gyreprof import _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
-from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_fraction, check_positive_int
 from gyreprof.analysis.wait import WaitReport, _busy_before, report_of
+from gyreprof.render import json as render_json
+from gyreprof.render import markdown as render_markdown
+from gyreprof.render import metrics as render_metrics
+from gyreprof.render import text as render_text
 from gyreprof.source import Source, resolve
 from gyreprof.summary import Summary
 
@@ -81,7 +84,9 @@ if TYPE_CHECKING:
     from gyreprof.profiler import Profiler
     from gyreprof.snapshot import Snapshot
 
-VERDICT_FORMAT = "gyreprof.verdict/1"
+VERDICT_FORMAT = "gyreprof.verdict/2"
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+VERDICT_FORMAT_V1 = "gyreprof.verdict/1"
 
 #: phase names that mean "stepping the environment" (compared in lower case);
 #: a name starting with "env" counts as well.
@@ -141,7 +146,7 @@ LOOPS = ("sync", "overlapped")
 UNTIMED = "(untimed)"
 
 
-@serial_format(VERDICT_FORMAT)
+@serial_format(VERDICT_FORMAT, reads=(VERDICT_FORMAT_V1,))
 @dataclass(frozen=True)
 class Verdict:
     """The bottleneck, in plain words.
@@ -180,60 +185,33 @@ class Verdict:
     sampler_wall: str | None = None  # what the sampler's wall time was taken from
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.verdict/1``; the wait report is nested in it."""
+        """JSON-ready dict, format ``gyreprof.verdict/2``; the wait report is nested in it."""
         return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
-        """The verdict again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        """The verdict again from :meth:`to_dict` (``/2`` or ``/1``); ``CorruptDataError``
+        naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        text = dumps(self, indent=indent)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     @property
     def headline(self) -> str:
-        sync = self.loop == "sync"
-        if self.bound == "trainer":
-            head = (
-                "trainer-bound: compute holds the larger share of wall time; tune it first"
-                if sync
-                else "trainer-bound: the trainer hardly waits; tune compute, not the sampler"
-            )
-        elif self.bound == "sampler":
-            head = (
-                "sampler-bound: collecting holds the larger share of wall time; tune the sampler"
-                if sync
-                else "sampler-bound: the trainer waits for batches; tune the sampler"
-            )
-        else:
-            head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
-        if self.dominant_phase == UNTIMED and self.coverage is not None:
-            head += f" (look first at the sampler's untimed {fmt_pct(1.0 - self.coverage)})"
-        elif self.dominant_phase is not None:
-            head += f" (look first at {self.dominant_phase!r})"
-        if self.loop is not None:
-            shape = "synchronous loop" if sync else "overlapped pipeline"
-            head += f" [{shape}, {self.loop_source}]"
-        return head
+        return render_text.verdict_headline(self)
+
+    def to_markdown(self) -> str:
+        return render_markdown.verdict(self)
+
+    def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
+        return render_metrics.verdict(self, prefix)
 
     def __str__(self) -> str:
-        lines = [f"verdict: {self.headline}"]
-        lines += [f"  {i}. {r}" for i, r in enumerate(self.reasons, 1)]
-        if self.advice:
-            lines.append("next:")
-            lines += [f"  - {a}" for a in self.advice]
-        if self.unknowns:
-            lines.append("cannot tell:")
-            lines += [f"  - {u}" for u in self.unknowns]
-        if self.caveats:
-            lines.append("caveats:")
-            lines += [f"  - {c}" for c in self.caveats]
-        return "\n".join(lines)
+        return render_text.verdict(self)
 
 
 # ------------------------------------------------------------------ helpers

@@ -35,16 +35,18 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gyreprof import _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
-from gyreprof._format import fmt_factor, fmt_ns, fmt_pct, fmt_speedup
-from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
+from gyreprof._serial import decode, encode, serial_derived, serial_format
 from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
+from gyreprof.render import json as render_json
+from gyreprof.render import markdown as render_markdown
+from gyreprof.render import metrics as render_metrics
+from gyreprof.render import text as render_text
 from gyreprof.snapshot import Snapshot
 from gyreprof.source import Source, is_profiler, resolve
 from gyreprof.summary import Summary
@@ -54,7 +56,9 @@ if TYPE_CHECKING:
     from gyreprof._rings import Rings
     from gyreprof.profiler import Profiler
 
-WAIT_REPORT_FORMAT = "gyreprof.wait_report/1"
+WAIT_REPORT_FORMAT = "gyreprof.wait_report/2"
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+WAIT_REPORT_FORMAT_V1 = "gyreprof.wait_report/1"
 
 DEFAULT_SPIKE_FACTOR = 3.0
 DEFAULT_SPIKE_MIN_SHARE = 0.05
@@ -116,7 +120,7 @@ class OtherPhase:
     coincident_spikes: int  # wait spikes that coincide with a spike of this phase
 
 
-@serial_format(WAIT_REPORT_FORMAT)
+@serial_format(WAIT_REPORT_FORMAT, reads=(WAIT_REPORT_FORMAT_V1,))
 @dataclass(frozen=True)
 class WaitReport:
     """How much of its time the trainer spends waiting for batches (ns; ratios 0..1).
@@ -162,88 +166,32 @@ class WaitReport:
         """How much faster training could get with an infinitely fast sampler (1/(1-ratio))."""
         return 1.0 / (1.0 - self.ratio) if self.ratio < 1.0 else math.inf
 
-    # -- forms -------------------------------------------------------------------
+    # -- forms (gyreprof._serial, gyreprof.render) --------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.wait_report/1`` (undefined numbers as ``"nan"``)."""
+        """JSON-ready dict, format ``gyreprof.wait_report/2`` (``null`` for a missing figure)."""
         return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WaitReport:
-        """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        """The report again from :meth:`to_dict` (``/2`` or ``/1``); ``CorruptDataError``
+        naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        text = dumps(self, indent=indent)
-        if path is not None:
-            Path(path).write_text(text)
-        return text
+        return render_json.write(self.to_dict(), path, indent=indent)
+
+    def to_markdown(self) -> str:
+        return render_markdown.wait_report(self)
+
+    def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
+        return render_metrics.wait_report(self, prefix)
 
     def __str__(self) -> str:
-        w, c = self.wait_phase, self.compute_phase
-        ws, cs = self.wait_per_step, self.compute_per_step
-        lines = [
-            f"wait report: trainer phases {w!r} (wait) and {c!r} (compute), "
-            f"{self.steps} steady steps",
-            f"wait ratio: {fmt_pct(self.ratio)} of the trainer's time is spent waiting "
-            f"(per call: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
-            f"an infinitely fast sampler would make training at most "
-            f"{fmt_speedup(self.speedup_bound)}",
-            f"wait per call: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
-            f"p99 {fmt_ns(ws['p99'])}, max {fmt_ns(ws['max'])}",
-        ]
-        if self.window_ratios:
-            d = self.window_distribution
-            kind = "exact, from the ring" if self.window_source == "ring" else "rolling windows"
-            lines.append(
-                f"per-window wait ratio ({len(self.window_ratios)} windows of "
-                f"{self.window_size}, {kind}): p10 {fmt_pct(d['p10'])}, p50 {fmt_pct(d['p50'])}, "
-                f"p90 {fmt_pct(d['p90'])}, max {fmt_pct(d['max'])}"
-            )
-        else:
-            lines.append("per-window wait ratio: no steady windows")
-        th = self.thresholds
-        if self.spikes:
-            med = self.spikes[0].median_wait_per_step_ns
-            lines.append(
-                f"spikes: {len(self.spikes)} window(s) with wait per step >= "
-                f"{th['spike_factor']:g}x the median window ({fmt_ns(med)})"
-            )
-            for s in self.spikes[:10]:
-                co = f"; coincides with {', '.join(s.coincident)}" if s.coincident else ""
-                lines.append(
-                    f"  t=+{s.start_s:.3g} s ({s.duration_s:.3g} s), steps {s.first_step}.."
-                    f"{s.first_step + max(0, s.steps - 1)}: wait/step {fmt_ns(s.wait_per_step_ns)} "
-                    f"({fmt_factor(s.factor)} the median), window ratio {fmt_pct(s.ratio)}{co}"
-                )
-            if len(self.spikes) > 10:
-                lines.append(f"  ... and {len(self.spikes) - 10} more")
-        elif self.window_ratios:
-            lines.append(
-                f"spikes: none (no window's wait per step reached {th['spike_factor']:g}x "
-                "the median window's)"
-            )
-        for o in self.other.values():
-            if self.spikes:
-                verdict = (
-                    "the waits grew when it did"
-                    if o.coincident_spikes
-                    else "the waits grew without it (the supply got slower)"
-                )
-                lines.append(
-                    f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
-                    f"window(s); {o.coincident_spikes} of {len(self.spikes)} wait spikes "
-                    f"coincide: {verdict}"
-                )
-            else:
-                lines.append(
-                    f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
-                    "window(s); no wait spikes to compare"
-                )
-        for note in self.notes:
-            lines.append(f"note: {note}")
-        return "\n".join(lines)
+        return render_text.wait_report(self)
 
 
 # ------------------------------------------------------------------ internals

@@ -46,5 +46,5 @@ def run(args: argparse.Namespace) -> int:
         result = census(args.pid, interval_s=args.interval, registry=args.registry)
     except ProcessLookupError as exc:
         raise UsageError(str(exc)) from None
-    print(result.to_json() if args.json else safe_text(result))
+    print(result.to_json(indent=2) if args.json else safe_text(result))
     return 0

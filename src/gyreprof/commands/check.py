@@ -129,5 +129,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except ProcessLookupError as exc:
         raise UsageError(str(exc)) from None
-    print(report.to_json() if args.json else safe_text(report))
+    print(report.to_json(indent=2) if args.json else safe_text(report))
     return report.exit_code

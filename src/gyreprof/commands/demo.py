@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     summary = prof.summary()
     if args.save:
         if args.save.lower().endswith(".json"):
-            summary.to_json(args.save)
+            summary.to_json(args.save, indent=2)
         else:
             prof.snapshot().save(args.save)
     if args.json:

@@ -12,6 +12,7 @@ from typing import Any
 from gyreprof._errors import UsageError
 from gyreprof._format import safe_text
 from gyreprof.commands import _args
+from gyreprof.render import json as render_json
 
 
 def values_arg(text: str) -> list[int | float]:
@@ -231,13 +232,13 @@ def run(args: argparse.Namespace) -> int:
     except (SweepUsageError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
     if args.json and not to_stdout_json:
-        result.to_json(args.json, summaries=args.summaries)
+        render_json.write(result.to_dict(summaries=args.summaries), args.json, indent=2)
     if args.csv:
         result.to_csv(args.csv)
     if args.plot:
         result.to_plot(args.plot)
     if to_stdout_json:
-        print(result.to_json(summaries=args.summaries))
+        print(render_json.text(result.to_dict(summaries=args.summaries), indent=2))
     else:
         print(safe_text(result))
     return 0 if result.measured else 1

@@ -10,16 +10,16 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _notes
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name
+from gyreprof import _io, _notes
+from gyreprof._format import fmt_ns, safe_name
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
 from gyreprof.histogram import STEP
+from gyreprof.render import text as render_text
 from gyreprof.summary import Summary
 
 _CSS = """
@@ -55,24 +55,9 @@ def _table(headers: list[str], body: list[list[str]], row_classes: list[str] | N
 
 
 def _summary_table(s: Summary) -> str:
-    headers = ["phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share"]
-    body, classes = [], []
-    for name, st in rows(s, include_step=bool(s.step.count)):
-        body.append(
-            [
-                name,
-                str(st.count),
-                fmt_ns(st.mean),
-                fmt_ns(st.p50),
-                fmt_ns(st.p90),
-                fmt_ns(st.p99),
-                fmt_ns(st.p999),
-                fmt_ns(st.max),
-                fmt_pct(st.share) if name != STEP else "",
-            ]
-        )
-        classes.append("step" if name == STEP else "")
-    return _table(headers, body, classes)
+    # the same cells as the text and Markdown tables (gyreprof.render.text)
+    classes = ["step" if name == STEP else "" for name, _ in render_text.phase_rows(s)]
+    return _table(list(render_text.SUMMARY_HEADERS), render_text.summary_rows(s), classes)
 
 
 def _warmup_section(s: Summary) -> str:
@@ -156,17 +141,8 @@ def html_report(
     if s.sources > 1:
         who.append(f"merged from {s.sources} sources")
     now = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    if s.steps:
-        headline = f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)})"
-    else:
-        headline = f"{s.events} phase events (no steps marked)"
-    overhead = (
-        f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time "
-        f"(~{s.lap_cost_ns:.0f} ns per boundary, clock={s.clock}, "
-        f"{s.significant_figures} significant figures)"
-        if not math.isnan(s.lap_cost_ns)
-        else f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time"
-    )
+    headline = render_text.summary_headline(s)
+    overhead = render_text.overhead_line(s, figures=True)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -190,7 +166,7 @@ def html_report(
             _table(
                 ["counter", "count", "per second"],
                 [
-                    [k, str(v), f"{s.counter_rates.get(k, math.nan):.3g}"]
+                    [k, str(v), render_text.rate_cell(s.counter_rates.get(k))]
                     for k, v in s.counters.items()
                 ],
             )
@@ -201,10 +177,8 @@ def html_report(
     text = "\n".join(parts) + "\n"
     if path is None:
         return text
-    from gyreprof._io import write_atomic
-
     p = Path(path)
-    write_atomic(p, text.encode("utf-8"))
+    _io.write_atomic(p, text.encode("utf-8"))
     return p
 
 

@@ -25,11 +25,12 @@ import psutil
 
 from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
-from gyreprof._serial import decode, dumps, encode, serial_derived, serial_format
+from gyreprof._serial import decode, encode, serial_derived, serial_format
 from gyreprof._threadname import OWN_PREFIX
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
+from gyreprof.render import json as render_json
 
 CENSUS_FORMAT = "gyreprof.census/1"
 # what a process is that builds a role's envs and steps them itself (no worker process)
@@ -335,9 +336,11 @@ class Census:
         """The census again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_dict`."""
-        return dumps(self, indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         threads = self.num_threads

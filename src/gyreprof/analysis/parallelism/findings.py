@@ -29,10 +29,11 @@ import psutil
 
 from gyreprof._errors import InvalidValueError
 from gyreprof._format import safe_text
-from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._serial import decode, encode, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
 from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
+from gyreprof.render import json as render_json
 
 __all__ = [
     "PARALLELISM_FORMAT",
@@ -168,9 +169,11 @@ class ParallelismReport:
         """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_dict`."""
-        return dumps(self, indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         head = f"parallelism check of pid {self.pid}: " + (

@@ -93,7 +93,7 @@ optimum, and warns when a fixed setting did not stay fixed (the sampler
 reports a different value for a setting it was given, or observable thread and
 process counts changed across values).
 
-JSON schema (``SweepResult.to_dict()``, format ``"gyreprof.sweep/1"``)
+JSON schema (``SweepResult.to_dict()``, format ``"gyreprof.sweep/2"``; ``/1`` still reads)
 ----------------------------------------------------------------------
 Written by one generic encoder over the result's dataclasses; fields added
 since the first version (``peak_tree_rss_bytes``, ``count_rule``, ``pid``,

@@ -9,8 +9,8 @@ ValueError the sweep reports for that value.
 
 Every dataclass of the sweep serialises through the project's one codec,
 :mod:`gyreprof._serial` (a type lists its fields once). Non-finite floats are
-written as ``"nan"``/``"inf"`` (strict JSON); files with ``NaN`` literals, as
-older versions wrote them, still read. Fields a newer writer adds are skipped
+written as ``null`` (strict JSON, the NaN rule); files with ``"nan"`` strings or
+``NaN`` literals, as older versions wrote them, still read. Fields a newer writer adds are skipped
 on reading. The run's gyreprof summary is written under the key ``summary`` and
 only when asked for (:func:`drop_summaries`).
 """

@@ -20,7 +20,6 @@ from typing import Any
 from gyreprof import _io
 from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._serial import SerialError, decode, encode, from_plain, plain, serial_format
-from gyreprof._version import __version__
 from gyreprof.analysis.sweep.record import (
     FIGURE_NAMES,
     RunResult,
@@ -28,9 +27,13 @@ from gyreprof.analysis.sweep.record import (
     drop_summaries,
 )
 from gyreprof.analysis.sweep.report import csv_text, headline, plot, report_text, table_text
+from gyreprof.render import csv as render_csv
+from gyreprof.render import json as render_json
 
-FORMAT = "gyreprof.sweep/1"
-READABLE_FORMATS = (FORMAT,)
+FORMAT = "gyreprof.sweep/2"
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+FORMAT_V1 = "gyreprof.sweep/1"
+READABLE_FORMATS = (FORMAT, FORMAT_V1)
 
 PHASE_FIELDS = ("per_call_ns", "share", "p50_ns", "p99_ns", "count_per_call")
 
@@ -236,7 +239,7 @@ class SweepPoint:
         return from_plain(cls, d, where="point", ignore_unknown=True)
 
 
-@serial_format(FORMAT)
+@serial_format(FORMAT, reads=(FORMAT_V1,), writer="gyreprof")
 @dataclass(frozen=True)
 class SweepResult:
     """What a sweep measured and decided. ``str(result)`` is the table and the report."""
@@ -298,30 +301,19 @@ class SweepResult:
     def to_dict(self, *, summaries: bool = False) -> dict[str, Any]:
         """JSON-ready dict (schema in this module's docstring); ``summaries=True`` adds
         each run's gyreprof Summary."""
-        fields_ = encode(self, default=as_json_value)
+        out = encode(self, default=as_json_value)
         if not summaries:
-            drop_summaries(fields_)
-        return {
-            "format": fields_.pop("format"),
-            "gyreprof": __version__,
-            **fields_,
-            "report": self.report(),
-        }
+            drop_summaries(out)
+        out["report"] = self.report()
+        return out
 
     def to_json(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        *,
-        indent: int | None = 2,
-        summaries: bool = False,
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
-        """The JSON text; written to ``path`` as well when given."""
-        text = json.dumps(self.to_dict(summaries=summaries), indent=indent, allow_nan=False)
-        if path is not None:
-            from gyreprof._io import write_atomic
-
-            write_atomic(Path(path), text.encode("utf-8"))
-        return text
+        """The strict JSON text of :meth:`to_dict` (without the runs' summaries; write
+        ``to_dict(summaries=True)`` with :func:`gyreprof.render.json.write` for those);
+        written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SweepResult:
@@ -351,12 +343,7 @@ class SweepResult:
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per value: medians and spreads of every figure, then per-phase columns."""
-        text = csv_text(self)
-        if path is not None:
-            from gyreprof._io import write_atomic
-
-            write_atomic(Path(path), text.encode("utf-8"))
-        return text
+        return render_csv.write(csv_text(self), path)
 
     def to_plot(self, path: str | os.PathLike[str]) -> Path:
         """Write a PNG: samples/s (median, min-max bars) and peak memory against the value,

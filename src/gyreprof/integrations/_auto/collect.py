@@ -9,15 +9,19 @@ trainer's over those that timed a trainer loop. The verdict comes from
 
 from __future__ import annotations
 
-import json
-import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gyreprof._errors import ArgumentTypeError
+from gyreprof._serial import decode, encode, loads, plain, serial_format
 from gyreprof.integrations._auto import records as rec
+
+if TYPE_CHECKING:
+    from gyreprof.analysis.verdict import Verdict
+    from gyreprof.analysis.wait import WaitReport
+    from gyreprof.summary import Summary
 
 FORMAT = "gyreprof.run/1"
 HAND_MARKING = (
@@ -34,17 +38,64 @@ class ProcessEntry:
     role: str
     contributed: bool
     source: str  # exit | sigterm | mp-exit | live segment | none
-    loops: tuple[str, ...] = ()
-    sampler: Any = None  # Snapshot
-    trainer: Any = None  # Snapshot
+    loops: tuple[str, ...] = field(default=(), metadata={"serial": False})
+    sampler: Any = field(default=None, metadata={"serial": False})  # Snapshot
+    trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "role": self.role,
-            "contributed": self.contributed,
-            "source": self.source,
-        }
+        """``pid``, ``role``, ``contributed``, ``source`` (gyreprof._serial)."""
+        out: dict[str, Any] = plain(self)
+        return out
+
+
+#: a part of the run record nested whole, with its own format tag and version
+_WHOLE = {"serial_whole": True}
+
+
+def __getattr__(name: str) -> Any:
+    # the types of RunRecord's parts, imported when a record is first read (gyreprof._serial
+    # resolves them here), so importing this module (sb3, torchrl sessions) stays light
+    if name == "Verdict":
+        from gyreprof.analysis.verdict import Verdict
+
+        return Verdict
+    if name == "WaitReport":
+        from gyreprof.analysis.wait import WaitReport
+
+        return WaitReport
+    if name == "Summary":
+        from gyreprof.summary import Summary
+
+        return Summary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@serial_format(FORMAT)
+@dataclass(frozen=True)
+class RunRecord:
+    """What ``gyreprof run --json`` writes, format ``gyreprof.run/1``: the verdict, the
+    wait report and the two merged summaries, each nested whole with its own format tag
+    (a summary with its histograms), then the processes, the exit code and the notes."""
+
+    verdict: Verdict | None = field(metadata=_WHOLE)
+    wait: WaitReport | None = field(metadata=_WHOLE)
+    sampler: Summary | None = field(metadata=_WHOLE)
+    trainer: Summary | None = field(metadata=_WHOLE)
+    processes: list[ProcessEntry]
+    exit_code: int | None
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
+        """The record again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
+        return decode(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunRecord:
+        return loads(cls, text)
 
 
 @dataclass
@@ -73,68 +124,45 @@ class RunReport:
     def recognised(self) -> bool:
         return self.sampler is not None or self.trainer is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
-            "wait": self.wait.to_dict() if self.wait is not None else None,
-            "sampler": self.sampler.summary().to_dict() if self.sampler is not None else None,
-            "trainer": self.trainer.summary().to_dict() if self.trainer is not None else None,
-            "processes": [p.to_dict() for p in self.processes],
-            "exit_code": self.exit_code,
-            "notes": list(self.notes),
-        }
+    def record(self) -> RunRecord:
+        """What is written of the report (:class:`RunRecord`)."""
+        return RunRecord(
+            verdict=self.verdict,
+            wait=self.wait,
+            sampler=self.sampler.summary() if self.sampler is not None else None,
+            trainer=self.trainer.summary() if self.trainer is not None else None,
+            processes=list(self.processes),
+            exit_code=self.exit_code,
+            notes=list(self.notes),
+        )
 
-    def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        # strict JSON (jq, JavaScript): a phase that never ran has no mean, written as null
-        plain = json.loads(json.dumps(self.to_dict(), default=_json_default))
-        text = json.dumps(_finite(plain), indent=2, allow_nan=False)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+    def to_dict(self) -> dict[str, Any]:
+        """Format ``gyreprof.run/1`` (:class:`RunRecord`; strict JSON: ``null`` for a
+        missing figure)."""
+        return self.record().to_dict()
+
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        from gyreprof.render import json as render_json  # here: sessions import this module
+
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def processes_line(self) -> str:
-        got, miss = self.contributed, self.missing
-        n = len(self.processes)
-        parts = [f"{len(got)} of {n} process{'es' if n != 1 else ''} contributed"]
-        if got:
-            parts.append(", ".join(f"{p.role} {p.pid} ({p.source})" for p in got))
-        line = ": ".join(parts)
-        if miss:
-            line += "; did not contribute: " + ", ".join(
-                f"{p.role} {p.pid} (no snapshot and no readable live segment)" for p in miss
-            )
-        return line
+        from gyreprof.render import text as render_text
+
+        return render_text.run_processes(self)
+
+    def to_markdown(self) -> str:
+        from gyreprof.render import markdown as render_markdown
+
+        return render_markdown.run_report(self)
 
     def __str__(self) -> str:
-        lines: list[str] = []
-        cmd = " ".join(self.command)
-        ec = "in this process" if self.exit_code is None else f"exit code {self.exit_code}"
-        lines.append(f"gyreprof run: {cmd} ({ec})")
-        lines.append("processes: " + self.processes_line())
-        if not self.recognised:
-            lines.append(self.nothing_recognised())
-            lines += [f"note: {n}" for n in self.notes if not n.startswith("nothing recognised")]
-            return "\n".join(lines)
-        if self.sampler is not None:
-            n = sum(1 for p in self.contributed if p.sampler is not None)
-            lines.append("")
-            lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
-            lines.append(str(self.sampler.summary()))
-        if self.trainer is not None:
-            lines.append("")
-            lines.append("trainer (wait: collecting / waiting for a batch; compute: the update):")
-            lines.append(str(self.trainer.summary()))
-        if self.wait is not None:
-            lines.append("")
-            lines.append(str(self.wait))
-        if self.verdict is not None:
-            lines.append("")
-            lines.append(str(self.verdict))
-        if self.notes:
-            lines.append("")
-            lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+        from gyreprof.render import text as render_text
+
+        return render_text.run_report(self)
 
     def nothing_recognised(self) -> str:
         if self.python_processes == 0:
@@ -150,25 +178,6 @@ class RunReport:
         return f"nothing recognised: {why}. Mark the phases by hand:\n    " + "\n    ".join(
             HAND_MARKING
         )
-
-
-def _json_default(obj: object) -> Any:
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise ArgumentTypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float replaced by None (JSON null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _has_data(snap: Any) -> bool:

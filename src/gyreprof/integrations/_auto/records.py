@@ -16,15 +16,17 @@ Every file is written through a unique temporary name and ``os.replace``.
 
 from __future__ import annotations
 
-import json
+import os
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gyreprof._errors import CorruptDataError, InvalidValueError
+from gyreprof._serial import encode, loads, serial_format
+from gyreprof.render import json as render_json
 
 RECORD_VERSION = 1
+RECORD_FORMAT = "gyreprof.run-record/1"
 SAMPLER_PHASES: tuple[str, ...] = ("env_step", "env_reset", "step_async", "step_wait", "fwd")
 TRAINER_PHASES: tuple[str, ...] = ("wait", "compute")
 
@@ -36,6 +38,7 @@ ENV_PATH = "GYREPROF_RUN_PATH"
 _MAX_RECORD_BYTES = 1 << 20
 
 
+@serial_format(RECORD_FORMAT)
 @dataclass(frozen=True)
 class ProcessRecord:
     """One process's entry (start or done file): a declared type with a version."""
@@ -48,32 +51,20 @@ class ProcessRecord:
     notes: tuple[str, ...] = field(default_factory=tuple)
     version: int = RECORD_VERSION
 
-    def to_json(self) -> str:
-        d = asdict(self)
-        d["loops"] = list(self.loops)
-        d["notes"] = list(self.notes)
-        return json.dumps(d)
+    def __post_init__(self) -> None:
+        if self.version != RECORD_VERSION:
+            raise ValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
+
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """The record as strict JSON (format ``gyreprof.run-record/1``, gyreprof._serial)."""
+        return render_json.write(encode(self), path, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> ProcessRecord:
-        """Parse a record; ValueError for anything that is not one."""
-        try:
-            d: Any = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidValueError(f"not a gyreprof run record: {exc}") from None
-        if not isinstance(d, dict) or d.get("version") != RECORD_VERSION:
-            raise InvalidValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
-        try:
-            return cls(
-                pid=int(d["pid"]),
-                role=str(d["role"]),
-                ppid=int(d["ppid"]),
-                how=str(d.get("how", "started")),
-                loops=tuple(str(x) for x in d.get("loops", ())),
-                notes=tuple(str(x) for x in d.get("notes", ())),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidValueError(f"malformed gyreprof run record: {exc!r}") from None
+        """Parse a record; ValueError (``SerialError``) for anything that is not one."""
+        return loads(cls, text)
 
 
 def read_record(path: Path) -> ProcessRecord:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -10,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from gyreprof._errors import UnknownPhaseError
 from gyreprof._format import fmt_ns, fmt_rate, text_table
-from gyreprof._serial import decode, dumps, encode, plain, serial_format
+from gyreprof._serial import decode, encode, plain, serial_format
 from gyreprof.histogram import STEP
+from gyreprof.render import json as render_json
 
 if TYPE_CHECKING:
     from gyreprof.analysis.wait import WaitReport
@@ -306,9 +308,11 @@ class FleetSummary:
         """JSON-ready dict, format ``gyreprof.fleet/1`` (see :class:`FleetRecord`)."""
         return encode(self.record())
 
-    def to_json(self, *, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_dict`."""
-        return dumps(self.record(), indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         lines = [

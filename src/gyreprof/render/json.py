@@ -1,0 +1,37 @@
+"""JSON: the one ``to_json(path=None, *, indent=None)`` of every result type.
+
+The record is the result's ``to_dict()`` (the generic codec, :mod:`gyreprof._serial`);
+this writes it as strict JSON (``null`` for a missing figure, never a ``NaN`` or
+``Infinity`` literal) and, given a path, writes the file atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["text", "write"]
+
+
+def text(data: Mapping[str, Any] | list[Any], *, indent: int | None = None) -> str:
+    """``data`` (plain JSON types, as ``to_dict()`` returns) as strict JSON text."""
+    return json.dumps(data, indent=indent, allow_nan=False)
+
+
+def write(
+    data: Mapping[str, Any] | list[Any],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    indent: int | None = None,
+) -> str:
+    """The strict JSON text of ``data``; written to ``path`` as well (atomically, with a
+    final newline) when given."""
+    out = text(data, indent=indent)
+    if path is not None:
+        from gyreprof import _io  # only when it writes: gyreprof run's bootstrap imports this
+
+        _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
+    return out

@@ -1,0 +1,357 @@
+"""Plain text: what ``print(result)`` shows for every result type.
+
+Each function takes the result and returns the text; the classes' ``__str__`` call
+these. Names a user chose go through :func:`gyreprof._format.safe_name`, so the
+text is safe to print.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from gyreprof import _notes
+from gyreprof._format import (
+    fmt_factor,
+    fmt_ns,
+    fmt_pct,
+    fmt_rate,
+    fmt_speedup,
+    safe_name,
+    text_table,
+)
+from gyreprof.histogram import STEP
+
+if TYPE_CHECKING:
+    from gyreprof.analysis.verdict import Verdict
+    from gyreprof.analysis.wait import WaitReport
+    from gyreprof.integrations._auto.collect import RunReport
+    from gyreprof.summary import PhaseStats, Summary, WarmupInfo
+    from gyreprof.window import Window
+
+__all__ = [
+    "SUMMARY_HEADERS",
+    "overhead_line",
+    "phase_rows",
+    "rate_cell",
+    "phase_stats",
+    "run_report",
+    "run_processes",
+    "summary",
+    "summary_headline",
+    "summary_rows",
+    "summary_table",
+    "verdict",
+    "verdict_headline",
+    "wait_report",
+    "warmup",
+    "window",
+]
+
+#: the columns of the summary table (text, Markdown and HTML)
+SUMMARY_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")
+
+#: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
+UNTIMED = "(untimed)"
+
+
+# ------------------------------------------------------------------- summary
+
+
+def phase_rows(s: Summary) -> list[tuple[str, PhaseStats]]:
+    """The rows of a summary: one per phase, then whole steps when steps were marked."""
+    rows = list(s.phases.items())
+    if s.step.count:
+        rows.append((STEP, s.step))
+    return rows
+
+
+def summary_rows(s: Summary) -> list[list[str]]:
+    """The summary table as formatted cells, one row per phase and one for whole steps
+    (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
+    return [
+        [
+            safe_name(name),
+            str(st.count),
+            *(fmt_ns(v) for v in (st.mean, st.p50, st.p90, st.p99, st.p999, st.max)),
+            fmt_pct(st.share) if name != STEP else "",
+        ]
+        for name, st in phase_rows(s)
+    ]
+
+
+def summary_table(s: Summary) -> str:
+    return text_table(list(SUMMARY_HEADERS), summary_rows(s))
+
+
+def phase_stats(st: PhaseStats, name: str = "phase") -> str:
+    """One phase in one line: count, mean, percentiles, max and share."""
+    return (
+        f"{safe_name(name)}: {st.count} calls, mean {fmt_ns(st.mean)}, p50 {fmt_ns(st.p50)}, "
+        f"p90 {fmt_ns(st.p90)}, p99 {fmt_ns(st.p99)}, p99.9 {fmt_ns(st.p999)}, "
+        f"max {fmt_ns(st.max)}, share {fmt_pct(st.share)}"
+    )
+
+
+def warmup(w: WarmupInfo) -> str:
+    if w.rule == "none":
+        return "warm-up: none excluded (pass warmup_steps= or warmup_s= to exclude it)"
+    if not w.done:
+        hint = ""
+        if w.steps == 0 and "steps" in w.rule:
+            hint = "; warm-up counts steps: mark them with prof.begin(), or use warmup_s="
+        return f"warm-up: {w.rule}, still warming up ({w.steps} steps so far{hint})"
+    return f"warm-up: {w.rule} excluded, {w.steps} steps, {fmt_ns(w.elapsed_ns)}"
+
+
+def summary_headline(s: Summary, sources: str = "") -> str:
+    """How many steady steps in how long, at what rate (or how many events without
+    steps); ``sources`` is put after the numbers (" from 3 sources")."""
+    if s.steps:
+        return f"{s.steps} steady steps in {s.elapsed_s:.3g} s ({fmt_rate(s.steps_per_s)}){sources}"
+    return f"{s.events} phase events{sources} (no steps marked)"
+
+
+def overhead_line(s: Summary, *, figures: bool = False) -> str:
+    """The profiler's own share of the wall time, its cost per boundary and the clock
+    (and the significant figures when ``figures``); without a measured lap cost, the
+    share alone."""
+    head = f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time"
+    if not math.isfinite(s.lap_cost_ns):
+        return head
+    extra = f", {s.significant_figures} significant figures" if figures else ""
+    return f"{head} (~{s.lap_cost_ns:.0f} ns per boundary, clock={s.clock}{extra})"
+
+
+def rate_cell(rate: float | None) -> str:
+    """A counter's rate per second (``-`` when it has none)."""
+    if rate is None or not math.isfinite(rate):
+        return "-"
+    return f"{rate:.3g}"
+
+
+def summary(s: Summary) -> str:
+    lines = []
+    src = f" from {s.sources} sources" if s.sources > 1 else ""
+    lines.append("gyreprof: " + summary_headline(s, src))
+    if s.steps:
+        spread = s.meta.get("source_rates")
+        if s.sources > 1 and isinstance(spread, list) and len(spread) == 3:
+            lo, med, hi = (float(x) for x in spread)
+            lines.append(
+                f"per source: {fmt_rate(lo)} min, {fmt_rate(med)} median, "
+                f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
+            )
+    lines.append(summary_table(s))
+    lines.append(warmup(s.warmup))
+    w = s.warmup
+    steady = {**{k: v.mean for k, v in s.phases.items()}, STEP: s.step.mean}
+    if w.first_ns:
+        parts = [
+            f"{safe_name(n)} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
+            for n, v in w.first_ns.items()
+        ]
+        lines.append("first call: " + ", ".join(parts))
+    if w.mean_ns:
+        parts = [
+            f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}" for n, v in w.mean_ns.items()
+        ]
+        lines.append("warm-up vs steady mean: " + ", ".join(parts))
+    lines.append(overhead_line(s))
+    issues = _notes.data_quality(s)
+    inexact = [
+        safe_name(n)
+        for n, p in {**s.phases, STEP: s.step}.items()
+        if p.count > 0 and math.isnan(p.mean)
+    ]
+    if inexact:
+        issues.append(_notes.inexact_sums(inexact))
+    if issues:
+        lines.append("note: " + "; ".join(issues))
+    if s.counters:
+        lines.append(
+            "counters: "
+            + ", ".join(
+                f"{safe_name(k)} {v} ({rate_cell(s.counter_rates.get(k))}/s)"
+                for k, v in s.counters.items()
+            )
+        )
+    return "\n".join(lines)
+
+
+def window(w: Window) -> str:
+    """One window in one line: its steps, time span, rate and per-phase means."""
+    kind = "warm-up" if w.warmup else "steady"
+    rate = w.steps_per_s
+    parts = [
+        f"window {w.index} ({w.source}, {kind}): steps {w.first_step}.."
+        f"{w.first_step + max(0, w.steps - 1)} in {w.duration_s:.3g} s"
+        + (f" ({fmt_rate(rate)})" if math.isfinite(rate) else "")
+    ]
+    for name, st in w.phases.items():
+        parts.append(f"{safe_name(name)} p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)}")
+    return "; ".join(parts)
+
+
+# ----------------------------------------------------------------- wait report
+
+
+def wait_report(r: WaitReport) -> str:
+    w, c = r.wait_phase, r.compute_phase
+    ws, cs = r.wait_per_step, r.compute_per_step
+    lines = [
+        f"wait report: trainer phases {w!r} (wait) and {c!r} (compute), {r.steps} steady steps",
+        f"wait ratio: {fmt_pct(r.ratio)} of the trainer's time is spent waiting "
+        f"(per call: wait mean {fmt_ns(ws['mean'])}, compute mean {fmt_ns(cs['mean'])}); "
+        f"an infinitely fast sampler would make training at most "
+        f"{fmt_speedup(r.speedup_bound)}",
+        f"wait per call: p50 {fmt_ns(ws['p50'])}, p90 {fmt_ns(ws['p90'])}, "
+        f"p99 {fmt_ns(ws['p99'])}, max {fmt_ns(ws['max'])}",
+    ]
+    if r.window_ratios:
+        d = r.window_distribution
+        kind = "exact, from the ring" if r.window_source == "ring" else "rolling windows"
+        lines.append(
+            f"per-window wait ratio ({len(r.window_ratios)} windows of "
+            f"{r.window_size}, {kind}): p10 {fmt_pct(d['p10'])}, p50 {fmt_pct(d['p50'])}, "
+            f"p90 {fmt_pct(d['p90'])}, max {fmt_pct(d['max'])}"
+        )
+    else:
+        lines.append("per-window wait ratio: no steady windows")
+    th = r.thresholds
+    if r.spikes:
+        med = r.spikes[0].median_wait_per_step_ns
+        lines.append(
+            f"spikes: {len(r.spikes)} window(s) with wait per step >= "
+            f"{th['spike_factor']:g}x the median window ({fmt_ns(med)})"
+        )
+        for s in r.spikes[:10]:
+            co = f"; coincides with {', '.join(s.coincident)}" if s.coincident else ""
+            lines.append(
+                f"  t=+{s.start_s:.3g} s ({s.duration_s:.3g} s), steps {s.first_step}.."
+                f"{s.first_step + max(0, s.steps - 1)}: wait/step {fmt_ns(s.wait_per_step_ns)} "
+                f"({fmt_factor(s.factor)} the median), window ratio {fmt_pct(s.ratio)}{co}"
+            )
+        if len(r.spikes) > 10:
+            lines.append(f"  ... and {len(r.spikes) - 10} more")
+    elif r.window_ratios:
+        lines.append(
+            f"spikes: none (no window's wait per step reached {th['spike_factor']:g}x "
+            "the median window's)"
+        )
+    for o in r.other.values():
+        if r.spikes:
+            verdict = (
+                "the waits grew when it did"
+                if o.coincident_spikes
+                else "the waits grew without it (the supply got slower)"
+            )
+            lines.append(
+                f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
+                f"window(s); {o.coincident_spikes} of {len(r.spikes)} wait spikes "
+                f"coincide: {verdict}"
+            )
+        else:
+            lines.append(
+                f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
+                "window(s); no wait spikes to compare"
+            )
+    for note in r.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------- verdict
+
+
+def verdict_headline(v: Verdict) -> str:
+    sync = v.loop == "sync"
+    if v.bound == "trainer":
+        head = (
+            "trainer-bound: compute holds the larger share of wall time; tune it first"
+            if sync
+            else "trainer-bound: the trainer hardly waits; tune compute, not the sampler"
+        )
+    elif v.bound == "sampler":
+        head = (
+            "sampler-bound: collecting holds the larger share of wall time; tune the sampler"
+            if sync
+            else "sampler-bound: the trainer waits for batches; tune the sampler"
+        )
+    else:
+        head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
+    if v.dominant_phase == UNTIMED and v.coverage is not None:
+        head += f" (look first at the sampler's untimed {fmt_pct(1.0 - v.coverage)})"
+    elif v.dominant_phase is not None:
+        head += f" (look first at {v.dominant_phase!r})"
+    if v.loop is not None:
+        shape = "synchronous loop" if sync else "overlapped pipeline"
+        head += f" [{shape}, {v.loop_source}]"
+    return head
+
+
+def verdict_sections(v: Verdict) -> list[tuple[str, list[str]]]:
+    """The verdict's lists under their headings (for every format)."""
+    return [
+        ("next:", list(v.advice)),
+        ("cannot tell:", list(v.unknowns)),
+        ("caveats:", list(v.caveats)),
+    ]
+
+
+def verdict(v: Verdict) -> str:
+    lines = [f"verdict: {verdict_headline(v)}"]
+    lines += [f"  {i}. {r}" for i, r in enumerate(v.reasons, 1)]
+    for heading, items in verdict_sections(v):
+        if items:
+            lines.append(heading)
+            lines += [f"  - {x}" for x in items]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ run report
+
+
+def run_processes(r: RunReport) -> str:
+    got, miss = r.contributed, r.missing
+    n = len(r.processes)
+    parts = [f"{len(got)} of {n} process{'es' if n != 1 else ''} contributed"]
+    if got:
+        parts.append(", ".join(f"{p.role} {p.pid} ({p.source})" for p in got))
+    line = ": ".join(parts)
+    if miss:
+        line += "; did not contribute: " + ", ".join(
+            f"{p.role} {p.pid} (no snapshot and no readable live segment)" for p in miss
+        )
+    return line
+
+
+def run_report(r: RunReport) -> str:
+    lines: list[str] = []
+    cmd = " ".join(r.command)
+    ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
+    lines.append(f"gyreprof run: {cmd} ({ec})")
+    lines.append("processes: " + run_processes(r))
+    if not r.recognised:
+        lines.append(r.nothing_recognised())
+        lines += [f"note: {n}" for n in r.notes if not n.startswith("nothing recognised")]
+        return "\n".join(lines)
+    if r.sampler is not None:
+        n = sum(1 for p in r.contributed if p.sampler is not None)
+        lines.append("")
+        lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
+        lines.append(summary(r.sampler.summary()))
+    if r.trainer is not None:
+        lines.append("")
+        lines.append("trainer (wait: collecting / waiting for a batch; compute: the update):")
+        lines.append(summary(r.trainer.summary()))
+    if r.wait is not None:
+        lines.append("")
+        lines.append(wait_report(r.wait))
+    if r.verdict is not None:
+        lines.append("")
+        lines.append(verdict(r.verdict))
+    if r.notes:
+        lines.append("")
+        lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
