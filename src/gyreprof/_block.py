@@ -427,6 +427,27 @@ class StatsBlock:
         lo = self.warm[:, _rec.WARM_SUM].tolist()
         return [h * _TWO63 + int(v) for h, v in zip(self._sum_hi(_rec.SUMHI_WARM), lo, strict=True)]
 
+    def any_negative_sum(self) -> bool:
+        """Whether a steady sum's low word, or any high word of a sum, is negative (a
+        forged or corrupt block: the writer never stores one)."""
+        if (self.stat[:, _rec.STAT_SUM] < 0).any():
+            return True
+        return any(h < 0 for f in (_rec.SUMHI_STAT, _rec.SUMHI_WARM) for h in self._sum_hi(f))
+
+    def _set_sum(self, h: int, total: int, field: int, lo_word: np.ndarray) -> None:
+        lo_word[h] = total & _INT64_MAX
+        if "sumhi" in self._off:
+            f = int(_rec.SUMHI_FIELDS)
+            self._arr()[self._off["sumhi"] + f * h + field] = total >> 63
+
+    def set_sum(self, h: int, total: int) -> None:
+        """Write histogram ``h``'s exact steady sum (>= 0) into this block (a copy)."""
+        self._set_sum(h, total, _rec.SUMHI_STAT, self.stat[:, _rec.STAT_SUM])
+
+    def set_warm_sum(self, h: int, total: int) -> None:
+        """Write histogram ``h``'s exact warm-up sum (>= 0) into this block (a copy)."""
+        self._set_sum(h, total, _rec.SUMHI_WARM, self.warm[:, _rec.WARM_SUM])
+
     def window_records(self, *, retries: int = 1000) -> np.ndarray:
         """(closed, stride) copy of the closed-window records, oldest first.
 

@@ -236,7 +236,7 @@ def _num(v: Any) -> bool:
 
 def check_phase_values(pd: Any, *, what: str) -> None:
     """One phase of a summary dict (``PhaseStats.to_dict()``) is possible: an integer
-    count >= 0, numbers (NaN allowed: missing) that are not infinite or negative,
+    count >= 0, numbers (NaN or null allowed: missing) that are not infinite or negative,
     ``min <= p50 <= p90 <= p99 <= p99.9 <= max`` and ``min <= mean <= max`` when there
     are events, and a total of ``mean * count``; CorruptDataError naming what is wrong."""
     if not hasattr(pd, "get"):
@@ -249,6 +249,9 @@ def check_phase_values(pd: Any, *, what: str) -> None:
         if k not in pd:
             continue
         v = pd[k]
+        if v is None or v in ("nan",):  # a missing figure: null (or the older "nan")
+            vals[k] = math.nan
+            continue
         if not _num(v):
             raise CorruptDataError(f"{what}: {k} is {v!r}, not a number")
         f = float(v)
@@ -299,6 +302,8 @@ def check_summary_values(d: Any) -> None:
             raise CorruptDataError(f"{k} is {v!r}, not an integer >= 0")
     for k in ("steps_per_s", "elapsed_s", "overhead_share"):
         v = d.get(k, 0.0)
+        if v is None:  # a missing figure
+            continue
         if not _num(v) or math.isinf(float(v)) or float(v) < 0:
             raise CorruptDataError(f"{k} is {v!r}, not a finite number >= 0")
     share = d.get("overhead_share", 0.0)

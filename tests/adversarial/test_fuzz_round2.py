@@ -241,7 +241,8 @@ def test_summary_from_json_text_is_not_taken_as_a_path() -> None:
     from gyreprof._errors import CorruptDataError
     from gyreprof.summary import Summary
 
-    with pytest.raises(CorruptDataError, match="format marker"):  # "no such file" before
+    # "no such file" before: the text was taken as a path
+    with pytest.raises(CorruptDataError, match="not a valid gyreprof summary"):
         Summary.from_json("[1,2]")
-    with pytest.raises(CorruptDataError, match="format marker"):
+    with pytest.raises(CorruptDataError, match="not a valid gyreprof summary"):
         Summary.from_json("  [] ")

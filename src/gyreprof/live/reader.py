@@ -34,11 +34,11 @@ import psutil
 from gyreprof import _checks, _limits
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
-from gyreprof._core import recorder as _rec
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import (
+    COUNT_CAP,
     ProfilerIdentity,
     Snapshot,
     build_snapshot,
@@ -54,7 +54,6 @@ except ImportError:  # not on Unix
     pwd = None  # type: ignore[assignment]
 
 _QUIET_TRIES = 3
-_INT63_MASK = (1 << 63) - 1
 
 __all__ = [
     "LiveCollection",
@@ -547,12 +546,17 @@ class LiveReader:
             np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])).astype(object),
             what=where,
         )
-        if (block.stat[:, _rec.STAT_SUM] < 0).any():
+        # the cap a saved snapshot's decoder holds too, so that a merge of two accepted
+        # snapshots still counts within int64
+        if (
+            int(block.counts_total().max(initial=0)) > COUNT_CAP
+            or int(block.warm[:, 0].max(initial=0)) > COUNT_CAP
+        ):
+            raise CorruptDataError(
+                f"{where}: a histogram counts more than the 2^62 - 1 values a snapshot holds"
+            )
+        if block.any_negative_sum():
             raise CorruptDataError(f"{where}: a negative sum of durations")
-        if "sumhi" in off:
-            hi0 = int(off["sumhi"])
-            if (stats[hi0 : hi0 + int(_rec.SUMHI_FIELDS) * block.nh] < 0).any():
-                raise CorruptDataError(f"{where}: a negative high word of a sum")
         warm = block.warm
         if (warm[:, :2] < 0).any() or (warm[:, 2] < -1).any():
             raise CorruptDataError(f"{where}: a negative warm-up count, sum or maximum")
@@ -582,9 +586,6 @@ class LiveReader:
         block = self._block(stats)
         counts = block.counts_total()
         st = block.stat
-        off = self.config["offsets"]
-        hi0 = int(off["sumhi"]) if "sumhi" in off else -1
-        f = int(_rec.SUMHI_FIELDS)
         for h, total in enumerate(block.exact_sums()):
             n, vmin, vmax = int(counts[h]), int(st[h, 2]), int(st[h, 3])
             want = total
@@ -593,17 +594,13 @@ class LiveReader:
             elif vmin >= 0 and vmax >= 0:
                 want = min(max(total, n * vmin), n * vmax)
             if want != total:
-                st[h, _rec.STAT_SUM] = want & _INT63_MASK
-                if hi0 >= 0:
-                    stats[hi0 + f * h + _rec.SUMHI_STAT] = want >> 63
+                block.set_sum(h, want)
         warm = block.warm
         for h, total in enumerate(block.exact_warm_sums()):
             n, vmax = int(warm[h, 0]), int(warm[h, 2])
             want = 0 if n == 0 else (min(total, n * vmax) if vmax >= 0 else total)
             if want != total:
-                warm[h, _rec.WARM_SUM] = want & _INT63_MASK
-                if hi0 >= 0:
-                    stats[hi0 + f * h + _rec.SUMHI_WARM] = want >> 63
+                block.set_warm_sum(h, want)
 
     def _fix_extremes(self, stats: np.ndarray) -> None:
         """Widen each histogram's min/max to its non-empty buckets (see module doc)."""

@@ -23,9 +23,16 @@ for _ in range(50):
 run = Path(os.environ["GYREPROF_RUN_DIR"])
 (run / "1000001.start.json").write_text("[" * 100_000 + "]" * 100_000)
 (run / "1000002.start.json").write_text(
-    '{"version": 1, "pid": Infinity, "role": "child", "ppid": 1}'
+    '{"format": "gyreprof.run-record/1", "version": 1, "pid": Infinity, "role": "child", "ppid": 1}'
 )
-good = {"version": 1, "pid": 1000003, "role": "child", "ppid": 1, "how": "exit"}
+good = {
+    "format": "gyreprof.run-record/1",
+    "version": 1,
+    "pid": 1000003,
+    "role": "child",
+    "ppid": 1,
+    "how": "exit",
+}
 (run / "1000003.start.json").write_text(json.dumps(good))
 (run / "1000003.done.json").write_text(json.dumps(good))
 other = gp.Profiler(["load", "store"])
