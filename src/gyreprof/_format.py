@@ -209,3 +209,7 @@ def safe_text(text: object) -> str:
     if s.isprintable():
         return s
     return "\n".join(safe_name(line) for line in s.split("\n"))
+
+
+#: the columns of a summary table (text, Markdown, HTML), worded once
+SUMMARY_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")

@@ -35,13 +35,9 @@ import numpy as np
 from gyreprof import _checks, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, UnknownPhaseError
+from gyreprof._format import SUMMARY_HEADERS
 from gyreprof._serial import decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
-from gyreprof.render import csv as render_csv
-from gyreprof.render import json as render_json
-from gyreprof.render import markdown as render_markdown
-from gyreprof.render import metrics as render_metrics
-from gyreprof.render import text as render_text
 from gyreprof.window import Window
 
 if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
@@ -119,6 +115,8 @@ class PhaseStats:
         return out
 
     def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.phase_stats(self)
 
 
@@ -135,6 +133,8 @@ class WarmupInfo:
     max_ns: dict[str, float]
 
     def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.warmup(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -329,29 +329,41 @@ class Summary:
 
     # -- renderings (gyreprof.render) ---------------------------------------------
 
-    TABLE_HEADERS = render_text.SUMMARY_HEADERS
+    TABLE_HEADERS = SUMMARY_HEADERS
 
     def table_rows(self) -> list[list[str]]:
         """The summary table as formatted cells, one row per phase and one for whole steps
         (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
+        from gyreprof.render import text as render_text
+
         return render_text.summary_rows(self)
 
     def table(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.summary_table(self)
 
     def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.summary(self)
 
     def to_markdown(self) -> str:
+        from gyreprof.render import markdown as render_markdown
+
         return render_markdown.summary(self)
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per phase (and the whole step): name, count, mean, min, max, pXX, share."""
+        from gyreprof.render import csv as render_csv
+
         return render_csv.write(render_csv.summary(self), path)
 
     def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
         """Flat ``{name: number}`` for any logger's ``log(dict)`` (TensorBoard, W&B, ...);
         the keys: :func:`gyreprof.render.metrics.summary`."""
+        from gyreprof.render import metrics as render_metrics
+
         return render_metrics.summary(self, prefix)
 
     # -- JSON (gyreprof._serial) ---------------------------------------------------
@@ -377,6 +389,8 @@ class Summary:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        from gyreprof.render import json as render_json
+
         return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod

@@ -23,7 +23,6 @@ from gyreprof._block import decode_windows
 from gyreprof._errors import InvalidValueError
 from gyreprof._serial import plain, serial_derived
 from gyreprof.histogram import STEP, exact_percentiles
-from gyreprof.render import text as render_text
 
 __all__ = ["Window", "WindowStats", "rolling_windows", "windows_from_events"]
 
@@ -80,6 +79,8 @@ class Window:
         return out
 
     def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
         return render_text.window(self)
 
 

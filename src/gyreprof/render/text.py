@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from gyreprof import _notes
 from gyreprof._format import (
+    SUMMARY_HEADERS,
     fmt_factor,
     fmt_ns,
     fmt_pct,
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 #: the columns of the summary table (text, Markdown and HTML)
-SUMMARY_HEADERS = ("phase", "count", "mean", "p50", "p90", "p99", "p99.9", "max", "share")
 
 #: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
 UNTIMED = "(untimed)"

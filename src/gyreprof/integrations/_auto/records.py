@@ -20,10 +20,9 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from gyreprof._errors import CorruptDataError, InvalidValueError
-from gyreprof._serial import encode, loads, serial_format
-from gyreprof.render import json as render_json
 
 RECORD_VERSION = 1
 RECORD_FORMAT = "gyreprof.run-record/1"
@@ -38,10 +37,16 @@ ENV_PATH = "GYREPROF_RUN_PATH"
 _MAX_RECORD_BYTES = 1 << 20
 
 
-@serial_format(RECORD_FORMAT)
 @dataclass(frozen=True)
 class ProcessRecord:
-    """One process's entry (start or done file): a declared type with a version."""
+    """One process's entry (start or done file): a declared type with a version.
+
+    Its format tag is set as the class variable ``gyreprof._serial`` reads (not with
+    ``@serial_format``): every process of a run imports this module at start-up, and
+    the serialiser (dataclass and type machinery) loads only when a record is written
+    or read."""
+
+    __serial_format__: ClassVar[str] = RECORD_FORMAT
 
     pid: int
     role: str
@@ -59,11 +64,16 @@ class ProcessRecord:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """The record as strict JSON (format ``gyreprof.run-record/1``, gyreprof._serial)."""
+        from gyreprof._serial import encode
+        from gyreprof.render import json as render_json
+
         return render_json.write(encode(self), path, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> ProcessRecord:
         """Parse a record; ValueError (``SerialError``) for anything that is not one."""
+        from gyreprof._serial import loads
+
         return loads(cls, text)
 
 
