@@ -278,6 +278,16 @@ def verdict_headline(v: Verdict) -> str:
             if sync
             else "sampler-bound: the trainer waits for batches; tune the sampler"
         )
+    elif v.bound == "balanced":
+        head = "balanced: the wait is within the noise of the threshold"
+        if v.wait_ratio is not None and v.band is not None:
+            head += f" ({fmt_pct(v.wait_ratio)}, band +/-{fmt_pct(v.band)})"
+        c = v.ceilings
+        if "sampler_2x" in c and "trainer_2x" in c:
+            head += (
+                f"; a 2x faster sampler gives at most {fmt_speedup(c['sampler_2x'])}, "
+                f"a 2x faster trainer at most {fmt_speedup(c['trainer_2x'])}"
+            )
     else:
         head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
     if v.dominant_phase == UNTIMED and v.coverage is not None:
