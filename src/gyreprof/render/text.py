@@ -338,9 +338,10 @@ def run_processes(r: RunReport) -> str:
 
 def run_report(r: RunReport) -> str:
     lines: list[str] = []
-    cmd = " ".join(r.command)
-    ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
-    lines.append(f"gyreprof run: {cmd} ({ec})")
+    if r.command:  # a report read back from a --save folder has none
+        cmd = " ".join(r.command)
+        ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
+        lines.append(f"gyreprof run: {cmd} ({ec})")
     lines.append("processes: " + run_processes(r))
     if not r.recognised:
         lines.append(r.nothing_recognised())
