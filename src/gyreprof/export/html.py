@@ -223,12 +223,19 @@ def html_report(
         parts.append(f"<p>processes: {_e(render_text.run_processes(run))}</p>")
     if verdict is not None:
         parts += _verdict_section(verdict)
-    if run is not None and run.sampler is not None:
+    roles, parallel = render_text.sampler_role_parts(run) if run is not None else ([], [])
+    if roles:  # per process role, as the text shows them
+        for head, rs in roles:
+            parts += [f"<h2>{_e(head[:1].upper() + head[1:])}</h2>", _summary_table(rs)]
+        parts.append("<p>" + "<br>".join(_e(x) for x in parallel) + "</p>")
+        parts.append(f"<p>{_e(overhead)}</p>")
+    elif run is not None and run.sampler is not None:
         n = sum(1 for p in run.contributed if p.sampler is not None)
         parts.append(f"<h2>Sampler phases, merged over {n} process{'es' if n != 1 else ''}</h2>")
+        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
     else:
         parts.append("<h2>Summary (steady state)</h2>")
-    parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
+        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
     notes = _notes.data_quality(s)
     if notes:
         parts.append('<p class="note">' + "<br>".join(_e(n) for n in notes) + "</p>")

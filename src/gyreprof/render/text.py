@@ -25,7 +25,7 @@ from gyreprof.histogram import STEP
 if TYPE_CHECKING:
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.integrations._auto.collect import RunReport
+    from gyreprof.integrations._auto.collect import ProcessEntry, RunReport
     from gyreprof.summary import PhaseStats, Summary, WarmupInfo
     from gyreprof.window import Window
 
@@ -336,6 +336,71 @@ def run_processes(r: RunReport) -> str:
     return line
 
 
+#: the sampler phases that are env stepping in a process of the run
+_ENV_STEPPING = ("env_step", "env_reset")
+
+
+def _role_groups(r: RunReport) -> dict[str, list[ProcessEntry]]:
+    """The contributing processes that recorded sampler phases, by role (main first)."""
+    groups: dict[str, list[ProcessEntry]] = {}
+    for p in sorted(r.contributed, key=lambda p: p.role != "main"):
+        if p.sampler is not None and p.sampler.summary().events > 0:
+            groups.setdefault(p.role, []).append(p)
+    return groups
+
+
+def _env_ns(s: Summary) -> float:
+    return float(sum(s.phases[n].sum_ns for n in _ENV_STEPPING if n in s.phases))
+
+
+def sampler_role_parts(r: RunReport) -> tuple[list[tuple[str, Summary]], list[str]]:
+    """The sampler's phases per process role when more than one role recorded them
+    (``(heading, summary)`` each, main first), and per worker role a line of its env
+    stepping against the main loop's wall time. Each share is of that role's own time,
+    never of the main loop's wall time plus its parallel workers'. Empty when one role
+    recorded everything (the merged table says it all)."""
+    groups = _role_groups(r)
+    if len(groups) < 2:
+        return [], []
+    from gyreprof.snapshot import merge
+
+    tables: list[tuple[str, Summary]] = []
+    main_wall = sum(p.sampler.summary().elapsed_s for p in groups.get("main", []))
+    parallel = []
+    for role, procs in groups.items():
+        n = len(procs)
+        if n == 1:
+            s = procs[0].sampler.summary()
+            head = f"sampler phases of {safe_name(role)} {procs[0].pid}"
+        else:
+            s = merge([p.sampler for p in procs]).summary()
+            head = (
+                f"sampler phases of {n} {safe_name(role)} processes, merged (shares of their "
+                "own phase time, which runs in parallel to the main loop)"
+            )
+        tables.append((head, s))
+        env = sum(_env_ns(p.sampler.summary()) for p in procs)
+        if role != "main" and env > 0 and main_wall > 0:
+            parallel.append(
+                f"the {n} {safe_name(role)} process{'es' if n != 1 else ''} spent "
+                f"{fmt_ns(env)} of env stepping in the main loop's {fmt_ns(main_wall * 1e9)} "
+                f"({env / (main_wall * 1e9):.3g}x its wall time, in parallel): not part of "
+                "the main loop's shares"
+            )
+    return tables, parallel
+
+
+def sampler_roles(r: RunReport) -> list[str]:
+    """:func:`sampler_role_parts` as text lines (empty when one role recorded everything)."""
+    tables, parallel = sampler_role_parts(r)
+    lines: list[str] = []
+    for head, s in tables:
+        lines += ["", head + ":", summary(s)]
+    if parallel:
+        lines += ["", *parallel]
+    return lines
+
+
 def run_report(r: RunReport) -> str:
     lines: list[str] = []
     if r.command:  # a report read back from a --save folder has none
@@ -347,7 +412,10 @@ def run_report(r: RunReport) -> str:
         lines.append(r.nothing_recognised())
         lines += [f"note: {n}" for n in r.notes if not n.startswith("nothing recognised")]
         return "\n".join(lines)
-    if r.sampler is not None:
+    roles = sampler_roles(r)
+    if roles:
+        lines += roles
+    elif r.sampler is not None:
         n = sum(1 for p in r.contributed if p.sampler is not None)
         lines.append("")
         lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
