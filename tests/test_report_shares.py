@@ -64,7 +64,7 @@ def test_worker_time_is_shown_per_role_and_against_the_main_loop(vec_run: Run) -
     assert f"sampler phases of main {main['pid']}:" in stderr
     n, env_ns = _workers_env_ns(save)
     assert n == 3
-    assert "sampler phases of 3 env_worker processes, merged" in stderr
+    assert "sampler phases of 3 env_worker processes, totals" in stderr
     line = next(x for x in stderr.splitlines() if x.startswith("the 3 env_worker processes"))
     assert f"spent {fmt_ns(env_ns)} of env stepping in the main loop's " in line
     assert "sampler phases, merged over 4 processes" not in stderr

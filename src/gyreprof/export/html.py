@@ -225,8 +225,8 @@ def html_report(
         parts += _verdict_section(verdict)
     roles, parallel = render_text.sampler_role_parts(run) if run is not None else ([], [])
     if roles:  # per process role, as the text shows them
-        for head, rs in roles:
-            parts += [f"<h2>{_e(head[:1].upper() + head[1:])}</h2>", _summary_table(rs)]
+        for head, headers, rows in roles:
+            parts += [f"<h2>{_e(head[:1].upper() + head[1:])}</h2>", _table(headers, rows)]
         parts.append("<p>" + "<br>".join(_e(x) for x in parallel) + "</p>")
         parts.append(f"<p>{_e(overhead)}</p>")
     elif run is not None and run.sampler is not None:

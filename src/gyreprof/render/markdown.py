@@ -48,8 +48,9 @@ def run_report(r: RunReport) -> str:
     head = f"**gyreprof run: {' '.join(r.command)}**" if r.command else "**gyreprof: saved run**"
     parts = [head, "", "processes: " + text.run_processes(r)]
     roles, parallel = text.sampler_role_parts(r)
-    for head, rs in roles:  # per process role, as the text shows them
-        parts += ["", f"### {head}", "", summary(rs)]
+    for head, headers, rows in roles:  # per process role, as the text shows them
+        cells = [[_cell(c) for c in row] for row in rows]
+        parts += ["", f"### {head}", "", markdown_table(headers, cells)]
     if parallel:
         parts += ["", *parallel]
     if r.sampler is not None and not roles:

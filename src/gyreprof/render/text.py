@@ -353,33 +353,57 @@ def _env_ns(s: Summary) -> float:
     return float(sum(s.phases[n].sum_ns for n in _ENV_STEPPING if n in s.phases))
 
 
-def sampler_role_parts(r: RunReport) -> tuple[list[tuple[str, Summary]], list[str]]:
-    """The sampler's phases per process role when more than one role recorded them
-    (``(heading, summary)`` each, main first), and per worker role a line of its env
-    stepping against the main loop's wall time. Each share is of that role's own time,
-    never of the main loop's wall time plus its parallel workers'. Empty when one role
-    recorded everything (the merged table says it all)."""
+#: the columns of a role's table over several processes (totals: no merged percentiles)
+ROLE_HEADERS = ("phase", "count", "mean", "total", "share")
+
+
+def _role_rows(summaries: list[Summary]) -> list[list[str]]:
+    """Per phase, over several processes: calls, mean, total time, share of their phase
+    time (each process's time is its own: they run in parallel)."""
+    names = list(dict.fromkeys(n for s in summaries for n in s.phases))
+    counts = {n: sum(s.phases[n].count for s in summaries if n in s.phases) for n in names}
+    totals = {n: float(sum(s.phases[n].sum_ns for s in summaries if n in s.phases)) for n in names}
+    whole = sum(totals.values())
+    return [
+        [
+            safe_name(n),
+            str(counts[n]),
+            fmt_ns(totals[n] / counts[n]) if counts[n] else "-",
+            fmt_ns(totals[n]) if counts[n] else "-",
+            fmt_pct(totals[n] / whole) if whole > 0 else "-",
+        ]
+        for n in names
+    ]
+
+
+def sampler_role_parts(
+    r: RunReport,
+) -> tuple[list[tuple[str, list[str], list[list[str]]]], list[str]]:
+    """The sampler's phases per process role when more than one role recorded them, as
+    ``(heading, headers, rows)`` tables (main first: one process, its summary table; a
+    role of several processes, their totals per phase), and per worker role a line of
+    its env stepping against the main loop's wall time. Each share is of that role's own
+    time, never of the main loop's wall time plus its parallel workers'. Empty when one
+    role recorded everything (the merged table says it all)."""
     groups = _role_groups(r)
     if len(groups) < 2:
         return [], []
-    from gyreprof.snapshot import merge
-
-    tables: list[tuple[str, Summary]] = []
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
     main_wall = sum(p.sampler.summary().elapsed_s for p in groups.get("main", []))
     parallel = []
     for role, procs in groups.items():
         n = len(procs)
+        sums = [p.sampler.summary() for p in procs]
         if n == 1:
-            s = procs[0].sampler.summary()
             head = f"sampler phases of {safe_name(role)} {procs[0].pid}"
+            tables.append((head, list(SUMMARY_HEADERS), summary_rows(sums[0])))
         else:
-            s = merge([p.sampler for p in procs]).summary()
             head = (
-                f"sampler phases of {n} {safe_name(role)} processes, merged (shares of their "
+                f"sampler phases of {n} {safe_name(role)} processes, totals (shares of their "
                 "own phase time, which runs in parallel to the main loop)"
             )
-        tables.append((head, s))
-        env = sum(_env_ns(p.sampler.summary()) for p in procs)
+            tables.append((head, list(ROLE_HEADERS), _role_rows(sums)))
+        env = sum(_env_ns(s) for s in sums)
         if role != "main" and env > 0 and main_wall > 0:
             parallel.append(
                 f"the {n} {safe_name(role)} process{'es' if n != 1 else ''} spent "
@@ -394,8 +418,8 @@ def sampler_roles(r: RunReport) -> list[str]:
     """:func:`sampler_role_parts` as text lines (empty when one role recorded everything)."""
     tables, parallel = sampler_role_parts(r)
     lines: list[str] = []
-    for head, s in tables:
-        lines += ["", head + ":", summary(s)]
+    for head, headers, rows in tables:
+        lines += ["", head + ":", text_table(headers, rows)]
     if parallel:
         lines += ["", *parallel]
     return lines
