@@ -200,7 +200,8 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
     index = directory / "processes.json"
-    rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]  # gyreprof report DIR
+    # each process's loop shapes too: gyreprof report DIR judges the run as it was
+    rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]
     text = json.dumps(rows, indent=2) + "\n"
     write_atomic(index, text.encode())
     written.append(index)
