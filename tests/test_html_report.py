@@ -166,3 +166,26 @@ def test_headless_chromium_screenshot(prof: gp.Profiler, tmp_path: Path) -> None
     assert len(np.unique(packed)) > 20, "the screenshot is blank"
     # mostly a white page with dark text on it
     assert float((rgb.sum(axis=1) < 200).mean()) > 0.002
+
+
+def test_the_page_carries_the_verdict_the_trainer_and_the_wait_ratio(
+    prof: gp.Profiler, tmp_path: Path
+) -> None:
+    """Given a verdict and a trainer, the page words them as the text does (issue 22, 9)."""
+    from gyreprof.render import text as render_text
+
+    tp = gp.Profiler(["wait", "compute"])
+    for _ in range(60):
+        tp.begin()
+        tp.record("wait", 300_000)
+        tp.record("compute", 100_000)
+    tp.end()
+    v = gp.diagnose(prof, tp, loop="sync")
+    page = str(html_report(prof, verdict=v, trainer=tp))
+    esc = __import__("html").escape
+    assert esc(render_text.verdict_headline(v), quote=True) in page
+    wait_line = render_text.wait_report(v.wait_report).splitlines()[1]
+    assert wait_line.startswith("wait ratio: ") and esc(wait_line, quote=True) in page
+    for phase, share in v.sampler_shares.items():
+        assert f"<td>{esc(phase, quote=True)}</td><td>{render_text.fmt_pct(share)}</td>" in page
+    assert "<h2>Trainer" in page and "<td>compute</td>" in page

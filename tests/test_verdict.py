@@ -45,7 +45,7 @@ def sampler(phases: dict[str, int], steps: int = 200, **kw: object) -> gp.Profil
 
 def test_public_names() -> None:
     assert gp.Verdict is Verdict
-    assert set(BOUNDS) == {"trainer", "sampler", "unknown"}
+    assert set(BOUNDS) == {"trainer", "sampler", "balanced", "unknown"}
 
 
 def test_gp_diagnose_is_the_verdict() -> None:
@@ -136,8 +136,9 @@ def test_env_phase_names_are_configurable() -> None:
 
 
 def test_threshold_is_a_parameter() -> None:
-    tp = trainer(MS, 9 * MS)  # waits 10%
-    assert diagnose(trainer=tp).bound == "sampler"
+    tp = trainer(MS, 9 * MS)  # waits 10%: at the default threshold, inside its band
+    assert diagnose(trainer=tp).bound == "balanced"
+    assert diagnose(trainer=tp, trainer_bound_below=0.05).bound == "sampler"
     v = diagnose(trainer=tp, trainer_bound_below=0.2)
     assert v.bound == "trainer"
     assert v.thresholds["trainer_bound_below"] == 0.2
@@ -539,16 +540,17 @@ def test_a_sampler_that_times_its_waiting_is_still_read_as_synchronous() -> None
 
 
 def test_the_lines_fall_where_the_rules_say() -> None:
-    """At the lines themselves: a synchronous wait of exactly half is not above half
-    (trainer-bound); an overlapped wait of exactly trainer_bound_below is not below it
-    (sampler-bound)."""
+    """At the lines themselves, with the band turned off (band=0): a synchronous wait of
+    exactly half is not above half (trainer-bound); an overlapped wait of exactly
+    trainer_bound_below is not below it (sampler-bound)."""
     half = trainer(MS, MS)
-    assert diagnose(trainer=half, loop="sync").bound == "trainer"
-    assert diagnose(trainer=trainer(MS + 1000, MS), loop="sync").bound == "sampler"
+    assert diagnose(trainer=half, loop="sync", band=0).bound == "trainer"
+    assert diagnose(trainer=trainer(MS + 1000, MS), loop="sync", band=0).bound == "sampler"
     tenth = trainer(MS, 9 * MS)
-    v = diagnose(trainer=tenth, loop="overlapped")
+    v = diagnose(trainer=tenth, loop="overlapped", band=0)
     assert v.wait_ratio == pytest.approx(0.1) and v.bound == "sampler", str(v)
-    assert diagnose(trainer=trainer(MS - 1000, 9 * MS), loop="overlapped").bound == "trainer"
+    low = trainer(MS - 1000, 9 * MS)
+    assert diagnose(trainer=low, loop="overlapped", band=0).bound == "trainer"
 
 
 def test_undetectable_shape_says_what_the_other_rule_would_say() -> None:

@@ -139,7 +139,15 @@ DEFAULT_OVERLAP_ABOVE = 0.2
 DEFAULT_MIN_ALIGNED = 0.5
 DEFAULT_MIN_COVERAGE = 0.8
 
-BOUNDS = ("trainer", "sampler", "unknown")
+#: the "balanced" band around the bound threshold: half the interquartile range of the
+#: trainer's per-window wait ratios, held within [BAND_MIN, BAND_MAX]; with fewer than
+#: BAND_MIN_WINDOWS steady windows, BAND_FEW_WINDOWS
+BAND_MIN = 0.02
+BAND_MAX = 0.10
+BAND_FEW_WINDOWS = 0.05
+BAND_MIN_WINDOWS = 4
+
+BOUNDS = ("trainer", "sampler", "balanced", "unknown")
 #: loop shapes: collect-then-train, or a sampler feeding a queue while the trainer computes
 LOOPS = ("sync", "overlapped")
 #: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
@@ -152,8 +160,20 @@ class Verdict:
     """The bottleneck, in plain words.
 
     ``bound`` is ``"trainer"`` (tune compute), ``"sampler"`` (the trainer
-    waits for batches: tune the sampler) or ``"unknown"`` (no trainer profile
-    to tell). ``loop`` is the shape judged (``"sync"``: collect, then train;
+    waits for batches: tune the sampler), ``"balanced"`` (the wait lies within
+    the noise of the threshold, see below) or ``"unknown"`` (no trainer
+    profile to tell).
+
+    The balanced band: a wait ratio within ``band`` of the rule's threshold
+    (``sync_sampler_above`` in a synchronous loop, ``trainer_bound_below`` in an
+    overlapped one, the threshold included) is ``"balanced"``, not a side
+    picked by noise. ``band`` is half the interquartile range of the trainer's
+    steady per-window wait ratios, at least ``BAND_MIN`` (2 points) and at
+    most ``BAND_MAX`` (10 points); with fewer than ``BAND_MIN_WINDOWS`` (4)
+    windows it is ``BAND_FEW_WINDOWS`` (5 points). ``diagnose(band=...)``
+    fixes it (0 turns the band off). ``ceilings`` holds what a 2x faster side
+    gives at most (``"sampler_2x"``, ``"trainer_2x"``: speed-up factors of
+    training), stated for every bound the trainer's profile decides. ``loop`` is the shape judged (``"sync"``: collect, then train;
     ``"overlapped"``: a sampler feeding a queue; None without a trainer
     profile), ``loop_source`` how it was known (``"declared"``,
     ``"detected"`` from the timestamps, or ``"default"`` when it could not be
@@ -183,6 +203,9 @@ class Verdict:
     loop_evidence: str | None = None
     coverage: float | None = None
     sampler_wall: str | None = None  # what the sampler's wall time was taken from
+    band: float | None = None  # half-width of the balanced band around the threshold
+    band_basis: str | None = None  # what the band was taken from
+    ceilings: dict[str, float] = field(default_factory=dict)  # sampler_2x, trainer_2x
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, format ``gyreprof.verdict/2``; the wait report is nested in it."""
@@ -536,6 +559,9 @@ class _Findings:
     advice: list[str] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    band: float | None = None
+    band_basis: str | None = None
+    ceilings: dict[str, float] = field(default_factory=dict)
 
 
 def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
@@ -554,8 +580,57 @@ def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
     )
 
 
-def _sync_bound(r: float, sync_sampler_above: float) -> str:
+def _sync_bound(r: float, sync_sampler_above: float, band: float = 0.0) -> str:
+    if band > 0 and abs(r - sync_sampler_above) <= band:
+        return "balanced"
     return "sampler" if r > sync_sampler_above else "trainer"
+
+
+def _band(report: WaitReport, band: float | None) -> tuple[float, str]:
+    """Half-width of the balanced band around the threshold, and what it came from."""
+    if band is not None:
+        return float(band), f"given: band={band:g}"
+    ratios = [x for x in report.window_ratios if np.isfinite(x)]
+    if len(ratios) < BAND_MIN_WINDOWS:
+        return BAND_FEW_WINDOWS, (
+            f"only {len(ratios)} steady window{'' if len(ratios) == 1 else 's'} (fewer than "
+            f"{BAND_MIN_WINDOWS}), so the fixed {fmt_pct(BAND_FEW_WINDOWS)}"
+        )
+    q1, q3 = (float(x) for x in np.percentile(ratios, [25, 75]))
+    h = min(BAND_MAX, max(BAND_MIN, (q3 - q1) / 2))
+    return h, (
+        f"half the interquartile range of {len(ratios)} windows' wait ratios ({fmt_pct(q1)} "
+        f"to {fmt_pct(q3)}), held within {fmt_pct(BAND_MIN)} to {fmt_pct(BAND_MAX)}"
+    )
+
+
+def _ceilings(r: float, loop: str) -> dict[str, float]:
+    """What a 2x faster sampler and a 2x faster trainer give at most (speed-up factors).
+
+    ``r``: the wait's share of the trainer's time. A 2x faster trainer halves compute at
+    best (``1 / (1 - (1 - r) / 2)``; in an overlapped pipeline only once the sampler keeps
+    up). A 2x faster sampler halves the wait in a synchronous loop (``1 / (1 - r / 2)``); in
+    an overlapped pipeline it halves the sampler's period, so a step takes at least the
+    longer of compute and half the step (``1 / max(1 - r, 0.5)``)."""
+    r = min(1.0, max(0.0, r))
+    trainer = 1.0 / (1.0 - (1.0 - r) / 2.0)
+    sampler = 1.0 / (1.0 - r / 2.0) if loop == "sync" else 1.0 / max(1.0 - r, 0.5)
+    return {"sampler_2x": sampler, "trainer_2x": trainer}
+
+
+def _ceiling_words(c: dict[str, float]) -> str:
+    return (
+        f"a 2x faster sampler makes training at most {fmt_speedup(c['sampler_2x'])}, a 2x "
+        f"faster trainer at most {fmt_speedup(c['trainer_2x'])}"
+    )
+
+
+def _balanced_words(r: float, threshold: float, band: float, basis: str) -> str:
+    return (
+        f"{fmt_pct(r)} is within {fmt_pct(band)} of the {fmt_pct(threshold)} threshold (the "
+        f"noise band: {basis}), so the run is balanced: neither side clearly limits it, and a "
+        "rerun could land on either side"
+    )
 
 
 def _wait_share(report: WaitReport, t_summary: Summary, wait: str) -> float:
@@ -572,12 +647,16 @@ def _wait_share(report: WaitReport, t_summary: Summary, wait: str) -> float:
 
 
 def _judge_sync(
-    report: WaitReport, measured: str, sync_sampler_above: float, share: float
+    report: WaitReport,
+    measured: str,
+    sync_sampler_above: float,
+    share: float,
+    band: tuple[float, str] = (0.0, ""),
 ) -> tuple[str, str]:
     """``share``: the wait's share of the trainer's whole time (``_wait_share``), which is
     the sampler's share of wall time in a synchronous loop."""
     r = share
-    bound = _sync_bound(r, sync_sampler_above)
+    bound = _sync_bound(r, sync_sampler_above, band[0])
     ceilings = (
         f"an infinitely fast sampler saves at most {fmt_pct(r)} of wall time; compute is "
         f"{fmt_pct(1.0 - r)}"
@@ -587,7 +666,9 @@ def _judge_sync(
             f" (wait / (wait + {report.compute_phase!r}) is {fmt_pct(report.ratio)}; the "
             "trainer's other phases count as compute here)"
         )
-    if bound == "sampler":
+    if bound == "balanced":
+        why = "the wait " + _balanced_words(r, sync_sampler_above, *band)
+    elif bound == "sampler":
         why = (
             f"collecting holds the larger share (above {fmt_pct(sync_sampler_above)}), so "
             "the run is sampler-bound"
@@ -606,9 +687,19 @@ def _judge_sync(
 
 
 def _judge_overlapped(
-    report: WaitReport, measured: str, trainer_bound_below: float
+    report: WaitReport,
+    measured: str,
+    trainer_bound_below: float,
+    band: tuple[float, str] = (0.0, ""),
 ) -> tuple[str, str]:
     r = report.ratio
+    if band[0] > 0 and abs(r - trainer_bound_below) <= band[0]:
+        return "balanced", (
+            f"{measured}: the wait ratio "
+            + _balanced_words(r, trainer_bound_below, *band)
+            + "; in an overlapped pipeline a faster sampler removes at most the wait, and a "
+            "faster trainer helps only once the sampler keeps up"
+        )
     if r < trainer_bound_below:
         return "trainer", (
             f"{measured}: below the {fmt_pct(trainer_bound_below)} threshold, so training is "
@@ -653,14 +744,21 @@ def _trainer_step(
     compute: str,
     trainer_bound_below: float,
     sync_sampler_above: float,
+    band: float | None = None,
 ) -> None:
-    """Step 2: trainer- or sampler-bound, by the rule of the loop's shape."""
+    """Step 2: trainer- or sampler-bound (or balanced, within the noise of the threshold),
+    by the rule of the loop's shape."""
     measured = _measured_words(report, wait, compute)
     share = _wait_share(report, t_summary, wait)
+    found.band, found.band_basis = _band(report, band)
+    the_band = (found.band, found.band_basis)
     if shape.loop == "sync":
-        bound, text = _judge_sync(report, measured, sync_sampler_above, share)
+        bound, text = _judge_sync(report, measured, sync_sampler_above, share, the_band)
+        found.ceilings = _ceilings(share, "sync")
     else:
-        bound, text = _judge_overlapped(report, measured, trainer_bound_below)
+        bound, text = _judge_overlapped(report, measured, trainer_bound_below, the_band)
+        found.ceilings = _ceilings(report.ratio, "overlapped")
+    text += f"; {_ceiling_words(found.ceilings)}"
     shape_name = "synchronous loop" if shape.loop == "sync" else "overlapped pipeline"
     found.reasons.append(f"loop shape: {shape_name}, {shape.words}")
     found.reasons.append(text)
@@ -669,20 +767,26 @@ def _trainer_step(
     if spikes:
         found.reasons.append(spikes)
     if shape.source == "default":
-        other = _sync_bound(share, sync_sampler_above)
+        other = _sync_bound(share, sync_sampler_above, found.band)
         found.unknowns.append(
             "the loop's shape: judged as an overlapped pipeline (the stricter reading); if the "
             "loop collects and then trains (SB3, CleanRL), pass loop='sync'; it would then be "
-            f"{other}-bound"
+            + ("balanced" if other == "balanced" else f"{other}-bound")
         )
-    if bound == "trainer":
+    if bound in ("trainer", "balanced"):
         others = {n: st.share for n, st in t_summary.phases.items() if n != wait and st.count > 0}
         found.dominant = max(others, key=lambda n: others[n]) if others else compute
         found.kind = "trainer"
-        found.advice.append(
-            f"sampler tuning will not speed training up much; look at {found.dominant!r}: the "
-            "compute itself, the optimizer step, data movement inside the train step"
-        )
+        if bound == "trainer":
+            found.advice.append(
+                f"sampler tuning will not speed training up much; look at {found.dominant!r}: "
+                "the compute itself, the optimizer step, data movement inside the train step"
+            )
+        else:
+            found.advice.append(
+                f"either side pays about as much ({_ceiling_words(found.ceilings)}); on the "
+                f"trainer's side look at {found.dominant!r}"
+            )
 
 
 # ----------------------------------------------------------- the sampler's side
@@ -813,7 +917,7 @@ def _sampler_step(
     look = UNTIMED if untimed_leads else top
     if wall.note:
         found.caveats.append(f"sampler: {wall.note}")
-    if found.bound == "sampler":
+    if found.bound in ("sampler", "balanced"):
         found.dominant, found.kind = look, top_kind
         found.reasons.append(f"{seen}; {what}")
         found.advice += tune
@@ -848,6 +952,7 @@ def _trainer_side(
     side_kw: dict[str, Any],
     wait_kwargs: dict[str, Any],
     sampler_idle: Sequence[str] = (),
+    band: float | None = None,
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
     t_summary = trainer.summary
@@ -871,6 +976,7 @@ def _trainer_side(
         compute=compute,
         trainer_bound_below=thresholds["trainer_bound_below"],
         sync_sampler_above=thresholds["sync_sampler_above"],
+        band=band,
     )
     found.caveats += _side_caveats("trainer", trainer, t_summary, [wait, compute], **side_kw)
     return report, shape
@@ -967,6 +1073,7 @@ def diagnose(
     min_samples_p999: int = DEFAULT_MIN_SAMPLES_P999,
     gpu: bool | None = None,
     gpu_hints: Sequence[str] = DEFAULT_GPU_HINTS,
+    band: float | None = None,
     **wait_kwargs: Any,
 ) -> Verdict:
     """Where the time goes and what to tune next, in plain words (see the module doc).
@@ -1002,6 +1109,9 @@ def diagnose(
         the p99 / p99.9 a caveat.
     gpu: whether the profiled run used CUDA; None: this process imported
         torch and CUDA is available.
+    band: half-width of the "balanced" band around the threshold; None: from the
+        trainer's windows (half their wait ratios' interquartile range, 2 to 10 points;
+        5 points with fewer than 4 windows; see :class:`Verdict`); 0: no band.
     wait_kwargs: passed on to ``wait_report`` (window_steps=, other=, ...).
     """
     fractions = {
@@ -1013,6 +1123,8 @@ def diagnose(
         "overhead_limit": overhead_limit,
     }
     counts = {"min_samples_p99": min_samples_p99, "min_samples_p999": min_samples_p999}
+    if band is not None:
+        check_fraction("band", band)
     _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints, sampler_idle)
     # each side is resolved once, here; everything below reads only the Source
     s_src = resolve(sampler, what="sampler", paths=False) if sampler is not None else None
@@ -1043,6 +1155,7 @@ def diagnose(
             side_kw,
             wait_kwargs,
             tuple(sampler_idle),
+            band,
         )
     else:
         found.unknowns.append(
@@ -1094,4 +1207,7 @@ def _verdict(
         loop_evidence=shape.words if shape is not None else None,
         coverage=wall.coverage if wall is not None else None,
         sampler_wall=wall.basis if wall is not None else None,
+        band=found.band,
+        band_basis=found.band_basis,
+        ceilings=dict(found.ceilings),
     )

@@ -1,4 +1,13 @@
-"""``gyreprof report FILE``: print a saved summary (JSON) or snapshot (bytes); draw it."""
+"""``gyreprof report FILE [FILE]`` / ``gyreprof report DIR``: print saved profiles, with the
+wait ratio and the verdict whenever the phases allow; draw them.
+
+- one file: its table; a trainer profile (``wait`` and ``compute`` phases with samples)
+  gets the wait report and the verdict as well;
+- two files (a sampler and a trainer profile, in either order): both tables, the wait
+  report and the full verdict;
+- a ``gyreprof run --save DIR`` folder: the run's report again, the verdict included
+  (the text of ``gyreprof run``'s report; ``--json`` its ``gyreprof.run/1`` layout).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +20,41 @@ from typing import Any
 from gyreprof._errors import UsageError
 from gyreprof._format import safe_text
 
+#: what ``--json`` prints for profiles that gave a verdict (a single non-trainer file
+#: prints its summary JSON as before)
+REPORT_FORMAT = "gyreprof.report/1"
+#: the index file ``gyreprof run --save DIR`` writes
+PROCESSES_JSON = "processes.json"
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "report",
-        help="print a saved summary or snapshot; --plot / --html draw it",
+        help="print saved profiles (with the wait ratio and the verdict) or a --save folder; "
+        "--plot / --html draw them",
         description="Reads a summary saved as JSON (Summary.to_json, autosave=*.json) or a "
         "snapshot saved as bytes (Snapshot.save, autosave=other names) or an events file "
         "(gyreprof.export.save_events) and prints the table, "
-        "or JSON with --json. --plot writes a PNG (percentiles, window series, phase shares) "
+        "or JSON with --json. A trainer profile (phases 'wait' and 'compute') gets the wait "
+        "ratio and the verdict; give a sampler and a trainer profile for the full verdict. "
+        "A folder written by gyreprof run --save DIR is reported again as the run was, "
+        "verdict included. --plot writes a PNG (percentiles, window series, phase shares) "
         "and --html a self-contained HTML report; both need the plot extra "
         "(pip install 'gyreprof[plot]').",
     )
-    p.add_argument("file", help="summary JSON, snapshot or events (.npz) file")
+    p.add_argument(
+        "file",
+        nargs="+",
+        help="summary JSON, snapshot or events (.npz) file; or a sampler and a trainer "
+        "file; or a gyreprof run --save folder",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument(
+        "--loop",
+        choices=("sync", "overlapped"),
+        help="the loop's shape for the verdict (a snapshot does not show it)",
+    )
     p.add_argument("--plot", metavar="OUT.png", help="write the pictures to this PNG file")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
     p.set_defaults(func=run)
@@ -59,6 +88,139 @@ def _check_out(option: str, value: str | None, suffix: str) -> Path | None:
     return out
 
 
+def _is_trainer(source: Any, wait: str = "wait", compute: str = "compute") -> bool:
+    """The profile has a trainer's wait and compute phases, each with steady samples."""
+    phases = source.summary.phases
+    return all(n in phases and phases[n].count > 0 for n in (wait, compute))
+
+
+# ------------------------------------------------------------------ a --save folder
+
+
+def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
+    """The processes of a ``--save`` folder, each with the snapshots it saved."""
+    from gyreprof import _io
+    from gyreprof.integrations._auto import collect
+
+    index = folder / PROCESSES_JSON
+    try:
+        listed = json.loads(_io.read_bytes(index, "snapshot", what="gyreprof run --save index"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{folder} is a directory, not a gyreprof run --save folder (no {PROCESSES_JSON}); "
+            "give a summary or snapshot file"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {index}: {exc}") from None
+    if not isinstance(listed, list):
+        raise UsageError(f"{index} is not a list of processes")
+    entries = []
+    for item in listed:
+        try:
+            pid, role = int(item["pid"]), str(item["role"])
+            contributed, how = bool(item["contributed"]), str(item.get("source", "saved"))
+            loops = tuple(str(x) for x in item.get("loops", ()))
+        except (KeyError, TypeError, ValueError):
+            notes.append(f"skipped an entry of {PROCESSES_JSON} that names no pid and role")
+            continue
+        snaps = [
+            collect._load_snap(folder / f"{role}-{pid}.{side}.snap", side, notes)
+            for side in ("sampler", "trainer")
+        ]
+        entries.append(collect.ProcessEntry(pid, role, contributed, how, loops, *snaps))
+    return entries
+
+
+def saved_run(folder: Path) -> Any:
+    """The RunReport of a ``gyreprof run --save`` folder, judged as the run was."""
+    from gyreprof.integrations._auto import collect
+
+    notes: list[str] = []
+    entries = _saved_entries(folder, notes)
+    got = [e for e in entries if e.contributed]
+    report = collect.RunReport(
+        command=[],
+        exit_code=None,
+        processes=entries,
+        sampler=collect._merge_noting([e.sampler for e in got], "sampler", notes),
+        trainer=collect._merge_noting([e.trainer for e in got], "trainer", notes),
+        notes=notes,
+        python_processes=len(entries),
+    )
+    collect._judge(report, got)
+    return report
+
+
+# ------------------------------------------------------------------ files
+
+
+def _order(sources: list[Any], paths: list[str]) -> tuple[Any, Any, list[str]]:
+    """(sampler, trainer, their paths) of two profiles: the one with trainer phases is
+    the trainer; otherwise the order given."""
+    a, b = sources
+    if _is_trainer(a) and not _is_trainer(b):
+        return b, a, [paths[1], paths[0]]
+    if not _is_trainer(b):
+        raise UsageError(
+            f"neither {paths[0]} nor {paths[1]} is a trainer profile (phases 'wait' and "
+            "'compute' with samples); give a sampler and a trainer profile"
+        )
+    return a, b, list(paths)
+
+
+def _profiles_text(
+    sampler: Any, trainer: Any, names: list[str], verdict: Any, markdown: bool
+) -> str:
+    from gyreprof.render import markdown as render_markdown
+    from gyreprof.render import text as render_text
+
+    parts = []
+    for side, src, name in (("sampler", sampler, names[0]), ("trainer", trainer, names[-1])):
+        if src is None:
+            continue
+        if markdown:
+            parts.append(f"### {side}: {name}\n\n{src.summary.to_markdown()}")
+        else:
+            parts.append(f"{side} ({name}):\n{render_text.summary(src.summary)}")
+    if verdict.wait_report is not None:
+        wr = verdict.wait_report
+        parts.append(render_markdown.wait_report(wr) if markdown else render_text.wait_report(wr))
+    parts.append(render_markdown.verdict(verdict) if markdown else render_text.verdict(verdict))
+    return "\n\n".join(parts)
+
+
+def _profiles_json(sampler: Any, trainer: Any, verdict: Any) -> dict[str, Any]:
+    return {
+        "format": REPORT_FORMAT,
+        "verdict": verdict.to_dict(),
+        "wait": verdict.wait_report.to_dict() if verdict.wait_report is not None else None,
+        "sampler": sampler.summary.to_dict(histograms=False) if sampler is not None else None,
+        "trainer": trainer.summary.to_dict(histograms=False) if trainer is not None else None,
+    }
+
+
+def _print(text: str) -> None:
+    print(safe_text(text))
+
+
+def _report_folder(args: argparse.Namespace, folder: Path, html_out: Path | None) -> int:
+    from gyreprof.render import text as render_text
+
+    report = saved_run(folder)
+    if html_out is not None:
+        from gyreprof.export import html_report
+
+        html_report(report, html_out, title=f"gyreprof report: {folder}")
+        print(f"wrote {html_out}", file=sys.stderr)
+    if args.json:
+        print(report.to_json(indent=2))
+    elif args.markdown:
+        _print(report.to_markdown())
+    else:
+        _print(f"gyreprof report: saved run {folder}\n" + render_text.run_report(report))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from gyreprof.commands._args import require_extra
 
@@ -68,25 +230,57 @@ def run(args: argparse.Namespace) -> int:
         require_extra("--html (its pictures)", "matplotlib", "plot")
     plot_out = _check_out("--plot", args.plot, ".png")
     html_out = _check_out("--html", args.html, ".html")
+    paths: list[str] = list(args.file)
+    if len(paths) > 2:
+        raise UsageError("give one file, a sampler and a trainer file, or one --save folder")
+    if len(paths) == 1 and Path(paths[0]).is_dir():
+        if plot_out is not None:
+            raise UsageError("--plot takes a file, not a --save folder; use --html")
+        return _report_folder(args, Path(paths[0]), html_out)
+    from gyreprof.analysis.verdict import diagnose
     from gyreprof.source import resolve
 
-    # read once, resolved once: the plot and the HTML page take the same Source
-    source = resolve(_load_source(args.file), what="gyreprof report")
-    summary = source.summary
+    # read once, resolved once: the plot, the HTML page and the verdict take the same Source
+    sources = [resolve(_load_source(p), what="gyreprof report") for p in paths]
+    sampler: Any
+    trainer: Any
+    if len(sources) == 2:
+        sampler, trainer, names = _order(sources, paths)
+    elif _is_trainer(sources[0]):
+        sampler, trainer, names = None, sources[0], paths
+    else:
+        sampler, trainer, names = sources[0], None, paths
+    verdict = None
+    if trainer is not None:
+        try:
+            verdict = diagnose(sampler=sampler, trainer=trainer, loop=args.loop)
+        except ValueError as exc:
+            if sampler is not None:
+                raise UsageError(f"no verdict: {exc}") from None
+            print(f"gyreprof report: no verdict: {exc}", file=sys.stderr)
+    main = trainer if sampler is None else sampler
     if plot_out is not None or html_out is not None:
         from gyreprof.export import html_report, plot_report
 
         if plot_out is not None:
-            plot_report(source, plot_out)
+            plot_report(main, plot_out)
             print(f"wrote {plot_out}", file=sys.stderr)
         if html_out is not None:
-            html_report(source, html_out)
+            html_report(main, html_out, verdict=verdict, trainer=trainer)
             print(f"wrote {html_out}", file=sys.stderr)
+    if verdict is None:
+        summary = main.summary
+        if args.json:
+            json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
+            print()
+        elif args.markdown:
+            _print(summary.to_markdown())
+        else:
+            _print(str(summary))
+        return 0
     if args.json:
-        json.dump(summary.to_dict(histograms=False), sys.stdout, indent=2)
+        json.dump(_profiles_json(sampler, trainer, verdict), sys.stdout, indent=2)
         print()
-    elif args.markdown:
-        print(safe_text(summary.to_markdown()))
     else:
-        print(safe_text(summary))
+        _print(_profiles_text(sampler, trainer, names, verdict, args.markdown))
     return 0

@@ -200,7 +200,9 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
     index = directory / "processes.json"
-    text = json.dumps([e.to_dict() for e in report.processes], indent=2) + "\n"
+    # each process's loop shapes too: gyreprof report DIR judges the run as it was
+    rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]
+    text = json.dumps(rows, indent=2) + "\n"
     write_atomic(index, text.encode())
     written.append(index)
     return written
@@ -569,7 +571,7 @@ def _write_html(report: Any, path: str, command: list[str]) -> None:
         from gyreprof._io import write_atomic
         from gyreprof.export import html_report
 
-        text = html_report(report.sampler, None, title="gyreprof run: " + " ".join(command))
+        text = html_report(report, None, title="gyreprof run: " + " ".join(command))
         write_atomic(Path(path), str(text).encode("utf-8"))
     except (ImportError, ValueError, OSError) as exc:
         print(f"gyreprof run: --html {path}: {exc}", file=sys.stderr)

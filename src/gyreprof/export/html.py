@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof import _io, _notes
-from gyreprof._format import fmt_ns, safe_name
+from gyreprof._errors import InvalidValueError
+from gyreprof._format import fmt_ns, fmt_pct, safe_name
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
 from gyreprof.histogram import STEP
@@ -89,7 +90,11 @@ def _img(png: bytes, alt: str) -> str:
 
 
 def _pictures(
-    res: Resolved, steps: int | None, seconds: float | None, size_px: tuple[int, int]
+    res: Resolved,
+    steps: int | None,
+    seconds: float | None,
+    size_px: tuple[int, int],
+    finished: bool = False,
 ) -> list[str]:
     from gyreprof.export import plots
 
@@ -104,6 +109,11 @@ def _pictures(
         out.append(_img(plots.figure_png(fig), "p50 and p99 per phase per window"))
         fig = plots.plot_shares(wins, size_px=size_px)
         out.append(_img(plots.figure_png(fig), "share of step time per phase per window"))
+    elif finished:  # a finished run: nothing more will close
+        out.append(
+            '<p class="sub">No time series: no window closed in these numbers (windows '
+            "close every window_steps marked steps and when warm-up ends).</p>"
+        )
     else:
         out.append(
             '<p class="sub">No window closed yet, so no time series: windows close every '
@@ -112,24 +122,80 @@ def _pictures(
     return out
 
 
+def _verdict_section(v: Any) -> list[str]:
+    """The verdict as the text words it: headline, numbered reasons, then its lists."""
+    out = [
+        "<h2>Verdict</h2>",
+        f'<p class="headline"><b>{_e(render_text.verdict_headline(v))}</b></p>',
+    ]
+    if v.reasons:
+        out.append("<ol>" + "".join(f"<li>{_e(r)}</li>" for r in v.reasons) + "</ol>")
+    for heading, items in render_text.verdict_sections(v):
+        if items:
+            out.append(f"<p>{_e(heading)}</p>")
+            out.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in items) + "</ul>")
+    if v.sampler_shares:
+        out.append(f"<p>the sampler's wall time (from {_e(v.sampler_wall or '-')}):</p>")
+        out.append(
+            _table(
+                ["phase", "share of the sampler's wall time"],
+                [[n, fmt_pct(x)] for n, x in v.sampler_shares.items()],
+            )
+        )
+    return out
+
+
+def _trainer_section(trainer: Any, wait: Any) -> list[str]:
+    """The trainer's table and its wait report (the text's lines)."""
+    out = ["<h2>Trainer (wait: collecting / waiting for a batch; compute: the update)</h2>"]
+    if trainer is not None:
+        t = resolve(trainer, what="an HTML report's trainer").summary
+        out.append(f'<p class="headline">{_e(render_text.summary_headline(t))}</p>')
+        out.append(_summary_table(t))
+    if wait is not None:
+        lines = render_text.wait_report(wait).splitlines()
+        out.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>")
+    return out
+
+
 def html_report(
     source: Any,
     path: str | os.PathLike[str] | None = None,
     *,
     title: str | None = None,
+    verdict: Any = None,
+    trainer: Any = None,
+    wait: Any = None,
     steps: int | None = None,
     seconds: float | None = None,
     size_px: tuple[int, int] = (1000, 560),
 ) -> str | Path:
     """A self-contained HTML page of a run; written to ``path`` (returns the Path) or returned.
 
-    ``source``: a Profiler, Snapshot, Summary or the path of a saved one.
-    ``steps=``/``seconds=`` (live Profiler): exact windows from the ring for the
+    ``source``: a Profiler, Snapshot, Summary or the path of a saved one (the sampler's
+    side, or the only profile), or a ``gyreprof run`` RunReport: its merged sampler, its
+    trainer, wait report, verdict and processes, as its text words them.
+    ``verdict=`` (a Verdict), ``trainer=`` (the trainer's profile) and ``wait=`` (its
+    WaitReport; default the verdict's) add the verdict, the trainer's table and the wait
+    ratio. ``steps=``/``seconds=`` (live Profiler): exact windows from the ring for the
     time series instead of the rolling windows. Needs the ``plot`` extra.
     """
     from gyreprof.export.plots import _mpl
+    from gyreprof.integrations._auto.collect import RunReport
 
     _mpl()
+    run = source if isinstance(source, RunReport) else None
+    if run is not None:
+        verdict = verdict if verdict is not None else run.verdict
+        trainer = trainer if trainer is not None else run.trainer
+        wait = wait if wait is not None else run.wait
+        source = run.sampler if run.sampler is not None else run.trainer
+        if source is None:
+            raise InvalidValueError("the run recorded no sampler or trainer phases to show")
+        if run.sampler is None:
+            trainer = None  # the trainer is the page's main table already
+    if wait is None and verdict is not None:
+        wait = verdict.wait_report
     res = resolve(source, what="an HTML report")
     s = res.summary
     label = s.meta.get("label")
@@ -152,10 +218,24 @@ def html_report(
         f"<h1>{_e(title)}</h1>",
         f'<div class="sub">{_e(", ".join(who) or s.clock)} &middot; {_e(now)}</div>',
         f'<p class="headline">{_e(headline)}</p>',
-        "<h2>Summary (steady state)</h2>",
-        _summary_table(s),
-        f"<p>{_e(overhead)}</p>",
     ]
+    if run is not None:
+        parts.append(f"<p>processes: {_e(render_text.run_processes(run))}</p>")
+    if verdict is not None:
+        parts += _verdict_section(verdict)
+    roles, parallel = render_text.sampler_role_parts(run) if run is not None else ([], [])
+    if roles:  # per process role, as the text shows them
+        for head, headers, rows in roles:
+            parts += [f"<h2>{_e(head[:1].upper() + head[1:])}</h2>", _table(headers, rows)]
+        parts.append("<p>" + "<br>".join(_e(x) for x in parallel) + "</p>")
+        parts.append(f"<p>{_e(overhead)}</p>")
+    elif run is not None and run.sampler is not None:
+        n = sum(1 for p in run.contributed if p.sampler is not None)
+        parts.append(f"<h2>Sampler phases, merged over {n} process{'es' if n != 1 else ''}</h2>")
+        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
+    else:
+        parts.append("<h2>Summary (steady state)</h2>")
+        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
     notes = _notes.data_quality(s)
     if notes:
         parts.append('<p class="note">' + "<br>".join(_e(n) for n in notes) + "</p>")
@@ -171,8 +251,12 @@ def html_report(
                 ],
             )
         )
+    if trainer is not None or wait is not None:
+        parts += _trainer_section(trainer, wait)
+    if run is not None and run.notes:
+        parts.append('<p class="note">' + "<br>".join(_e(n) for n in run.notes) + "</p>")
     parts.append("<h2>Pictures</h2>")
-    parts += _pictures(res, steps, seconds, size_px)
+    parts += _pictures(res, steps, seconds, size_px, finished=run is not None)
     parts.append(f"<footer>gyreprof {_e(__version__)}</footer></body></html>")
     text = "\n".join(parts) + "\n"
     if path is None:

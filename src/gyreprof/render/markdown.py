@@ -45,8 +45,15 @@ def wait_report(r: WaitReport) -> str:
 
 
 def run_report(r: RunReport) -> str:
-    parts = [f"**gyreprof run: {' '.join(r.command)}**", "", "processes: " + text.run_processes(r)]
-    if r.sampler is not None:
+    head = f"**gyreprof run: {' '.join(r.command)}**" if r.command else "**gyreprof: saved run**"
+    parts = [head, "", "processes: " + text.run_processes(r)]
+    roles, parallel = text.sampler_role_parts(r)
+    for head, headers, rows in roles:  # per process role, as the text shows them
+        cells = [[_cell(c) for c in row] for row in rows]
+        parts += ["", f"### {head}", "", markdown_table(headers, cells)]
+    if parallel:
+        parts += ["", *parallel]
+    if r.sampler is not None and not roles:
         parts += ["", "### sampler", "", summary(r.sampler.summary())]
     if r.trainer is not None:
         parts += ["", "### trainer", "", summary(r.trainer.summary())]

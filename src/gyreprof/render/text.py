@@ -26,7 +26,7 @@ from gyreprof.histogram import STEP
 if TYPE_CHECKING:
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.integrations._auto.collect import RunReport
+    from gyreprof.integrations._auto.collect import ProcessEntry, RunReport
     from gyreprof.summary import PhaseStats, Summary, WarmupInfo
     from gyreprof.window import Window
 
@@ -278,6 +278,16 @@ def verdict_headline(v: Verdict) -> str:
             if sync
             else "sampler-bound: the trainer waits for batches; tune the sampler"
         )
+    elif v.bound == "balanced":
+        head = "balanced: the wait is within the noise of the threshold"
+        if v.wait_ratio is not None and v.band is not None:
+            head += f" ({fmt_pct(v.wait_ratio)}, band +/-{fmt_pct(v.band)})"
+        c = v.ceilings
+        if "sampler_2x" in c and "trainer_2x" in c:
+            head += (
+                f"; a 2x faster sampler gives at most {fmt_speedup(c['sampler_2x'])}, "
+                f"a 2x faster trainer at most {fmt_speedup(c['trainer_2x'])}"
+            )
     else:
         head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
     if v.dominant_phase == UNTIMED and v.coverage is not None:
@@ -326,17 +336,110 @@ def run_processes(r: RunReport) -> str:
     return line
 
 
+#: the sampler phases that are env stepping in a process of the run
+_ENV_STEPPING = ("env_step", "env_reset")
+
+
+def _role_groups(r: RunReport) -> dict[str, list[ProcessEntry]]:
+    """The contributing processes that recorded sampler phases, by role (main first)."""
+    groups: dict[str, list[ProcessEntry]] = {}
+    for p in sorted(r.contributed, key=lambda p: p.role != "main"):
+        if p.sampler is not None and p.sampler.summary().events > 0:
+            groups.setdefault(p.role, []).append(p)
+    return groups
+
+
+def _env_ns(s: Summary) -> float:
+    return float(sum(s.phases[n].sum_ns for n in _ENV_STEPPING if n in s.phases))
+
+
+#: the columns of a role's table over several processes (totals: no merged percentiles)
+ROLE_HEADERS = ("phase", "count", "mean", "total", "share")
+
+
+def _role_rows(summaries: list[Summary]) -> list[list[str]]:
+    """Per phase, over several processes: calls, mean, total time, share of their phase
+    time (each process's time is its own: they run in parallel)."""
+    names = list(dict.fromkeys(n for s in summaries for n in s.phases))
+    counts = {n: sum(s.phases[n].count for s in summaries if n in s.phases) for n in names}
+    totals = {n: float(sum(s.phases[n].sum_ns for s in summaries if n in s.phases)) for n in names}
+    whole = sum(totals.values())
+    return [
+        [
+            safe_name(n),
+            str(counts[n]),
+            fmt_ns(totals[n] / counts[n]) if counts[n] else "-",
+            fmt_ns(totals[n]) if counts[n] else "-",
+            fmt_pct(totals[n] / whole) if whole > 0 else "-",
+        ]
+        for n in names
+    ]
+
+
+def sampler_role_parts(
+    r: RunReport,
+) -> tuple[list[tuple[str, list[str], list[list[str]]]], list[str]]:
+    """The sampler's phases per process role when more than one role recorded them, as
+    ``(heading, headers, rows)`` tables (main first: one process, its summary table; a
+    role of several processes, their totals per phase), and per worker role a line of
+    its env stepping against the main loop's wall time. Each share is of that role's own
+    time, never of the main loop's wall time plus its parallel workers'. Empty when one
+    role recorded everything (the merged table says it all)."""
+    groups = _role_groups(r)
+    if len(groups) < 2:
+        return [], []
+    tables: list[tuple[str, list[str], list[list[str]]]] = []
+    main_wall = sum(p.sampler.summary().elapsed_s for p in groups.get("main", []))
+    parallel = []
+    for role, procs in groups.items():
+        n = len(procs)
+        sums = [p.sampler.summary() for p in procs]
+        if n == 1:
+            head = f"sampler phases of {safe_name(role)} {procs[0].pid}"
+            tables.append((head, list(SUMMARY_HEADERS), summary_rows(sums[0])))
+        else:
+            head = (
+                f"sampler phases of {n} {safe_name(role)} processes, totals (shares of their "
+                "own phase time, which runs in parallel to the main loop)"
+            )
+            tables.append((head, list(ROLE_HEADERS), _role_rows(sums)))
+        env = sum(_env_ns(s) for s in sums)
+        if role != "main" and env > 0 and main_wall > 0:
+            parallel.append(
+                f"the {n} {safe_name(role)} process{'es' if n != 1 else ''} spent "
+                f"{fmt_ns(env)} of env stepping in the main loop's {fmt_ns(main_wall * 1e9)} "
+                f"({env / (main_wall * 1e9):.3g}x its wall time, in parallel): not part of "
+                "the main loop's shares"
+            )
+    return tables, parallel
+
+
+def sampler_roles(r: RunReport) -> list[str]:
+    """:func:`sampler_role_parts` as text lines (empty when one role recorded everything)."""
+    tables, parallel = sampler_role_parts(r)
+    lines: list[str] = []
+    for head, headers, rows in tables:
+        lines += ["", head + ":", text_table(headers, rows)]
+    if parallel:
+        lines += ["", *parallel]
+    return lines
+
+
 def run_report(r: RunReport) -> str:
     lines: list[str] = []
-    cmd = " ".join(r.command)
-    ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
-    lines.append(f"gyreprof run: {cmd} ({ec})")
+    if r.command:  # a report read back from a --save folder has none
+        cmd = " ".join(r.command)
+        ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
+        lines.append(f"gyreprof run: {cmd} ({ec})")
     lines.append("processes: " + run_processes(r))
     if not r.recognised:
         lines.append(r.nothing_recognised())
         lines += [f"note: {n}" for n in r.notes if not n.startswith("nothing recognised")]
         return "\n".join(lines)
-    if r.sampler is not None:
+    roles = sampler_roles(r)
+    if roles:
+        lines += roles
+    elif r.sampler is not None:
         n = sum(1 for p in r.contributed if p.sampler is not None)
         lines.append("")
         lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")

@@ -417,6 +417,8 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     sampler = report.sampler
     if trainer is not None:
         sampler = _merge([e.sampler for e in got if _has_data(e.trainer)]) or sampler
+    else:  # the driving process's own wall time; its workers step in parallel to it
+        sampler = _merge([e.sampler for e in got if e.role == "main"]) or sampler
     if sampler is None and trainer is None:
         return
     try:
