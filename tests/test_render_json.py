@@ -275,6 +275,7 @@ def test_the_run_record_nests_each_part_whole_and_reads_back(results: dict[str, 
 
 _RENDER_METHODS = (
     "__str__",
+    "report",
     "table",
     "table_rows",
     "to_markdown",
@@ -283,11 +284,12 @@ _RENDER_METHODS = (
     "to_json",
     "headline",
     "processes_line",
+    "to_plot",
 )
 
 
 @pytest.mark.parametrize(
-    "cls", [Summary, PhaseStats, Window, WarmupInfo, WaitReport, Verdict, RunReport]
+    "cls", [Summary, PhaseStats, Window, WarmupInfo, WaitReport, Verdict, RunReport, SweepResult]
 )
 def test_the_data_classes_keep_no_rendering_of_their_own(cls: type) -> None:
     """Every rendering method of a result class is one call into gyreprof.render (after
