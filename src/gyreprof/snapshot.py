@@ -1140,10 +1140,10 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         if s.times.start_ns > 0:
             starts.append(s.times.start_ns)
         taken.append(s.times.taken_ns)
-    for acc in (totals, counters):
-        for k, v in acc.items():
+    for held in (totals, counters):
+        for k, v in held.items():
             if v > _INT64_MAX:  # held at the limit, and counted
-                acc[k] = _INT64_MAX
+                held[k] = _INT64_MAX
                 saturated += 1
     totals["saturated"] = min(_INT64_MAX, totals["saturated"] + saturated)
     times = Times(start_ns=min(starts) if starts else 0, taken_ns=max(taken))
