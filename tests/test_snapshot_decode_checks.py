@@ -110,7 +110,8 @@ def test_rolling_windows_read_flat_equal_the_nested_lists() -> None:
     _, header, _ = split_snapshot(SEED)
     assert snap.rolling is not None and snap.rolling.shape[0] == 2
     assert snap.rolling.tolist() == header["rolling"]
-    for empty in ([], [[]]):
+    empties: list[list[Any]] = [[], [[]]]
+    for empty in empties:
         prefix, header, rows = split_snapshot(SEED)
         header["rolling"] = empty
         header["meta"]["windows_closed"] = 0
