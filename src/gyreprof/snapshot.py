@@ -524,9 +524,12 @@ def _rolling_table(v: Any) -> np.ndarray:
     table, read flat (twice as fast as ``np.asarray`` of the nested lists)."""
     if not isinstance(v, list):
         raise ValueError("rolling windows have the wrong shape")
-    width = len(v[0]) if v and isinstance(v[0], list) else 0
-    if v and not all(isinstance(row, list) and len(row) == width for row in v):
+    if not v:
+        return np.zeros((0, 0), dtype=np.int64)
+    # every row a list, all of one length (checked at C speed: no Python loop per row)
+    if set(map(type, v)) != {list} or len(set(map(len, v))) != 1:
         raise ValueError("rolling windows have the wrong shape")
+    width = len(v[0])
     if width == 0:
         return np.zeros((0, 0), dtype=np.int64)
     flat = itertools.chain.from_iterable(v)
