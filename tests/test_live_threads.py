@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
+from gyreprof._recorders import FOLD_AFTER as _FOLD_AFTER
 from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
-from gyreprof.profiler import _FOLD_AFTER
 
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "helpers" / "live_procs" / "thread_writer.py"
@@ -92,14 +92,14 @@ def test_finished_threads_stay_in_the_live_view_after_they_are_folded(live_dir: 
     _run_threads(prof, n_finished, 20, one_by_one=True)
     prof.count("items", 5)
     # the profiler folded the first finished threads (their recorders are freed)
-    assert prof._retired.threads >= _FOLD_AFTER
+    assert prof._recs.retired_threads >= _FOLD_AFTER
     retired = [e for e in gp.live.list(os.getpid()) if e.retired]
-    assert len(retired) == 1 and len(retired[0].folded) == prof._retired.threads
+    assert len(retired) == 1 and len(retired[0].folded) == prof._recs.retired_threads
     assert retired[0].path.name.endswith(".ret")
     with gp.live.attach(os.getpid()) as reader:
         reader_seen.append(_count(reader.snapshot()))
         # one more fold (everything pending): the retired segment is rewritten
-        prof._retired.fold()
+        prof._recs.fold()
         reader_seen.append(_count(reader.snapshot()))
         assert reader.progress().steps_completed == n_finished * 20
         assert reader.snapshot().counters["items"] == 5
@@ -119,7 +119,7 @@ def test_a_thread_segment_still_there_after_its_fold_is_counted_once(live_dir: P
     keep = [live_dir / f"keep{i}" for i in range(len(seg))]
     for a, b in zip(seg, keep, strict=True):
         os.link(a, b)
-    prof._retired.fold()
+    prof._recs.fold()
     for a, b in zip(seg, keep, strict=True):
         assert not a.exists()
         os.link(b, a)

@@ -23,9 +23,13 @@ import pytest
 import gyreprof as gp
 from gyreprof.analysis.parallelism.census import Census
 from gyreprof.analysis.parallelism.findings import ParallelismReport
+from gyreprof.analysis.sweep.record import RunResult
 from gyreprof.analysis.sweep.result import SweepResult
 from gyreprof.analysis.verdict import Verdict
 from gyreprof.analysis.wait import WaitReport
+from gyreprof.diagnostics.doctor import ProcessDiagnosis
+from gyreprof.diagnostics.envcheck import EnvReport
+from gyreprof.diagnostics.selfcheck import SelfCheckResult
 from gyreprof.integrations._auto.collect import ProcessEntry, RunRecord, RunReport
 from gyreprof.integrations._auto.records import ProcessRecord
 from gyreprof.integrations.ray.fleet import FleetSummary
@@ -185,7 +189,7 @@ def test_a_sweep_written_as_format_1_still_reads_and_writes_2() -> None:
 @pytest.mark.parametrize(
     "cls",
     [Summary, WaitReport, Verdict, RunReport, ProcessRecord, SweepResult, FleetSummary]
-    + [ParallelismReport, Census],
+    + [ParallelismReport, Census, EnvReport, ProcessDiagnosis, SelfCheckResult, RunResult],
 )
 def test_one_to_json_signature(cls: type) -> None:
     sig = inspect.signature(cls.to_json)  # type: ignore[attr-defined]
@@ -271,6 +275,7 @@ def test_the_run_record_nests_each_part_whole_and_reads_back(results: dict[str, 
 
 _RENDER_METHODS = (
     "__str__",
+    "report",
     "table",
     "table_rows",
     "to_markdown",
@@ -279,11 +284,12 @@ _RENDER_METHODS = (
     "to_json",
     "headline",
     "processes_line",
+    "to_plot",
 )
 
 
 @pytest.mark.parametrize(
-    "cls", [Summary, PhaseStats, Window, WarmupInfo, WaitReport, Verdict, RunReport]
+    "cls", [Summary, PhaseStats, Window, WarmupInfo, WaitReport, Verdict, RunReport, SweepResult]
 )
 def test_the_data_classes_keep_no_rendering_of_their_own(cls: type) -> None:
     """Every rendering method of a result class is one call into gyreprof.render (after
@@ -313,3 +319,31 @@ def test_the_data_classes_keep_no_rendering_of_their_own(cls: type) -> None:
         )
         checked += 1
     assert checked >= 1
+
+
+def test_the_diagnostics_write_through_the_one_to_json(tmp_path: Path) -> None:
+    """envcheck, doctor, selfcheck and a sweep run: compact strict JSON by default, the
+    same text (indented when asked) in the file given, and the record reads back."""
+    from gyreprof.diagnostics.doctor import doctor
+    from gyreprof.diagnostics.envcheck import envcheck
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("numpy\n")
+    env = envcheck(req, broken=False)
+    gone = doctor(2**22 + 12345, interval_s=0.2)  # no such process: absent
+    sc = SelfCheckResult(
+        target="m:f", method="sample", status="ok", exit_code=0, stage="done", elapsed_s=0.5
+    )
+    cases: list[tuple[Any, Any]] = [
+        (env, EnvReport.from_dict),
+        (gone, ProcessDiagnosis.from_dict),
+        (sc, lambda d: SelfCheckResult(**d)),
+    ]
+    for obj, back in cases:
+        text = obj.to_json()
+        assert "\n" not in text  # indent=None: one line (the commands pass indent=2)
+        assert back(_strict(text)) == obj
+        path = tmp_path / f"{type(obj).__name__}.json"
+        assert obj.to_json(path, indent=2) == path.read_text().rstrip("\n")
+        assert "\n" in path.read_text().rstrip("\n")
+        assert _strict(path.read_text()) == _strict(text)

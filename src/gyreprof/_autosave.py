@@ -1,9 +1,10 @@
 """Autosave: write a Profiler's snapshot when its process ends, however it ends.
 
 ``Profiler(..., autosave="runs/{host}-{pid}.snap")`` registers an
-:class:`AutosaveState` here. The state holds what a save needs (the
-recorders, phase names, counter names, the retired per-thread record) but
-not the Profiler, so a save can run after the Profiler is gone.
+:class:`AutosaveState` here. The state holds what a save needs, the
+Profiler's :class:`~gyreprof._recorders.RecorderSet` (its recorders, identity,
+counter names and folded finished threads), but not the Profiler, so a save can
+run after the Profiler is gone.
 
 When a save happens
 -------------------
@@ -62,15 +63,17 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gyreprof._block import StatsBlock
-from gyreprof._core import monotonic_ns
 from gyreprof._io import write_atomic
+
+if TYPE_CHECKING:
+    from gyreprof._recorders import RecorderSet
 
 WINDOW_WORDS_CAP = 1 << 16  # rolling-window words kept in an autosaved snapshot
 JSON_WINDOW_WORDS_CAP = 1 << 14  # the same in a JSON summary (each window becomes text)
@@ -186,43 +189,6 @@ def _row_sums(rec: Any) -> np.ndarray:
     return np.asarray(StatsBlock.of(rec).counts.sum(axis=1))
 
 
-def snapshot_in_place(
-    rec: Any,
-    identity: Any,
-    counter_names: Sequence[str],
-    *,
-    copy: bool = False,
-    window_words: int = WINDOW_WORDS_CAP,
-) -> Any:
-    """A Snapshot of ``rec`` whose counts are a view of its stats block (``copy=False``).
-
-    Everything but the counts rows and the rolling windows is a few KB; the
-    rows stay where they are and the windows are cut to ``WINDOW_WORDS_CAP``.
-    The result is valid only while the recorder is not written (callers check
-    with row sums, see ``encode``).
-    """
-    from gyreprof.snapshot import build_snapshot
-
-    taken = monotonic_ns()
-    cfg = rec.config()
-    block = StatsBlock.of(rec)
-    small = block.compact(window_words)
-    counts = small.counts.copy() if copy else small.counts
-    small_cfg = dict(cfg)
-    small_cfg.update(counts_len=1, max_windows=small.windows_kept, offsets=small.offsets)
-    s = build_snapshot(
-        small.stats,
-        small_cfg,
-        identity,
-        tuple(counter_names),
-        taken_ns=taken,
-        windows_closed=small.windows_closed,
-        windows_dropped=small.windows_dropped,
-        overwritten=max(0, block.ring_head - int(cfg["capacity"])),
-    )
-    return s.replace(counts=counts)
-
-
 # --------------------------------------------------------------------------- state
 
 
@@ -234,18 +200,13 @@ class AutosaveState:
         template: str,
         *,
         templated: bool,
-        identity: Any,  # the Profiler's ProfilerIdentity (phases, label, lap cost)
-        counter_slots: dict[str, int],
-        sources: Callable[[], tuple[list[Any], Any]],
-        new_recorder: Callable[[], Any],
+        recordings: RecorderSet,
     ) -> None:
         self.template = template
         self.templated = templated
-        self.identity = identity
-        self.counter_slots = counter_slots  # the Profiler's own dict (grows with it)
-        # () -> (live recorders, Snapshot of finished per-thread recorders or None)
-        self.sources = sources
-        self.new_recorder = new_recorder  # an empty Recorder of the same layout
+        # the Profiler's RecorderSet: its recorders, identity, counter names and finished
+        # threads (the set does not hold the Profiler)
+        self.recordings = recordings
         self.owner_pid = os.getpid()
         self.fork_marks: dict[int, int] | None = None  # id(rec) -> events+steps at fork
         self.lock = threading.RLock()
@@ -270,39 +231,27 @@ class AutosaveState:
 
     def after_fork_in_child(self) -> None:
         self.lock = threading.RLock()
-        self.fork_marks = {id(r): self._activity(r) for r in self.sources()[0]}
+        self.fork_marks = {id(r): self._activity(r) for r in self.recordings.all()}
 
     def _recorded_since_fork(self) -> bool:
         marks = self.fork_marks
         if marks is None:
             return True
-        return any(self._activity(r) != marks.get(id(r), -1) for r in self.sources()[0])
+        return any(self._activity(r) != marks.get(id(r), -1) for r in self.recordings.all())
 
     def encode(self, path: Path) -> bytes:
         """The file content: snapshot bytes, or Summary JSON for ``*.json``."""
-        from gyreprof.snapshot import merge
-
-        names = tuple(self.counter_slots)
-        recs, retired = self.sources()
+        sources = self.recordings.sources()
+        recs = sources[0]
         as_json = path.suffix.lower() == ".json"
         for attempt in range(_TRIES + 1):
             copy = attempt == _TRIES
             before = [_row_sums(r) for r in recs]
-            snaps = [
-                snapshot_in_place(
-                    r,
-                    self.identity,
-                    names,
-                    copy=copy,
-                    window_words=JSON_WINDOW_WORDS_CAP if as_json else WINDOW_WORDS_CAP,
-                )
-                for r in recs
-            ]
-            if retired is not None:
-                snaps.append(retired)
-            if not snaps:  # per_thread, and no thread wrote
-                snaps = [snapshot_in_place(self.new_recorder(), self.identity, names, copy=True)]
-            snap = merge(snaps)
+            snap = self.recordings.snapshot(
+                "compact" if copy else "in_place",
+                window_words=JSON_WINDOW_WORDS_CAP if as_json else WINDOW_WORDS_CAP,
+                sources=sources,
+            )
             data = snap.summary().to_json(indent=None).encode() if as_json else snap.to_bytes()
             if copy or all(
                 np.array_equal(b, _row_sums(r)) for b, r in zip(before, recs, strict=True)

@@ -31,29 +31,17 @@ from gyreprof import _autosave, _limits
 from gyreprof._block import Progress, StatsBlock
 from gyreprof._core import EVENT_DTYPE, PhaseTimer, Recorder, TimedFunction, monotonic_ns
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
+from gyreprof._recorders import FOLD_AFTER as _FOLD_AFTER
+from gyreprof._recorders import RecorderSet
 from gyreprof._validate import check_live, check_recorder_config
 from gyreprof.histogram import STEP
-from gyreprof.snapshot import (
-    Meta,
-    ProfilerIdentity,
-    Snapshot,
-    SourceRecord,
-    build_snapshot,
-    merge,
-)
+from gyreprof.snapshot import ProfilerIdentity, Snapshot
 from gyreprof.summary import Summary
 from gyreprof.window import Window, windows_from_events
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_PHASES = 255
-
-
-class _TimerMap(dict[str, PhaseTimer]):
-    """name -> PhaseTimer; a miss raises UnknownPhaseError listing the known names."""
-
-    def __missing__(self, key: object) -> PhaseTimer:
-        raise UnknownPhaseError(f"unknown phase {key!r}; known phases: {list(self)}")
 
 
 # ---------------------------------------------------- cost of each form (calibrated)
@@ -158,95 +146,11 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
 
 # ------------------------------------------------------- per-thread: finished threads
 
-_FOLD_AFTER = 8  # finished threads' recorders kept before they are folded
-
 
 class _ThreadGone:
     """Lives in a per_thread profiler's thread-local storage; dies with its thread."""
 
     __slots__ = ("__weakref__",)
-
-
-class _RetiredThreads:
-    """The recorders of finished ``per_thread`` threads, folded into one Snapshot.
-
-    A thread's recorder is queued when the thread ends (its thread-local
-    storage is dropped) and folded, ``_FOLD_AFTER`` at a time, into ``snap`` with
-    ``merge``; then it is removed from the profiler and freed. Memory is thus
-    bounded by the live threads plus ``_FOLD_AFTER`` recorders and one
-    merged histogram set. Their raw events (ring) are not kept.
-    """
-
-    def __init__(
-        self,
-        identity: ProfilerIdentity,
-        counter_slots: dict[str, int],
-        recorders: list[Recorder],
-        timers: dict[int, _TimerMap],
-        lock: threading.RLock,
-    ) -> None:
-        self._identity = identity
-        self._counter_slots = counter_slots
-        self._recorders = recorders  # the profiler's own list and lock
-        self._timers = timers
-        self._lock = lock
-        self._dead: list[Recorder] = []
-        self._fold_lock = threading.RLock()
-        self.snap: Snapshot | None = None
-        self.threads = 0
-        # called with (folded recorders, new folded Snapshot) under the fold lock, before
-        # the recorders are freed: a live profiler republishes its finished threads there
-        self.on_fold: Callable[[list[Recorder], Snapshot], None] | None = None
-
-    def thread_ended(self, rec: Recorder) -> None:
-        self._dead.append(rec)  # list.append is atomic; runs as the thread's state is torn down
-
-    @property
-    def pending(self) -> int:
-        return len(self._dead)
-
-    def fold(self) -> None:
-        """Fold the queued recorders into ``snap`` and free them."""
-        with self._fold_lock:
-            if not self._dead:
-                return
-            dead = list(self._dead)
-            names = tuple(self._counter_slots)
-            snaps = [_autosave.snapshot_in_place(r, self._identity, names, copy=True) for r in dead]
-            if self.snap is not None:
-                snaps.insert(0, self.snap)
-            m = merge(snaps) if len(snaps) > 1 else snaps[0]
-            src = m.sources
-            retired = self.threads + len(dead)
-            one = SourceRecord(
-                steady_ns=sum(x.steady_ns for x in src),
-                rate=sum(x.rate for x in src),
-                overhead_ns=sum(x.overhead_ns for x in src),
-                warmup_ns=max((x.warmup_ns for x in src), default=0),
-                warmup_done=all(x.warmup_done for x in src),
-                label=self._identity.label,
-                retired_threads=retired,
-            )
-            folded = m.replace(rolling=None, sources=(one,), meta=Meta(retired_threads=retired))
-            gone = {id(r) for r in dead}
-            with self._lock:
-                self._recorders[:] = [r for r in self._recorders if id(r) not in gone]
-                for k in gone:
-                    self._timers.pop(k, None)
-                self.snap = folded
-                self.threads += len(dead)
-                del self._dead[: len(dead)]
-            hook = self.on_fold
-            if hook is not None:
-                hook(dead, folded)
-
-    def sources(self) -> tuple[list[Recorder], Snapshot | None]:
-        """(recorders, folded snapshot of finished threads), taken together; the recorders
-        of up to ``_FOLD_AFTER`` finished threads are still among the recorders."""
-        if len(self._dead) >= _FOLD_AFTER:
-            self.fold()
-        with self._lock:
-            return list(self._recorders), self.snap
 
 
 # -------------------------------------------------------------------- profiler
@@ -365,34 +269,30 @@ class Profiler:
         self.per_thread = bool(per_thread)
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}
-        self._counter_slots: dict[str, int] = {}
-        self._lock = threading.RLock()  # re-entrant: an autosave on SIGTERM may interrupt it
-        self._recorders: list[Recorder] = []
-        self._timers_by_rec: dict[int, _TimerMap] = {}
         # what each recording form costs, for overhead_share (calibrated once per process)
         self.form_cost_ns: dict[str, float] = dict(_measure_form_costs(clock))
         self.lap_cost_ns = self.form_cost_ns["lap"]
-        # who this profiler is, in every snapshot of it (one record, shared)
-        self.identity = ProfilerIdentity(self.phases, label, self.lap_cost_ns)
-        self._retired = _RetiredThreads(
-            self.identity,
-            self._counter_slots,
-            self._recorders,
-            self._timers_by_rec,
-            self._lock,
+        # the one owner of the recordings and of who this profiler is (phases, label,
+        # lap cost, counter names): thread retirement, autosave and live publishing share it
+        self._recs = RecorderSet(
+            ProfilerIdentity(self.phases, label, self.lap_cost_ns),
+            self._rec_kwargs,
+            self.form_cost_ns,
         )
+        self._counter_slots = self._recs.counter_slots
+        self._lock = self._recs.lock
         if self.per_thread:
             self._local = threading.local()
             self.lap: Callable[[int], None] = self._lap_threaded
             self.begin: Callable[[], None] = self._begin_threaded
             self.end: Callable[[], None] = self._end_threaded
         else:
-            rec = self._new_recorder()
+            rec = self._recs.new()
             self._recorder = rec
             self.lap = rec.lap
             self.begin = rec.begin
             self.end = rec.end
-            self._timers = self._timers_by_rec[id(rec)]
+            self._timers = self._recs.timers(rec)
             self.phase = self._timers.__getitem__  # type: ignore[method-assign,assignment]
         self.live: Any = None
         if live:
@@ -400,43 +300,34 @@ class Profiler:
 
             self.live = publish_profiler(self, name=None if live is True else live)
             if self.per_thread:
-                self._retired.on_fold = self.live.threads_folded
+                self._recs.on_fold = self.live.threads_folded
         self._autosave: _autosave.AutosaveState | None = None
         if autosave is not None:
             template, templated = _autosave.check_template(autosave)
             self._autosave = _autosave.AutosaveState(
-                template,
-                templated=templated,
-                identity=self.identity,
-                counter_slots=self._counter_slots,
-                sources=self._retired.sources,
-                new_recorder=functools.partial(Recorder, len(self.phases), **self._rec_kwargs),
+                template, templated=templated, recordings=self._recs
             )
             _autosave.register(self, self._autosave)
 
     # -- recorders -------------------------------------------------------------
 
-    def _new_recorder(self) -> Recorder:
-        rec = Recorder(len(self.phases), **self._rec_kwargs)
-        rec.form_cost_ns = self.form_cost_ns
-        timers = _TimerMap({name: rec.timer(i) for i, name in enumerate(self.phases)})
-        with self._lock:
-            self._recorders.append(rec)
-            self._timers_by_rec[id(rec)] = timers
-        return rec
+    @property
+    def identity(self) -> ProfilerIdentity:
+        """Who this profiler is in every snapshot of it (phases, label, lap cost)."""
+        return self._recs.identity
 
     def _thread_recorder(self) -> Recorder:
         try:
             return self._local.rec  # type: ignore[no-any-return]
         except AttributeError:
-            retired = self._retired
-            if retired.pending >= _FOLD_AFTER:
-                retired.fold()
-            rec = self._new_recorder()
+            recs = self._recs
+            if recs.pending >= _FOLD_AFTER:
+                recs.fold()
+            rec = recs.new()
             if self.live is not None:
                 self.live.thread_started(rec)  # its own live segment (never raises OSError)
             token = _ThreadGone()
-            fin = weakref.finalize(token, retired.thread_ended, rec)
+            fin = weakref.finalize(token, recs.thread_ended, rec)
             fin.atexit = False
             self._local.rec = rec
             self._local.gone = token
@@ -458,8 +349,8 @@ class Profiler:
 
     @property
     def recorders(self) -> tuple[Recorder, ...]:
-        with self._lock:
-            return tuple(self._recorders)
+        """Every Recorder now in the profiler (see gyreprof._recorders.RecorderSet)."""
+        return self._recs.all()
 
     # -- names -----------------------------------------------------------------
 
@@ -486,7 +377,7 @@ class Profiler:
         Without per_thread, __init__ replaces this with the timer map's own
         ``__getitem__`` (no Python frame per call).
         """
-        return self._timers_by_rec[id(self._thread_recorder())][name]
+        return self._recs.timers(self._thread_recorder())[name]
 
     def timed(self, name: str) -> Callable[[F], F]:
         """Decorator: every call of the function is timed as phase ``name``."""
@@ -539,7 +430,7 @@ class Profiler:
 
     @property
     def counter_names(self) -> tuple[str, ...]:
-        return tuple(self._counter_slots)
+        return self._recs.counter_names
 
     # -- read side -------------------------------------------------------------
 
@@ -553,22 +444,9 @@ class Profiler:
         parts = [StatsBlock.of(r).progress(self.phases, self._counter_slots, now) for r in recs]
         return parts[0] if len(parts) == 1 else Progress.combine(parts)
 
-    def _snapshot_of(self, rec: Recorder) -> Snapshot:
-        taken = monotonic_ns()
-        stats = rec.stats_array()
-        return build_snapshot(
-            stats, rec.config(), self.identity, self.counter_names, taken_ns=taken
-        )
-
     def snapshot(self) -> Snapshot:
         """Immutable copy of everything counted so far (merged across threads)."""
-        recs, retired = self._retired.sources()  # retired: finished per_thread threads
-        snaps = [self._snapshot_of(r) for r in recs]
-        if retired is not None:
-            snaps.append(retired)
-        if not snaps:  # per_thread before any thread wrote: an empty snapshot
-            return self._snapshot_of(Recorder(len(self.phases), **self._rec_kwargs))
-        return merge(snaps)
+        return self._recs.snapshot()
 
     def summary(self) -> Summary:
         """Steady-state summary (warm-up reported apart)."""
@@ -598,10 +476,10 @@ class Profiler:
         if steps is None and seconds is None:
             recs = self.recorders
             if len(recs) == 1:
-                return self._snapshot_of(recs[0]).windows()
+                return self._recs.snapshot_of(recs[0]).windows()
             out: list[Window] = []
             for r in recs:
-                out.extend(self._snapshot_of(r).windows())
+                out.extend(self._recs.snapshot_of(r).windows())
             return sorted(out, key=lambda w: w.start_ns)
         ev = self.events()
         warm_end = max((StatsBlock.of(r).warmup_end_step for r in self.recorders), default=-1)

@@ -9,7 +9,7 @@ measured.
 from __future__ import annotations
 
 try:
-    from gyreprof._core.codec import decode_counts, encode_counts
+    from gyreprof._core.codec import decode_counts, decode_counts_into, encode_counts
     from gyreprof._core.histogram import (
         DEFAULT_HIGHEST_NS,
         DEFAULT_LOWEST_NS,
@@ -51,6 +51,7 @@ __all__ = [
     "bucket_edges",
     "calibrate_tsc",
     "decode_counts",
+    "decode_counts_into",
     "encode_counts",
     "index_of",
     "kernel_clocksource",

@@ -67,21 +67,22 @@ def encode_counts(const int64_t[::1] counts, Py_ssize_t length=-1):
 
 
 @cython.boundscheck(False)
-def decode_counts(const unsigned char[::1] data, Py_ssize_t length, out=None):
-    """Decode into an int64 array of ``length`` counts; ValueError on malformed input.
-
-    ``out``: an optional zeroed, contiguous int64 array of ``length`` to decode into.
-    """
-    if length < 0:
-        raise ValueError(f"length must be >= 0, got {length}")
-    if out is None:
-        out = np.zeros(length, dtype=np.int64)
-    elif out.shape[0] != length:
-        raise ValueError(f"out has {out.shape[0]} entries, {length} needed")
-    cdef int64_t[::1] o = out
+cdef int _decode(
+    const unsigned char[::1] data,
+    Py_ssize_t length,
+    int64_t[::1] o,
+    uint64_t* total_lo,
+    uint64_t* total_hi,
+    Py_ssize_t* first,
+    Py_ssize_t* last,
+) except -1:
+    """Decode into ``o`` (zeroed, ``length`` entries); the counts written add up to
+    ``total_hi * 2**64 + total_lo`` (exact: no int64 wrap), ``first`` / ``last`` the
+    first and last bucket holding a count (-1 when none), in the same pass."""
     cdef Py_ssize_t pos = 0, n = data.shape[0], idx = 0
-    cdef uint64_t u
+    cdef uint64_t u, lo = 0, hi = 0
     cdef int64_t v
+    cdef Py_ssize_t i0 = -1, i1 = -1
     cdef int shift, k
     while pos < n:
         u = 0
@@ -112,5 +113,50 @@ def decode_counts(const unsigned char[::1] data, Py_ssize_t length, out=None):
             if idx < 0 or idx >= length:
                 raise ValueError(f"corrupted counts: more than {length} buckets")
             o[idx] = v
+            if v > 0:
+                if i0 < 0:
+                    i0 = idx
+                i1 = idx
+                lo += <uint64_t>v
+                if lo < <uint64_t>v:  # carried out of the low word
+                    hi += 1
             idx += 1
+    total_lo[0] = lo
+    total_hi[0] = hi
+    first[0] = i0
+    last[0] = i1
+    return 0
+
+
+def _out_array(Py_ssize_t length, out):
+    if length < 0:
+        raise ValueError(f"length must be >= 0, got {length}")
+    if out is None:
+        return np.zeros(length, dtype=np.int64)
+    if out.shape[0] != length:
+        raise ValueError(f"out has {out.shape[0]} entries, {length} needed")
     return out
+
+
+def decode_counts(const unsigned char[::1] data, Py_ssize_t length, out=None):
+    """Decode into an int64 array of ``length`` counts; ValueError on malformed input.
+
+    ``out``: an optional zeroed, contiguous int64 array of ``length`` to decode into.
+    """
+    out = _out_array(length, out)
+    cdef uint64_t lo, hi
+    cdef Py_ssize_t i0, i1
+    _decode(data, length, out, &lo, &hi, &i0, &i1)
+    return out
+
+
+def decode_counts_into(const unsigned char[::1] data, Py_ssize_t length, out):
+    """Decode into ``out`` (a zeroed, contiguous int64 array of ``length``) and return
+    ``(total, first, last)``: the counts' exact sum (a Python int, never wrapped) and
+    the first and last bucket holding a count (-1, -1 for an empty row), found in the
+    decoding pass itself (no second pass over the row)."""
+    out = _out_array(length, out)
+    cdef uint64_t lo, hi
+    cdef Py_ssize_t i0, i1
+    _decode(data, length, out, &lo, &hi, &i0, &i1)
+    return ((<object>hi) << 64) + <object>lo, i0, i1

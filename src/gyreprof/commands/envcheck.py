@@ -64,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
-    print(report.to_json() if args.json else safe_text(report), flush=True)
+    print(report.to_json(indent=2) if args.json else safe_text(report), flush=True)
     return report.exit_code

@@ -78,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    print(result.to_json() if args.json else safe_text(result), flush=True)
+    print(result.to_json(indent=2) if args.json else safe_text(result), flush=True)
     return result.exit_code

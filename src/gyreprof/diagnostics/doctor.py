@@ -104,7 +104,7 @@ import psutil
 from gyreprof import _io
 from gyreprof._errors import InvalidValueError
 from gyreprof._format import shorten
-from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_positive_number
 from gyreprof.diagnostics import _loglines, _probe, _procfs
 
@@ -250,9 +250,14 @@ class ProcessDiagnosis:
         """The diagnosis again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_dict`."""
-        return dumps(self, indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well (atomically)
+        when given."""
+        from gyreprof.render import json as render_json
+
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         head = f"process {self.pid}"

@@ -44,7 +44,7 @@ from typing import Any
 from gyreprof import _io
 from gyreprof._checks import json_depth
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
-from gyreprof._serial import decode, dumps, encode, serial_format
+from gyreprof._serial import decode, encode, serial_format
 
 try:
     from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -201,9 +201,14 @@ class EnvReport:
         """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
         return decode(cls, data)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON text of :meth:`to_dict`."""
-        return dumps(self, indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well (atomically)
+        when given."""
+        from gyreprof.render import json as render_json
+
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         counts: dict[str, int] = {}

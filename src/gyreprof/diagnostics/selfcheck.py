@@ -98,8 +98,14 @@ class SelfCheckResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well (atomically)
+        when given."""
+        from gyreprof.render import json as render_json
+
+        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         lines = [

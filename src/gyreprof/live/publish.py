@@ -149,21 +149,17 @@ class LivePublication:
     def __init__(
         self,
         recorder: Any,
-        phases: tuple[str, ...],
+        recordings: Any,
         name: str,
         *,
-        lap_cost_ns: float,
-        label: str | None,
-        counter_names: tuple[str, ...] = (),
         extra_meta: dict[str, Any] | None = None,
     ) -> None:
         self._rec = recorder
         self._extra_meta = dict(extra_meta or {})
-        self._phases = tuple(phases)
+        # the Profiler's RecorderSet (gyreprof._recorders): its identity and counter names
+        self._recordings = recordings
         self.name = name
-        self._label = label
-        self._lap_cost_ns = float(lap_cost_ns)
-        self._counter_names: list[str] = list(counter_names)
+        self._counter_names: list[str] = list(recordings.counter_names)
         self._lock = threading.Lock()
         self.pid = os.getpid()
         self.path: Path | None = None
@@ -183,13 +179,14 @@ class LivePublication:
         stats_bytes = 8 * block_words(cfg)
         pid = os.getpid()
         ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
+        identity = self._recordings.identity
         meta = {
             "name": self.name,
-            "label": self._label,
-            "phases": list(self._phases),
+            "label": identity.label,
+            "phases": list(identity.phases),
             "clock": str(cfg["clock"]),
             "config": cfg,
-            "lap_cost_ns": self._lap_cost_ns,
+            "lap_cost_ns": float(identity.lap_cost_ns),
             "start_unix_s": time.time(),
             "start_mono_ns": int(monotonic_ns()),
             "gyreprof": __version__,
@@ -395,10 +392,10 @@ class LiveThreadGroup:
     ``active``, ``paths`` (the segment files now), ``path`` (the first of them).
     """
 
-    def __init__(self, prof: Any, name: str) -> None:
+    def __init__(self, recordings: Any, name: str) -> None:
         self.name = name
-        self._prof = weakref.ref(prof)
-        self._identity = prof.identity  # the Profiler's ProfilerIdentity, shared
+        # the Profiler's RecorderSet (gyreprof._recorders): recorders, identity, counter names
+        self._recordings = recordings
         self._lock = threading.RLock()
         self._pubs: dict[int, LivePublication] = {}  # id(recorder) -> its publication
         self._folded: list[int] = []  # serials of thread segments in the retired one
@@ -411,7 +408,7 @@ class LiveThreadGroup:
         self.group = ""
         self.active = False
         self._start()
-        for rec in list(prof.recorders):
+        for rec in recordings.all():
             self.thread_started(rec)
 
     def _start(self) -> None:
@@ -448,10 +445,6 @@ class LiveThreadGroup:
         paths = self.paths
         return paths[0] if paths else None
 
-    def _counter_names(self) -> tuple[str, ...]:
-        prof = self._prof()
-        return tuple(prof.counter_names) if prof is not None else ()
-
     # -- the Profiler hooks ----------------------------------------------------------
 
     def thread_started(self, rec: Any) -> None:
@@ -463,11 +456,8 @@ class LiveThreadGroup:
             try:
                 pub = LivePublication(
                     rec,
-                    self._identity.phases,
+                    self._recordings,
                     self.name,
-                    lap_cost_ns=self._identity.lap_cost_ns,
-                    label=self._identity.label,
-                    counter_names=self._counter_names(),
                     extra_meta={"group": self.group, "thread": threading.current_thread().name},
                 )
             except OSError as exc:
@@ -516,13 +506,14 @@ class LiveThreadGroup:
         data = snap.to_bytes()
         pid = self.pid
         ident = lay.process_identity(pid) or lay.ProcessIdentity(-1, time.time())
+        identity = self._recordings.identity
         meta = {
             "name": self.name,
-            "label": self._identity.label,
-            "phases": list(self._identity.phases),
+            "label": identity.label,
+            "phases": list(identity.phases),
             "clock": str(cfg.get("clock", "monotonic")),
             "config": cfg,
-            "lap_cost_ns": self._identity.lap_cost_ns,
+            "lap_cost_ns": identity.lap_cost_ns,
             "start_unix_s": time.time(),
             "gyreprof": __version__,
             "host": socket.gethostname(),
@@ -600,11 +591,9 @@ class LiveThreadGroup:
         with self._lock:
             if self.active and self.pid == os.getpid():
                 return self.paths
-            prof = self._prof()
             self._start()
-            if prof is not None:
-                for rec in list(prof.recorders):
-                    self.thread_started(rec)
+            for rec in self._recordings.all():
+                self.thread_started(rec)
             if self._retired_snap is not None:
                 self._write_retired(self._retired_snap, None)
             return self.paths
@@ -638,20 +627,12 @@ def publish_profiler(prof: Any, name: str | None = None) -> LivePublication | Li
     (default: the profiler's label, else the script's file name). A
     ``per_thread`` profiler gets a :class:`LiveThreadGroup` (a segment per thread).
     """
+    recordings = prof._recs  # the Profiler's RecorderSet (gyreprof._recorders)
+    seg_name = _check_name(name) if name is not None else _default_name(recordings.identity.label)
     if getattr(prof, "per_thread", False):
-        group = LiveThreadGroup(
-            prof, _check_name(name) if name is not None else _default_name(prof.label)
-        )
+        group = LiveThreadGroup(recordings, seg_name)
         weakref.finalize(prof, _close_ref, weakref.ref(group))
         return group
-    seg_name = _check_name(name) if name is not None else _default_name(prof.label)
-    pub = LivePublication(
-        prof.recorder,
-        tuple(prof.phases),
-        seg_name,
-        lap_cost_ns=float(prof.lap_cost_ns),
-        label=prof.label,
-        counter_names=tuple(prof.counter_names),
-    )
+    pub = LivePublication(prof.recorder, recordings, seg_name)
     weakref.finalize(prof, _close_ref, weakref.ref(pub))
     return pub

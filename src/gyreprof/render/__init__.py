@@ -9,10 +9,9 @@ from it; what a reader sees is written here, one module per format:
 - :mod:`gyreprof.render.csv`: ``to_csv()``;
 - :mod:`gyreprof.render.json`: ``to_json(path=None, *, indent=None)``, strict JSON
   written atomically (the record itself comes from :mod:`gyreprof._serial`);
-- :mod:`gyreprof.render.metrics`: flat ``{name: number}`` dicts for loggers.
+- :mod:`gyreprof.render.metrics`: flat ``{name: number}`` dicts for loggers;
+- :mod:`gyreprof.render.sweep`: a sweep result's text, CSV and plot.
 
-A sweep's text, CSV and plot are written by :mod:`gyreprof.analysis.sweep.report`
-(the sweep's own renderer, apart from its data in ``sweep.result``).
 The HTML report (:mod:`gyreprof.export.html`) takes its words from the same place.
 The wording of notes and caveats lives in :mod:`gyreprof._notes`, numbers are
 formatted by :mod:`gyreprof._format`. A renderer knows the result types by their

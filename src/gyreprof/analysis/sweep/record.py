@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,9 +184,14 @@ class RunResult:
 
     # -- the process boundary ------------------------------------------------------
 
-    def to_json(self) -> str:
-        """The tagged JSON the worker writes (summary included)."""
-        return json.dumps(encode(self, default=as_json_value), allow_nan=False)
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """The tagged JSON the worker writes (summary included); written to ``path`` as
+        well (atomically) when given."""
+        from gyreprof.render import json as render_json
+
+        return render_json.write(encode(self, default=as_json_value), path, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> RunResult:

@@ -26,7 +26,6 @@ from gyreprof.analysis.sweep.record import (
     as_json_value,
     drop_summaries,
 )
-from gyreprof.analysis.sweep.report import csv_text, headline, plot, report_text, table_text
 from gyreprof.render import csv as render_csv
 from gyreprof.render import json as render_json
 
@@ -283,18 +282,26 @@ class SweepResult:
 
     def report(self) -> str:
         """The result in plain words, phrased as a controlled result."""
-        return report_text(self)
+        from gyreprof.render import sweep as render_sweep
+
+        return render_sweep.report_text(self)
 
     def headline(self) -> str:
         """The one-sentence summary (first line of ``report()``)."""
-        return headline(self)
+        from gyreprof.render import sweep as render_sweep
+
+        return render_sweep.headline(self)
 
     def table(self) -> str:
         """Aligned text table: one row per value, then the phase breakdown if any."""
-        return table_text(self)
+        from gyreprof.render import sweep as render_sweep
+
+        return render_sweep.table_text(self)
 
     def __str__(self) -> str:
-        return self.table() + "\n\n" + self.report()
+        from gyreprof.render import sweep as render_sweep
+
+        return render_sweep.text(self)
 
     # -- machine-readable ----------------------------------------------------------
 
@@ -343,12 +350,16 @@ class SweepResult:
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per value: medians and spreads of every figure, then per-phase columns."""
-        return render_csv.write(csv_text(self), path)
+        from gyreprof.render import sweep as render_sweep
+
+        return render_csv.write(render_sweep.csv_text(self), path)
 
     def to_plot(self, path: str | os.PathLike[str]) -> Path:
         """Write a PNG: samples/s (median, min-max bars) and peak memory against the value,
         the stop point and the recommendation marked. Needs matplotlib (``gyreprof[plot]``)."""
-        return plot(self, path)
+        from gyreprof.render import sweep as render_sweep
+
+        return render_sweep.plot(self, path)
 
 
 # ------------------------------------------------------------------ sizes

@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
 
     result = _run(spec, run_dir, stage)
     result = result.replace(pid=os.getpid())
-    write_atomic(run_dir / "result.json", result.to_json().encode())
+    result.to_json(run_dir / "result.json")  # atomically (gyreprof.render.json)
     stage("done")
     sys.stdout.flush()
     return 0

@@ -1,4 +1,10 @@
-"""Text, CSV and plot output of a sweep result."""
+"""A sweep result (:class:`gyreprof.analysis.sweep.result.SweepResult`) as text, CSV
+and a plot: the sweep's renderer, apart from its data.
+
+``SweepResult.report()``, ``headline()``, ``table()``, ``str()``, ``to_csv()`` and
+``to_plot()`` each call one function here (imported where used: the sweep package
+imports its result module, which would otherwise import this one mid-way).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from gyreprof.analysis.sweep.record import FIGURE_NAMES
 from gyreprof.analysis.sweep.rule import noise
 from gyreprof.analysis.sweep.words import fmt_value
 
-if TYPE_CHECKING:  # result imports this module; the types are for annotations only
+if TYPE_CHECKING:  # the types are for annotations only
     from gyreprof.analysis.sweep.result import SweepPoint, SweepResult
 
 
@@ -266,6 +272,11 @@ def _note(result: SweepResult, p: SweepPoint) -> str:
     if p.not_distinguishable_from:
         notes.append("~" + "/".join(fmt_value(v) for v in p.not_distinguishable_from))
     return ", ".join(notes)
+
+
+def text(result: SweepResult) -> str:
+    """What ``print(result)`` shows: the table, then the report."""
+    return table_text(result) + "\n\n" + report_text(result)
 
 
 def table_text(result: SweepResult) -> str:
