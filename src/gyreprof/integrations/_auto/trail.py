@@ -289,14 +289,19 @@ class _ImportFinder:
         if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
+        library = _is_library(origin) and sys.version_info < (3, 12)
 
         def exec_module(module: ModuleType) -> None:
             began = trail.import_begin(fullname)
+            paused = library and _pause(trail)
             try:
                 original(module)
             except BaseException as exc:
                 trail.import_end(fullname, began, exc)
                 raise
+            finally:
+                if paused:
+                    _resume(trail)
             trail.import_end(fullname, began, None)
 
         try:
@@ -304,6 +309,21 @@ class _ImportFinder:
         except (AttributeError, TypeError):
             pass
         return spec
+
+
+def _pause(t: _Trail) -> bool:
+    """3.10-3.11: no tracing while a library (site-packages) package is imported: the
+    trace function slows every bytecode of the thread, and a library's import is most
+    of a start-up (see the README for what is missed)."""
+    if sys.gettrace() is None:
+        return False
+    sys.settrace(None)
+    return True
+
+
+def _resume(t: _Trail) -> None:
+    if t.on:
+        sys.settrace(t.global_trace)
 
 
 def _is_library(origin: str) -> bool:
