@@ -220,3 +220,39 @@ def test_tracing_is_off_after_the_first_step(tmp_path: Path) -> None:
     assert not any("inside a step" in e["msg"] for e in excs), excs
     assert not any(e["ev"].startswith("exc") for e in lines[first + 1 :]), lines[first:]
     assert any(e["ev"] == "imported" and e["name"] == "gymnasium" for e in lines)
+
+
+FORK = """
+import os
+
+pid = os.fork()
+if pid == 0:
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    env.step(env.action_space.sample())
+    print("CHILD_STEPPED", flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("CHILD_STATUS", status, flush=True)
+"""
+
+
+def test_child_forked_during_startup_records_and_ends(tmp_path: Path) -> None:
+    """A child forked while its parent's start-up timer is armed inherits the armed
+    state without the timer's thread: cancelling it there would wait forever."""
+    pytest.importorskip("gymnasium")
+    script = tmp_path / "fork.py"
+    script.write_text(FORK)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "run", "--startup-timeout", "30", "--", str(script)],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "CHILD_STEPPED" in proc.stdout and "CHILD_STATUS 0" in proc.stdout, proc.stdout
+    assert "no step or phase recorded" not in proc.stderr, proc.stderr

@@ -102,6 +102,7 @@ class _Trail:
         self.last: tuple[int, int] = (0, 0)  # (id of the exception, its number)
         self.ups = 0
         self.tls = threading.local()
+        self.armed = 0  # the pid that armed faulthandler's start-up dump
 
     # ---------------------------------------------------------------- writing
     def open(self) -> None:
@@ -366,7 +367,20 @@ def _arm_timeout(t: _Trail) -> None:
         try:
             faulthandler.dump_traceback_later(seconds, repeat=False, file=t.fd)
         except (OSError, ValueError, RuntimeError):
-            pass
+            return
+        t.armed = os.getpid()
+
+
+def _disarm(t: _Trail) -> None:
+    # only where this process armed it: a forked child inherits the armed state but not
+    # the watchdog thread, and cancelling waits for that thread forever
+    if t.armed != os.getpid():
+        return
+    t.armed = 0
+    try:
+        faulthandler.cancel_dump_traceback_later()
+    except RuntimeError:
+        pass
 
 
 def _trace_on(t: _Trail) -> None:
@@ -421,10 +435,7 @@ def first_record() -> None:
     if t is None or not t.on or t.pid != os.getpid():
         return
     t.on = False
-    try:
-        faulthandler.cancel_dump_traceback_later()
-    except RuntimeError:
-        pass
+    _disarm(t)
     if sys.version_info >= (3, 12):  # pragma: no cover - 3.12+
         mon: Any = getattr(sys, "monitoring", None)
         if mon is not None:
@@ -469,7 +480,7 @@ def _after_fork_in_child() -> None:
         faulthandler.enable(file=t.fd, all_threads=True)
     except (OSError, ValueError, RuntimeError):
         pass
-    if t.on:
+    if t.on and not t.armed:  # an armed timer cannot be touched in a forked child
         _arm_timeout(t)
 
 
