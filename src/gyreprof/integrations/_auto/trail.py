@@ -103,6 +103,8 @@ class _Trail:
         self.ups = 0
         self.tls = threading.local()
         self.armed = 0  # the pid that armed faulthandler's start-up dump
+        self.calls = 0
+        self.stop_at = self.t0 + _trace_limit_s()
 
     # ---------------------------------------------------------------- writing
     def open(self) -> None:
@@ -191,6 +193,10 @@ class _Trail:
     def global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if not self.on:
             sys.settrace(None)
+            return None
+        self.calls += 1
+        if not self.calls & 0xFFF and time.monotonic() > self.stop_at:
+            stop(self, "the start-up timeout passed with no record")
             return None
         if event != "call" or _is_stdlib(frame.f_code.co_filename):
             return None
@@ -429,13 +435,28 @@ def _monitoring_on(t: _Trail) -> None:  # pragma: no cover - 3.12+
     mon.set_events(_TOOL, ev.RAISE | ev.RERAISE | ev.EXCEPTION_HANDLED)
 
 
+def _trace_limit_s() -> float:
+    """How long tracing lasts without a record: the start-up timeout, at least 60 s (a
+    program that never records, e.g. one that marks its own phases, is traced no longer)."""
+    try:
+        seconds = float(os.environ.get(ENV_STARTUP_TIMEOUT, "0") or 0)
+    except ValueError:
+        seconds = 0.0
+    return max(60.0, seconds)
+
+
 def first_record() -> None:
     """The first phase or step of this process was recorded: end the start-up tracing."""
     t = _trail
     if t is None or not t.on or t.pid != os.getpid():
         return
-    t.on = False
     _disarm(t)
+    stop(t, None)
+
+
+def stop(t: _Trail, why: str | None) -> None:
+    """End the tracing (each thread drops its trace function at its next event)."""
+    t.on = False
     if sys.version_info >= (3, 12):  # pragma: no cover - 3.12+
         mon: Any = getattr(sys, "monitoring", None)
         if mon is not None:
@@ -454,7 +475,10 @@ def first_record() -> None:
             sys.meta_path.remove(f)
         except ValueError:
             pass
-    t.write("first-record", thread=threading.current_thread().name)
+    if why is None:
+        t.write("first-record", thread=threading.current_thread().name)
+    else:
+        t.write("trace-off", why=why)
 
 
 def _after_fork_in_child() -> None:
