@@ -102,8 +102,20 @@ def register(sub: Any) -> None:
     p.add_argument("--json", metavar="FILE", help="write the report as JSON (gyreprof.run/1)")
     p.add_argument("--html", metavar="FILE", help="write the sampler's HTML report (plot extra)")
     p.add_argument("--save", metavar="DIR", help="keep every process's raw snapshots in DIR")
+    p.add_argument(
+        "--startup-timeout",
+        metavar="S",
+        type=float,
+        default=STARTUP_TIMEOUT_S,
+        help="when no step or phase is recorded within S seconds, print what each process "
+        "is doing (its start-up trail, its state, where its main thread waits); the run goes "
+        f"on (default {STARTUP_TIMEOUT_S:g}; 0: never)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
     p.set_defaults(func=run)
+
+
+STARTUP_TIMEOUT_S = 60.0
 
 
 def _check_output_file(opt: str, path: str | None) -> None:
@@ -181,6 +193,7 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     (pkg / "gyreprof").symlink_to(Path(gyreprof.__file__).resolve().parent, True)
     env["GYREPROF_RUN_PATH"] = str(pkg)
     env.pop("GYREPROF_RUN_MAIN_PID", None)
+    env.pop("GYREPROF_STARTUP_TIMEOUT", None)
     return env
 
 
@@ -223,6 +236,9 @@ def run(args: argparse.Namespace) -> int:
 
         require_extra("--html (its pictures)", "matplotlib", "plot")
     _check_save_dir(args.save)
+    timeout = getattr(args, "startup_timeout", STARTUP_TIMEOUT_S)
+    if timeout is None or not (timeout >= 0) or timeout == float("inf"):
+        raise UsageError(f"--startup-timeout {timeout}: give a number of seconds >= 0")
     argv = _resolve(command)
     if isinstance(argv, int):
         return argv
@@ -313,10 +329,15 @@ def _run_and_report(
     run_id: str,
 ) -> int:
     from gyreprof._io import write_atomic
+    from gyreprof.commands import _startup
     from gyreprof.integrations._auto.collect import collect_run
 
+    timeout = float(getattr(args, "startup_timeout", STARTUP_TIMEOUT_S) or 0.0)
+    if timeout > 0:
+        env[_startup.ENV_STARTUP_TIMEOUT] = f"{timeout:g}"
     started = time.monotonic()
-    supervised = _supervise(argv, env)
+    watch = _startup.Watch(run_dir, timeout, started) if timeout > 0 else None
+    supervised = _supervise(argv, env, watch)
     if isinstance(supervised, str):
         print(f"gyreprof run: cannot start {argv[0]}: {supervised}", file=sys.stderr)
         return 126
@@ -343,7 +364,9 @@ def _run_and_report(
     from gyreprof._format import safe_text
 
     try:
-        report = collect_run(run_dir, run_id, command, exit_code, notes=notes)
+        report = collect_run(
+            run_dir, run_id, command, exit_code, notes=notes, signal_num=-code if code < 0 else None
+        )
     except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
         print(
             f"gyreprof run: the run's records in {run_dir} could not be read "
@@ -395,7 +418,9 @@ def _death_signal_setter() -> Any:
     return prctl
 
 
-def _supervise(argv: list[str], env: dict[str, str]) -> tuple[int, list[int], list[int]] | str:
+def _supervise(
+    argv: list[str], env: dict[str, str], watch: Any = None
+) -> tuple[int, list[int], list[int]] | str:
     """Run ``argv`` to its end: (its wait status, signals passed on, signals it got from the
     terminal itself), or why it could not start.
 
@@ -406,7 +431,7 @@ def _supervise(argv: list[str], env: dict[str, str]) -> tuple[int, list[int], li
     (``PR_SET_PDEATHSIG``), so it never runs on unnoticed when the launcher is killed.
     """
     if not hasattr(signal, "sigtimedwait"):
-        return _supervise_with_handlers(argv, env)
+        return _supervise_with_handlers(argv, env)  # no start-up watch there
     parent = os.getpid()
     prctl = _death_signal_setter()
     wanted = {*FORWARDED, signal.SIGCHLD}
@@ -434,7 +459,10 @@ def _supervise(argv: list[str], env: dict[str, str]) -> tuple[int, list[int], li
             code = child.poll()
             if code is not None:
                 break
-            info = signal.sigtimedwait(wanted, 1.0)
+            wait_s = 1.0 if watch is None else watch.next_wait(1.0)
+            info = signal.sigtimedwait(wanted, wait_s)
+            if watch is not None:
+                watch.check()
             if info is None or info.si_signo == signal.SIGCHLD:
                 continue
             try:  # the command may have moved to a process group of its own since

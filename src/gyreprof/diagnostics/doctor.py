@@ -1351,6 +1351,23 @@ def _retry_words(lines: _loglines.LineReport, wall_s: float) -> list[str]:
     return words
 
 
+def _startup_trail(pid: int) -> list[str]:
+    """What the process's start-up trail says (a process of a ``gyreprof run``: its run
+    folder is named in its environment): stuck in start-up, the exceptions swallowed,
+    the import in progress, failed imports."""
+    try:
+        from gyreprof.integrations._auto import trail
+    except ImportError:
+        return []
+    path = trail.find_trail(pid)
+    if path is None:
+        return []
+    info = trail.read_trail(path)
+    if info is None:
+        return []
+    return [f"start-up trail: {line}" for line in trail.describe(info, alive=True)]
+
+
 def _classify(
     pid: int,
     command: str | None,
@@ -1442,6 +1459,7 @@ def _classify(
     evidence += words
     evidence += _thread_count_words(counts, trend, wall_s)
     evidence += _thread_findings(state, waits, pid)
+    evidence += _startup_trail(pid)
     if state != "progressing":
         evidence += _block_buffered(pid, proc)
 

@@ -23,6 +23,10 @@ def start() -> bool:
     """Instrument this process if ``$GYREPROF_RUN_DIR`` names a run; True if it does."""
     if not state.configure_from_env():
         return False
+    if state.run_dir is not None:
+        from gyreprof.integrations._auto import trail
+
+        trail.start(state.run_dir)  # before anything else of the user's can run
     install_all()
     if state.run_dir is not None:
         try:  # so the report can tell "no Python process" from "nothing recognised"

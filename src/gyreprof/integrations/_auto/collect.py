@@ -111,6 +111,7 @@ class RunReport:
     verdict: Any = None  # Verdict or None
     notes: list[str] = field(default_factory=list)
     python_processes: int = 0
+    ended_by: str | None = None  # the signal that ended the command ("SIGSEGV"), if one did
 
     @property
     def contributed(self) -> list[ProcessEntry]:
@@ -165,6 +166,11 @@ class RunReport:
         return render_text.run_report(self)
 
     def nothing_recognised(self) -> str:
+        if self.ended_by is not None:
+            return (
+                f"nothing recognised: the command ended by {self.ended_by} before any step or "
+                "phase was recorded (what its start-up trail shows follows)"
+            )
         if self.python_processes == 0:
             why = (
                 "no Python process of this command was instrumented (is it a Python program? "
@@ -314,8 +320,12 @@ def collect_run(
     *,
     main_pid: int | None = None,
     notes: list[str] | None = None,
+    signal_num: int | None = None,
 ) -> RunReport:
-    """Read every process's contribution from ``run_dir`` and judge the run."""
+    """Read every process's contribution from ``run_dir`` and judge the run.
+
+    ``signal_num``: the signal that ended the command's main process (its report names
+    it and shows the stacks the process's trail holds)."""
     started = _pids(run_dir, ".start.json")
     done = _pids(run_dir, ".done.json")
     booted = _pids(run_dir, ".boot")
@@ -378,9 +388,62 @@ def collect_run(
         python_processes=len(booted | started | done),
     )
     _judge(report, got)
+    crash = _trail_notes(run_dir, signal_num, report)
+    if signal_num is not None:
+        report.ended_by = _signal_name(signal_num)
+    elif any("fatal signal" in n for n in crash):
+        report.ended_by = "a fatal signal in one of its processes"
     if not report.recognised:
         report.notes.insert(0, report.nothing_recognised())
+    report.notes[0:0] = crash
     return report
+
+
+def _signal_name(num: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _trail_notes(run_dir: Path, signal_num: int | None, report: RunReport) -> list[str]:
+    """What the processes' start-up trails say of a crash or of a start-up that never
+    ended: the fatal signal and the stacks faulthandler wrote, the exceptions swallowed."""
+    from gyreprof.integrations._auto import trail
+
+    out: list[str] = []
+    infos = []
+    for p in sorted(run_dir.glob("*.trail")):
+        info = trail.read_trail(p)
+        if info is not None:
+            infos.append(info)
+    # the command's main process: the one the launcher started
+    main = next((i for i in infos if (i.launch or {}).get("ppid") == os.getpid()), None)
+    if signal_num is not None:
+        name = _signal_name(signal_num)
+        head = (
+            f"the command was killed by {name} (signal {signal_num}, exit code {128 + signal_num})"
+        )
+        if main is not None and main.fatal:
+            head += f": {main.fatal}; its stacks at that moment (from its start-up trail):"
+            out.append(head + "\n    " + "\n    ".join(main.dumps[-1][:40]))
+        else:
+            out.append(head)
+    for info in infos:
+        if info is main and signal_num is not None and info.fatal:
+            continue
+        if info.fatal:
+            out.append(
+                f"pid {info.pid} died of a fatal signal ({info.fatal}); its stacks:\n    "
+                + "\n    ".join(info.dumps[-1][:40])
+            )
+        elif info.first_record is None and not report.recognised:
+            words = trail.describe(info, alive=False)
+            if len(words) > 1:
+                out.append(f"pid {info.pid}'s start-up trail: " + "; ".join(words))
+    return out
 
 
 def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:

@@ -222,6 +222,9 @@ def _on_first_record() -> None:
     _started_pid = pid
     if run_dir is None:
         return
+    from gyreprof.integrations._auto import trail
+
+    trail.first_record()  # the start-up tracing ends here: nothing of it runs in the loop
     from gyreprof._io import write_atomic  # here: the bootstrap of every process stays light
 
     try:

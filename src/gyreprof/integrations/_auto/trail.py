@@ -1,0 +1,794 @@
+"""The start-up trail: what each process of a ``gyreprof run`` did before its first record.
+
+Every process writes ``<run dir>/<pid>.trail``, one JSON object a line, each line
+one ``write`` on an ``O_APPEND`` descriptor (no buffer to lose: the trail outlives
+a hang, a SIGKILL or a crash):
+
+- ``launch``: pid, parent, argv, cwd, Python version and executable, virtualenv,
+  the ``CUDA_*`` and thread-count variables (written before the user's code);
+- ``import`` / ``imported`` / ``import-failed``: the modules imported, with their
+  nesting depth and time (top-level packages, and the user's own submodules;
+  at most :data:`MAX_IMPORT_LINES` lines);
+- ``exc`` / ``exc-up``: each exception raised during start-up (type, message, the
+  file:line where it first reached a traced frame, the thread), then each frame it
+  propagated into; the last frame it reached is where it was caught. At most
+  :data:`MAX_EXCEPTIONS` exceptions, messages cut at :data:`MAX_MESSAGE`;
+- ``first-record``: the first phase or step recorded; tracing ends there;
+- raw ``faulthandler`` text: the stacks of every thread on a fatal signal, and once
+  at ``$GYREPROF_STARTUP_TIMEOUT`` seconds if no record came by then.
+
+How exceptions are seen: ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED) on 3.12+;
+on 3.10-3.11 ``sys.settrace`` / ``threading.settrace`` with a local trace function
+that asks for no line events (``frame.f_trace_lines = False``), set only on
+frames outside the standard library (an exception raised there is named at the
+first frame of the user's or a library's code it reaches). Exceptions the import
+machinery handles, ``StopIteration`` and ``GeneratorExit`` are not recorded. The
+trace function is switched off for good at the first record (each thread drops
+it at its next call), so nothing of it runs in the loop. See the README
+("gyreprof run: start-up") for its cost.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import Any
+
+ENV_STARTUP_TIMEOUT = "GYREPROF_STARTUP_TIMEOUT"
+MAX_EXCEPTIONS = 64
+MAX_MESSAGE = 200
+MAX_IMPORT_LINES = 400
+MAX_UP_LINES = 12  # frames an exception is followed through, each
+_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "TORCH_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+)
+_SKIP_TYPES = (StopIteration, StopAsyncIteration, GeneratorExit)
+
+
+def trail_path(run_dir: Path, pid: int) -> Path:
+    return run_dir / f"{pid}.trail"
+
+
+def _library_roots() -> tuple[str, ...]:
+    roots = set()
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            roots.add(os.path.realpath(p) + os.sep)
+            roots.add(p + os.sep)
+    return tuple(sorted(roots))
+
+
+_STDLIB = _library_roots()
+_GYREPROF = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+_OWN: list[str] = [_GYREPROF]  # gyreprof, and the run folder (its sitecustomize)
+
+
+def _is_stdlib(filename: str) -> bool:
+    """The standard library (not site-packages), frozen modules and gyreprof itself."""
+    if filename.startswith("<"):
+        return True
+    if filename.startswith(tuple(_OWN)):
+        return True
+    return filename.startswith(_STDLIB) and "-packages" not in filename
+
+
+class _Trail:
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.fd = -1
+        self.pid = 0
+        self.t0 = time.monotonic()
+        self.on = False
+        self.exceptions = 0
+        self.import_lines = 0
+        self.depth = 0
+        self.lock = threading.Lock()
+        self.last: tuple[int, int] = (0, 0)  # (id of the exception, its number)
+        self.ups = 0
+        self.tls = threading.local()
+        self.armed = 0  # the pid that armed faulthandler's start-up dump
+        self.calls = 0
+        self.stop_at = self.t0 + _trace_limit_s()
+
+    # ---------------------------------------------------------------- writing
+    def open(self) -> None:
+        self.pid = os.getpid()
+        self.fd = os.open(
+            trail_path(self.run_dir, self.pid),
+            os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC,
+            0o600,
+        )
+
+    def write(self, ev: str, **fields: Any) -> None:
+        if self.fd < 0:
+            return
+        fields = {"ev": ev, "t": round(time.monotonic() - self.t0, 4), **fields}
+        try:
+            line = json.dumps(fields, default=repr, ensure_ascii=True) + "\n"
+            os.write(self.fd, line.encode())
+        except (OSError, ValueError, TypeError):
+            pass
+
+    def launch(self) -> None:
+        env = os.environ
+        self.write(
+            "launch",
+            pid=os.getpid(),
+            ppid=os.getppid(),
+            argv=list(sys.argv) if hasattr(sys, "argv") else None,
+            orig_argv=list(getattr(sys, "orig_argv", [])),
+            cwd=_cwd(),
+            python=sys.version.split()[0],
+            executable=sys.executable,
+            prefix=sys.prefix,
+            virtualenv=env.get("VIRTUAL_ENV")
+            or (sys.prefix if sys.prefix != sys.base_prefix else None),
+            conda=env.get("CONDA_PREFIX"),
+            main_thread=threading.main_thread().ident,
+            env={k: v for k, v in env.items() if k.startswith("CUDA_") or k in _THREAD_VARS},
+            wall=time.time(),
+        )
+
+    # ------------------------------------------------------------ exceptions
+    def exception(self, frame: FrameType, exc: BaseException) -> None:
+        key = id(exc)
+        with self.lock:
+            if self.last[0] == key and getattr(exc, "__gyreprof_trail__", None) == self.last[1]:
+                if self.ups < MAX_UP_LINES:
+                    self.ups += 1
+                    self.write("exc-up", id=self.last[1], at=_where(frame), func=_func(frame))
+                return
+            if self.exceptions >= MAX_EXCEPTIONS:
+                if self.exceptions == MAX_EXCEPTIONS:
+                    self.exceptions += 1
+                    self.write("exc-cap", cap=MAX_EXCEPTIONS)
+                return
+            self.exceptions += 1
+            n = self.exceptions
+            self.last = (key, n)
+            self.ups = 0
+        try:
+            exc.__gyreprof_trail__ = n  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass
+        try:
+            text = str(exc)
+        except Exception:  # noqa: BLE001 - a broken __str__ is still an exception
+            text = "<unprintable>"
+        thread = threading.current_thread()
+        fields: dict[str, Any] = dict(
+            id=n,
+            type=type(exc).__qualname__,
+            module=type(exc).__module__,
+            msg=text[:MAX_MESSAGE],
+            repr=_short_repr(exc),
+            at=_where(frame),
+            func=_func(frame),
+            thread=thread.name,
+            tid=threading.get_native_id(),
+            main=thread is threading.main_thread(),
+        )
+        if isinstance(exc, ImportError):
+            fields["name"] = exc.name
+            self.write("import-failed", name=exc.name, error=_short_repr(exc), at=fields["at"])
+        self.write("exc", **fields)
+
+    # -------------------------------------------------------------- tracing
+    def global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not self.on:
+            sys.settrace(None)
+            return None
+        self.calls += 1
+        if not self.calls & 0xFFF and time.monotonic() > self.stop_at:
+            stop(self, "the start-up timeout passed with no record")
+            return None
+        if event != "call" or _is_stdlib(frame.f_code.co_filename):
+            return None
+        frame.f_trace_lines = False
+        return self.local_trace
+
+    def local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if not self.on:
+            return None
+        if event == "exception":
+            exc = arg[1]
+            if exc is not None and not isinstance(exc, _SKIP_TYPES):
+                self.exception(frame, exc)
+        return self.local_trace
+
+    # --------------------------------------------------------------- imports
+    def import_begin(self, name: str) -> float:
+        depth = getattr(self.tls, "depth", 0)
+        self.tls.depth = depth + 1
+        if (
+            self.import_lines < MAX_IMPORT_LINES
+            and threading.current_thread() is threading.main_thread()
+        ):
+            self.import_lines += 1
+            self.write("import", name=name, depth=depth)
+        return time.monotonic()
+
+    def import_end(self, name: str, began: float, error: BaseException | None) -> None:
+        self.tls.depth = max(0, getattr(self.tls, "depth", 1) - 1)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        took = round(time.monotonic() - began, 4)
+        if error is not None:
+            self.write("import-failed", name=name, error=_short_repr(error), s=took)
+        elif self.import_lines < MAX_IMPORT_LINES:
+            self.import_lines += 1
+            self.write("imported", name=name, s=took)
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _where(frame: FrameType) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _func(frame: FrameType) -> str:
+    return getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+
+
+def _short_repr(exc: BaseException) -> str:
+    try:
+        text = repr(exc)
+    except Exception:  # noqa: BLE001
+        text = type(exc).__name__
+    return text[:MAX_MESSAGE]
+
+
+class _ImportFinder:
+    """First on ``sys.meta_path``: finds nothing itself, times the module's execution."""
+
+    def __init__(self, trail: _Trail) -> None:
+        self.trail = trail
+        self.busy = threading.local()
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        trail = self.trail
+        if not trail.on or trail.import_lines >= MAX_IMPORT_LINES:
+            return None
+        busy: set[str] | None = getattr(self.busy, "names", None)
+        if busy is None:
+            busy = self.busy.names = set()
+        if fullname in busy:
+            return None
+        busy.add(fullname)
+        try:
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+        finally:
+            busy.discard(fullname)
+        origin = spec.origin
+        if origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin):
+            return spec  # the standard library's modules are not timed
+        if "." in fullname and _is_library(origin):
+            return spec  # a library's submodule: only its top-level package is timed
+        loader = spec.loader
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+        library = _is_library(origin) and sys.version_info < (3, 12)
+
+        def exec_module(module: ModuleType) -> None:
+            began = trail.import_begin(fullname)
+            paused = library and _pause(trail)
+            try:
+                original(module)
+            except BaseException as exc:
+                trail.import_end(fullname, began, exc)
+                raise
+            finally:
+                if paused:
+                    _resume(trail)
+            trail.import_end(fullname, began, None)
+
+        try:
+            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+
+def _pause(t: _Trail) -> bool:
+    """3.10-3.11: no tracing while a library (site-packages) package is imported: the
+    trace function slows every bytecode of the thread, and a library's import is most
+    of a start-up (see the README for what is missed)."""
+    if sys.gettrace() is None:
+        return False
+    sys.settrace(None)
+    return True
+
+
+def _resume(t: _Trail) -> None:
+    if t.on:
+        sys.settrace(t.global_trace)
+
+
+def _is_library(origin: str) -> bool:
+    return _is_stdlib(origin) or "-packages" in origin
+
+
+_trail: _Trail | None = None
+_finder: _ImportFinder | None = None
+
+
+def start(run_dir: Path) -> None:
+    """Open this process's trail, write the launch line, start the start-up tracing."""
+    global _trail, _finder
+    _OWN.append(str(run_dir) + os.sep)
+    t = _Trail(run_dir)
+    try:
+        t.open()
+    except OSError:
+        return
+    _trail = t
+    t.launch()
+    try:
+        faulthandler.enable(file=t.fd, all_threads=True)
+    except (OSError, ValueError, RuntimeError):
+        pass
+    _arm_timeout(t)
+    t.on = True
+    _finder = _ImportFinder(t)
+    sys.meta_path.insert(0, _finder)
+    _trace_on(t)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _arm_timeout(t: _Trail) -> None:
+    try:
+        seconds = float(os.environ.get(ENV_STARTUP_TIMEOUT, "0") or 0)
+    except ValueError:
+        return
+    if seconds > 0:
+        try:
+            faulthandler.dump_traceback_later(seconds, repeat=False, file=t.fd)
+        except (OSError, ValueError, RuntimeError):
+            return
+        t.armed = os.getpid()
+
+
+def _disarm(t: _Trail) -> None:
+    # only where this process armed it: a forked child inherits the armed state but not
+    # the watchdog thread, and cancelling waits for that thread forever
+    if t.armed != os.getpid():
+        return
+    t.armed = 0
+    try:
+        faulthandler.cancel_dump_traceback_later()
+    except RuntimeError:
+        pass
+
+
+def _trace_on(t: _Trail) -> None:
+    if sys.version_info >= (3, 12):
+        _monitoring_on(t)
+        return
+    threading.settrace(t.global_trace)
+    sys.settrace(t.global_trace)
+    # the frames already running (the sitecustomize's caller) keep no local tracer
+
+
+_TOOL = 4  # a sys.monitoring tool id free of debuggers (0-2) and coverage (1, 3)
+
+
+def _monitoring_on(t: _Trail) -> None:  # pragma: no cover - 3.12+
+    mon: Any = getattr(sys, "monitoring", None)
+    if mon is None:
+        return
+    try:
+        mon.use_tool_id(_TOOL, "gyreprof-trail")
+    except ValueError:
+        return
+    ev = mon.events
+
+    def on_raise(code: Any, offset: int, exc: BaseException) -> Any:
+        if not t.on:
+            return mon.DISABLE
+        if isinstance(exc, _SKIP_TYPES) or _is_stdlib(code.co_filename):
+            return None
+        frame = sys._getframe(1)
+        t.exception(frame, exc)
+        return None
+
+    def on_handled(code: Any, offset: int, exc: BaseException) -> Any:
+        if not t.on:
+            return mon.DISABLE
+        n = getattr(exc, "__gyreprof_trail__", None)
+        if n is None or _is_stdlib(code.co_filename):
+            return None
+        t.write("exc-up", id=n, at=_where(sys._getframe(1)), func=code.co_qualname)
+        return None
+
+    mon.register_callback(_TOOL, ev.RAISE, on_raise)
+    mon.register_callback(_TOOL, ev.RERAISE, on_raise)
+    mon.register_callback(_TOOL, ev.EXCEPTION_HANDLED, on_handled)
+    mon.set_events(_TOOL, ev.RAISE | ev.RERAISE | ev.EXCEPTION_HANDLED)
+
+
+def _trace_limit_s() -> float:
+    """How long tracing lasts without a record: the start-up timeout, at least 60 s (a
+    program that never records, e.g. one that marks its own phases, is traced no longer)."""
+    try:
+        seconds = float(os.environ.get(ENV_STARTUP_TIMEOUT, "0") or 0)
+    except ValueError:
+        seconds = 0.0
+    return max(60.0, seconds)
+
+
+def first_record() -> None:
+    """The first phase or step of this process was recorded: end the start-up tracing."""
+    t = _trail
+    if t is None or not t.on or t.pid != os.getpid():
+        return
+    _disarm(t)
+    stop(t, None)
+
+
+def stop(t: _Trail, why: str | None) -> None:
+    """End the tracing (each thread drops its trace function at its next event)."""
+    t.on = False
+    if sys.version_info >= (3, 12):  # pragma: no cover - 3.12+
+        mon: Any = getattr(sys, "monitoring", None)
+        if mon is not None:
+            try:
+                mon.set_events(_TOOL, 0)
+                mon.free_tool_id(_TOOL)
+            except ValueError:
+                pass
+    else:
+        threading.settrace(None)  # type: ignore[arg-type]
+        sys.settrace(None)
+        # frames still running with the local tracer drop it at their next event
+    f = _finder
+    if f is not None and f in sys.meta_path:
+        try:
+            sys.meta_path.remove(f)
+        except ValueError:
+            pass
+    if why is None:
+        t.write("first-record", thread=threading.current_thread().name)
+    else:
+        t.write("trace-off", why=why)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child writes a trail of its own (same tracing state as its parent)."""
+    t = _trail
+    if t is None:
+        return
+    try:
+        os.close(t.fd)
+    except OSError:
+        pass
+    t.fd = -1
+    t.exceptions = 0
+    t.import_lines = 0
+    t.lock = threading.Lock()
+    try:
+        t.open()
+    except OSError:
+        t.on = False
+        return
+    t.launch()
+    try:
+        faulthandler.enable(file=t.fd, all_threads=True)
+    except (OSError, ValueError, RuntimeError):
+        pass
+    if t.on and not t.armed:  # an armed timer cannot be touched in a forked child
+        _arm_timeout(t)
+
+
+# ------------------------------------------------------------------- reading a trail
+
+
+class TrailInfo:
+    """A trail read back: the launch line, the imports, the exceptions, the stacks dumped."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.launch: dict[str, Any] | None = None
+        self.first_record: float | None = None
+        self.last_t = 0.0
+        self.imports_open: list[tuple[str, float]] = []  # (name, began), outermost first
+        self.slowest: list[tuple[str, float]] = []
+        self.failed_imports: list[tuple[str, str]] = []
+        self.exceptions: dict[int, dict[str, Any]] = {}
+        self.dumps: list[list[str]] = []  # faulthandler text, one list of lines per dump
+        self.fatal: str | None = None  # "Segmentation fault", ...
+
+    @property
+    def swallowed(self) -> list[dict[str, Any]]:
+        """Exceptions raised before the first record whose last frame is not a
+        module's top level (those ended the import or the process instead)."""
+        out = []
+        for e in self.exceptions.values():
+            if self.first_record is not None and e["t"] > self.first_record:
+                continue
+            out.append(e)
+        return out
+
+
+def read_trail(path: Path, max_bytes: int = 4 << 20) -> TrailInfo | None:
+    """The trail at ``path`` read back, or None if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes)
+    except OSError:
+        return None
+    head = path.name.partition(".")[0]
+    info = TrailInfo(int(head) if head.isdigit() else 0)
+    dump: list[str] | None = None
+    for raw in data.decode("utf-8", "replace").splitlines():
+        if raw.startswith("{"):
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                line = None
+            if isinstance(line, dict):
+                dump = None
+                _take_line(info, line)
+                continue
+        text = raw.rstrip()
+        if not text:
+            continue
+        if text.startswith("Fatal Python error:"):
+            info.fatal = text.partition(":")[2].strip()
+            dump = None
+        if dump is None:
+            dump = []
+            info.dumps.append(dump)
+        dump.append(text)
+    return info
+
+
+def _take_line(info: TrailInfo, line: dict[str, Any]) -> None:
+    ev = line.get("ev")
+    t = float(line.get("t") or 0.0)
+    info.last_t = max(info.last_t, t)
+    if ev == "launch":
+        info.launch = line
+    elif ev == "import":
+        info.imports_open.append((str(line.get("name")), t))
+    elif ev in ("imported", "import-failed") and "s" in line:
+        name = str(line.get("name"))
+        for i in range(len(info.imports_open) - 1, -1, -1):
+            if info.imports_open[i][0] == name:
+                del info.imports_open[i:]
+                break
+        info.slowest.append((name, float(line.get("s") or 0.0)))
+        if ev == "import-failed":
+            info.failed_imports.append((name, str(line.get("error"))))
+    elif ev == "import-failed":
+        info.failed_imports.append((str(line.get("name")), str(line.get("error"))))
+    elif ev == "exc":
+        n = int(line.get("id") or 0)
+        info.exceptions[n] = dict(line, caught=line.get("at"), caught_func=line.get("func"))
+    elif ev == "exc-up":
+        e = info.exceptions.get(int(line.get("id") or 0))
+        if e is not None:
+            e["caught"] = line.get("at")
+            e["caught_func"] = line.get("func")
+    elif ev == "first-record":
+        info.first_record = t
+
+
+def find_trail(pid: int, run_dir: Path | None = None) -> Path | None:
+    """The trail of ``pid``: in ``run_dir``, or the run folder its environment names."""
+    if run_dir is None:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read(1 << 20)
+        except OSError:
+            return None
+        prefix = b"GYREPROF_RUN_DIR="
+        for item in environ.split(b"\0"):
+            if item.startswith(prefix):
+                run_dir = Path(os.fsdecode(item[len(prefix) :]))
+                break
+        else:
+            return None
+    path = trail_path(run_dir, pid)
+    return path if path.is_file() else None
+
+
+def _short_path(where: str, cwd: str | None) -> str:
+    file, _, line = where.rpartition(":")
+    if not file:
+        return where
+    for base in (cwd, *_STDLIB):
+        if base and file.startswith(base.rstrip(os.sep) + os.sep):
+            file = file[len(base.rstrip(os.sep)) + 1 :]
+            break
+    return f"{file}:{line}"
+
+
+_FRAME_PREFIX = '  File "'
+
+
+def _frames(dump: list[str]) -> list[tuple[str, int, str]]:
+    out = []
+    for text in dump:
+        if not text.startswith(_FRAME_PREFIX):
+            continue
+        file, _, rest = text[len(_FRAME_PREFIX) :].partition('", line ')
+        num, _, func = rest.partition(" in ")
+        try:
+            out.append((file, int(num), func.strip()))
+        except ValueError:
+            continue
+    return out
+
+
+def thread_stacks(info: TrailInfo) -> dict[str, list[tuple[str, int, str]]]:
+    """The last dump's stacks by thread header (``"Thread 0x..."`` / ``"Current thread
+    0x..."``), innermost frame first."""
+    if not info.dumps:
+        return {}
+    out: dict[str, list[tuple[str, int, str]]] = {}
+    head: str | None = None
+    block: list[str] = []
+    for text in info.dumps[-1] + ["Thread end"]:
+        if text.startswith(("Thread ", "Current thread ")):
+            if head is not None:
+                out[head] = _frames(block)
+            head, block = text, []
+        else:
+            block.append(text)
+    return out
+
+
+def _qualname(file: str, line: int, func: str) -> str:
+    """``Class.func`` when the source shows ``func`` defined in a class, else ``func``."""
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            lines = f.read(1 << 20).splitlines()[:line]
+    except OSError:
+        return func
+    indent = None
+    for text in reversed(lines):
+        stripped = text.lstrip()
+        width = len(text) - len(stripped)
+        if indent is None:
+            if stripped.startswith((f"def {func}(", f"async def {func}(")):
+                indent = width
+            continue
+        if width < indent and stripped.startswith("class "):
+            name = stripped[6:].split("(")[0].split(":")[0].strip()
+            return f"{name}.{func}"
+        if width == 0 and stripped and not stripped.startswith(("#", "@")):
+            break
+    return func
+
+
+def main_thread_wait(info: TrailInfo) -> str | None:
+    """Where the main thread was in the last dump of stacks: the library call the user's
+    code waits in, and the user's line (``Queue.get (toolkit/scheduler.py:20)``)."""
+    stacks = thread_stacks(info)
+    if not stacks:
+        return None
+    ident = info.launch.get("main_thread") if info.launch else None
+    frames = None
+    for head, fr in stacks.items():
+        if ident is not None and f"0x{int(ident):016x}" in head:
+            frames = fr
+    if frames is None:  # no ident to match: the last thread listed is the oldest
+        frames = list(stacks.values())[-1]
+    if not frames:
+        return None
+    cwd = info.launch.get("cwd") if info.launch else None
+    for i, (file, line, func) in enumerate(frames):
+        if not _is_library(file):
+            where = _short_path(f"{file}:{line}", cwd)
+            if i == 0:
+                return f"`{func}` ({where})"
+            cfile, cline, cfunc = frames[i - 1]
+            return f"`{_qualname(cfile, cline, cfunc)}` ({where})"
+    file, line, func = frames[0]
+    return f"`{_qualname(file, line, func)}` ({_short_path(f'{file}:{line}', cwd)})"
+
+
+def _thread_gone(pid: int, tid: int | None) -> bool | None:
+    if tid is None:
+        return None
+    if not os.path.isdir(f"/proc/{pid}"):
+        return None
+    return not os.path.isdir(f"/proc/{pid}/task/{tid}")
+
+
+def describe(
+    info: TrailInfo, *, alive: bool | None = None, now_s: float | None = None
+) -> list[str]:
+    """The trail in plain words: start-up state, the exceptions swallowed, failed imports,
+    the stacks of a fatal signal."""
+    out: list[str] = []
+    cwd = info.launch.get("cwd") if info.launch else None
+    if info.first_record is None:
+        age = ""
+        if now_s is None and info.launch and info.launch.get("wall"):
+            now_s = time.time() - float(info.launch["wall"])
+        if now_s is not None:
+            age = f" for {now_s:.0f} s"
+        if info.fatal:
+            head = f"died in start-up ({info.fatal}), before any step or phase"
+        elif alive is False:
+            head = "ended in start-up, before any step or phase was recorded"
+        else:
+            head = f"stuck in start-up{age}: no step or phase recorded"
+            wait = main_thread_wait(info)
+            if wait:
+                head += f"; main thread waits in {wait}"
+        out.append(head)
+        if info.imports_open:
+            chain = " > ".join(name for name, _ in info.imports_open[:8])
+            out.append(f"import in progress (main thread): {chain}")
+    exc = info.swallowed
+    if exc:
+        described = [_exc_words(e, info.pid, cwd) for e in exc[:3]]
+        n = len(exc)
+        more = f" (and {n - 3} more)" if n > 3 else ""
+        verb = "raised" if alive is False else "swallowed"
+        out.append(
+            f"{n} exception{' was' if n == 1 else 's were'} {verb} during start-up{more}: "
+            + "; ".join(described)
+        )
+    for name, error in info.failed_imports[:3]:
+        out.append(f"failed import {name}: {error}")
+    if info.fatal:
+        out.append(f"fatal signal: {info.fatal}; the stacks at that moment:")
+        out += ["  " + t for t in info.dumps[-1][:40]]
+    return out
+
+
+def _exc_words(e: dict[str, Any], pid: int, cwd: str | None) -> str:
+    text = f"{e.get('repr') or e.get('type')} raised at {_short_path(str(e.get('at')), cwd)}"
+    if e.get("caught") and e.get("caught") != e.get("at"):
+        text += f", caught at {_short_path(str(e.get('caught')), cwd)}"
+    if not e.get("main"):
+        gone = _thread_gone(pid, e.get("tid"))
+        text += f", in thread {e.get('thread')}"
+        if gone:
+            text += ", which has exited"
+    return text
+
+
+__all__ = [
+    "ENV_STARTUP_TIMEOUT",
+    "TrailInfo",
+    "describe",
+    "find_trail",
+    "first_record",
+    "main_thread_wait",
+    "read_trail",
+    "start",
+    "trail_path",
+]
