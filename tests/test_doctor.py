@@ -478,3 +478,27 @@ def test_busy_loop_whose_output_file_stays_quiet(tmp_path: Path) -> None:
     assert any("not taken as a stall" in e for e in found.evidence)
     assert named.state == "spinning", str(named)
     assert named.progress_source == "log" and named.exit_code == 5
+
+
+def test_a_start_up_trail_is_not_taken_for_the_process_own_output(tmp_path: Path) -> None:
+    """A trail `gyreprof run` keeps for a stuck process grows while it is stuck: the files
+    the doctor watches for progress leave it out, and keep the process's own log."""
+    from gyreprof.diagnostics._procfs import written_files
+
+    trail, log = tmp_path / "123.trail", tmp_path / "train.log"
+    code = (
+        "import sys, time\n"
+        f"t = open({str(trail)!r}, 'a'); g = open({str(log)!r}, 'a')\n"
+        "t.write('x'); t.flush(); g.write('y'); g.flush()\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        paths = {f.path for f in written_files(proc.pid)}
+        assert str(log) in paths and str(trail) not in paths
+    finally:
+        proc.communicate("\n", timeout=30)

@@ -358,6 +358,11 @@ def _fd_writable(pid: int, fd: int) -> bool:
     return False
 
 
+# files gyreprof itself writes for a process under `gyreprof run`: never the process's
+# own output, so never progress (a start-up trail grows while the process is stuck)
+_OWN_SUFFIXES = (".trail",)
+
+
 def written_files(pid: int, limit: int = MAX_WATCHED_FILES) -> list[OpenFile]:
     """Regular files ``pid`` writes: its stdout / stderr when redirected to a file, and
     other files it holds open for writing (logs, event files, checkpoints).
@@ -380,6 +385,8 @@ def written_files(pid: int, limit: int = MAX_WATCHED_FILES) -> list[OpenFile]:
         # pipes, sockets, anonymous inodes ("pipe:[123]") and devices are never progress files
         if not path.startswith("/") or path.startswith(_SKIP_PREFIXES):
             continue
+        if fd > 2 and path.endswith(_OWN_SUFFIXES):
+            continue  # gyreprof run's own records of the process (its start-up trail)
         role = {1: "stdout", 2: "stderr"}.get(fd, "open for writing")
         if fd > 2 and not _fd_writable(pid, fd):
             continue
