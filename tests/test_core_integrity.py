@@ -271,7 +271,11 @@ def test_each_event_is_priced_at_its_form() -> None:
         + 50 * costs["record"]
         + 50 * costs["begin"]
     )
-    assert snap.sources[0].overhead_ns == pytest.approx(want)
+    src = snap.sources[0]
+    # the profiler cannot have taken more than all of the steady time: a loop of nothing
+    # but boundaries, on a loaded machine, can be shorter than its calibrated costs
+    assert src.overhead_ns == pytest.approx(min(want, float(src.steady_ns)))
+    assert src.steady_ns > 0
 
 
 def test_warmup_events_are_not_priced() -> None:
