@@ -211,9 +211,7 @@ NOT_WALKED = {
 
 #: refusals still raised as a bare builtin, in modules another change rewrites, each with
 #: where it is; an entry must still be bare: once it is a GyreprofError, delete it here
-KNOWN_BARE = {
-    "merge([])": "snapshot.py (the typed Snapshot of issue 21 item 1 converts its raises)",
-}
+KNOWN_BARE: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

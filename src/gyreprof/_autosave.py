@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gyreprof._block import StatsBlock
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._io import write_atomic
 
 if TYPE_CHECKING:
@@ -108,20 +109,20 @@ def check_template(value: str | os.PathLike[str]) -> tuple[str, bool]:
     except TypeError:
         text = None
     if not isinstance(text, str):
-        raise TypeError(f"autosave must be a path string, got {type(value).__name__}")
+        raise ArgumentTypeError(f"autosave must be a path string, got {type(value).__name__}")
     if not text.strip():
-        raise ValueError("autosave must be a file path, got an empty string")
+        raise InvalidValueError("autosave must be a file path, got an empty string")
     try:
         fields = [f for _, f, spec, conv in string.Formatter().parse(text) if f is not None]
         specs = [(spec, conv) for _, f, spec, conv in string.Formatter().parse(text) if f]
     except ValueError as exc:
-        raise ValueError(
+        raise InvalidValueError(
             f"autosave={text!r} is not a valid path template ({exc}); write '{{{{' and "
             "'}}' for literal braces"
         ) from None
     bad = [f for f in fields if f not in _FIELDS]
     if bad or any(s or c for s, c in specs):
-        raise ValueError(
+        raise InvalidValueError(
             f"autosave={text!r}: only {{pid}} and {{host}} may appear in braces "
             f"(got {['{' + f + '}' for f in bad] or 'a format spec'}); write '{{{{' and '}}}}' "
             "for literal braces"

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from gyreprof._errors import CorruptDataError, GyreprofError
+from gyreprof._errors import CorruptDataError, GyreprofError, InvalidValueError
 from gyreprof._io import fmt_size, parse_size
 
 __all__ = [
@@ -158,7 +158,7 @@ def check_dense(rows: int, length: int, *, what: str, already: int = 0) -> int:
     """Refuse a dense int64 array of ``rows x length`` (on top of ``already`` bytes)
     above the budget; returns the running total of bytes."""
     if rows < 0 or length < 0:
-        raise ValueError(f"{what}: negative size {rows} x {length}")
+        raise InvalidValueError(f"{what}: negative size {rows} x {length}")
     need = already + 8 * rows * length
     budget = memory_budget()
     if need > budget:
@@ -236,20 +236,20 @@ def _is_num(v: Any) -> bool:
 
 def _ints(d: Any, keys: Any, what: str, *, required: bool = False) -> None:
     if not isinstance(d, Mapping):
-        raise ValueError(f"{what} is not a mapping")
+        raise InvalidValueError(f"{what} is not a mapping")
     for k in keys:
         if k not in d:
             if required:
-                raise ValueError(f"{what} lacks {k!r}")
+                raise InvalidValueError(f"{what} lacks {k!r}")
             continue
         if not _is_int(d[k]) or not -(2**63) <= d[k] < 2**63:
-            raise ValueError(f"{what}[{k!r}] is {d[k]!r}, not a 64-bit integer")
+            raise InvalidValueError(f"{what}[{k!r}] is {d[k]!r}, not a 64-bit integer")
 
 
 def _numbers(d: Mapping[str, Any], keys: Any, what: str) -> None:
     for k in keys:
         if k in d and (not _is_num(d[k]) or not math.isfinite(float(d[k])) or d[k] < 0):
-            raise ValueError(f"{what}[{k!r}] is {d[k]!r}, not a finite number >= 0")
+            raise InvalidValueError(f"{what}[{k!r}] is {d[k]!r}, not a finite number >= 0")
 
 
 def check_snapshot(snap: _T) -> _T:
@@ -265,12 +265,12 @@ def check_snapshot(snap: _T) -> _T:
     nh = len(s.phases) + 1
     closed = s.meta.windows_closed
     if closed is not None and s.rolling is not None and closed < len(s.rolling):
-        raise ValueError("meta['windows_closed'] is below the number of windows kept")
+        raise InvalidValueError("meta['windows_closed'] is below the number of windows kept")
     rolling = s.rolling
     if rolling is not None and rolling.size:
         width = window_stride(nh - 1)
         if rolling.ndim != 2 or rolling.shape[1] != width:
-            raise ValueError(
+            raise InvalidValueError(
                 f"rolling windows have {rolling.shape[-1]} columns; {nh} histograms need {width}"
             )
     return snap
@@ -288,13 +288,15 @@ def check_summary_dict(d: Any) -> None:
     total = 0
     for name, h in hist.items():
         if not isinstance(h, Mapping):
-            raise ValueError(f"histogram {name!r} is not a mapping")
+            raise InvalidValueError(f"histogram {name!r} is not a mapping")
         lay = h.get("layout")
         if not isinstance(lay, list) or len(lay) != 3 or not all(_is_int(x) for x in lay):
-            raise ValueError(f"histogram {name!r}: layout is not three integers")
+            raise InvalidValueError(f"histogram {name!r}: layout is not three integers")
         if not all(-(2**63) <= x < 2**63 for x in lay):
-            raise ValueError(f"histogram {name!r}: layout {lay} is out of range")
+            raise InvalidValueError(f"histogram {name!r}: layout {lay} is out of range")
         if not -(2**31) <= lay[2] < 2**31:
-            raise ValueError(f"histogram {name!r}: significant figures {lay[2]} out of range")
+            raise InvalidValueError(
+                f"histogram {name!r}: significant figures {lay[2]} out of range"
+            )
         length = int(layout_info(*lay)["counts_len"])
         total = check_dense(1, length, what="summary", already=total)

@@ -83,7 +83,7 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePath
 from typing import Any, TypeVar, Union
 
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._version import __version__
 
 __all__ = [
@@ -132,12 +132,14 @@ def serial_format(
     for old in reads:
         old_name, old_version = _split_tag(old)
         if old_name != name or old_version >= version:
-            raise ValueError(f"serial_format({tag!r}): {old!r} is not an older version of it")
+            raise InvalidValueError(
+                f"serial_format({tag!r}): {old!r} is not an older version of it"
+            )
     mark_derived = serial_derived(*derived)
 
     def mark(cls: type[T]) -> type[T]:
         if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"serial_format({tag!r}) needs a dataclass, got {cls.__name__}")
+            raise ArgumentTypeError(f"serial_format({tag!r}) needs a dataclass, got {cls.__name__}")
         mark_derived(cls)
         setattr(cls, _TAG_ATTR, tag)
         setattr(cls, _READS_ATTR, tuple(reads))
@@ -153,11 +155,11 @@ def serial_derived(*names: str) -> Callable[[type[T]], type[T]]:
 
     def mark(cls: type[T]) -> type[T]:
         if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"serial_derived needs a dataclass, got {cls.__name__}")
+            raise ArgumentTypeError(f"serial_derived needs a dataclass, got {cls.__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         for name in names:
             if name in fields or not hasattr(cls, name):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"{cls.__name__}.{name} must be a property or a method without "
                     "arguments, not a field, to be written as a derived value"
                 )
@@ -176,7 +178,7 @@ def format_of(cls: type[Any]) -> str:
     """The format tag a class declared (``TypeError`` if it declared none)."""
     tag = cls.__dict__.get(_TAG_ATTR)
     if not isinstance(tag, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{cls.__name__} has no format tag; decorate it with @serial_format('name/1') "
             f"or set the class variable {_TAG_ATTR} = 'name/1'"
         )
@@ -199,7 +201,7 @@ def _split_tag(tag: object) -> tuple[str, int]:
         name, _, version = tag.partition("/")
         if name and version.isdigit() and version.isascii():
             return name, int(version)
-    raise ValueError(f"a format tag must look like 'gyreprof.thing/1', got {tag!r}")
+    raise InvalidValueError(f"a format tag must look like 'gyreprof.thing/1', got {tag!r}")
 
 
 # ------------------------------------------------------------------ encode
@@ -213,7 +215,7 @@ def encode(obj: Any, *, default: Default | None = None) -> dict[str, Any]:
     """
     cls = type(obj)
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
-        raise TypeError(f"encode needs a dataclass instance, got {cls.__name__}")
+        raise ArgumentTypeError(f"encode needs a dataclass instance, got {cls.__name__}")
     tag = format_of(cls)
     head: dict[str, Any] = {"format": tag}
     writer = _writer_key(cls)
@@ -241,7 +243,7 @@ def _written(f: dataclasses.Field[Any]) -> bool:
 def _key_of(f: dataclasses.Field[Any]) -> str:
     key = f.metadata.get("serial_key", f.name)
     if not isinstance(key, str):
-        raise TypeError(f"field {f.name}: serial_key must be text, got {key!r}")
+        raise ArgumentTypeError(f"field {f.name}: serial_key must be text, got {key!r}")
     return key
 
 
@@ -286,7 +288,7 @@ def _decode_whole(tp: Any, value: Any, where: str) -> Any:
         a for a in arms if isinstance(a, type) and isinstance(a.__dict__.get(_TAG_ATTR), str)
     ]
     if len(classes) != 1:
-        raise TypeError(f"{where}: serial_whole needs one tagged record class, got {tp!r}")
+        raise ArgumentTypeError(f"{where}: serial_whole needs one tagged record class, got {tp!r}")
     cls = classes[0]
     from_dict = getattr(cls, "from_dict", None)
     try:
@@ -311,7 +313,7 @@ def _encode_value(value: Any, where: str, default: Default | None = None, depth:
         for k, v in value.items():
             key = _encode_key(k, where)
             if key in out:
-                raise TypeError(f"{where}: two keys are both written as {key!r}")
+                raise ArgumentTypeError(f"{where}: two keys are both written as {key!r}")
             out[key] = _encode_value(v, f"{where}[{key!r}]", default)
         return out
     if isinstance(value, (list, tuple)):
@@ -330,7 +332,7 @@ def _encode_value(value: Any, where: str, default: Default | None = None, depth:
         return _encode_float(float(value))
     if default is not None and depth < 8:  # what default returns is written in turn
         return _encode_value(default(value), where, default, depth + 1)
-    raise TypeError(f"{where}: cannot encode a {type(value).__name__}")
+    raise ArgumentTypeError(f"{where}: cannot encode a {type(value).__name__}")
 
 
 def _encode_float(x: float) -> float | None:
@@ -345,7 +347,9 @@ def _encode_key(key: Any, where: str) -> str:
         return key
     if isinstance(key, numbers.Integral) and not isinstance(key, bool):
         return str(int(key))
-    raise TypeError(f"{where}: dict keys must be str, int or enums, got {type(key).__name__}")
+    raise ArgumentTypeError(
+        f"{where}: dict keys must be str, int or enums, got {type(key).__name__}"
+    )
 
 
 # ------------------------------------------------------------------ decode
@@ -374,7 +378,7 @@ def from_plain(cls: type[T], data: Any, *, where: str = "", ignore_unknown: bool
     record, with no format tag. ``where`` names it in errors (default: the class name).
     """
     if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
-        raise TypeError(f"from_plain needs a dataclass, got {cls!r}")
+        raise ArgumentTypeError(f"from_plain needs a dataclass, got {cls!r}")
     name = where or cls.__name__
     if not isinstance(data, Mapping):
         raise SerialError(f"{name}: expected an object (dict), got {_what(data)}")
@@ -561,7 +565,7 @@ def _decode_value(tp: Any, value: Any, where: str) -> Any:
         return _decode_dict(args, value, where)
     if isinstance(tp, type):
         return _decode_scalar(tp, value, where)
-    raise TypeError(f"{where}: the type {tp!r} is not supported by gyreprof._serial")
+    raise ArgumentTypeError(f"{where}: the type {tp!r} is not supported by gyreprof._serial")
 
 
 def _decode_union(args: tuple[Any, ...], value: Any, where: str) -> Any:
@@ -639,7 +643,7 @@ def _decode_key(tp: Any, key: str, where: str) -> Any:
         if isinstance(sample, int) and not isinstance(sample, bool):
             raw = _decode_key(int, key, where)
         return _decode_scalar(tp, raw, f"{where}[{key!r}]")
-    raise TypeError(f"{where}: dict keys of type {tp!r} are not supported")
+    raise ArgumentTypeError(f"{where}: dict keys of type {tp!r} are not supported")
 
 
 def _decode_scalar(tp: type[Any], value: Any, where: str) -> Any:
@@ -679,7 +683,7 @@ def _decode_scalar(tp: type[Any], value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
             raise SerialError(f"{where}: expected an object (dict), got {_what(value)}")
         return _decode_dataclass(tp, value, where)
-    raise TypeError(f"{where}: the type {tp.__name__} is not supported by gyreprof._serial")
+    raise ArgumentTypeError(f"{where}: the type {tp.__name__} is not supported by gyreprof._serial")
 
 
 def _is_numpy(value: Any) -> bool:

@@ -183,10 +183,10 @@ def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
                 f"phases[{i}] must be text that UTF-8 can encode (no lone surrogates), got {n!r}"
             ) from None
         if n == STEP:
-            raise ValueError(f"{STEP!r} is reserved for whole steps")
+            raise InvalidValueError(f"{STEP!r} is reserved for whole steps")
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise ValueError(f"phase names must be unique; repeated: {sorted(dup)}")
+        raise InvalidValueError(f"phase names must be unique; repeated: {sorted(dup)}")
     return names
 
 
@@ -413,12 +413,12 @@ class Profiler:
 
     def _counter_slot(self, name: str) -> int:
         if not isinstance(name, str) or not name:
-            raise ValueError(f"counter names must be non-empty strings, got {name!r}")
+            raise InvalidValueError(f"counter names must be non-empty strings, got {name!r}")
         with self._lock:
             slot = self._counter_slots.get(name)
             if slot is None:
                 if len(self._counter_slots) >= self._rec_kwargs["max_counters"]:
-                    raise ValueError(
+                    raise InvalidValueError(
                         f"too many counters (max_counters={self._rec_kwargs['max_counters']}); "
                         f"existing: {list(self._counter_slots)}"
                     )

@@ -48,7 +48,7 @@ import numpy as np
 from gyreprof import _checks, _io, _limits
 from gyreprof._block import StatsBlock
 from gyreprof._core import decode_counts_into, encode_counts, layout_info, monotonic_ns
-from gyreprof._errors import CorruptDataError
+from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError, MissingKeyError
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, PhaseRow, exact_percentiles, layout_edges
 from gyreprof.summary import Summary
@@ -208,32 +208,32 @@ def _as_int(v: Any, what: str) -> int:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         v = int(v)
     if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:
-        raise ValueError(f"{what} is {v!r}, not a 64-bit integer")
+        raise InvalidValueError(f"{what} is {v!r}, not a 64-bit integer")
     return int(v)
 
 
 def _as_float(v: Any, what: str) -> float:
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(float(v)):
-        raise ValueError(f"{what} is {v!r}, not a finite number")
+        raise InvalidValueError(f"{what} is {v!r}, not a finite number")
     return float(v)
 
 
 def _as_str(v: Any, what: str) -> str:
     if not isinstance(v, str):
-        raise ValueError(f"{what} is {v!r}, not a string")
+        raise InvalidValueError(f"{what} is {v!r}, not a string")
     return v
 
 
 def _as_bool(v: Any, what: str) -> bool:
     if not isinstance(v, bool):
-        raise ValueError(f"{what} is {v!r}, not true or false")
+        raise InvalidValueError(f"{what} is {v!r}, not true or false")
     return v
 
 
 def _as_exact_sums(v: Any, what: str) -> tuple[tuple[int, int], ...]:
     """(histogram row, exact sum) pairs for the sums past the int64 range of the table."""
     if not isinstance(v, (list, tuple)):
-        raise ValueError(f"{what} is {v!r}, not a list of (row, sum) pairs")
+        raise InvalidValueError(f"{what} is {v!r}, not a list of (row, sum) pairs")
     out = []
     for pair in v:
         if (
@@ -241,7 +241,7 @@ def _as_exact_sums(v: Any, what: str) -> tuple[tuple[int, int], ...]:
             or len(pair) != 2
             or not all(_is_int(x) and x >= 0 for x in pair)
         ):
-            raise ValueError(f"{what} holds {pair!r}, not a (row, sum) pair of integers")
+            raise InvalidValueError(f"{what} holds {pair!r}, not a (row, sum) pair of integers")
         out.append((int(pair[0]), int(pair[1])))
     return tuple(out)
 
@@ -280,7 +280,7 @@ def _record(cls: type[_R], d: Any, what: str) -> _R:
     """A ``cls`` record from the decoded mapping ``d``; ValueError naming a bad field.
     Keys that are no field of ``cls`` are skipped (a newer writer's)."""
     if not isinstance(d, Mapping):
-        raise ValueError(f"{what} is not a mapping")
+        raise InvalidValueError(f"{what} is not a mapping")
     by_key = _READ_BY_KEY.get(cls)
     if by_key is None:
         by_key = _READ_BY_KEY[cls] = {n: (r, o) for n, r, o in _schema(cls)}
@@ -308,7 +308,7 @@ def _check_ints(rec: Any, names: Iterable[str], what: str, *, low: int = 0) -> N
     for name in names:
         v = getattr(rec, name)
         if v is not None and v < low:
-            raise ValueError(f"{what} {name} is {v}, below {low}")
+            raise InvalidValueError(f"{what} {name} is {v}, below {low}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,11 +405,13 @@ class SourceRecord:
     def __post_init__(self) -> None:
         _check_ints(self, ("steady_ns", "warmup_ns", "merged", "retired_threads"), "source")
         if not (self.rate >= 0 and math.isfinite(self.rate)):
-            raise ValueError(f"source rate {self.rate} is not a finite number >= 0")
+            raise InvalidValueError(f"source rate {self.rate} is not a finite number >= 0")
         if not (self.overhead_ns >= 0 and math.isfinite(self.overhead_ns)):
-            raise ValueError(f"source overhead_ns {self.overhead_ns} is not a finite number >= 0")
+            raise InvalidValueError(
+                f"source overhead_ns {self.overhead_ns} is not a finite number >= 0"
+            )
         if self.overhead_ns > self.steady_ns > 0:
-            raise ValueError(
+            raise InvalidValueError(
                 f"source overhead_ns {self.overhead_ns:g} exceeds its steady time "
                 f"{self.steady_ns} ns"
             )
@@ -480,7 +482,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def _table(a: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
     arr = np.ascontiguousarray(a, dtype=np.int64)
     if arr.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+        raise InvalidValueError(f"{name} must have shape {shape}, got {arr.shape}")
     if arr.flags.writeable:
         arr = _readonly(arr if arr is not a else arr.copy())
     return arr
@@ -495,26 +497,28 @@ def _check_rows(
     ):
         where = f"histogram {name!r}"
         if n < 0 or total < 0 or wn < 0 or wsum < 0:
-            raise ValueError(f"{where}: negative count or sum ({n}, {total}, {wn}, {wsum})")
+            raise InvalidValueError(f"{where}: negative count or sum ({n}, {total}, {wn}, {wsum})")
         if vmin < -1 or vmax < -1 or f < -1 or wmax < -1:
-            raise ValueError(f"{where}: min {vmin} and max {vmax} are impossible")
+            raise InvalidValueError(f"{where}: min {vmin} and max {vmax} are impossible")
         if n == 0:
             if total != 0 or vmin != -1 or vmax != -1:
-                raise ValueError(f"{where}: no values, yet sum {total}, min {vmin} and max {vmax}")
+                raise InvalidValueError(
+                    f"{where}: no values, yet sum {total}, min {vmin} and max {vmax}"
+                )
         else:
             if vmin < 0 or vmax < 0 or vmin > vmax:
-                raise ValueError(f"{where}: min {vmin} and max {vmax} are impossible")
+                raise InvalidValueError(f"{where}: min {vmin} and max {vmax} are impossible")
             # a sum held at the int64 limit (totals.saturated) is below the true one
             if total != _INT64_MAX and not n * vmin <= total <= n * vmax:
-                raise ValueError(
+                raise InvalidValueError(
                     f"{where}: sum {total} of {n} values is outside [{n} x min {vmin}, "
                     f"{n} x max {vmax}]"
                 )
         if wn == 0:
             if wsum != 0:
-                raise ValueError(f"{where}: no warm-up values, yet warm-up sum {wsum}")
+                raise InvalidValueError(f"{where}: no warm-up values, yet warm-up sum {wsum}")
         elif wmax < 0 or (wsum != _INT64_MAX and wsum > wn * wmax):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{where}: warm-up sum {wsum} of {wn} values is above {wn} x max {wmax}"
             )
 
@@ -523,12 +527,12 @@ def _rolling_table(v: Any) -> np.ndarray:
     """The decoded rolling windows (a list of equal-length lists of integers) as an int64
     table, read flat (twice as fast as ``np.asarray`` of the nested lists)."""
     if not isinstance(v, list):
-        raise ValueError("rolling windows have the wrong shape")
+        raise InvalidValueError("rolling windows have the wrong shape")
     if not v:
         return np.zeros((0, 0), dtype=np.int64)
     # every row a list, all of one length (checked at C speed: no Python loop per row)
     if set(map(type, v)) != {list} or len(set(map(len, v))) != 1:
-        raise ValueError("rolling windows have the wrong shape")
+        raise InvalidValueError("rolling windows have the wrong shape")
     width = len(v[0])
     if width == 0:
         return np.zeros((0, 0), dtype=np.int64)
@@ -540,9 +544,9 @@ def _int_table(v: Any, shape: tuple[int, ...], what: str) -> np.ndarray:
     """A decoded JSON table as int64, refusing what is not integers of ``shape``."""
     arr = np.asarray(v)
     if arr.shape != shape:
-        raise ValueError(f"{what} has the wrong shape")
+        raise InvalidValueError(f"{what} has the wrong shape")
     if arr.size and arr.dtype.kind not in "iu":
-        raise ValueError(f"{what} holds values that are not 64-bit integers")
+        raise InvalidValueError(f"{what} holds values that are not 64-bit integers")
     # read-only: the Snapshot it goes into takes it as it is, without a copy of its own
     return _readonly(np.ascontiguousarray(arr, dtype=np.int64))
 
@@ -564,13 +568,15 @@ def _check_counts(
         zip(decoded, stat.tolist(), strict=True)
     ):
         if n > COUNT_CAP:
-            raise ValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+            raise InvalidValueError(
+                "a histogram counts more than the 2^62 - 1 values a snapshot holds"
+            )
         if total != n:
-            raise ValueError("histogram counts do not add up to the recorded totals")
+            raise InvalidValueError("histogram counts do not add up to the recorded totals")
         if n <= 0 or vmin < 0 or vmin > vmax:
             continue  # the constructor judges the extremes
         if (i0 < last and int(lo[i0 + 1]) <= vmin) or int(lo[i1]) > vmax:
-            raise ValueError(
+            raise InvalidValueError(
                 f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold "
                 "its values"
             )
@@ -643,16 +649,18 @@ class Snapshot:
         put = object.__setattr__
         phases = tuple(self.phases)
         if not all(isinstance(p, str) for p in phases):
-            raise TypeError("phase names must be strings")
+            raise ArgumentTypeError("phase names must be strings")
         if len(set(phases)) != len(phases) or STEP in phases:
-            raise ValueError("phase names repeat")
+            raise InvalidValueError("phase names repeat")
         put(self, "phases", phases)
         nh = len(phases) + 1
         if not isinstance(self.config, SnapshotConfig):
-            raise TypeError(f"config must be a SnapshotConfig, got {type(self.config).__name__}")
+            raise ArgumentTypeError(
+                f"config must be a SnapshotConfig, got {type(self.config).__name__}"
+            )
         counts = np.ascontiguousarray(self.counts, dtype=np.int64)
         if counts.ndim != 2 or counts.shape[0] != nh:
-            raise ValueError(f"counts must have {nh} rows, got shape {counts.shape}")
+            raise InvalidValueError(f"counts must have {nh} rows, got shape {counts.shape}")
         put(self, "counts", _readonly(counts) if counts.flags.writeable else counts)
         stat = _table(self.stat, (nh, 4), "stat")
         warm = _table(self.warm, (nh, 3), "warm")
@@ -668,7 +676,9 @@ class Snapshot:
             ("meta", self.meta, Meta),
         ):
             if not isinstance(rec, typ):
-                raise TypeError(f"{name} must be a {typ.__name__}, got {type(rec).__name__}")
+                raise ArgumentTypeError(
+                    f"{name} must be a {typ.__name__}, got {type(rec).__name__}"
+                )
         # a row's sums are the exact ones: past the int64 range of the table they come
         # from the meta's exact sums (INT64_MAX stays where none is known)
         sums = _checks.exact_sums(stat, self.meta)
@@ -703,7 +713,7 @@ class Snapshot:
         put(self, "counters", MappingProxyType(counters))
         sources = tuple(self.sources)
         if not all(isinstance(s, SourceRecord) for s in sources):
-            raise TypeError("sources must be SourceRecord records")
+            raise ArgumentTypeError("sources must be SourceRecord records")
         put(self, "sources", sources)
         rolling = self.rolling
         if rolling is not None:
@@ -711,14 +721,14 @@ class Snapshot:
             put(self, "rolling", _readonly(rolling) if rolling.flags.writeable else rolling)
         lap = float(self.lap_cost_ns)
         if not (math.isfinite(lap) or math.isnan(lap)) or lap < 0:
-            raise ValueError(f"lap cost {lap} is not a number >= 0")
+            raise InvalidValueError(f"lap cost {lap} is not a number >= 0")
         put(self, "lap_cost_ns", lap)
 
     def replace(self, **changes: Any) -> Snapshot:
         """A copy with the given fields (constructor keywords) replaced, validated as new."""
         unknown = set(changes) - {f.name for f in fields(self) if f.init}
         if unknown:
-            raise TypeError(f"Snapshot has no field(s) {sorted(unknown)}")
+            raise ArgumentTypeError(f"Snapshot has no field(s) {sorted(unknown)}")
         return dataclasses.replace(self, **changes)
 
     # -- the per-histogram records -------------------------------------------------
@@ -735,7 +745,7 @@ class Snapshot:
         try:
             return self._rows[self.phases.index(name)]
         except ValueError:
-            raise KeyError(
+            raise MissingKeyError(
                 f"no phase {name!r} in this snapshot (phases: {list(self.phases)})"
             ) from None
 
@@ -762,7 +772,7 @@ class Snapshot:
         block = StatsBlock.from_config(np.asarray(stats, dtype=np.int64), config)
         nphase = block.n_phases
         if len(phases) != nphase:
-            raise ValueError(f"{len(phases)} phase names for a recorder of {nphase} phases")
+            raise InvalidValueError(f"{len(phases)} phase names for a recorder of {nphase} phases")
         cfg = SnapshotConfig.of(config)
         counts = block.counts.copy()
         # counts come from the buckets so a copy taken while the writer runs stays consistent
@@ -907,7 +917,9 @@ class Snapshot:
         default ``"zlib"``; ``from_bytes`` reads both.
         """
         if compression not in _CODECS:
-            raise ValueError(f"compression must be one of {sorted(_CODECS)}, got {compression!r}")
+            raise InvalidValueError(
+                f"compression must be one of {sorted(_CODECS)}, got {compression!r}"
+            )
         header = {
             "gyreprof": __version__,
             "phases": list(self.phases),
@@ -941,7 +953,7 @@ class Snapshot:
         wrong with bad input, ``BudgetError`` (a ValueError) when decoding it would need more
         memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"Snapshot.from_bytes needs bytes, got {type(data).__name__}")
+            raise ArgumentTypeError(f"Snapshot.from_bytes needs bytes, got {type(data).__name__}")
         data = bytes(data)
         if len(data) < 6:
             raise CorruptDataError(f"not a gyreprof snapshot: {len(data)} bytes is too short")
@@ -972,21 +984,21 @@ class Snapshot:
     @classmethod
     def _from_body(cls, body: bytes) -> Snapshot:
         if len(body) < 4:
-            raise ValueError("header length missing")
+            raise InvalidValueError("header length missing")
         (hlen,) = struct.unpack_from("<I", body, 0)
         if 4 + hlen > len(body):
-            raise ValueError("header runs past the end")
+            raise InvalidValueError("header runs past the end")
         header = json.loads(body[4 : 4 + hlen])
         if not isinstance(header, dict):
-            raise ValueError("header is not an object")
+            raise InvalidValueError("header is not an object")
         phases = header["phases"]
         if not isinstance(phases, list) or not all(isinstance(p, str) for p in phases):
-            raise ValueError("phase names are not a list of strings")
+            raise InvalidValueError("phase names are not a list of strings")
         config = _record(SnapshotConfig, header["config"], "config")
         lowest, highest, sf = config.layout
         L = int(layout_info(lowest, highest, sf)["counts_len"])
         if header["counts_len"] != L:
-            raise ValueError(
+            raise InvalidValueError(
                 f"counts length {header['counts_len']} does not match the layout ({L})"
             )
         pos = 4 + hlen
@@ -999,30 +1011,32 @@ class Snapshot:
         decoded = []  # (total, first, last non-empty bucket) of each row, from its decoding
         for row in counts:
             if pos + 4 > len(body):
-                raise ValueError("histogram data truncated")
+                raise InvalidValueError("histogram data truncated")
             (n,) = struct.unpack_from("<I", body, pos)
             pos += 4
             if pos + n > len(body):
-                raise ValueError("histogram data truncated")
+                raise InvalidValueError("histogram data truncated")
             decoded.append(decode_counts_into(view[pos : pos + n], L, row))
             pos += n
         if pos != len(body):
-            raise ValueError(f"{len(body) - pos} unexpected bytes after the histograms")
+            raise InvalidValueError(f"{len(body) - pos} unexpected bytes after the histograms")
         _check_counts(decoded, stat, lo)
         warm = _int_table(header["warm"], (nh, 3), "warm-up table")
         if (warm[:, _WCOUNT] > COUNT_CAP).any():
-            raise ValueError("a warm-up counts more than the 2^62 - 1 values a snapshot holds")
+            raise InvalidValueError(
+                "a warm-up counts more than the 2^62 - 1 values a snapshot holds"
+            )
         rolling = header.get("rolling")
         rolling_arr = None if rolling is None else _rolling_table(rolling)
         counters = header["counters"]
         if not isinstance(counters, dict):
-            raise ValueError("counters are not a mapping")
+            raise InvalidValueError("counters are not a mapping")
         sources = header["sources"]
         if not isinstance(sources, list):
-            raise ValueError("sources are not a list")
+            raise InvalidValueError("sources are not a list")
         lap = header["lap_cost_ns"]
         if not isinstance(lap, (int, float)) or isinstance(lap, bool):
-            raise ValueError(f"lap cost {lap!r} is not a number")
+            raise InvalidValueError(f"lap cost {lap!r} is not a number")
         return cls(
             phases=tuple(phases),
             config=config,
@@ -1068,14 +1082,14 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     """
     snaps = list(snapshots)
     if not snaps:
-        raise ValueError("merge needs at least one snapshot")
+        raise InvalidValueError("merge needs at least one snapshot")
     for s in snaps:
         if not isinstance(s, Snapshot):
-            raise TypeError(f"merge takes Snapshot objects, got {type(s).__name__}")
+            raise ArgumentTypeError(f"merge takes Snapshot objects, got {type(s).__name__}")
     layout = snaps[0].layout
     for s in snaps[1:]:
         if s.layout != layout:
-            raise ValueError(
+            raise InvalidValueError(
                 f"cannot merge snapshots with different histogram layouts {layout} and {s.layout} "
                 "(lowest_ns, highest_ns, significant_figures)"
             )
@@ -1110,7 +1124,7 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
         for src_row, dst in enumerate(rows):
             row_total[dst] += s.rows[src_row].count
     if max(row_total) > _INT64_MAX:
-        raise ValueError(
+        raise InvalidValueError(
             f"merge: the merged histograms would count {max(row_total)} values, more than "
             "the 2^63 - 1 an int64 bucket holds"
         )
@@ -1236,7 +1250,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
     sources; its interval reads as one source.
     """
     if not isinstance(after, Snapshot) or not isinstance(before, (Snapshot, type(None))):
-        raise TypeError(
+        raise ArgumentTypeError(
             "interval(before, after) takes two Snapshots (before may be None), got "
             f"{type(before).__name__} and {type(after).__name__}"
         )
@@ -1256,7 +1270,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         problem = "interval needs two snapshots of the same profiler (phases or layout differ)"
     if problem is not None:
         if strict:
-            raise ValueError(problem)
+            raise InvalidValueError(problem)
         return after
     counts = after.counts - before.counts
     if (counts < 0).any() or after.steps < before.steps:
@@ -1361,19 +1375,21 @@ def as_snapshot(source: Any, *, what: str = "this", summary_only: bool = False) 
     if callable(take) and hasattr(source, "recorders"):  # a Profiler (no import: no cycle)
         snap = take()
         if not isinstance(snap, Snapshot):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{what}: {type(source).__name__}.snapshot() gave {type(snap).__name__}"
             )
         return snap
     if isinstance(source, Summary):
         snap = source.snapshot
         if snap is None and not summary_only:
-            raise ValueError(
+            raise InvalidValueError(
                 f"{what} needs the snapshot behind this Summary, and a Summary loaded from "
                 "JSON has none; pass the Profiler, or a Snapshot (Snapshot.load(path))"
             )
         return snap
-    raise TypeError(f"{what} takes a Profiler, Snapshot or Summary, got {type(source).__name__}")
+    raise ArgumentTypeError(
+        f"{what} takes a Profiler, Snapshot or Summary, got {type(source).__name__}"
+    )
 
 
 # ----------------------------------------------------------------------- building

@@ -34,7 +34,7 @@ import numpy as np
 
 from gyreprof import _checks, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
-from gyreprof._errors import CorruptDataError, UnknownPhaseError
+from gyreprof._errors import CorruptDataError, InvalidValueError, UnknownPhaseError
 from gyreprof._format import SUMMARY_HEADERS
 from gyreprof._serial import decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
@@ -106,7 +106,9 @@ class PhaseStats:
             return math.nan
         hist = self.histogram
         if hist is None:
-            raise ValueError("this PhaseStats carries no histogram (it was built from totals only)")
+            raise InvalidValueError(
+                "this PhaseStats carries no histogram (it was built from totals only)"
+            )
         return hist.percentile(qf)
 
     def to_dict(self) -> dict[str, Any]:
@@ -415,11 +417,11 @@ class Summary:
     @classmethod
     def _from_dict(cls, d: Mapping[str, Any]) -> Summary:
         if not isinstance(d, Mapping):
-            raise ValueError(f"expected an object (dict), got {type(d).__name__}")
+            raise InvalidValueError(f"expected an object (dict), got {type(d).__name__}")
         data = dict(d)
         hist = data.pop("histograms", None) or {}
         if not isinstance(hist, Mapping):
-            raise ValueError("'histograms' is not an object")
+            raise InvalidValueError("'histograms' is not an object")
         if data.get("format") == SUMMARY_FORMAT_V1:
             data = _v1_defaults(data)
         summary = decode(cls, data)
@@ -450,14 +452,14 @@ def _with_histogram(name: str, st: PhaseStats, hist: Mapping[str, Any]) -> Phase
         return st
     h = hist[name]
     if not isinstance(h, Mapping):
-        raise ValueError(f"histogram of {name!r} is not an object")
+        raise InvalidValueError(f"histogram of {name!r} is not an object")
     lay = tuple(int(x) for x in h["layout"])
     if len(lay) != 3:
-        raise ValueError(f"bad histogram layout for {name!r}")
+        raise InvalidValueError(f"bad histogram layout for {name!r}")
     length = int(layout_info(*lay)["counts_len"])
     counts = decode_counts(base64.b64decode(h["counts"], validate=True), length)
     if int(counts.sum()) != st.count:
-        raise ValueError(f"histogram of {name!r} does not add up to its count")
+        raise InvalidValueError(f"histogram of {name!r} does not add up to its count")
     return dataclasses.replace(st, _counts=counts, _layout=lay)
 
 

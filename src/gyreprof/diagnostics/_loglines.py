@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gyreprof._errors import InvalidValueError
+
 #: at most this many bytes of what a file gained are read per observation
 MAX_READ_BYTES = 256 * 1024
 #: each line is cut to this many characters before it is classified or quoted
@@ -218,11 +220,13 @@ def compile_progress(pattern: str | None) -> re.Pattern[str] | None:
     if pattern is None:
         return None
     if not isinstance(pattern, str) or not pattern:
-        raise ValueError(f"progress must be a non-empty regular expression, got {pattern!r}")
+        raise InvalidValueError(f"progress must be a non-empty regular expression, got {pattern!r}")
     try:
         return re.compile(pattern)
     except re.error as exc:
-        raise ValueError(f"progress {pattern!r} is not a valid regular expression: {exc}") from None
+        raise InvalidValueError(
+            f"progress {pattern!r} is not a valid regular expression: {exc}"
+        ) from None
 
 
 def describe(report: LineReport) -> list[str]:

@@ -23,6 +23,8 @@ import urllib.request
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from gyreprof._errors import InvalidValueError
+
 MAX_PROBES = 4
 PROBE_TIMEOUT_S = 5.0
 
@@ -135,7 +137,9 @@ def check_url(url: str) -> str:
     """The URL if it is an http(s) URL with a host; ValueError otherwise."""
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"--probe needs an http:// or https:// URL with a host, got {url!r}")
+        raise InvalidValueError(
+            f"--probe needs an http:// or https:// URL with a host, got {url!r}"
+        )
     return url
 
 

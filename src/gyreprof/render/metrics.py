@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from gyreprof._errors import ArgumentTypeError
+
 if TYPE_CHECKING:
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
@@ -19,7 +21,7 @@ __all__ = ["summary", "verdict", "wait_report"]
 
 def _check_prefix(prefix: object) -> str:
     if not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
+        raise ArgumentTypeError(f"prefix must be a string, got {type(prefix).__name__}")
     return prefix
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gyreprof._errors import InvalidValueError
 from gyreprof._serial import decode, encode, loads, plain, serial_format
 from gyreprof.integrations._auto import records as rec
 
@@ -261,7 +262,7 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     try:
         snap = gp.Snapshot.from_bytes(data)
         if tuple(snap.phases) != _PHASES[side]:
-            raise ValueError(
+            raise InvalidValueError(
                 f"phases {list(snap.phases)[:8]}, not the run's {side} phases {list(_PHASES[side])}"
             )
         snap.summary()  # decoded, but does it read back?

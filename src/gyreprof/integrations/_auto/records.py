@@ -58,7 +58,7 @@ class ProcessRecord:
 
     def __post_init__(self) -> None:
         if self.version != RECORD_VERSION:
-            raise ValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
+            raise InvalidValueError(f"not a version-{RECORD_VERSION} gyreprof run record")
 
     def to_json(
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
@@ -87,7 +87,7 @@ def read_record(path: Path) -> ProcessRecord:
     try:
         with open(fd, "rb", closefd=False) as f:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ValueError(f"{path}: not a regular file, not a run record")
+                raise InvalidValueError(f"{path}: not a regular file, not a run record")
             data = f.read(_MAX_RECORD_BYTES + 1)
     finally:
         os.close(fd)

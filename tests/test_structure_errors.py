@@ -1,0 +1,41 @@
+"""Every refusal the library raises on purpose is a GyreprofError (issue 21 item 5).
+
+The error classes of ``gyreprof._errors`` are also the builtins they stand for
+(``InvalidValueError`` is a ValueError, ``ArgumentTypeError`` a TypeError,
+``MissingKeyError`` a KeyError), so a caller can catch either. A bare
+``raise ValueError(...)`` in the source is a refusal that a caller catching
+``GyreprofError`` would miss; the two below are not refusals but the protocol of the
+code around them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "gyreprof"
+BARE = re.compile(r"\braise (ValueError|TypeError|KeyError)\(")
+
+#: (file, the raising line): raised and caught inside the same function, or a mapping's
+#: own "no such key" that typing.get_type_hints expects
+ALLOWED = {
+    ("_serial.py", "raise KeyError(name)"),
+    ("live/_layout.py", 'raise ValueError("out of range")'),
+}
+
+
+def test_no_bare_builtin_refusals() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = str(path.relative_to(SRC))
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if BARE.search(line) and (rel, line.strip()) not in ALLOWED:
+                found.append(f"{rel}:{i}: {line.strip()}")
+    assert found == [], "raise a gyreprof._errors class (also the builtin) instead:\n" + "\n".join(
+        found
+    )
+
+
+def test_the_rule_sees_a_bare_raise(tmp_path: Path) -> None:
+    assert BARE.search('        raise ValueError("bad")')
+    assert not BARE.search('        raise InvalidValueError("bad")')
