@@ -490,3 +490,17 @@ def test_interval_before_after_and_restarts() -> None:
         as_snapshot(gp.Summary.from_json(b.summary().to_json()))
     with pytest.raises(TypeError, match="Profiler, Snapshot or Summary"):
         as_snapshot(42)
+
+
+def test_save_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    """Snapshot.save goes through the atomic writer: a link planted at the target is
+    replaced by the new file, and the file it pointed at is left as it was."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    target = tmp_path / "run.snap"
+    target.symlink_to(victim)
+    prof = gp.Profiler(["a"])
+    prof.record("a", 1000)
+    prof.snapshot().save(target)
+    assert victim.read_text() == "keep me"
+    assert not target.is_symlink() and gp.Snapshot.load(target).phases == ("a",)

@@ -681,12 +681,18 @@ class Snapshot:
                 )
         # a row's sums are the exact ones: past the int64 range of the table they come
         # from the meta's exact sums (INT64_MAX stays where none is known)
-        sums = _checks.exact_sums(stat, self.meta)
-        warm_sums = _checks.exact_sums(warm, self.meta, _checks.EXACT_WARM_SUMS_KEY)
-        put(
-            self,
-            "_rows",
-            tuple(
+        stat_rows, warm_rows = stat.tolist(), warm.tolist()
+        if self.meta.exact_sums is None and self.meta.exact_warm_sums is None:
+            # the common case: every sum fits the table (INT64_MAX, where held, is
+            # what the row reads too)
+            rows = tuple(
+                PhaseRow(nm, s[0], s[1], s[2], s[3], w[0], w[1], w[2], f)
+                for nm, s, w, f in zip(names, stat_rows, warm_rows, first.tolist(), strict=True)
+            )
+        else:
+            sums = _checks.exact_sums(stat, self.meta)
+            warm_sums = _checks.exact_sums(warm, self.meta, _checks.EXACT_WARM_SUMS_KEY)
+            rows = tuple(
                 PhaseRow(
                     nm,
                     s[0],
@@ -699,16 +705,10 @@ class Snapshot:
                     f,
                 )
                 for nm, s, w, f, t, wt in zip(
-                    names,
-                    stat.tolist(),
-                    warm.tolist(),
-                    first.tolist(),
-                    sums,
-                    warm_sums,
-                    strict=True,
+                    names, stat_rows, warm_rows, first.tolist(), sums, warm_sums, strict=True
                 )
-            ),
-        )
+            )
+        put(self, "_rows", rows)
         counters = {str(k): _as_int(v, f"counter {k!r}") for k, v in self.counters.items()}
         put(self, "counters", MappingProxyType(counters))
         sources = tuple(self.sources)
@@ -1056,8 +1056,10 @@ class Snapshot:
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_bytes` to ``path`` atomically (``gyreprof._io.write_atomic``: a
+        fresh temp file renamed into place, never through a planted link)."""
         p = Path(path)
-        p.write_bytes(self.to_bytes())
+        _io.write_atomic(p, self.to_bytes())
         return p
 
     @classmethod

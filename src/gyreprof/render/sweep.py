@@ -524,5 +524,9 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     ax.set_title(f"{plot_text(param)} sweep" + (f" ({fixed} fixed)" if fixed else ""), fontsize=10)
     fig.tight_layout()
     ext = out.suffix.lstrip(".").lower()
-    fig.savefig(out, format=ext if ext in ("png", "svg", "pdf") else "png")
+    buf = io.BytesIO()
+    fig.savefig(buf, format=ext if ext in ("png", "svg", "pdf") else "png")
+    from gyreprof import _io
+
+    _io.write_atomic(out, buf.getvalue())  # never through a planted link
     return out
