@@ -22,7 +22,14 @@ from gyreprof._limits import BudgetError
 from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
 
-from helpers.crossuser import NOBODY, as_user, needs_root, plant, victim
+from helpers.crossuser import (
+    NOBODY,
+    as_user,
+    needs_root,
+    plant,
+    shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
+    victim,
+)
 
 
 @pytest.fixture

@@ -27,7 +27,14 @@ import gyreprof as gp
 from gyreprof._core import recorder as _rec
 from gyreprof.live import _layout as lay
 
-from helpers.crossuser import NOBODY, as_user, needs_root, plant, victim
+from helpers.crossuser import (
+    NOBODY,
+    as_user,
+    needs_root,
+    plant,
+    shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
+    victim,
+)
 
 
 def forged_bytes(victim_pid: int, *, meta_uid: int, steps: int = 50_000) -> tuple[bytes, list[int]]:

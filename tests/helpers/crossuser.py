@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from gyreprof.live import _layout as lay
 
 NOBODY = 65534
 needs_root = pytest.mark.skipif(
@@ -48,6 +52,20 @@ def as_user(uid: int, fn: Callable[[], object], *, wait: bool = True) -> tuple[i
         data = fh.read().decode()
     os.waitpid(pid, 0)
     return pid, data
+
+
+@pytest.fixture(name="shared_dir")
+def shared_dir_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A world-writable sticky folder like /dev/shm, used as GYREPROF_LIVE_DIR (the
+    fixture ``shared_dir`` of a test module that imports this)."""
+    d = Path(tempfile.mkdtemp(prefix="gyreprof-shared-", dir="/tmp"))
+    d.chmod(0o1777)
+    home = Path(tempfile.mkdtemp(prefix="gyreprof-home-"))
+    monkeypatch.setenv(lay.ENV_DIR, str(d))
+    monkeypatch.setenv("HOME", str(home))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 VICTIM = """
