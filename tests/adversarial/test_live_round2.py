@@ -12,7 +12,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,6 +29,7 @@ from helpers.crossuser import (
     shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
     victim,
 )
+from helpers.segments import segment_parts
 
 
 @pytest.fixture
@@ -39,29 +39,6 @@ def live_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.chmod(0o755)
     monkeypatch.setenv(lay.ENV_DIR, str(d))
     return d
-
-
-def _parts(pid: int) -> tuple[dict[str, Any], bytes, lay.ProcessIdentity]:
-    prof = gp.Profiler(["env"])
-    for _ in range(5):
-        prof.begin()
-        prof.lap(0)
-    prof.end()
-    cfg = prof.recorder.config()
-    stats = prof.recorder.stats_array().tobytes()
-    meta: dict[str, Any] = {
-        "name": "planted",
-        "label": None,
-        "phases": ["env"],
-        "clock": str(cfg["clock"]),
-        "config": cfg,
-        "lap_cost_ns": 50.0,
-        "uid": os.geteuid(),
-        "boot_id": lay.boot_id(),
-    }
-    ident = lay.process_identity(pid)
-    assert ident is not None
-    return meta, stats, ident
 
 
 def _raw_segment(
@@ -98,7 +75,7 @@ def _raw_segment(
 
 
 def _deep_segment(pid: int, depth: int = 100_000) -> bytes:
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     text = json.dumps(meta, separators=(",", ":")).encode()
     text = text[:-1] + b',"deep":' + b"[" * depth + b"]" * depth + b"}"
     cfg = meta["config"]
@@ -106,7 +83,7 @@ def _deep_segment(pid: int, depth: int = 100_000) -> bytes:
 
 
 def _padded_segment(pid: int, pad: int) -> bytes:
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     meta["pad"] = "x" * pad
     head, _, _ = lay.build_header(
         pid=pid,
@@ -180,7 +157,7 @@ def test_a_header_above_the_cap_is_refused_from_its_size_field(live_dir: Path) -
 def _declaring_block(pid: int, block_bytes: int) -> tuple[bytes, int]:
     """A segment whose config declares a (consistent) stats block of about
     ``block_bytes``: (header, declared stats bytes); the caller makes it sparse."""
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     cfg = meta["config"]
     per_window = Recorder.required_bytes(1, max_windows=2) - Recorder.required_bytes(
         1, max_windows=1
@@ -233,7 +210,7 @@ def test_six_gib_declared_block_costs_nothing(live_dir: Path) -> None:
 
 
 def test_a_config_that_disagrees_with_its_block_size_is_corrupt(live_dir: Path) -> None:
-    meta, stats, ident = _parts(os.getpid())
+    meta, stats, ident = segment_parts(os.getpid())
     meta["config"]["offsets"]["words"] += 4096  # more words than the settings give
     stats += bytes(8 * 4096)
     head, _, _ = lay.build_header(
