@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 import gyreprof as gp
 
@@ -70,6 +73,20 @@ def sigterm_when_ready(
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
     data: dict[str, Any] = json.loads(out.read_text())
     return data
+
+
+def stop_loop(proc: subprocess.Popen[str], stop: Path) -> None:
+    """Stop a helper loop that runs until the file ``stop`` exists: create it and wait;
+    after 60 s kill the process and its children."""
+    stop.touch()
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                child.kill()
+        proc.kill()
+        proc.communicate()
 
 
 def script(name: str) -> str:
