@@ -23,6 +23,8 @@ from gyreprof._errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 
+from helpers.livecheck import needs_live
+
 PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
@@ -298,15 +300,7 @@ def test_steady_thread_count() -> None:
 
 
 # ------------------------------------------------------------------------ live segment
-def _has_live() -> bool:
-    try:
-        import gyreprof.live as live
-    except ImportError:
-        return False
-    return callable(getattr(live, "attach", None))
-
-
-@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+@needs_live
 def test_retrying_finding_from_live_counters(tmp_path: Path) -> None:
     with running("gyreprof_loop.py", "retry", str(tmp_path / "step")) as proc:
         time.sleep(0.3)
@@ -319,7 +313,7 @@ def test_retrying_finding_from_live_counters(tmp_path: Path) -> None:
     assert any(e.startswith("retrying") for e in d.evidence)
 
 
-@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+@needs_live
 def test_live_segment_is_the_preferred_evidence(tmp_path: Path) -> None:
     with running("gyreprof_loop.py", "progress", str(tmp_path / "step")) as proc:
         time.sleep(0.2)
@@ -328,7 +322,7 @@ def test_live_segment_is_the_preferred_evidence(tmp_path: Path) -> None:
     assert d.state == "progressing"
 
 
-@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+@needs_live
 def test_a_step_longer_than_the_interval_still_progresses_by_its_phases(tmp_path: Path) -> None:
     # the step counter stands still (as in a stall), but the open phase keeps changing:
     # a naive "no step completed -> stuck" rule calls this blocked

@@ -23,6 +23,8 @@ import gyreprof as gp
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, doctor
 
+from helpers.livecheck import needs_live
+
 PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 LINUX = sys.platform.startswith("linux")
@@ -317,15 +319,7 @@ def test_added_lines_are_read_bounded(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- gyreprof run
-def _has_live() -> bool:
-    try:
-        import gyreprof.live as live
-    except ImportError:
-        return False
-    return callable(getattr(live, "attach", None))
-
-
-@pytest.mark.skipif(not _has_live(), reason="gyreprof.live (shared-memory segments) not built")
+@needs_live
 def test_under_gyreprof_run_the_launchers_records_are_progress(tmp_path: Path) -> None:
     """The launcher marks no sampler steps: the old doctor said "no step completed ...
     rerun with a longer --interval" for marks that never come."""

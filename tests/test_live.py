@@ -32,6 +32,8 @@ from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveReader
 
+from helpers.segments import segment_parts
+
 HERE = Path(__file__).resolve().parent
 PROCS = HERE / "helpers" / "live_procs"
 ROOT = HERE.parent
@@ -612,34 +614,17 @@ def test_clean_skips_things_that_only_look_like_segments(live_dir) -> None:
 
 def _segment_claiming(pid: int, **meta_changes: Any) -> bytes:
     """A well-formed segment for ``pid`` (its real start time), metadata changed as asked."""
-    prof = gp.Profiler(["env"])
-    for _ in range(5):
-        prof.begin()
-        prof.lap(0)
-    prof.end()
-    cfg = prof.recorder.config()
-    stats = prof.recorder.stats_array()
-    meta: dict[str, Any] = {
-        "name": "claimed",
-        "label": None,
-        "phases": ["env"],
-        "clock": str(cfg["clock"]),
-        "config": cfg,
-        "lap_cost_ns": 50.0,
-        "uid": os.geteuid(),
-        "boot_id": lay.boot_id(),
-    }
+    meta, stats, ident = segment_parts(pid, "claimed")
+    cfg = meta["config"]
     meta.update(meta_changes)
-    ident = lay.process_identity(pid)
-    assert ident is not None
     head, _, _ = lay.build_header(
         pid=pid,
         identity=ident,
-        stats_bytes=8 * len(stats),
+        stats_bytes=len(stats),
         max_counters=int(cfg["max_counters"]),
         meta=meta,
     )
-    return head + stats.tobytes()
+    return head + stats
 
 
 def _plant(live_dir: Path, serial: int, data: bytes, mode: int = 0o600) -> Path:

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 import gyreprof as gp
@@ -35,7 +34,7 @@ OBSERVE_S = 1.0
 START_TIMEOUT_S = 180.0
 
 sys.path.insert(0, str(HERE / "helpers" / "run_scripts"))
-from runhelp import gyreprof_popen  # noqa: E402
+from runhelp import gyreprof_popen, stop_loop  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -92,15 +91,7 @@ def program(
     try:
         yield _ready(proc), proc
     finally:
-        stop.touch()
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(psutil.Error):
-                for child in psutil.Process(proc.pid).children(recursive=True):
-                    child.kill()
-            proc.kill()
-            proc.communicate()
+        stop_loop(proc, stop)
 
 
 def _check(info: dict[str, Any], workers: int = 4, main_envs: int = 1) -> ParallelismReport:

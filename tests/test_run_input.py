@@ -19,6 +19,7 @@ from helpers.run_scripts.runhelp import (
     gyreprof_run,
     printed,
     script,
+    sigterm_when_ready,
     worker_counts,
 )
 
@@ -234,17 +235,7 @@ def test_sigterm_saves_the_run_when_the_program_has_its_own_autosave(tmp_path: P
     """The program's Profiler(autosave=...) takes SIGTERM first: both it and the run save
     (the run's record says it was saved on SIGTERM, not read back from a live segment)."""
     own = tmp_path / "own.snap"
-    proc, out = gyreprof_popen(tmp_path, script("forever.py"), "autosave", str(own))
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
-    data = json.loads(out.read_text())
+    data = sigterm_when_ready(tmp_path, script("forever.py"), "autosave", str(own))
     main = data["processes"][0]
     assert main["contributed"] and main["source"] == "sigterm", main
     assert count(data, "sampler", "env_step") >= 200

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.run_scripts.runhelp import gyreprof_popen, gyreprof_run, script
+from helpers.run_scripts.runhelp import gyreprof_popen, gyreprof_run, script, sigterm_when_ready
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(
@@ -261,17 +261,7 @@ def test_a_killed_launcher_takes_the_command_with_it_and_its_folder_goes_next_ru
 def test_sigterm_to_the_launcher_keeps_every_async_vector_env_workers_data(
     tmp_path: Path,
 ) -> None:
-    proc, out = gyreprof_popen(tmp_path, script("async_forever.py"))
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
-    data = json.loads(out.read_text())
+    data = sigterm_when_ready(tmp_path, script("async_forever.py"))
     roles = [p["role"] for p in data["processes"]]
     assert roles.count("env_worker") == 4, data["processes"]
     assert all(p["contributed"] for p in data["processes"]), data["processes"]

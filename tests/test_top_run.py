@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 import gyreprof as gp
@@ -28,7 +27,7 @@ LOOP = HERE / "helpers" / "top_loop.py"
 SRC = Path(gp.__file__).resolve().parent.parent
 
 sys.path.insert(0, str(HERE / "helpers" / "run_scripts"))
-from runhelp import gyreprof_popen  # noqa: E402
+from runhelp import gyreprof_popen, stop_loop  # noqa: E402
 
 
 def _env() -> dict[str, str]:
@@ -63,15 +62,7 @@ def launched(tmp_path: Path, *args: str) -> Iterator[dict[str, Any]]:
             raise AssertionError(f"the loop ended before it was ready:\n{err}")
         yield info
     finally:
-        stop.touch()
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(psutil.Error):
-                for child in psutil.Process(proc.pid).children(recursive=True):
-                    child.kill()
-            proc.kill()
-            proc.communicate()
+        stop_loop(proc, stop)
 
 
 def _top(*args: str) -> subprocess.CompletedProcess[str]:

@@ -348,6 +348,19 @@ def check_target(path: str | os.PathLike[str], folder: Path | None = None) -> No
         )
 
 
+def _open_temp(path: Path) -> tuple[Path, Path, int]:
+    """For :func:`write_atomic` and :func:`atomic_open`: make ``path``'s folder, refuse
+    another user's target there (:func:`check_target`), and create a fresh temp file
+    beside it with an unpredictable name (O_EXCL | O_NOFOLLOW); (folder, temp, its fd)."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    check_target(path, folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    return folder, tmp, os.open(tmp, flags, 0o666)
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a fresh temp file in the same folder and rename.
 
@@ -359,13 +372,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     ``path`` or not at all (a full disk or a file-size limit leaves the old file).
     """
     path = Path(path)
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    check_target(path, folder)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, flags, 0o666)
+    folder, tmp, fd = _open_temp(path)
     try:
         view = memoryview(data)
         while view:
@@ -391,13 +398,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     :func:`write_atomic` does (fresh O_EXCL | O_NOFOLLOW temp, rename, another user's
     target in a shared folder refused); on an error the temp file goes and ``path`` stays."""
     path = Path(path)
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    check_target(path, folder)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(tmp, flags, 0o666)
+    folder, tmp, fd = _open_temp(path)
     try:
         kw: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8"}
         with os.fdopen(fd, mode, **kw) as fh:

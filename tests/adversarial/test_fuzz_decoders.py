@@ -37,7 +37,7 @@ from gyreprof import _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info
 from gyreprof.export.hdrlog import decode_histogram, hdr_log, parse_hdr_log
 
-from helpers.crafted import crafted_snapshot, join_snapshot
+from helpers.crafted import crafted_snapshot, join_snapshot, split_snapshot
 
 FUZZ = settings(
     max_examples=120,
@@ -117,19 +117,7 @@ SEED_BYTES = [s.to_bytes() for s in SEED_SNAPSHOTS] + [
 ]
 
 
-def _split(blob: bytes) -> tuple[bytes, dict[str, Any], list[bytes]]:
-    """(prefix, header, count rows) of a snapshot made by to_bytes (zlib)."""
-    body = zlib.decompress(blob[6:])
-    (hlen,) = struct.unpack_from("<I", body, 0)
-    header = json.loads(body[4 : 4 + hlen])
-    rows, pos = [], 4 + hlen
-    while pos < len(body):
-        (n,) = struct.unpack_from("<I", body, pos)
-        rows.append(body[pos + 4 : pos + 4 + n])
-        pos += 4 + n
-    return blob[:6], header, rows
-
-
+_split = split_snapshot
 _join = join_snapshot
 
 

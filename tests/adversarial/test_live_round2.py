@@ -8,17 +8,10 @@ cases plant files as another uid from a forked child and need root.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,93 +21,15 @@ from gyreprof._limits import BudgetError
 from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
 
-# the cross-user helpers, as in test_live_trust.py
-NOBODY = 65534
-needs_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting as another uid needs root"
+from helpers.crossuser import (
+    NOBODY,
+    as_user,
+    needs_root,
+    plant,
+    shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
+    victim,
 )
-
-
-def as_user(uid: int, fn: Callable[[], object], *, wait: bool = True) -> tuple[int, str]:
-    """Run ``fn`` in a forked child as ``uid``; (child pid, its result or error text)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 0
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            try:
-                msg = repr(fn())
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                msg = f"{type(exc).__name__}: {exc}"
-            os.write(w, msg.encode())
-            os.close(w)
-        finally:
-            os._exit(code)
-    os.close(w)
-    if not wait:
-        os.close(r)
-        return pid, ""
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read().decode()
-    os.waitpid(pid, 0)
-    return pid, data
-
-
-@pytest.fixture
-def shared_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A world-writable sticky folder like /dev/shm, used as GYREPROF_LIVE_DIR."""
-    d = Path(tempfile.mkdtemp(prefix="gyreprof-shared-", dir="/tmp"))
-    d.chmod(0o1777)
-    home = Path(tempfile.mkdtemp(prefix="gyreprof-home-"))
-    monkeypatch.setenv(lay.ENV_DIR, str(d))
-    monkeypatch.setenv("HOME", str(home))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-    shutil.rmtree(home, ignore_errors=True)
-
-
-VICTIM = """
-import sys, time
-import gyreprof as gp
-live = sys.argv[1] == "live"
-prof = gp.Profiler(["env"], live=live)
-for _ in range(10):
-    prof.begin(); prof.lap(0)
-prof.end()
-print(prof.live.path if live else "-", flush=True)
-time.sleep(60)
-"""
-
-
-@contextlib.contextmanager
-def victim(live: bool) -> Iterator[tuple[int, str]]:
-    """A process that did 10 steps and hangs; (pid, its segment path or '-')."""
-    p = subprocess.Popen(
-        [sys.executable, "-c", VICTIM, "live" if live else "no"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert p.stdout is not None
-        yield p.pid, p.stdout.readline().strip()
-    finally:
-        p.kill()
-        p.wait(timeout=30)
-
-
-def plant(path: Path, data: bytes) -> Callable[[], object]:
-    def go() -> object:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, data)
-        os.close(fd)
-        return "planted"
-
-    return go
+from helpers.segments import segment_parts
 
 
 @pytest.fixture
@@ -124,29 +39,6 @@ def live_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.chmod(0o755)
     monkeypatch.setenv(lay.ENV_DIR, str(d))
     return d
-
-
-def _parts(pid: int) -> tuple[dict[str, Any], bytes, lay.ProcessIdentity]:
-    prof = gp.Profiler(["env"])
-    for _ in range(5):
-        prof.begin()
-        prof.lap(0)
-    prof.end()
-    cfg = prof.recorder.config()
-    stats = prof.recorder.stats_array().tobytes()
-    meta: dict[str, Any] = {
-        "name": "planted",
-        "label": None,
-        "phases": ["env"],
-        "clock": str(cfg["clock"]),
-        "config": cfg,
-        "lap_cost_ns": 50.0,
-        "uid": os.geteuid(),
-        "boot_id": lay.boot_id(),
-    }
-    ident = lay.process_identity(pid)
-    assert ident is not None
-    return meta, stats, ident
 
 
 def _raw_segment(
@@ -183,7 +75,7 @@ def _raw_segment(
 
 
 def _deep_segment(pid: int, depth: int = 100_000) -> bytes:
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     text = json.dumps(meta, separators=(",", ":")).encode()
     text = text[:-1] + b',"deep":' + b"[" * depth + b"]" * depth + b"}"
     cfg = meta["config"]
@@ -191,7 +83,7 @@ def _deep_segment(pid: int, depth: int = 100_000) -> bytes:
 
 
 def _padded_segment(pid: int, pad: int) -> bytes:
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     meta["pad"] = "x" * pad
     head, _, _ = lay.build_header(
         pid=pid,
@@ -265,7 +157,7 @@ def test_a_header_above_the_cap_is_refused_from_its_size_field(live_dir: Path) -
 def _declaring_block(pid: int, block_bytes: int) -> tuple[bytes, int]:
     """A segment whose config declares a (consistent) stats block of about
     ``block_bytes``: (header, declared stats bytes); the caller makes it sparse."""
-    meta, stats, ident = _parts(pid)
+    meta, stats, ident = segment_parts(pid)
     cfg = meta["config"]
     per_window = Recorder.required_bytes(1, max_windows=2) - Recorder.required_bytes(
         1, max_windows=1
@@ -318,7 +210,7 @@ def test_six_gib_declared_block_costs_nothing(live_dir: Path) -> None:
 
 
 def test_a_config_that_disagrees_with_its_block_size_is_corrupt(live_dir: Path) -> None:
-    meta, stats, ident = _parts(os.getpid())
+    meta, stats, ident = segment_parts(os.getpid())
     meta["config"]["offsets"]["words"] += 4096  # more words than the settings give
     stats += bytes(8 * 4096)
     head, _, _ = lay.build_header(

@@ -14,9 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,81 +27,14 @@ import gyreprof as gp
 from gyreprof._core import recorder as _rec
 from gyreprof.live import _layout as lay
 
-NOBODY = 65534
-needs_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="planting as another uid needs root"
+from helpers.crossuser import (
+    NOBODY,
+    as_user,
+    needs_root,
+    plant,
+    shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
+    victim,
 )
-
-
-def as_user(uid: int, fn: Callable[[], object], *, wait: bool = True) -> tuple[int, str]:
-    """Run ``fn`` in a forked child as ``uid``; (child pid, its result or error text)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 0
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            try:
-                msg = repr(fn())
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                msg = f"{type(exc).__name__}: {exc}"
-            os.write(w, msg.encode())
-            os.close(w)
-        finally:
-            os._exit(code)
-    os.close(w)
-    if not wait:
-        os.close(r)
-        return pid, ""
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read().decode()
-    os.waitpid(pid, 0)
-    return pid, data
-
-
-@pytest.fixture
-def shared_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A world-writable sticky folder like /dev/shm, used as GYREPROF_LIVE_DIR."""
-    d = Path(tempfile.mkdtemp(prefix="gyreprof-shared-", dir="/tmp"))
-    d.chmod(0o1777)
-    home = Path(tempfile.mkdtemp(prefix="gyreprof-home-"))
-    monkeypatch.setenv(lay.ENV_DIR, str(d))
-    monkeypatch.setenv("HOME", str(home))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
-    shutil.rmtree(home, ignore_errors=True)
-
-
-VICTIM = """
-import sys, time
-import gyreprof as gp
-live = sys.argv[1] == "live"
-prof = gp.Profiler(["env"], live=live)
-for _ in range(10):
-    prof.begin(); prof.lap(0)
-prof.end()
-print(prof.live.path if live else "-", flush=True)
-time.sleep(60)
-"""
-
-
-@contextlib.contextmanager
-def victim(live: bool) -> Iterator[tuple[int, str]]:
-    """A process that did 10 steps and hangs; (pid, its segment path or '-')."""
-    p = subprocess.Popen(
-        [sys.executable, "-c", VICTIM, "live" if live else "no"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert p.stdout is not None
-        yield p.pid, p.stdout.readline().strip()
-    finally:
-        p.kill()
-        p.wait(timeout=30)
 
 
 def forged_bytes(victim_pid: int, *, meta_uid: int, steps: int = 50_000) -> tuple[bytes, list[int]]:
@@ -146,17 +78,6 @@ def forged_bytes(victim_pid: int, *, meta_uid: int, steps: int = 50_000) -> tupl
     bucket = step_row + int(np.flatnonzero(stats[step_row : step_row + L])[0])
     words = [_rec.H_STEP, _rec.H_STEPS_DONE, bucket]
     return head + stats.tobytes(), [header_bytes + 8 * w for w in words]
-
-
-def plant(path: Path, data: bytes) -> Callable[[], object]:
-    def go() -> object:
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, data)
-        os.close(fd)
-        return "planted"
-
-    return go
 
 
 @needs_root

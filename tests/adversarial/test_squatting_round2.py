@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -26,36 +26,7 @@ import pytest
 
 from gyreprof.analysis.parallelism import registry as reg
 
-NOBODY = 65534
-needs_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0,
-    reason="acting as a second uid (os.setuid in a forked child) needs root",
-)
-
-
-def as_user(uid: int, fn: Callable[[], object]) -> str:
-    """Run ``fn`` in a forked child as ``uid``; its result or error text."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            try:
-                msg = repr(fn())
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                msg = f"{type(exc).__name__}: {exc}"
-            os.write(w, msg.encode())
-            os.close(w)
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as fh:
-        data = fh.read().decode()
-    os.waitpid(pid, 0)
-    return data
+from helpers.crossuser import NOBODY, as_user, needs_root
 
 
 @pytest.fixture
@@ -91,7 +62,7 @@ def test_the_registry_does_not_follow_a_planted_link(
         os.symlink(target, link)
         return "planted"
 
-    assert as_user(NOBODY, squat) == "'planted'"
+    assert as_user(NOBODY, squat)[1] == "'planted'"
     assert link.is_symlink()
     record = reg.register_worker("env_worker", seed=3)  # PermissionError or followed before
     try:
@@ -152,7 +123,7 @@ def test_a_squatted_live_folder_and_no_home_still_publish(sticky_tmp: Path) -> N
             mine.chmod(0o777)
             return "squatted"
 
-        assert as_user(NOBODY, squat) == "'squatted'"
+        assert as_user(NOBODY, squat)[1] == "'squatted'"
         out = _live_child(shm, sticky_tmp)  # "[Errno None] ... (None)" before
         assert out.startswith("OK "), out
         seg = Path(out[3:])
@@ -166,7 +137,7 @@ def test_a_squatted_live_folder_and_no_home_still_publish(sticky_tmp: Path) -> N
             fallback.mkdir(mode=0o777)
             return "squatted"
 
-        assert as_user(NOBODY, squat_fallback) == "'squatted'"
+        assert as_user(NOBODY, squat_fallback)[1] == "'squatted'"
         out = _live_child(shm, sticky_tmp)
         assert out.startswith("ERROR"), out
         assert "None" not in out and "tried" in out and str(mine) in out, out

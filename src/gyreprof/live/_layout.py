@@ -358,13 +358,10 @@ def same_process(recorded: ProcessIdentity, now: ProcessIdentity | None) -> bool
     return abs(a - b) < 1.0
 
 
-def check_owner(path: Path, fst: os.stat_result, name_pid: int | None) -> None:
-    """The checks that need no byte of the file, run before its header is parsed:
-    UntrustedSegmentError unless the open file (``fst``: its fstat) is a regular file
+def _check_file_and_folder(path: Path, fst: os.stat_result) -> None:
+    """UntrustedSegmentError unless the open file (``fst``: its fstat) is a regular file
     that only its owner may write, in a folder where only that owner (or root) can
-    create files, and (when its name gives a pid that runs now) the process of that
-    pid runs as the file's owner. A file of this user's own is read even when its pid
-    now runs as someone else (a stale segment, for ``clean()``)."""
+    create files: the part of ``check_owner`` and ``check_trust`` they share."""
     where = str(path)
     owner = fst.st_uid
     if not stat_mod.S_ISREG(fst.st_mode):
@@ -384,6 +381,18 @@ def check_owner(path: Path, fst: os.stat_result, name_pid: int | None) -> None:
             "create files (owner uid {0}, mode {1:o}); segments are believed only in a "
             "private folder".format(dst.st_uid, stat_mod.S_IMODE(dst.st_mode))
         )
+
+
+def check_owner(path: Path, fst: os.stat_result, name_pid: int | None) -> None:
+    """The checks that need no byte of the file, run before its header is parsed:
+    UntrustedSegmentError unless the open file (``fst``: its fstat) is a regular file
+    that only its owner may write, in a folder where only that owner (or root) can
+    create files, and (when its name gives a pid that runs now) the process of that
+    pid runs as the file's owner. A file of this user's own is read even when its pid
+    now runs as someone else (a stale segment, for ``clean()``)."""
+    where = str(path)
+    owner = fst.st_uid
+    _check_file_and_folder(path, fst)
     if name_pid is not None and owner != euid():
         runs_as = process_uid(name_pid)
         if runs_as is not None and runs_as != owner:
@@ -398,23 +407,7 @@ def check_trust(path: Path, fst: os.stat_result, header: Header, name_pid: int |
     believed at all (see the module doc). ``fst`` is the open file's fstat."""
     where = str(path)
     owner = fst.st_uid
-    if not stat_mod.S_ISREG(fst.st_mode):
-        raise UntrustedSegmentError(f"{where} is not a regular file")
-    if fst.st_mode & (stat_mod.S_IWGRP | stat_mod.S_IWOTH):
-        raise UntrustedSegmentError(
-            f"{where} is writable by other users (mode {stat_mod.S_IMODE(fst.st_mode):o}); "
-            "gyreprof writes segments with mode 600 and believes no other"
-        )
-    try:
-        dst = os.stat(path.parent)
-    except OSError as exc:
-        raise UntrustedSegmentError(f"cannot check the folder of {where}: {exc}") from None
-    if not folder_trusted_for(dst, owner):
-        raise UntrustedSegmentError(
-            f"{where} belongs to uid {owner} but sits in {path.parent}, where other users can "
-            "create files (owner uid {0}, mode {1:o}); segments are believed only in a "
-            "private folder".format(dst.st_uid, stat_mod.S_IMODE(dst.st_mode))
-        )
+    _check_file_and_folder(path, fst)
     meta_uid = header.meta.get("uid")
     if not isinstance(meta_uid, int) or isinstance(meta_uid, bool) or meta_uid != owner:
         raise UntrustedSegmentError(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 import gyreprof as gp
 
@@ -50,6 +54,39 @@ def gyreprof_popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
     )
     return proc, out
+
+
+def sigterm_when_ready(
+    tmp_path: Path, *command: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``gyreprof run`` of ``command`` (which prints READY once it runs), sent SIGTERM
+    after READY; asserts the run ends by that SIGTERM and returns its JSON record."""
+    proc, out = gyreprof_popen(tmp_path, *command, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def stop_loop(proc: subprocess.Popen[str], stop: Path) -> None:
+    """Stop a helper loop that runs until the file ``stop`` exists: create it and wait;
+    after 60 s kill the process and its children."""
+    stop.touch()
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                child.kill()
+        proc.kill()
+        proc.communicate()
 
 
 def script(name: str) -> str:

@@ -39,19 +39,26 @@ def _run(name: str, module: ModuleType, callbacks: list[Callback]) -> None:
             warn(f"instrumenting {name} failed ({exc!r}); it runs uninstrumented")
 
 
+def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
+    """The spec the first finder on ``sys.meta_path`` other than ``me`` (a wrapping
+    finder) gives for ``fullname``; None when none finds it."""
+    for finder in sys.meta_path:
+        if finder is me or not hasattr(finder, "find_spec"):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
 class _Finder:  # a meta path finder needs only find_spec (no importlib.abc: ~9 ms)
     """Finds nothing itself: for a watched name, wraps the real loader's exec_module."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname not in _pending:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = spec_from_others(self, fullname, path, target)
+        if spec is None:
             return None
         loader = spec.loader
         # only a per-module loader instance may get an instance attribute

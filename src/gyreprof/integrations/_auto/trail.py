@@ -41,6 +41,8 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+from gyreprof.integrations._auto.hooks import spec_from_others
+
 ENV_STARTUP_TIMEOUT = "GYREPROF_STARTUP_TIMEOUT"
 MAX_EXCEPTIONS = 64
 MAX_MESSAGE = 200
@@ -277,16 +279,11 @@ class _ImportFinder:
             return None
         busy.add(fullname)
         try:
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-            else:
-                return None
+            spec = spec_from_others(self, fullname, path, target)
         finally:
             busy.discard(fullname)
+        if spec is None:
+            return None
         origin = spec.origin
         if origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin):
             return spec  # the standard library's modules are not timed
