@@ -94,8 +94,9 @@ class PhaseStats:
             lowest_ns=int(lowest),
             highest_ns=int(highest),
             significant_figures=int(sf),
-            min=int(self.min) if not math.isnan(self.min) else -1,
-            max=int(self.max) if not math.isnan(self.max) else -1,
+            # the extremes are floats here: one near the int64 limit rounds up past it
+            min=min(int(self.min), _checks.INT64_MAX) if not math.isnan(self.min) else -1,
+            max=min(int(self.max), _checks.INT64_MAX) if not math.isnan(self.max) else -1,
             sum=int(self.sum_ns) if not math.isnan(self.sum_ns) else None,
         )
 
