@@ -228,6 +228,7 @@ def test_the_event_ring_counts_toward_the_budget(monkeypatch: pytest.MonkeyPatch
     gp.Profiler(["a", "b"], capacity=1_000_000)  # 32 MiB of ring fits
 
 
+@pytest.mark.slow  # several seconds: run by .ci/run's second step
 def test_raising_the_budget_allows_larger_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     kw = {"significant_figures": 4, "max_windows": 16}
     need = _limits.check_profiler_budget(

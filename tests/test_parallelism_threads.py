@@ -36,6 +36,9 @@ START_TIMEOUT_S = 180.0
 sys.path.insert(0, str(HERE / "helpers" / "run_scripts"))
 from runhelp import gyreprof_popen, stop_loop  # noqa: E402
 
+# real processes for seconds each: run by .ci/run's second step
+pytestmark = pytest.mark.slow
+
 
 def _env() -> dict[str, str]:
     return {

@@ -6,6 +6,7 @@ import gc
 import threading
 
 import psutil
+import pytest
 
 import gyreprof as gp
 
@@ -19,6 +20,7 @@ def _short_thread(prof: gp.Profiler, steps: int) -> None:
     prof.count("done")
 
 
+@pytest.mark.slow  # several seconds: run by .ci/run's second step
 def test_two_thousand_short_threads_keep_memory_bounded_and_every_event() -> None:
     prof = gp.Profiler(["env", "fwd"], per_thread=True)
     proc = psutil.Process()

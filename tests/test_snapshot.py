@@ -7,6 +7,7 @@ import io
 import json
 import random
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest

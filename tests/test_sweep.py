@@ -224,6 +224,7 @@ def test_crashing_values_are_reported_and_the_sweep_goes_on() -> None:
     assert _no_children_left() == []
 
 
+@pytest.mark.slow  # several seconds: run by .ci/run's second step
 def test_hanging_factory_is_killed_at_the_timeout() -> None:
     r = gp.sweep(
         "helpers.sweep_samplers.misbehaving:make_hanging",
@@ -813,6 +814,7 @@ def test_samples_per_s_counts_time_inside_steady_calls_only(isolate: bool) -> No
 # ----------------------------------------------------------------- stable recommendations
 
 
+@pytest.mark.slow  # several seconds: run by .ci/run's second step
 def test_reruns_of_a_flat_noisy_sampler_recommend_the_same_value() -> None:
     """Throughput does not depend on batch_size; each run lands up to 10% off. Three
     sweeps must recommend the same (smallest) value, and no sentence may say larger

@@ -29,6 +29,9 @@ SRC = Path(gp.__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "helpers" / "run_scripts"))
 from runhelp import gyreprof_popen, stop_loop  # noqa: E402
 
+# real processes for seconds each: run by .ci/run's second step
+pytestmark = pytest.mark.slow
+
 
 def _env() -> dict[str, str]:
     return {

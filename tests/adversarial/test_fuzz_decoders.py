@@ -234,6 +234,7 @@ def _budget(value: str) -> Iterator[None]:
     highest=st.sampled_from([2**12, 3_600_000_000_000, 2**62, 2**63 - 1]),
     windows=st.integers(0, 3),
 )
+@pytest.mark.slow  # several seconds: run by .ci/run's second step
 def test_fuzz_snapshot_inflated_layouts(n_phases: int, sf: int, highest: int, windows: int) -> None:
     """Declared sizes are checked against the budget before anything is allocated.
 
