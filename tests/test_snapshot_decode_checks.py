@@ -108,7 +108,8 @@ def test_malformed_rolling_windows_are_refused(rolling: Any) -> None:
 def test_rolling_windows_read_flat_equal_the_nested_lists() -> None:
     v1 = as_version_1(SEED)  # version 1 kept the windows in the JSON header
     snap = gp.Snapshot.from_bytes(v1)
-    assert snap.rolling is not None and np.array_equal(snap.rolling, gp.Snapshot.from_bytes(SEED).rolling)
+    v2 = gp.Snapshot.from_bytes(SEED).rolling
+    assert snap.rolling is not None and v2 is not None and np.array_equal(snap.rolling, v2)
     _, header, _ = split_snapshot(v1)
     assert snap.rolling is not None and snap.rolling.shape[0] == 2
     assert snap.rolling.tolist() == header["rolling"]

@@ -124,18 +124,22 @@ def test_version_2_keeps_the_windows_exactly_in_the_body() -> None:
     from helpers.crafted import as_version_1, split_snapshot
 
     snap = _windowed()
+    want = snap.rolling
+    assert want is not None
     blob = snap.to_bytes()
     assert blob[4] == 2
     _, header, rows = split_snapshot(blob)
-    assert "rolling" not in header and header["rolling_shape"] == list(snap.rolling.shape)
-    assert rows[-1] == snap.rolling.astype("<i8").tobytes()  # the block after the histograms
+    assert "rolling" not in header and header["rolling_shape"] == list(want.shape)
+    # the block after the histograms: 8 byte planes of the little-endian int64 values
+    planes = np.frombuffer(rows[-1], dtype=np.uint8).reshape(8, -1)
+    assert planes.T.copy().view("<i8").reshape(want.shape).tolist() == want.tolist()
     back = gp.Snapshot.from_bytes(blob)
     assert back.rolling is not None and back.rolling.dtype == np.int64
-    assert np.array_equal(back.rolling, snap.rolling) and not back.rolling.flags.writeable
+    assert np.array_equal(back.rolling, want) and not back.rolling.flags.writeable
     assert back.windows() == snap.windows()
     # the same snapshot as version 1 (windows in the JSON header) reads the same
     v1 = gp.Snapshot.from_bytes(as_version_1(blob))
-    assert np.array_equal(v1.rolling, snap.rolling) and v1.rows == back.rows
+    assert v1.rolling is not None and np.array_equal(v1.rolling, want) and v1.rows == back.rows
     # without windows: no shape, no block
     bare = snap.to_bytes(windows=False)
     assert "rolling_shape" not in split_snapshot(bare)[1]
@@ -150,10 +154,10 @@ def test_a_bad_window_block_is_a_corrupt_data_error(how: str) -> None:
     import struct
     import zlib
 
-    from helpers.crafted import join_snapshot, split_snapshot
-
     from gyreprof._errors import CorruptDataError
     from gyreprof._limits import BudgetError
+
+    from helpers.crafted import join_snapshot, split_snapshot
 
     prefix, header, rows = split_snapshot(_windowed().to_bytes())
     block = rows[-1]

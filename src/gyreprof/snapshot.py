@@ -84,8 +84,8 @@ __all__ = [
 SNAPSHOT_MAGIC = b"GYRS"
 SNAPSHOT_VERSION = 2
 # the versions from_bytes reads: 1 kept the rolling windows in the JSON header, 2 keeps
-# them after the histograms (a u32-length-prefixed little-endian int64 block, its shape in
-# the header as "rolling_shape")
+# them after the histograms (a u32-length-prefixed block of little-endian int64 in byte
+# planes, its shape in the header as "rolling_shape")
 _READ_VERSIONS = (1, 2)
 
 
@@ -529,7 +529,8 @@ def _check_rows(
 
 def _rolling_block(body: bytes, pos: int, shape: Any, dense: int) -> tuple[np.ndarray, int]:
     """The rolling windows a version-2 snapshot keeps at ``pos`` of ``body`` (a 4-byte
-    length, as each histogram has, then ``rows x width`` little-endian int64) and the position after them; the
+    length, as each histogram has, then ``rows x width`` little-endian int64 in byte
+    planes: ``_window_planes``) and the position after them; the
     declared shape is bounded by the memory budget (on top of ``dense`` bytes of counts)
     before anything is allocated."""
     if (
@@ -550,8 +551,18 @@ def _rolling_block(body: bytes, pos: int, shape: Any, dense: int) -> tuple[np.nd
         )
     if pos + n > len(body):
         raise InvalidValueError("rolling windows truncated")
-    table = np.frombuffer(body, dtype="<i8", count=rows * width, offset=pos)
-    return table.astype(np.int64).reshape(rows, width), pos + n
+    planes = np.frombuffer(body, dtype=np.uint8, count=n, offset=pos).reshape(8, rows * width)
+    table = np.ascontiguousarray(planes.T).view("<i8").reshape(rows, width)
+    return table.astype(np.int64), pos + n
+
+
+def _window_planes(rolling: np.ndarray) -> bytes:
+    """The rolling windows as a version-2 snapshot stores them: their little-endian int64
+    bytes in 8 planes (every value's lowest byte, then every value's next byte, ...), so
+    the mostly-zero high bytes make long runs that zlib compresses fast (the plain int64
+    bytes took level 9 twice as long as the JSON lists of version 1)."""
+    raw = np.ascontiguousarray(rolling, dtype="<i8").reshape(-1).view(np.uint8)
+    return np.ascontiguousarray(raw.reshape(-1, 8).T).tobytes()
 
 
 def _rolling_table(v: Any) -> np.ndarray:
@@ -976,7 +987,7 @@ class Snapshot:
             parts.append(struct.pack("<I", len(enc)))
             parts.append(enc)
         if rolling is not None:
-            block = np.ascontiguousarray(rolling, dtype="<i8").tobytes()
+            block = _window_planes(rolling)
             parts.append(struct.pack("<I", len(block)))
             parts.append(block)
         flag, compress, _ = _CODECS[compression]
