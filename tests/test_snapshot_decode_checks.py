@@ -14,7 +14,7 @@ from gyreprof._core import encode_counts
 from gyreprof._errors import CorruptDataError
 from gyreprof.histogram import layout_edges
 
-from helpers.crafted import join_snapshot, split_snapshot
+from helpers.crafted import as_version_1, join_snapshot, split_snapshot
 
 
 def _seed() -> bytes:
@@ -99,20 +99,23 @@ def test_a_total_past_int64_is_not_taken_for_the_count() -> None:
     [[[1, 2], [3]], [1, 2], [[1], 2], 7, [[1, [2]]]],
 )
 def test_malformed_rolling_windows_are_refused(rolling: Any) -> None:
-    prefix, header, rows = split_snapshot(SEED)
+    prefix, header, rows = split_snapshot(as_version_1(SEED))  # windows in the header
     header["rolling"] = rolling
     with pytest.raises(CorruptDataError, match="corrupted snapshot"):
         gp.Snapshot.from_bytes(join_snapshot(prefix, header, rows))
 
 
 def test_rolling_windows_read_flat_equal_the_nested_lists() -> None:
-    snap = gp.Snapshot.from_bytes(SEED)
-    _, header, _ = split_snapshot(SEED)
+    v1 = as_version_1(SEED)  # version 1 kept the windows in the JSON header
+    snap = gp.Snapshot.from_bytes(v1)
+    v2 = gp.Snapshot.from_bytes(SEED).rolling
+    assert snap.rolling is not None and v2 is not None and np.array_equal(snap.rolling, v2)
+    _, header, _ = split_snapshot(v1)
     assert snap.rolling is not None and snap.rolling.shape[0] == 2
     assert snap.rolling.tolist() == header["rolling"]
     empties: list[list[Any]] = [[], [[]]]
     for empty in empties:
-        prefix, header, rows = split_snapshot(SEED)
+        prefix, header, rows = split_snapshot(v1)
         header["rolling"] = empty
         header["meta"]["windows_closed"] = 0
         back = gp.Snapshot.from_bytes(join_snapshot(prefix, header, rows))

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
 import pytest
 
 import gyreprof as gp
@@ -105,3 +106,82 @@ def test_every_builder_writes_the_same_meta(tmp_path: Path) -> None:
         assert snap.totals.overwritten == 0
         assert snap.sources[0].label == "same"
     assert live.meta.live_path == seg
+
+
+def _windowed() -> gp.Snapshot:
+    prof = gp.Profiler(["env", "fwd"], window_steps=2, label="w")
+    for d in (1000, 2**40, 5000, 90_000, 7, 3):
+        prof.begin()
+        prof.record("env", d)
+        prof.record("fwd", 3 * d)
+    prof.end()
+    snap = prof.snapshot()
+    assert snap.rolling is not None and snap.rolling.shape[0] == 3
+    return snap
+
+
+def test_version_2_keeps_the_windows_exactly_in_the_body() -> None:
+    from helpers.crafted import as_version_1, split_snapshot
+
+    snap = _windowed()
+    want = snap.rolling
+    assert want is not None
+    blob = snap.to_bytes()
+    assert blob[4] == 2
+    _, header, rows = split_snapshot(blob)
+    assert "rolling" not in header and header["rolling_shape"] == list(want.shape)
+    # the block after the histograms: 8 byte planes of the little-endian int64 values
+    planes = np.frombuffer(rows[-1], dtype=np.uint8).reshape(8, -1)
+    assert planes.T.copy().view("<i8").reshape(want.shape).tolist() == want.tolist()
+    back = gp.Snapshot.from_bytes(blob)
+    assert back.rolling is not None and back.rolling.dtype == np.int64
+    assert np.array_equal(back.rolling, want) and not back.rolling.flags.writeable
+    assert back.windows() == snap.windows()
+    # the same snapshot as version 1 (windows in the JSON header) reads the same
+    v1 = gp.Snapshot.from_bytes(as_version_1(blob))
+    assert v1.rolling is not None and np.array_equal(v1.rolling, want) and v1.rows == back.rows
+    # without windows: no shape, no block
+    bare = snap.to_bytes(windows=False)
+    assert "rolling_shape" not in split_snapshot(bare)[1]
+    assert gp.Snapshot.from_bytes(bare).rolling is None
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["truncated", "short_length", "long_length", "oversized_shape", "bad_shape", "extra_byte"],
+)
+def test_a_bad_window_block_is_a_corrupt_data_error(how: str) -> None:
+    import struct
+    import zlib
+
+    from gyreprof._errors import CorruptDataError
+    from gyreprof._limits import BudgetError
+
+    from helpers.crafted import join_snapshot, split_snapshot
+
+    prefix, header, rows = split_snapshot(_windowed().to_bytes())
+    block = rows[-1]
+    if how == "truncated":  # the body ends inside the block
+        body = zlib.decompress(join_snapshot(prefix, header, rows)[6:])
+        blob = prefix[:5] + b"\x00" + zlib.compress(body[:-5])
+    else:
+        if how == "short_length":
+            rows[-1] = block[:-8]
+        elif how == "long_length":
+            rows[-1] = block + struct.pack("<q", 1)
+        elif how == "oversized_shape":  # claims far more than the budget
+            header["rolling_shape"] = [2**40, header["rolling_shape"][1]]
+        elif how == "bad_shape":
+            header["rolling_shape"] = [3, -1]
+        else:
+            rows.append(b"")
+        blob = join_snapshot(prefix, header, rows)
+    # a shape past the memory budget is refused before anything is allocated
+    err = BudgetError if how == "oversized_shape" else CorruptDataError
+    with pytest.raises(err):
+        gp.Snapshot.from_bytes(blob)
+    # and windows in the header of a version-2 snapshot are refused too
+    prefix, header, rows = split_snapshot(_windowed().to_bytes())
+    header["rolling"] = [[0] * header["rolling_shape"][1]]
+    with pytest.raises(CorruptDataError, match="version 2"):
+        gp.Snapshot.from_bytes(join_snapshot(prefix, header, rows))

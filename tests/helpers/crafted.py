@@ -66,3 +66,18 @@ def split_snapshot(blob: bytes) -> tuple[bytes, dict[str, Any], list[bytes]]:
         rows.append(body[pos + 4 : pos + 4 + n])
         pos += 4 + n
     return blob[:6], header, rows
+
+
+def as_version_1(blob: bytes) -> bytes:
+    """Version-2 snapshot bytes rewritten as version 1 (the rolling windows a list of int
+    lists in the JSON header instead of a block of int64 byte planes after the histograms)."""
+    prefix, header, rows = split_snapshot(blob)
+    shape = header.pop("rolling_shape", None)
+    if shape is not None:
+        block = rows.pop()
+        k = len(block) // 8  # 8 byte planes of k values (gyreprof.snapshot._window_planes)
+        raw = bytes(block[j * k + i] for i in range(k) for j in range(8))
+        flat = list(struct.unpack(f"<{k}q", raw))
+        w = shape[1]
+        header["rolling"] = [flat[i * w : (i + 1) * w] for i in range(shape[0])]
+    return join_snapshot(b"GYRS\x01", header, rows)
