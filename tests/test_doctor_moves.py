@@ -24,6 +24,7 @@ from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, doctor
 
 from helpers.livecheck import needs_live
+from helpers.waiting import wait_for
 
 PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
@@ -38,13 +39,6 @@ def _env(unbuffered: bool = True) -> dict[str, str]:
     if unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def _wait_for(cond: object, what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
 
 
 @contextmanager
@@ -63,10 +57,10 @@ def moves(
             env=_env(unbuffered),
         )
     try:
-        _wait_for(lambda: ready.exists() or proc.poll() is not None, f"{mode} to start")
+        wait_for(lambda: ready.exists() or proc.poll() is not None, f"{mode} to start")
         assert proc.poll() is None, f"nothing_moves.py {mode} exited with {proc.returncode}"
         if mode not in ("buffered", "poll"):
-            _wait_for(lambda: log.exists() and log.stat().st_size > 0, f"{mode} to log")
+            wait_for(lambda: log.exists() and log.stat().st_size > 0, f"{mode} to log")
         yield proc, log
     finally:
         proc.kill()
@@ -197,7 +191,7 @@ def test_growing_threads_waiting_on_one_thing_are_retrying() -> None:
 # --------------------------------------------------------------------- spinning
 def test_poll_loop_with_log_is_spinning_low_cpu(tmp_path: Path) -> None:
     with moves(tmp_path, "poll") as (proc, log):
-        _wait_for(lambda: log.exists() and log.stat().st_size > 0, "the poll loop's first line")
+        wait_for(lambda: log.exists() and log.stat().st_size > 0, "the poll loop's first line")
         d = doctor(proc.pid, log=log, interval_s=1.0, stacks=False)
     assert d.state == "spinning", str(d)
     assert d.exit_code == 5
@@ -216,7 +210,7 @@ def test_busy_process_with_old_stdout_file_is_spinning(tmp_path: Path) -> None:
             env=_env(),
         )
     try:
-        _wait_for(lambda: ready.exists() and out.stat().st_size > 0, "busy_output.py")
+        wait_for(lambda: ready.exists() and out.stat().st_size > 0, "busy_output.py")
         old = time.time() - 15 * 60
         os.utime(out, (old, old))  # written 15 minutes ago, as far as anyone can tell
         d = doctor(proc.pid, interval_s=0.5, stacks=False)

@@ -19,10 +19,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from helpers.waiting import wait_for
 
 SEED_FILES = {
     "toolkit/__init__.py": "",
@@ -59,17 +60,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _wait_for(cond: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    delay = 0.01
-    while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
-            return
-        time.sleep(delay)
-        delay = min(0.1, delay * 2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -92,7 +82,7 @@ def test_seed003_hang_named_by_startup_timeout(tmp_path: Path) -> None:
             stderr=errf,
         )
     try:
-        _wait_for(lambda: "doctor:" in err.read_text(), 60, "the start-up report")
+        wait_for(lambda: "doctor:" in err.read_text(), "the start-up report", timeout_s=60)
         text = err.read_text()
     finally:
         _stop(proc)

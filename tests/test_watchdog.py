@@ -9,23 +9,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
 import gyreprof as gp
 from gyreprof.diagnostics.watchdog import Watchdog
 
+from helpers.waiting import wait_for
+
 PROCS = Path(__file__).parent / "helpers" / "procs"
 SRC = Path(gp.__file__).resolve().parent.parent
 STALL = re.compile(r"gyreprof watchdog: stalled \d+\.\d s in phase '(\w+)' of step (\d+)")
-
-
-def _wait_for(cond: Any, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
 
 
 def _steps(prof: gp.Profiler, n: int, stall_at: int | None = None, stall_s: float = 0.0) -> None:
@@ -50,7 +45,7 @@ def test_fires_once_per_stall_and_names_the_open_phase(
     try:
         assert isinstance(dog, Watchdog) and dog.running
         _steps(prof, 10, stall_at=6, stall_s=1.2)  # one stall of ~5 poll periods
-        _wait_for(lambda: dump.exists())
+        wait_for(lambda: dump.exists(), timeout_s=20.0)
     finally:
         dog.stop()
     assert not dog.running
@@ -92,7 +87,7 @@ def test_healthy_loop_never_fires(capsys: pytest.CaptureFixture[str]) -> None:
 def test_loop_that_never_starts_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     prof = gp.Profiler(["env"])
     with Watchdog(prof, 0.1, poll_s=0.02) as dog:
-        _wait_for(lambda: dog.stalls == 1)
+        wait_for(lambda: dog.stalls == 1, timeout_s=20.0)
     assert dog.last_report is not None
     assert "before the first step began" in dog.last_report
     assert "before the first step" in capsys.readouterr().err
@@ -131,7 +126,7 @@ class _StuckBetweenSteps:
 
 def test_watches_any_object_with_progress() -> None:
     with Watchdog(_StuckBetweenSteps(), 0.05, poll_s=0.01) as dog:
-        _wait_for(lambda: dog.stalls == 1)
+        wait_for(lambda: dog.stalls == 1, timeout_s=20.0)
     assert dog.last_report is not None and "between steps, after step 3" in dog.last_report
 
 
@@ -144,7 +139,7 @@ def test_progress_that_raises_stops_the_watchdog_with_a_message(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     dog = Watchdog(_Broken(), 0.05, poll_s=0.01).start()
-    _wait_for(lambda: not dog.running)
+    wait_for(lambda: not dog.running, timeout_s=20.0)
     assert isinstance(dog.error, RuntimeError)
     assert "recorder closed" in capsys.readouterr().err
 
