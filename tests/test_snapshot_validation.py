@@ -106,6 +106,17 @@ def _big_bucket(count: int) -> bytes:
     return _with(change)
 
 
+def test_a_warm_up_count_past_the_cap_is_refused_when_read() -> None:
+    """The count cap of a snapshot read in holds for warm-up counts too (checked where
+    both doors, the decoder and the live reader, check a snapshot: _limits)."""
+
+    def change(header: dict[str, Any], rows: list[bytes]) -> None:
+        header["warm"][0] = [COUNT_CAP + 1, 0, 0]
+
+    with pytest.raises(CorruptDataError, match="more than the 2\\^62 - 1 values"):
+        gp.Snapshot.from_bytes(_with(change))
+
+
 def test_counts_near_the_int64_limit_merge_without_wrapping() -> None:
     snap = gp.Snapshot.from_bytes(_big_bucket(COUNT_CAP))
     two = gp.merge([snap, snap])  # 2 x (2^62 - 1) still fits an int64

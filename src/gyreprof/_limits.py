@@ -257,12 +257,21 @@ def check_snapshot(snap: _T) -> _T:
 
     The Snapshot's records check their own fields and how its sums, extremes and
     counts agree (``gyreprof.snapshot``); this adds what depends on the budget and
-    on the rolling-window layout: the windows' width and how many were closed.
+    on the rolling-window layout: the windows' width and how many were closed; and
+    the count cap of a snapshot that was read in (a file, a live segment): at most
+    2^62 - 1 values per histogram, so that a merge of two accepted snapshots still
+    counts within int64 (a merge may hold up to the int64 limit itself).
     """
     from gyreprof._block import window_stride
+    from gyreprof.snapshot import COUNT_CAP
 
     s: Any = snap
     nh = len(s.phases) + 1
+    for row in s.rows:
+        if row.count > COUNT_CAP or row.warm_count > COUNT_CAP:
+            raise InvalidValueError(
+                f"histogram {row.name!r} counts more than the 2^62 - 1 values a snapshot holds"
+            )
     closed = s.meta.windows_closed
     if closed is not None and s.rolling is not None and closed < len(s.rolling):
         raise InvalidValueError("meta['windows_closed'] is below the number of windows kept")

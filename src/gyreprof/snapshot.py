@@ -1077,10 +1077,6 @@ class Snapshot:
             raise InvalidValueError(f"{len(body) - pos} unexpected bytes after the histograms")
         _check_counts(decoded, stat, lo)
         warm = _int_table(header["warm"], (nh, 3), "warm-up table")
-        if (warm[:, _WCOUNT] > COUNT_CAP).any():
-            raise InvalidValueError(
-                "a warm-up counts more than the 2^62 - 1 values a snapshot holds"
-            )
         if version < 2:
             rolling = header.get("rolling")
             rolling_arr = None if rolling is None else _rolling_table(rolling)

@@ -38,7 +38,6 @@ from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueEr
 from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import (
-    COUNT_CAP,
     ProfilerIdentity,
     Snapshot,
     build_snapshot,
@@ -546,15 +545,6 @@ class LiveReader:
             np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])).astype(object),
             what=where,
         )
-        # the cap a saved snapshot's decoder holds too, so that a merge of two accepted
-        # snapshots still counts within int64
-        if (
-            int(block.counts_total().max(initial=0)) > COUNT_CAP
-            or int(block.warm[:, 0].max(initial=0)) > COUNT_CAP
-        ):
-            raise CorruptDataError(
-                f"{where}: a histogram counts more than the 2^62 - 1 values a snapshot holds"
-            )
         if block.any_negative_sum():
             raise CorruptDataError(f"{where}: a negative sum of durations")
         warm = block.warm
