@@ -1,4 +1,5 @@
-"""Snapshot encode / decode of one snapshot, and a merge of 64, through the public API.
+"""Snapshot encode / decode of one snapshot, a merge of 64, and a Summary's JSON round
+trip, through the public API.
 
 The read model is typed records (issue 21); these are the costs it must not raise.
 
@@ -50,11 +51,15 @@ def cases() -> dict[str, Callable[[], object]]:
     many = [
         gp.Snapshot.from_bytes(make_snapshot(seed=i, steps=200).to_bytes()) for i in range(N_MERGE)
     ]
+    summary = snap.summary()
+    text = summary.to_json()
     return {
         "encode": lambda: snap.to_bytes(),
         "decode": lambda: gp.Snapshot.from_bytes(data),
         f"merge{N_MERGE}": lambda: gp.merge(many),
         f"merge{N_MERGE}+summary": lambda: gp.merge(many).summary(),
+        "summary to_json": lambda: summary.to_json(),
+        "summary from_json": lambda: gp.Summary.from_json(text),
     }
 
 
@@ -67,7 +72,17 @@ def _case(name: str) -> Callable[[], object]:
     return _CASES[name]
 
 
-@pytest.mark.parametrize("name", ["encode", "decode", f"merge{N_MERGE}", f"merge{N_MERGE}+summary"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "encode",
+        "decode",
+        f"merge{N_MERGE}",
+        f"merge{N_MERGE}+summary",
+        "summary to_json",
+        "summary from_json",
+    ],
+)
 def test_snapshot_cost(benchmark: Any, name: str) -> None:
     benchmark.group = "snapshot"
     fn = _case(name)
