@@ -302,9 +302,8 @@ def check_summary_values(d: Any) -> None:
             raise CorruptDataError(f"{k} is {v!r}, not an integer >= 0")
     for k in ("steps_per_s", "elapsed_s", "overhead_share"):
         v = d.get(k, 0.0)
-        if v is None:  # a missing figure
-            continue
-        if not _num(v) or math.isinf(float(v)) or float(v) < 0:
+        # never missing in a summary gyreprof writes (computed, finite): null is refused
+        if not _num(v) or not math.isfinite(float(v)) or float(v) < 0:
             raise CorruptDataError(f"{k} is {v!r}, not a finite number >= 0")
     share = d.get("overhead_share", 0.0)
     if _num(share) and float(share) > 1:

@@ -206,6 +206,9 @@ _VALUES = st.one_of(
         st.tuples(st.sampled_from(["steps", "overhead_share", "elapsed_s", "negative"]), _VALUES),
     ),
 )
+# a NaN literal (or null) where gyreprof always writes a finite share
+@example(where="env", edits=[("count", 300)], top=("overhead_share", float("nan")))
+@example(where="env", edits=[("count", 300)], top=("overhead_share", None))
 def test_tampered_summary_json_is_refused_or_usable(
     summary_dict: dict[str, object],
     where: str,
