@@ -135,6 +135,9 @@ def check_stat_rows(rows: Iterable[Iterable[Any]], *, what: str) -> None:
 # ------------------------------------------------------------------ exact sums
 
 INT64_MAX = (1 << 63) - 1
+#: the most values one histogram of a snapshot read in may count: a merge of two still
+#: counts within int64
+COUNT_CAP = (1 << 62) - 1
 #: ``Snapshot.meta`` field: (row, exact sum) pairs for the histograms whose sum passed
 #: the int64 range of the stat table (which then holds INT64_MAX for them)
 EXACT_SUMS_KEY = "exact_sums"

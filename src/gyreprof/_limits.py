@@ -263,7 +263,7 @@ def check_snapshot(snap: _T) -> _T:
     counts within int64 (a merge may hold up to the int64 limit itself).
     """
     from gyreprof._block import window_stride
-    from gyreprof.snapshot import COUNT_CAP
+    from gyreprof._checks import COUNT_CAP
 
     s: Any = snap
     nh = len(s.phases) + 1

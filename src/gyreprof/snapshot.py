@@ -201,7 +201,7 @@ def _sat_add(a: int, b: int) -> tuple[int, bool]:
 _INT64_MIN = -(1 << 63)
 # the most a decoded histogram (or warm-up) may count: a merge of two such inputs still
 # fits an int64 without wrapping, so ``merge([s, s])`` of an accepted snapshot works
-COUNT_CAP = (1 << 62) - 1
+COUNT_CAP = _checks.COUNT_CAP
 
 
 def _is_int(v: Any) -> bool:
