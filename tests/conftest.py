@@ -1,11 +1,21 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background of a non-interactive shell (``cmd &``) or under
+# ``nohup`` inherits SIGINT / SIGHUP ignored, and every command the tests start would
+# inherit that too: an ignored signal is dropped, so the tests that send Ctrl-C or a
+# hang-up to a command would wait for an answer that cannot come. The tests are about
+# what our commands do with these signals, so their commands start with the defaults.
+for _sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
