@@ -60,15 +60,17 @@ def _no_children_left() -> list[psutil.Process]:
 def flat_sweep() -> SweepResult:
     # per-sample cost falls 8x from 2 to 16 (one padded chunk either way), then is flat;
     # every sample keeps 1 MiB, so peaks rise by 16 MiB from 16 to 32. flat_within is wide
-    # because the CI machine is noisy: the designed steps are +700% and +0%.
+    # because the CI machine is noisy: the designed steps are +700% and +0%. Three repeats:
+    # a value's median then leaves out a repeat stalled by the machine's other load (with
+    # two, the median is their mean, and one stall read +50% at 32 under a parallel run).
     return gp.sweep(
         NUMPY,
         "batch_size",
         [2, 16, 32, 64],
         steps=15,
         warmup=3,
-        repeats=2,
-        flat_within=0.5,
+        repeats=3,
+        flat_within=0.9,
         timeout_s=120,
         progress=False,
     )
@@ -86,7 +88,7 @@ def test_sweep_finds_flat_region_and_stops(flat_sweep: SweepResult) -> None:
     p2, p16, p32 = r.points
     assert p16.samples_per_s > 3 * p2.samples_per_s  # 8x by design
     assert p16.gain is not None and p16.gain > 2.0
-    assert p32.gain is not None and p32.gain <= 0.5
+    assert p32.gain is not None and p32.gain <= 0.9
     # the stored batch grows: so do the per-value peaks
     assert p16.peak_rss_bytes - p2.peak_rss_bytes > 8 * MIB
     assert p32.peak_rss_bytes - p16.peak_rss_bytes > 10 * MIB
@@ -96,12 +98,12 @@ def test_sweep_finds_flat_region_and_stops(flat_sweep: SweepResult) -> None:
 
 def test_figures_phases_and_warmup_per_value(flat_sweep: SweepResult) -> None:
     for p in flat_sweep.points:
-        assert len(p.runs) == 2
+        assert len(p.runs) == 3
         lo, hi = p.spread
         assert lo <= p.samples_per_s <= hi
         assert p.figure("samples_per_call").median == p.value
         call = p.figure("call_mean_ns")
-        assert call.n == 2 and call.median > 0
+        assert call.n == 3 and call.median > 0
         assert p.figure("call_p99_ns").median >= p.figure("call_p50_ns").median
         for run in p.runs:
             assert run.calls == 15 and run.warmup_calls == 3
