@@ -469,6 +469,12 @@ def _run_and_report(
             "from their live segments"
         )
     exit_code = code if code >= 0 else 128 - code
+    if getattr(args, "warmup_steps", None):
+        notes.append(
+            f"--warmup-steps {args.warmup_steps} excluded the trainer's first "
+            f"{args.warmup_steps} steps; the sampler marks no steps and keeps its warm-up "
+            "(--warmup-s excludes the first seconds of both)"
+        )
     from gyreprof._format import safe_text
 
     try:

@@ -440,15 +440,19 @@ def user_profiles(r: RunReport) -> list[str]:
     """The tables of the Profilers the user created in the run's processes, but those
     that stand for the trainer (their advice is the API's: the user wrote them)."""
     lines: list[str] = []
-    for p in r.contributed:
-        for u in p.user:
-            if u.as_trainer:
-                continue
-            s = u.snapshot.summary()
-            lines += ["", f"your profiler {u.name} in {safe_name(p.role)} {p.pid}:"]
-            with _advice.advice_for("code"):
-                lines.append(summary(s))
+    shown = [(p, u) for p in r.contributed for u in p.user if not u.as_trainer]
+    for p, u in shown[:USER_TABLES]:
+        s = u.snapshot.summary()
+        lines += ["", f"your profiler {u.name} in {safe_name(p.role)} {p.pid}:"]
+        with _advice.advice_for("code"):
+            lines.append(summary(s))
+    if len(shown) > USER_TABLES:
+        lines += ["", f"... and {len(shown) - USER_TABLES} more of your profilers (not shown)"]
     return lines
+
+
+#: at most this many tables of the user's own profilers in a run's report
+USER_TABLES = 8
 
 
 def _trainer_heading(r: RunReport) -> str:

@@ -507,8 +507,19 @@ def collect_run(
     report.notes[0:0] = crash
     if not report.recognised:
         report.notes.insert(0, report.nothing_recognised())
-    report.notes += _ending_notes(report)
+    report.notes += _ending_notes(report) + _user_notes(report)
     return report
+
+
+def _user_notes(report: RunReport) -> list[str]:
+    """Why profilers marked by hand gave no verdict (their phases are not a trainer's)."""
+    if report.verdict is not None or not any(e.user for e in report.contributed):
+        return []
+    return [
+        "no verdict: your profilers' phases are shown, but none has a trainer's 'wait' and "
+        "'compute' phases with samples; a gp.Profiler(['wait', 'compute']) timing the fetch "
+        "of each batch ('wait') and the update ('compute') gives the wait ratio and the verdict"
+    ]
 
 
 # ------------------------------------------------------------ the user's own profilers
@@ -564,6 +575,7 @@ def join_user_profiles(
     Profiler with ``wait`` and ``compute`` phases becomes its process's trainer (those of
     one process with the same phases merged), so the run gets a wait ratio and a
     verdict from a trainer marked by hand."""
+    users = [u for u in users if _has_data(u.snapshot)]  # a Profiler that never recorded
     if not users:
         return
     by_pid: dict[int, list[UserProfile]] = {}
