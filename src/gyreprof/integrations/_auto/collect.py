@@ -222,10 +222,7 @@ class RunReport:
         if ended is not None:
             return ended
         if self.python_processes == 0:
-            why = (
-                "no Python process of this command was instrumented (is it a Python program? "
-                "`python -I`, `-E` and `-S` skip the start-up hook)"
-            )
+            why = f"no Python process of this command was instrumented ({_NOT_PYTHON})"
         else:
             why = (
                 f"{self.python_processes} Python process(es) ran, but none stepped a gymnasium "
@@ -236,6 +233,9 @@ class RunReport:
             "run the Profiler joins this report; gyreprof report trainer.snap reads it "
             "again):\n    " + "\n    ".join(HAND_MARKING)
         )
+
+
+_NOT_PYTHON = "is it a Python program? `python -I`, `-E` and `-S` skip the start-up hook"
 
 
 def _trail_pointer(report: RunReport) -> str:
@@ -265,6 +265,11 @@ def _ended_early(report: RunReport) -> str | None:
             f"{where}"
         )
     if report.exit_code not in (None, 0):
+        if report.python_processes == 0:
+            return (
+                f"nothing recorded: the command exited with code {report.exit_code}, and no "
+                f"Python process of it was instrumented ({_NOT_PYTHON})"
+            )
         if report.received:
             got = ", ".join(report.received)
             return (
@@ -588,7 +593,8 @@ def join_user_profiles(
             role = "main" if pid == main_pid else "child"
             entry = ProcessEntry(pid, role, True, "exit")
             entries.append(entry)
-        entry.contributed = True
+        if not entry.contributed:
+            entry.contributed, entry.source = True, "user profiler"
         if not auto_trainer and not _has_data(entry.trainer):
             mine = _adopt_trainer(entry, mine)
         entry.user = tuple(mine)
