@@ -193,3 +193,27 @@ def overhead() -> str:
             "inflated by about that much"
         )
     return "time fewer, coarser phases or use prof.lap() instead of context managers"
+
+
+def rolling_windows() -> str:
+    """How to get per-window wait ratios from a saved profile that closed no windows."""
+    if where() == "code":
+        return "pass the Profiler for exact windows"
+    return (
+        "in your script, mark each step with tp.begin() and give the Profiler a window_steps= "
+        "small enough to close windows in a run this long (e.g. window_steps=10)"
+    )
+
+
+def more_windows() -> str:
+    """How to get more windows than a handful."""
+    if where() == "run":
+        return "run longer (the launcher's trainer closes a window every step)"
+    return "run longer or pass a smaller window_steps="
+
+
+def ring_capacity() -> str:
+    """How to keep more of the ring's events."""
+    if where() == "run":
+        return "the launcher's profilers keep the latest 4096 events per thread"
+    return "a larger Profiler(capacity=...) keeps more"

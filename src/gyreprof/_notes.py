@@ -66,8 +66,7 @@ def ring_overwritten(n: int) -> str:
     """Windows cut from the ring after it wrapped: they cover the latest part only."""
     return (
         f"the ring overwrote {n} old events: per-window numbers cover only the latest part "
-        "of the run (overall numbers cover all of it); a larger Profiler(capacity=...) keeps "
-        "more"
+        f"of the run (overall numbers cover all of it); {_advice.ring_capacity()}"
     )
 
 
