@@ -25,8 +25,9 @@ from typing import Any
 
 from gyreprof.integrations._auto import records as rec
 
-#: the automatic profilers' label (state.new_thread): never the user's
-AUTO_LABEL = "gyreprof-run"
+#: the automatic profilers' labels start so (state.new_thread's "gyreprof-run", and any
+#: integration's own): they are never the user's
+AUTO_LABEL = "gyreprof"
 USER_MARK = ".user.json"
 
 _numbers = itertools.count()
@@ -36,7 +37,7 @@ def join_run(prof: Any) -> Path | None:
     """Save ``prof`` into the run folder at exit (see the module doc); the path template,
     or None outside a run or for the launcher's own profilers."""
     run_dir = os.environ.get(rec.ENV_RUN_DIR)
-    if not run_dir or prof.label == AUTO_LABEL:
+    if not run_dir or (prof.label or "").startswith(AUTO_LABEL):
         return None
     from gyreprof import _autosave
 
