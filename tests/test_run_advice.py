@@ -29,6 +29,7 @@ from gyreprof.integrations._auto.collect import HAND_MARKING  # noqa: E402
 
 from helpers.run_scripts.runhelp import (  # noqa: E402
     check_format,
+    gyreprof_popen,
     gyreprof_run,
     script,
     sigterm_when_ready,
@@ -210,6 +211,35 @@ def test_a_command_stopped_before_its_loop_gets_stop_words(tmp_path: Path) -> No
     assert first.startswith("nothing recorded: the command was stopped by SIGTERM")
     assert "interrupted or timed out" in first
     assert not any("Mark the phases by hand" in n for n in data["notes"])
+
+
+def test_a_command_that_exits_on_the_signal_passed_to_it_is_called_interrupted(
+    tmp_path: Path,
+) -> None:
+    body = """
+        import signal, sys, time
+
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+        print("READY", flush=True)
+        time.sleep(120)
+    """
+    proc, out = gyreprof_popen(tmp_path, sys.executable, _write(tmp_path, "quits.py", body))
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err[-3000:]
+    data = json.loads(out.read_text())
+    first = data["notes"][0]
+    assert first.startswith(
+        "nothing recorded: the command was interrupted (gyreprof run received SIGTERM) and "
+        "exited with code 1"
+    )
+    _no_hint(err)
 
 
 def test_a_failure_after_recording_says_what_the_numbers_cover(tmp_path: Path) -> None:
