@@ -239,10 +239,11 @@ _NOT_PYTHON = "is it a Python program? `python -I`, `-E` and `-S` skip the start
 
 
 def _trail_pointer(report: RunReport) -> str:
-    """Where the report's own evidence of the failure is: the trail notes, if any."""
+    """Where the report's own evidence of the failure is: the trail notes, if any (a trail
+    that holds nothing beyond the launch adds no note)."""
     if any("start-up trail" in n or "its stacks" in n for n in report.notes):
         return "; what its start-up trail shows is in the notes below"
-    return "; it left no start-up trail to show"
+    return ""
 
 
 def _ended_early(report: RunReport) -> str | None:
