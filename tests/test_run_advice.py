@@ -31,6 +31,7 @@ from helpers.run_scripts.runhelp import (  # noqa: E402
     check_format,
     gyreprof_popen,
     gyreprof_run,
+    printed,
     script,
     sigterm_when_ready,
 )
@@ -128,6 +129,39 @@ def test_the_hand_marking_hint_followed_literally_gives_a_wait_ratio_and_a_verdi
     back = json.loads(_gyreprof("report", str(save), "--json", cwd=tmp_path).stdout)
     assert back["exit_code"] == 0
     assert back["wait"]["ratio"] == pytest.approx(data["wait"]["ratio"])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_trainer_marked_by_hand_in_a_worker_process_joins_the_report(
+    tmp_path: Path, method: str
+) -> None:
+    body = f"""
+        import multiprocessing as mp
+        import time
+
+        def train():
+            import gyreprof as gp
+
+            tp = gp.Profiler(["wait", "compute"])
+            for _ in range(50):
+                with tp.phase("wait"):
+                    time.sleep(0.002)
+                with tp.phase("compute"):
+                    time.sleep(0.001)
+
+        if __name__ == "__main__":
+            p = mp.get_context({method!r}).Process(target=train)
+            p.start()
+            p.join()
+            print("CHILD", p.pid, flush=True)
+    """
+    proc, data = gyreprof_run(tmp_path, _write(tmp_path, "worker.py", body))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None
+    child = printed(proc.stdout, "CHILD")
+    assert data["trainer"]["phases"]["wait"]["count"] == 50
+    assert data["wait"] is not None and data["verdict"]["wait_ratio"] is not None
+    assert child in [p["pid"] for p in data["processes"] if p["contributed"]]
 
 
 def test_a_users_other_profilers_show_as_tables_of_their_own(tmp_path: Path) -> None:
