@@ -493,3 +493,19 @@ def test_user_profiler_outside_a_run_saves_nothing(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_report_of_a_trainer_still_warming_up_says_why_there_is_no_verdict(
+    tmp_path: Path,
+) -> None:
+    tp = gp.Profiler(["wait", "compute"], warmup_steps=5)  # and no tp.begin(): never ends
+    for _ in range(20):
+        with tp.phase("wait"):
+            pass
+        with tp.phase("compute"):
+            pass
+    (tmp_path / "t.snap").write_bytes(tp.snapshot().to_bytes())
+    rep = _gyreprof("report", "t.snap", cwd=tmp_path)
+    assert rep.returncode == 0
+    assert "no steady samples in them (still in its warm-up, first 5 steps)" in rep.stderr
+    assert "mark them with prof.begin(), or use warmup_s=" in rep.stdout

@@ -102,6 +102,23 @@ def _is_trainer(source: Any, wait: str = "wait", compute: str = "compute") -> bo
     return all(n in phases and phases[n].count > 0 for n in (wait, compute))
 
 
+def _why_not_a_trainer(source: Any, wait: str = "wait", compute: str = "compute") -> None:
+    """A profile with a trainer's phases but no steady samples in them: say why there is
+    no wait ratio (stderr), rather than print its table alone."""
+    phases = source.summary.phases
+    if not all(n in phases for n in (wait, compute)):
+        return
+    w = source.summary.warmup
+    why = "no steady samples in them"
+    if not w.done:
+        why += f" (still in its warm-up, {w.rule})"
+    print(
+        f"gyreprof report: a trainer profile ({wait!r} and {compute!r} phases) but {why}, so "
+        "no wait ratio and no verdict",
+        file=sys.stderr,
+    )
+
+
 # ------------------------------------------------------------------ a --save folder
 
 
@@ -329,6 +346,7 @@ def _report_files(
         sampler, trainer, names = None, sources[0], paths
     else:
         sampler, trainer, names = sources[0], None, paths
+        _why_not_a_trainer(sources[0])
     verdict = None
     if trainer is not None:
         try:
