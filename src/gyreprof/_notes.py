@@ -5,13 +5,15 @@ these things; they take the words from here so that one problem reads the same
 everywhere. Each function returns the note without a prefix (the caller adds
 ``"note: "`` or the side it speaks of) and nothing for a count of zero.
 
-This module imports only :mod:`gyreprof._format`, so any layer may use it.
+This module imports only :mod:`gyreprof._format` and :mod:`gyreprof._advice` (the
+advice at the end of a note, worded for where it is read), so any layer may use it.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from gyreprof import _advice
 from gyreprof._format import fmt_pct
 
 __all__ = [
@@ -64,8 +66,7 @@ def ring_overwritten(n: int) -> str:
     """Windows cut from the ring after it wrapped: they cover the latest part only."""
     return (
         f"the ring overwrote {n} old events: per-window numbers cover only the latest part "
-        "of the run (overall numbers cover all of it); a larger Profiler(capacity=...) keeps "
-        "more"
+        f"of the run (overall numbers cover all of it); {_advice.ring_capacity()}"
     )
 
 
@@ -74,15 +75,16 @@ def overhead(share: float, limit: float | None = None) -> str:
     text = f"the profiler itself took {fmt_pct(share)} of the wall time"
     if limit is None:
         return text
-    return (
-        f"{text} (above {fmt_pct(limit)}): time fewer, coarser phases or use prof.lap() "
-        "instead of context managers"
-    )
+    return f"{text} (above {fmt_pct(limit)}): {_advice.overhead()}"
 
 
-def warmup_not_excluded(detail: str = "") -> str:
-    """Warm-up left in the numbers; ``detail`` (e.g. the slowest first call) is appended."""
+def warmup_not_excluded(
+    detail: str = "", *, steps_marked: bool = True, side: str | None = None
+) -> str:
+    """Warm-up left in the numbers; ``detail`` (e.g. the slowest first call) is appended.
+    ``steps_marked`` / ``side``: the profile marks steps, which side it is (see
+    :func:`gyreprof._advice.warmup`)."""
     return (
         "warm-up was not excluded, so start-up costs (imports, JIT, allocator, first env "
-        f"resets) are in its numbers{detail}; pass Profiler(warmup_steps=...) or warmup_s=..."
+        f"resets) are in its numbers{detail}; {_advice.warmup(steps_marked, side)}"
     )

@@ -308,6 +308,10 @@ class Profiler:
                 template, templated=templated, recordings=self._recs
             )
             _autosave.register(self, self._autosave)
+        if os.environ.get("GYREPROF_RUN_DIR"):  # under gyreprof run: it joins the run's report
+            from gyreprof.integrations._auto.user import join_run
+
+            join_run(self)
 
     # -- recorders -------------------------------------------------------------
 

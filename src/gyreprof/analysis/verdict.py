@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _notes
+from gyreprof import _advice, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, encode, serial_format
@@ -258,7 +258,7 @@ def _cuda_in_use() -> bool:
         return False
 
 
-def _warmup_caveat(summary: Summary) -> str | None:
+def _warmup_caveat(summary: Summary, side: str | None = None) -> str | None:
     """Warm-up left in the numbers (with the slowest first call), or still running."""
     w = summary.warmup
     if w.rule == "none":
@@ -274,7 +274,7 @@ def _warmup_caveat(summary: Summary) -> str | None:
                 f"; e.g. the first {n!r} took {fmt_ns(v)} against a steady p50 of "
                 f"{fmt_ns(summary.phases[n].p50)}"
             )
-        return _notes.warmup_not_excluded(first)
+        return _notes.warmup_not_excluded(first, steps_marked=summary.step.count > 0, side=side)
     if not w.done:
         return f"still in warm-up ({w.rule}); its steady-state numbers are partial"
     return None
@@ -313,8 +313,7 @@ def _gpu_caveat(source: Source, summary: Summary, gpu_hints: Sequence[str]) -> s
             return (
                 f"CUDA is in use but {names} were timed without synchronising it; "
                 "GPU work is asynchronous, so its time lands in whichever phase next waits "
-                "for the GPU. Time them with gyreprof.integrations.torch.cuda_phase(prof, "
-                "name) or synchronized(prof)"
+                f"for the GPU: {_advice.gpu_sync()}"
             )
     elif names:
         return (
@@ -337,7 +336,7 @@ def _side_caveats(
     gpu_hints: Sequence[str],
 ) -> list[str]:
     """What may make one side's numbers mislead, each prefixed with the side."""
-    found = [_warmup_caveat(summary), _samples_caveat(summary, quoted, min_p99, min_p999)]
+    found = [_warmup_caveat(summary, side), _samples_caveat(summary, quoted, min_p99, min_p999)]
     if summary.overhead_share > overhead_limit:
         found.append(_notes.overhead(summary.overhead_share, overhead_limit))
     # the histograms keep overwritten events, so only values lost or clamped matter here
@@ -770,8 +769,8 @@ def _trainer_step(
         other = _sync_bound(share, sync_sampler_above, found.band)
         found.unknowns.append(
             "the loop's shape: judged as an overlapped pipeline (the stricter reading); if the "
-            "loop collects and then trains (SB3, CleanRL), pass loop='sync'; it would then be "
-            + ("balanced" if other == "balanced" else f"{other}-bound")
+            f"loop collects and then trains (SB3, CleanRL), {_advice.loop_sync()}; it would "
+            "then be " + ("balanced" if other == "balanced" else f"{other}-bound")
         )
     if bound in ("trainer", "balanced"):
         others = {n: st.share for n, st in t_summary.phases.items() if n != wait and st.count > 0}
@@ -849,18 +848,14 @@ def _phase_kind_and_tuning(
             what,
             [
                 "look at how the env is called (per-step Python overhead, observation copies, "
-                "resets) and whether the parallelism took effect: "
-                "gp.check_parallelism(pid, expected={'env_worker': N})",
+                "resets) and whether the parallelism took effect: " + _advice.check_parallelism(),
                 "a bigger batch will help little while env stepping dominates",
             ],
         )
     return (
         "forward/transfer",
         "it is not env stepping (forward pass / transfer / other)",
-        [
-            "sweep batch size and parallelism: gp.sweep(make_sampler, 'batch_size', "
-            "[8, 16, 32, 64], ...)"
-        ],
+        ["sweep batch size and parallelism: " + _advice.sweep()],
     )
 
 
@@ -910,10 +905,7 @@ def _sampler_step(
     seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage)
     if untimed_leads:
         top_kind, what = "untimed", "the untimed part is the largest"
-        tune = [
-            "time the rest of the sampler step before tuning it: wrap the policy forward, "
-            "the buffer writes and the observation handling in phases (prof.phase('fwd'), ...)"
-        ]
+        tune = [_advice.time_untimed()]
     look = UNTIMED if untimed_leads else top
     if wall.note:
         found.caveats.append(f"sampler: {wall.note}")
@@ -935,8 +927,7 @@ def _sampler_step(
                 "the sampler is waiting for its consumer, which points to a trainer-bound run"
             )
         found.unknowns.append(
-            "whether tuning the sampler pays off at all: profile the trainer as well and "
-            "call diagnose(sampler=..., trainer=...)"
+            "whether tuning the sampler pays off at all: " + _advice.profile_trainer()
         )
     return top
 
@@ -995,9 +986,12 @@ def _sampler_side(
     """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
     s_summary = sampler.summary
     if not any(st.count > 0 for st in s_summary.phases.values()):
+        fix = "time its loop first"
+        if not s_summary.warmup.done:
+            fix = f"its warm-up ({s_summary.warmup.rule}) never ended: {_advice.shorter_warmup()}"
         raise InvalidValueError(
             "the sampler profile has no steady-state samples in any phase (phases: "
-            f"{list(s_summary.phases)}); time its loop first"
+            f"{list(s_summary.phases)}); {fix}"
         )
     wall = _sampler_wall(s_summary, loop, report, wait)
     top = _sampler_step(
@@ -1010,8 +1004,7 @@ def _sampler_side(
 def _no_sampler(found: _Findings) -> None:
     if found.bound == "sampler":
         found.unknowns.append(
-            "which sampler phase to tune: no sampler profile; time the sampler loop with "
-            "phases such as 'env', 'fwd', 'xfer' and pass it as sampler="
+            "which sampler phase to tune: no sampler profile; " + _advice.profile_sampler()
         )
     elif found.bound == "trainer":
         found.unknowns.append(

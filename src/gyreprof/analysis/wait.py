@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _notes
+from gyreprof import _advice, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
 from gyreprof._serial import decode, encode, serial_derived, serial_format
 from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
@@ -561,7 +561,7 @@ def _trainer_windows(
         if rings is None:
             notes.append(
                 "no per-window ratios: the summary holds no closed rolling windows (they close "
-                "every window_steps marked steps); pass the Profiler for exact windows"
+                f"every window_steps marked steps); {_advice.rolling_windows()}"
             )
         else:
             notes.append(
@@ -709,7 +709,7 @@ def _closing_notes(summary: Summary, windows: list[WaitWindow], notes: list[str]
     if len(windows) and len(windows) < 5:
         notes.append(
             f"only {len(windows)} window(s): the per-window distribution and the spike search "
-            "say little; run longer or pass a smaller window_steps="
+            f"say little; {_advice.more_windows()}"
         )
 
 

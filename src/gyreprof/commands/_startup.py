@@ -49,7 +49,8 @@ class Watch:
 
     def _recorded(self) -> bool:
         try:
-            return any(n.endswith(".start.json") for n in os.listdir(self.run_dir))
+            names = os.listdir(self.run_dir)
+            return any(n.endswith((".start.json", ".user.json")) for n in names)
         except OSError:
             return False
 

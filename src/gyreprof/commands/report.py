@@ -6,12 +6,17 @@ wait ratio and the verdict whenever the phases allow; draw them.
 - two files (a sampler and a trainer profile, in either order): both tables, the wait
   report and the full verdict;
 - a ``gyreprof run --save DIR`` folder: the run's report again, the verdict included
-  (the text of ``gyreprof run``'s report; ``--json`` its ``gyreprof.run/1`` layout).
+  (the text of ``gyreprof run``'s report, headed by the command line and its exit code;
+  ``--json`` its ``gyreprof.run/1`` layout).
+
+The advice is worded for this command (``gyreprof._advice``): for files, its options
+and the lines of the script that saved them; for a folder, the launcher's options.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -25,6 +30,8 @@ from gyreprof._format import safe_text
 REPORT_FORMAT = "gyreprof.report/1"
 #: the index file ``gyreprof run --save DIR`` writes
 PROCESSES_JSON = "processes.json"
+#: what the folder keeps of the run itself (commands/run.py: RUN_FILE)
+RUN_JSON = "run.json"
 
 
 def register(sub: Any) -> None:
@@ -53,7 +60,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--loop",
         choices=("sync", "overlapped"),
-        help="the loop's shape for the verdict (a snapshot does not show it)",
+        help="the loop's shape for the verdict (a snapshot does not show it; for a --save "
+        "folder, in place of the one given to gyreprof run --loop)",
     )
     p.add_argument("--plot", metavar="OUT.png", help="write the pictures to this PNG file")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
@@ -94,6 +102,23 @@ def _is_trainer(source: Any, wait: str = "wait", compute: str = "compute") -> bo
     return all(n in phases and phases[n].count > 0 for n in (wait, compute))
 
 
+def _why_not_a_trainer(source: Any, wait: str = "wait", compute: str = "compute") -> None:
+    """A profile with a trainer's phases but no steady samples in them: say why there is
+    no wait ratio (stderr), rather than print its table alone."""
+    phases = source.summary.phases
+    if not all(n in phases for n in (wait, compute)):
+        return
+    w = source.summary.warmup
+    why = "no steady samples in them"
+    if not w.done:
+        why += f" (still in its warm-up, {w.rule})"
+    print(
+        f"gyreprof report: a trainer profile ({wait!r} and {compute!r} phases) but {why}, so "
+        "no wait ratio and no verdict",
+        file=sys.stderr,
+    )
+
+
 # ------------------------------------------------------------------ a --save folder
 
 
@@ -127,27 +152,89 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             collect._load_snap(folder / f"{role}-{pid}.{side}.snap", side, notes)
             for side in ("sampler", "trainer")
         ]
-        entries.append(collect.ProcessEntry(pid, role, contributed, how, loops, *snaps))
+        entry = collect.ProcessEntry(pid, role, contributed, how, loops, *snaps)
+        users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
+        collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
+        entries.append(entry)
+    if any(_has_data(e.trainer) and not any(u.as_trainer for u in e.user) for e in entries):
+        for e in entries:  # a user trainer stands in only while no automatic one recorded
+            if any(u.as_trainer for u in e.user):
+                e.trainer = None
+                e.user = tuple(dataclasses.replace(u, as_trainer=False) for u in e.user)
     return entries
 
 
-def saved_run(folder: Path) -> Any:
-    """The RunReport of a ``gyreprof run --save`` folder, judged as the run was."""
+def _has_data(snap: Any) -> bool:
+    return bool(snap is not None and snap.summary().events > 0)
+
+
+def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
+    """What the folder keeps of the run itself (``run.json``; none in a folder saved
+    before it was written): command, exit code, how it ended, the declared loop, notes."""
+    from gyreprof import _io
+
+    path = folder / RUN_JSON
+    try:
+        facts = json.loads(_io.read_bytes(path, "snapshot", what="gyreprof run --save facts"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        notes.append(f"skipped {RUN_JSON} of the folder: {str(exc)[:200]}")
+        return {}
+    if not isinstance(facts, dict):
+        notes.append(f"skipped {RUN_JSON} of the folder: not a JSON object")
+        return {}
+    out: dict[str, Any] = {}
+    command = facts.get("command")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        out["command"] = command
+    code = facts.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        out["exit_code"] = code
+    for key in ("ended_by", "loop"):
+        if isinstance(facts.get(key), str):
+            out[key] = facts[key]
+    if out.get("loop") not in (None, "sync", "overlapped"):
+        del out["loop"]
+    for key in ("received", "notes"):
+        value = facts.get(key)
+        if isinstance(value, list) and all(isinstance(x, str) for x in value):
+            out[key] = value
+    n = facts.get("python_processes")
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+        out["python_processes"] = n
+    return out
+
+
+def saved_run(folder: Path, loop: str | None = None) -> Any:
+    """The RunReport of a ``gyreprof run --save`` folder, judged as the run was (with
+    the loop it declared, or ``loop`` in its place)."""
+    from gyreprof._advice import advice_for
     from gyreprof.integrations._auto import collect
 
     notes: list[str] = []
     entries = _saved_entries(folder, notes)
+    facts = _run_facts(folder, notes)
+    notes[0:0] = facts.get("notes", [])
     got = [e for e in entries if e.contributed]
     report = collect.RunReport(
-        command=[],
-        exit_code=None,
+        command=facts.get("command", []),
+        exit_code=facts.get("exit_code"),
         processes=entries,
         sampler=collect._merge_noting([e.sampler for e in got], "sampler", notes),
         trainer=collect._merge_noting([e.trainer for e in got], "trainer", notes),
         notes=notes,
-        python_processes=len(entries),
+        python_processes=facts.get("python_processes", len(entries)),
+        ended_by=facts.get("ended_by"),
+        advice_for="run",
+        loop=loop or facts.get("loop"),
+        received=tuple(facts.get("received", ())),
     )
-    collect._judge(report, got)
+    with advice_for(report.advice_for):
+        collect._judge(report, got)
+    report.notes[:] = list(dict.fromkeys(report.notes))  # the saved notes hold the judge's
+    if not report.recognised:
+        report.notes.insert(0, report.nothing_recognised())
     return report
 
 
@@ -206,7 +293,7 @@ def _print(text: str) -> None:
 def _report_folder(args: argparse.Namespace, folder: Path, html_out: Path | None) -> int:
     from gyreprof.render import text as render_text
 
-    report = saved_run(folder)
+    report = saved_run(folder, args.loop)
     if html_out is not None:
         from gyreprof.export import html_report
 
@@ -237,6 +324,15 @@ def run(args: argparse.Namespace) -> int:
         if plot_out is not None:
             raise UsageError("--plot takes a file, not a --save folder; use --html")
         return _report_folder(args, Path(paths[0]), html_out)
+    from gyreprof._advice import advice_for
+
+    with advice_for("report"):  # "next" lines name this command's options and files
+        return _report_files(args, paths, plot_out, html_out)
+
+
+def _report_files(
+    args: argparse.Namespace, paths: list[str], plot_out: Path | None, html_out: Path | None
+) -> int:
     from gyreprof.analysis.verdict import diagnose
     from gyreprof.source import resolve
 
@@ -250,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
         sampler, trainer, names = None, sources[0], paths
     else:
         sampler, trainer, names = sources[0], None, paths
+        _why_not_a_trainer(sources[0])
     verdict = None
     if trainer is not None:
         try:

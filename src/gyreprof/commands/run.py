@@ -8,6 +8,12 @@ the end one report goes to stderr (COMMAND's stdout stays its own): sampler
 phases merged over the processes, the trainer's wait ratio, the verdict and
 which processes contributed. COMMAND's exit code passes through (128+N when a
 signal N ended it); 127 when it is not found.
+
+The settings the report's advice names are options here: ``--warmup-steps N`` /
+``--warmup-s S`` (the automatic profilers' warm-up, passed to every process through
+the environment, see ``integrations/_auto/options.py``) and ``--loop sync|overlapped``
+(the loop's shape, when it cannot be told from the timestamps). A ``gp.Profiler``
+the script creates itself joins the report (``integrations/_auto/user.py``).
 """
 
 from __future__ import annotations
@@ -97,11 +103,43 @@ def register(sub: Any) -> None:
             "the trainer's wait ratio, the verdict and which processes contributed. A first "
             "argument ending in .py runs with this Python. The exit code is COMMAND's."
         ),
-        usage="gyreprof run [--json FILE] [--html FILE] [--save DIR] -- COMMAND [ARGS...]",
+        usage="gyreprof run [--json FILE] [--html FILE] [--save DIR] [--warmup-steps N | "
+        "--warmup-s S] [--loop sync|overlapped] -- COMMAND [ARGS...]",
+        epilog="A gp.Profiler the script creates itself (e.g. gp.Profiler(['wait', 'compute']) "
+        "around fetching a batch and the update) joins the report: one with 'wait' and "
+        "'compute' phases stands for the trainer when no recognised library ran one.",
     )
     p.add_argument("--json", metavar="FILE", help="write the report as JSON (gyreprof.run/1)")
     p.add_argument("--html", metavar="FILE", help="write the sampler's HTML report (plot extra)")
-    p.add_argument("--save", metavar="DIR", help="keep every process's raw snapshots in DIR")
+    p.add_argument(
+        "--save",
+        metavar="DIR",
+        help="keep every process's raw snapshots, the command line and its exit code in DIR "
+        "(gyreprof report DIR reports the run again)",
+    )
+    warm = p.add_mutually_exclusive_group()
+    warm.add_argument(
+        "--warmup-steps",
+        metavar="N",
+        type=_warmup_steps,
+        help="exclude the trainer's first N steps (one collect-and-update each) from its "
+        "steady state, reported apart; the sampler marks no steps and keeps all of its "
+        "numbers (use --warmup-s for both)",
+    )
+    warm.add_argument(
+        "--warmup-s",
+        metavar="S",
+        type=_warmup_seconds,
+        help="exclude each automatic profiler's first S seconds (sampler and trainer) from "
+        "the steady state, reported apart",
+    )
+    p.add_argument(
+        "--loop",
+        choices=("sync", "overlapped"),
+        help="the loop's shape for the verdict (sync: collect, then train; overlapped: a "
+        "sampler feeding a queue while the trainer computes), when the report says it "
+        "could not be told",
+    )
     p.add_argument(
         "--startup-timeout",
         metavar="S",
@@ -116,6 +154,34 @@ def register(sub: Any) -> None:
 
 
 STARTUP_TIMEOUT_S = 60.0
+
+
+def _warmup_steps(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"give a whole number of trainer steps >= 0, got {text!r}"
+        ) from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"give a whole number of trainer steps >= 0, got {n}")
+    if n >= 1 << 63:
+        raise argparse.ArgumentTypeError(f"at most {(1 << 63) - 1} steps, got {n}")
+    return n
+
+
+def _warmup_seconds(text: str) -> float:
+    from gyreprof._validate import MAX_WARMUP_S
+
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a number of seconds >= 0, got {text!r}") from None
+    if not (0.0 <= s <= MAX_WARMUP_S):  # also refuses NaN and infinity
+        raise argparse.ArgumentTypeError(
+            f"give a number of seconds from 0 to {MAX_WARMUP_S:g}, got {text!r}"
+        )
+    return s
 
 
 def _check_output_file(opt: str, path: str | None) -> None:
@@ -194,6 +260,10 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     env["GYREPROF_RUN_PATH"] = str(pkg)
     env.pop("GYREPROF_RUN_MAIN_PID", None)
     env.pop("GYREPROF_STARTUP_TIMEOUT", None)
+    from gyreprof.integrations._auto import options
+
+    env.pop(options.ENV_WARMUP_STEPS, None)  # an outer run's settings are not this run's
+    env.pop(options.ENV_WARMUP_S, None)
     return env
 
 
@@ -208,10 +278,17 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
     for e in report.processes:
         for side in ("sampler", "trainer"):
             snap = getattr(e, side)
+            if side == "trainer" and any(u.as_trainer for u in e.user):
+                continue  # the user's own profiler, saved as such below
             if snap is not None:
                 path = directory / f"{e.role}-{e.pid}.{side}.snap"
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
+        for u in e.user:
+            path = directory / f"{e.role}-{e.pid}.user-{u.index}.snap"
+            write_atomic(path, u.snapshot.to_bytes())
+            written.append(path)
+    written.append(_save_run_facts(report, directory))
     index = directory / "processes.json"
     # each process's loop shapes too: gyreprof report DIR judges the run as it was
     rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]
@@ -219,6 +296,34 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
     write_atomic(index, text.encode())
     written.append(index)
     return written
+
+
+#: what a --save folder keeps of the run itself (gyreprof report DIR reads it)
+RUN_FILE = "run.json"
+RUN_FILE_FORMAT = "gyreprof.run-save/1"
+
+
+def _save_run_facts(report: Any, directory: Path) -> Path:
+    """``run.json``: the command line, its exit code and how it ended, the launcher's
+    settings that change the verdict, and the report's notes."""
+    import json
+
+    from gyreprof._io import write_atomic
+
+    first = report.nothing_recognised() if not report.recognised else None
+    facts = {
+        "format": RUN_FILE_FORMAT,
+        "command": list(report.command),
+        "exit_code": report.exit_code,
+        "ended_by": report.ended_by,
+        "received": list(report.received),
+        "python_processes": report.python_processes,
+        "loop": report.loop,
+        "notes": [n for n in report.notes if n != first],
+    }
+    path = directory / RUN_FILE
+    write_atomic(path, (json.dumps(facts, indent=2) + "\n").encode())
+    return path
 
 
 def run(args: argparse.Namespace) -> int:
@@ -330,8 +435,11 @@ def _run_and_report(
 ) -> int:
     from gyreprof._io import write_atomic
     from gyreprof.commands import _startup
+    from gyreprof.integrations._auto import options
     from gyreprof.integrations._auto.collect import collect_run
 
+    warm = (getattr(args, "warmup_steps", None), getattr(args, "warmup_s", None))
+    env.update(options.environment(*warm))
     timeout = float(getattr(args, "startup_timeout", STARTUP_TIMEOUT_S) or 0.0)
     if timeout > 0:
         env[_startup.ENV_STARTUP_TIMEOUT] = f"{timeout:g}"
@@ -361,11 +469,24 @@ def _run_and_report(
             "from their live segments"
         )
     exit_code = code if code >= 0 else 128 - code
+    if getattr(args, "warmup_steps", None):
+        notes.append(
+            f"--warmup-steps {args.warmup_steps} excluded the trainer's first "
+            f"{args.warmup_steps} steps; the sampler marks no steps and keeps its warm-up "
+            "(--warmup-s excludes the first seconds of both)"
+        )
     from gyreprof._format import safe_text
 
     try:
         report = collect_run(
-            run_dir, run_id, command, exit_code, notes=notes, signal_num=-code if code < 0 else None
+            run_dir,
+            run_id,
+            command,
+            exit_code,
+            notes=notes,
+            signal_num=-code if code < 0 else None,
+            loop=getattr(args, "loop", None),
+            received=tuple(dict.fromkeys(signal.Signals(s).name for s in [*passed, *shared])),
         )
     except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
         print(

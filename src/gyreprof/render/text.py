@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gyreprof import _notes
+from gyreprof import _advice, _notes
 from gyreprof._format import (
     SUMMARY_HEADERS,
     fmt_factor,
@@ -38,6 +38,7 @@ __all__ = [
     "phase_stats",
     "run_report",
     "run_processes",
+    "user_profiles",
     "summary",
     "summary_headline",
     "summary_rows",
@@ -93,13 +94,17 @@ def phase_stats(st: PhaseStats, name: str = "phase") -> str:
     )
 
 
-def warmup(w: WarmupInfo) -> str:
+def warmup(w: WarmupInfo, *, steps_marked: bool = True) -> str:
+    """The warm-up line; its advice is worded for where it is read (gyreprof._advice).
+    ``steps_marked``: the profile marks steps (a warm-up in steps can end)."""
     if w.rule == "none":
-        return "warm-up: none excluded (pass warmup_steps= or warmup_s= to exclude it)"
+        if _advice.where() == "code" and steps_marked:
+            return "warm-up: none excluded (pass warmup_steps= or warmup_s= to exclude it)"
+        return f"warm-up: none excluded; to exclude it, {_advice.warmup(steps_marked)}"
     if not w.done:
         hint = ""
         if w.steps == 0 and "steps" in w.rule:
-            hint = "; warm-up counts steps: mark them with prof.begin(), or use warmup_s="
+            hint = "; " + _advice.warmup_counts_steps()
         return f"warm-up: {w.rule}, still warming up ({w.steps} steps so far{hint})"
     return f"warm-up: {w.rule} excluded, {w.steps} steps, {fmt_ns(w.elapsed_ns)}"
 
@@ -143,7 +148,7 @@ def summary(s: Summary) -> str:
                 f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
             )
     lines.append(summary_table(s))
-    lines.append(warmup(s.warmup))
+    lines.append(warmup(s.warmup, steps_marked=s.step.count > 0))
     w = s.warmup
     steady = {**{k: v.mean for k, v in s.phases.items()}, STEP: s.step.mean}
     if w.first_ns:
@@ -426,15 +431,49 @@ def sampler_roles(r: RunReport) -> list[str]:
 
 
 def run_report(r: RunReport) -> str:
+    """The run's report; its advice worded for where it is read (``r.advice_for``)."""
+    with _advice.advice_for(r.advice_for):
+        return _run_report(r)
+
+
+def user_profiles(r: RunReport) -> list[str]:
+    """The tables of the Profilers the user created in the run's processes, but those
+    that stand for the trainer (their advice is the API's: the user wrote them)."""
     lines: list[str] = []
-    if r.command:  # a report read back from a --save folder has none
+    shown = [(p, u) for p in r.contributed for u in p.user if not u.as_trainer]
+    for p, u in shown[:USER_TABLES]:
+        s = u.snapshot.summary()
+        lines += ["", f"your profiler {u.name} in {safe_name(p.role)} {p.pid}:"]
+        with _advice.advice_for("code"):
+            lines.append(summary(s))
+    if len(shown) > USER_TABLES:
+        lines += ["", f"... and {len(shown) - USER_TABLES} more of your profilers (not shown)"]
+    return lines
+
+
+#: at most this many tables of the user's own profilers in a run's report
+USER_TABLES = 8
+
+
+def _trainer_heading(r: RunReport) -> str:
+    mine = [(p, u) for p in r.contributed for u in p.user if u.as_trainer]
+    if not mine:
+        return "trainer (wait: collecting / waiting for a batch; compute: the update):"
+    where = ", ".join(f"{u.name} in {safe_name(p.role)} {p.pid}" for p, u in mine)
+    return f"trainer (marked by hand: your {where}):"
+
+
+def _run_report(r: RunReport) -> str:
+    lines: list[str] = []
+    if r.command:  # a report read back from a --save folder saved before run.json has none
         cmd = " ".join(r.command)
         ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
         lines.append(f"gyreprof run: {cmd} ({ec})")
     lines.append("processes: " + run_processes(r))
     if not r.recognised:
-        lines.append(r.nothing_recognised())
-        lines += [f"note: {n}" for n in r.notes if not n.startswith("nothing recognised")]
+        first = r.nothing_recognised()
+        lines.append(first)
+        lines += [f"note: {n}" for n in r.notes if n != first]
         return "\n".join(lines)
     roles = sampler_roles(r)
     if roles:
@@ -446,8 +485,11 @@ def run_report(r: RunReport) -> str:
         lines.append(summary(r.sampler.summary()))
     if r.trainer is not None:
         lines.append("")
-        lines.append("trainer (wait: collecting / waiting for a batch; compute: the update):")
-        lines.append(summary(r.trainer.summary()))
+        lines.append(_trainer_heading(r))
+        own = any(u.as_trainer for p in r.contributed for u in p.user)
+        with _advice.advice_for("code" if own else r.advice_for):  # the user's Profiler
+            lines.append(summary(r.trainer.summary()))
+    lines += user_profiles(r)
     if r.wait is not None:
         lines.append("")
         lines.append(wait_report(r.wait))

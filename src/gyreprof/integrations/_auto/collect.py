@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gyreprof._advice import advice_for
 from gyreprof._errors import InvalidValueError
 from gyreprof._serial import decode, encode, loads, plain, serial_format
 from gyreprof.integrations._auto import records as rec
@@ -25,10 +26,47 @@ if TYPE_CHECKING:
     from gyreprof.summary import Summary
 
 FORMAT = "gyreprof.run/1"
-HAND_MARKING = (
+#: how to mark a trainer by hand, as the report prints it: the set-up lines go at the top
+#: of the script, the loop lines inside its training loop. Under ``gyreprof run`` the
+#: Profiler joins the run's report; ``gyreprof report trainer.snap`` reads it again.
+HAND_MARKING_SETUP = (
+    "import gyreprof as gp",
     'tp = gp.Profiler(["wait", "compute"], autosave="trainer.snap")',
-    'with tp.phase("wait"): batch = next(batches)    # and: with tp.phase("compute"): update(batch)',
 )
+HAND_MARKING_LOOP = (
+    'with tp.phase("wait"): batch = next(batches)',
+    'with tp.phase("compute"): update(batch)',
+)
+HAND_MARKING = (
+    *HAND_MARKING_SETUP,
+    "# and in the training loop, around fetching a batch and around the update:",
+    *HAND_MARKING_LOOP,
+)
+#: signals that mean a crash (the others that end a command stop it from outside)
+CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL", "SIGSYS", "SIGTRAP"})
+
+
+@dataclass(frozen=True)
+class UserProfile:
+    """A Profiler the user created in a process of the run (``<pid>.user-<n>.snap``).
+
+    ``as_trainer``: it stands for the process's trainer (phases ``wait`` and ``compute``,
+    while no automatic trainer recorded anything in the run)."""
+
+    pid: int
+    index: int
+    snapshot: Any  # Snapshot
+    as_trainer: bool = False
+
+    @property
+    def name(self) -> str:
+        """The profiler as the report names it: its label, else its phases."""
+        from gyreprof._format import safe_name
+
+        label = self.snapshot.meta.label
+        if label:
+            return safe_name(label)
+        return "Profiler([" + ", ".join(repr(safe_name(p)) for p in self.snapshot.phases) + "])"
 
 
 @dataclass
@@ -42,6 +80,8 @@ class ProcessEntry:
     loops: tuple[str, ...] = field(default=(), metadata={"serial": False})
     sampler: Any = field(default=None, metadata={"serial": False})  # Snapshot
     trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
+    # the Profilers the user created in the process (gyreprof run reads them too)
+    user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
 
     def to_dict(self) -> dict[str, Any]:
         """``pid``, ``role``, ``contributed``, ``source`` (gyreprof._serial)."""
@@ -113,6 +153,10 @@ class RunReport:
     notes: list[str] = field(default_factory=list)
     python_processes: int = 0
     ended_by: str | None = None  # the signal that ended the command ("SIGSEGV"), if one did
+    # where the report is read, for the wording of its advice (gyreprof._advice)
+    advice_for: str = "code"
+    loop: str | None = None  # the loop's shape as declared (gyreprof run --loop)
+    received: tuple[str, ...] = ()  # signals gyreprof run received while the command ran
 
     @property
     def contributed(self) -> list[ProcessEntry]:
@@ -124,7 +168,11 @@ class RunReport:
 
     @property
     def recognised(self) -> bool:
-        return self.sampler is not None or self.trainer is not None
+        return (
+            self.sampler is not None
+            or self.trainer is not None
+            or any(e.user for e in self.contributed)
+        )
 
     def record(self) -> RunRecord:
         """What is written of the report (:class:`RunRecord`)."""
@@ -167,24 +215,83 @@ class RunReport:
         return render_text.run_report(self)
 
     def nothing_recognised(self) -> str:
-        if self.ended_by is not None:
-            return (
-                f"nothing recognised: the command ended by {self.ended_by} before any step or "
-                "phase was recorded (what its start-up trail shows follows)"
-            )
+        """Why the report has no numbers, and what to do: a crash, a stop from outside and a
+        failed command each in their own words (pointing at the start-up trail notes);
+        the hand-marking hint only for a command that ran to its end."""
+        ended = _ended_early(self)
+        if ended is not None:
+            return ended
         if self.python_processes == 0:
-            why = (
-                "no Python process of this command was instrumented (is it a Python program? "
-                "`python -I`, `-E` and `-S` skip the start-up hook)"
-            )
+            why = f"no Python process of this command was instrumented ({_NOT_PYTHON})"
         else:
             why = (
                 f"{self.python_processes} Python process(es) ran, but none stepped a gymnasium "
                 "env, ran a stable-baselines3 algorithm or iterated a TorchRL collector"
             )
-        return f"nothing recognised: {why}. Mark the phases by hand:\n    " + "\n    ".join(
-            HAND_MARKING
+        return (
+            f"nothing recognised: {why}. Mark the phases by hand in your script (under gyreprof "
+            "run the Profiler joins this report; gyreprof report trainer.snap reads it "
+            "again):\n    " + "\n    ".join(HAND_MARKING)
         )
+
+
+_NOT_PYTHON = "is it a Python program? `python -I`, `-E` and `-S` skip the start-up hook"
+
+
+def _trail_pointer(report: RunReport) -> str:
+    """Where the report's own evidence of the failure is: the trail notes, if any (a trail
+    that holds nothing beyond the launch adds no note)."""
+    if any("start-up trail" in n or "its stacks" in n for n in report.notes):
+        return "; what its start-up trail shows is in the notes below"
+    return ""
+
+
+def _ended_early(report: RunReport) -> str | None:
+    """The words for a command that did not run to its end before recording anything: a
+    crash (a fatal signal), a stop from outside (SIGINT, SIGTERM, SIGKILL: interrupted or
+    timed out), a non-zero exit code; None for a command that ran to completion."""
+    before = "before any step or phase was recorded"
+    code = "" if report.exit_code is None else f", exit code {report.exit_code}"
+    where = _trail_pointer(report)
+    name = report.ended_by
+    if name is not None:
+        if name in CRASH_SIGNALS or not name.startswith("SIG"):
+            return (
+                f"nothing recorded: the command crashed ({name}{code}) {before}, so there is "
+                f"nothing to judge; fix the crash first{where}"
+            )
+        return (
+            f"nothing recorded: the command was stopped by {name}{code} {before}: it was "
+            "interrupted or timed out while starting up, before its loop recorded anything"
+            f"{where}"
+        )
+    if report.exit_code not in (None, 0):
+        if report.python_processes == 0:
+            return (
+                f"nothing recorded: the command exited with code {report.exit_code}, and no "
+                f"Python process of it was instrumented ({_NOT_PYTHON})"
+            )
+        if report.received:
+            got = ", ".join(report.received)
+            return (
+                f"nothing recorded: the command was interrupted (gyreprof run received {got}) "
+                f"and exited with code {report.exit_code} {before}{where}"
+            )
+        return (
+            f"nothing recorded: the command failed (exit code {report.exit_code}) {before}: "
+            f"it ended before its loop started (its own error output above says why){where}"
+        )
+    return None
+
+
+def _ending_notes(report: RunReport) -> list[str]:
+    """For a run that recorded something but did not end well: what the numbers cover."""
+    if not report.recognised or report.exit_code in (None, 0) or report.ended_by is not None:
+        return []
+    return [
+        f"the command exited with code {report.exit_code}: the numbers cover what it "
+        "recorded until then"
+    ]
 
 
 def _has_data(snap: Any) -> bool:
@@ -322,11 +429,15 @@ def collect_run(
     main_pid: int | None = None,
     notes: list[str] | None = None,
     signal_num: int | None = None,
+    loop: str | None = None,
+    received: tuple[str, ...] = (),
 ) -> RunReport:
     """Read every process's contribution from ``run_dir`` and judge the run.
 
     ``signal_num``: the signal that ended the command's main process (its report names
-    it and shows the stacks the process's trail holds)."""
+    it and shows the stacks the process's trail holds). ``loop``: the loop's shape as
+    declared (``gyreprof run --loop``). ``received``: the signals the launcher received
+    while the command ran (passed on or not)."""
     started = _pids(run_dir, ".start.json")
     done = _pids(run_dir, ".done.json")
     booted = _pids(run_dir, ".boot")
@@ -376,6 +487,7 @@ def collect_run(
             entry = ProcessEntry(pid, role, False, "none")
         entries.append(entry)
     entries += _exec_images(run_dir, all_notes, main_pid)
+    join_user_profiles(entries, read_user_profiles(run_dir, all_notes), _main_of(run_dir, main_pid))
     got = [e for e in entries if e.contributed]
     sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
     trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)
@@ -387,17 +499,123 @@ def collect_run(
         trainer=trainer,
         notes=all_notes,
         python_processes=len(booted | started | done),
+        advice_for="run",
+        loop=loop,
+        received=tuple(received),
     )
-    _judge(report, got)
+    with advice_for(report.advice_for):
+        _judge(report, got)
     crash = _trail_notes(run_dir, signal_num, report)
     if signal_num is not None:
         report.ended_by = _signal_name(signal_num)
     elif any("fatal signal" in n for n in crash):
         report.ended_by = "a fatal signal in one of its processes"
+    report.notes[0:0] = crash
     if not report.recognised:
         report.notes.insert(0, report.nothing_recognised())
-    report.notes[0:0] = crash
+    report.notes += _ending_notes(report) + _user_notes(report)
     return report
+
+
+def _user_notes(report: RunReport) -> list[str]:
+    """Why profilers marked by hand gave no verdict (their phases are not a trainer's)."""
+    if report.verdict is not None or not any(e.user for e in report.contributed):
+        return []
+    return [
+        "no verdict: your profilers' phases are shown, but none has a trainer's 'wait' and "
+        "'compute' phases with samples; a gp.Profiler(['wait', 'compute']) timing the fetch "
+        "of each batch ('wait') and the update ('compute') gives the wait ratio and the verdict"
+    ]
+
+
+# ------------------------------------------------------------ the user's own profilers
+
+#: ``<pid>.user-<n>.snap``: a Profiler the user created under gyreprof run (user.py)
+USER_SNAP = ".user-"
+
+
+def read_user_profiles(folder: Path, notes: list[str], prefix: str = "") -> list[UserProfile]:
+    """The user's Profilers saved in ``folder`` (``<prefix><pid>.user-<n>.snap``), in pid
+    and creation order; a file that is not a readable snapshot is skipped with a note."""
+    import gyreprof as gp
+    from gyreprof._io import read_bytes
+
+    found = []
+    for path in folder.glob(f"{prefix}*{USER_SNAP}*.snap"):
+        head, _, tail = path.name[len(prefix) : -len(".snap")].partition(USER_SNAP)
+        if not (head.isdigit() and tail.isdigit()):
+            continue
+        try:
+            snap = gp.Snapshot.from_bytes(read_bytes(path, "snapshot"))
+            snap.summary()  # decoded, but does it read back?
+        except Exception as exc:  # noqa: BLE001 - a record is never worth the report
+            _skipped(notes, path, exc)
+            continue
+        found.append(UserProfile(int(head), int(tail), snap))
+    return sorted(found, key=lambda u: (u.pid, u.index))
+
+
+def _main_of(run_dir: Path, main_pid: int | None) -> int | None:
+    """The command's main process: given, or the one the launcher started (its trail)."""
+    if main_pid is not None:
+        return main_pid
+    from gyreprof.integrations._auto import trail
+
+    for p in run_dir.glob("*.trail"):
+        info = trail.read_trail(p)
+        if info is not None and (info.launch or {}).get("ppid") == os.getpid():
+            return int(info.pid)
+    return None
+
+
+def _is_trainer_profile(snap: Any) -> bool:
+    phases = snap.summary().phases
+    return all(n in phases and phases[n].count > 0 for n in rec.TRAINER_PHASES)
+
+
+def join_user_profiles(
+    entries: list[ProcessEntry], users: list[UserProfile], main_pid: int | None
+) -> None:
+    """Give each process its user Profilers (a process that left nothing else gets an
+    entry of its own). While no automatic trainer recorded anything in the run, a user
+    Profiler with ``wait`` and ``compute`` phases becomes its process's trainer (those of
+    one process with the same phases merged), so the run gets a wait ratio and a
+    verdict from a trainer marked by hand."""
+    users = [u for u in users if _has_data(u.snapshot)]  # a Profiler that never recorded
+    if not users:
+        return
+    by_pid: dict[int, list[UserProfile]] = {}
+    for u in users:
+        by_pid.setdefault(u.pid, []).append(u)
+    auto_trainer = any(_has_data(e.trainer) for e in entries if e.contributed)
+    for pid, mine in by_pid.items():
+        entry = next((e for e in entries if e.pid == pid and e.source != "before exec"), None)
+        if entry is None:
+            role = "main" if pid == main_pid else "child"
+            entry = ProcessEntry(pid, role, True, "exit")
+            entries.append(entry)
+        if not entry.contributed:
+            entry.contributed, entry.source = True, "user profiler"
+        if not auto_trainer and not _has_data(entry.trainer):
+            mine = _adopt_trainer(entry, mine)
+        entry.user = tuple(mine)
+
+
+def _adopt_trainer(entry: ProcessEntry, mine: list[UserProfile]) -> list[UserProfile]:
+    import dataclasses
+
+    trainers = [u for u in mine if _is_trainer_profile(u.snapshot)]
+    if not trainers:
+        return mine
+    # the phases of the first trainer profile; others of the same phases merge into it
+    phases = tuple(trainers[0].snapshot.phases)
+    chosen = [u for u in trainers if tuple(u.snapshot.phases) == phases]
+    try:
+        entry.trainer = _merge([u.snapshot for u in chosen])
+    except Exception:  # noqa: BLE001 - shown as the user's own tables instead
+        return mine
+    ids = {id(u) for u in chosen}
+    return [dataclasses.replace(u, as_trainer=True) if id(u) in ids else u for u in mine]
 
 
 def _signal_name(num: int) -> str:
@@ -447,6 +665,11 @@ def _trail_notes(run_dir: Path, signal_num: int | None, report: RunReport) -> li
     return out
 
 
+def _declared_loop(report: RunReport) -> dict[str, Any]:
+    """The loop's shape the user declared (``gyreprof run --loop``), which wins."""
+    return {"loop": report.loop} if report.loop is not None else {}
+
+
 def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
     """``loop="sync"`` when every trainer loop that ran is known to be synchronous
     (SB3's collect-then-train, TorchRL's synchronous collectors); otherwise the
@@ -486,6 +709,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     if sampler is None and trainer is None:
         return
     try:
-        report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **_loop_kwargs(got))
+        loop_kw = _declared_loop(report) or _loop_kwargs(got)
+        report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **loop_kw)
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")

@@ -111,12 +111,15 @@ def new_thread() -> ThreadState:
         live_s = rec.segment_name(run_id, "sampler")
         live_t = rec.segment_name(run_id, "trainer")
     kw: dict[str, Any] = dict(capacity=1 << 12, label="gyreprof-run")
+    from gyreprof.integrations._auto.options import warmup_kwargs  # gyreprof run --warmup-*
+
+    skw, tkw = {**kw, **warmup_kwargs("sampler")}, {**kw, **warmup_kwargs("trainer")}
     try:
-        sampler = Profiler(rec.SAMPLER_PHASES, live=live_s, **kw)
-        trainer = Profiler(rec.TRAINER_PHASES, live=live_t, window_steps=1, **kw)
+        sampler = Profiler(rec.SAMPLER_PHASES, live=live_s, **skw)
+        trainer = Profiler(rec.TRAINER_PHASES, live=live_t, window_steps=1, **tkw)
     except OSError:  # no shared memory: record without the live segments
-        sampler = Profiler(rec.SAMPLER_PHASES, **kw)
-        trainer = Profiler(rec.TRAINER_PHASES, window_steps=1, **kw)
+        sampler = Profiler(rec.SAMPLER_PHASES, **skw)
+        trainer = Profiler(rec.TRAINER_PHASES, window_steps=1, **tkw)
     t = ThreadState(sampler, trainer)
     tls.t = t
     with _lock:

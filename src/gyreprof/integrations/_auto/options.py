@@ -1,0 +1,49 @@
+"""The ``gyreprof run`` options that reach every process of the run, through its
+environment: the warm-up of the automatic profilers.
+
+``--warmup-steps N`` (``$GYREPROF_RUN_WARMUP_STEPS``): the trainer's first N steps
+(one collect-and-update each) are warm-up. The sampler marks no steps, so a warm-up
+in steps would never end there: it is left out of the sampler's profilers.
+``--warmup-s S`` (``$GYREPROF_RUN_WARMUP_S``): the first S seconds of each automatic
+profiler (sampler and trainer, per thread) are warm-up. The launcher checks the
+values; a process that reads one it cannot use (set by hand) ignores it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+ENV_WARMUP_STEPS = "GYREPROF_RUN_WARMUP_STEPS"
+ENV_WARMUP_S = "GYREPROF_RUN_WARMUP_S"
+
+
+def warmup_kwargs(side: str) -> dict[str, Any]:
+    """``Profiler(...)`` warm-up keywords of an automatic profiler of ``side``
+    (``"sampler"`` or ``"trainer"``) from the environment; empty when none is set."""
+    seconds = os.environ.get(ENV_WARMUP_S)
+    if seconds:
+        try:
+            s = float(seconds)
+        except ValueError:
+            return {}
+        return {"warmup_s": s} if math.isfinite(s) and s > 0 else {}
+    steps = os.environ.get(ENV_WARMUP_STEPS)
+    if steps and side == "trainer":
+        try:
+            n = int(steps)
+        except ValueError:
+            return {}
+        return {"warmup_steps": n} if n > 0 else {}
+    return {}
+
+
+def environment(warmup_steps: int | None, warmup_s: float | None) -> dict[str, str]:
+    """The variables that carry the options to the run's processes."""
+    env = {}
+    if warmup_steps:
+        env[ENV_WARMUP_STEPS] = str(warmup_steps)
+    if warmup_s:
+        env[ENV_WARMUP_S] = repr(float(warmup_s))
+    return env
