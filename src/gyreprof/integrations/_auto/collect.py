@@ -376,6 +376,7 @@ def collect_run(
             entry = ProcessEntry(pid, role, False, "none")
         entries.append(entry)
     entries += _exec_images(run_dir, all_notes, main_pid)
+    all_notes += _role_notes(entries)
     got = [e for e in entries if e.contributed]
     sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
     trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)
@@ -398,6 +399,13 @@ def collect_run(
         report.notes.insert(0, report.nothing_recognised())
     report.notes[0:0] = crash
     return report
+
+
+def _role_notes(entries: list[ProcessEntry]) -> list[str]:
+    """What the processes of a framework's own roles did (RLlib's env runners)."""
+    from gyreprof.integrations._auto import patch_rllib
+
+    return patch_rllib.role_notes(entries)
 
 
 def _signal_name(num: int) -> str:
