@@ -32,9 +32,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
 import torch  # noqa: E402
-from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
+from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from trl.extras import profiling  # noqa: E402
@@ -139,7 +139,10 @@ def main() -> int:
             seed=0,
         )
         trainer = GRPOTrainer(
-            model=model, reward_funcs=reward_len, args=args, train_dataset=data,
+            model=model,
+            reward_funcs=reward_len,
+            args=args,
+            train_dataset=data,
             processing_class=tok,
         )
         t0 = time.perf_counter()
