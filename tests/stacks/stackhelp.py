@@ -35,6 +35,9 @@ class StackRun:
             env=OFFLINE,
             timeout=timeout,
         )
+        # kept beside the run's JSON for a look after a failure
+        (tmp / "script.stdout").write_text(self.proc.stdout)
+        (tmp / "script.stderr").write_text(self.proc.stderr)
         assert self.proc.returncode == 0, self.proc.stderr[-4000:]
         assert data is not None, self.proc.stderr[-4000:]
         check_format(data)
