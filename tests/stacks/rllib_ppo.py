@@ -1,10 +1,11 @@
 """RLlib PPO (new API stack) on CartPole with 2 env runners, with its own clocks.
 
-    python rllib_ppo.py MODE ITERS [ENV_SLEEP_S] [EPOCHS]
+    python rllib_ppo.py MODE ITERS [ENV_SLEEP_S] [EPOCHS] [LEARNERS]
 
 MODE ``env``: each env step sleeps ENV_SLEEP_S in a gymnasium wrapper (the
 sampling is slow); MODE ``train``: the learner runs EPOCHS SGD epochs over a
-wider model (the update is slow). Prints one line ``STACK_JSON {...}`` with
+wider model (the update is slow). LEARNERS 0 (the default) updates in the driver,
+1 in a learner actor of its own. Prints one line ``STACK_JSON {...}`` with
 what the script measured itself: the wall time of each ``algo.train()``, the
 env steps RLlib counted, the env-runner actors' own env-step clock, and
 RLlib's timers from the result dicts (sampling vs the learner update).
@@ -100,6 +101,7 @@ def main() -> int:
     iters = int(sys.argv[2])
     delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     epochs = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    learners = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     if mode not in ("env", "train"):
         raise SystemExit(f"MODE must be env or train, got {mode!r}")
     ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
@@ -109,7 +111,7 @@ def main() -> int:
         PPOConfig()
         .environment("slow_cartpole", env_config={"delay": delay if mode == "env" else 0.0})
         .env_runners(num_env_runners=2, num_envs_per_env_runner=1, rollout_fragment_length=100)
-        .learners(num_learners=0)
+        .learners(num_learners=learners, num_cpus_per_learner=1 if learners else "auto")
         .training(
             train_batch_size_per_learner=200,
             minibatch_size=50 if mode == "train" else 200,
@@ -142,6 +144,12 @@ def main() -> int:
         learn_s.append(float(u) if u is not None else float("nan"))
     wall = time.perf_counter() - t_all
     runners = algo.env_runner_group.foreach_env_runner(_probe, local_env_runner=False)
+    learner_pids = []
+    if learners:
+        learner_pids = [
+            int(r.get() if hasattr(r, "get") else r)
+            for r in algo.learner_group.foreach_learner(lambda learner: os.getpid())
+        ]
     lifetime = _find(result, "env_runners", "num_env_steps_sampled_lifetime")
     timers = {k: v for k, v in (result.get("timers") or {}).items() if isinstance(v, float)}
     out = {
@@ -149,6 +157,7 @@ def main() -> int:
         "mode": mode,
         "iters": iters,
         "driver_pid": os.getpid(),
+        "learner_pids": learner_pids,
         "wall_s": wall,
         "train_s": sum(train_s),
         # the driver's own clock: time in PPO's sampling call and in the learner update

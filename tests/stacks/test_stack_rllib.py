@@ -43,6 +43,13 @@ def train_slow(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
     return StackRun(tmp, "rllib_ppo.py", "train", str(TRAIN_ITERS), "0", "30")
 
 
+@pytest.fixture(scope="module")
+def remote_learner(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
+    """The learner in an actor of its own (``num_learners=1``), 2 short iterations."""
+    tmp = tmp_path_factory.mktemp("rllib_remote_learner")
+    return StackRun(tmp, "rllib_ppo.py", "train", "2", "0", "2", "1")
+
+
 def _check_counts(run: StackRun, iters: int) -> None:
     own = run.own
     assert run.data["exit_code"] == 0
@@ -86,6 +93,19 @@ def test_env_slow_names_the_ray_processes(env_slow: StackRun) -> None:
 
 def test_train_slow_names_the_ray_processes(train_slow: StackRun) -> None:
     _check_processes(train_slow)
+
+
+def test_remote_learner_is_named(remote_learner: StackRun) -> None:
+    roles = remote_learner.roles()
+    (learner,) = remote_learner.own["learner_pids"]
+    assert learner != remote_learner.own["driver_pid"]
+    # a learner actor steps no env: listed all the same, under its RLlib role
+    assert roles.get(learner) == "rllib_learner", remote_learner.data["processes"]
+    assert roles.get(remote_learner.own["driver_pid"]) == "main"
+    assert {roles.get(r["pid"]) for r in remote_learner.own["runners"]} == {"rllib_env_runner"}
+    notes = "\n".join(remote_learner.data["notes"])
+    assert "the learner updates in the driver" not in notes
+    _check_counts(remote_learner, 2)
 
 
 def _runner_env_s(run: StackRun) -> dict[int, float]:
