@@ -44,8 +44,16 @@ _LOCAL_LEARNER = (
 )
 
 
+#: a process holding several (a Tune trial actor builds the Algorithm, its local env
+#: runner and learner) takes the highest
+_RANK = {ENV_RUNNER: 0, LEARNER: 1, ALGORITHM: 2}
+_taken: tuple[int, str] | None = None  # (pid, role) this process took
+
+
 def _claim(role: str) -> None:
-    """This process takes ``role`` (the main process keeps ``main`` and gets a note)."""
+    """This process takes ``role`` unless it holds a higher one (the main process keeps
+    ``main`` and gets a note)."""
+    global _taken
     if st.run_dir is None:
         return
     pid = os.getpid()
@@ -55,6 +63,9 @@ def _claim(role: str) -> None:
         elif role == LEARNER:
             st.note(_LOCAL_LEARNER.format(pid=pid))
     else:
+        if _taken is not None and _taken[0] == pid and _RANK[_taken[1]] > _RANK[role]:
+            role = _taken[1]
+        _taken = (pid, role)
         st.registered(role)
     try:  # listed in the run from now on, even if it never times anything itself
         st.tls.t  # noqa: B018 - the thread's profilers, if it has them
