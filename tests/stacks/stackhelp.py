@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from helpers.run_scripts.runhelp import check_format, gyreprof_run
 
 HERE = Path(__file__).resolve().parent
@@ -18,6 +20,14 @@ OFFLINE = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_DEDUP_LOGS": "0",
 }
+
+
+def need(*modules: str) -> None:
+    """Skip unless every module imports (``pytest.importorskip``). Called from a test's
+    fixtures, not at collection: the default suite deselects these tests and does not pay
+    for importing RLlib or TRL."""
+    for name in modules:
+        pytest.importorskip(name)
 
 
 class StackRun:

@@ -14,14 +14,9 @@ own clock, the verdict's direction both ways); until then they are expected to f
 from __future__ import annotations
 
 import pytest
+from stackhelp import StackRun, need
 
-pytest.importorskip("torch")
-pytest.importorskip("gymnasium")
-pytest.importorskip("ray.rllib")
-
-from stackhelp import StackRun  # noqa: E402
-
-import gyreprof as gp  # noqa: E402
+import gyreprof as gp
 
 pytestmark = pytest.mark.slow
 
@@ -29,6 +24,11 @@ NEEDS_SIGNALS = pytest.mark.xfail(strict=False, reason="needs the universal trai
 ENV_ITERS = 5  # x 200 env steps (2 runners x 100)
 TRAIN_ITERS = 4
 STEPS_PER_ITER = 200
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    need("torch", "gymnasium", "ray.rllib")
 
 
 @pytest.fixture(scope="module")

@@ -17,18 +17,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stackhelp import HERE, OFFLINE, StackRun, need
 
-for _mod in ("torch", "transformers", "trl", "datasets", "tokenizers"):
-    pytest.importorskip(_mod)
-
-from stackhelp import HERE, OFFLINE, StackRun  # noqa: E402
-
-from helpers.run_scripts.runhelp import gyreprof_run, printed  # noqa: E402
+from helpers.run_scripts.runhelp import gyreprof_run, printed
 
 pytestmark = pytest.mark.slow
 
 NEEDS_SIGNALS = pytest.mark.xfail(strict=False, reason="needs the universal trainer signals")
 STEPS = 16
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _installed() -> None:
+    need("torch", "transformers", "trl", "datasets", "tokenizers")
 
 
 @pytest.fixture(scope="module")
