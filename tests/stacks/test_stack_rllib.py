@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 NEEDS_SIGNALS = pytest.mark.xfail(strict=False, reason="needs the universal trainer signals")
 ENV_ITERS = 5  # x 200 env steps (2 runners x 100)
-TRAIN_ITERS = 4
+TRAIN_ITERS = 3
 STEPS_PER_ITER = 200
 
 
