@@ -233,6 +233,12 @@ def _merge(snaps: list[Any]) -> Any:
 
 
 _PHASES = {"sampler": rec.SAMPLER_PHASES, "trainer": rec.TRAINER_PHASES}
+#: the phases of snapshots an earlier version saved (a ``--save`` folder read again): the
+#: sampler's before ``generate`` was added
+_EARLIER: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sampler": (rec.SAMPLER_PHASES[:5],),
+    "trainer": (),
+}
 
 
 def _merge_noting(snaps: list[Any], side: str, notes: list[str]) -> Any:
@@ -261,7 +267,7 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
         return None
     try:
         snap = gp.Snapshot.from_bytes(data)
-        if tuple(snap.phases) != _PHASES[side]:
+        if tuple(snap.phases) != _PHASES[side] and tuple(snap.phases) not in _EARLIER[side]:
             raise InvalidValueError(
                 f"phases {list(snap.phases)[:8]}, not the run's {side} phases {list(_PHASES[side])}"
             )
