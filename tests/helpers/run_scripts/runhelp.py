@@ -115,6 +115,7 @@ def check_format(data: dict[str, Any]) -> None:
             "step_async",
             "step_wait",
             "fwd",
+            "generate",
         }
     if data["trainer"] is not None:
         assert set(data["trainer"]["phases"]) == {"wait", "compute"}

@@ -17,6 +17,10 @@ def install_all() -> None:
     patch_gym.register()
     patch_sb3.register()
     patch_torchrl.register()
+    from gyreprof.integrations._auto import patch_rllib, patch_transformers
+
+    patch_transformers.register()
+    patch_rllib.register()
 
 
 def start() -> bool:

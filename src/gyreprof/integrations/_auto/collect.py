@@ -340,6 +340,12 @@ def _merge(snaps: list[Any]) -> Any:
 
 
 _PHASES = {"sampler": rec.SAMPLER_PHASES, "trainer": rec.TRAINER_PHASES}
+#: the phases of snapshots an earlier version saved (a ``--save`` folder read again): the
+#: sampler's before ``generate`` was added
+_EARLIER: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sampler": (rec.SAMPLER_PHASES[:5],),
+    "trainer": (),
+}
 
 
 def _merge_noting(snaps: list[Any], side: str, notes: list[str]) -> Any:
@@ -368,7 +374,7 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
         return None
     try:
         snap = gp.Snapshot.from_bytes(data)
-        if tuple(snap.phases) != _PHASES[side]:
+        if tuple(snap.phases) != _PHASES[side] and tuple(snap.phases) not in _EARLIER[side]:
             raise InvalidValueError(
                 f"phases {list(snap.phases)[:8]}, not the run's {side} phases {list(_PHASES[side])}"
             )
@@ -488,6 +494,7 @@ def collect_run(
         entries.append(entry)
     entries += _exec_images(run_dir, all_notes, main_pid)
     join_user_profiles(entries, read_user_profiles(run_dir, all_notes), _main_of(run_dir, main_pid))
+    all_notes += _role_notes(entries)
     got = [e for e in entries if e.contributed]
     sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
     trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)
@@ -616,6 +623,13 @@ def _adopt_trainer(entry: ProcessEntry, mine: list[UserProfile]) -> list[UserPro
         return mine
     ids = {id(u) for u in chosen}
     return [dataclasses.replace(u, as_trainer=True) if id(u) in ids else u for u in mine]
+
+
+def _role_notes(entries: list[ProcessEntry]) -> list[str]:
+    """What the processes of a framework's own roles did (RLlib's env runners)."""
+    from gyreprof.integrations._auto import patch_rllib
+
+    return patch_rllib.role_notes(entries)
 
 
 def _signal_name(num: int) -> str:

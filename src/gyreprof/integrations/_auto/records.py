@@ -26,7 +26,7 @@ from gyreprof._errors import CorruptDataError, InvalidValueError
 
 RECORD_VERSION = 1
 RECORD_FORMAT = "gyreprof.run-record/1"
-SAMPLER_PHASES: tuple[str, ...] = ("env_step", "env_reset", "step_async", "step_wait", "fwd")
+SAMPLER_PHASES = ("env_step", "env_reset", "step_async", "step_wait", "fwd", "generate")
 TRAINER_PHASES: tuple[str, ...] = ("wait", "compute")
 
 ENV_RUN_DIR = "GYREPROF_RUN_DIR"

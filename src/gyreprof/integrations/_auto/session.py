@@ -13,7 +13,7 @@ class Session:
     records while the session is open); ``report()`` judges them like ``gyreprof run``.
 
     ``sampler`` / ``trainer``: the calling thread's Profilers (phases
-    ``env_step, env_reset, step_async, step_wait, fwd`` and ``wait, compute``).
+    ``env_step, env_reset, step_async, step_wait, fwd, generate`` and ``wait, compute``).
     Use as a context manager to fix the end of the profiled span; without
     ``with`` the profilers keep recording.
     """

@@ -1,0 +1,146 @@
+"""RLlib on Ray: name the processes of a run by what they do for RLlib.
+
+- An ``EnvRunner`` (``SingleAgentEnvRunner``, ``MultiAgentEnvRunner``, the old
+  stack's ``RolloutWorker``) built in a process other than the run's main one is
+  an env-runner actor: role ``rllib_env_runner``, the sampler. Its env steps
+  are timed by the gymnasium patch as everywhere; the report adds its idle
+  share (its wall time minus its env stepping: waiting for the next sample
+  request while the learner updates and the weights sync), so runners idling
+  are reported as idle, not as time nobody timed.
+- A ``Learner`` built outside the main process is a learner actor: role
+  ``rllib_learner``. Built in the main process (``num_learners=0``) it updates
+  in the driver, and a note says so.
+- The ``Algorithm`` built in the main process makes it the Ray driver (a note
+  names it); built elsewhere (a Tune trial actor), role ``rllib_algorithm``.
+
+Each of these processes is listed in the run even when it records nothing of
+its own (its profilers are created when it takes its role). Roles are taken
+only under ``gyreprof run``; nothing here runs on RLlib's hot path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from gyreprof.integrations._auto import hooks, versions
+from gyreprof.integrations._auto import state as st
+
+ENV_RUNNER = "rllib_env_runner"
+LEARNER = "rllib_learner"
+ALGORITHM = "rllib_algorithm"
+
+# the versions whose EnvRunner / Learner / Algorithm classes this module knows
+versions.KNOWN.setdefault("ray", ((2, 9), (3, 0)))
+
+_DRIVER_NOTE = (
+    "RLlib: the Ray driver is main {pid}: it builds the Algorithm and drives each iteration"
+)
+_LOCAL_LEARNER = (
+    "RLlib: the learner updates in the driver (main {pid}; num_learners=0), between the "
+    "env runners' sampling rounds"
+)
+
+
+#: a process holding several (a Tune trial actor builds the Algorithm, its local env
+#: runner and learner) takes the highest
+_RANK = {ENV_RUNNER: 0, LEARNER: 1, ALGORITHM: 2}
+_taken: tuple[int, str] | None = None  # (pid, role) this process took
+
+
+def _claim(role: str) -> None:
+    """This process takes ``role`` unless it holds a higher one (the main process keeps
+    ``main`` and gets a note)."""
+    global _taken
+    if st.run_dir is None:
+        return
+    pid = os.getpid()
+    if pid == st.main_pid:
+        if role == ALGORITHM:
+            st.note(_DRIVER_NOTE.format(pid=pid))
+        elif role == LEARNER:
+            st.note(_LOCAL_LEARNER.format(pid=pid))
+    else:
+        if _taken is not None and _taken[0] == pid and _RANK[_taken[1]] > _RANK[role]:
+            role = _taken[1]
+        _taken = (pid, role)
+        st.registered(role)
+    try:  # listed in the run from now on, even if it never times anything itself
+        st.tls.t  # noqa: B018 - the thread's profilers, if it has them
+    except AttributeError:
+        st.new_thread()
+
+
+def _init(role: str) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            _claim(role)
+            original(self, *args, **kwargs)
+            # again: the envs it built registered this process as an env_worker
+            _claim(role)
+
+        return __init__
+
+    return make
+
+
+def _patch(module: ModuleType, cls_name: str, role: str) -> None:
+    problem = versions.check("ray", _ray_version())
+    if problem is not None:
+        st.warn_once("ray", problem)
+        return
+    cls = getattr(module, cls_name, None)
+    if isinstance(cls, type):
+        hooks.patch_methods(cls, ("__init__",), _init(role))
+
+
+def _ray_version() -> object:
+    import sys
+
+    return getattr(sys.modules.get("ray"), "__version__", None)
+
+
+def register() -> None:
+    hooks.when_imported("ray.rllib.env.env_runner", lambda m: _patch(m, "EnvRunner", ENV_RUNNER))
+    hooks.when_imported("ray.rllib.core.learner.learner", lambda m: _patch(m, "Learner", LEARNER))
+    hooks.when_imported(
+        "ray.rllib.algorithms.algorithm", lambda m: _patch(m, "Algorithm", ALGORITHM)
+    )
+
+
+# ------------------------------------------------------------------ the report's lines
+
+_ENV_STEPPING = ("env_step", "env_reset")
+
+
+def role_notes(entries: Sequence[Any]) -> list[str]:
+    """The report's line on the RLlib env runners among ``entries`` (collect's
+    ``ProcessEntry``s): how much of their wall time they stepped envs and how much they
+    were idle. Empty when no env runner contributed env steps."""
+    runners = []
+    for e in entries:
+        if e.role != ENV_RUNNER or not e.contributed or e.sampler is None:
+            continue
+        s = e.sampler.summary()
+        env_ns = float(sum(s.phases[n].sum_ns for n in _ENV_STEPPING if n in s.phases))
+        if env_ns > 0 and s.elapsed_s > 0:
+            runners.append((e.pid, env_ns / 1e9, s.elapsed_s))
+    if not runners:
+        return []
+    env_s = sum(r[1] for r in runners)
+    wall_s = sum(r[2] for r in runners)
+    busy = min(1.0, env_s / wall_s)
+    n = len(runners)
+    pids = ", ".join(str(r[0]) for r in runners)
+    return [
+        f"RLlib: the {n} env runner{'s' if n != 1 else ''} ({ENV_RUNNER} {pids}) stepped "
+        f"their envs {busy:.1%} of their wall time ({env_s:.3g} s of {wall_s:.3g} s); the "
+        f"other {1 - busy:.1%} (wall time minus env stepping) is their policy forward and "
+        "connectors, and idling while they wait for the driver's next sample request (the "
+        "learner's update, the weight sync)"
+    ]
+
+
+__all__ = ["ALGORITHM", "ENV_RUNNER", "LEARNER", "register", "role_notes"]
