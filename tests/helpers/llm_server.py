@@ -75,6 +75,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # no Nagle: a header write and a small body write would wait ~40 ms for an ACK
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     # --------------------------------------------------------------- helpers
 
     def _knob(self, body: dict[str, Any], name: str) -> Any:
@@ -320,6 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # a batch of many concurrent connections
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

@@ -17,6 +17,9 @@ def install_all() -> None:
     patch_gym.register()
     patch_sb3.register()
     patch_torchrl.register()
+    from gyreprof.integrations._auto import patch_http  # HTTP rollout clients (issue 23)
+
+    patch_http.register()
 
 
 def start() -> bool:

@@ -20,6 +20,7 @@ from gyreprof._serial import decode, encode, loads, plain, serial_format
 from gyreprof.integrations._auto import records as rec
 
 if TYPE_CHECKING:
+    from gyreprof.analysis.rollouts import RolloutReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.summary import Summary
@@ -68,6 +69,10 @@ def __getattr__(name: str) -> Any:
         from gyreprof.summary import Summary
 
         return Summary
+    if name == "RolloutReport":
+        from gyreprof.analysis.rollouts import RolloutReport
+
+        return RolloutReport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -85,6 +90,7 @@ class RunRecord:
     processes: list[ProcessEntry]
     exit_code: int | None
     notes: list[str]
+    rollouts: RolloutReport | None = field(default=None, metadata=_WHOLE)  # HTTP requests
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -113,6 +119,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)
     python_processes: int = 0
     ended_by: str | None = None  # the signal that ended the command ("SIGSEGV"), if one did
+    rollouts: Any = None  # RolloutReport of the HTTP rollout requests, or None
 
     @property
     def contributed(self) -> list[ProcessEntry]:
@@ -124,7 +131,7 @@ class RunReport:
 
     @property
     def recognised(self) -> bool:
-        return self.sampler is not None or self.trainer is not None
+        return self.sampler is not None or self.trainer is not None or self.rollouts is not None
 
     def record(self) -> RunRecord:
         """What is written of the report (:class:`RunRecord`)."""
@@ -136,6 +143,7 @@ class RunReport:
             processes=list(self.processes),
             exit_code=self.exit_code,
             notes=list(self.notes),
+            rollouts=self.rollouts,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -388,6 +396,7 @@ def collect_run(
         notes=all_notes,
         python_processes=len(booted | started | done),
     )
+    report.rollouts = _rollouts(run_dir, all_notes)
     _judge(report, got)
     crash = _trail_notes(run_dir, signal_num, report)
     if signal_num is not None:
@@ -398,6 +407,27 @@ def collect_run(
         report.notes.insert(0, report.nothing_recognised())
     report.notes[0:0] = crash
     return report
+
+
+def _rollouts(run_dir: Path, notes: list[str]) -> Any:
+    """The HTTP rollout requests of every process that saved them (``<key>.rollouts.json``:
+    a pid, or the key of an image replaced by exec); a bad record is skipped with a note."""
+    from gyreprof.integrations._auto import rollout_record
+
+    records = []
+    for p in sorted(run_dir.glob("*.rollouts.json")):
+        key = p.name[: -len(".rollouts.json")]
+        if not key.isdigit() and rec.parse_exec_key(key) is None:
+            continue
+        try:
+            records.append(rollout_record.read(p))
+        except (OSError, ValueError) as exc:
+            _skipped(notes, p, exc)
+    try:
+        return rollout_record.report(records) if records else None
+    except ValueError as exc:
+        notes.append(f"no rollout report: {exc}")
+        return None
 
 
 def _signal_name(num: int) -> str:

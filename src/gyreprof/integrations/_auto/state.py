@@ -261,6 +261,7 @@ def save(how: str, key: int | str | None = None) -> bool:
             path = rec.snap_path(run_dir, name, side)
             write_atomic(path, snap.to_bytes())
             written.append(path)
+        _save_rollouts(name)
         write_atomic(rec.done_path(run_dir, name), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         for path in written:
@@ -277,6 +278,17 @@ def save(how: str, key: int | str | None = None) -> bool:
         )
         return False
     return True
+
+
+def _save_rollouts(name: int | str) -> None:
+    """The HTTP rollout requests (issue 23) in their own record; a failure costs only them."""
+    try:
+        from gyreprof.integrations._auto import rollout_record
+
+        if run_dir is not None:
+            rollout_record.save(run_dir, name)
+    except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+        print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
 
 
 def _unlink(path: Path) -> None:

@@ -1,0 +1,597 @@
+"""This process's HTTP rollout requests: one :class:`Span` per request, per thread.
+
+The patched clients (``patch_http``) open a :class:`Request` when a request
+starts and finish it when its answer is in (for a stream: when the user's last
+read of it ends). Finishing appends one :class:`Span` to the calling thread's
+:class:`ThreadLog` (no lock: one writer per thread). A thread keeps its last
+``SPAN_CAP`` spans whole (the batches, the in-flight figures and the latency
+percentiles are read from them); older ones are folded into per-endpoint
+totals, so counts, outcomes, tokens and bytes are never lost.
+
+Each thread also writes its requests into the core (``gyreprof._core.recorder.Spans``
+over a Profiler with phases ``request, attempt, ttft, inter_token``): the
+histograms and ring of the core, and that thread's in-flight count over time.
+
+**Endpoint.** ``scheme://host:port/path`` with ids folded: a path segment of
+digits, a UUID, a hex string of 8+ characters, or a segment of 16+ characters
+with a digit becomes ``{id}``; the query is dropped. A process keeps at most
+``ENDPOINT_CAP`` endpoints (the rest are ``(other endpoints)``).
+
+**Outcome** (one per request, also per attempt): ``ok``, ``refused`` (the
+connection was refused), ``timeout``, ``reset`` (the connection closed or was
+reset under the request), ``4xx``, ``5xx``, ``empty`` (a 2xx whose result list
+is empty: ``choices`` when the body has that key, else ``data``, else a
+top-level JSON list; a stream whose events never carried a non-empty
+``choices``), ``error`` (any other failure).
+
+**Bodies** are scanned, never parsed: at most ``BODY_CAP`` bytes of an answer
+the client has already read (or the user reads) are searched for
+``"prompt_tokens"``/``"completion_tokens"`` and for the empty result list. A
+body that is not JSON (its first byte is neither ``{`` nor ``[``) is counted as
+``not_json``; a larger one as ``oversized`` and not scanned.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import re
+import threading
+import time
+from typing import Any
+
+OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
+FAILURES = frozenset(("refused", "timeout", "reset", "4xx", "5xx", "empty", "error"))
+PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
+REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
+
+BODY_CAP = 1 << 20  # bytes of one answer that are scanned for usage and empty lists
+SPAN_CAP = 1 << 15  # spans kept whole per thread (older ones are folded into totals)
+ENDPOINT_CAP = 256
+OTHER_ENDPOINT = "(other endpoints)"
+
+_now = time.monotonic_ns  # CLOCK_MONOTONIC: the core's clock, comparable across processes
+
+
+# ----------------------------------------------------------------- endpoints
+
+_ID_SEG = re.compile(
+    r"^(?:\d+|[0-9a-fA-F]{8,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+    r"[0-9a-fA-F]{12})$"
+)
+_DIGIT = re.compile(r"\d")
+_folded: dict[tuple[str, str, int | None, str], str] = {}
+
+
+def fold_path(path: str) -> str:
+    """``path`` with its id segments as ``{id}`` (query and fragment dropped)."""
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    parts = []
+    for seg in path.split("/"):
+        if seg and (_ID_SEG.match(seg) or (len(seg) >= 16 and _DIGIT.search(seg))):
+            parts.append("{id}")
+        else:
+            parts.append(seg)
+    return "/".join(parts) or "/"
+
+
+def endpoint(scheme: str, host: str, port: int | None, path: str) -> str:
+    """The folded endpoint name (cached per raw scheme, host, port and path)."""
+    key = (scheme, host, port, path)
+    name = _folded.get(key)
+    if name is not None:
+        return name
+    scheme = (scheme or "http").lower()
+    if port is None:
+        port = 443 if scheme in ("https", "wss") else 80
+    name = f"{scheme}://{host}:{port}{fold_path(path)}"
+    if len(_folded) < 4096:
+        _folded[key] = name
+    return name
+
+
+def endpoint_of_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(url)
+        return endpoint(u.scheme, u.hostname or "", u.port, u.path)
+    except ValueError:
+        return OTHER_ENDPOINT
+
+
+# ----------------------------------------------------------------- outcomes
+
+_RESET_NAMES = frozenset(
+    (
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+        "ServerDisconnectedError",
+        "ClientOSError",
+        "ClientPayloadError",
+        "RemoteDisconnected",
+        "IncompleteRead",
+        "ChunkedEncodingError",
+        "ProtocolError",
+        "BadStatusLine",
+    )
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo and len(out) < 12:
+        e = todo.pop(0)
+        if not isinstance(e, BaseException) or any(e is o for o in out):
+            continue
+        out.append(e)
+        todo.extend((e.__cause__, e.__context__))
+        for attr in ("reason", "os_error"):
+            v = getattr(e, attr, None)
+            if isinstance(v, BaseException):
+                todo.append(v)
+        args = getattr(e, "args", ())
+        if args and isinstance(args[0], BaseException):
+            todo.append(args[0])
+    return out
+
+
+def classify_exception(exc: BaseException) -> str:
+    """The outcome class of a request that raised ``exc`` (its cause chain read)."""
+    import errno
+
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "refused"
+    for e in chain:
+        if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__:
+            return "timeout"
+    for e in chain:
+        if isinstance(e, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return "reset"
+    for e in chain:
+        if type(e).__name__ in _RESET_NAMES:
+            return "reset"
+    return "error"
+
+
+def status_class(status: int) -> str:
+    if 500 <= status:
+        return "5xx"
+    if 400 <= status:
+        return "4xx"
+    return "ok"
+
+
+# ------------------------------------------------------------------- bodies
+
+_PROMPT = re.compile(rb'"prompt_tokens"\s*:\s*(\d{1,12})')
+_COMPLETION = re.compile(rb'"completion_tokens"\s*:\s*(\d{1,12})')
+_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
+_DATA = re.compile(rb'"data"\s*:\s*\[\s*(\]?)')
+
+
+def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
+    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
+    tokens -1 when not found; ``empty_field`` names the result list found empty
+    (``choices``, ``data``, ``(list)``), else None; ``flag`` 0 scanned, 1 not JSON,
+    2 oversized (not scanned)."""
+    if len(body) > BODY_CAP:
+        return -1, -1, None, 2
+    head = body[:64].lstrip()
+    if not head or head[:1] not in (b"{", b"["):
+        return -1, -1, None, 1
+    if head[:1] == b"[":
+        return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
+    m = _PROMPT.search(body)
+    p = int(m.group(1)) if m else -1
+    m = _COMPLETION.search(body)
+    c = int(m.group(1)) if m else -1
+    empty = None
+    m = _CHOICES.search(body)
+    if m is not None:
+        if m.group(1):
+            empty = "choices"
+    else:
+        m = _DATA.search(body)
+        if m is not None and m.group(1):
+            empty = "data"
+    return p, c, empty, 0
+
+
+# -------------------------------------------------------------------- spans
+
+
+class Span:
+    """One finished request (times in ns on CLOCK_MONOTONIC)."""
+
+    __slots__ = (
+        "endpoint",
+        "start",
+        "end",
+        "outcome",
+        "prompt_tokens",
+        "completion_tokens",
+        "ttft",
+        "chunks",
+        "attempts",
+        "retried",
+        "bytes_in",
+        "bytes_out",
+        "stream",
+        "empty_field",
+        "body_flag",
+        "thread",
+        "client",
+    )
+
+    def __init__(self, req: Request, end: int) -> None:
+        self.endpoint = req.endpoint
+        self.start = req.start
+        self.end = end
+        self.outcome = req.outcome
+        self.prompt_tokens = req.prompt_tokens
+        self.completion_tokens = req.completion_tokens
+        self.ttft = req.ttft
+        self.chunks = req.chunks
+        self.attempts = max(1, req.attempts)
+        self.retried = tuple(req.retried)
+        self.bytes_in = req.bytes_in
+        self.bytes_out = req.bytes_out
+        self.stream = req.stream
+        self.empty_field = req.empty_field
+        self.body_flag = req.body_flag
+        self.thread = req.thread
+        self.client = req.client
+
+
+class Request:
+    """A request in flight: what the patched layers learn of it, until :meth:`finish`."""
+
+    __slots__ = (
+        "endpoint",
+        "start",
+        "outcome",
+        "prompt_tokens",
+        "completion_tokens",
+        "ttft",
+        "chunks",
+        "attempts",
+        "retried",
+        "bytes_in",
+        "bytes_out",
+        "stream",
+        "empty_field",
+        "body_flag",
+        "thread",
+        "client",
+        "log",
+        "last_chunk",
+        "finished",
+        "span",
+        "saw_choice",
+        "in_call",
+        "open_stream",
+    )
+
+    def __init__(self, ep: str, client: str) -> None:
+        log = thread_log()
+        self.log = log
+        self.endpoint = ep
+        self.client = client
+        self.thread = log.ident
+        self.outcome = "ok"
+        self.prompt_tokens = -1
+        self.completion_tokens = -1
+        self.ttft = -1
+        self.chunks = 0
+        self.attempts = 0
+        self.retried: list[str] = []
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.stream = False
+        self.empty_field: str | None = None
+        self.body_flag = 0
+        self.last_chunk = -1
+        self.finished = False
+        self.span: Span | None = None
+        self.saw_choice = False
+        self.in_call = False  # the call that opened it has not returned yet
+        self.open_stream = False  # its answer is a stream the user has not finished reading
+        if ep:
+            self.check_retry()
+        self.start = log.spans_core.begin() if log.core_ok else _now()
+
+    def check_retry(self) -> None:
+        """A request to the endpoint that the last request of this context failed on is
+        a retry (a user's loop repeating it), counted with that failure's class."""
+        prev = _last_failure.get()
+        if prev is not None and prev[0] == self.endpoint:
+            self.retried.append(prev[1])
+
+    def body(self, data: bytes) -> None:
+        """A whole answer body the client has read: tokens, empty list, flags."""
+        self.bytes_in += len(data)
+        p, c, empty, flag = scan_body(data)
+        self.body_flag = flag
+        if p >= 0:
+            self.prompt_tokens = p
+        if c >= 0:
+            self.completion_tokens = c
+        if empty is not None and self.outcome == "ok":
+            self.outcome = "empty"
+            self.empty_field = empty
+
+    def chunk(self, data: bytes) -> None:
+        """A stream chunk the user has just read (never read ahead of them)."""
+        now = _now()
+        n = len(data)
+        self.bytes_in += n
+        if not n:
+            return
+        if self.ttft < 0:
+            self.ttft = now - self.start
+            self.log.record(TTFT, self.ttft)
+        elif self.last_chunk >= 0:
+            self.log.record(INTER_TOKEN, now - self.last_chunk)
+        self.last_chunk = now
+        self.chunks += 1
+        if not self.saw_choice and b'"choices"' in data:
+            for found in _CHOICES.finditer(data):
+                if not found.group(1):
+                    self.saw_choice = True
+                    break
+        if b"_tokens" in data and n <= BODY_CAP:
+            m = _PROMPT.search(data)
+            if m:
+                self.prompt_tokens = int(m.group(1))
+            m = _COMPLETION.search(data)
+            if m:
+                self.completion_tokens = int(m.group(1))
+
+    def fail(self, outcome: str) -> None:
+        self.outcome = outcome
+
+    def finish(self) -> None:
+        """Record the request (once); later calls do nothing."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.stream and self.outcome == "ok" and self.chunks and not self.saw_choice:
+            self.outcome = "empty"
+            self.empty_field = "choices (stream)"
+        log = self.log
+        end = -1
+        if log.core_ok and log.ident == threading.get_ident():
+            try:
+                d = log.spans_core.end(REQUEST, self.start)
+                end = self.start + d
+            except Exception:  # noqa: BLE001 - the core refused: the span still counts
+                end = -1
+        if end < 0:
+            end = _now()
+        span = Span(self, end)
+        self.span = span
+        mine = thread_log()
+        mine.add(span)
+        if self.outcome in FAILURES:
+            _last_failure.set((self.endpoint, self.outcome))
+        else:
+            _last_failure.set(None)
+
+
+#: the last failed request of this context (thread, asyncio task): (endpoint, outcome)
+_last_failure: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "gyreprof_http_last_failure", default=None
+)
+
+
+class Totals:
+    """Per endpoint, the figures of spans folded out of a thread's kept spans."""
+
+    __slots__ = (
+        "requests",
+        "attempts",
+        "outcomes",
+        "retried",
+        "bytes_in",
+        "bytes_out",
+        "prompt_tokens",
+        "completion_tokens",
+        "with_usage",
+        "streams",
+        "chunks",
+        "not_json",
+        "oversized",
+        "empty_fields",
+        "clients",
+    )
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.attempts = 0
+        self.outcomes: dict[str, int] = {}
+        self.retried: dict[str, int] = {}
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.with_usage = 0
+        self.streams = 0
+        self.chunks = 0
+        self.not_json = 0
+        self.oversized = 0
+        self.empty_fields: dict[str, int] = {}
+        self.clients: dict[str, int] = {}
+
+    def add(self, s: Span) -> None:
+        self.requests += 1
+        self.attempts += s.attempts
+        self.outcomes[s.outcome] = self.outcomes.get(s.outcome, 0) + 1
+        for r in s.retried:
+            self.retried[r] = self.retried.get(r, 0) + 1
+        self.bytes_in += s.bytes_in
+        self.bytes_out += s.bytes_out
+        if s.prompt_tokens >= 0 or s.completion_tokens >= 0:
+            self.with_usage += 1
+            self.prompt_tokens += max(0, s.prompt_tokens)
+            self.completion_tokens += max(0, s.completion_tokens)
+        if s.stream:
+            self.streams += 1
+            self.chunks += s.chunks
+        if s.body_flag == 1:
+            self.not_json += 1
+        elif s.body_flag == 2:
+            self.oversized += 1
+        if s.empty_field is not None:
+            self.empty_fields[s.empty_field] = self.empty_fields.get(s.empty_field, 0) + 1
+        self.clients[s.client] = self.clients.get(s.client, 0) + 1
+
+    def merge(self, o: Totals) -> None:
+        for name in (
+            "requests",
+            "attempts",
+            "bytes_in",
+            "bytes_out",
+            "prompt_tokens",
+            "completion_tokens",
+            "with_usage",
+            "streams",
+            "chunks",
+            "not_json",
+            "oversized",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(o, name))
+        for name in ("outcomes", "retried", "empty_fields", "clients"):
+            mine, theirs = getattr(self, name), getattr(o, name)
+            for k, v in theirs.items():
+                mine[k] = mine.get(k, 0) + v
+
+
+class ThreadLog:
+    """One thread's requests: kept spans, folded totals and its core recorder."""
+
+    __slots__ = ("ident", "spans", "folded", "dropped", "prof", "spans_core", "core_ok", "rec")
+
+    def __init__(self) -> None:
+        self.ident = threading.get_ident()
+        self.spans: list[Span] = []
+        self.folded: dict[str, Totals] = {}
+        self.dropped = 0
+        self.core_ok = False
+        self.prof: Any = None
+        self.rec: Any = None
+        self.spans_core: Any = None
+        try:
+            from gyreprof._core.recorder import Spans
+            from gyreprof.profiler import Profiler
+
+            self.prof = Profiler(PHASES, capacity=1 << 12, label="gyreprof-http")
+            self.rec = self.prof.recorder
+            self.spans_core = Spans(self.rec)
+            self.core_ok = True
+        except Exception:  # noqa: BLE001, S110 - no core: the spans are still kept in Python
+            pass
+
+    def record(self, phase: int, ns: int) -> None:
+        if self.core_ok and self.ident == threading.get_ident():
+            try:
+                self.rec.record(phase, ns)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+
+    def add(self, span: Span) -> None:
+        spans = self.spans
+        spans.append(span)
+        if len(spans) >= SPAN_CAP:
+            old = spans[: SPAN_CAP // 2]
+            del spans[: SPAN_CAP // 2]
+            for s in old:
+                t = self.folded.get(s.endpoint)
+                if t is None:
+                    t = self.folded[s.endpoint] = Totals()
+                t.add(s)
+            self.dropped += len(old)
+
+
+_tls = threading.local()
+_logs: list[ThreadLog] = []
+_lock = threading.Lock()
+_endpoints: set[str] = set()
+
+
+def thread_log() -> ThreadLog:
+    try:
+        log: ThreadLog = _tls.log
+        return log
+    except AttributeError:
+        pass
+    log = ThreadLog()
+    _tls.log = log
+    with _lock:
+        _logs.append(log)
+    _on_first_request()
+    return log
+
+
+def capped(ep: str) -> str:
+    """``ep``, or the catch-all name once the process has ``ENDPOINT_CAP`` endpoints."""
+    if ep in _endpoints:
+        return ep
+    with _lock:
+        if len(_endpoints) >= ENDPOINT_CAP:
+            return OTHER_ENDPOINT
+        _endpoints.add(ep)
+    return ep
+
+
+def logs() -> list[ThreadLog]:
+    with _lock:
+        return list(_logs)
+
+
+def mark() -> int:
+    """The registry mark of a profiling session (logs created from here on)."""
+    global _tls
+    with _lock:
+        n = len(_logs)
+    _tls = threading.local()
+    return n
+
+
+def logs_since(n: int) -> list[ThreadLog]:
+    with _lock:
+        return list(_logs[n:])
+
+
+_started_pid = 0
+
+
+def _on_first_request() -> None:
+    """Under ``gyreprof run``, a process's first request makes it a recording process
+    (its start file and its save at exit), as a first env step does."""
+    global _started_pid
+    if _started_pid == os.getpid():
+        return
+    _started_pid = os.getpid()
+    try:
+        from gyreprof.integrations._auto import state as st
+
+        if st.run_dir is not None and getattr(st.tls, "t", None) is None:
+            st.new_thread()
+    except Exception:  # noqa: BLE001, S110 - the requests are still recorded here
+        pass
+
+
+def _after_fork_in_child() -> None:
+    global _tls, _lock, _logs
+    _tls = threading.local()
+    _lock = threading.Lock()
+    _logs = []
+    _endpoints.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
