@@ -10,6 +10,9 @@ connection (``http.server.ThreadingHTTPServer``):
   ``usage``, then ``data: [DONE]``.
 - ``GET /v1/models``: a model list (``data`` is a JSON list field).
 
+A request whose client left before the answer was written (its timeout) is
+logged as ``gone``.
+
 What a request gets is chosen per request, by a header or by the JSON body
 (the body wins; ``x-test-...`` headers otherwise):
 
@@ -94,8 +97,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        self._write(data)
         return len(data)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client went away (its timeout): logged as "gone"
+            self.gone = True
+            self.close_connection = True
 
     def _reset(self) -> None:
         # SO_LINGER 0: close() sends an RST instead of a FIN
@@ -104,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _log(self, **kw: Any) -> None:
+        if getattr(self, "gone", False):
+            kw["outcome"] = "gone"
         with self.server.lock:
             self.server.log.append(Entry(**kw))
             self.server.changed.notify_all()
@@ -211,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-type", "text/html")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data)
             self._log(outcome="text", status=200, prompt_tokens=0, completion_tokens=0, **base)
             return
         if isinstance(special, str) and special.startswith("big:"):
@@ -220,13 +232,13 @@ class _Handler(BaseHTTPRequestHandler):
                 {"usage": {"prompt_tokens": prompt, "completion_tokens": completion}}
             )[1:]
             head = '{"pad": "'
-            pad = "x" * max(0, size - len(head) - len(tail) - 2)
+            pad = "x" * max(0, size - len(head) - len(tail) - 3)
             data = (head + pad + '", ' + tail).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            self._write(data)
             self._log(
                 outcome="big",
                 status=200,
