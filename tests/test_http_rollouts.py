@@ -25,6 +25,7 @@ from gyreprof.analysis import rollouts as ar  # noqa: E402
 from gyreprof.integrations import http  # noqa: E402
 from gyreprof.integrations._auto import rollout_log as rl  # noqa: E402
 from gyreprof.integrations._auto import rollout_record  # noqa: E402
+
 from helpers.llm_server import LLMServer, closed_port  # noqa: E402
 
 CHAT = "/v1/chat/completions"
@@ -97,11 +98,11 @@ def test_outcome_classes_match_the_server_log(llm: LLMServer) -> None:
 
 def test_user_loop_retry_is_counted_with_its_failure_class(llm: LLMServer) -> None:
     with http.profile() as prof, httpx.Client(base_url=llm.url) as c:
-        for attempt in range(3):  # a user's retry loop: 2 x 500, then an answer
+        codes = []
+        while not codes or codes[-1] != 200:  # a user's retry loop: 2 x 500, then an answer
             r = c.post(CHAT, json={"test_fail_first": 2, "test_key": "loop", "max_tokens": 2})
-            if r.status_code == 200:
-                break
-        assert attempt == 2
+            codes.append(r.status_code)
+        assert codes == [500, 500, 200]
     e = _one(prof.report(), _ep(llm))
     assert e.requests == 3 == len(llm.log)
     assert e.retries == 2 and e.retried == {"5xx": 2}
@@ -159,9 +160,10 @@ def test_stream_ttft_is_the_servers_first_chunk_delay(llm: LLMServer) -> None:
     assert 0.15e9 <= s.ttft < (s.end - s.start)
     e = _one(prof.report(), _ep(llm))
     assert e.streams == 1 and e.chunks >= 6
-    assert e.completion_tokens == 6 == llm.log[0].completion_tokens  # from the usage chunk
+    [logged] = [x for x in llm.wait_logged(1) if x.stream]
+    assert e.completion_tokens == 6 == logged.completion_tokens  # from the usage chunk
     assert e.ttft.p50 is not None and e.ttft.p50 >= 150.0
-    assert e.inter_chunk.p50 is not None and e.inter_chunk.p50 >= 5.0
+    assert e.inter_chunk.p50 is not None and e.inter_chunk.p50 >= 2.0  # 10 ms per token
     assert e.outcomes["ok"] == 1
 
 

@@ -53,11 +53,13 @@ _active: contextvars.ContextVar[rl.Request | None] = contextvars.ContextVar(
 
 
 def _known(lib: str, version: object) -> bool:
+    from gyreprof.integrations._auto import state as st
+
     m = re.match(r"\s*(\d+)\.(\d+)", version) if isinstance(version, str) else None
     lo, hi = KNOWN[lib]
     if m is not None and lo <= (int(m.group(1)), int(m.group(2))) < hi:
+        st.preload()  # the first request does not pay for the imports
         return True
-    from gyreprof.integrations._auto import state as st
 
     st.warn_once(
         lib,

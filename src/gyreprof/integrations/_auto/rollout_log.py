@@ -9,8 +9,9 @@ percentiles are read from them); older ones are folded into per-endpoint
 totals, so counts, outcomes, tokens and bytes are never lost.
 
 Each thread also writes its requests into the core (``gyreprof._core.recorder.Spans``
-over a Profiler with phases ``request, attempt, ttft, inter_token``): the
-histograms and ring of the core, and that thread's in-flight count over time.
+over a Recorder with phases ``request, attempt, ttft, inter_token``): the
+histograms and ring of the core, and that thread's in-flight count over time
+(saved as the record's ``gauges``).
 
 **Endpoint.** ``scheme://host:port/path`` with ids folded: a path segment of
 digits, a UUID, a hex string of 8+ characters, or a segment of 16+ characters
@@ -474,7 +475,7 @@ class Totals:
 class ThreadLog:
     """One thread's requests: kept spans, folded totals and its core recorder."""
 
-    __slots__ = ("ident", "spans", "folded", "dropped", "prof", "spans_core", "core_ok", "rec")
+    __slots__ = ("ident", "spans", "folded", "dropped", "spans_core", "core_ok", "rec")
 
     def __init__(self) -> None:
         self.ident = threading.get_ident()
@@ -482,15 +483,14 @@ class ThreadLog:
         self.folded: dict[str, Totals] = {}
         self.dropped = 0
         self.core_ok = False
-        self.prof: Any = None
         self.rec: Any = None
         self.spans_core: Any = None
         try:
-            from gyreprof._core.recorder import Spans
-            from gyreprof.profiler import Profiler
+            from gyreprof._core.recorder import Recorder, Spans
 
-            self.prof = Profiler(PHASES, capacity=1 << 12, label="gyreprof-http")
-            self.rec = self.prof.recorder
+            # a bare Recorder (under 1 ms to make; a Profiler's calibration costs more, on
+            # the first request of every thread of a pool)
+            self.rec = Recorder(len(PHASES), capacity=1 << 12)
             self.spans_core = Spans(self.rec)
             self.core_ok = True
         except Exception:  # noqa: BLE001, S110 - no core: the spans are still kept in Python

@@ -1,0 +1,46 @@
+"""``gyreprof run`` on an unmodified HTTP rollout client (httpx from a thread pool, the
+openai SDK, requests) against the local server: the run report's ``rollouts`` part,
+checked against the server's own log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("openai")
+pytest.importorskip("requests")
+
+from helpers.llm_server import LLMServer  # noqa: E402
+from helpers.run_scripts.runhelp import gyreprof_run, printed, script  # noqa: E402
+
+BATCHES = 3
+
+
+def test_run_reports_rollouts_of_an_unmodified_client(tmp_path: Path) -> None:
+    with LLMServer() as srv:
+        proc, data = gyreprof_run(
+            tmp_path, script("http_rollouts.py"), srv.url, str(BATCHES), timeout=240
+        )
+        log = srv.wait_logged(BATCHES * 10)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert data is not None, proc.stderr[-4000:]
+    assert printed(proc.stdout, "requests") == BATCHES * 10 == len(log)
+    roll = data["rollouts"]
+    assert roll["format"] == "gyreprof.rollouts/1"
+    eps = {e["endpoint"]: e for e in roll["endpoints"]}
+    chat = eps[f"http://127.0.0.1:{srv.port}/v1/chat/completions"]
+    comp = eps[f"http://127.0.0.1:{srv.port}/v1/completions"]
+    assert chat["requests"] == BATCHES * 9 and chat["clients"] == ["httpx", "openai"]
+    assert comp["requests"] == BATCHES and comp["clients"] == ["requests"]
+    assert chat["attempts"] == chat["requests"]  # no retries, and openai's send not doubled
+    server_tokens = sum(e.completion_tokens for e in log)
+    assert chat["completion_tokens"] + comp["completion_tokens"] == server_tokens
+    assert chat["outcomes"]["ok"] == BATCHES * 9 and comp["outcomes"]["ok"] == BATCHES
+    # each pool.map of 8 with one slow request is a batch with a long tail
+    assert roll["batch_count"] == BATCHES
+    assert all(b["requests"] == 8 and b["tail_share"] > 0.4 for b in roll["batches"])
+    assert chat["in_flight_max"] == 8
+    assert "rollout requests" in proc.stdout + proc.stderr
+    assert "nothing recognised" not in proc.stdout + proc.stderr
