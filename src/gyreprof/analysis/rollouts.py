@@ -35,6 +35,8 @@ FAILURES = frozenset(OUTCOMES[1:])
 BATCHES_LISTED = 50
 #: the median tail share from which the verdict says the tail dominates
 TAIL_DOMINATES = 0.25
+#: points of an endpoint's in-flight series (each the most in flight in its bucket)
+SERIES_POINTS = 200
 
 SPAN_FIELDS: tuple[str, ...] = (
     "endpoint",
@@ -228,6 +230,9 @@ class EndpointReport:
     empty_fields: dict[str, int]
     batches: int
     processes: int
+    #: requests in flight over time: ``[t_s, most in flight]`` per bucket of the
+    #: endpoint's active time (``SERIES_POINTS`` buckets at most; t from its first start)
+    concurrency: list[list[float]] = field(default_factory=list)
 
     @property
     def failures(self) -> int:
@@ -311,6 +316,40 @@ def in_flight(spans: list[SpanRow]) -> tuple[float | None, int, float | None, in
     if span <= 0:
         return float(peak), peak, 1.0, 0
     return area / span, peak, at_max / span, busy
+
+
+def concurrency_series(spans: list[SpanRow], points: int = SERIES_POINTS) -> list[list[float]]:
+    """``[[t_s, most in flight], ...]``: the active time cut into ``points`` buckets."""
+    if not spans:
+        return []
+    events = sorted(
+        [(s.start, 1) for s in spans] + [(max(s.start, s.end), -1) for s in spans],
+        key=lambda e: (e[0], e[1]),
+    )
+    t0, t1 = events[0][0], events[-1][0]
+    width = max(1, (t1 - t0) // points + 1)
+    peaks = [0] * points
+    cur = 0
+    for t, d in events:
+        if d > 0:
+            cur += 1
+            b = min(points - 1, (t - t0) // width)
+            peaks[b] = max(peaks[b], cur)
+        else:
+            cur -= 1
+    # a bucket with no start keeps the count carried into it
+    out: list[list[float]] = []
+    cur = 0
+    i = 0
+    for b in range(points):
+        edge = t0 + b * width
+        while i < len(events) and events[i][0] < edge:
+            cur += events[i][1]
+            i += 1
+        out.append([(b * width) / 1e9, float(max(peaks[b], cur))])
+        if edge > t1:
+            break
+    return out
 
 
 def batches_of(spans: list[SpanRow]) -> list[BatchReport]:
@@ -402,6 +441,7 @@ def _endpoint(
         empty_fields=dict(sorted(t.empty_fields.items())),
         batches=batches,
         processes=len({s.pid for s in spans}),
+        concurrency=concurrency_series(spans),
     )
 
 

@@ -1,7 +1,7 @@
 """A rollout client run under ``gyreprof run``: ``http_rollouts.py URL BATCHES``.
 
-Each batch: 8 chat completions sent together from a thread pool (httpx), the 8th
-arriving at the server delayed (the server's ``x-test-delay-ms``), then one
+Each batch: 8 chat completions sent together from a thread pool (httpx), answered
+after 60 ms, the 8th after 400 ms (the server's ``x-test-delay-ms``), then one
 openai-SDK call and one ``requests`` call. Prints ``requests N`` at the end.
 """
 
@@ -21,7 +21,7 @@ n = 0
 
 
 def one(i: int) -> int:
-    delay = 300 if i == 7 else 5
+    delay = 400 if i == 7 else 60
     r = client.post(
         "/v1/chat/completions",
         json={"messages": [{"role": "user", "content": "a b"}], "max_tokens": 4},

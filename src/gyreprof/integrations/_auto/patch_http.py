@@ -96,8 +96,26 @@ def _new(ep: str, client: str) -> rl.Request:
     return rl.Request(rl.capped(ep), client)
 
 
+_by_ref: dict[Any, str] = {}
+
+
 def _httpx_endpoint(url: Any) -> str:
-    return rl.endpoint(url.scheme, url.host, url.port, url.path)
+    """The endpoint of an httpx URL, cached by its parsed reference (a tuple)."""
+    ref = getattr(url, "_uri_reference", None)
+    if ref is not None:
+        ep = _by_ref.get(ref)
+        if ep is not None:
+            return ep
+    ep = rl.capped(rl.endpoint(url.scheme, url.host, url.port, url.path))
+    if ref is not None and len(_by_ref) < 4096:
+        _by_ref[ref] = ep
+    return ep
+
+
+def _httpx_sent(request: Any) -> int:
+    """Bytes of the request body when httpx holds it whole (the usual JSON body)."""
+    data = request.__dict__.get("_content")
+    return len(data) if isinstance(data, bytes) else _content_length(request.headers)
 
 
 def _content_length(headers: Any) -> int:
@@ -141,14 +159,15 @@ def _httpx_begin(req: rl.Request, request: Any) -> None:
         req.body_flag = 0
     req.attempts += 1
     if not req.endpoint:
-        req.endpoint = rl.capped(_httpx_endpoint(request.url))
+        req.endpoint = _httpx_endpoint(request.url)
         req.check_retry()
-    req.bytes_out += _content_length(request.headers)
+    req.bytes_out += _httpx_sent(request)
 
 
 def _httpx_answer(req: rl.Request, resp: Any, stream: bool, mod: ModuleType, t0: int) -> None:
     req.outcome = rl.status_class(resp.status_code)
-    req.log.record(rl.ATTEMPT, rl._now() - t0)
+    if t0 > 0:  # an attempt of an SDK request
+        req.log.record(rl.ATTEMPT, rl._now() - t0)
     if stream:
         req.stream = True
         req.open_stream = True
@@ -253,41 +272,57 @@ def _async_wrapper(mod: ModuleType) -> Any:
     return TimedAsyncStream
 
 
+def _httpx_open(request: Any) -> rl.Request:
+    req = rl.Request(_httpx_endpoint(request.url), "httpx")
+    req.attempts = 1
+    req.bytes_out = _httpx_sent(request)
+    return req
+
+
+def _httpx_done(req: rl.Request, resp: Any, stream: bool, mod: ModuleType) -> None:
+    """A plain httpx request's answer: recorded now, or when its stream has been read."""
+    status = resp.status_code
+    req.outcome = "ok" if status < 400 else ("5xx" if status >= 500 else "4xx")
+    if stream:
+        _httpx_answer(req, resp, True, mod, 0)
+        if req.open_stream:
+            return
+    else:
+        data = resp.__dict__.get("_content")
+        if data is not None:
+            req.body(data)
+    req.finish()
+
+
+def _httpx_failed(req: rl.Request, exc: BaseException) -> None:
+    req.outcome = rl.classify_exception(exc)
+    req.finish()
+
+
 def _httpx_send(mod: ModuleType) -> hooks.Make:
     def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             outer = _active.get()
-            if outer is not None and outer.client != "openai":
-                return original(self, request, *args, **kwargs)  # another layer owns it
-            stream = bool(kwargs.get("stream", False))
-            t0 = rl._now()
-            token = None
-            if outer is None:
-                req = _guard(_new, _guard(_httpx_endpoint, request.url) or "", "httpx")
-                if req is None:
-                    return original(self, request, *args, **kwargs)
-                req.in_call = True
-                token = _active.set(req)
-            else:
-                req = outer
-            _guard(_httpx_begin, req, request)
+            if outer is not None:
+                if outer.client != "openai":
+                    return original(self, request, *args, **kwargs)  # another layer owns it
+                return _attempt(original, self, request, args, kwargs, outer, mod)
+            try:
+                req = _httpx_open(request)
+            except Exception:  # noqa: BLE001 - uninstrumented rather than broken
+                return original(self, request, *args, **kwargs)
             try:
                 resp = original(self, request, *args, **kwargs)
             except BaseException as exc:
-                _guard(req.fail, rl.classify_exception(exc))
-                if token is not None:
-                    _active.reset(token)
-                    req.in_call = False
-                    _guard(req.finish)
-                    _guard(trainer_wait, req.start, rl._now(), "http")
+                _guard(_httpx_failed, req, exc)
+                _guard(trainer_wait, req.start, req.end, "http")
                 raise
-            _guard(_httpx_answer, req, resp, stream, mod, t0)
-            if token is not None:
-                _active.reset(token)
-                req.in_call = False
-                if not req.open_stream:
-                    _guard(req.finish)
-                    _guard(trainer_wait, req.start, rl._now(), "http")
+            try:
+                _httpx_done(req, resp, kwargs.get("stream", False), mod)
+                if req.finished:
+                    trainer_wait(req.start, req.end, "http")
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
             return resp
 
         return send
@@ -295,39 +330,65 @@ def _httpx_send(mod: ModuleType) -> hooks.Make:
     return make
 
 
+def _attempt(
+    original: Callable[..., Any],
+    client: Any,
+    request: Any,
+    args: Any,
+    kwargs: Any,
+    req: rl.Request,
+    mod: ModuleType,
+) -> Any:
+    """One transport send of an SDK request (its attempt)."""
+    t0 = rl._now()
+    _guard(_httpx_begin, req, request)
+    try:
+        resp = original(client, request, *args, **kwargs)
+    except BaseException as exc:
+        _guard(req.fail, rl.classify_exception(exc))
+        raise
+    _guard(_httpx_answer, req, resp, bool(kwargs.get("stream", False)), mod, t0)
+    return resp
+
+
+async def _aattempt(
+    original: Callable[..., Any],
+    client: Any,
+    request: Any,
+    args: Any,
+    kwargs: Any,
+    req: rl.Request,
+    mod: ModuleType,
+) -> Any:
+    t0 = rl._now()
+    _guard(_httpx_begin, req, request)
+    try:
+        resp = await original(client, request, *args, **kwargs)
+    except BaseException as exc:
+        _guard(req.fail, rl.classify_exception(exc))
+        raise
+    _guard(_httpx_answer, req, resp, bool(kwargs.get("stream", False)), mod, t0)
+    return resp
+
+
 def _httpx_asend(mod: ModuleType) -> hooks.Make:
     def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         async def send(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
             outer = _active.get()
-            if outer is not None and outer.client != "openai":
-                return await original(self, request, *args, **kwargs)
-            stream = bool(kwargs.get("stream", False))
-            t0 = rl._now()
-            token = None
-            if outer is None:
-                req = _guard(_new, _guard(_httpx_endpoint, request.url) or "", "httpx")
-                if req is None:
+            if outer is not None:
+                if outer.client != "openai":
                     return await original(self, request, *args, **kwargs)
-                req.in_call = True
-                token = _active.set(req)
-            else:
-                req = outer
-            _guard(_httpx_begin, req, request)
+                return await _aattempt(original, self, request, args, kwargs, outer, mod)
+            try:
+                req = _httpx_open(request)
+            except Exception:  # noqa: BLE001 - uninstrumented rather than broken
+                return await original(self, request, *args, **kwargs)
             try:
                 resp = await original(self, request, *args, **kwargs)
             except BaseException as exc:
-                _guard(req.fail, rl.classify_exception(exc))
-                if token is not None:
-                    _active.reset(token)
-                    req.in_call = False
-                    _guard(req.finish)
+                _guard(_httpx_failed, req, exc)
                 raise
-            _guard(_httpx_answer, req, resp, stream, mod, t0)
-            if token is not None:
-                _active.reset(token)
-                req.in_call = False
-                if not req.open_stream:
-                    _guard(req.finish)
+            _guard(_httpx_done, req, resp, kwargs.get("stream", False), mod)
             return resp
 
         return send

@@ -47,7 +47,7 @@ PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
 REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
 
 BODY_CAP = 1 << 20  # bytes of one answer that are scanned for usage and empty lists
-SPAN_CAP = 1 << 15  # spans kept whole per thread (older ones are folded into totals)
+SPAN_CAP = 1 << 14  # spans kept whole per thread (older ones are folded into totals)
 ENDPOINT_CAP = 256
 OTHER_ENDPOINT = "(other endpoints)"
 
@@ -169,10 +169,27 @@ def status_class(status: int) -> str:
 
 # ------------------------------------------------------------------- bodies
 
-_PROMPT = re.compile(rb'"prompt_tokens"\s*:\s*(\d{1,12})')
-_COMPLETION = re.compile(rb'"completion_tokens"\s*:\s*(\d{1,12})')
+_NUM = re.compile(rb"\s*:\s*(\d{1,12})")
+_LIST = re.compile(rb"\s*:\s*\[\s*(\]?)")
 _CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
-_DATA = re.compile(rb'"data"\s*:\s*\[\s*(\]?)')
+
+
+def _number(body: bytes, key: bytes) -> int:
+    """The integer after the first ``key`` (a quoted JSON key) in ``body``, or -1."""
+    i = body.find(key)
+    if i < 0:
+        return -1
+    m = _NUM.match(body, i + len(key))
+    return int(m.group(1)) if m else -1
+
+
+def _empty_list(body: bytes, key: bytes) -> bool | None:
+    """None when ``key`` is not in ``body``; else whether its list is empty."""
+    i = body.find(key)
+    if i < 0:
+        return None
+    m = _LIST.match(body, i + len(key))
+    return bool(m and m.group(1))
 
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
@@ -187,74 +204,28 @@ def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
         return -1, -1, None, 1
     if head[:1] == b"[":
         return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
-    m = _PROMPT.search(body)
-    p = int(m.group(1)) if m else -1
-    m = _COMPLETION.search(body)
-    c = int(m.group(1)) if m else -1
+    p = _number(body, b'"prompt_tokens"')
+    c = _number(body, b'"completion_tokens"')
     empty = None
-    m = _CHOICES.search(body)
-    if m is not None:
-        if m.group(1):
-            empty = "choices"
-    else:
-        m = _DATA.search(body)
-        if m is not None and m.group(1):
-            empty = "data"
+    choices = _empty_list(body, b'"choices"')
+    if choices:
+        empty = "choices"
+    elif choices is None and _empty_list(body, b'"data"'):
+        empty = "data"
     return p, c, empty, 0
 
 
 # -------------------------------------------------------------------- spans
 
 
-class Span:
-    """One finished request (times in ns on CLOCK_MONOTONIC)."""
+class Request:
+    """A request: what the patched layers learn of it; once :meth:`finish` ran, the
+    span the thread keeps (times in ns on CLOCK_MONOTONIC)."""
 
     __slots__ = (
         "endpoint",
         "start",
         "end",
-        "outcome",
-        "prompt_tokens",
-        "completion_tokens",
-        "ttft",
-        "chunks",
-        "attempts",
-        "retried",
-        "bytes_in",
-        "bytes_out",
-        "stream",
-        "empty_field",
-        "body_flag",
-        "thread",
-        "client",
-    )
-
-    def __init__(self, req: Request, end: int) -> None:
-        self.endpoint = req.endpoint
-        self.start = req.start
-        self.end = end
-        self.outcome = req.outcome
-        self.prompt_tokens = req.prompt_tokens
-        self.completion_tokens = req.completion_tokens
-        self.ttft = req.ttft
-        self.chunks = req.chunks
-        self.attempts = max(1, req.attempts)
-        self.retried = tuple(req.retried)
-        self.bytes_in = req.bytes_in
-        self.bytes_out = req.bytes_out
-        self.stream = req.stream
-        self.empty_field = req.empty_field
-        self.body_flag = req.body_flag
-        self.thread = req.thread
-        self.client = req.client
-
-
-class Request:
-    """A request in flight: what the patched layers learn of it, until :meth:`finish`."""
-
-    __slots__ = (
-        "endpoint",
-        "start",
         "outcome",
         "prompt_tokens",
         "completion_tokens",
@@ -298,7 +269,8 @@ class Request:
         self.body_flag = 0
         self.last_chunk = -1
         self.finished = False
-        self.span: Span | None = None
+        self.span: Request | None = None  # itself, once finished
+        self.end = -1
         self.saw_choice = False
         self.in_call = False  # the call that opened it has not returned yet
         self.open_stream = False  # its answer is a stream the user has not finished reading
@@ -346,12 +318,12 @@ class Request:
                     self.saw_choice = True
                     break
         if b"_tokens" in data and n <= BODY_CAP:
-            m = _PROMPT.search(data)
-            if m:
-                self.prompt_tokens = int(m.group(1))
-            m = _COMPLETION.search(data)
-            if m:
-                self.completion_tokens = int(m.group(1))
+            p = _number(data, b'"prompt_tokens"')
+            if p >= 0:
+                self.prompt_tokens = p
+            c = _number(data, b'"completion_tokens"')
+            if c >= 0:
+                self.completion_tokens = c
 
     def fail(self, outcome: str) -> None:
         self.outcome = outcome
@@ -364,24 +336,27 @@ class Request:
         if self.stream and self.outcome == "ok" and self.chunks and not self.saw_choice:
             self.outcome = "empty"
             self.empty_field = "choices (stream)"
+        if self.attempts < 1:
+            self.attempts = 1
         log = self.log
         end = -1
         if log.core_ok and log.ident == threading.get_ident():
             try:
-                d = log.spans_core.end(REQUEST, self.start)
-                end = self.start + d
+                end = self.start + log.spans_core.end(REQUEST, self.start)
             except Exception:  # noqa: BLE001 - the core refused: the span still counts
                 end = -1
-        if end < 0:
-            end = _now()
-        span = Span(self, end)
-        self.span = span
-        mine = thread_log()
-        mine.add(span)
-        if self.outcome in FAILURES:
-            _last_failure.set((self.endpoint, self.outcome))
         else:
+            log = thread_log()
+        self.end = end if end >= 0 else _now()
+        self.span = self
+        log.add(self)
+        if self.outcome != "ok":
+            _last_failure.set((self.endpoint, self.outcome))
+        elif _last_failure.get() is not None:
             _last_failure.set(None)
+
+
+Span = Request  # a finished request is the span a thread keeps
 
 
 #: the last failed request of this context (thread, asyncio task): (endpoint, outcome)

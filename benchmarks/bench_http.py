@@ -1,0 +1,139 @@
+"""Added cost of the HTTP rollout instrumentation per request and per streamed chunk.
+
+    PYTHONPATH=src python benchmarks/bench_http.py [--rounds 15] [--n 300]
+
+Against the local OpenAI-compatible test server (tests/helpers/llm_server.py, run
+in a subprocess so it does not share this interpreter's GIL), and against an
+in-memory transport (httpx.MockTransport: no network, so the added microseconds
+are not buried in the round trip). Each round times the bare client (the
+patched method's ``__wrapped__``, the same request objects) and the instrumented
+one back to back, alternating which goes first; the figure is the median over
+rounds of (instrumented - bare) per request, in microseconds, and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+BODY = {"messages": [{"role": "user", "content": "a b c"}], "max_tokens": 4}
+
+
+def _start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helpers.llm_server"],
+        cwd=ROOT / "tests",
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds: int) -> str:
+    diffs = []
+    ratios = []
+    for r in range(rounds):
+        times = {}
+        order = (("bare", bare), ("inst", inst)) if r % 2 else (("inst", inst), ("bare", bare))
+        for name, fn in order:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn()
+            times[name] = (time.perf_counter_ns() - t0) / n
+        diffs.append((times["inst"] - times["bare"]) / 1000.0)
+        ratios.append(times["inst"] / times["bare"])
+    d = statistics.median(diffs)
+    q = statistics.quantiles(diffs, n=4)
+    return (
+        f"{d:+.2f} us per call (quartiles {q[0]:+.2f} .. {q[2]:+.2f}), "
+        f"ratio {statistics.median(ratios):.4f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--chunks", type=int, default=2000)
+    args = ap.parse_args()
+
+    import httpx
+    import requests
+
+    from gyreprof.integrations import http
+
+    prof = http.profile()  # patches the clients; records everything below
+    proc, url = _start_server()
+    try:
+        # httpx against an in-memory transport: the wrapper's own cost
+        mock = httpx.Client(
+            transport=httpx.MockTransport(
+                lambda req: httpx.Response(
+                    200, json={"choices": [{"text": "x"}], "usage": {"prompt_tokens": 3}}
+                )
+            )
+        )
+        req = mock.build_request("POST", "http://mock/v1/chat/completions", json=BODY)
+        bare_send = type(mock).send.__wrapped__  # type: ignore[attr-defined]
+        print(
+            "httpx, in-memory transport:",
+            _pair(lambda: bare_send(mock, req), lambda: mock.send(req), args.n * 10, args.rounds),
+        )
+
+        c = httpx.Client(base_url=url)
+        req = c.build_request("POST", "/v1/chat/completions", json=BODY)
+        print(
+            "httpx, local server:       ",
+            _pair(lambda: bare_send(c, req), lambda: c.send(req), args.n, args.rounds),
+        )
+
+        s = requests.Session()
+        prepared = s.prepare_request(
+            requests.Request("POST", url + "/v1/chat/completions", json=BODY)
+        )
+        bare_rsend = requests.Session.send.__wrapped__  # type: ignore[attr-defined]
+        print(
+            "requests, local server:    ",
+            _pair(lambda: bare_rsend(s, prepared), lambda: s.send(prepared), args.n, args.rounds),
+        )
+
+        sreq = c.build_request(
+            "POST", "/v1/chat/completions", json={"stream": True, "max_tokens": args.chunks}
+        )
+
+        def stream(send: Callable[..., httpx.Response]) -> Callable[[], None]:
+            def run() -> None:
+                r = send(sreq, stream=True)
+                try:
+                    for _ in r.iter_raw():
+                        pass
+                finally:
+                    r.close()
+
+            return run
+
+        per = _pair(
+            stream(lambda q, **kw: bare_send(c, q, **kw)),
+            stream(lambda q, **kw: c.send(q, **kw)),
+            1,
+            args.rounds * 2,
+        )
+        print(f"httpx stream of {args.chunks} chunks (per stream): {per}")
+        print("  (divide the per-stream figure by the chunk count for the cost per chunk)")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        prof.close()
+
+
+if __name__ == "__main__":
+    main()
