@@ -59,6 +59,42 @@ def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds
     )
 
 
+def _bookkeeping(httpx: object) -> None:
+    """The instrumentation's own work, timed alone (no network noise): what a plain
+    httpx send adds around the original call, and what one streamed chunk adds."""
+    import timeit
+
+    import httpx as hx
+
+    from gyreprof.integrations._auto import patch_http as ph
+    from gyreprof.integrations._auto import rollout_log as rl
+
+    body = {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "tok tok tok"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
+    }
+    mock = hx.Client(transport=hx.MockTransport(lambda req: hx.Response(200, json=body)))
+    req = mock.build_request("POST", "http://mock/v1/chat/completions", json=BODY)
+    resp = type(mock).send.__wrapped__(mock, req)  # type: ignore[attr-defined]
+    n = 20000
+
+    def best(fn: Callable[[], object]) -> float:
+        return min(timeit.repeat(fn, number=n, repeat=7)) / n * 1e6
+
+    def request() -> None:
+        r = ph._httpx_open(req)
+        ph._httpx_done(r, resp, False, hx)
+
+    chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\n\n'
+    stream_req = rl.Request("http://mock:80/v1/chat/completions", "httpx")
+    print(f"bookkeeping per httpx request (open + answer + finish): {best(request):.2f} us")
+    print(
+        f"bookkeeping per streamed chunk (Request.chunk): {best(lambda: stream_req.chunk(chunk)):.2f} us"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -72,6 +108,7 @@ def main() -> None:
     from gyreprof.integrations import http
 
     prof = http.profile()  # patches the clients; records everything below
+    _bookkeeping(httpx)
     proc, url = _start_server()
     try:
         # httpx against an in-memory transport: the wrapper's own cost

@@ -490,3 +490,61 @@ def test_in_flight_and_batches_on_known_spans() -> None:
     assert bs[0].tail_share == pytest.approx(0.5) and bs[0].tail_requests == 1
     report = ar.analyse(spans)
     assert report is not None and report.batch_count == 2
+
+
+# ------------------------------------------------ requests and aiohttp failures
+
+
+def test_requests_failure_classes_and_event_stream(llm: LLMServer) -> None:
+    requests = pytest.importorskip("requests")
+    url = llm.url + CHAT
+    with http.profile() as prof:
+        with pytest.raises(requests.ConnectionError):
+            requests.post(f"http://127.0.0.1:{closed_port()}{CHAT}", json={})
+        with pytest.raises(requests.Timeout):
+            requests.post(url, json={"test_delay_ms": 400}, timeout=0.05)
+        with pytest.raises(requests.ConnectionError):
+            requests.post(url, json={"test_reset": 1})
+        with requests.post(
+            url, json={"stream": True, "max_tokens": 3, "test_delay_ms": 60}, stream=True
+        ) as r:
+            lines = [x for x in r.iter_lines() if x]
+    assert lines[-1] == b"data: [DONE]"
+    report = prof.report()
+    assert report is not None
+    e = _one(report, _ep(llm))
+    assert e.outcomes["timeout"] == 1 and e.outcomes["reset"] == 1 and e.outcomes["ok"] == 1
+    assert e.streams == 1 and e.completion_tokens == 3
+    assert e.ttft.p50 is not None and e.ttft.p50 >= 60.0
+    assert sum(x.outcomes["refused"] for x in report.endpoints) == 1
+
+
+def test_aiohttp_failure_classes(llm: LLMServer) -> None:
+    aiohttp = pytest.importorskip("aiohttp")
+
+    async def main() -> list[str]:
+        seen = []
+        async with aiohttp.ClientSession() as s:
+            for url, body, timeout in (
+                (f"http://127.0.0.1:{closed_port()}{CHAT}", {}, 5.0),
+                (llm.url + CHAT, {"test_delay_ms": 400}, 0.05),
+                (llm.url + CHAT, {"test_status": 500}, 5.0),
+                (llm.url + CHAT, {"test_empty": 1}, 5.0),
+            ):
+                try:
+                    t = aiohttp.ClientTimeout(total=timeout)
+                    async with s.post(url, json=body, timeout=t) as r:
+                        await r.read()
+                        seen.append(str(r.status))
+                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                    seen.append(type(exc).__name__)
+        return seen
+
+    with http.profile() as prof:
+        seen = asyncio.run(main())
+    assert seen[2:] == ["500", "200"]
+    report = prof.report()
+    assert report is not None
+    e = _one(report, _ep(llm))
+    assert e.outcomes["timeout"] == 1 and e.outcomes["5xx"] == 1 and e.outcomes["empty"] == 1
+    assert sum(x.outcomes["refused"] for x in report.endpoints) == 1
