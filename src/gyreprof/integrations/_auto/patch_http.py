@@ -670,8 +670,18 @@ def install_aiohttp(mod: ModuleType) -> None:
     hooks.patch_methods(mod.ClientResponse, ("read",), _aiohttp_read)
 
 
+def _start_recording() -> None:
+    """A process's first request, under ``gyreprof run``: it records (its start file, its
+    save at exit) as a process whose first env step it is would."""
+    from gyreprof.integrations._auto import state as st
+
+    if st.run_dir is not None and getattr(st.tls, "t", None) is None:
+        st.new_thread()
+
+
 def register() -> None:
     """Patch each HTTP client when (if ever) it is imported."""
+    rl.first_request_hook = _start_recording
     hooks.when_imported("httpx", install_httpx)
     hooks.when_imported("httpx2", install_httpx)
     hooks.when_imported("openai", install_openai)

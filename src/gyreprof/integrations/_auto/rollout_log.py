@@ -9,7 +9,7 @@ percentiles are read from them); older ones are folded into per-endpoint
 totals, so counts, outcomes, tokens and bytes are never lost.
 
 Each thread also writes its requests into the core (``gyreprof._core.recorder.Spans``
-over a Recorder with phases ``request, attempt, ttft, inter_token``): the
+over a Profiler's Recorder with phases ``request, attempt, ttft, inter_token``): the
 histograms and ring of the core, and that thread's in-flight count over time
 (saved as the record's ``gauges``).
 
@@ -450,7 +450,7 @@ class Totals:
 class ThreadLog:
     """One thread's requests: kept spans, folded totals and its core recorder."""
 
-    __slots__ = ("ident", "spans", "folded", "dropped", "spans_core", "core_ok", "rec")
+    __slots__ = ("ident", "spans", "folded", "dropped", "spans_core", "core_ok", "rec", "prof")
 
     def __init__(self) -> None:
         self.ident = threading.get_ident()
@@ -459,13 +459,15 @@ class ThreadLog:
         self.dropped = 0
         self.core_ok = False
         self.rec: Any = None
+        self.prof: Any = None
         self.spans_core: Any = None
         try:
-            from gyreprof._core.recorder import Recorder, Spans
+            from gyreprof._core.recorder import Spans
+            from gyreprof.profiler import Profiler
 
-            # a bare Recorder (under 1 ms to make; a Profiler's calibration costs more, on
-            # the first request of every thread of a pool)
-            self.rec = Recorder(len(PHASES), capacity=1 << 12)
+            # the Profiler owns the Recorder (its RecorderSet); made once per thread
+            self.prof = Profiler(PHASES, capacity=1 << 12, label="gyreprof-http")
+            self.rec = self.prof.recorder
             self.spans_core = Spans(self.rec)
             self.core_ok = True
         except Exception:  # noqa: BLE001, S110 - no core: the spans are still kept in Python
@@ -543,22 +545,22 @@ def logs_since(n: int) -> list[ThreadLog]:
 
 
 _started_pid = 0
+#: called at a process's first request (``patch_http`` sets it: under ``gyreprof run`` it
+#: makes the process a recording one, with its start file and its save at exit)
+first_request_hook: Any = None
 
 
 def _on_first_request() -> None:
-    """Under ``gyreprof run``, a process's first request makes it a recording process
-    (its start file and its save at exit), as a first env step does."""
     global _started_pid
     if _started_pid == os.getpid():
         return
     _started_pid = os.getpid()
-    try:
-        from gyreprof.integrations._auto import state as st
-
-        if st.run_dir is not None and getattr(st.tls, "t", None) is None:
-            st.new_thread()
-    except Exception:  # noqa: BLE001, S110 - the requests are still recorded here
-        pass
+    hook = first_request_hook
+    if hook is not None:
+        try:
+            hook()
+        except Exception:  # noqa: BLE001, S110 - the requests are still recorded here
+            pass
 
 
 def _after_fork_in_child() -> None:
