@@ -54,9 +54,10 @@ def _one(report: ar.RolloutReport | None, name: str) -> ar.EndpointReport:
     return found[0]
 
 
-def _spans(prof: http.HttpProfile) -> list[rl.Span]:
+def _spans(prof: http.HttpProfile) -> list[ar.SpanRow]:
     """The spans recorded so far in this profile (its threads' kept spans)."""
-    return [s for log in rl.logs_since(prof._mark) for s in log.spans]
+    rows = [rl.as_row(s) for log in rl.logs_since(prof._mark) for s in log.spans]
+    return [ar.SpanRow(*row) for row in rows]
 
 
 # ------------------------------------------------------------------ outcomes
@@ -298,7 +299,7 @@ def test_thread_pool_batch_across_threads(llm: LLMServer) -> None:
         return httpx.post(llm.url + CHAT, json={"max_tokens": 3, "test_delay_ms": d}).status_code
 
     with http.profile() as prof, ThreadPoolExecutor(6) as pool:
-        assert list(pool.map(one, [30] * 5 + [500])) == [200] * 6
+        assert list(pool.map(one, [150] * 5 + [800])) == [200] * 6
     report = prof.report()
     assert report is not None and report.batch_count == 1
     assert report.batches[0].requests == 6 and report.batches[0].tail_share > 0.5
@@ -424,6 +425,10 @@ def test_old_spans_fold_into_totals(monkeypatch: pytest.MonkeyPatch, llm: LLMSer
     e = _one(report, _ep(llm))
     assert e.requests == 13 and e.completion_tokens == 26 and e.outcomes["ok"] == 13
     assert report.folded_requests == 8 and report.notes
+
+
+def test_kept_rows_have_the_records_columns() -> None:
+    assert rl.ROW_FIELDS == ar.SPAN_FIELDS
 
 
 def test_endpoint_folding() -> None:

@@ -153,7 +153,7 @@ def _late_body(span: rl.Span | None, req: rl.Request, data: bytes) -> None:
 def _httpx_begin(req: rl.Request, request: Any) -> None:
     """An attempt of ``req`` starts (the SDK's retries: the previous one failed)."""
     if req.attempts > 0:
-        req.retried.append(req.outcome)
+        req.retried += (req.outcome,)
         req.outcome = "ok"
         req.empty_field = None
         req.body_flag = 0
@@ -582,6 +582,7 @@ def _urllib_open(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         if req is None:
             return original(self, fullurl, *args, **kwargs)
         req.attempts = 1
+        req.late = True
         token = _active.set(req)
         try:
             resp = original(self, fullurl, *args, **kwargs)
@@ -629,6 +630,7 @@ def _aiohttp_request(original: Callable[..., Any], name: str) -> Callable[..., A
         if req is None:
             return await original(self, method, str_or_url, *args, **kwargs)
         req.attempts = 1
+        req.late = True
         token = _active.set(req)
         try:
             resp = await original(self, method, str_or_url, *args, **kwargs)

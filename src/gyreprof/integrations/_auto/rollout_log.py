@@ -46,6 +46,48 @@ FAILURES = frozenset(("refused", "timeout", "reset", "4xx", "5xx", "empty", "err
 PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
 REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
 
+#: the columns of a kept span (a tuple of plain values: the garbage collector skips it);
+#: ``analysis.rollouts.SPAN_FIELDS`` names the same columns
+ROW_FIELDS: tuple[str, ...] = (
+    "endpoint",
+    "start",
+    "end",
+    "outcome",
+    "prompt_tokens",
+    "completion_tokens",
+    "ttft",
+    "chunks",
+    "attempts",
+    "retried",
+    "bytes_in",
+    "bytes_out",
+    "stream",
+    "empty_field",
+    "body_flag",
+    "thread",
+    "client",
+)
+(
+    R_ENDPOINT,
+    R_START,
+    R_END,
+    R_OUTCOME,
+    R_PROMPT,
+    R_COMPLETION,
+    R_TTFT,
+    R_CHUNKS,
+    R_ATTEMPTS,
+    R_RETRIED,
+    R_BYTES_IN,
+    R_BYTES_OUT,
+    R_STREAM,
+    R_EMPTY,
+    R_FLAG,
+    R_THREAD,
+    R_CLIENT,
+) = range(len(ROW_FIELDS))
+Row = tuple[Any, ...]
+
 BODY_CAP = 1 << 20  # bytes of one answer that are scanned for usage and empty lists
 SPAN_CAP = 1 << 14  # spans kept whole per thread (older ones are folded into totals)
 ENDPOINT_CAP = 256
@@ -247,6 +289,7 @@ class Request:
         "saw_choice",
         "in_call",
         "open_stream",
+        "late",
     )
 
     def __init__(self, ep: str, client: str) -> None:
@@ -261,7 +304,7 @@ class Request:
         self.ttft = -1
         self.chunks = 0
         self.attempts = 0
-        self.retried: list[str] = []
+        self.retried: tuple[str, ...] = ()
         self.bytes_in = 0
         self.bytes_out = 0
         self.stream = False
@@ -272,6 +315,7 @@ class Request:
         self.span: Request | None = None  # itself, once finished
         self.end = -1
         self.saw_choice = False
+        self.late = False  # its body may be read after it is recorded (urllib, aiohttp)
         self.in_call = False  # the call that opened it has not returned yet
         self.open_stream = False  # its answer is a stream the user has not finished reading
         if ep:
@@ -283,7 +327,7 @@ class Request:
         a retry (a user's loop repeating it), counted with that failure's class."""
         prev = _last_failure.get()
         if prev is not None and prev[0] == self.endpoint:
-            self.retried.append(prev[1])
+            self.retried += (prev[1],)
 
     def body(self, data: bytes) -> None:
         """A whole answer body the client has read: tokens, empty list, flags."""
@@ -349,11 +393,39 @@ class Request:
             log = thread_log()
         self.end = end if end >= 0 else _now()
         self.span = self
-        log.add(self)
+        # a plain tuple unless a body may still come (urllib, aiohttp): kept spans are
+        # many, and tuples of plain values cost the garbage collector nothing
+        log.add(self if self.late else self.row())
         if self.outcome != "ok":
             _last_failure.set((self.endpoint, self.outcome))
         elif _last_failure.get() is not None:
             _last_failure.set(None)
+
+    def row(self) -> Row:
+        """The span as a row (``ROW_FIELDS``)."""
+        return (
+            self.endpoint,
+            self.start,
+            self.end,
+            self.outcome,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.ttft,
+            self.chunks,
+            self.attempts,
+            self.retried,
+            self.bytes_in,
+            self.bytes_out,
+            self.stream,
+            self.empty_field,
+            self.body_flag,
+            self.thread,
+            self.client,
+        )
+
+
+def as_row(span: Request | Row) -> Row:
+    return span.row() if isinstance(span, Request) else span
 
 
 Span = Request  # a finished request is the span a thread keeps
@@ -403,28 +475,32 @@ class Totals:
         self.empty_fields: dict[str, int] = {}
         self.clients: dict[str, int] = {}
 
-    def add(self, s: Span) -> None:
+    def add(self, span: Request | Row) -> None:
+        s = as_row(span)
         self.requests += 1
-        self.attempts += s.attempts
-        self.outcomes[s.outcome] = self.outcomes.get(s.outcome, 0) + 1
-        for r in s.retried:
+        self.attempts += s[R_ATTEMPTS]
+        outcome = s[R_OUTCOME]
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        for r in s[R_RETRIED]:
             self.retried[r] = self.retried.get(r, 0) + 1
-        self.bytes_in += s.bytes_in
-        self.bytes_out += s.bytes_out
-        if s.prompt_tokens >= 0 or s.completion_tokens >= 0:
+        self.bytes_in += s[R_BYTES_IN]
+        self.bytes_out += s[R_BYTES_OUT]
+        if s[R_PROMPT] >= 0 or s[R_COMPLETION] >= 0:
             self.with_usage += 1
-            self.prompt_tokens += max(0, s.prompt_tokens)
-            self.completion_tokens += max(0, s.completion_tokens)
-        if s.stream:
+            self.prompt_tokens += max(0, s[R_PROMPT])
+            self.completion_tokens += max(0, s[R_COMPLETION])
+        if s[R_STREAM]:
             self.streams += 1
-            self.chunks += s.chunks
-        if s.body_flag == 1:
+            self.chunks += s[R_CHUNKS]
+        if s[R_FLAG] == 1:
             self.not_json += 1
-        elif s.body_flag == 2:
+        elif s[R_FLAG] == 2:
             self.oversized += 1
-        if s.empty_field is not None:
-            self.empty_fields[s.empty_field] = self.empty_fields.get(s.empty_field, 0) + 1
-        self.clients[s.client] = self.clients.get(s.client, 0) + 1
+        empty = s[R_EMPTY]
+        if empty is not None:
+            self.empty_fields[empty] = self.empty_fields.get(empty, 0) + 1
+        client = s[R_CLIENT]
+        self.clients[client] = self.clients.get(client, 0) + 1
 
     def merge(self, o: Totals) -> None:
         for name in (
@@ -454,7 +530,7 @@ class ThreadLog:
 
     def __init__(self) -> None:
         self.ident = threading.get_ident()
-        self.spans: list[Span] = []
+        self.spans: list[Request | Row] = []
         self.folded: dict[str, Totals] = {}
         self.dropped = 0
         self.core_ok = False
@@ -480,16 +556,17 @@ class ThreadLog:
             except Exception:  # noqa: BLE001, S110 - never into the user's code
                 pass
 
-    def add(self, span: Span) -> None:
+    def add(self, span: Request | Row) -> None:
         spans = self.spans
         spans.append(span)
         if len(spans) >= SPAN_CAP:
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]
             for s in old:
-                t = self.folded.get(s.endpoint)
+                ep = as_row(s)[R_ENDPOINT]
+                t = self.folded.get(ep)
                 if t is None:
-                    t = self.folded[s.endpoint] = Totals()
+                    t = self.folded[ep] = Totals()
                 t.add(s)
             self.dropped += len(old)
 

@@ -93,26 +93,10 @@ class RolloutRecord:
             raise CorruptDataError(f"malformed rollout record: {type(exc).__name__}") from None
 
 
-def _row(s: rl.Span) -> list[Any]:
-    return [
-        s.endpoint,
-        s.start,
-        s.end,
-        s.outcome,
-        s.prompt_tokens,
-        s.completion_tokens,
-        s.ttft,
-        s.chunks,
-        s.attempts,
-        list(s.retried),
-        s.bytes_in,
-        s.bytes_out,
-        s.stream,
-        s.empty_field,
-        s.body_flag,
-        s.thread,
-        s.client,
-    ]
+def _row(s: rl.Request | rl.Row) -> list[Any]:
+    row = list(rl.as_row(s))
+    row[rl.R_RETRIED] = list(row[rl.R_RETRIED])
+    return row
 
 
 def _totals(t: rl.Totals) -> ar.Totals:
