@@ -1,6 +1,7 @@
 """Added cost of the HTTP rollout instrumentation per request and per streamed chunk.
 
     PYTHONPATH=src python benchmarks/bench_http.py [--rounds 15] [--n 300]
+    PYTHONPATH=src python benchmarks/bench_http.py --run-loop 300 --rounds 5
 
 Against the local OpenAI-compatible test server (tests/helpers/llm_server.py, run
 in a subprocess so it does not share this interpreter's GIL), and against an
@@ -9,6 +10,11 @@ are not buried in the round trip). Each round times the bare client (the
 patched method's ``__wrapped__``, the same request objects) and the instrumented
 one back to back, alternating which goes first; the figure is the median over
 rounds of (instrumented - bare) per request, in microseconds, and the ratio.
+
+``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
+(``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
+whole command's wall and CPU time (user + system of it and its children) and of the
+loop's own wall and CPU time (as the loop measures them).
 """
 
 from __future__ import annotations
@@ -95,12 +101,73 @@ def _bookkeeping(httpx: object) -> None:
     )
 
 
+LOOP = """
+import sys, time, openai
+sdk = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="x", max_retries=0)
+n = int(sys.argv[2])
+msgs = [{"role": "user", "content": "a b c"}]
+sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
+w, c = time.perf_counter(), time.process_time()
+for _ in range(n):
+    sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
+print("loop", time.perf_counter() - w, time.process_time() - c, flush=True)
+"""
+
+
+def _run_loop(url: str, n: int, rounds: int) -> None:
+    import os
+    import resource
+    import tempfile
+
+    script = Path(tempfile.mkdtemp()) / "loop.py"
+    script.write_text(LOOP)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    bare = [sys.executable, str(script), url, str(n)]
+    inst = [sys.executable, "-m", "gyreprof", "run", "--", *bare]
+    ratios: dict[str, list[float]] = {k: [] for k in ("wall", "cpu", "loop wall", "loop cpu")}
+    for r in range(rounds):
+        got = {}
+        for name, argv in (
+            (("bare", bare), ("inst", inst))
+            if r % 2
+            else (
+                ("inst", inst),
+                ("bare", bare),
+            )
+        ):
+            u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+            wall = time.perf_counter() - t0
+            u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
+            line = next(x for x in out.stdout.splitlines() if x.startswith("loop "))
+            lw, lc = (float(x) for x in line.split()[1:3])
+            got[name] = (wall, cpu, lw, lc)
+        for i, k in enumerate(ratios):
+            ratios[k].append(got["inst"][i] / got["bare"][i])
+    print(f"gyreprof run, openai-SDK loop of {n} requests, {rounds} rounds (inst / bare):")
+    for k, v in ratios.items():
+        print(
+            f"  {k:10s} median {statistics.median(v):.3f}  (all: {', '.join(f'{x:.3f}' for x in v)})"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=2000)
+    ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
     args = ap.parse_args()
+    if args.run_loop:
+        proc, url = _start_server()
+        try:
+            _run_loop(url, args.run_loop, args.rounds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return
 
     import httpx
     import requests
