@@ -553,3 +553,33 @@ def test_aiohttp_failure_classes(llm: LLMServer) -> None:
     e = _one(report, _ep(llm))
     assert e.outcomes["timeout"] == 1 and e.outcomes["5xx"] == 1 and e.outcomes["empty"] == 1
     assert sum(x.outcomes["refused"] for x in report.endpoints) == 1
+
+
+def test_unknown_library_version_is_left_alone_with_a_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gyreprof.integrations._auto import patch_http
+
+    assert patch_http._known("httpx", "0.28.1")
+    assert not patch_http._known("aiohttp", "9.1.0")
+    assert not patch_http._known("requests", None)
+    assert "aiohttp 9.1.0 is not a version this instrumentation knows" in capsys.readouterr().err
+
+
+def test_the_trainer_wait_hook_sees_each_synchronous_request(
+    llm: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gyreprof.integrations._auto import patch_http
+
+    calls: list[tuple[int, int, str, int]] = []
+    monkeypatch.setattr(
+        patch_http,
+        "trainer_wait",
+        lambda a, b, kind: calls.append((a, b, kind, threading.get_ident())),
+    )
+    with http.profile() as prof:
+        httpx.post(llm.url + CHAT, json={"max_tokens": 1, "test_delay_ms": 50})
+    [(start, end, kind, ident)] = calls
+    [span] = _spans(prof)
+    assert (start, end, kind, ident) == (span.start, span.end, "http", threading.get_ident())
+    assert end - start >= 50_000_000
