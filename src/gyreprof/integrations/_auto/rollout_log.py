@@ -93,6 +93,7 @@ SPAN_CAP = 1 << 14  # spans kept whole per thread (older ones are folded into to
 ENDPOINT_CAP = 256
 OTHER_ENDPOINT = "(other endpoints)"
 
+_get_ident = threading.get_ident
 _now = time.monotonic_ns  # CLOCK_MONOTONIC: the core's clock, comparable across processes
 
 
@@ -349,11 +350,12 @@ class Request:
         self.bytes_in += n
         if not n:
             return
+        log = self.log
         if self.ttft < 0:
             self.ttft = now - self.start
-            self.log.record(TTFT, self.ttft)
-        elif self.last_chunk >= 0:
-            self.log.record(INTER_TOKEN, now - self.last_chunk)
+            log.record(TTFT, self.ttft)
+        elif log.core_ok and log.ident == _get_ident():
+            log.rec.record(INTER_TOKEN, now - self.last_chunk)
         self.last_chunk = now
         self.chunks += 1
         if not self.saw_choice and b'"choices"' in data:
@@ -384,7 +386,7 @@ class Request:
             self.attempts = 1
         log = self.log
         end = -1
-        if log.core_ok and log.ident == threading.get_ident():
+        if log.core_ok and log.ident == _get_ident():
             try:
                 end = self.start + log.spans_core.end(REQUEST, self.start)
             except Exception:  # noqa: BLE001 - the core refused: the span still counts
