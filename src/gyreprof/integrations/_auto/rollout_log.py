@@ -235,20 +235,31 @@ def _empty_list(body: bytes, key: bytes) -> bool | None:
     return bool(m and m.group(1))
 
 
+_TOKENS = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d{1,12})')
+
+
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
-    tokens -1 when not found; ``empty_field`` names the result list found empty
-    (``choices``, ``data``, ``(list)``), else None; ``flag`` 0 scanned, 1 not JSON,
-    2 oversized (not scanned)."""
+    tokens (read after its last ``"usage"`` key) -1 when not found; ``empty_field``
+    names the result list found empty (``choices``, else ``data`` when the body has no
+    ``choices``, or ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned,
+    1 not JSON, 2 oversized (not scanned)."""
     if len(body) > BODY_CAP:
         return -1, -1, None, 2
-    head = body[:64].lstrip()
-    if not head or head[:1] not in (b"{", b"["):
-        return -1, -1, None, 1
-    if head[:1] == b"[":
-        return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
-    p = _number(body, b'"prompt_tokens"')
-    c = _number(body, b'"completion_tokens"')
+    if body[:1] != b"{":
+        head = body[:64].lstrip()[:1]
+        if head == b"[":
+            return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
+        if head != b"{":
+            return -1, -1, None, 1
+    p = c = -1
+    u = body.rfind(b'"usage"')
+    if u >= 0:
+        for key, value in _TOKENS.findall(body, u):
+            if key == b"prompt":
+                p = int(value)
+            else:
+                c = int(value)
     empty = None
     choices = _empty_list(body, b'"choices"')
     if choices:
