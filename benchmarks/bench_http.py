@@ -47,6 +47,8 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
 def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds: int) -> str:
     diffs = []
     ratios = []
+    bare_best: list[float] = []
+    inst_best: list[float] = []
     for r in range(rounds):
         times = {}
         order = (("bare", bare), ("inst", inst)) if r % 2 else (("inst", inst), ("bare", bare))
@@ -55,13 +57,17 @@ def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds
             for _ in range(n):
                 fn()
             times[name] = (time.perf_counter_ns() - t0) / n
+        bare_best.append(times["bare"])
+        inst_best.append(times["inst"])
         diffs.append((times["inst"] - times["bare"]) / 1000.0)
         ratios.append(times["inst"] / times["bare"])
     d = statistics.median(diffs)
     q = statistics.quantiles(diffs, n=4)
+    best = (min(inst_best) - min(bare_best)) / 1000.0
     return (
-        f"{d:+.2f} us per call (quartiles {q[0]:+.2f} .. {q[2]:+.2f}), "
-        f"ratio {statistics.median(ratios):.4f}"
+        f"median {d:+.2f} us per call (quartiles {q[0]:+.2f} .. {q[2]:+.2f}), "
+        f"ratio {statistics.median(ratios):.4f}; best of rounds {best:+.2f} us "
+        f"({min(bare_best) / 1000.0:.1f} -> {min(inst_best) / 1000.0:.1f} us)"
     )
 
 
@@ -190,7 +196,7 @@ def main() -> None:
         bare_send = type(mock).send.__wrapped__  # type: ignore[attr-defined]
         print(
             "httpx, in-memory transport:",
-            _pair(lambda: bare_send(mock, req), lambda: mock.send(req), args.n * 10, args.rounds),
+            _pair(lambda: bare_send(mock, req), lambda: mock.send(req), 50, args.rounds * 20),
         )
 
         c = httpx.Client(base_url=url)
