@@ -389,6 +389,7 @@ def _exec_failed(key: str | None) -> None:
     if key is None or run_dir is None:
         return
     _unlink(rec.done_path(run_dir, key))
+    _unlink(rec.rollouts_path(run_dir, key))  # the exit's save writes them again
     for side in ("sampler", "trainer"):
         _unlink(rec.snap_path(run_dir, key, side))
     _saved_pid = 0
