@@ -59,6 +59,8 @@ def _known(lib: str, version: object) -> bool:
     lo, hi = KNOWN[lib]
     if m is not None and lo <= (int(m.group(1)), int(m.group(2))) < hi:
         st.preload()  # the first request does not pay for the imports
+        if st.run_dir is not None:
+            from gyreprof.integrations._auto import rollout_record  # noqa: F401
         return True
 
     st.warn_once(
@@ -677,8 +679,13 @@ def _start_recording() -> None:
     save at exit) as a process whose first env step it is would."""
     from gyreprof.integrations._auto import state as st
 
-    if st.run_dir is not None and getattr(st.tls, "t", None) is None:
-        st.new_thread()
+    if st.run_dir is not None:
+        # loaded now, not at exit: defining its dataclasses runs ``exec``, which at exit
+        # would make a process ended by Ctrl-C exit 1 instead of by SIGINT
+        from gyreprof.integrations._auto import rollout_record  # noqa: F401
+
+        if getattr(st.tls, "t", None) is None:
+            st.new_thread()
 
 
 def register() -> None:

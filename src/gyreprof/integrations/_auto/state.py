@@ -281,12 +281,16 @@ def save(how: str, key: int | str | None = None) -> bool:
 
 
 def _save_rollouts(name: int | str) -> None:
-    """The HTTP rollout requests (issue 23) in their own record; a failure costs only them."""
+    """The HTTP rollout requests (issue 23) in their own record; a failure costs only them.
+    Nothing is imported here unless requests were made (their record's module was loaded
+    at the first one: a dataclass defined at exit would reset Python's exit by SIGINT)."""
+    log = sys.modules.get("gyreprof.integrations._auto.rollout_log")
+    if log is None or run_dir is None or not log.logs():
+        return
     try:
         from gyreprof.integrations._auto import rollout_record
 
-        if run_dir is not None:
-            rollout_record.save(run_dir, name)
+        rollout_record.save(run_dir, name)
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
 
