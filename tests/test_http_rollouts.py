@@ -276,7 +276,7 @@ def test_gather_with_one_slow_request_has_a_long_tail(llm: LLMServer) -> None:
 def test_gather_of_equally_slow_requests_has_no_tail(llm: LLMServer) -> None:
     # slow, but evenly so: the naive "the batch was slow, so it had a long tail" is wrong
     with http.profile() as prof:
-        _gather(llm, [400] * 10)
+        _gather(llm, [800] * 10)
     report = prof.report()
     assert report is not None and report.batch_count == 1
     assert report.batches[0].tail_share < 0.3
