@@ -80,6 +80,7 @@ def test_old_run_records_without_rollouts_still_read() -> None:
     assert RunRecord.from_dict(old).rollouts is None
 
 
+@pytest.mark.slow  # test_run_input's signal tests cover the exit code by default
 def test_ctrl_c_ends_an_http_client_by_sigint_and_keeps_its_requests(tmp_path: Path) -> None:
     # saving the requests at exit defines no dataclass then: an ``exec`` at exit would
     # make Python leave with 1 instead of by SIGINT

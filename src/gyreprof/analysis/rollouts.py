@@ -8,6 +8,14 @@ of requests that were folded out of the kept spans. Output: a :class:`RolloutRep
 to the last one's end, the mean number of requests in flight, the most at once and
 the share of that time spent at the most.
 
+**Tokens** are read from each answer's ``usage`` (``prompt_tokens``,
+``completion_tokens``; a stream's last chunk carries it when the server sends it).
+**Tokens/s** of an endpoint: its completion tokens over its busy wall time (the
+time at least one request to it was in flight), what the service delivered as the
+client saw it. **Time to first token** of a stream: from the request's start to
+the first chunk of its answer the user read; **inter-chunk time**: per stream, the
+mean gap between its later chunks (the percentiles are over streams).
+
 **Batch.** A batch is a *busy period* of one endpoint in one process: a maximal
 interval during which at least one request to it was in flight, with at least two
 requests. A trainer that sends a group of requests together (``asyncio.gather``,
