@@ -583,3 +583,29 @@ def test_the_trainer_wait_hook_sees_each_synchronous_request(
     [span] = _spans(prof)
     assert (start, end, kind, ident) == (span.start, span.end, "http", threading.get_ident())
     assert end - start >= 50_000_000
+
+
+def test_http_client_and_urllib3_directly_counted_once(llm: LLMServer) -> None:
+    import http.client as http_client
+
+    urllib3 = pytest.importorskip("urllib3")
+    body = json.dumps({"prompt": "a b", "max_tokens": 3})
+    with http.profile() as prof:
+        conn = http_client.HTTPConnection("127.0.0.1", llm.port, timeout=10)
+        conn.request("POST", "/v1/completions", body, {"content-type": "application/json"})
+        resp = conn.getresponse()
+        assert json.loads(resp.read())["usage"]["completion_tokens"] == 3
+        conn.close()
+        pool = urllib3.PoolManager()
+        r = pool.request("POST", llm.url + "/v1/completions", body=body.encode())
+        assert r.status == 200
+        bad = http_client.HTTPConnection("127.0.0.1", closed_port(), timeout=10)
+        with pytest.raises(ConnectionRefusedError):
+            bad.request("GET", "/x")
+    llm.wait_logged(2)
+    report = prof.report()
+    assert report is not None
+    e = _one(report, _ep(llm, "/v1/completions"))
+    assert e.requests == 2 == len([x for x in llm.log if x.path == "/v1/completions"])
+    assert e.clients == ["http.client"] and e.completion_tokens >= 3
+    assert sum(x.outcomes["refused"] for x in report.endpoints) == 1

@@ -10,6 +10,8 @@ Patched, each only when it is imported and of a version this code knows
   counted again);
 - ``urllib.request``: ``OpenerDirector.open`` (``urlopen``), the body scanned as the
   user reads it;
+- ``http.client`` used directly (or urllib3 without requests): ``HTTPConnection.request``
+  to ``getresponse``, the body scanned as the user reads it;
 - ``aiohttp``: ``ClientSession._request``, the body scanned by ``ClientResponse.read``;
 - the ``openai`` SDK: ``SyncAPIClient.request`` / ``AsyncAPIClient.request``. The SDK
   call is the request; each ``httpx`` send under it is an *attempt*, and an attempt
@@ -612,6 +614,75 @@ def install_urllib(mod: ModuleType) -> None:
     hooks.patch_methods(mod.OpenerDirector, ("open",), _urllib_open)
 
 
+# ------------------------------------------------------------------ http.client
+
+
+def _conn_endpoint(conn: Any, url: Any) -> str:
+    import http.client
+
+    scheme = "https" if isinstance(conn, http.client.HTTPSConnection) else "http"
+    path = url if isinstance(url, str) else ""
+    if path.startswith(("http://", "https://")):  # through a proxy: the absolute URL
+        return rl.endpoint_of_url(path)
+    return rl.endpoint(scheme, str(conn.host), conn.port, path)
+
+
+def _conn_request(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``HTTPConnection.request``: a request starts (its answer is ``getresponse``'s)."""
+
+    def request(self: Any, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+        if _active.get() is not None:  # urllib, requests: their layer owns it
+            return original(self, method, url, *args, **kwargs)
+        req = _guard(_new, _guard(_conn_endpoint, self, url) or "", "http.client")
+        if req is None:
+            return original(self, method, url, *args, **kwargs)
+        req.attempts = 1
+        req.late = True
+        try:
+            result = original(self, method, url, *args, **kwargs)
+        except BaseException as exc:
+            _guard(req.fail, rl.classify_exception(exc))
+            _guard(req.finish)
+            raise
+        try:
+            self._gyreprof_request = req
+        except (AttributeError, TypeError):
+            pass
+        return result
+
+    return request
+
+
+def _conn_getresponse(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def getresponse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        req = self.__dict__.get("_gyreprof_request")
+        if req is None:
+            return original(self, *args, **kwargs)
+        self._gyreprof_request = None
+        try:
+            resp = original(self, *args, **kwargs)
+        except BaseException as exc:
+            _guard(req.fail, rl.classify_exception(exc))
+            _guard(req.finish)
+            raise
+        status = getattr(resp, "status", None)
+        if isinstance(status, int):
+            req.outcome = rl.status_class(status)
+        _guard(req.finish)
+        _guard(_wrap_read, resp, req)
+        _guard(trainer_wait, req.start, req.end, "http")
+        return resp
+
+    return getresponse
+
+
+def install_http_client(mod: ModuleType) -> None:
+    """``http.client`` used directly, or through urllib3 without requests (a layer above
+    that is patched owns its requests: these pass through under it)."""
+    hooks.patch_methods(mod.HTTPConnection, ("request",), _conn_request)
+    hooks.patch_methods(mod.HTTPConnection, ("getresponse",), _conn_getresponse)
+
+
 # ---------------------------------------------------------------------- aiohttp
 
 
@@ -696,4 +767,5 @@ def register() -> None:
     hooks.when_imported("openai", install_openai)
     hooks.when_imported("requests", install_requests)
     hooks.when_imported("urllib.request", install_urllib)
+    hooks.when_imported("http.client", install_http_client)
     hooks.when_imported("aiohttp", install_aiohttp)
