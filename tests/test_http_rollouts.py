@@ -295,14 +295,17 @@ def test_sequential_requests_make_no_batch(llm: LLMServer) -> None:
 def test_thread_pool_batch_across_threads(llm: LLMServer) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
+    together = threading.Barrier(6)  # the pool's threads start lazily: send all at once
+
     def one(d: int) -> int:
+        together.wait(timeout=30)
         return httpx.post(llm.url + CHAT, json={"max_tokens": 3, "test_delay_ms": d}).status_code
 
     with http.profile() as prof, ThreadPoolExecutor(6) as pool:
         assert list(pool.map(one, [150] * 5 + [800])) == [200] * 6
     report = prof.report()
-    assert report is not None and report.batch_count == 1
-    assert report.batches[0].requests == 6 and report.batches[0].tail_share > 0.5
+    assert report is not None and report.batch_count == 1, report.batches
+    assert report.batches[0].requests == 6 and report.batches[0].tail_share > 0.5, report.batches
 
 
 # ------------------------------------------------------------------ bad bodies
