@@ -1219,3 +1219,114 @@ cdef class TimedFunction:
         if obj is None:
             return self
         return MethodType(self, obj)
+
+
+# ------------------------------------------------------------------ overlapping spans
+# (issue 23) Requests overlap: many in flight in one thread (asyncio tasks) or across
+# threads. A lap tiles; a span does not. ``Spans`` records spans into a Recorder's ring
+# and histograms (``FORM_RECORD`` events: start, duration, phase) and keeps the
+# Recorder's thread's in-flight count over time: its mean (the time integral), its
+# max and the time spent at the max. Single writer: the Recorder's writer thread.
+
+
+@cython.final
+cdef class Spans:
+    """Overlapping spans of one phase family written into ``rec`` (its writer thread).
+
+    ``tok = spans.begin()`` (the start, ns on the recorder's clock) ... ``spans.end(phase,
+    tok)``: one event of ``phase`` from the start to now, in the ring and the
+    histograms as a ``record`` event, and the in-flight count one lower. ``end`` of a
+    token that was not begun here is counted in ``unmatched``, never raised.
+    """
+    cdef Recorder rec
+    cdef readonly int64_t in_flight       # spans begun and not ended now
+    cdef readonly int64_t max_in_flight   # the most at once so far
+    cdef readonly int64_t begun
+    cdef readonly int64_t ended
+    cdef readonly int64_t unmatched       # end() with no span open
+    cdef readonly int64_t first_ns        # first begin (-1: none)
+    cdef int64_t since                    # ns of the last change of in_flight (-1: none)
+    cdef int64_t area_lo                  # integral of in_flight over time (ns x spans)
+    cdef int64_t area_hi                  # its carries (units of 2**62)
+    cdef int64_t busy                     # ns with at least one span in flight
+    cdef int64_t at_max                   # ns with in_flight == max_in_flight (this max)
+
+    def __cinit__(self, Recorder rec not None):
+        self.rec = rec
+        self.first_ns = -1
+        self.since = -1
+
+    cdef inline void _advance(self, int64_t now) noexcept:
+        cdef int64_t dt
+        if self.since >= 0 and now > self.since and self.in_flight > 0:
+            dt = now - self.since
+            self.busy += dt
+            if self.in_flight == self.max_in_flight:
+                self.at_max += dt
+            self.area_lo += dt * self.in_flight  # dt < 2**40 s-scale, in_flight small
+            if self.area_lo >= (<int64_t>1 << 62):
+                self.area_hi += 1
+                self.area_lo -= (<int64_t>1 << 62)
+        if now > self.since:
+            self.since = now
+
+    def begin(self):
+        """A span starts now: its token (the start in ns)."""
+        cdef Recorder r = self.rec
+        if gyre_unlikely(gyre_thread_token() != r.owner):
+            r._claim()
+        cdef int64_t now = r._now()
+        _stamp_first_write(r.s, r.in_warmup, now)
+        if self.first_ns < 0:
+            self.first_ns = now
+        self._advance(now)
+        self.in_flight += 1
+        self.begun += 1
+        if self.in_flight > self.max_in_flight:
+            self.max_in_flight = self.in_flight
+            self.at_max = 0
+        return now
+
+    def end(self, phase, int64_t start_ns):
+        """The span begun at ``start_ns`` (a token of :meth:`begin`) ends now, recorded
+        as ``phase``; its duration in ns."""
+        cdef long long p = _id(phase, self.rec.n_phases, "phase id")
+        cdef int64_t small = start_ns
+        cdef Recorder r = self.rec
+        if gyre_unlikely(gyre_thread_token() != r.owner):
+            r._claim()
+        cdef int64_t now = r._now()
+        self._advance(now)
+        if self.in_flight > 0:
+            self.in_flight -= 1
+            self.ended += 1
+        else:
+            self.unmatched += 1
+        r._emit(p, now - small, small, FORM_RECORD)
+        r.s[H_LAST_WRITE] = now
+        return now - small
+
+    def gauge(self):
+        """The in-flight figures up to now: a dict of ``in_flight``, ``max_in_flight``,
+        ``mean_in_flight`` (over the time since the first begin), ``busy_ns``,
+        ``at_max_ns`` (time at the max), ``elapsed_ns``, ``begun``, ``ended``,
+        ``unmatched``. Read on the writer thread (or with it stopped)."""
+        cdef int64_t now = self.rec._now()
+        cdef int64_t elapsed = now - self.first_ns if self.first_ns >= 0 else 0
+        # the open interval since the last change, without moving the writer's state
+        cdef int64_t dt = now - self.since if self.since >= 0 and now > self.since else 0
+        area = self.area_hi * (1 << 62) + self.area_lo + dt * self.in_flight
+        busy = self.busy + (dt if self.in_flight > 0 else 0)
+        at_max = self.at_max + (
+            dt if self.in_flight > 0 and self.in_flight == self.max_in_flight else 0)
+        return {
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "mean_in_flight": (area / elapsed) if elapsed > 0 else 0.0,
+            "busy_ns": busy,
+            "at_max_ns": at_max,
+            "elapsed_ns": elapsed,
+            "begun": self.begun,
+            "ended": self.ended,
+            "unmatched": self.unmatched,
+        }

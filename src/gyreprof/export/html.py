@@ -185,6 +185,8 @@ def html_report(
 
     _mpl()
     run = source if isinstance(source, RunReport) else None
+    if run is not None and run.sampler is None and run.trainer is None and run.rollouts:
+        return _rollouts_page(run, path, title, size_px)
     if run is not None:
         verdict = verdict if verdict is not None else run.verdict
         trainer = trainer if trainer is not None else run.trainer
@@ -255,8 +257,113 @@ def html_report(
         parts += _trainer_section(trainer, wait)
     if run is not None and run.notes:
         parts.append('<p class="note">' + "<br>".join(_e(n) for n in run.notes) + "</p>")
+    if run is not None and getattr(run, "rollouts", None) is not None:
+        parts += _rollouts_section(run.rollouts, size_px)
     parts.append("<h2>Pictures</h2>")
     parts += _pictures(res, steps, seconds, size_px, finished=run is not None)
+    parts.append(f"<footer>gyreprof {_e(__version__)}</footer></body></html>")
+    text = "\n".join(parts) + "\n"
+    if path is None:
+        return text
+    p = Path(path)
+    _io.write_atomic(p, text.encode("utf-8"))
+    return p
+
+
+# ------------------------------------------------------------------ rollouts
+
+
+def _rollouts_section(r: Any, size_px: tuple[int, int]) -> list[str]:
+    """The HTTP rollout requests (RolloutReport): the text's lines per endpoint, a
+    concurrency-over-time plot per endpoint and the tail share of each batch."""
+    lines = render_text.rollouts(r).splitlines()
+    out = [
+        "<h2>Rollout requests</h2>",
+        f'<p class="headline">{_e(lines[0])}</p>',
+        "<pre>" + "\n".join(_e(x) for x in lines[1:]) + "</pre>",
+    ]
+    for e in r.endpoints:
+        if len(e.concurrency) >= 2:
+            out.append(_img(_concurrency_png(e, size_px), f"requests in flight: {e.endpoint}"))
+    if r.batches:
+        out.append(_img(_tail_png(r, size_px), "batch wall time and tail share"))
+    return out
+
+
+def _figure(size_px: tuple[int, int]) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    dpi = 100
+    fig = Figure(figsize=(size_px[0] / dpi, size_px[1] / 2 / dpi), dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _concurrency_png(e: Any, size_px: tuple[int, int]) -> bytes:
+    from gyreprof.export.plots import figure_png
+
+    fig = _figure(size_px)
+    ax = fig.add_subplot(1, 1, 1)
+    ts = [p[0] for p in e.concurrency]
+    ns = [p[1] for p in e.concurrency]
+    ax.step(ts, ns, where="post", color="#3465a4")
+    ax.fill_between(ts, ns, step="post", alpha=0.25, color="#3465a4")
+    ax.set_xlabel("seconds from the first request")
+    ax.set_ylabel("requests in flight")
+    ax.set_title(
+        f"{safe_name(e.endpoint)}: mean {e.in_flight_mean or 0:.1f}, max {e.in_flight_max}"
+    )
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    return figure_png(fig)
+
+
+def _tail_png(r: Any, size_px: tuple[int, int]) -> bytes:
+    from gyreprof.export.plots import figure_png
+
+    fig = _figure(size_px)
+    ax = fig.add_subplot(1, 1, 1)
+    bs = sorted(r.batches, key=lambda b: b.start_ns)
+    t0 = bs[0].start_ns
+    xs = [(b.start_ns - t0) / 1e9 for b in bs]
+    ax.bar(
+        xs,
+        [b.wall_ms for b in bs],
+        width=0.8 * (max(xs) - min(xs) or 1) / max(1, len(xs)),
+        color="#cccccc",
+        label="batch wall time (ms)",
+    )
+    ax.set_ylabel("batch wall time (ms)")
+    ax.set_xlabel("seconds from the first batch (the slowest batches)")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [b.tail_share * 100 for b in bs], "o", color="#cc0000", label="tail share (%)")
+    ax2.set_ylim(0, 100)
+    ax2.set_ylabel("tail share (%): waiting for the last 10%")
+    ax.set_title("batches: wall time and tail share")
+    fig.tight_layout()
+    return figure_png(fig)
+
+
+def _rollouts_page(
+    run: Any, path: str | os.PathLike[str] | None, title: str | None, size_px: tuple[int, int]
+) -> str | Path:
+    """The page of a run that made HTTP rollout requests and timed no phase."""
+    title = title or "gyreprof report"
+    now = _dt.datetime.now(tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<div class="sub">{_e(now)}</div>',
+        f"<p>processes: {_e(render_text.run_processes(run))}</p>",
+    ]
+    parts += _rollouts_section(run.rollouts, size_px)
+    if run.notes:
+        parts.append('<p class="note">' + "<br>".join(_e(n) for n in run.notes) + "</p>")
     parts.append(f"<footer>gyreprof {_e(__version__)}</footer></body></html>")
     text = "\n".join(parts) + "\n"
     if path is None:

@@ -24,6 +24,7 @@ from gyreprof._format import (
 from gyreprof.histogram import STEP
 
 if TYPE_CHECKING:
+    from gyreprof.analysis.rollouts import Percentiles, RolloutReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.integrations._auto.collect import ProcessEntry, RunReport
@@ -36,6 +37,7 @@ __all__ = [
     "phase_rows",
     "rate_cell",
     "phase_stats",
+    "rollouts",
     "run_report",
     "run_processes",
     "user_profiles",
@@ -496,7 +498,84 @@ def _run_report(r: RunReport) -> str:
     if r.verdict is not None:
         lines.append("")
         lines.append(verdict(r.verdict))
+    if getattr(r, "rollouts", None) is not None:
+        lines += ["", rollouts(r.rollouts)]
     if r.notes:
         lines.append("")
         lines += [f"note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ rollouts
+
+
+def _ms(p: Percentiles, *which: str) -> str:
+    vals = [getattr(p, w) for w in which]
+    if all(v is None for v in vals):
+        return "-"
+    return " / ".join(fmt_ns(None if v is None else v * 1e6) for v in vals)
+
+
+def rollouts(r: RolloutReport) -> str:
+    """The HTTP rollout requests: per endpoint requests, outcomes, latency, tokens,
+    streams and in-flight figures, then the batches and their tail."""
+    from gyreprof._format import fmt_bytes
+
+    lines = [f"rollout requests ({r.requests} over {len(r.endpoints)} endpoint(s)):"]
+    for e in r.endpoints:
+        lines.append(f"  {safe_name(e.endpoint)}  [{', '.join(safe_name(c) for c in e.clients)}]")
+        outcomes = ", ".join(f"{k} {v}" for k, v in e.outcomes.items() if v)
+        lines.append(f"    requests {e.requests}, attempts {e.attempts}: {outcomes or '-'}")
+        if e.retries:
+            why = ", ".join(f"{v} after {k}" for k, v in e.retried.items())
+            lines.append(f"    retries {e.retries} ({why})")
+        lines.append(
+            f"    latency p50 / p90 / p99 / max: {_ms(e.latency, 'p50', 'p90', 'p99', 'max')}"
+        )
+        lines.append(f"    bytes in {fmt_bytes(e.bytes_in)}, out {fmt_bytes(e.bytes_out)}")
+        if e.with_usage:
+            tps = f", {e.tokens_per_s:,.0f} completion tokens/s" if e.tokens_per_s else ""
+            lines.append(
+                f"    tokens (usage of {e.with_usage} answers): prompt {e.prompt_tokens:,}, "
+                f"completion {e.completion_tokens:,}{tps}"
+            )
+        if e.streams:
+            lines.append(
+                f"    streams {e.streams} ({e.chunks} chunks): time to first token p50 / p90 "
+                f"{_ms(e.ttft, 'p50', 'p90')}, inter-chunk p50 / p90 {_ms(e.inter_chunk, 'p50', 'p90')}"
+            )
+        if e.in_flight_mean is not None:
+            lines.append(
+                f"    in flight: mean {e.in_flight_mean:.1f}, max {e.in_flight_max} "
+                f"({fmt_pct(e.at_max_share)} of the time at max)"
+            )
+        if e.empty_fields:
+            lines.append(
+                "    empty answers read from: "
+                + ", ".join(f"{safe_name(k)} ({v})" for k, v in e.empty_fields.items())
+            )
+        if e.not_json or e.oversized:
+            lines.append(
+                f"    bodies not scanned: {e.not_json} not JSON, {e.oversized} larger than the cap"
+            )
+    if r.batch_count:
+        lines.append(
+            f"  batches: {r.batch_count} (busy periods of an endpoint with 2+ requests); wall "
+            f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
+            f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
+        )
+        if r.typical_tail:
+            lines.append(f"    typical: {r.typical_tail}")
+        worst = max(r.batches, key=lambda b: b.tail_share, default=None)
+        if worst is not None:
+            lines.append(
+                f"    longest tail: {worst.words} (median request {fmt_ns(worst.median_ms * 1e6)}, "
+                f"slowest {fmt_ns(worst.slowest_ms * 1e6)})"
+            )
+        if r.tail_dominates:
+            lines.append(
+                "    the long tail dominates: half the batches spend at least "
+                f"{fmt_pct(r.tail_share_p50)} of their time waiting for their last 10% of requests"
+            )
+    lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)

@@ -16,7 +16,17 @@ import psutil
 import gyreprof as gp
 
 SCRIPTS = Path(__file__).resolve().parent
-RUN_KEYS = {"format", "verdict", "wait", "sampler", "trainer", "processes", "exit_code", "notes"}
+RUN_KEYS = {
+    "format",
+    "verdict",
+    "wait",
+    "sampler",
+    "trainer",
+    "processes",
+    "exit_code",
+    "notes",
+    "rollouts",  # the HTTP rollout requests (gyreprof.rollouts/1), null when none
+}
 
 
 def _argv_env(
@@ -123,6 +133,8 @@ def check_format(data: dict[str, Any]) -> None:
         assert data["verdict"]["bound"] in ("trainer", "sampler", "balanced", "unknown")
     if data["wait"] is not None:
         assert 0.0 <= data["wait"]["ratio"] <= 1.0
+    if data["rollouts"] is not None:
+        assert data["rollouts"]["format"] == "gyreprof.rollouts/1"
 
 
 def count(data: dict[str, Any], side: str, phase: str) -> int:

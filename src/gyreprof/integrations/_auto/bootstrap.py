@@ -21,6 +21,9 @@ def install_all() -> None:
 
     patch_transformers.register()
     patch_rllib.register()
+    from gyreprof.integrations._auto import patch_http  # HTTP rollout clients (issue 23)
+
+    patch_http.register()
 
 
 def start() -> bool:

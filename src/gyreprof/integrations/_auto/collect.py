@@ -21,6 +21,7 @@ from gyreprof._serial import decode, encode, loads, plain, serial_format
 from gyreprof.integrations._auto import records as rec
 
 if TYPE_CHECKING:
+    from gyreprof.analysis.rollouts import RolloutReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.summary import Summary
@@ -108,6 +109,10 @@ def __getattr__(name: str) -> Any:
         from gyreprof.summary import Summary
 
         return Summary
+    if name == "RolloutReport":
+        from gyreprof.analysis.rollouts import RolloutReport
+
+        return RolloutReport
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -125,6 +130,7 @@ class RunRecord:
     processes: list[ProcessEntry]
     exit_code: int | None
     notes: list[str]
+    rollouts: RolloutReport | None = field(default=None, metadata=_WHOLE)  # HTTP requests
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -157,6 +163,7 @@ class RunReport:
     advice_for: str = "code"
     loop: str | None = None  # the loop's shape as declared (gyreprof run --loop)
     received: tuple[str, ...] = ()  # signals gyreprof run received while the command ran
+    rollouts: Any = None  # RolloutReport of the HTTP rollout requests, or None
 
     @property
     def contributed(self) -> list[ProcessEntry]:
@@ -171,6 +178,7 @@ class RunReport:
         return (
             self.sampler is not None
             or self.trainer is not None
+            or self.rollouts is not None
             or any(e.user for e in self.contributed)
         )
 
@@ -184,6 +192,7 @@ class RunReport:
             processes=list(self.processes),
             exit_code=self.exit_code,
             notes=list(self.notes),
+            rollouts=self.rollouts,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -510,6 +519,7 @@ def collect_run(
         loop=loop,
         received=tuple(received),
     )
+    report.rollouts = _rollouts(run_dir, all_notes)
     with advice_for(report.advice_for):
         _judge(report, got)
     crash = _trail_notes(run_dir, signal_num, report)
@@ -630,6 +640,27 @@ def _role_notes(entries: list[ProcessEntry]) -> list[str]:
     from gyreprof.integrations._auto import patch_rllib
 
     return patch_rllib.role_notes(entries)
+
+
+def _rollouts(run_dir: Path, notes: list[str]) -> Any:
+    """The HTTP rollout requests of every process that saved them (``<key>.rollouts.json``:
+    a pid, or the key of an image replaced by exec); a bad record is skipped with a note."""
+    from gyreprof.integrations._auto import rollout_record
+
+    records = []
+    for p in sorted(run_dir.glob("*.rollouts.json")):
+        key = p.name[: -len(".rollouts.json")]
+        if not key.isdigit() and rec.parse_exec_key(key) is None:
+            continue
+        try:
+            records.append(rollout_record.read(p))
+        except (OSError, ValueError) as exc:
+            _skipped(notes, p, exc)
+    try:
+        return rollout_record.report(records) if records else None
+    except ValueError as exc:
+        notes.append(f"no rollout report: {exc}")
+        return None
 
 
 def _signal_name(num: int) -> str:

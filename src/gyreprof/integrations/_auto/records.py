@@ -132,3 +132,8 @@ def parse_exec_key(key: str) -> int | None:
 def segment_name(run_id: str, side: str) -> str:
     """Name of a live segment of this run (``side``: sampler or trainer)."""
     return f"gyreprof-run-{run_id}:{side}"
+
+
+def rollouts_path(run_dir: Path, pid: int | str) -> Path:
+    """The process's HTTP rollout requests (``rollout_record``), written at exit."""
+    return run_dir / f"{pid}.rollouts.json"

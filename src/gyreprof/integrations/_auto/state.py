@@ -264,6 +264,7 @@ def save(how: str, key: int | str | None = None) -> bool:
             path = rec.snap_path(run_dir, name, side)
             write_atomic(path, snap.to_bytes())
             written.append(path)
+        _save_rollouts(name)
         write_atomic(rec.done_path(run_dir, name), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         for path in written:
@@ -280,6 +281,21 @@ def save(how: str, key: int | str | None = None) -> bool:
         )
         return False
     return True
+
+
+def _save_rollouts(name: int | str) -> None:
+    """The HTTP rollout requests (issue 23) in their own record; a failure costs only them.
+    Nothing is imported here unless requests were made (their record's module was loaded
+    at the first one: a dataclass defined at exit would reset Python's exit by SIGINT)."""
+    log = sys.modules.get("gyreprof.integrations._auto.rollout_log")
+    if log is None or run_dir is None or not log.logs():
+        return
+    try:
+        from gyreprof.integrations._auto import rollout_record
+
+        rollout_record.save(run_dir, name)
+    except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+        print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
 
 
 def _unlink(path: Path) -> None:
@@ -380,6 +396,7 @@ def _exec_failed(key: str | None) -> None:
     if key is None or run_dir is None:
         return
     _unlink(rec.done_path(run_dir, key))
+    _unlink(rec.rollouts_path(run_dir, key))  # the exit's save writes them again
     for side in ("sampler", "trainer"):
         _unlink(rec.snap_path(run_dir, key, side))
     _saved_pid = 0

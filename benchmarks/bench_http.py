@@ -1,0 +1,249 @@
+"""Added cost of the HTTP rollout instrumentation per request and per streamed chunk.
+
+    PYTHONPATH=src python benchmarks/bench_http.py [--rounds 15] [--n 300]
+    PYTHONPATH=src python benchmarks/bench_http.py --run-loop 300 --rounds 5
+
+Against the local OpenAI-compatible test server (tests/helpers/llm_server.py, run
+in a subprocess so it does not share this interpreter's GIL), and against an
+in-memory transport (httpx.MockTransport: no network, so the added microseconds
+are not buried in the round trip). Each round times the bare client (the
+patched method's ``__wrapped__``, the same request objects) and the instrumented
+one back to back, alternating which goes first; the figure is the median over
+rounds of (instrumented - bare) per request, in microseconds, and the ratio.
+
+``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
+(``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
+whole command's wall and CPU time (user + system of it and its children) and of the
+loop's own wall and CPU time (as the loop measures them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+BODY = {"messages": [{"role": "user", "content": "a b c"}], "max_tokens": 4}
+
+
+def _start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helpers.llm_server"],
+        cwd=ROOT / "tests",
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds: int) -> str:
+    diffs = []
+    ratios = []
+    bare_best: list[float] = []
+    inst_best: list[float] = []
+    for r in range(rounds):
+        times = {}
+        order = (("bare", bare), ("inst", inst)) if r % 2 else (("inst", inst), ("bare", bare))
+        for name, fn in order:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn()
+            times[name] = (time.perf_counter_ns() - t0) / n
+        bare_best.append(times["bare"])
+        inst_best.append(times["inst"])
+        diffs.append((times["inst"] - times["bare"]) / 1000.0)
+        ratios.append(times["inst"] / times["bare"])
+    d = statistics.median(diffs)
+    q = statistics.quantiles(diffs, n=4)
+    best = (min(inst_best) - min(bare_best)) / 1000.0
+    return (
+        f"median {d:+.2f} us per call (quartiles {q[0]:+.2f} .. {q[2]:+.2f}), "
+        f"ratio {statistics.median(ratios):.4f}; best of rounds {best:+.2f} us "
+        f"({min(bare_best) / 1000.0:.1f} -> {min(inst_best) / 1000.0:.1f} us)"
+    )
+
+
+def _bookkeeping(httpx: object) -> None:
+    """The instrumentation's own work, timed alone (no network noise): what a plain
+    httpx send adds around the original call, and what one streamed chunk adds."""
+    import timeit
+
+    import httpx as hx
+
+    from gyreprof.integrations._auto import patch_http as ph
+    from gyreprof.integrations._auto import rollout_log as rl
+
+    body = {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "tok tok tok"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6},
+    }
+    mock = hx.Client(transport=hx.MockTransport(lambda req: hx.Response(200, json=body)))
+    req = mock.build_request("POST", "http://mock/v1/chat/completions", json=BODY)
+    resp = type(mock).send.__wrapped__(mock, req)  # type: ignore[attr-defined]
+    n = 200  # short repeats, many of them: the best one is a slice the machine left alone
+
+    def best(fn: Callable[[], object]) -> float:
+        return min(timeit.repeat(fn, number=n, repeat=300)) / n * 1e6
+
+    def request() -> None:
+        r = ph._httpx_open(req)
+        ph._httpx_done(r, resp, False, hx)
+
+    chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\n\n'
+    stream_req = rl.Request("http://mock:80/v1/chat/completions", "httpx")
+    print(f"bookkeeping per httpx request (open + answer + finish): {best(request):.2f} us")
+    print(
+        f"bookkeeping per streamed chunk (Request.chunk): {best(lambda: stream_req.chunk(chunk)):.2f} us"
+    )
+
+
+LOOP = """
+import sys, time, openai
+sdk = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="x", max_retries=0)
+n = int(sys.argv[2])
+msgs = [{"role": "user", "content": "a b c"}]
+sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
+w, c = time.perf_counter(), time.process_time()
+for _ in range(n):
+    sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
+print("loop", time.perf_counter() - w, time.process_time() - c, flush=True)
+"""
+
+
+def _run_loop(url: str, n: int, rounds: int) -> None:
+    import os
+    import resource
+    import tempfile
+
+    script = Path(tempfile.mkdtemp()) / "loop.py"
+    script.write_text(LOOP)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    bare = [sys.executable, str(script), url, str(n)]
+    inst = [sys.executable, "-m", "gyreprof", "run", "--", *bare]
+    ratios: dict[str, list[float]] = {k: [] for k in ("wall", "cpu", "loop wall", "loop cpu")}
+    for r in range(rounds):
+        got = {}
+        for name, argv in (
+            (("bare", bare), ("inst", inst))
+            if r % 2
+            else (
+                ("inst", inst),
+                ("bare", bare),
+            )
+        ):
+            u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+            wall = time.perf_counter() - t0
+            u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
+            line = next(x for x in out.stdout.splitlines() if x.startswith("loop "))
+            lw, lc = (float(x) for x in line.split()[1:3])
+            got[name] = (wall, cpu, lw, lc)
+        for i, k in enumerate(ratios):
+            ratios[k].append(got["inst"][i] / got["bare"][i])
+    print(f"gyreprof run, openai-SDK loop of {n} requests, {rounds} rounds (inst / bare):")
+    for k, v in ratios.items():
+        print(
+            f"  {k:10s} median {statistics.median(v):.3f}  (all: {', '.join(f'{x:.3f}' for x in v)})"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--chunks", type=int, default=2000)
+    ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
+    args = ap.parse_args()
+    if args.run_loop:
+        proc, url = _start_server()
+        try:
+            _run_loop(url, args.run_loop, args.rounds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return
+
+    import httpx
+    import requests
+
+    from gyreprof.integrations import http
+
+    prof = http.profile()  # patches the clients; records everything below
+    _bookkeeping(httpx)
+    proc, url = _start_server()
+    try:
+        # httpx against an in-memory transport: the wrapper's own cost
+        mock = httpx.Client(
+            transport=httpx.MockTransport(
+                lambda req: httpx.Response(
+                    200, json={"choices": [{"text": "x"}], "usage": {"prompt_tokens": 3}}
+                )
+            )
+        )
+        req = mock.build_request("POST", "http://mock/v1/chat/completions", json=BODY)
+        bare_send = type(mock).send.__wrapped__  # type: ignore[attr-defined]
+        print(
+            "httpx, in-memory transport:",
+            _pair(lambda: bare_send(mock, req), lambda: mock.send(req), 50, args.rounds * 20),
+        )
+
+        c = httpx.Client(base_url=url)
+        req = c.build_request("POST", "/v1/chat/completions", json=BODY)
+        print(
+            "httpx, local server:       ",
+            _pair(lambda: bare_send(c, req), lambda: c.send(req), args.n, args.rounds),
+        )
+
+        s = requests.Session()
+        prepared = s.prepare_request(
+            requests.Request("POST", url + "/v1/chat/completions", json=BODY)
+        )
+        bare_rsend = requests.Session.send.__wrapped__  # type: ignore[attr-defined]
+        print(
+            "requests, local server:    ",
+            _pair(lambda: bare_rsend(s, prepared), lambda: s.send(prepared), args.n, args.rounds),
+        )
+
+        sreq = c.build_request(
+            "POST", "/v1/chat/completions", json={"stream": True, "max_tokens": args.chunks}
+        )
+
+        def stream(send: Callable[..., httpx.Response]) -> Callable[[], None]:
+            def run() -> None:
+                r = send(sreq, stream=True)
+                try:
+                    for _ in r.iter_raw():
+                        pass
+                finally:
+                    r.close()
+
+            return run
+
+        per = _pair(
+            stream(lambda q, **kw: bare_send(c, q, **kw)),
+            stream(lambda q, **kw: c.send(q, **kw)),
+            1,
+            args.rounds * 2,
+        )
+        print(f"httpx stream of {args.chunks} chunks (per stream): {per}")
+        print("  (divide the per-stream figure by the chunk count for the cost per chunk)")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        prof.close()
+
+
+if __name__ == "__main__":
+    main()

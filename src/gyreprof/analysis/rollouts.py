@@ -1,0 +1,513 @@
+"""Rollout requests read back: per endpoint figures, in-flight over time, batches and their tail.
+
+Input: the spans of HTTP rollout requests (:class:`SpanRow`, one per request, times
+in ns on CLOCK_MONOTONIC, which every process of a machine shares) and the totals
+of requests that were folded out of the kept spans. Output: a :class:`RolloutReport`.
+
+**In flight** (per endpoint, over every process): from the first request's start
+to the last one's end, the mean number of requests in flight, the most at once and
+the share of that time spent at the most.
+
+**Tokens** are read from each answer's ``usage`` (``prompt_tokens``,
+``completion_tokens``; a stream's last chunk carries it when the server sends it).
+**Tokens/s** of an endpoint: its completion tokens over its busy wall time (the
+time at least one request to it was in flight), what the service delivered as the
+client saw it. **Time to first token** of a stream: from the request's start to
+the first chunk of its answer the user read; **inter-chunk time**: per stream, the
+mean gap between its later chunks (the percentiles are over streams).
+
+**Batch.** A batch is a *busy period* of one endpoint in one process: a maximal
+interval during which at least one request to it was in flight, with at least two
+requests. A trainer that sends a group of requests together (``asyncio.gather``,
+a thread pool's ``map``, a list of futures) and waits for all of them makes one
+busy period per group, whatever the client; a client that sends one request at a
+time makes none. A pipeline that always keeps a request in flight is one batch.
+
+**Tail share** of a batch of ``n`` requests: with ``k = max(1, n // 10)``, the part
+of its wall time after its ``(n-k)``-th request ended, i.e. the time it waited for
+its last ``k`` requests, during which at most 10% of them (at least one) were
+still in flight: "the batch waited 41% of its time for its last 3 of 32 requests".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gyreprof._serial import serial_format
+
+FORMAT = "gyreprof.rollouts/1"
+OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
+FAILURES = frozenset(OUTCOMES[1:])
+#: batches listed whole in a report (the slowest); the run's figures use them all
+BATCHES_LISTED = 50
+#: the median tail share from which the verdict says the tail dominates
+TAIL_DOMINATES = 0.25
+#: points of an endpoint's in-flight series (each the most in flight in its bucket)
+SERIES_POINTS = 200
+
+SPAN_FIELDS: tuple[str, ...] = (
+    "endpoint",
+    "start",
+    "end",
+    "outcome",
+    "prompt_tokens",
+    "completion_tokens",
+    "ttft",
+    "chunks",
+    "attempts",
+    "retried",
+    "bytes_in",
+    "bytes_out",
+    "stream",
+    "empty_field",
+    "body_flag",
+    "thread",
+    "client",
+)
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    """One request: times in ns; tokens and ``ttft`` -1 when unknown."""
+
+    endpoint: str
+    start: int
+    end: int
+    outcome: str
+    prompt_tokens: int
+    completion_tokens: int
+    ttft: int
+    chunks: int
+    attempts: int
+    retried: tuple[str, ...]
+    bytes_in: int
+    bytes_out: int
+    stream: bool
+    empty_field: str | None
+    body_flag: int
+    thread: int
+    client: str
+    pid: int = 0
+
+
+@dataclass
+class Totals:
+    """Figures of requests whose spans were not kept whole (a thread's oldest ones)."""
+
+    requests: int = 0
+    attempts: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    retried: dict[str, int] = field(default_factory=dict)
+    bytes_in: int = 0
+    bytes_out: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    with_usage: int = 0
+    streams: int = 0
+    chunks: int = 0
+    not_json: int = 0
+    oversized: int = 0
+    empty_fields: dict[str, int] = field(default_factory=dict)
+    clients: dict[str, int] = field(default_factory=dict)
+
+    def add_span(self, s: SpanRow) -> None:
+        self.requests += 1
+        self.attempts += s.attempts
+        _bump(self.outcomes, s.outcome)
+        for r in s.retried:
+            _bump(self.retried, r)
+        self.bytes_in += s.bytes_in
+        self.bytes_out += s.bytes_out
+        if s.prompt_tokens >= 0 or s.completion_tokens >= 0:
+            self.with_usage += 1
+            self.prompt_tokens += max(0, s.prompt_tokens)
+            self.completion_tokens += max(0, s.completion_tokens)
+        if s.stream:
+            self.streams += 1
+            self.chunks += s.chunks
+        if s.body_flag == 1:
+            self.not_json += 1
+        elif s.body_flag == 2:
+            self.oversized += 1
+        if s.empty_field is not None:
+            _bump(self.empty_fields, s.empty_field)
+        _bump(self.clients, s.client)
+
+    def add(self, o: Totals) -> None:
+        for name in (
+            "requests",
+            "attempts",
+            "bytes_in",
+            "bytes_out",
+            "prompt_tokens",
+            "completion_tokens",
+            "with_usage",
+            "streams",
+            "chunks",
+            "not_json",
+            "oversized",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(o, name))
+        for name in ("outcomes", "retried", "empty_fields", "clients"):
+            mine: dict[str, int] = getattr(self, name)
+            for k, v in getattr(o, name).items():
+                mine[k] = mine.get(k, 0) + v
+
+
+def _bump(d: dict[str, int], k: str, n: int = 1) -> None:
+    d[k] = d.get(k, 0) + n
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """Milliseconds (None: no value)."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+    count: int = 0
+
+
+def percentiles_ms(values_ns: list[int]) -> Percentiles:
+    if not values_ns:
+        return Percentiles()
+    v = sorted(values_ns)
+    n = len(v)
+
+    def at(q: float) -> float:
+        i = min(n - 1, max(0, int(-(-q * n // 1)) - 1))  # nearest rank
+        return v[i] / 1e6
+
+    return Percentiles(at(0.5), at(0.9), at(0.99), v[-1] / 1e6, n)
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One batch (a busy period of an endpoint in one process with 2+ requests)."""
+
+    endpoint: str
+    pid: int
+    start_ns: int
+    wall_ms: float
+    requests: int
+    tokens: int
+    median_ms: float
+    slowest_ms: float
+    tail_requests: int
+    tail_share: float
+
+    @property
+    def words(self) -> str:
+        return tail_words(self.tail_share, self.tail_requests, self.requests)
+
+
+def tail_words(share: float, k: int, n: int) -> str:
+    """ "the batch waited 41% of its time for its last 3 of 32 requests"."""
+    return f"the batch waited {share * 100:.0f}% of its time for its last {k} of {n} requests"
+
+
+@dataclass(frozen=True)
+class EndpointReport:
+    """One endpoint's requests over the run."""
+
+    endpoint: str
+    clients: list[str]
+    requests: int
+    attempts: int
+    retries: int
+    retried: dict[str, int]
+    outcomes: dict[str, int]
+    latency: Percentiles
+    bytes_in: int
+    bytes_out: int
+    prompt_tokens: int
+    completion_tokens: int
+    with_usage: int
+    tokens_per_s: float | None
+    streams: int
+    chunks: int
+    ttft: Percentiles
+    inter_chunk: Percentiles
+    in_flight_mean: float | None
+    in_flight_max: int
+    at_max_share: float | None
+    not_json: int
+    oversized: int
+    empty_fields: dict[str, int]
+    batches: int
+    processes: int
+    #: requests in flight over time: ``[t_s, most in flight]`` per bucket of the
+    #: endpoint's active time (``SERIES_POINTS`` buckets at most; t from its first start)
+    concurrency: list[list[float]] = field(default_factory=list)
+
+    @property
+    def failures(self) -> int:
+        return sum(v for k, v in self.outcomes.items() if k in FAILURES)
+
+
+@serial_format(FORMAT)
+@dataclass(frozen=True)
+class RolloutReport:
+    """HTTP rollout requests of a run (format ``gyreprof.rollouts/1``): per endpoint
+    figures, the batches (the slowest listed) and their run-level tail figures."""
+
+    endpoints: list[EndpointReport]
+    batches: list[BatchReport]
+    batch_count: int
+    batch_wall: Percentiles
+    tail_share_p50: float | None
+    tail_share_p90: float | None
+    tail_share_max: float | None
+    typical_tail: str | None
+    tail_dominates: bool
+    folded_requests: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return sum(e.requests for e in self.endpoints)
+
+    def to_dict(self) -> dict[str, Any]:
+        from gyreprof._serial import encode
+
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> RolloutReport:
+        from gyreprof._serial import decode
+
+        return decode(cls, data)
+
+    def __str__(self) -> str:
+        from gyreprof.render import text as render_text
+
+        return render_text.rollouts(self)
+
+
+# ------------------------------------------------------------------- analysis
+
+
+def in_flight(spans: list[SpanRow]) -> tuple[float | None, int, float | None, int]:
+    """``(mean, max, share of time at max, busy ns)`` over [first start, last end]."""
+    if not spans:
+        return None, 0, None, 0
+    events: list[tuple[int, int]] = []
+    for s in spans:
+        events.append((s.start, 1))
+        events.append((max(s.start, s.end), -1))
+    events.sort(key=lambda e: (e[0], e[1]))  # ends before starts at the same instant
+    t0 = events[0][0]
+    t_end = events[-1][0]
+    # the max first, then the time at it
+    cur = peak = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    cur = 0
+    area = 0
+    at_max = 0
+    busy = 0
+    last = t0
+    for t, d in events:
+        dt = t - last
+        if dt > 0:
+            area += dt * cur
+            if cur > 0:
+                busy += dt
+            if cur == peak:
+                at_max += dt
+        cur += d
+        last = t
+    span = t_end - t0
+    if span <= 0:
+        return float(peak), peak, 1.0, 0
+    return area / span, peak, at_max / span, busy
+
+
+def concurrency_series(spans: list[SpanRow], points: int = SERIES_POINTS) -> list[list[float]]:
+    """``[[t_s, most in flight], ...]``: the active time cut into ``points`` buckets."""
+    if not spans:
+        return []
+    events = sorted(
+        [(s.start, 1) for s in spans] + [(max(s.start, s.end), -1) for s in spans],
+        key=lambda e: (e[0], e[1]),
+    )
+    t0, t1 = events[0][0], events[-1][0]
+    width = max(1, (t1 - t0) // points + 1)
+    peaks = [0] * points
+    cur = 0
+    for t, d in events:
+        if d > 0:
+            cur += 1
+            b = min(points - 1, (t - t0) // width)
+            peaks[b] = max(peaks[b], cur)
+        else:
+            cur -= 1
+    # a bucket with no start keeps the count carried into it
+    out: list[list[float]] = []
+    cur = 0
+    i = 0
+    for b in range(points):
+        edge = t0 + b * width
+        while i < len(events) and events[i][0] < edge:
+            cur += events[i][1]
+            i += 1
+        out.append([(b * width) / 1e9, float(max(peaks[b], cur))])
+        if edge > t1:
+            break
+    return out
+
+
+def batches_of(spans: list[SpanRow]) -> list[BatchReport]:
+    """The busy periods with 2+ requests of one endpoint in one process."""
+    out: list[BatchReport] = []
+    if not spans:
+        return out
+    ordered = sorted(spans, key=lambda s: s.start)
+    group: list[SpanRow] = []
+    group_end = -1
+    for s in ordered:
+        if group and s.start > group_end:
+            if len(group) >= 2:
+                out.append(_batch(group))
+            group = []
+        group.append(s)
+        group_end = max(group_end, s.end) if len(group) > 1 else s.end
+    if len(group) >= 2:
+        out.append(_batch(group))
+    return out
+
+
+def _batch(group: list[SpanRow]) -> BatchReport:
+    n = len(group)
+    start = min(s.start for s in group)
+    end = max(s.end for s in group)
+    wall = max(1, end - start)
+    lat = sorted(s.end - s.start for s in group)
+    ends = sorted(s.end for s in group)
+    k = max(1, n // 10)
+    tail = end - ends[n - k - 1]
+    tokens = sum(max(0, s.completion_tokens) for s in group)
+    return BatchReport(
+        endpoint=group[0].endpoint,
+        pid=group[0].pid,
+        start_ns=start,
+        wall_ms=wall / 1e6,
+        requests=n,
+        tokens=tokens,
+        median_ms=lat[(n - 1) // 2] / 1e6,
+        slowest_ms=lat[-1] / 1e6,
+        tail_requests=k,
+        tail_share=min(1.0, max(0.0, tail / wall)),
+    )
+
+
+def _endpoint(
+    name: str, spans: list[SpanRow], folded: Totals | None, batches: int
+) -> EndpointReport:
+    t = Totals()
+    for s in spans:
+        t.add_span(s)
+    if folded is not None:
+        t.add(folded)
+    mean, peak, at_max, busy = in_flight(spans)
+    kept_tokens = sum(max(0, s.completion_tokens) for s in spans)
+    tps = kept_tokens / (busy / 1e9) if busy > 0 and kept_tokens > 0 else None
+    streams = [s for s in spans if s.stream and s.ttft >= 0]
+    gaps = [
+        (s.end - s.start - s.ttft) // (s.chunks - 1)
+        for s in streams
+        if s.chunks > 1 and s.end - s.start > s.ttft
+    ]
+    outcomes = {k: t.outcomes.get(k, 0) for k in OUTCOMES}
+    return EndpointReport(
+        endpoint=name,
+        clients=sorted(t.clients),
+        requests=t.requests,
+        attempts=t.attempts,
+        retries=sum(t.retried.values()),
+        retried=dict(sorted(t.retried.items())),
+        outcomes=outcomes,
+        latency=percentiles_ms([s.end - s.start for s in spans]),
+        bytes_in=t.bytes_in,
+        bytes_out=t.bytes_out,
+        prompt_tokens=t.prompt_tokens,
+        completion_tokens=t.completion_tokens,
+        with_usage=t.with_usage,
+        tokens_per_s=tps,
+        streams=t.streams,
+        chunks=t.chunks,
+        ttft=percentiles_ms([s.ttft for s in streams]),
+        inter_chunk=percentiles_ms(gaps),
+        in_flight_mean=mean,
+        in_flight_max=peak,
+        at_max_share=at_max,
+        not_json=t.not_json,
+        oversized=t.oversized,
+        empty_fields=dict(sorted(t.empty_fields.items())),
+        batches=batches,
+        processes=len({s.pid for s in spans}),
+        concurrency=concurrency_series(spans),
+    )
+
+
+def _q(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(-(-q * len(v) // 1)) - 1))]
+
+
+def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> RolloutReport | None:
+    """The report of these requests; None when there are none."""
+    folded = folded or {}
+    if not spans and not any(t.requests for t in folded.values()):
+        return None
+    by_ep: dict[str, list[SpanRow]] = {}
+    for s in spans:
+        by_ep.setdefault(s.endpoint, []).append(s)
+    all_batches: list[BatchReport] = []
+    per_ep_batches: dict[str, int] = {}
+    for name, ss in by_ep.items():
+        by_pid: dict[int, list[SpanRow]] = {}
+        for s in ss:
+            by_pid.setdefault(s.pid, []).append(s)
+        for group in by_pid.values():
+            bs = batches_of(group)
+            per_ep_batches[name] = per_ep_batches.get(name, 0) + len(bs)
+            all_batches.extend(bs)
+    names = sorted(set(by_ep) | {k for k, t in folded.items() if t.requests})
+    endpoints = [
+        _endpoint(n, by_ep.get(n, []), folded.get(n), per_ep_batches.get(n, 0)) for n in names
+    ]
+    endpoints.sort(key=lambda e: -e.requests)
+    shares = [b.tail_share for b in all_batches]
+    walls = [int(b.wall_ms * 1e6) for b in all_batches]
+    typical = None
+    if all_batches:
+        ranked = sorted(all_batches, key=lambda b: b.tail_share)
+        typical = ranked[(len(ranked) - 1) // 2].words
+    p50 = _q(shares, 0.5)
+    folded_n = sum(t.requests for t in folded.values())
+    notes = []
+    if folded_n:
+        notes.append(
+            f"{folded_n} older request(s) counted in the totals only: latency, in-flight and "
+            "batch figures come from the requests kept whole"
+        )
+    listed = sorted(all_batches, key=lambda b: -b.wall_ms)[:BATCHES_LISTED]
+    return RolloutReport(
+        endpoints=endpoints,
+        batches=listed,
+        batch_count=len(all_batches),
+        batch_wall=percentiles_ms(walls),
+        tail_share_p50=p50,
+        tail_share_p90=_q(shares, 0.9),
+        tail_share_max=max(shares) if shares else None,
+        typical_tail=typical,
+        tail_dominates=bool(p50 is not None and p50 >= TAIL_DOMINATES),
+        folded_requests=folded_n,
+        notes=notes,
+    )

@@ -1,0 +1,664 @@
+"""This process's HTTP rollout requests: one :class:`Span` per request, per thread.
+
+The patched clients (``patch_http``) open a :class:`Request` when a request
+starts and finish it when its answer is in (for a stream: when the user's last
+read of it ends). Finishing appends one :class:`Span` to the calling thread's
+:class:`ThreadLog` (no lock: one writer per thread). A thread keeps its last
+``SPAN_CAP`` spans whole (the batches, the in-flight figures and the latency
+percentiles are read from them); older ones are folded into per-endpoint
+totals, so counts, outcomes, tokens and bytes are never lost.
+
+Each thread also writes its requests into the core (``gyreprof._core.recorder.Spans``
+over a Profiler's Recorder with phases ``request, attempt, ttft, inter_token``): the
+histograms and ring of the core, and that thread's in-flight count over time
+(saved as the record's ``gauges``).
+
+**Endpoint.** ``scheme://host:port/path`` with ids folded: a path segment of
+digits, a UUID, a hex string of 8+ characters, or a segment of 16+ characters
+with a digit becomes ``{id}``; the query is dropped. A process keeps at most
+``ENDPOINT_CAP`` endpoints (the rest are ``(other endpoints)``).
+
+**Outcome** (one per request, also per attempt): ``ok``, ``refused`` (the
+connection was refused), ``timeout``, ``reset`` (the connection closed or was
+reset under the request), ``4xx``, ``5xx``, ``empty`` (a 2xx whose result list
+is empty: ``choices`` when the body has that key, else ``data``, else a
+top-level JSON list; a stream whose events never carried a non-empty
+``choices``), ``error`` (any other failure).
+
+**Bodies** are scanned, never parsed: at most ``BODY_CAP`` bytes of an answer
+the client has already read (or the user reads) are searched for
+``"prompt_tokens"``/``"completion_tokens"`` and for the empty result list. A
+body that is not JSON (its first byte is neither ``{`` nor ``[``) is counted as
+``not_json``; a larger one as ``oversized`` and not scanned.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import re
+import threading
+import time
+from typing import Any
+
+OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
+FAILURES = frozenset(("refused", "timeout", "reset", "4xx", "5xx", "empty", "error"))
+PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
+REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
+
+#: the columns of a kept span (a tuple of plain values: the garbage collector skips it);
+#: ``analysis.rollouts.SPAN_FIELDS`` names the same columns
+ROW_FIELDS: tuple[str, ...] = (
+    "endpoint",
+    "start",
+    "end",
+    "outcome",
+    "prompt_tokens",
+    "completion_tokens",
+    "ttft",
+    "chunks",
+    "attempts",
+    "retried",
+    "bytes_in",
+    "bytes_out",
+    "stream",
+    "empty_field",
+    "body_flag",
+    "thread",
+    "client",
+)
+(
+    R_ENDPOINT,
+    R_START,
+    R_END,
+    R_OUTCOME,
+    R_PROMPT,
+    R_COMPLETION,
+    R_TTFT,
+    R_CHUNKS,
+    R_ATTEMPTS,
+    R_RETRIED,
+    R_BYTES_IN,
+    R_BYTES_OUT,
+    R_STREAM,
+    R_EMPTY,
+    R_FLAG,
+    R_THREAD,
+    R_CLIENT,
+) = range(len(ROW_FIELDS))
+Row = tuple[Any, ...]
+
+BODY_CAP = 1 << 20  # bytes of one answer that are scanned for usage and empty lists
+SPAN_CAP = 1 << 14  # spans kept whole per thread (older ones are folded into totals)
+ENDPOINT_CAP = 256
+OTHER_ENDPOINT = "(other endpoints)"
+
+_get_ident = threading.get_ident
+_now = time.monotonic_ns  # CLOCK_MONOTONIC: the core's clock, comparable across processes
+
+
+# ----------------------------------------------------------------- endpoints
+
+_ID_SEG = re.compile(
+    r"^(?:\d+|[0-9a-fA-F]{8,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+    r"[0-9a-fA-F]{12})$"
+)
+_DIGIT = re.compile(r"\d")
+_folded: dict[tuple[str, str, int | None, str], str] = {}
+
+
+def fold_path(path: str) -> str:
+    """``path`` with its id segments as ``{id}`` (query and fragment dropped)."""
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    parts = []
+    for seg in path.split("/"):
+        if seg and (_ID_SEG.match(seg) or (len(seg) >= 16 and _DIGIT.search(seg))):
+            parts.append("{id}")
+        else:
+            parts.append(seg)
+    return "/".join(parts) or "/"
+
+
+def endpoint(scheme: str, host: str, port: int | None, path: str) -> str:
+    """The folded endpoint name (cached per raw scheme, host, port and path)."""
+    key = (scheme, host, port, path)
+    name = _folded.get(key)
+    if name is not None:
+        return name
+    scheme = (scheme or "http").lower()
+    if port is None:
+        port = 443 if scheme in ("https", "wss") else 80
+    name = f"{scheme}://{host}:{port}{fold_path(path)}"
+    if len(_folded) < 4096:
+        _folded[key] = name
+    return name
+
+
+def endpoint_of_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(url)
+        return endpoint(u.scheme, u.hostname or "", u.port, u.path)
+    except ValueError:
+        return OTHER_ENDPOINT
+
+
+# ----------------------------------------------------------------- outcomes
+
+_RESET_NAMES = frozenset(
+    (
+        "ReadError",
+        "WriteError",
+        "RemoteProtocolError",
+        "ServerDisconnectedError",
+        "ClientOSError",
+        "ClientPayloadError",
+        "RemoteDisconnected",
+        "IncompleteRead",
+        "ChunkedEncodingError",
+        "ProtocolError",
+        "BadStatusLine",
+    )
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo and len(out) < 12:
+        e = todo.pop(0)
+        if not isinstance(e, BaseException) or any(e is o for o in out):
+            continue
+        out.append(e)
+        todo.extend((e.__cause__, e.__context__))
+        for attr in ("reason", "os_error"):
+            v = getattr(e, attr, None)
+            if isinstance(v, BaseException):
+                todo.append(v)
+        args = getattr(e, "args", ())
+        if args and isinstance(args[0], BaseException):
+            todo.append(args[0])
+    return out
+
+
+def classify_exception(exc: BaseException) -> str:
+    """The outcome class of a request that raised ``exc`` (its cause chain read)."""
+    import errno
+
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "refused"
+    for e in chain:
+        if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__:
+            return "timeout"
+    for e in chain:
+        if isinstance(e, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            return "reset"
+    for e in chain:
+        if type(e).__name__ in _RESET_NAMES:
+            return "reset"
+    return "error"
+
+
+def status_class(status: int) -> str:
+    if 500 <= status:
+        return "5xx"
+    if 400 <= status:
+        return "4xx"
+    return "ok"
+
+
+# ------------------------------------------------------------------- bodies
+
+_NUM = re.compile(rb"\s*:\s*(\d{1,12})")
+_LIST = re.compile(rb"\s*:\s*\[\s*(\]?)")
+_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
+
+
+def _number(body: bytes, key: bytes) -> int:
+    """The integer after the first ``key`` (a quoted JSON key) in ``body``, or -1."""
+    i = body.find(key)
+    if i < 0:
+        return -1
+    m = _NUM.match(body, i + len(key))
+    return int(m.group(1)) if m else -1
+
+
+def _empty_list(body: bytes, key: bytes) -> bool | None:
+    """None when ``key`` is not in ``body``; else whether its list is empty."""
+    i = body.find(key)
+    if i < 0:
+        return None
+    m = _LIST.match(body, i + len(key))
+    return bool(m and m.group(1))
+
+
+_TOKENS = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d{1,12})')
+
+
+def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
+    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
+    tokens (read after its last ``"usage"`` key) -1 when not found; ``empty_field``
+    names the result list found empty (``choices``, else ``data`` when the body has no
+    ``choices``, or ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned,
+    1 not JSON, 2 oversized (not scanned)."""
+    if len(body) > BODY_CAP:
+        return -1, -1, None, 2
+    if body[:1] != b"{":
+        head = body[:64].lstrip()[:1]
+        if head == b"[":
+            return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
+        if head != b"{":
+            return -1, -1, None, 1
+    p = c = -1
+    u = body.rfind(b'"usage"')
+    if u >= 0:
+        for key, value in _TOKENS.findall(body, u):
+            if key == b"prompt":
+                p = int(value)
+            else:
+                c = int(value)
+    empty = None
+    choices = _empty_list(body, b'"choices"')
+    if choices:
+        empty = "choices"
+    elif choices is None and _empty_list(body, b'"data"'):
+        empty = "data"
+    return p, c, empty, 0
+
+
+# -------------------------------------------------------------------- spans
+
+
+class Request:
+    """A request: what the patched layers learn of it; once :meth:`finish` ran, the
+    span the thread keeps (times in ns on CLOCK_MONOTONIC)."""
+
+    __slots__ = (
+        "endpoint",
+        "start",
+        "end",
+        "outcome",
+        "prompt_tokens",
+        "completion_tokens",
+        "ttft",
+        "chunks",
+        "attempts",
+        "retried",
+        "bytes_in",
+        "bytes_out",
+        "stream",
+        "empty_field",
+        "body_flag",
+        "thread",
+        "client",
+        "log",
+        "last_chunk",
+        "finished",
+        "span",
+        "saw_choice",
+        "in_call",
+        "open_stream",
+        "late",
+    )
+
+    def __init__(self, ep: str, client: str) -> None:
+        log = thread_log()
+        self.log = log
+        self.endpoint = ep
+        self.client = client
+        self.thread = log.ident
+        self.outcome = "ok"
+        self.prompt_tokens = -1
+        self.completion_tokens = -1
+        self.ttft = -1
+        self.chunks = 0
+        self.attempts = 0
+        self.retried: tuple[str, ...] = ()
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.stream = False
+        self.empty_field: str | None = None
+        self.body_flag = 0
+        self.last_chunk = -1
+        self.finished = False
+        self.span: Request | None = None  # itself, once finished
+        self.end = -1
+        self.saw_choice = False
+        self.late = False  # its body may be read after it is recorded (urllib, aiohttp)
+        self.in_call = False  # the call that opened it has not returned yet
+        self.open_stream = False  # its answer is a stream the user has not finished reading
+        if ep:
+            self.check_retry()
+        self.start = log.spans_core.begin() if log.core_ok else _now()
+
+    def check_retry(self) -> None:
+        """A request to the endpoint that the last request of this context failed on is
+        a retry (a user's loop repeating it), counted with that failure's class."""
+        prev = _last_failure.get()
+        if prev is not None and prev[0] == self.endpoint:
+            self.retried += (prev[1],)
+
+    def body(self, data: bytes) -> None:
+        """A whole answer body the client has read: tokens, empty list, flags."""
+        self.bytes_in += len(data)
+        p, c, empty, flag = scan_body(data)
+        self.body_flag = flag
+        if p >= 0:
+            self.prompt_tokens = p
+        if c >= 0:
+            self.completion_tokens = c
+        if empty is not None and self.outcome == "ok":
+            self.outcome = "empty"
+            self.empty_field = empty
+
+    def chunk(self, data: bytes) -> None:
+        """A stream chunk the user has just read (never read ahead of them)."""
+        now = _now()
+        n = len(data)
+        self.bytes_in += n
+        if not n:
+            return
+        log = self.log
+        if self.ttft < 0:
+            self.ttft = now - self.start
+            log.record(TTFT, self.ttft)
+        elif log.core_ok and log.ident == _get_ident():
+            log.rec.record(INTER_TOKEN, now - self.last_chunk)
+        self.last_chunk = now
+        self.chunks += 1
+        if not self.saw_choice and b'"choices"' in data:
+            for found in _CHOICES.finditer(data):
+                if not found.group(1):
+                    self.saw_choice = True
+                    break
+        if b"_tokens" in data and n <= BODY_CAP:
+            p = _number(data, b'"prompt_tokens"')
+            if p >= 0:
+                self.prompt_tokens = p
+            c = _number(data, b'"completion_tokens"')
+            if c >= 0:
+                self.completion_tokens = c
+
+    def fail(self, outcome: str) -> None:
+        self.outcome = outcome
+
+    def finish(self) -> None:
+        """Record the request (once); later calls do nothing."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.stream and self.outcome == "ok" and self.chunks and not self.saw_choice:
+            self.outcome = "empty"
+            self.empty_field = "choices (stream)"
+        if self.attempts < 1:
+            self.attempts = 1
+        log = self.log
+        end = -1
+        if log.core_ok and log.ident == _get_ident():
+            try:
+                end = self.start + log.spans_core.end(REQUEST, self.start)
+            except Exception:  # noqa: BLE001 - the core refused: the span still counts
+                end = -1
+        else:
+            log = thread_log()
+        self.end = end if end >= 0 else _now()
+        self.span = self
+        # a plain tuple unless a body may still come (urllib, aiohttp): kept spans are
+        # many, and tuples of plain values cost the garbage collector nothing
+        log.add(self if self.late else self.row())
+        if self.outcome != "ok":
+            _last_failure.set((self.endpoint, self.outcome))
+        elif _last_failure.get() is not None:
+            _last_failure.set(None)
+
+    def row(self) -> Row:
+        """The span as a row (``ROW_FIELDS``)."""
+        return (
+            self.endpoint,
+            self.start,
+            self.end,
+            self.outcome,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.ttft,
+            self.chunks,
+            self.attempts,
+            self.retried,
+            self.bytes_in,
+            self.bytes_out,
+            self.stream,
+            self.empty_field,
+            self.body_flag,
+            self.thread,
+            self.client,
+        )
+
+
+def as_row(span: Request | Row) -> Row:
+    return span.row() if isinstance(span, Request) else span
+
+
+Span = Request  # a finished request is the span a thread keeps
+
+
+#: the last failed request of this context (thread, asyncio task): (endpoint, outcome)
+_last_failure: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "gyreprof_http_last_failure", default=None
+)
+
+
+class Totals:
+    """Per endpoint, the figures of spans folded out of a thread's kept spans."""
+
+    __slots__ = (
+        "requests",
+        "attempts",
+        "outcomes",
+        "retried",
+        "bytes_in",
+        "bytes_out",
+        "prompt_tokens",
+        "completion_tokens",
+        "with_usage",
+        "streams",
+        "chunks",
+        "not_json",
+        "oversized",
+        "empty_fields",
+        "clients",
+    )
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.attempts = 0
+        self.outcomes: dict[str, int] = {}
+        self.retried: dict[str, int] = {}
+        self.bytes_in = 0
+        self.bytes_out = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.with_usage = 0
+        self.streams = 0
+        self.chunks = 0
+        self.not_json = 0
+        self.oversized = 0
+        self.empty_fields: dict[str, int] = {}
+        self.clients: dict[str, int] = {}
+
+    def add(self, span: Request | Row) -> None:
+        s = as_row(span)
+        self.requests += 1
+        self.attempts += s[R_ATTEMPTS]
+        outcome = s[R_OUTCOME]
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        for r in s[R_RETRIED]:
+            self.retried[r] = self.retried.get(r, 0) + 1
+        self.bytes_in += s[R_BYTES_IN]
+        self.bytes_out += s[R_BYTES_OUT]
+        if s[R_PROMPT] >= 0 or s[R_COMPLETION] >= 0:
+            self.with_usage += 1
+            self.prompt_tokens += max(0, s[R_PROMPT])
+            self.completion_tokens += max(0, s[R_COMPLETION])
+        if s[R_STREAM]:
+            self.streams += 1
+            self.chunks += s[R_CHUNKS]
+        if s[R_FLAG] == 1:
+            self.not_json += 1
+        elif s[R_FLAG] == 2:
+            self.oversized += 1
+        empty = s[R_EMPTY]
+        if empty is not None:
+            self.empty_fields[empty] = self.empty_fields.get(empty, 0) + 1
+        client = s[R_CLIENT]
+        self.clients[client] = self.clients.get(client, 0) + 1
+
+    def merge(self, o: Totals) -> None:
+        for name in (
+            "requests",
+            "attempts",
+            "bytes_in",
+            "bytes_out",
+            "prompt_tokens",
+            "completion_tokens",
+            "with_usage",
+            "streams",
+            "chunks",
+            "not_json",
+            "oversized",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(o, name))
+        for name in ("outcomes", "retried", "empty_fields", "clients"):
+            mine, theirs = getattr(self, name), getattr(o, name)
+            for k, v in theirs.items():
+                mine[k] = mine.get(k, 0) + v
+
+
+class ThreadLog:
+    """One thread's requests: kept spans, folded totals and its core recorder."""
+
+    __slots__ = ("ident", "spans", "folded", "dropped", "spans_core", "core_ok", "rec", "prof")
+
+    def __init__(self) -> None:
+        self.ident = threading.get_ident()
+        self.spans: list[Request | Row] = []
+        self.folded: dict[str, Totals] = {}
+        self.dropped = 0
+        self.core_ok = False
+        self.rec: Any = None
+        self.prof: Any = None
+        self.spans_core: Any = None
+        try:
+            from gyreprof._core.recorder import Spans
+            from gyreprof.profiler import Profiler
+
+            # the Profiler owns the Recorder (its RecorderSet); made once per thread
+            self.prof = Profiler(PHASES, capacity=1 << 12, label="gyreprof-http")
+            self.rec = self.prof.recorder
+            self.spans_core = Spans(self.rec)
+            self.core_ok = True
+        except Exception:  # noqa: BLE001, S110 - no core: the spans are still kept in Python
+            pass
+
+    def record(self, phase: int, ns: int) -> None:
+        if self.core_ok and self.ident == threading.get_ident():
+            try:
+                self.rec.record(phase, ns)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+
+    def add(self, span: Request | Row) -> None:
+        spans = self.spans
+        spans.append(span)
+        if len(spans) >= SPAN_CAP:
+            old = spans[: SPAN_CAP // 2]
+            del spans[: SPAN_CAP // 2]
+            for s in old:
+                ep = as_row(s)[R_ENDPOINT]
+                t = self.folded.get(ep)
+                if t is None:
+                    t = self.folded[ep] = Totals()
+                t.add(s)
+            self.dropped += len(old)
+
+
+_tls = threading.local()
+_logs: list[ThreadLog] = []
+_lock = threading.Lock()
+_endpoints: set[str] = set()
+
+
+def thread_log() -> ThreadLog:
+    try:
+        log: ThreadLog = _tls.log
+        return log
+    except AttributeError:
+        pass
+    log = ThreadLog()
+    _tls.log = log
+    with _lock:
+        _logs.append(log)
+    _on_first_request()
+    return log
+
+
+def capped(ep: str) -> str:
+    """``ep``, or the catch-all name once the process has ``ENDPOINT_CAP`` endpoints."""
+    if ep in _endpoints:
+        return ep
+    with _lock:
+        if len(_endpoints) >= ENDPOINT_CAP:
+            return OTHER_ENDPOINT
+        _endpoints.add(ep)
+    return ep
+
+
+def logs() -> list[ThreadLog]:
+    with _lock:
+        return list(_logs)
+
+
+def mark() -> int:
+    """The registry mark of a profiling session (logs created from here on)."""
+    global _tls
+    with _lock:
+        n = len(_logs)
+    _tls = threading.local()
+    return n
+
+
+def logs_since(n: int) -> list[ThreadLog]:
+    with _lock:
+        return list(_logs[n:])
+
+
+_started_pid = 0
+#: called at a process's first request (``patch_http`` sets it: under ``gyreprof run`` it
+#: makes the process a recording one, with its start file and its save at exit)
+first_request_hook: Any = None
+
+
+def _on_first_request() -> None:
+    global _started_pid
+    if _started_pid == os.getpid():
+        return
+    _started_pid = os.getpid()
+    hook = first_request_hook
+    if hook is not None:
+        try:
+            hook()
+        except Exception:  # noqa: BLE001, S110 - the requests are still recorded here
+            pass
+
+
+def _after_fork_in_child() -> None:
+    global _tls, _lock, _logs
+    _tls = threading.local()
+    _lock = threading.Lock()
+    _logs = []
+    _endpoints.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
