@@ -8,10 +8,20 @@ TorchRL's ``GymEnv``/``SerialEnv``) are timed one by one in the calling
 process; envs in ``AsyncVectorEnv`` workers are timed in the worker process,
 and the parent times ``step_async`` (the send) and ``step_wait`` (until the
 slowest worker answers).
+
+The wrappers are C objects (:class:`gyreprof._core.guard.Guard`: no Python frame,
+no argument tuple, no bound method per call); the Python functions below are the
+fallback (``USE_C = False``) and the reference the tests compare them with. Every
+call of a wrapper is counted per kind in the thread's sampler counters
+(``gyreprof.wrapper.<kind>.timed`` / ``.inner``), and :func:`wrapper_costs`
+calibrates what one call of each kind adds, once per process: ``overhead_share``
+prices the calls with it (:func:`gyreprof.snapshot.wrapper_overhead`).
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -41,9 +51,12 @@ def _thread() -> Any:
         return st.new_thread()
 
 
-def _outermost(original: Callable[..., Any], timer: str) -> Callable[..., Any]:
+def _outermost(
+    original: Callable[..., Any], timer: str, _thread: Callable[[], Any] = _thread
+) -> Callable[..., Any]:
     """``original`` timed as the thread's ``timer`` when it is the outermost env call of
-    the thread (a wrapper's step calling the inner env's step is timed once)."""
+    the thread (a wrapper's step calling the inner env's step is timed once).
+    ``_thread``: where the thread's state comes from (a fixed one to calibrate)."""
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         t = _thread()
@@ -59,10 +72,10 @@ def _outermost(original: Callable[..., Any], timer: str) -> Callable[..., Any]:
     return call
 
 
-def _step(original: Callable[..., Any]) -> Callable[..., Any]:
+def _step(original: Callable[..., Any], _thread: Callable[[], Any] = _thread) -> Callable[..., Any]:
     """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
     if _params(original) != ["self", "action"]:
-        return _outermost(original, "env_step")
+        return _outermost(original, "env_step", _thread)
 
     # gymnasium's own signature, once per env step: no argument tuple or dict per call
     def step(self: Any, action: Any) -> Any:
@@ -79,9 +92,10 @@ def _step(original: Callable[..., Any]) -> Callable[..., Any]:
     return step
 
 
-def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
-    vector step, around inter-process calls: the argument tuple costs nothing there)."""
+def _py_vector_call(
+    original: Callable[..., Any], name: str, _thread: Callable[[], Any] = _thread
+) -> Callable[..., Any]:
+    """The Python fallback of a vector call (see :func:`_vector_call`)."""
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         with getattr(_thread(), name):
@@ -90,8 +104,176 @@ def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     return call
 
 
+def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
+    vector step, around inter-process calls), with no nesting guard."""
+    guard = _guard() if USE_C else None
+    if guard is not None:
+        return guard.Guard(original, name, False)  # type: ignore[no-any-return]
+    return _py_vector_call(original, name)
+
+
 def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    kind = "env_step" if name == "step" else "env_reset"
+    guard = _guard() if USE_C else None
+    if guard is not None:
+        return guard.Guard(original, kind, True)  # type: ignore[no-any-return]
     return _step(original) if name == "step" else _outermost(original, "env_reset")
+
+
+# ------------------------------------------------------------------ the C guard
+
+#: the C wrappers (gyreprof._core.guard); False: the Python functions above
+USE_C = True
+_guard_mod: Any = None
+
+
+def _guard() -> Any:
+    """The C guard module, configured for this process's ThreadState (None: not built)."""
+    global _guard_mod
+    if _guard_mod is None:
+        try:
+            from gyreprof._core import PhaseTimer, guard
+        except ImportError:  # pragma: no cover - a core built without it
+            return None
+        guard.configure(st.ThreadState, PhaseTimer, _thread, _bind_counters)
+        _guard_mod = guard
+    return _guard_mod
+
+
+def counter_names() -> tuple[str, ...]:
+    """The sampler counters of the wrappers' calls: (timed, inner) per kind, in the
+    guard's order (``guard.KINDS``)."""
+    from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
+
+    return tuple(f"{P}{k}.{w}" for k in _KINDS for w in ("timed", "inner"))
+
+
+_KINDS = ("env_step", "env_reset", "step_async", "step_wait")  # guard.KINDS
+_GUARDED = {"env_step": True, "env_reset": True, "step_async": False, "step_wait": False}
+
+
+def _bind_counters(t: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """Where the C guard counts thread ``t``'s calls: its sampler's Recorder and the
+    counter slots (-1: a counter the profiler has no room for: not counted). The
+    wrappers' calibrated costs join the sampler's form costs here, so its snapshots
+    price the calls (``gyreprof.snapshot.wrapper_overhead``)."""
+    prof = t.sampler
+    slots = []
+    for name in counter_names():
+        try:
+            slots.append(prof._counter_slot(name))
+        except ValueError:
+            slots.append(-1)
+    prof.form_cost_ns.update(wrapper_costs())
+    return prof.recorder, tuple(slots)
+
+
+# ------------------------------------------- what one wrapper call costs (calibrated)
+
+_COSTS: dict[str, float] = {}
+
+
+def _plain(self: Any, action: Any) -> None:
+    return None
+
+
+def _time_calls(obj: Any, n: int, pad: Any, a: Any, b: Any) -> tuple[float, float]:
+    """ns for ``n`` calls of ``obj.plain`` and of ``obj.wrapped``, each after
+    ``pad(a, b)``; written out (a call per call that is not the method's own would be
+    measured too)."""
+    rng = range(n)
+    pc = time.perf_counter_ns
+    plain = wrapped = 0.0
+    t0 = pc()
+    for _ in rng:
+        pad(a, b)
+        obj.plain(0)
+    t1 = pc()
+    for _ in rng:
+        pad(a, b)
+        obj.wrapped(0)
+    t2 = pc()
+    plain, wrapped = float(t1 - t0), float(t2 - t1)
+    return plain, wrapped
+
+
+def _no_pad(a: Any, b: Any) -> None:
+    return None
+
+
+def _measure(state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7) -> float:
+    """ns one call of a ``kind`` wrapper adds to a call of a no-op method, as a real
+    loop pays it: timed (the outermost call) or ``inner`` (passed through by the
+    nesting guard). The wrapper is the one this process installs (C or Python), bound
+    to ``state`` (a ThreadState of its own: its timer records into a throwaway
+    profiler, its calls are counted in that profiler's counters, as a thread's are).
+    Like the recording forms (``gyreprof.profiler._measure_form_costs``): each call
+    between copies of 32 KB (the cache traffic of a real loop), the lower quartile of
+    ``rounds`` short runs, never below the tight-loop cost."""
+    import numpy as np
+
+    state.inside = inner
+
+    def fixed() -> Any:
+        return state
+
+    guard = _guard() if USE_C else None
+    if guard is not None:
+        sampler = state.sampler
+        slots = tuple(sampler._counter_slot(x) for x in counter_names())
+        slot = guard.CalibrationSlot(state, sampler.recorder, slots)
+        wrapped: Any = guard.Guard(_plain, kind, _GUARDED[kind], slot)
+    elif _GUARDED[kind]:
+        wrapped = _step(_plain, fixed) if kind == "env_step" else _outermost(_plain, kind, fixed)
+    else:
+        wrapped = _py_vector_call(_plain, kind, fixed)
+    cls = type("_Calibration", (), {"plain": _plain, "wrapped": wrapped, "__slots__": ()})
+    obj = cls()
+    a, b = np.zeros(4096), np.ones(4096)
+    _time_calls(obj, n, np.copyto, a, b)  # warm up
+    diffs = []
+    for _ in range(rounds):
+        p, w = _time_calls(obj, n, np.copyto, a, b)
+        diffs.append((w - p) / n)
+    tight = min(
+        (w - p) / 200 for p, w in (_time_calls(obj, 200, _no_pad, None, None) for _ in range(3))
+    )
+    state.inside = False
+    return max(statistics.quantiles(diffs, n=4)[0], tight, 1.0)
+
+
+def _calibration_state() -> Any:
+    """A ThreadState that records into throwaway profilers (registered nowhere)."""
+    from gyreprof.integrations._auto import records as rec
+    from gyreprof.profiler import Profiler
+
+    sampler = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10)
+    trainer = Profiler(rec.TRAINER_PHASES, capacity=1 << 10, window_steps=1)
+    return st.ThreadState(sampler, trainer)
+
+
+def wrapper_costs() -> dict[str, float]:
+    """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
+    outermost, timed call, ``.inner`` for one the nesting guard passes through),
+    measured once per process (~5 ms): the costs ``overhead_share`` prices the
+    counted calls with."""
+    if not _COSTS:
+        kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
+        names = dict(zip(counter_names(), kw, strict=True))
+        got: dict[tuple[str, bool], float] = {}
+        try:
+            state = _calibration_state()
+            for kind, guarded in (("env_step", True), ("step_async", False)):
+                got[(kind, False)] = _measure(state, kind, False)
+                if guarded:
+                    got[(kind, True)] = _measure(state, kind, True)
+        except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
+            st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
+        for name, (kind, which) in names.items():
+            rep = "env_step" if _GUARDED[kind] else "step_async"
+            _COSTS[name] = got.get((rep, which == "inner"), 0.0)
+    return dict(_COSTS)
 
 
 def install(gym: ModuleType) -> None:
@@ -100,10 +282,12 @@ def install(gym: ModuleType) -> None:
     if problem is not None:
         st.warn_once("gymnasium", problem)
         return
+    _guard()
     hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
     hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
     hooks.when_imported("gymnasium.vector.sync_vector_env", workers.install_gym_sync)
     st.preload()
+    wrapper_costs()  # here, once: not inside the loop's first step
 
 
 def _install_async(module: ModuleType) -> None:
