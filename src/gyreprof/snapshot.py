@@ -393,7 +393,8 @@ class SourceRecord:
     warmup_ns: int = 0
     rate: float = 0.0  # the source's own steady steps per second
     overhead_ns: float = 0.0  # profiler time within steady_ns
-    wrapper_ns: float = 0.0  # of which the patched env-call wrappers' (wrapper_overhead)
+    # of overhead_ns, the patched env-call wrappers' part (wrapper_overhead); None: none
+    wrapper_ns: float | None = None
     warmup_done: bool = True
     steady_start_ns: int | None = None  # the steady span (monotonic), when it ran steady steps
     end_ns: int | None = None
@@ -415,7 +416,7 @@ class SourceRecord:
             raise InvalidValueError(
                 f"source overhead_ns {self.overhead_ns} is not a finite number >= 0"
             )
-        if not (0 <= self.wrapper_ns <= self.overhead_ns):
+        if self.wrapper_ns is not None and not (0 <= self.wrapper_ns <= self.overhead_ns):
             raise InvalidValueError(
                 f"source wrapper_ns {self.wrapper_ns} is not a number in 0..overhead_ns "
                 f"({self.overhead_ns:g})"
@@ -858,7 +859,7 @@ class Snapshot:
         # the wrappers' timed calls are priced with the wrapper: not again as ``with``
         form_events["with"] = max(0, int(form_events.get("with", 0)) - wrapper_events)
         overhead_ns = wrapper_ns + overhead_of(
-            events_steady, steady_steps, form_events, costs, lap_cost_ns
+            events_steady - wrapper_events, steady_steps, form_events, costs, lap_cost_ns
         )
         # the costs are what a boundary costs in a real loop, more than in a loop of
         # nothing but boundaries; the profiler cannot take more than all of the time
@@ -893,7 +894,7 @@ class Snapshot:
             warmup_ns=warmup_ns,
             rate=rate,
             overhead_ns=overhead_ns,
-            wrapper_ns=wrapper_ns,
+            wrapper_ns=wrapper_ns if wrapper_ns > 0 else None,
             warmup_done=steady_start >= 0,
             steady_start_ns=steady_start if steady_ns > 0 else None,
             end_ns=end if steady_ns > 0 else None,
@@ -1337,7 +1338,8 @@ def _per_boundary_cost(snap: Snapshot) -> float:
 def _wrapper_part(snap: Snapshot) -> float:
     """The share of a snapshot's profiler time its env-call wrappers took."""
     over = sum(s.overhead_ns for s in snap.sources)
-    return min(1.0, sum(s.wrapper_ns for s in snap.sources) / over) if over > 0 else 0.0
+    wrapped = sum(s.wrapper_ns or 0.0 for s in snap.sources)
+    return min(1.0, wrapped / over) if over > 0 else 0.0
 
 
 def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -> Snapshot:
@@ -1423,7 +1425,7 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         warmup_ns=0,
         rate=steps / (dt / 1e9) if dt > 0 else 0.0,
         overhead_ns=interval_over,
-        wrapper_ns=interval_over * _wrapper_part(after),
+        wrapper_ns=(interval_over * _wrapper_part(after)) or None,
         warmup_done=True,
         steady_start_ns=t0,
         end_ns=t1,

@@ -271,7 +271,7 @@ class Summary:
         busy_ns = float(sum(s.steady_ns for s in sources))
         # a source without steady time has no profiler time in it either
         overhead = sum(s.overhead_ns for s in sources if s.steady_ns > 0)
-        wrapper = sum(s.wrapper_ns for s in sources if s.steady_ns > 0)
+        wrapper = sum(s.wrapper_ns or 0.0 for s in sources if s.steady_ns > 0)
         # the wrappers' call counters are the overhead's input, not the program's counts
         counters = {
             k: v for k, v in snap.counters.items() if not k.startswith(WRAPPER_COUNTER_PREFIX)

@@ -32,6 +32,7 @@ from libc.stdint cimport int64_t, uint64_t
 from gyreprof._core.recorder cimport Recorder
 
 import os
+import sys
 
 cdef extern from *:
     """
@@ -417,8 +418,17 @@ cdef class Guard:
         return PyMethod_New(self, obj)
 
     def __reduce__(self):
-        # a class pickled by value (cloudpickle) carries its methods: rebuilt wrapped
-        return (_remake, (self.fn, self.kind, self.guarded), getattr(self, "__dict__", None))
+        # by reference where its name finds it (the class attribute it replaced), as the
+        # Python wrapper pickles; else (a class pickled by value) rebuilt around ``fn``
+        d = getattr(self, "__dict__", None) or {}
+        module, qualname = d.get("__module__"), d.get("__qualname__")
+        if isinstance(module, str) and isinstance(qualname, str):
+            found = sys.modules.get(module)
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            if found is self:
+                return qualname
+        return (_remake, (self.fn, self.kind, self.guarded), d or None)
 
     def __repr__(self):
         return f"<gyreprof guard {self.kind} of {self.fn!r}>"

@@ -202,7 +202,9 @@ def _no_pad(a: Any, b: Any) -> None:
     return None
 
 
-def _measure(state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7) -> float:
+def _measure(
+    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7, pad_words: int = 4096
+) -> float:
     """ns one call of a ``kind`` wrapper adds to a call of a no-op method, as a real
     loop pays it: timed (the outermost call) or ``inner`` (passed through by the
     nesting guard). The wrapper is the one this process installs (C or Python), bound
@@ -230,7 +232,7 @@ def _measure(state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7) -
         wrapped = _py_vector_call(_plain, kind, fixed)
     cls = type("_Calibration", (), {"plain": _plain, "wrapped": wrapped, "__slots__": ()})
     obj = cls()
-    a, b = np.zeros(4096), np.ones(4096)
+    a, b = np.zeros(pad_words), np.ones(pad_words)
     _time_calls(obj, n, np.copyto, a, b)  # warm up
     diffs = []
     for _ in range(rounds):
