@@ -521,16 +521,3 @@ def fast_layout():
 
 os.register_at_fork(after_in_child=forget)
 
-
-cdef extern from *:
-    """
-    static int gyre_timer_direct(void) {
-        return (gyre_enter_meth != NULL) + 2 * (gyre_exit_meth != NULL);
-    }
-    """
-    int gyre_timer_direct() noexcept
-
-
-def timer_direct():
-    """1: PhaseTimer.__enter__ called directly, 2: __exit__ too (3: both)."""
-    return gyre_timer_direct()
