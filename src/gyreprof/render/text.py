@@ -121,7 +121,7 @@ def overhead_line(s: Summary, *, figures: bool = False) -> str:
         rest = max(0.0, s.overhead_share - s.wrapper_share)
         head += (
             f": {fmt_pct(s.wrapper_share)} the env-call wrappers (env.step/reset, vector "
-            f"calls), {fmt_pct(rest)} the clock reads"
+            f"calls; their clock reads included), {fmt_pct(rest)} the other clock reads"
         )
     if not math.isfinite(s.lap_cost_ns):
         return head
