@@ -13,12 +13,15 @@ same objects):
 - ``cartpole``: a ``gym.make("CartPole-v1")`` env's ``step`` (4 patched ``step``
   methods deep: TimeLimit, OrderEnforcing, PassiveEnvChecker, CartPole);
 - ``dummyvec``: an SB3 ``DummyVecEnv`` of 4 Monitor-wrapped CartPoles, per vector step;
-- ``cleanrl``: a CleanRL-style loop, ``SyncVectorEnv`` of 4 CartPoles and a tiny torch
-  policy (numpy when torch is missing) under ``no_grad``, per vector step.
+- ``cleanrl``: a CleanRL-style loop, ``SyncVectorEnv`` of 4 CartPoles (autoreset) and
+  a tiny policy, per vector step: numpy (a 4x2 matmul) by default, with ``--torch`` a
+  4-64-2 MLP under ``no_grad`` (CleanRL's own shape; its ~50 us per step make the
+  wrappers' ~1 us hard to see on a loaded machine).
 
 Per case: the lower quartile of the rounds' ns per step of each mode (thread CPU
 time unless ``--wall``), the measured added cost (the median over rounds of each
-round's C - bare and Python - bare), the estimate the report gives for the C rounds (the sampler's
+round's C - bare and Python - bare, with the interquartile range of C - bare: the
+noise), the estimate the report gives for the C rounds (the sampler's
 ``overhead_ns`` over those rounds' steps; its wrapper part beside it), estimate /
 measured (target 0.67-1.5), and patched / bare (target <= 1.05 on CartPole).
 """
@@ -115,10 +118,15 @@ def dummyvec(n: int) -> Callable[[], float]:
     return run
 
 
+TORCH = False  # --torch: the cleanrl case's policy in torch (numpy by default)
+
+
 def cleanrl(n: int) -> Callable[[], float]:
     envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)])
     obs, _ = envs.reset(seed=1)
     try:
+        if not TORCH:
+            raise ImportError("numpy policy")
         import torch
 
         torch.set_num_threads(1)
@@ -183,7 +191,9 @@ def bench(name: str, rounds: int, scale: float) -> dict[str, float]:
     # the lower quartile: a round that was disturbed only ever reads longer; the added
     # costs: the median of each round's own difference (the modes ran side by side)
     med = {m: statistics.quantiles(v, n=4)[0] for m, v in times.items()}
-    added_c = statistics.median(c - b for c, b in zip(times["c"], times["bare"], strict=True))
+    diffs_c = [c - b for c, b in zip(times["c"], times["bare"], strict=True)]
+    added_c = statistics.median(diffs_c)
+    q1, _, q3 = statistics.quantiles(diffs_c, n=4)
     added_py = statistics.median(p - b for p, b in zip(times["py"], times["bare"], strict=True))
     est_step = est / steps
     return {
@@ -192,6 +202,7 @@ def bench(name: str, rounds: int, scale: float) -> dict[str, float]:
         "py_ns": med["py"],
         "added_c_ns": added_c,
         "added_py_ns": added_py,
+        "added_c_iqr_ns": q3 - q1,
         "estimate_ns": est_step,
         "estimate_wrapper_ns": wrap / steps,
         "estimate_over_measured": est_step / added_c if added_c > 0 else float("nan"),
@@ -206,8 +217,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--wall", action="store_true", help="time on the wall clock, not CPU")
+    ap.add_argument("--torch", action="store_true", help="cleanrl: a torch policy")
     args = ap.parse_args()
-    global CLOCK
+    global CLOCK, TORCH
+    TORCH = args.torch
     if args.wall:
         CLOCK = time.perf_counter_ns
     rounds, scale = (8, 0.5) if args.quick else (args.rounds, 1.0)
@@ -218,7 +231,7 @@ def main() -> None:
         CASES.pop("dummyvec", None)
     print(f"wrapper costs (ns per call): {patch_gym.wrapper_costs()}")
     head = (
-        f"{'case':<9} {'bare':>8} {'C':>8} {'Python':>8} {'+C':>7} {'+Py':>7} "
+        f"{'case':<9} {'bare':>8} {'C':>8} {'Python':>8} {'+C':>7} {'(IQR)':>6} {'+Py':>7} "
         f"{'estimate':>8} {'(wrap)':>7} {'est/meas':>8} {'C/bare':>7} {'Py/bare':>7}"
     )
     print(head)
@@ -228,7 +241,8 @@ def main() -> None:
         r = bench(name, rounds, scale)
         print(
             f"{name:<9} {r['bare_ns']:8.0f} {r['c_ns']:8.0f} {r['py_ns']:8.0f} "
-            f"{r['added_c_ns']:7.0f} {r['added_py_ns']:7.0f} {r['estimate_ns']:8.0f} "
+            f"{r['added_c_ns']:7.0f} {r['added_c_iqr_ns']:6.0f} {r['added_py_ns']:7.0f} "
+            f"{r['estimate_ns']:8.0f} "
             f"{r['estimate_wrapper_ns']:7.0f} {r['estimate_over_measured']:8.2f} "
             f"{r['ratio_c']:7.3f} {r['ratio_py']:7.3f}"
         )

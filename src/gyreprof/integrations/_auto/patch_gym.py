@@ -178,24 +178,30 @@ def _plain(self: Any, action: Any) -> None:
     return None
 
 
-def _time_calls(obj: Any, n: int, pad: Any, a: Any, b: Any) -> tuple[float, float]:
-    """ns for ``n`` calls of ``obj.plain`` and of ``obj.wrapped``, each after
+def _mid(self: Any, action: Any) -> Any:
+    return self.bottom(action)
+
+
+def _top(self: Any, action: Any) -> Any:
+    return self.mid(action)
+
+
+def _time_calls(plain: Any, wrapped: Any, n: int, pad: Any, a: Any, b: Any) -> tuple[float, float]:
+    """ns for ``n`` calls of ``plain.top`` and of ``wrapped.top``, each after
     ``pad(a, b)``; written out (a call per call that is not the method's own would be
     measured too)."""
     rng = range(n)
     pc = time.perf_counter_ns
-    plain = wrapped = 0.0
     t0 = pc()
     for _ in rng:
         pad(a, b)
-        obj.plain(0)
+        plain.top(0)
     t1 = pc()
     for _ in rng:
         pad(a, b)
-        obj.wrapped(0)
+        wrapped.top(0)
     t2 = pc()
-    plain, wrapped = float(t1 - t0), float(t2 - t1)
-    return plain, wrapped
+    return float(t1 - t0), float(t2 - t1)
 
 
 def _no_pad(a: Any, b: Any) -> None:
@@ -205,14 +211,17 @@ def _no_pad(a: Any, b: Any) -> None:
 def _measure(
     state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7, pad_words: int = 4096
 ) -> float:
-    """ns one call of a ``kind`` wrapper adds to a call of a no-op method, as a real
-    loop pays it: timed (the outermost call) or ``inner`` (passed through by the
-    nesting guard). The wrapper is the one this process installs (C or Python), bound
-    to ``state`` (a ThreadState of its own: its timer records into a throwaway
-    profiler, its calls are counted in that profiler's counters, as a thread's are).
-    Like the recording forms (``gyreprof.profiler._measure_form_costs``): each call
-    between copies of 32 KB (the cache traffic of a real loop), the lower quartile of
-    ``rounds`` short runs, never below the tight-loop cost."""
+    """ns the wrappers of a ``kind`` add to a call of a no-op method, as a real loop
+    pays them. A guarded kind is measured on a stack of three env layers, each calling
+    the next (``top`` -> ``mid`` -> ``bottom``, as wrappers around an env do), all
+    wrapped: one timed and two passed-through calls, or three passed through when
+    ``inner`` (the thread is inside an env call already); a vector call on one layer.
+    The wrapper is the one this process installs (C or Python), bound to ``state`` (a
+    ThreadState of its own: its timer records into a throwaway profiler, its calls are
+    counted in that profiler's counters, as a thread's are). Like the recording forms
+    (``gyreprof.profiler._measure_form_costs``): each call between copies of 32 KB (the
+    cache traffic of a real loop), the lower quartile of ``rounds`` short runs, never
+    below the tight-loop cost."""
     import numpy as np
 
     state.inside = inner
@@ -221,25 +230,36 @@ def _measure(
         return state
 
     guard = _guard() if USE_C else None
+    slot = None
     if guard is not None:
         sampler = state.sampler
         slots = tuple(sampler._counter_slot(x) for x in counter_names())
         slot = guard.CalibrationSlot(state, sampler.recorder, slots)
-        wrapped: Any = guard.Guard(_plain, kind, _GUARDED[kind], slot)
-    elif _GUARDED[kind]:
-        wrapped = _step(_plain, fixed) if kind == "env_step" else _outermost(_plain, kind, fixed)
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        if guard is not None:
+            return guard.Guard(fn, kind, _GUARDED[kind], slot)
+        if not _GUARDED[kind]:
+            return _py_vector_call(fn, kind, fixed)
+        return _step(fn, fixed) if kind == "env_step" else _outermost(fn, kind, fixed)
+
+    if _GUARDED[kind]:
+        layers = {"top": _top, "mid": _mid, "bottom": _plain}
+        wrapped_layers = {k: wrap(v) for k, v in layers.items()}
     else:
-        wrapped = _py_vector_call(_plain, kind, fixed)
-    cls = type("_Calibration", (), {"plain": _plain, "wrapped": wrapped, "__slots__": ()})
-    obj = cls()
+        layers = {"top": _plain}
+        wrapped_layers = {"top": wrap(_plain)}
+    plain = type("_Plain", (), {**layers, "__slots__": ()})()
+    wrapped = type("_Wrapped", (), {**wrapped_layers, "__slots__": ()})()
     a, b = np.zeros(pad_words), np.ones(pad_words)
-    _time_calls(obj, n, np.copyto, a, b)  # warm up
+    _time_calls(plain, wrapped, n, np.copyto, a, b)  # warm up
     diffs = []
     for _ in range(rounds):
-        p, w = _time_calls(obj, n, np.copyto, a, b)
+        p, w = _time_calls(plain, wrapped, n, np.copyto, a, b)
         diffs.append((w - p) / n)
     tight = min(
-        (w - p) / 200 for p, w in (_time_calls(obj, 200, _no_pad, None, None) for _ in range(3))
+        (w - p) / 200
+        for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
     )
     state.inside = False
     return max(statistics.quantiles(diffs, n=4)[0], tight, 1.0)
@@ -258,18 +278,21 @@ def _calibration_state() -> Any:
 def wrapper_costs() -> dict[str, float]:
     """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
     outermost, timed call, ``.inner`` for one the nesting guard passes through),
-    measured once per process (~5 ms): the costs ``overhead_share`` prices the
-    counted calls with."""
+    measured once per process (~5 ms; ``env_reset`` is the same wrapper as
+    ``env_step``, ``step_wait`` as ``step_async``): the costs ``overhead_share``
+    prices the counted calls with."""
     if not _COSTS:
         kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
         names = dict(zip(counter_names(), kw, strict=True))
         got: dict[tuple[str, bool], float] = {}
         try:
             state = _calibration_state()
-            for kind, guarded in (("env_step", True), ("step_async", False)):
-                got[(kind, False)] = _measure(state, kind, False)
-                if guarded:
-                    got[(kind, True)] = _measure(state, kind, True)
+            # three layers: one timed and two passed through, or three passed through
+            outer3, inner3 = _measure(state, "env_step", False), _measure(state, "env_step", True)
+            inner = inner3 / 3
+            got[("env_step", True)] = inner
+            got[("env_step", False)] = max(outer3 - 2 * inner, inner)
+            got[("step_async", False)] = _measure(state, "step_async", False)
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
             st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
         for name, (kind, which) in names.items():
