@@ -191,7 +191,7 @@ def _time_calls(plain: Any, wrapped: Any, n: int, pad: Any, a: Any, b: Any) -> t
     ``pad(a, b)``; written out (a call per call that is not the method's own would be
     measured too)."""
     rng = range(n)
-    pc = time.perf_counter_ns
+    pc = time.thread_time_ns  # the thread's CPU time: a preemption is not in it
     t0 = pc()
     for _ in rng:
         pad(a, b)
@@ -232,7 +232,7 @@ def _env_like_pad(a: Any, b: Any) -> Any:
 
 
 def _measure(
-    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 7, pad_words: int = 4096
+    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 9, pad_words: int = 4096
 ) -> float:
     """ns the wrappers of a ``kind`` add to a call of a no-op method, as a real loop
     pays them. A guarded kind is measured on a stack of three env layers, each calling
@@ -245,8 +245,9 @@ def _measure(
     (``gyreprof.profiler._measure_form_costs``), each call between copies of 32 KB (the
     cache traffic of a real loop), here with a little Python work as well
     (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
-    step's Python evicts); the lower quartile of ``rounds`` short runs, never below the
-    tight-loop cost."""
+    step's Python evicts). Timed on the thread's CPU time (a loaded machine's preemptions
+    are not in it), the median of ``rounds`` short runs, never below the tight-loop
+    cost."""
     import numpy as np
 
     state.inside = inner
@@ -287,7 +288,7 @@ def _measure(
         for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
     )
     state.inside = False
-    return max(statistics.quantiles(diffs, n=4)[0], tight, 1.0)
+    return max(statistics.median(diffs), tight, 1.0)
 
 
 def _calibration_state() -> Any:
