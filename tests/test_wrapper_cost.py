@@ -321,3 +321,42 @@ def test_the_wrapper_part_survives_a_save_and_an_interval() -> None:
     part = interval(a, b)
     src = part.sources[0]
     assert src.wrapper_ns is not None and 0 < src.wrapper_ns <= src.overhead_ns
+
+
+def test_a_state_of_another_type_is_read_by_attribute() -> None:
+    # what the guard does if ThreadState stops being a __slots__ class of these names
+    from gyreprof.integrations._auto import records as rec
+    from gyreprof.profiler import Profiler
+
+    class Loose:
+        pass
+
+    prof = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10)
+    state: Any = Loose()
+    state.inside = False
+    for kind in guard.KINDS:
+        setattr(state, kind, prof.phase(kind))
+    slot = guard.CalibrationSlot(state, prof.recorder, [-1] * 8)
+
+    def bottom(self: Any, x: Any) -> Any:
+        assert state.inside is True  # set around the outermost call
+        return x
+
+    def top(self: Any, x: Any) -> Any:
+        return self.bottom(x)
+
+    cls = type(
+        "Stack",
+        (),
+        {
+            "top": guard.Guard(top, "env_step", True, slot),
+            "bottom": guard.Guard(bottom, "env_step", True, slot),
+        },
+    )
+    obj = cls()
+    assert [obj.top(i) for i in range(5)] == list(range(5))
+    assert state.inside is False
+    assert prof.snapshot().summary().phases["env_step"].count == 5  # the outer ones only
+    del state.inside  # an attribute gone: the error of reading it, not a crash
+    with pytest.raises(AttributeError):
+        obj.top(1)
