@@ -360,3 +360,12 @@ def test_a_state_of_another_type_is_read_by_attribute() -> None:
     del state.inside  # an attribute gone: the error of reading it, not a crash
     with pytest.raises(AttributeError):
         obj.top(1)
+
+
+def test_a_thread_profiler_carries_the_wrapper_costs_in_its_config() -> None:
+    # so a process read back from its live segment (killed before it saved) prices the
+    # wrappers' counted calls as well: the segment's config is taken at its creation
+    t = fresh()
+    cfg = t.sampler.recorder.config()["form_cost_ns"]
+    for name, cost in patch_gym.wrapper_costs().items():
+        assert cfg[name] == cost

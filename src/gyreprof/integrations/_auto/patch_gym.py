@@ -324,6 +324,9 @@ def wrapper_costs() -> dict[str, float]:
         for name, (kind, which) in names.items():
             rep = "env_step" if _GUARDED[kind] else "step_async"
             _COSTS[name] = got.get((rep, which == "inner"), 0.0)
+        from gyreprof.profiler import add_form_costs
+
+        add_form_costs(_COSTS)  # the thread profilers made from now on carry them
     return dict(_COSTS)
 
 
