@@ -139,6 +139,7 @@ class RecorderSet:
                 steady_ns=sum(x.steady_ns for x in src),
                 rate=sum(x.rate for x in src),
                 overhead_ns=sum(x.overhead_ns for x in src),
+                wrapper_ns=sum(x.wrapper_ns or 0.0 for x in src) or None,
                 warmup_ns=max((x.warmup_ns for x in src), default=0),
                 warmup_done=all(x.warmup_done for x in src),
                 label=self.identity.label,

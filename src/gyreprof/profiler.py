@@ -144,6 +144,18 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     return costs
 
 
+_EXTRA_COSTS: dict[str, float] = {}
+
+
+def add_form_costs(costs: dict[str, float]) -> None:
+    """Per-call costs of this process's instrumentation outside the recorder (the env
+    calls' wrappers of ``gyreprof run``, ``patch_gym.wrapper_costs``), by the counter
+    name their calls are counted under: every Profiler made from now on carries them in
+    its ``form_cost_ns`` (and so in its live segment's config), and its snapshots price
+    those counters with them (``gyreprof.snapshot.wrapper_overhead``)."""
+    _EXTRA_COSTS.update({str(k): float(v) for k, v in costs.items()})
+
+
 # ------------------------------------------------------- per-thread: finished threads
 
 
@@ -270,7 +282,7 @@ class Profiler:
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}
         # what each recording form costs, for overhead_share (calibrated once per process)
-        self.form_cost_ns: dict[str, float] = dict(_measure_form_costs(clock))
+        self.form_cost_ns: dict[str, float] = {**_measure_form_costs(clock), **_EXTRA_COSTS}
         self.lap_cost_ns = self.form_cost_ns["lap"]
         # the one owner of the recordings and of who this profiler is (phases, label,
         # lap cost, counter names): thread retirement, autosave and live publishing share it

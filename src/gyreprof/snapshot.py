@@ -51,7 +51,7 @@ from gyreprof._core import decode_counts_into, encode_counts, layout_info, monot
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError, MissingKeyError
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, PhaseRow, exact_percentiles, layout_edges
-from gyreprof.summary import Summary
+from gyreprof.summary import WRAPPER_COUNTER_PREFIX, Summary
 from gyreprof.window import Window, WindowStats, rolling_windows, windows_from_events
 
 __all__ = [
@@ -393,6 +393,8 @@ class SourceRecord:
     warmup_ns: int = 0
     rate: float = 0.0  # the source's own steady steps per second
     overhead_ns: float = 0.0  # profiler time within steady_ns
+    # of overhead_ns, the patched env-call wrappers' part (wrapper_overhead); None: none
+    wrapper_ns: float | None = None
     warmup_done: bool = True
     steady_start_ns: int | None = None  # the steady span (monotonic), when it ran steady steps
     end_ns: int | None = None
@@ -413,6 +415,11 @@ class SourceRecord:
         if not (self.overhead_ns >= 0 and math.isfinite(self.overhead_ns)):
             raise InvalidValueError(
                 f"source overhead_ns {self.overhead_ns} is not a finite number >= 0"
+            )
+        if self.wrapper_ns is not None and not (0 <= self.wrapper_ns <= self.overhead_ns):
+            raise InvalidValueError(
+                f"source wrapper_ns {self.wrapper_ns} is not a number in 0..overhead_ns "
+                f"({self.overhead_ns:g})"
             )
         if self.overhead_ns > self.steady_ns > 0:
             raise InvalidValueError(
@@ -844,16 +851,22 @@ class Snapshot:
         )
         rate = steady_steps / (steady_ns / 1e9) if steady_ns > 0 else 0.0
         events_steady = int(stat[:nphase, _COUNT].sum())
-        overhead_ns = overhead_of(
-            events_steady,
-            steady_steps,
-            block.form_events(),
-            config.get("form_cost_ns"),
-            lap_cost_ns,
+        costs = config.get("form_cost_ns")
+        form_events = dict(block.form_events())
+        wrapper_ns, wrapper_events = wrapper_overhead(
+            phases, stat[:nphase, _COUNT], warm[:nphase, _WCOUNT], counters, costs
+        )
+        # the wrappers' timed calls are priced with the wrapper: not again as ``with``
+        form_events["with"] = max(0, int(form_events.get("with", 0)) - wrapper_events)
+        overhead_ns = wrapper_ns + overhead_of(
+            events_steady - wrapper_events, steady_steps, form_events, costs, lap_cost_ns
         )
         # the costs are what a boundary costs in a real loop, more than in a loop of
         # nothing but boundaries; the profiler cannot take more than all of the time
-        overhead_ns = min(overhead_ns, float(steady_ns))
+        if overhead_ns > steady_ns:
+            wrapper_ns *= float(steady_ns) / overhead_ns
+            overhead_ns = float(steady_ns)
+        wrapper_ns = min(wrapper_ns, overhead_ns)
         totals = Totals(
             steps_begun=block.steps_begun,
             steps_completed=block.steps_completed,
@@ -881,6 +894,7 @@ class Snapshot:
             warmup_ns=warmup_ns,
             rate=rate,
             overhead_ns=overhead_ns,
+            wrapper_ns=wrapper_ns if wrapper_ns > 0 else None,
             warmup_done=steady_start >= 0,
             steady_start_ns=steady_start if steady_ns > 0 else None,
             end_ns=end if steady_ns > 0 else None,
@@ -1279,11 +1293,53 @@ def overhead_of(
     return total
 
 
+def wrapper_overhead(
+    phases: Sequence[str],
+    steady_counts: Any,
+    warm_counts: Any,
+    counters: Mapping[str, int],
+    form_cost_ns: Mapping[str, float] | None,
+) -> tuple[float, int]:
+    """(ns, timed events) of the patched wrappers' calls within the steady state.
+
+    A wrapper kind is a phase (``env_step``...); its counted calls (timed and inner) are
+    priced at their calibrated costs, scaled to the steady share of the phase's events
+    (the counters also count the warm-up's calls). The timed calls' events are the
+    second number: the wrapper's price includes its timer, which the caller does not
+    price again as a ``with`` event.
+    """
+    if not form_cost_ns or not counters:
+        return 0.0, 0
+    total = 0.0
+    timed_steady = 0
+    for i, name in enumerate(phases):
+        timed = int(counters.get(f"{WRAPPER_COUNTER_PREFIX}{name}.timed", 0))
+        inner = int(counters.get(f"{WRAPPER_COUNTER_PREFIX}{name}.inner", 0))
+        if timed <= 0 and inner <= 0:
+            continue
+        steady, warm = int(steady_counts[i]), int(warm_counts[i])
+        frac = steady / (steady + warm) if steady + warm > 0 else 0.0
+        c_timed = float(form_cost_ns.get(f"{WRAPPER_COUNTER_PREFIX}{name}.timed", 0.0))
+        c_inner = float(form_cost_ns.get(f"{WRAPPER_COUNTER_PREFIX}{name}.inner", 0.0))
+        if not (math.isfinite(c_timed) and math.isfinite(c_inner)):
+            continue
+        total += frac * (max(0, timed) * max(0.0, c_timed) + max(0, inner) * max(0.0, c_inner))
+        timed_steady += min(steady, round(frac * max(0, timed)))
+    return total, timed_steady
+
+
 def _per_boundary_cost(snap: Snapshot) -> float:
     """A snapshot's profiler cost per boundary (events and steps), its forms mixed in."""
     src_over = sum(s.overhead_ns for s in snap.sources)
     n = sum(r.count for r in snap.rows)
     return src_over / n if src_over > 0 and n > 0 else float(snap.lap_cost_ns)
+
+
+def _wrapper_part(snap: Snapshot) -> float:
+    """The share of a snapshot's profiler time its env-call wrappers took."""
+    over = sum(s.overhead_ns for s in snap.sources)
+    wrapped = sum(s.wrapper_ns or 0.0 for s in snap.sources)
+    return min(1.0, wrapped / over) if over > 0 else 0.0
 
 
 def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -> Snapshot:
@@ -1363,11 +1419,13 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
     src = after.sources[0]
     if len(after.sources) > 1:
         src = SourceRecord(**{k: getattr(src, k) for k in _IDENTITY}, merged=len(after.sources))
+    interval_over = min(float(dt), _per_boundary_cost(after) * (events + steps))
     src = src.replace(
         steady_ns=dt,
         warmup_ns=0,
         rate=steps / (dt / 1e9) if dt > 0 else 0.0,
-        overhead_ns=min(float(dt), _per_boundary_cost(after) * (events + steps)),
+        overhead_ns=interval_over,
+        wrapper_ns=(interval_over * _wrapper_part(after)) or None,
         warmup_done=True,
         steady_start_ns=t0,
         end_ns=t1,

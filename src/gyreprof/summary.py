@@ -40,6 +40,13 @@ from gyreprof._serial import decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
 from gyreprof.window import Window
 
+#: the sampler counters the C env-call guard counts its calls in (``patch_gym``):
+#: ``<prefix><kind>.timed`` (outermost calls, timed as phase ``<kind>``) and
+#: ``<prefix><kind>.inner`` (calls the nesting guard passed through); the form costs
+#: hold each one's calibrated ns per call under the same name
+#: (``gyreprof.snapshot.wrapper_overhead``). A Summary leaves them out of its counters.
+WRAPPER_COUNTER_PREFIX = "gyreprof.wrapper."
+
 if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
     from gyreprof.snapshot import Snapshot
 
@@ -215,6 +222,8 @@ class Summary:
     clock: str
     sources: int
     meta: dict[str, Any] = field(default_factory=dict)
+    # of overhead_share, the share the patched env-call wrappers took (gyreprof run)
+    wrapper_share: float = 0.0
     # rolling windows: given as a list, or built on first use from the snapshot
     window_list: list[Window] | None = field(
         default=None,
@@ -262,6 +271,11 @@ class Summary:
         busy_ns = float(sum(s.steady_ns for s in sources))
         # a source without steady time has no profiler time in it either
         overhead = sum(s.overhead_ns for s in sources if s.steady_ns > 0)
+        wrapper = sum(s.wrapper_ns or 0.0 for s in sources if s.steady_ns > 0)
+        # the wrappers' call counters are the overhead's input, not the program's counts
+        counters = {
+            k: v for k, v in snap.counters.items() if not k.startswith(WRAPPER_COUNTER_PREFIX)
+        }
         warmup_ns = max((s.warmup_ns for s in sources), default=0)
         warm_done = all(s.warmup_done for s in sources)
         cfg = snap.config
@@ -302,14 +316,15 @@ class Summary:
             steps_per_s=rate,
             warmup=warmup,
             overhead_share=(overhead / busy_ns) if busy_ns > 0 else 0.0,
+            wrapper_share=min(overhead, wrapper) / busy_ns if busy_ns > 0 else 0.0,
             overwritten=totals.overwritten,
             out_of_range=totals.out_of_range,
             negative=totals.negative,
             nonfinite=totals.nonfinite,
             events=totals.events,
-            counters=dict(snap.counters),
+            counters=counters,
             counter_rates={
-                k: (v / wall_s if wall_s > 0 else math.nan) for k, v in snap.counters.items()
+                k: (v / wall_s if wall_s > 0 else math.nan) for k, v in counters.items()
             },
             elapsed_s=steady_ns / 1e9,
             lap_cost_ns=snap.lap_cost_ns,

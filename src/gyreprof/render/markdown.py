@@ -25,6 +25,7 @@ def summary(s: Summary) -> str:
     head = (
         f"**{s.steps} steady steps, {fmt_rate(s.steps_per_s)}**; {text.warmup(s.warmup)}; "
         f"profiler overhead {fmt_pct(s.overhead_share)}"
+        + (f" ({fmt_pct(s.wrapper_share)} the env-call wrappers)" if s.wrapper_share > 0 else "")
     )
     return head + "\n\n" + markdown_table(list(text.SUMMARY_HEADERS), rows) + "\n"
 

@@ -124,6 +124,12 @@ def overhead_line(s: Summary, *, figures: bool = False) -> str:
     (and the significant figures when ``figures``); without a measured lap cost, the
     share alone."""
     head = f"profiler overhead: {fmt_pct(s.overhead_share)} of wall time"
+    if s.wrapper_share > 0:  # the patched env calls' wrappers (gyreprof run) apart
+        rest = max(0.0, s.overhead_share - s.wrapper_share)
+        head += (
+            f": {fmt_pct(s.wrapper_share)} the env-call wrappers (env.step/reset, vector "
+            f"calls; their clock reads included), {fmt_pct(rest)} the other clock reads"
+        )
     if not math.isfinite(s.lap_cost_ns):
         return head
     extra = f", {s.significant_figures} significant figures" if figures else ""

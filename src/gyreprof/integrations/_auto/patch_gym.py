@@ -8,10 +8,20 @@ TorchRL's ``GymEnv``/``SerialEnv``) are timed one by one in the calling
 process; envs in ``AsyncVectorEnv`` workers are timed in the worker process,
 and the parent times ``step_async`` (the send) and ``step_wait`` (until the
 slowest worker answers).
+
+The wrappers are C objects (:class:`gyreprof._core.guard.Guard`: no Python frame,
+no argument tuple, no bound method per call); the Python functions below are the
+fallback (``USE_C = False``) and the reference the tests compare them with. Every
+call of a wrapper is counted per kind in the thread's sampler counters
+(``gyreprof.wrapper.<kind>.timed`` / ``.inner``), and :func:`wrapper_costs`
+calibrates what one call of each kind adds, once per process: ``overhead_share``
+prices the calls with it (:func:`gyreprof.snapshot.wrapper_overhead`).
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -41,9 +51,12 @@ def _thread() -> Any:
         return st.new_thread()
 
 
-def _outermost(original: Callable[..., Any], timer: str) -> Callable[..., Any]:
+def _outermost(
+    original: Callable[..., Any], timer: str, _thread: Callable[[], Any] = _thread
+) -> Callable[..., Any]:
     """``original`` timed as the thread's ``timer`` when it is the outermost env call of
-    the thread (a wrapper's step calling the inner env's step is timed once)."""
+    the thread (a wrapper's step calling the inner env's step is timed once).
+    ``_thread``: where the thread's state comes from (a fixed one to calibrate)."""
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         t = _thread()
@@ -59,10 +72,10 @@ def _outermost(original: Callable[..., Any], timer: str) -> Callable[..., Any]:
     return call
 
 
-def _step(original: Callable[..., Any]) -> Callable[..., Any]:
+def _step(original: Callable[..., Any], _thread: Callable[[], Any] = _thread) -> Callable[..., Any]:
     """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
     if _params(original) != ["self", "action"]:
-        return _outermost(original, "env_step")
+        return _outermost(original, "env_step", _thread)
 
     # gymnasium's own signature, once per env step: no argument tuple or dict per call
     def step(self: Any, action: Any) -> Any:
@@ -79,9 +92,10 @@ def _step(original: Callable[..., Any]) -> Callable[..., Any]:
     return step
 
 
-def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
-    vector step, around inter-process calls: the argument tuple costs nothing there)."""
+def _py_vector_call(
+    original: Callable[..., Any], name: str, _thread: Callable[[], Any] = _thread
+) -> Callable[..., Any]:
+    """The Python fallback of a vector call (see :func:`_vector_call`)."""
 
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         with getattr(_thread(), name):
@@ -90,8 +104,230 @@ def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     return call
 
 
+def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
+    vector step, around inter-process calls), with no nesting guard."""
+    guard = _guard() if USE_C else None
+    if guard is not None:
+        return guard.Guard(original, name, False)  # type: ignore[no-any-return]
+    return _py_vector_call(original, name)
+
+
 def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    kind = "env_step" if name == "step" else "env_reset"
+    guard = _guard() if USE_C else None
+    if guard is not None:
+        return guard.Guard(original, kind, True)  # type: ignore[no-any-return]
     return _step(original) if name == "step" else _outermost(original, "env_reset")
+
+
+# ------------------------------------------------------------------ the C guard
+
+#: the C wrappers (gyreprof._core.guard); False: the Python functions above
+USE_C = True
+_guard_mod: Any = None
+
+
+def _guard() -> Any:
+    """The C guard module, configured for this process's ThreadState (None: not built)."""
+    global _guard_mod
+    if _guard_mod is None:
+        try:
+            from gyreprof._core import PhaseTimer, guard
+        except ImportError:  # pragma: no cover - a core built without it
+            return None
+        guard.configure(st.ThreadState, PhaseTimer, _thread, _bind_counters)
+        _guard_mod = guard
+    return _guard_mod
+
+
+def counter_names() -> tuple[str, ...]:
+    """The sampler counters of the wrappers' calls: (timed, inner) per kind, in the
+    guard's order (``guard.KINDS``)."""
+    from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
+
+    return tuple(f"{P}{k}.{w}" for k in _KINDS for w in ("timed", "inner"))
+
+
+_KINDS = ("env_step", "env_reset", "step_async", "step_wait")  # guard.KINDS
+_GUARDED = {"env_step": True, "env_reset": True, "step_async": False, "step_wait": False}
+
+
+def _bind_counters(t: Any) -> tuple[Any, tuple[int, ...]] | None:
+    """Where the C guard counts thread ``t``'s calls: its sampler's Recorder and the
+    counter slots (-1: a counter the profiler has no room for: not counted). The
+    wrappers' calibrated costs join the sampler's form costs here, so its snapshots
+    price the calls (``gyreprof.snapshot.wrapper_overhead``)."""
+    prof = t.sampler
+    slots = []
+    for name in counter_names():
+        try:
+            slots.append(prof._counter_slot(name))
+        except ValueError:
+            slots.append(-1)
+    prof.form_cost_ns.update(wrapper_costs())
+    return prof.recorder, tuple(slots)
+
+
+# ------------------------------------------- what one wrapper call costs (calibrated)
+
+_COSTS: dict[str, float] = {}
+
+
+def _plain(self: Any, action: Any) -> None:
+    return None
+
+
+def _mid(self: Any, action: Any) -> Any:
+    return self.bottom(action)
+
+
+def _top(self: Any, action: Any) -> Any:
+    return self.mid(action)
+
+
+def _time_calls(plain: Any, wrapped: Any, n: int, pad: Any, a: Any, b: Any) -> tuple[float, float]:
+    """ns for ``n`` calls of ``plain.top`` and of ``wrapped.top``, each after
+    ``pad(a, b)``; written out (a call per call that is not the method's own would be
+    measured too)."""
+    rng = range(n)
+    pc = time.thread_time_ns  # the thread's CPU time: a preemption is not in it
+    t0 = pc()
+    for _ in rng:
+        pad(a, b)
+        plain.top(0)
+    t1 = pc()
+    for _ in rng:
+        pad(a, b)
+        wrapped.top(0)
+    t2 = pc()
+    return float(t1 - t0), float(t2 - t1)
+
+
+def _no_pad(a: Any, b: Any) -> None:
+    return None
+
+
+_PAD_STATE = [0.01, 0.02, 0.03, 0.04]
+
+
+def _env_like_pad(a: Any, b: Any) -> Any:
+    """What a real loop runs between two env calls, in miniature: 32 KB of data traffic
+    (``a`` copied from ``b``) and a CartPole-like step in Python (arithmetic, math
+    calls, a small array, a dict), which also evicts the interpreter's code and branch
+    history that a copy leaves warm."""
+    import math
+
+    import numpy as np
+
+    np.copyto(a, b)
+    s = _PAD_STATE
+    x, xd, th, thd = s
+    c, sn = math.cos(th), math.sin(th)
+    tmp = (1.0 + 0.05 * thd * thd * sn) / 1.1
+    acc = (9.8 * sn - c * tmp) / (0.5 * (4.0 / 3.0 - 0.1 * c * c / 1.1))
+    s[0], s[1], s[2], s[3] = x + 0.02 * xd, xd + 0.02 * tmp, th + 0.02 * thd, thd + 0.02 * acc
+    done = {"done": bool(abs(x) > 2.4 or abs(th) > 0.2)}
+    return np.array(s, dtype=np.float32), done.get("done"), min(s)
+
+
+def _measure(
+    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 9, pad_words: int = 4096
+) -> float:
+    """ns the wrappers of a ``kind`` add to a call of a no-op method, as a real loop
+    pays them. A guarded kind is measured on a stack of three env layers, each calling
+    the next (``top`` -> ``mid`` -> ``bottom``, as wrappers around an env do), all
+    wrapped: one timed and two passed-through calls, or three passed through when
+    ``inner`` (the thread is inside an env call already); a vector call on one layer.
+    The wrapper is the one this process installs (C or Python), bound to ``state`` (a
+    ThreadState of its own: its timer records into a throwaway profiler, its calls are
+    counted in that profiler's counters, as a thread's are). Like the recording forms
+    (``gyreprof.profiler._measure_form_costs``), each call between copies of 32 KB (the
+    cache traffic of a real loop), here with a little Python work as well
+    (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
+    step's Python evicts). Timed on the thread's CPU time (a loaded machine's preemptions
+    are not in it), the median of ``rounds`` short runs, never below the tight-loop
+    cost."""
+    import numpy as np
+
+    state.inside = inner
+
+    def fixed() -> Any:
+        return state
+
+    guard = _guard() if USE_C else None
+    slot = None
+    if guard is not None:
+        sampler = state.sampler
+        slots = tuple(sampler._counter_slot(x) for x in counter_names())
+        slot = guard.CalibrationSlot(state, sampler.recorder, slots)
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        if guard is not None:
+            return guard.Guard(fn, kind, _GUARDED[kind], slot)
+        if not _GUARDED[kind]:
+            return _py_vector_call(fn, kind, fixed)
+        return _step(fn, fixed) if kind == "env_step" else _outermost(fn, kind, fixed)
+
+    if _GUARDED[kind]:
+        layers = {"top": _top, "mid": _mid, "bottom": _plain}
+        wrapped_layers = {k: wrap(v) for k, v in layers.items()}
+    else:
+        layers = {"top": _plain}
+        wrapped_layers = {"top": wrap(_plain)}
+    plain = type("_Plain", (), {**layers, "__slots__": ()})()
+    wrapped = type("_Wrapped", (), {**wrapped_layers, "__slots__": ()})()
+    a, b = np.zeros(pad_words), np.ones(pad_words)
+    _time_calls(plain, wrapped, n, _env_like_pad, a, b)  # warm up
+    diffs = []
+    for _ in range(rounds):
+        p, w = _time_calls(plain, wrapped, n, _env_like_pad, a, b)
+        diffs.append((w - p) / n)
+    tight = min(
+        (w - p) / 200
+        for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
+    )
+    state.inside = False
+    return max(statistics.median(diffs), tight, 1.0)
+
+
+def _calibration_state() -> Any:
+    """A ThreadState that records into throwaway profilers (registered nowhere)."""
+    from gyreprof.integrations._auto import records as rec
+    from gyreprof.profiler import Profiler
+
+    sampler = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10)
+    trainer = Profiler(rec.TRAINER_PHASES, capacity=1 << 10, window_steps=1)
+    return st.ThreadState(sampler, trainer)
+
+
+def wrapper_costs() -> dict[str, float]:
+    """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
+    outermost, timed call, ``.inner`` for one the nesting guard passes through),
+    measured once per process (~5 ms; ``env_reset`` is the same wrapper as
+    ``env_step``, ``step_wait`` as ``step_async``): the costs ``overhead_share``
+    prices the counted calls with."""
+    if not _COSTS:
+        kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
+        names = dict(zip(counter_names(), kw, strict=True))
+        got: dict[tuple[str, bool], float] = {}
+        try:
+            state = _calibration_state()
+            # three layers: one timed and two passed through, or three passed through
+            outer3, inner3 = _measure(state, "env_step", False), _measure(state, "env_step", True)
+            inner = inner3 / 3
+            got[("env_step", True)] = inner
+            got[("env_step", False)] = max(outer3 - 2 * inner, inner)
+            got[("step_async", False)] = _measure(state, "step_async", False)
+        except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
+            st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
+        for name, (kind, which) in names.items():
+            rep = "env_step" if _GUARDED[kind] else "step_async"
+            _COSTS[name] = got.get((rep, which == "inner"), 0.0)
+        from gyreprof.profiler import add_form_costs
+
+        add_form_costs(_COSTS)  # the thread profilers made from now on carry them
+    return dict(_COSTS)
 
 
 def install(gym: ModuleType) -> None:
@@ -100,10 +336,12 @@ def install(gym: ModuleType) -> None:
     if problem is not None:
         st.warn_once("gymnasium", problem)
         return
+    _guard()
     hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
     hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
     hooks.when_imported("gymnasium.vector.sync_vector_env", workers.install_gym_sync)
     st.preload()
+    wrapper_costs()  # here, once: not inside the loop's first step
 
 
 def _install_async(module: ModuleType) -> None:

@@ -122,6 +122,9 @@ def new_thread() -> ThreadState:
         trainer = Profiler(rec.TRAINER_PHASES, window_steps=1, **tkw)
     t = ThreadState(sampler, trainer)
     tls.t = t
+    from gyreprof._core import guard  # the C env-call guard: every thread reads tls afresh
+
+    guard.forget()
     with _lock:
         _threads.append(t)
     _on_first_record()
