@@ -296,8 +296,10 @@ def _calibration_state() -> Any:
     from gyreprof.integrations._auto import records as rec
     from gyreprof.profiler import Profiler
 
-    sampler = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10)
-    trainer = Profiler(rec.TRAINER_PHASES, capacity=1 << 10, window_steps=1)
+    sampler = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10, label="gyreprof-calibration")
+    trainer = Profiler(
+        rec.TRAINER_PHASES, capacity=1 << 10, window_steps=1, label="gyreprof-calibration"
+    )
     return st.ThreadState(sampler, trainer)
 
 
