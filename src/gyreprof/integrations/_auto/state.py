@@ -135,6 +135,10 @@ class ThreadState:
         "ng_dirty",
         "pend_start",
         "pend_end",
+        "blocks",
+        "provisional",
+        "last_start",
+        "last_own",
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
@@ -172,6 +176,10 @@ class ThreadState:
         self.ng_dirty = False  # the open block held an update signal: not a forward
         self.pend_start = -1  # the last outermost no-grad block, not classified yet
         self.pend_end = -1
+        self.blocks = 0  # collect blocks closed into trainer steps
+        self.provisional = False  # its steps so far are the default trainer's (no update yet)
+        self.last_start = -1  # the last collect block's start and kind
+        self.last_own = False
 
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
@@ -236,6 +244,8 @@ def update_signal(t: ThreadState, now_ns: int) -> None:
     the collect block since the last update, if any, ends; called from that thread."""
     global _default_main
     _default_main = 0  # a thread trains: the default trainer is no longer needed
+    if not t.trains and t.provisional:
+        _restart(t)
     t.trains = True
     if t.ng_depth > 0:
         t.ng_dirty = True  # an update inside a no-grad block: that block is no forward
@@ -249,6 +259,22 @@ def update_end(t: ThreadState, now_ns: int) -> None:
     closed at save)."""
     if now_ns > t.upd_end:
         t.upd_end = now_ns
+
+
+def _restart(t: ThreadState) -> None:
+    """The default trainer's first real update signal: its steps so far were provisional
+    (waits of start-up, a pool's future). They are dropped, but for the last block when
+    nothing was sampled or waited on since it (the batch this update trains on)."""
+    t.provisional = False
+    keep = t.step_open and t.srec.since_mark_ns() < 0 and t.blk_end < 0
+    t.trec.reset()
+    t.step_open = False
+    t.blocks = 1 if keep else 0
+    if keep:
+        t.trec.begin_at(t.last_start)
+        t.trec.lap_at(WAIT, t.prev_end)
+        t.trainer.count(OWN if t.last_own else FED)
+        t.step_open = True
 
 
 def _classify(t: ThreadState) -> None:
@@ -297,6 +323,8 @@ def _close_block(t: ThreadState) -> None:
     if t.blk_end > end:
         end = t.blk_end
     own = since >= 0 or t.blk_own
+    if t.blocks == 0 and since >= 0:
+        start = _trim_start_up(t, start, end)
     trec = t.trec
     if t.step_open:
         trec.lap_at(COMPUTE, start)
@@ -304,10 +332,38 @@ def _close_block(t: ThreadState) -> None:
     trec.lap_at(WAIT, end)
     t.step_open = True
     t.prev_end = end
+    t.last_start, t.last_own = start, own
+    t.blocks += 1
+    if not t.trains:
+        t.provisional = True
     t.trainer.count(OWN if own else FED)
     srec.mark_since()
     t.blk_start = t.blk_end = -1
     t.blk_own = False
+
+
+def _trim_start_up(t: ThreadState, start: int, end: int) -> int:
+    """The first collect block of a thread reaches back to its first sampler write, which
+    may come before the set-up (an env reset, then the model built): start it after the
+    last gap between its events that is longer than all that follows it (read once per
+    thread from the sampler's ring)."""
+    try:
+        ev = t.srec.events()
+    except Exception:  # noqa: BLE001 - the untrimmed start is still a start
+        return start
+    ev = ev[(ev["phase"] >= 0) & (ev["start_ns"] >= start)]
+    spans = sorted(
+        (int(a), int(a) + int(d)) for a, d in zip(ev["start_ns"], ev["duration_ns"], strict=True)
+    )
+    if t.blk_end >= 0:
+        spans.append((t.blk_start, t.blk_end))
+        spans.sort()
+    covered = -1
+    for a, b in spans:
+        if covered >= 0 and a - covered > end - a:
+            start = a
+        covered = max(covered, b)
+    return start
 
 
 def close_open_steps(ts: list[ThreadState]) -> None:
