@@ -142,3 +142,49 @@ def test_idle_pool_threads_in_queue_get_never_become_trainers(tmp_path: Path) ->
     assert data["trainer"]["steps"] == 150
     assert _trainer_counter(data, "loop.fed") == 0
     assert v["loop"] == "sync" and v["bound"] == "trainer", v["reasons"]
+
+
+# ------------------------------------------------------------ frameworks only refine
+
+
+@pytest.mark.slow
+def test_a_killed_sb3_run_keeps_its_loop_shape_from_its_live_segment(tmp_path: Path) -> None:
+    """SIGKILL leaves no record: the shape must come from the trainer's counters, which
+    live in its segment (a process-wide flag in the record was lost, and the same DQN
+    was judged by the overlapped rule)."""
+    pytest.importorskip("stable_baselines3")
+    proc, data = gyreprof_run(tmp_path, script("signals_sb3_killed.py"), "600")
+    assert data is not None, proc.stderr[-4000:]
+    killed = printed(proc.stdout, "KILLING")
+    (entry,) = [p for p in data["processes"] if p["pid"] == killed]
+    assert entry["source"] == "live segment"
+    v = _verdict(data)
+    assert v["loop"] == "sync" and v["loop_source"] == "timeline", v["loop_evidence"]
+    assert "did the sampling itself" in v["loop_evidence"]
+    t = data["trainer"]
+    assert t["counters"]["loop.own"] >= t["steps"] > 100  # one collection every 4 steps
+
+
+@pytest.mark.slow
+def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
+    tmp_path: Path,
+) -> None:
+    """TorchRL's MultiAsyncCollector with stable-baselines3 imported: one trainer step per
+    batch consumed (its workers' inner collector loops are no trainers), an overlapped
+    pipeline (SB3's import declares nothing), the wait ratio of the script's clock."""
+    pytest.importorskip("torchrl")
+    pytest.importorskip("stable_baselines3")
+    proc, data = gyreprof_run(
+        tmp_path, script("signals_torchrl_async.py"), "train", "1500", "100", "0.2"
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert data is not None, proc.stderr[-4000:]
+    batches = printed(proc.stdout, "BATCHES")
+    clock = _clock(proc.stdout)
+    assert data["trainer"]["steps"] == batches == 15
+    assert data["trainer"]["counters"]["loop.fed"] == batches
+    assert sum(1 for p in data["processes"] if p["role"] == "env_worker") == 2
+    v = _verdict(data)
+    assert v["loop"] == "overlapped" and v["loop_source"] == "timeline", v["loop_evidence"]
+    expected = clock["wait_s"] / (clock["wait_s"] + clock["update_s"])
+    assert abs(v["wait_ratio"] - expected) < 0.1, (v["wait_ratio"], clock)

@@ -32,57 +32,82 @@ def _timed(t: st.ThreadState, original: Callable[..., Any], *args: Any, **kwargs
         st.data_wait(t, start, t.now(), "fed")
 
 
-def _get(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
-        t = st.waiting_thread() if block else None
-        if t is None:
-            return original(self, block, timeout)
-        return _timed(t, original, self, block, timeout)
-
-    return get
-
-
-def _simple_get(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def get(self: Any) -> Any:
-        t = st.waiting_thread()
-        if t is None:
-            return original(self)
-        return _timed(t, original, self)
-
-    return get
+def _first(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The default trainer's first wait: timed first, its state made once it returned."""
+    start = st.clock_ns()
+    out = original(*args, **kwargs)
+    end = st.clock_ns()
+    st.data_wait(st.thread_state(), start, end, "fed")
+    return out
 
 
-def _result(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def result(self: Any, timeout: float | None = None) -> Any:
-        t = st.waiting_thread()
-        if t is None:
-            return original(self, timeout)
-        return _timed(t, original, self, timeout)
+def _wait(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    t = st.waiting_thread()
+    if t is not None:
+        return _timed(t, original, *args, **kwargs)
+    if st.default_trainer_here():
+        return _first(original, *args, **kwargs)
+    return original(*args, **kwargs)
 
-    return result
+
+# The wrappers are made inside classes named as the ones they wrap, so that a dump of a
+# stack (the start-up report's "main thread waits in `Queue.get` (user.py:9)", which
+# reads the class from the source) still names the call the user's code waits in.
+
+
+class Queue:
+    """Namespace of the ``Queue.get`` wrapper (queue and multiprocessing)."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
+            if not block:
+                return original(self, block, timeout)
+            return _wait(original, self, block, timeout)
+
+        return get
+
+
+class SimpleQueue:
+    """Namespace of the ``multiprocessing.SimpleQueue.get`` wrapper."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def get(self: Any) -> Any:
+            return _wait(original, self)
+
+        return get
+
+
+class Future:
+    """Namespace of the ``concurrent.futures.Future.result`` wrapper."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def result(self: Any, timeout: float | None = None) -> Any:
+            return _wait(original, self, timeout)
+
+        return result
 
 
 def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
     def get(*args: Any, **kwargs: Any) -> Any:
-        t = st.waiting_thread()
-        if t is None:
-            return original(*args, **kwargs)
-        return _timed(t, original, *args, **kwargs)
+        return _wait(original, *args, **kwargs)
 
     return hooks.mark(get, original)
 
 
 def _install_queue(module: ModuleType) -> None:
-    hooks.patch_methods(module.Queue, ("get",), _get)
+    hooks.patch_methods(module.Queue, ("get",), Queue.make)
 
 
 def _install_mp_queues(module: ModuleType) -> None:
-    hooks.patch_methods(module.Queue, ("get",), _get)
-    hooks.patch_methods(module.SimpleQueue, ("get",), _simple_get)
+    hooks.patch_methods(module.Queue, ("get",), Queue.make)
+    hooks.patch_methods(module.SimpleQueue, ("get",), SimpleQueue.make)
 
 
 def _install_futures(module: ModuleType) -> None:
-    hooks.patch_methods(module.Future, ("result",), _result)
+    hooks.patch_methods(module.Future, ("result",), Future.make)
 
 
 def _install_ray(ray: ModuleType) -> None:

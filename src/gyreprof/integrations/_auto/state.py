@@ -45,6 +45,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -200,18 +201,32 @@ def thread_state() -> ThreadState:
 
 def waiting_thread() -> ThreadState | None:
     """The calling thread's state when its blocking data waits count (it trains, or it is
-    the default trainer), else None: the cheap gate of every data-wait wrapper (a thread
-    pool's idle workers get no ThreadState)."""
+    the default trainer), else None: the cheap gate of every data-wait wrapper. It creates
+    nothing (a thread pool's idle workers get no ThreadState): a default trainer with no
+    state yet is told by :func:`default_trainer_here`, and gets its state when its first
+    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded)."""
     t: ThreadState | None = getattr(tls, "t", None)
-    if t is not None:
-        if t.framework or t.in_wait:
-            return None
-        if t.trains or (t.ident == _default_main and _default_main):
-            return t
+    if t is None or t.framework or t.in_wait:
         return None
-    if _default_main and threading.get_ident() == _default_main:
-        return new_thread()
+    if t.trains or (t.ident == _default_main and _default_main):
+        return t
     return None
+
+
+def default_trainer_here() -> bool:
+    """The calling thread is the default trainer (and has no ThreadState yet, when the
+    caller asks after :func:`waiting_thread` said None)."""
+    return (
+        bool(_default_main)
+        and threading.get_ident() == _default_main
+        and (getattr(tls, "t", None) is None)
+    )
+
+
+def clock_ns() -> int:
+    """The run's profilers' clock (CLOCK_MONOTONIC), for a wait timed before the waiting
+    thread has its state."""
+    return time.monotonic_ns()
 
 
 def data_wait(t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed") -> None:
