@@ -81,8 +81,11 @@ def test_a_cleanrl_loop_gets_its_trainer_from_the_optimizer(
     assert t["steps"] == CLEANRL_ITERS  # one step per rollout, not per minibatch
     assert _trainer_counter(data, "optim_steps") == CLEANRL_ITERS * 8
     s = data["sampler"]["phases"]
-    # one policy forward per vector step; clip_grad_norm_'s no-grad block is not one
-    assert s["fwd"]["count"] == CLEANRL_ITERS * 32
+    # one policy forward per vector step; clip_grad_norm_'s no-grad block is not one. The
+    # very first forward of an AsyncVectorEnv loop comes before the main thread's first
+    # recorded event (its resets run in the workers), when it has no profilers yet
+    forwards = CLEANRL_ITERS * 32
+    assert forwards - (vec == "async") <= s["fwd"]["count"] <= forwards
     if vec == "sync":
         assert s["env_step"]["count"] + s["env_reset"]["count"] >= CLEANRL_ITERS * CLEANRL_STEPS
 
@@ -108,7 +111,8 @@ def test_a_queue_fed_trainer_is_judged_an_overlapped_pipeline(
     assert abs(v["wait_ratio"] - expected) < 0.1, (v["wait_ratio"], clock)
     assert v["loop"] == "overlapped" and v["loop_source"] == "timeline", v["loop_evidence"]
     assert v["bound"] == bound, v["reasons"]
-    # one step per batch got (the last get, of the end marker, is one too)
+    # one step per batch got (the last get, of the end marker, is one too; a torch-free
+    # consumer's first get only makes its profilers)
     assert int(n) <= data["trainer"]["steps"] <= int(n) + 1
     assert _trainer_counter(data, "loop.own") == 0
     if mode == "torchfree":

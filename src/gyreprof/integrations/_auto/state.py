@@ -45,7 +45,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +203,8 @@ def waiting_thread() -> ThreadState | None:
     the default trainer), else None: the cheap gate of every data-wait wrapper. It creates
     nothing (a thread pool's idle workers get no ThreadState): a default trainer with no
     state yet is told by :func:`default_trainer_here`, and gets its state when its first
-    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded)."""
+    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded; that
+    first wait is not reported, or the profilers' set-up would be its step's compute)."""
     t: ThreadState | None = getattr(tls, "t", None)
     if t is None or t.framework or t.in_wait:
         return None
@@ -221,12 +221,6 @@ def default_trainer_here() -> bool:
         and threading.get_ident() == _default_main
         and (getattr(tls, "t", None) is None)
     )
-
-
-def clock_ns() -> int:
-    """The run's profilers' clock (CLOCK_MONOTONIC), for a wait timed before the waiting
-    thread has its state."""
-    return time.monotonic_ns()
 
 
 def data_wait(t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed") -> None:
