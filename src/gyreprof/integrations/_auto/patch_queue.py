@@ -1,7 +1,8 @@
 """Blocking waits for data: the training thread's ``wait`` when its data is made elsewhere.
 
 ``queue.Queue.get``, ``multiprocessing``'s ``Queue.get`` and ``SimpleQueue.get``,
-``concurrent.futures.Future.result`` and ``ray.get`` (when ray is imported)
+``concurrent.futures.Future.result`` and ``ray.get`` / ``ray.wait`` (when ray is
+imported; RLlib gathers its env runners' samples in ``ray.wait``)
 report each blocking call to the thread's training timeline
 (``state.data_wait``, kind ``fed``), but only on a thread whose waits count: one
 that trains, or the default trainer (the main thread of the run's main process
@@ -9,7 +10,7 @@ while no thread has trained, where the wait's end is the update signal, so a
 torch-free ``item = q.get(); work(item)`` gets wait = the get, compute = the
 rest). Every other thread (a thread pool's idle workers, a worker process) calls
 straight through: one thread-local read, no profilers created. A non-blocking
-``get(block=False)`` is not a wait.
+``get(block=False)`` or ``ray.wait(..., timeout=0)`` is not a wait.
 """
 
 from __future__ import annotations
@@ -97,6 +98,15 @@ def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
     return hooks.mark(get, original)
 
 
+def _ray_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wait(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("timeout") == 0:  # a poll, not a wait
+            return original(*args, **kwargs)
+        return _wait(original, *args, **kwargs)
+
+    return hooks.mark(wait, original)
+
+
 def _install_queue(module: ModuleType) -> None:
     hooks.patch_methods(module.Queue, ("get",), Queue.make)
 
@@ -111,9 +121,10 @@ def _install_futures(module: ModuleType) -> None:
 
 
 def _install_ray(ray: ModuleType) -> None:
-    fn = getattr(ray, "get", None)
-    if callable(fn) and not hooks.is_wrapped(fn):
-        setattr(ray, "get", _ray_get(fn))  # noqa: B010 - a module attribute
+    for name, make in (("get", _ray_get), ("wait", _ray_wait)):
+        fn = getattr(ray, name, None)
+        if callable(fn) and not hooks.is_wrapped(fn):
+            setattr(ray, name, make(fn))
 
 
 def register() -> None:
