@@ -111,8 +111,7 @@ def test_a_queue_fed_trainer_is_judged_an_overlapped_pipeline(
     assert abs(v["wait_ratio"] - expected) < 0.1, (v["wait_ratio"], clock)
     assert v["loop"] == "overlapped" and v["loop_source"] == "timeline", v["loop_evidence"]
     assert v["bound"] == bound, v["reasons"]
-    # one step per batch got (the last get, of the end marker, is one too; a torch-free
-    # consumer's first get only makes its profilers)
+    # one step per batch got (the last get, of the end marker, is one too)
     assert int(n) <= data["trainer"]["steps"] <= int(n) + 1
     assert _trainer_counter(data, "loop.own") == 0
     if mode == "torchfree":

@@ -15,6 +15,7 @@ straight through: one thread-local read, no profilers created. A non-blocking
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -35,19 +36,26 @@ def _timed(t: st.ThreadState, original: Callable[..., Any], *args: Any, **kwargs
 
 def _first(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The default trainer's first wait: its state is made once the wait returned (a wait
-    that never returns, a start-up hang, leaves nothing recorded). The wait itself is not
-    reported: the set-up of the profilers would be the first step's compute."""
+    that never returns, a start-up hang, leaves nothing recorded). The wait is reported
+    with its duration, placed after the profilers' set-up (which is no compute)."""
+    start = time.monotonic_ns()  # the run's profilers' clock (CLOCK_MONOTONIC)
     out = original(*args, **kwargs)
-    st.thread_state()
+    waited = time.monotonic_ns() - start
+    t = st.thread_state()
+    end = t.now()
+    st.data_wait(t, end - waited, end, "fed")
     return out
 
 
 def _wait(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    t = st.waiting_thread()
-    if t is not None:
-        return _timed(t, original, *args, **kwargs)
-    if st.default_trainer_here():
-        return _first(original, *args, **kwargs)
+    t = getattr(st.tls, "t", None)
+    if t is None:  # the common case of a pool's idle worker: one read and one compare
+        if st._default_main and st.default_trainer_here():
+            return _first(original, *args, **kwargs)
+        return original(*args, **kwargs)
+    w = st.waiting_thread()
+    if w is not None:
+        return _timed(w, original, *args, **kwargs)
     return original(*args, **kwargs)
 
 

@@ -203,8 +203,7 @@ def waiting_thread() -> ThreadState | None:
     the default trainer), else None: the cheap gate of every data-wait wrapper. It creates
     nothing (a thread pool's idle workers get no ThreadState): a default trainer with no
     state yet is told by :func:`default_trainer_here`, and gets its state when its first
-    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded; that
-    first wait is not reported, or the profilers' set-up would be its step's compute)."""
+    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded)."""
     t: ThreadState | None = getattr(tls, "t", None)
     if t is None or t.framework or t.in_wait:
         return None
