@@ -148,6 +148,9 @@ cdef class Recorder:
     cdef int64_t fold_at         # ring head at which the pending events are folded
     cdef bint shared             # the block is in a caller's buffer: histograms at once
     cdef unsigned long owner     # thread token (clock.pxd) of the writer, 0 until the first write
+    # ns of the first write since mark_since() (-1: none yet); every write form sets it
+    # when it is < 0 (one compare). Private to the writer's process: not in the block.
+    cdef int64_t since_mark
     cdef readonly int n_phases
     cdef readonly bint use_tsc
     cdef double ns_per_tick
@@ -197,6 +200,9 @@ cdef class Recorder:
     cdef void _account_slow(self, int h, int64_t d, int64_t start, int form,
                             int64_t idx) noexcept
     cdef void _close_step(self, int64_t now) noexcept
+    cdef inline void _begin(self, int64_t now) noexcept
+    cdef inline void _end(self, int64_t now) noexcept
+    cdef inline void _lap(self, long long phase, int64_t now) noexcept
     cdef void _close_window(self, int64_t now) noexcept
     cdef int _check_clock(self, int64_t min_span_ns) noexcept
     cdef void _fall_back(self) noexcept

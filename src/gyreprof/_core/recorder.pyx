@@ -284,6 +284,14 @@ cdef object _int64_arg(object x, str what):
     return v
 
 
+cdef int64_t _ns_arg(object x, str what) except? -1:
+    """A timestamp argument: an int64 >= 0 (ns of a recorder's clock)."""
+    v = _int64_arg(x, what)
+    if v < 0:
+        raise ValueError(f"{what} must be a time of the recorder's clock (>= 0 ns), got {v}")
+    return v
+
+
 cdef long long _id_slow(object x, long long n, str what) except -1:
     """The checked conversion of a phase id / counter slot: 0 <= x < n."""
     v = _strict_int(x, what)
@@ -603,6 +611,7 @@ cdef class Recorder:
         self.folded = 0
         self.fold_at = self.batch
         self.owner = 0
+        self.since_mark = -1
 
     cdef inline void _reset_wcur(self, int64_t h) noexcept:
         cdef int64_t* wc = self.hot + HOT_WORDS * h + HOT_WIN
@@ -761,13 +770,26 @@ cdef class Recorder:
         """Start a step now, closing the step that is open (one clock read)."""
         if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
-        cdef int64_t now = self._now()
+        self._begin(self._now())
+
+    def begin_at(self, now_ns):
+        """``begin()`` at ``now_ns`` (ns of this recorder's clock, e.g. an earlier
+        ``now_ns()``): a step boundary placed afterwards. A time before the open step's
+        start closes that step with a negative duration, which is counted, not raised."""
+        cdef int64_t now = _ns_arg(now_ns, "now_ns")
+        if gyre_unlikely(gyre_thread_token() != self.owner):
+            self._claim()
+        self._begin(now)
+
+    cdef inline void _begin(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
         if self.in_warmup:
             # the pending events were recorded before this step boundary: fold them
             # with the step state they saw (an unstepped warm-up ends at an event)
             self._fold(s[H_RING_HEAD])
         _stamp_first_write(s, self.in_warmup, now)
+        if gyre_unlikely(self.since_mark < 0):
+            self.since_mark = now
         if s[H_STEP_START] >= 0:
             self._close_step(now)
         if s[H_WIN_START] < 0:
@@ -783,10 +805,24 @@ cdef class Recorder:
         """Close the open step now (no new step starts). No-op without an open step."""
         if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
-        cdef int64_t* s = self.s
-        if s[H_STEP_START] < 0:
+        if self.s[H_STEP_START] < 0:
             return
-        cdef int64_t now = self._now()
+        self._end(self._now())
+
+    def end_at(self, now_ns):
+        """``end()`` at ``now_ns`` (this recorder's clock); a time before the step's start
+        is counted as a negative duration."""
+        cdef int64_t now = _ns_arg(now_ns, "now_ns")
+        if gyre_unlikely(gyre_thread_token() != self.owner):
+            self._claim()
+        if self.s[H_STEP_START] < 0:
+            return
+        self._end(now)
+
+    cdef inline void _end(self, int64_t now) noexcept:
+        cdef int64_t* s = self.s
+        if gyre_unlikely(self.since_mark < 0):
+            self.since_mark = now
         self._close_step(now)
         s[H_STEP_START] = -1
         s[H_OPEN_SINCE] = -1
@@ -802,10 +838,23 @@ cdef class Recorder:
         cdef long long phase = _id(phase_id, self.n_phases, "phase id")
         if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
-        cdef int64_t now = self._now()
+        self._lap(phase, self._now())
+
+    def lap_at(self, phase_id, now_ns):
+        """``lap(phase_id)`` at ``now_ns`` (this recorder's clock): the phase closed
+        afterwards. A time before the open boundary is counted as negative, not raised."""
+        cdef long long phase = _id(phase_id, self.n_phases, "phase id")
+        cdef int64_t now = _ns_arg(now_ns, "now_ns")
+        if gyre_unlikely(gyre_thread_token() != self.owner):
+            self._claim()
+        self._lap(phase, now)
+
+    cdef inline void _lap(self, long long phase, int64_t now) noexcept:
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_OPEN_SINCE]
         cdef int64_t d = now - start
+        if gyre_unlikely(self.since_mark < 0):
+            self.since_mark = now
         if gyre_likely((start | d) >= 0):
             # the whole bookkeeping of a lap: one ring event (folded later, in a batch)
             self._put(phase, d, start, FORM_LAP)
@@ -815,6 +864,37 @@ cdef class Recorder:
             s[H_NEGATIVE] += 1
         s[H_OPEN_SINCE] = now
         s[H_OPEN_PHASE] = phase + 1 if phase + 1 < self.n_phases else -1
+
+    def record_span(self, phase_id, start_ns, end_ns):
+        """Record an event of ``phase_id`` that ran from ``start_ns`` to ``end_ns`` (this
+        recorder's clock), placed afterwards (a span classified once it was over). An end
+        before the start is counted as negative. The first-write-since-mark stamp takes
+        the span's start when that is earlier."""
+        cdef long long p = _id(phase_id, self.n_phases, "phase id")
+        cdef int64_t start = _ns_arg(start_ns, "start_ns")
+        cdef int64_t end = _ns_arg(end_ns, "end_ns")
+        if gyre_unlikely(gyre_thread_token() != self.owner):
+            self._claim()
+        cdef int64_t* s = self.s
+        _stamp_first_write(s, self.in_warmup, start)
+        if self.since_mark < 0 or start < self.since_mark:
+            self.since_mark = start
+        self._emit(p, end - start, start, FORM_RECORD)
+        if end > s[H_LAST_WRITE]:
+            s[H_LAST_WRITE] = end
+
+    def mark_since(self):
+        """Start a new "since" span: ``since_mark_ns()`` reads -1 until the next write."""
+        self.since_mark = -1
+
+    def since_mark_ns(self):
+        """ns of the first write (a begin, lap, record or timed phase entered) since
+        ``mark_since()``, or -1 when nothing was written since."""
+        return self.since_mark
+
+    def last_write_ns(self):
+        """ns of the last begin/end/record/timed phase boundary (0: nothing written)."""
+        return self.s[H_LAST_WRITE]
 
     def record(self, phase, duration_ns):
         """Record a duration measured elsewhere (int or float ns) for ``phase``.
@@ -858,6 +938,8 @@ cdef class Recorder:
                 d = <int64_t>f
         cdef int64_t now = self._now()
         _stamp_first_write(self.s, self.in_warmup, now)
+        if gyre_unlikely(self.since_mark < 0):
+            self.since_mark = now
         self._emit(p, d, now - d if d >= 0 else now, FORM_RECORD)
         self.s[H_LAST_WRITE] = now
 
@@ -1157,6 +1239,8 @@ cdef class PhaseTimer:
         cdef int64_t now = r._now()
         cdef int64_t* s = r.s
         _stamp_first_write(s, r.in_warmup, now)
+        if gyre_unlikely(r.since_mark < 0):
+            r.since_mark = now
         if self.depth < 64:
             self.starts[self.depth] = now
             self.parents[self.depth] = s[H_OPEN_PHASE]

@@ -176,8 +176,10 @@ class Verdict:
     training), stated for every bound the trainer's profile decides. ``loop`` is the shape judged (``"sync"``: collect, then train;
     ``"overlapped"``: a sampler feeding a queue; None without a trainer
     profile), ``loop_source`` how it was known (``"declared"``,
-    ``"detected"`` from the timestamps, or ``"default"`` when it could not be
-    detected) and ``loop_evidence`` the words behind it. ``dominant_phase`` is
+    ``"timeline"`` when the caller read it from the training thread's timeline
+    and said how in ``diagnose(loop_evidence=...)``, ``"detected"`` from the
+    timestamps, or ``"default"`` when it could not be detected) and
+    ``loop_evidence`` the words behind it. ``dominant_phase`` is
     the phase to look at first (``"(untimed)"`` when the sampler's untimed
     time is its largest part). ``sampler_shares`` are shares of the sampler's
     wall time (see ``sampler_wall``) with the rest under ``"(untimed)"``;
@@ -360,7 +362,7 @@ class _Shape:
     """The loop shape used, how it was known, and in words why."""
 
     loop: str
-    source: str  # "declared", "detected" or "default"
+    source: str  # "declared", "timeline", "detected" or "default"
     words: str
 
 
@@ -528,8 +530,11 @@ def _loop_shape(
     overlap_above: float,
     min_aligned: float,
     sampler_idle: Sequence[str] = (),
+    loop_evidence: str | None = None,
 ) -> _Shape:
     if loop is not None:
+        if loop_evidence is not None:
+            return _Shape(loop, "timeline", loop_evidence)
         return _Shape(loop, "declared", f"declared: loop={loop!r}")
     if sampler is None:
         return _undetected("no sampler profile to compare the trainer's phases with")
@@ -944,6 +949,7 @@ def _trainer_side(
     wait_kwargs: dict[str, Any],
     sampler_idle: Sequence[str] = (),
     band: float | None = None,
+    loop_evidence: str | None = None,
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
     t_summary = trainer.summary
@@ -957,6 +963,7 @@ def _trainer_side(
         overlap_above=thresholds["overlap_above"],
         min_aligned=thresholds["min_aligned"],
         sampler_idle=sampler_idle,
+        loop_evidence=loop_evidence,
     )
     _trainer_step(
         found,
@@ -1067,6 +1074,7 @@ def diagnose(
     gpu: bool | None = None,
     gpu_hints: Sequence[str] = DEFAULT_GPU_HINTS,
     band: float | None = None,
+    loop_evidence: str | None = None,
     **wait_kwargs: Any,
 ) -> Verdict:
     """Where the time goes and what to tune next, in plain words (see the module doc).
@@ -1105,6 +1113,9 @@ def diagnose(
     band: half-width of the "balanced" band around the threshold; None: from the
         trainer's windows (half their wait ratios' interquartile range, 2 to 10 points;
         5 points with fewer than 4 windows; see :class:`Verdict`); 0: no band.
+    loop_evidence: with ``loop``, the words saying how the shape was read (from the
+        training thread's timeline, as ``gyreprof run`` does): the verdict's
+        ``loop_source`` is then ``"timeline"`` instead of ``"declared"``.
     wait_kwargs: passed on to ``wait_report`` (window_steps=, other=, ...).
     """
     fractions = {
@@ -1118,6 +1129,8 @@ def diagnose(
     counts = {"min_samples_p99": min_samples_p99, "min_samples_p999": min_samples_p999}
     if band is not None:
         check_fraction("band", band)
+    if loop_evidence is not None and (loop is None or not isinstance(loop_evidence, str)):
+        raise ArgumentTypeError("loop_evidence is the words behind a given loop=: a string")
     _check_arguments(sampler, trainer, loop, fractions, counts, env_phases, gpu_hints, sampler_idle)
     # each side is resolved once, here; everything below reads only the Source
     s_src = resolve(sampler, what="sampler", paths=False) if sampler is not None else None
@@ -1149,6 +1162,7 @@ def diagnose(
             wait_kwargs,
             tuple(sampler_idle),
             band,
+            loop_evidence,
         )
     else:
         found.unknowns.append(

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import os
 
-from gyreprof.integrations._auto import patch_gym, patch_mp, patch_sb3, patch_torchrl, state
+from gyreprof.integrations._auto import (
+    patch_gym,
+    patch_mp,
+    patch_queue,
+    patch_sb3,
+    patch_torch,
+    patch_torchrl,
+    state,
+)
 
 
 def install_all() -> None:
@@ -24,6 +32,8 @@ def install_all() -> None:
     from gyreprof.integrations._auto import patch_http  # HTTP rollout clients (issue 23)
 
     patch_http.register()
+    patch_torch.register()
+    patch_queue.register()
 
 
 def start() -> bool:

@@ -3,7 +3,7 @@
 A process counts as contributing when it left complete snapshots (its done
 file) or, if it was killed first, a live segment of this run that can still be
 read. Sampler snapshots are merged over every contributing process; the
-trainer's over those that timed a trainer loop. The verdict comes from
+trainer's over those whose training thread completed steps. The verdict comes from
 ``gp.diagnose`` on the two merged sides.
 """
 
@@ -505,8 +505,13 @@ def collect_run(
     join_user_profiles(entries, read_user_profiles(run_dir, all_notes), _main_of(run_dir, main_pid))
     all_notes += _role_notes(entries)
     got = [e for e in entries if e.contributed]
+    for e in got:
+        if _trains(e):
+            shape = _shape_of(e)[0]
+            e.loops = (shape,) if shape is not None else e.loops
     sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
-    trainer = _merge_noting([e.trainer for e in got], "trainer", all_notes)
+    # the trainer side: only the processes whose training thread completed steps
+    trainer = _merge_noting([e.trainer for e in got if _trains(e)], "trainer", all_notes)
     report = RunReport(
         command=list(command),
         exit_code=exit_code,
@@ -715,14 +720,51 @@ def _declared_loop(report: RunReport) -> dict[str, Any]:
     return {"loop": report.loop} if report.loop is not None else {}
 
 
+def _trains(e: ProcessEntry) -> bool:
+    """The process ran a training thread: its trainer snapshot holds steps."""
+    return bool(e.trainer is not None and e.trainer.summary().steps > 0)
+
+
+def _shape_of(e: ProcessEntry) -> tuple[str | None, str]:
+    """A trainer process's loop shape from its training thread's collect blocks (the
+    trainer's ``loop.own`` / ``loop.fed`` counters), and the words saying so; a record
+    without them falls back to a shape declared for it (an in-process session)."""
+    counters = e.trainer.counters if e.trainer is not None else {}
+    own, fed = int(counters.get("loop.own", 0)), int(counters.get("loop.fed", 0))
+    blocks = own + fed
+    if blocks == 0:
+        if "sync" in e.loops:
+            return "sync", "declared for its framework (collect, then train)"
+        return None, "no collect block was seen on its training thread"
+    if own > fed:
+        return (
+            "sync",
+            f"the training thread did the sampling itself in {own} of {blocks} collect blocks",
+        )
+    if fed > own:
+        return "overlapped", (
+            f"the training thread waited on data made elsewhere (a queue, a future, a "
+            f"collector's workers) in {fed} of {blocks} collect blocks"
+        )
+    return None, f"the training thread sampled itself in {own} and was fed in {fed} collect blocks"
+
+
 def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
-    """``loop="sync"`` when every trainer loop that ran is known to be synchronous
-    (SB3's collect-then-train, TorchRL's synchronous collectors); otherwise the
-    verdict finds the loop's shape from the timestamps itself."""
-    trainers = [e for e in got if _has_data(e.trainer)]
-    if trainers and all("sync" in e.loops for e in trainers):
-        return {"loop": "sync"}
-    return {}
+    """The loop shape of the training processes, read from each training thread's timeline
+    (``loop="sync"``: it sampled itself, then trained; ``"overlapped"``: it was fed),
+    with the evidence; when they disagree or tell nothing, the verdict finds the shape
+    from the timestamps itself."""
+    trainers = [e for e in got if _trains(e)]
+    shapes = [(e, *_shape_of(e)) for e in trainers]
+    kinds = {shape for _, shape, _ in shapes}
+    if not shapes or None in kinds or len(kinds) != 1:
+        return {}
+    (loop,) = kinds
+    if len(shapes) == 1:
+        words = shapes[0][2]
+    else:
+        words = "; ".join(f"pid {e.pid}: {w}" for e, _, w in shapes)
+    return {"loop": loop, "loop_evidence": f"from the training thread's timeline: {words}"}
 
 
 def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
@@ -748,7 +790,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     # the workers' own env steps overlap each other and are in the merged report
     sampler = report.sampler
     if trainer is not None:
-        sampler = _merge([e.sampler for e in got if _has_data(e.trainer)]) or sampler
+        sampler = _merge([e.sampler for e in got if _trains(e)]) or sampler
     else:  # the driving process's own wall time; its workers step in parallel to it
         sampler = _merge([e.sampler for e in got if e.role == "main"]) or sampler
     if sampler is None and trainer is None:

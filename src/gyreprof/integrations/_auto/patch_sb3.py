@@ -2,7 +2,12 @@
 
 - ``collect_rollouts`` (on- and off-policy) starts a trainer step and is timed
   as ``wait``; ``train`` (every algorithm's own) closes the step as
-  ``compute``. Both loops are synchronous (collect, then train).
+  ``compute``. Both loops are synchronous (collect, then train): each collection
+  counts as one collect block the thread sampled itself (``loop.own``). The
+  thread is marked as one whose steps a framework records, so the universal
+  update signals (its optimizer steps) do not record it a second time. Nothing
+  is declared at import: stable-baselines3 merely installed (torchrl imports
+  it) changes nothing.
 - The policy forward during rollouts is the sampler's ``fwd``: the
   ``ActorCriticPolicy.forward`` call of an on-policy rollout, the
   ``_sample_action`` of an off-policy one.
@@ -34,6 +39,8 @@ def _collect(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         if t.in_collect:
             return original(self, *args, **kwargs)
         t.in_collect = True
+        t.framework = True
+        t.trainer.count(st.OWN)
         t.tbegin()
         try:
             return original(self, *args, **kwargs)
@@ -87,7 +94,6 @@ def install(sb3: ModuleType) -> None:
     if problem is not None:
         st.warn_once("stable_baselines3", problem)
         return
-    st.note_loop("sync")
     on = importlib.import_module("stable_baselines3.common.on_policy_algorithm")
     off = importlib.import_module("stable_baselines3.common.off_policy_algorithm")
     pol = importlib.import_module("stable_baselines3.common.policies")

@@ -1,10 +1,15 @@
-"""TorchRL: waiting on a collector's next batch is the trainer's ``wait``, the loop body ``compute``.
+"""TorchRL: waiting on a collector's next batch is a data wait of the iterating thread.
 
-Iterating any collector (``for batch in collector:``) starts a trainer step at
-each request for a batch, closes ``wait`` when the batch arrives and
-``compute`` when the loop asks for the next one (or leaves the loop). Env steps
-are timed by the gymnasium patch wherever they run: in-process for ``GymEnv``
-and ``SerialEnv``, in the worker processes of ``ParallelEnv`` and of
+Iterating any collector (``for batch in collector:``) reports each wait for a
+batch to the thread's training timeline (``state.data_wait``): as the
+thread's own sampling for a synchronous collector (``Collector``,
+``SyncDataCollector``, ``MultiSync*``: no batch is collected while the loop
+body runs) and as a wait on data made elsewhere for the others
+(``MultiAsync*``). No trainer step is marked here: the thread that steps an
+optimizer is the trainer, so a multi-process collector's workers, whose inner
+collectors are iterated too, stay samplers. Env steps are timed by the
+gymnasium patch wherever they run: in-process for ``GymEnv`` and
+``SerialEnv``, in the worker processes of ``ParallelEnv`` and of
 multi-process collectors.
 """
 
@@ -18,32 +23,37 @@ from typing import Any
 from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
 
-WAIT, COMPUTE = st.WAIT, st.COMPUTE
 # collectors whose trainer loop is synchronous: no batch is collected while the body runs
 SYNC_COLLECTORS = ("Collector", "SyncDataCollector", "MultiSyncCollector", "MultiSyncDataCollector")
 
 
 def _iter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def __iter__(self: Any) -> Iterator[Any]:
-        if type(self).__name__ in SYNC_COLLECTORS:
-            st.note_loop("sync")
+        own = type(self).__name__ in SYNC_COLLECTORS
         inner = original(self)
-        try:
-            t = st.tls.t
-        except AttributeError:
-            t = st.new_thread()
+        t = st.thread_state()
         try:
             while True:
-                t.tbegin()
+                nested = t.in_wait
+                t.in_wait = True  # the queue gets inside are this wait, not waits of their own
+                start = t.now()
                 try:
                     batch = next(inner)
                 except StopIteration:
                     return
-                t.tlap(WAIT)
+                finally:
+                    t.in_wait = nested
+                end = t.now()
+                if nested:
+                    pass
+                elif own:
+                    st.own_sampling(t, start, end)
+                elif st.waiting_thread() is t:
+                    st.data_wait(t, start, end, "fed")
                 try:
                     yield batch
                 finally:  # the body ran (or the loop was left)
-                    t.tlap(COMPUTE)
+                    st.update_end(t, t.now())
         finally:
             close = getattr(inner, "close", None)
             if close is not None:

@@ -52,7 +52,9 @@ class ProcessRecord:
     role: str
     ppid: int
     how: str = "started"  # started | exit | sigterm | mp-exit | explicit
-    loops: tuple[str, ...] = ()  # loop shapes the frameworks it ran are known to have
+    # written empty: a trainer's loop shape is in its snapshot's counters (loop.own /
+    # loop.fed), which a live segment keeps too; still read from older records
+    loops: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     version: int = RECORD_VERSION
 

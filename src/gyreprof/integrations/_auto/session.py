@@ -66,6 +66,7 @@ class Session:
     def close(self) -> None:
         """End the profiled span: later calls no longer reach this session's numbers."""
         if self._final is None:
+            st.close_open_steps(st.threads_since(self._mark))
             self._final = self._snapshots()
             st.fresh_threads()
 

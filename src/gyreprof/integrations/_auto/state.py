@@ -9,6 +9,29 @@ are merged when the process saves.
 ``ThreadState.inside`` is the nesting guard: only the outermost of nested env
 calls (a wrapper's ``step`` calling the wrapped env's ``step``) is timed.
 
+**The training thread's timeline.** Which thread trains, and the shape of its
+loop, are read per thread from universal signals, never from a process-wide
+flag. An *update signal* (an optimizer step or a backward pass, see
+``patch_torch``; once per minibatch, never on the env-step path) on thread t
+ends t's *collect block*: the span from the first sampler write since the last
+update (``Recorder.since_mark_ns``), or the first data wait, to the last
+sampler write or data wait end. The thread's trainer step is then closed
+afterwards with the Recorder's ``*_at`` forms: ``compute`` from the previous
+block's end to this block's start, ``wait`` this block. Repeated update
+signals with no sampling between them (many minibatches) change nothing. Each
+block is counted in the trainer Profiler's counters (``loop.own``: the thread
+did the sampling itself; ``loop.fed``: it only waited on data made elsewhere),
+which travel in its snapshot and its live segment. A thread that never sees an
+update signal records no trainer step: a collector worker's inner loop, an env
+worker, a Ray env runner are samplers. The main thread of the run's main
+process is the default trainer while no thread has trained: there the end of a
+data wait is the update signal (a torch-free ``item = q.get(); work(item)``).
+
+Other patches hook in through :func:`data_wait` (a blocking wait for data:
+a queue get, a future, a rollout request) and :func:`own_sampling` (a phase in
+which the thread produced its data itself: a synchronous collector's batch,
+a ``generate`` call), with :func:`waiting_thread` as the cheap gate.
+
 Under ``gyreprof run`` (``$GYREPROF_RUN_DIR`` set) the process writes its
 snapshots into the run directory once, at the first of: normal exit
 (``atexit``, also after an uncaught exception), SIGTERM, the end of a
@@ -32,8 +55,10 @@ tls = threading.local()
 
 _lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while it is held
 _threads: list[ThreadState] = []
-_loops: set[str] = set()
 _notes: list[str] = []
+# the thread ident of the default trainer (the main thread of the run's main process, or
+# of a session's process) while no thread of this process has trained; 0: none
+_default_main = 0
 _saved_pid = 0
 _started_pid = 0
 
@@ -58,16 +83,29 @@ def configure_from_env() -> bool:
         main_pid = int(mp)
     except ValueError:
         main_pid = 0
+    _set_default_trainer()
     return True
 
 
+def _set_default_trainer() -> None:
+    """The main thread is the default trainer in the run's main process (or outside a run,
+    a session's process); in every other process no thread is one until it trains."""
+    global _default_main
+    if run_dir is None or os.getpid() == main_pid:
+        _default_main = threading.main_thread().ident or 0
+    else:
+        _default_main = 0
+
+
 class ThreadState:
-    """One thread's profilers and phase timers (what the patched methods touch)."""
+    """One thread's profilers and phase timers (what the patched methods touch), and the
+    state of its training timeline (see the module doc)."""
 
     __slots__ = (
         "inside",
         "in_collect",
         "in_train",
+        "in_wait",
         "sampler",
         "trainer",
         "env_step",
@@ -78,12 +116,36 @@ class ThreadState:
         "tbegin",
         "tlap",
         "tend",
+        "srec",
+        "trec",
+        "now",
+        "ident",
+        "thread",
+        "trains",
+        "framework",
+        "step_open",
+        "prev_end",
+        "upd_end",
+        "blk_start",
+        "blk_end",
+        "blk_own",
+        "ng_depth",
+        "ng_start",
+        "ng_lw",
+        "ng_dirty",
+        "pend_start",
+        "pend_end",
+        "blocks",
+        "provisional",
+        "last_start",
+        "last_own",
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
         self.inside = False
         self.in_collect = False
         self.in_train = False
+        self.in_wait = False  # inside a data wait already reported (nested gets are not)
         self.sampler = sampler
         self.trainer = trainer
         ph = sampler.phase
@@ -95,10 +157,252 @@ class ThreadState:
         self.tbegin = trainer.begin
         self.tlap = trainer.lap
         self.tend = trainer.end  # a trainer step is one wait + one compute, closed after compute
+        self.srec = sampler.recorder
+        self.trec = trainer.recorder
+        self.now = self.srec.now_ns  # the clock every timeline timestamp is read from
+        self.ident = threading.get_ident()
+        self.thread = threading.current_thread()
+        self.trains = False  # saw an update signal
+        self.framework = False  # a framework patch (SB3) marks this thread's steps itself
+        self.step_open = False  # a trainer step begun (its wait closed, compute running)
+        self.prev_end = -1  # end of the last collect block (where compute began)
+        self.upd_end = -1  # end of the last update (optimizer post-hook, backward end)
+        self.blk_start = -1  # data waits / own sampling spans since the last update
+        self.blk_end = -1
+        self.blk_own = False  # one of them was the thread's own sampling
+        self.ng_depth = 0  # torch.no_grad / inference_mode nesting
+        self.ng_start = -1
+        self.ng_lw = 0  # the sampler's last write when the outermost block began
+        self.ng_dirty = False  # the open block held an update signal: not a forward
+        self.pend_start = -1  # the last outermost no-grad block, not classified yet
+        self.pend_end = -1
+        self.blocks = 0  # collect blocks closed into trainer steps
+        self.provisional = False  # its steps so far are the default trainer's (no update yet)
+        self.last_start = -1  # the last collect block's start and kind
+        self.last_own = False
 
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
 COMPUTE = 1
+FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
+OWN, FED = "loop.own", "loop.fed"  # trainer counters: collect blocks by who sampled
+OPTIM_STEPS = "optim_steps"
+
+
+def thread_state() -> ThreadState:
+    """The calling thread's ThreadState, created on first use."""
+    try:
+        t: ThreadState = tls.t
+    except AttributeError:
+        return new_thread()
+    return t
+
+
+def waiting_thread() -> ThreadState | None:
+    """The calling thread's state when its blocking data waits count (it trains, or it is
+    the default trainer), else None: the cheap gate of every data-wait wrapper. It creates
+    nothing (a thread pool's idle workers get no ThreadState): a default trainer with no
+    state yet is told by :func:`default_trainer_here`, and gets its state when its first
+    wait ends (a wait that never ends, a start-up hang, leaves nothing recorded)."""
+    t: ThreadState | None = getattr(tls, "t", None)
+    if t is None or t.framework or t.in_wait:
+        return None
+    if t.trains or (t.ident == _default_main and _default_main):
+        return t
+    return None
+
+
+def default_trainer_here() -> bool:
+    """The calling thread is the default trainer (and has no ThreadState yet, when the
+    caller asks after :func:`waiting_thread` said None)."""
+    return (
+        bool(_default_main)
+        and threading.get_ident() == _default_main
+        and (getattr(tls, "t", None) is None)
+    )
+
+
+def data_wait(t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed") -> None:
+    """Thread ``t`` waited for data from ``start_ns`` to ``end_ns`` (``t.now()`` clock).
+
+    ``kind``: ``"fed"`` (the data was made elsewhere: a queue, a future, a remote call,
+    an asynchronous collector) or ``"own"`` (the thread made it itself: a synchronous
+    collector's batch). Call it from the waiting thread, gated by :func:`waiting_thread`
+    (or, for own sampling, :func:`own_sampling`). On the default trainer (no thread
+    trained yet) the wait's end is the update signal."""
+    if t.blk_start < 0 or start_ns < t.blk_start:
+        t.blk_start = start_ns
+    if end_ns > t.blk_end:
+        t.blk_end = end_ns
+    if kind == "own":
+        t.blk_own = True
+    if not t.trains and t.ident == _default_main and _default_main and not t.framework:
+        _close_block(t)
+
+
+def own_sampling(t: ThreadState, start_ns: int, end_ns: int) -> None:
+    """Thread ``t`` produced its own data from ``start_ns`` to ``end_ns`` (``t.now()``
+    clock): a synchronous collector's batch, a generation. Recorded on every thread (a
+    thread that never trains keeps it to itself); it makes the collect block ``own``."""
+    data_wait(t, start_ns, end_ns, "own")
+
+
+def update_signal(t: ThreadState, now_ns: int) -> None:
+    """An update begins on ``t``'s thread at ``now_ns`` (an optimizer step, a backward):
+    the collect block since the last update, if any, ends; called from that thread."""
+    global _default_main
+    _default_main = 0  # a thread trains: the default trainer is no longer needed
+    if not t.trains and t.provisional:
+        _restart(t)
+    t.trains = True
+    if t.ng_depth > 0:
+        t.ng_dirty = True  # an update inside a no-grad block: that block is no forward
+    if t.framework:
+        return
+    _close_block(t)
+
+
+def update_end(t: ThreadState, now_ns: int) -> None:
+    """An update ended on ``t``'s thread at ``now_ns`` (where the last step's compute is
+    closed at save)."""
+    if now_ns > t.upd_end:
+        t.upd_end = now_ns
+
+
+def _restart(t: ThreadState) -> None:
+    """The default trainer's first real update signal: its steps so far were provisional
+    (waits of start-up, a pool's future). They are dropped, but for the last block when
+    nothing was sampled or waited on since it (the batch this update trains on)."""
+    t.provisional = False
+    keep = t.step_open and t.srec.since_mark_ns() < 0 and t.blk_end < 0
+    t.trec.reset()
+    t.step_open = False
+    t.blocks = 1 if keep else 0
+    if keep:
+        t.trec.begin_at(t.last_start)
+        t.trec.lap_at(WAIT, t.prev_end)
+        t.trainer.count(OWN if t.last_own else FED)
+        t.step_open = True
+
+
+def _classify(t: ThreadState) -> None:
+    """The pending no-grad block was a policy forward when the sampler wrote after it
+    ended (an env step followed before the next update); else it was update work."""
+    end = t.pend_end
+    t.pend_end = -1
+    if t.srec.last_write_ns() > end:
+        t.srec.record_span(FWD, t.pend_start, end)
+
+
+def no_grad_enter(t: ThreadState, now_ns: int) -> None:
+    """The thread entered a ``torch.no_grad`` / ``inference_mode`` block (outermost kept)."""
+    if t.ng_depth == 0:
+        if t.pend_end >= 0:
+            _classify(t)
+        t.ng_start = now_ns
+        t.ng_lw = t.srec.last_write_ns()
+        t.ng_dirty = False
+    t.ng_depth += 1
+
+
+def no_grad_exit(t: ThreadState, now_ns: int) -> None:
+    """The thread left a no-grad block; the outermost one, with no sampler write or
+    update inside, waits to be classified (:func:`_classify`)."""
+    if t.ng_depth <= 0:
+        return
+    t.ng_depth -= 1
+    if t.ng_depth == 0 and not t.ng_dirty and t.srec.last_write_ns() == t.ng_lw:
+        t.pend_start = t.ng_start
+        t.pend_end = now_ns
+
+
+def _close_block(t: ThreadState) -> None:
+    """End the collect block since the last update (if there was one): close the previous
+    trainer step's compute at its start, begin a step there, close its wait at its end."""
+    if t.pend_end >= 0:
+        _classify(t)
+    srec = t.srec
+    since = srec.since_mark_ns()
+    if since < 0 and t.blk_end < 0:
+        return  # nothing sampled or waited on since the last update: a further minibatch
+    start, end = since, srec.last_write_ns() if since >= 0 else -1
+    if t.blk_start >= 0 and (start < 0 or t.blk_start < start):
+        start = t.blk_start
+    if t.blk_end > end:
+        end = t.blk_end
+    own = since >= 0 or t.blk_own
+    if t.blocks == 0 and since >= 0:
+        start = _trim_start_up(t, start, end)
+    trec = t.trec
+    if t.step_open:
+        trec.lap_at(COMPUTE, start)
+    trec.begin_at(start)  # closes the previous step at this block's start
+    trec.lap_at(WAIT, end)
+    t.step_open = True
+    t.prev_end = end
+    t.last_start, t.last_own = start, own
+    t.blocks += 1
+    if not t.trains:
+        t.provisional = True
+    t.trainer.count(OWN if own else FED)
+    srec.mark_since()
+    t.blk_start = t.blk_end = -1
+    t.blk_own = False
+
+
+def _trim_start_up(t: ThreadState, start: int, end: int) -> int:
+    """The first collect block of a thread reaches back to its first sampler write, which
+    may come before the set-up (an env reset, then the model built): start it after the
+    last gap between its events that is longer than all that follows it (read once per
+    thread from the sampler's ring)."""
+    try:
+        ev = t.srec.events()
+    except Exception:  # noqa: BLE001 - the untrimmed start is still a start
+        return start
+    ev = ev[(ev["phase"] >= 0) & (ev["start_ns"] >= start)]
+    spans = sorted(
+        (int(a), int(a) + int(d)) for a, d in zip(ev["start_ns"], ev["duration_ns"], strict=True)
+    )
+    if t.blk_end >= 0:
+        spans.append((t.blk_start, t.blk_end))
+        spans.sort()
+    covered = -1
+    for a, b in spans:
+        if covered >= 0 and a - covered > end - a:
+            start = a
+        covered = max(covered, b)
+    return start
+
+
+def close_open_steps(ts: list[ThreadState]) -> None:
+    """Close each thread's open trainer step (at save): its compute ends where sampling
+    began again after the last update, else at the last update's end, else now (the
+    default trainer's last item was worked on until here). A thread still running is left
+    alone (its recorder has one writer); its last compute is not counted."""
+    me = threading.get_ident()
+    for t in ts:
+        if not t.step_open:
+            continue
+        if t.ident != me and t.thread.is_alive():
+            continue
+        try:
+            if t.ident != me:
+                t.trec.release_writer()  # the thread has ended: this one writes last
+            since = t.srec.since_mark_ns()
+            nxt = since if since >= 0 else t.blk_start
+            if t.blk_start >= 0 and t.blk_start < nxt:
+                nxt = t.blk_start
+            if nxt >= 0:
+                end = nxt
+            elif t.upd_end > t.prev_end:
+                end = t.upd_end
+            else:
+                end = t.now() if t.ident == me else t.prev_end
+            t.trec.lap_at(COMPUTE, end)
+            t.trec.end_at(end)
+            t.step_open = False
+        except Exception:  # noqa: BLE001, S112 - on the way out: keep the rest
+            continue
 
 
 def new_thread() -> ThreadState:
@@ -141,11 +445,6 @@ def preload() -> None:
             import gyreprof.live.publish  # noqa: F401
     except ImportError:
         pass
-
-
-def note_loop(kind: str) -> None:
-    """Remember a loop shape a framework is known to have (e.g. ``"sync"``)."""
-    _loops.add(kind)
 
 
 def note(text: str) -> None:
@@ -207,7 +506,7 @@ def _record(how: str) -> rec.ProcessRecord:
         role=role() if how != "started" else _started_role(),
         ppid=os.getppid(),
         how=how,
-        loops=tuple(sorted(_loops)),
+        loops=(),  # the loop shape is in each trainer's counters (loop.own / loop.fed)
         notes=tuple(_notes),
     )
 
@@ -261,8 +560,9 @@ def save(how: str, key: int | str | None = None) -> bool:
         from gyreprof import merge
         from gyreprof._io import write_atomic
 
+        close_open_steps(ts)
         for side in ("sampler", "trainer"):
-            snaps = [getattr(t, side).snapshot() for t in ts]
+            snaps = [getattr(t, side).snapshot() for t in _side_threads(ts, side)]
             snap = merge(snaps)
             path = rec.snap_path(run_dir, name, side)
             write_atomic(path, snap.to_bytes())
@@ -299,6 +599,17 @@ def _save_rollouts(name: int | str) -> None:
         rollout_record.save(run_dir, name)
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
+
+
+def _side_threads(ts: list[ThreadState], side: str) -> list[ThreadState]:
+    """The threads whose ``side`` profilers a save merges: every thread's sampler; for the
+    trainer, the threads that trained when one did (the default trainer's steps from
+    before another thread took over are left out), else all."""
+    if side == "trainer":
+        trained = [t for t in ts if t.trains]
+        if trained:
+            return trained
+    return ts
 
 
 def _unlink(path: Path) -> None:
@@ -437,11 +748,13 @@ def threads_since(mark: int) -> list[ThreadState]:
 
 
 def _after_fork_in_child() -> None:
-    global tls, _lock, _threads
+    global tls, _lock, _threads, _default_main
     # the parent's profilers stay the parent's: the child records into its own
     tls = threading.local()
     _lock = threading.RLock()
     _threads = []
+    _default_main = 0  # a forked child (a worker) is never the default trainer
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+_set_default_trainer()

@@ -1,0 +1,142 @@
+"""Blocking waits for data: the training thread's ``wait`` when its data is made elsewhere.
+
+``queue.Queue.get``, ``multiprocessing``'s ``Queue.get`` and ``SimpleQueue.get``,
+``concurrent.futures.Future.result`` and ``ray.get`` / ``ray.wait`` (when ray is
+imported; RLlib gathers its env runners' samples in ``ray.wait``)
+report each blocking call to the thread's training timeline
+(``state.data_wait``, kind ``fed``), but only on a thread whose waits count: one
+that trains, or the default trainer (the main thread of the run's main process
+while no thread has trained, where the wait's end is the update signal, so a
+torch-free ``item = q.get(); work(item)`` gets wait = the get, compute = the
+rest). Every other thread (a thread pool's idle workers, a worker process) calls
+straight through: one thread-local read, no profilers created. A non-blocking
+``get(block=False)`` or ``ray.wait(..., timeout=0)`` is not a wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from gyreprof.integrations._auto import hooks
+from gyreprof.integrations._auto import state as st
+
+
+def _timed(t: st.ThreadState, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    t.in_wait = True  # a get inside this wait (a future's queue) is part of it
+    start = t.now()
+    try:
+        return original(*args, **kwargs)
+    finally:
+        t.in_wait = False
+        st.data_wait(t, start, t.now(), "fed")
+
+
+def _first(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The default trainer's first wait: its state is made once the wait returned (a wait
+    that never returns, a start-up hang, leaves nothing recorded). The wait is reported
+    with its duration, placed after the profilers' set-up (which is no compute)."""
+    start = time.monotonic_ns()  # the run's profilers' clock (CLOCK_MONOTONIC)
+    out = original(*args, **kwargs)
+    waited = time.monotonic_ns() - start
+    t = st.thread_state()
+    end = t.now()
+    st.data_wait(t, end - waited, end, "fed")
+    return out
+
+
+def _wait(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    t = getattr(st.tls, "t", None)
+    if t is None:  # the common case of a pool's idle worker: one read and one compare
+        if st._default_main and st.default_trainer_here():
+            return _first(original, *args, **kwargs)
+        return original(*args, **kwargs)
+    w = st.waiting_thread()
+    if w is not None:
+        return _timed(w, original, *args, **kwargs)
+    return original(*args, **kwargs)
+
+
+# The wrappers are made inside classes named as the ones they wrap, so that a dump of a
+# stack (the start-up report's "main thread waits in `Queue.get` (user.py:9)", which
+# reads the class from the source) still names the call the user's code waits in.
+
+
+class Queue:
+    """Namespace of the ``Queue.get`` wrapper (queue and multiprocessing)."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def get(self: Any, block: bool = True, timeout: float | None = None) -> Any:
+            if not block:
+                return original(self, block, timeout)
+            return _wait(original, self, block, timeout)
+
+        return get
+
+
+class SimpleQueue:
+    """Namespace of the ``multiprocessing.SimpleQueue.get`` wrapper."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def get(self: Any) -> Any:
+            return _wait(original, self)
+
+        return get
+
+
+class Future:
+    """Namespace of the ``concurrent.futures.Future.result`` wrapper."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def result(self: Any, timeout: float | None = None) -> Any:
+            return _wait(original, self, timeout)
+
+        return result
+
+
+def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
+    def get(*args: Any, **kwargs: Any) -> Any:
+        return _wait(original, *args, **kwargs)
+
+    return hooks.mark(get, original)
+
+
+def _ray_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wait(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("timeout") == 0:  # a poll, not a wait
+            return original(*args, **kwargs)
+        return _wait(original, *args, **kwargs)
+
+    return hooks.mark(wait, original)
+
+
+def _install_queue(module: ModuleType) -> None:
+    hooks.patch_methods(module.Queue, ("get",), Queue.make)
+
+
+def _install_mp_queues(module: ModuleType) -> None:
+    hooks.patch_methods(module.Queue, ("get",), Queue.make)
+    hooks.patch_methods(module.SimpleQueue, ("get",), SimpleQueue.make)
+
+
+def _install_futures(module: ModuleType) -> None:
+    hooks.patch_methods(module.Future, ("result",), Future.make)
+
+
+def _install_ray(ray: ModuleType) -> None:
+    for name, make in (("get", _ray_get), ("wait", _ray_wait)):
+        fn = getattr(ray, name, None)
+        if callable(fn) and not hooks.is_wrapped(fn):
+            setattr(ray, name, make(fn))
+
+
+def register() -> None:
+    hooks.when_imported("queue", _install_queue)
+    hooks.when_imported("multiprocessing.queues", _install_mp_queues)
+    hooks.when_imported("concurrent.futures._base", _install_futures)
+    hooks.when_imported("ray", _install_ray)
