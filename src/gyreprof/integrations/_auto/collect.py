@@ -800,3 +800,36 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **loop_kw)
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
+    line = _rollout_wait_line(report)
+    if line is not None:
+        report.notes.append(line)
+
+
+def _rollout_wait_line(report: RunReport) -> str | None:
+    """The verdict's words for a loop fed by a rollout service: the endpoint the trainer
+    waited on most, the share of a training step spent waiting, the batches' tail and the
+    ceiling a 2x faster generation gives (None without rollouts or a wait ratio)."""
+    roll, wait, verdict = report.rollouts, report.wait, report.verdict
+    if roll is None or wait is None or not roll.endpoints:
+        return None
+    ep = max(roll.endpoints, key=lambda e: e.requests * (e.latency.p50 or 0.0))
+    words = (
+        f"rollouts: the trainer waits on generation from {ep.endpoint} ({ep.requests} "
+        f"requests, p50 {_ms(ep.latency.p50)}, p99 {_ms(ep.latency.p99)}): waiting is "
+        f"{wait.ratio:.0%} of a training step"
+    )
+    if roll.tail_share_p50 is not None and roll.batch_count:
+        words += (
+            f"; the median tail share of its {roll.batch_count} batches is "
+            f"{roll.tail_share_p50:.0%}"
+        )
+        if roll.typical_tail:
+            words += f" ({roll.typical_tail})"
+    ceiling = (verdict.ceilings or {}).get("sampler_2x") if verdict is not None else None
+    if ceiling is not None:
+        words += f"; generation twice as fast makes a step up to {ceiling:.2f}x as fast"
+    return words
+
+
+def _ms(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms:.1f} ms"

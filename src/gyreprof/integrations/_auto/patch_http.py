@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import contextvars
 import re
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import rollout_log as rl
+from gyreprof.integrations._auto import state as st
 
 # library -> (lowest known, first unknown), as (major, minor)
 KNOWN: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
@@ -73,16 +75,40 @@ def _known(lib: str, version: object) -> bool:
     return False
 
 
+_monotonic_ns = time.monotonic_ns
+
+
 def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
     """The calling thread was blocked on rollout requests from ``start_ns`` to ``end_ns``
     (CLOCK_MONOTONIC ns): ``kind`` ``"http"`` for one synchronous request.
 
-    The one place a wait on rollouts is reported from, called on the waiting thread
-    at the end of every synchronous request it made itself. It does nothing yet: after
-    the merge with the trainer signals (the optimizer step as ``compute``) it is
-    wired to ``state.data_wait(t, start_ns, end_ns, kind)``, so a training thread
-    blocked on generation is in the trainer's ``wait``."""
-    return None
+    The one place a wait on rollouts is reported from, called on the waiting thread at
+    the end of every synchronous request it made itself. On a thread whose waits count
+    (it trains, or it is the default trainer: ``state.waiting_thread``) the request is
+    a data wait (``state.data_wait``): a training thread blocked on generation is in the
+    trainer's ``wait``. Its kind is ``own``: the thread asked for this rollout and waits
+    for it, so nothing is generated for it while it trains (the loop is synchronous,
+    as when it steps its own envs). Every other thread (a rollout pool's
+    worker) is left alone: the training thread's wait is then its ``Future.result`` or
+    queue get, which ``patch_queue`` reports. A request inside such a wait (``in_wait``)
+    is part of it."""
+    t = getattr(st.tls, "t", None)
+    if t is None:
+        if not (st._default_main and st.default_trainer_here()):
+            return
+        # the default trainer's first wait: its state is made now; the wait is placed
+        # after the profilers' set-up, with its duration (as patch_queue's first wait)
+        t = st.thread_state()
+        end = t.now()
+        st.data_wait(t, end - max(0, end_ns - start_ns), end, "own")
+        return
+    w = st.waiting_thread()
+    if w is None:
+        return
+    shift = w.now() - _monotonic_ns()  # 0 but for the read's gap, unless the TSC clock
+    if -1_000_000 < shift < 1_000_000:
+        shift = 0
+    st.data_wait(w, start_ns + shift, end_ns + shift, "own")
 
 
 # ---------------------------------------------------------------- the common part

@@ -15,6 +15,7 @@ straight through: one thread-local read, no profilers created. A non-blocking
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -24,17 +25,19 @@ from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
 
 
-def _timed(t: st.ThreadState, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _timed(
+    t: st.ThreadState, kind: str, original: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
     t.in_wait = True  # a get inside this wait (a future's queue) is part of it
     start = t.now()
     try:
         return original(*args, **kwargs)
     finally:
         t.in_wait = False
-        st.data_wait(t, start, t.now(), "fed")
+        st.data_wait(t, start, t.now(), kind)
 
 
-def _first(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _first(kind: str, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The default trainer's first wait: its state is made once the wait returned (a wait
     that never returns, a start-up hang, leaves nothing recorded). The wait is reported
     with its duration, placed after the profilers' set-up (which is no compute)."""
@@ -43,20 +46,40 @@ def _first(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     waited = time.monotonic_ns() - start
     t = st.thread_state()
     end = t.now()
-    st.data_wait(t, end - waited, end, "fed")
+    st.data_wait(t, end - waited, end, kind)
     return out
 
 
 def _wait(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return _wait_kind("fed", original, *args, **kwargs)
+
+
+def _wait_kind(kind: str, original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     t = getattr(st.tls, "t", None)
     if t is None:  # the common case of a pool's idle worker: one read and one compare
         if st._default_main and st.default_trainer_here():
-            return _first(original, *args, **kwargs)
+            return _first(kind, original, *args, **kwargs)
         return original(*args, **kwargs)
     w = st.waiting_thread()
     if w is not None:
-        return _timed(w, original, *args, **kwargs)
+        return _timed(w, kind, original, *args, **kwargs)
     return original(*args, **kwargs)
+
+
+#: on a Future: (thread id, collect blocks closed) of the waiting thread that submitted it
+ASKED = "_gyreprof_asked"
+
+
+def _asked_here(fut: Any) -> bool:
+    """``fut`` was submitted by the calling thread since its last update: a result it
+    asked for and then waits on (nothing of it was made while it trained)."""
+    asked = getattr(fut, ASKED, None)
+    if asked is None:
+        return False
+    t = getattr(st.tls, "t", None)
+    if t is None:
+        return bool(asked[0] == threading.get_ident() and asked[1] == 0)
+    return bool(asked == (t.ident, t.blocks))
 
 
 # The wrappers are made inside classes named as the ones they wrap, so that a dump of a
@@ -89,14 +112,40 @@ class SimpleQueue:
 
 
 class Future:
-    """Namespace of the ``concurrent.futures.Future.result`` wrapper."""
+    """Namespace of the ``concurrent.futures.Future.result`` wrapper. A future the waiting
+    thread submitted itself since its last update is a rollout it asked for (kind
+    ``own``: the loop is synchronous, the pool works only while the trainer waits);
+    any other (submitted before the update, or by another thread) was made while the
+    trainer trained (``fed``)."""
 
     @staticmethod
     def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         def result(self: Any, timeout: float | None = None) -> Any:
-            return _wait(original, self, timeout)
+            return _wait_kind("own" if _asked_here(self) else "fed", original, self, timeout)
 
         return result
+
+
+class Executor:
+    """Namespace of the ``Executor.submit`` wrapper: a waiting thread's futures carry
+    who asked for them, and when (:data:`ASKED`)."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def submit(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            fut = original(self, fn, *args, **kwargs)
+            t = getattr(st.tls, "t", None)
+            try:
+                if t is None:
+                    if st._default_main and st.default_trainer_here():
+                        setattr(fut, ASKED, (threading.get_ident(), 0))
+                elif st.waiting_thread() is t:
+                    setattr(fut, ASKED, (t.ident, t.blocks))
+            except (AttributeError, TypeError):  # a future type without a __dict__
+                pass
+            return fut
+
+        return submit
 
 
 def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,6 +175,8 @@ def _install_mp_queues(module: ModuleType) -> None:
 
 def _install_futures(module: ModuleType) -> None:
     hooks.patch_methods(module.Future, ("result",), Future.make)
+    # ThreadPoolExecutor / ProcessPoolExecutor (imported lazily: the subclass hook)
+    hooks.patch_methods(module.Executor, ("submit",), Executor.make, skip=(module.Executor,))
 
 
 def _install_ray(ray: ModuleType) -> None:
