@@ -721,8 +721,17 @@ def _declared_loop(report: RunReport) -> dict[str, Any]:
 
 
 def _trains(e: ProcessEntry) -> bool:
-    """The process ran a training thread: its trainer snapshot holds steps."""
-    return bool(e.trainer is not None and e.trainer.summary().steps > 0)
+    """The process ran a training thread: its trainer snapshot holds steps (the automatic
+    trainer closes one per collect block), or a trainer marked by hand stands for it
+    (``wait`` and ``compute`` timed, with or without steps marked)."""
+    if e.trainer is None:
+        return False
+    s = e.trainer.summary()
+    if s.steps > 0:
+        return True
+    return any(u.as_trainer for u in e.user) and all(
+        s.phases[n].count > 0 for n in rec.TRAINER_PHASES if n in s.phases
+    )
 
 
 def _shape_of(e: ProcessEntry) -> tuple[str | None, str]:
