@@ -20,6 +20,8 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 
+pytestmark = pytest.mark.stacks  # the HTTP clients come with the `stacks` extra
+
 from gyreprof._errors import CorruptDataError  # noqa: E402
 from gyreprof.analysis import rollouts as ar  # noqa: E402
 from gyreprof.integrations import http  # noqa: E402

@@ -20,6 +20,8 @@ pytest.importorskip("httpx")
 pytest.importorskip("openai")
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.stacks  # the HTTP clients come with the `stacks` extra
+
 from helpers.llm_server import LLMServer  # noqa: E402
 from helpers.run_scripts.runhelp import gyreprof_run, script  # noqa: E402
 
