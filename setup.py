@@ -32,7 +32,7 @@ directives = {
     "cdivision": True,
 }
 
-MODULES = ["histogram", "recorder", "codec"]
+MODULES = ["histogram", "recorder", "codec", "trace"]
 
 extensions = [
     Extension(
