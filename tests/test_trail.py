@@ -148,6 +148,33 @@ def test_swallowed_exception_names_where_raised_and_caught(tmp_path: Path, trace
     assert "caught at" in words and "user.py:15" in words
 
 
+IMPORTED = """
+try:
+    import mod_a
+except KeyError:
+    pass
+"""
+IMPORTED_FILES = {
+    "mod_a.py": "import mod_b\n",
+    "mod_b.py": "def get():\n    return {}['in mod_b']\n\n\nVALUE = get()\n",
+}
+
+
+@pytest.mark.parametrize("tracer", TRACERS)
+def test_an_exception_out_of_an_import_is_followed_to_its_catcher(
+    tmp_path: Path, tracer: str
+) -> None:
+    """Raised in mod_b, through mod_a's import, caught by user.py's ``try: import``: the
+    import machinery's frames in between (and those it cuts from the traceback) do not
+    make it a new exception."""
+    lines = _run(tmp_path, tracer, IMPORTED, files=IMPORTED_FILES)
+    excs = [e for e in _excs(lines) if e["msg"] == "'in mod_b'"]
+    assert len(excs) == 1, _excs(lines)
+    assert excs[0]["at"] == f"{tmp_path / 'mod_b.py'}:2"
+    e = _info(tmp_path, lines).exceptions[excs[0]["id"]]
+    assert e["caught"] == f"{tmp_path / 'user.py'}:3", e
+
+
 BOUNDS = """
 def deep(n):
     if n == 0:

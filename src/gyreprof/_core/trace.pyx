@@ -5,7 +5,8 @@
 module is only the hot part, the function ``PyEval_SetTrace`` installs. On a call
 it sets the frame's ``f_trace_lines`` to 0 (no line events) and returns; on an
 exception in a frame outside the standard library it decides whether the
-exception is new or the one followed so far reaching its next frame, and calls
+exception is new or the one followed so far reaching its next frame (known by the
+number it carries in ``__gyreprof_trail__``, as with the Python tracer), and calls
 back into Python for the few it records: at most ``max_new`` new exceptions, one
 more call at the cap, and ``max_up`` frames followed for each. Which code objects
 are traced is asked of Python once per code object and kept in the code object's
@@ -56,7 +57,6 @@ cdef extern from *:
     static long gp_new = 0, gp_max_new = 0;
     static long gp_ups = 0, gp_max_up = 0;
     static PyObject *gp_last = NULL;      /* borrowed, compared by identity only */
-    static PyObject *gp_last_tb = NULL;   /* borrowed, likewise */
     static unsigned long gp_calls = 0;
     static long long gp_deadline_ns = 0;
 
@@ -108,6 +108,29 @@ cdef extern from *:
         Py_DECREF(cb);
     }
 
+    /* An exception is known again by the number it carries in __gyreprof_trail__ (as
+       the Python tracer does): its address alone is often the last one's, freed. */
+    static PyObject *gp_mark_name = NULL;
+
+    static int gp_mark(PyObject *exc) {
+        PyObject *n = PyLong_FromLong(gp_new);
+        int ok = n != NULL && PyObject_SetAttr(exc, gp_mark_name, n) == 0;
+        Py_XDECREF(n);
+        if (!ok) PyErr_Clear();
+        return ok;
+    }
+
+    static int gp_marked(PyObject *exc) {
+        PyObject *d = ((PyBaseExceptionObject *)exc)->dict;
+        if (d == NULL) return 0;
+        PyObject *v = PyDict_GetItemWithError(d, gp_mark_name);  /* borrowed */
+        if (v == NULL) { PyErr_Clear(); return 0; }
+        if (!PyLong_CheckExact(v)) return 0;
+        long n = PyLong_AsLong(v);
+        if (n == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        return n == gp_new;
+    }
+
     static int gp_skipped(PyObject *exc) {
         PyTypeObject *tp = Py_TYPE(exc);
         return PyType_IsSubtype(tp, (PyTypeObject *)PyExc_StopIteration)
@@ -130,15 +153,11 @@ cdef extern from *:
         if (what != PyTrace_EXCEPTION || !gp_on || gp_sink == NULL) return 0;
         if (arg == NULL || !PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) < 3) return 0;
         PyObject *exc = PyTuple_GET_ITEM(arg, 1);
-        PyObject *tb = PyTuple_GET_ITEM(arg, 2);
-        if (exc == NULL || exc == Py_None || gp_skipped(exc)) return 0;
-        /* the followed exception reaching its next frame: its traceback grew by one
-           entry in front of the one seen last (pointer reuse alone cannot match) */
-        int up = exc == gp_last && tb != Py_None && PyTraceBack_Check(tb)
-                 && (PyObject *)((PyTracebackObject *)tb)->tb_next == gp_last_tb;
-        if (up) gp_last_tb = tb;
+        if (exc == NULL || exc == Py_None || !PyExceptionInstance_Check(exc) || gp_skipped(exc)) {
+            return 0;
+        }
         if (!gp_traced(frame)) return 0;
-        if (up) {
+        if (exc == gp_last && gp_marked(exc)) {  /* the followed one, in its next frame */
             if (gp_ups >= gp_max_up) return 0;
             gp_ups++;
             gp_call_sink(frame, exc, gp_new, 1);
@@ -146,9 +165,9 @@ cdef extern from *:
         }
         if (gp_new > gp_max_new) return 0;  /* the cap was written */
         gp_new++;
-        gp_last = exc;
-        gp_last_tb = tb;
         gp_ups = 0;
+        gp_last = NULL;
+        if (gp_new <= gp_max_new && gp_mark(exc)) gp_last = exc;
         gp_call_sink(frame, exc, gp_new, 0);
         return 0;
     }
@@ -172,6 +191,10 @@ cdef extern from *:
 
     static int gp_start(PyObject *sink, PyObject *classify, PyObject *timeout,
                         PyObject *shim, double limit_s, long max_new, long max_up) {
+        if (gp_mark_name == NULL) {
+            gp_mark_name = PyUnicode_InternFromString("__gyreprof_trail__");
+            if (gp_mark_name == NULL) { PyErr_Clear(); return 0; }
+        }
         if (gp_extra < 0) {
             gp_extra = _PyEval_RequestCodeExtraIndex(NULL);
             if (gp_extra < 0) PyErr_Clear();
@@ -182,7 +205,7 @@ cdef extern from *:
         Py_XINCREF(shim); Py_XSETREF(gp_shim, shim);
         gp_max_new = max_new;
         gp_max_up = max_up;
-        gp_new = 0; gp_ups = 0; gp_last = NULL; gp_last_tb = NULL; gp_calls = 0;
+        gp_new = 0; gp_ups = 0; gp_last = NULL; gp_calls = 0;
         gp_deadline_ns = limit_s > 0 ? gp_now_ns() + (long long)(limit_s * 1e9) : 0;
         gp_on = 1;
         return gp_install();
@@ -194,7 +217,7 @@ cdef extern from *:
     }
 
     static void gp_forked(void) {
-        gp_new = 0; gp_ups = 0; gp_last = NULL; gp_last_tb = NULL;
+        gp_new = 0; gp_ups = 0; gp_last = NULL;
     }
     #else
     static int gp_on = 0;
