@@ -8,9 +8,12 @@ in a fresh interpreter, alternating, ``--repeat`` times. "without" imports what
 cost. Both the wall time and the CPU time of the start-up are printed (medians, and the
 median of the paired with/without ratios; on a loaded machine the CPU time is the
 steadier of the two). ``--tracer python`` uses the Python trace functions (what runs
-when ``gyreprof._core.trace`` is not built) instead of the C one. Target: at most +5%.
+when ``gyreprof._core.trace`` is not built) instead of the C one. ``--case predict``
+adds 2000 ``model.predict(obs)`` calls after the construction, still before any step:
+a start-up that runs much library code while traced (warm-up, evaluation), where the
+trace function itself is what costs. Target: at most +5%.
 
-    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python]
+    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python] [--case ppo|predict]
     pytest benchmarks/bench_trail.py   # a quick sanity run (2 each, loose bound)
 """
 
@@ -37,16 +40,24 @@ if os.environ.get("BENCH_TRAIL") == "1":
     trail.start(Path(os.environ["BENCH_DIR"]))
 import stable_baselines3
 from stable_baselines3 import PPO
-PPO("MlpPolicy", "CartPole-v1", device="cpu")
+model = PPO("MlpPolicy", "CartPole-v1", device="cpu")
+if os.environ.get("BENCH_CASE") == "predict":
+    obs = model.get_env().reset()
+    for _ in range(int(os.environ.get("BENCH_PREDICTS", "2000"))):
+        model.predict(obs)
 print(time.perf_counter() - t0, time.process_time() - c0)
 """
 
 
-def one(with_trail: bool, tracer: str = "c") -> tuple[float, float]:
+def one(with_trail: bool, tracer: str = "c", case: str = "ppo") -> tuple[float, float]:
     """(wall s, CPU s) of one start-up in a fresh interpreter."""
     with tempfile.TemporaryDirectory() as d:
         env = dict(
-            os.environ, BENCH_TRAIL="1" if with_trail else "0", BENCH_DIR=d, BENCH_TRACER=tracer
+            os.environ,
+            BENCH_TRAIL="1" if with_trail else "0",
+            BENCH_DIR=d,
+            BENCH_TRACER=tracer,
+            BENCH_CASE=case,
         )
         out = subprocess.run(
             [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
@@ -56,14 +67,14 @@ def one(with_trail: bool, tracer: str = "c") -> tuple[float, float]:
 
 
 def measure(
-    repeat: int, tracer: str = "c"
+    repeat: int, tracer: str = "c", case: str = "ppo"
 ) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     without: list[tuple[float, float]] = []
     with_: list[tuple[float, float]] = []
-    one(False)  # warm the file cache
+    one(False, case=case)  # warm the file cache
     for _ in range(repeat):
-        without.append(one(False))
-        with_.append(one(True, tracer))
+        without.append(one(False, case=case))
+        with_.append(one(True, tracer, case))
     return without, with_
 
 
@@ -80,15 +91,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--tracer", choices=("c", "python"), default="c")
+    ap.add_argument("--case", choices=("ppo", "predict"), default="ppo")
     args = ap.parse_args()
     t = time.monotonic()
-    without, with_ = measure(args.repeat, args.tracer)
+    without, with_ = measure(args.repeat, args.tracer, args.case)
     for i, name in ((0, "wall"), (1, "CPU ")):
         a, b = [x[i] for x in without], [x[i] for x in with_]
         print(_line(name, a, b))
         print(f"      without {sorted(round(x, 3) for x in a)}")
         print(f"      with    {sorted(round(x, 3) for x in b)}")
-    print(f"(tracer {args.tracer}, target <= +5%; {time.monotonic() - t:.0f} s in all)")
+    took = time.monotonic() - t
+    print(f"(case {args.case}, tracer {args.tracer}, target <= +5%; {took:.0f} s in all)")
 
 
 def test_trail_startup_sanity() -> None:

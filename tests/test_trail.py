@@ -209,6 +209,7 @@ def test_exceptions_and_frames_followed_are_bounded(tmp_path: Path, tracer: str)
 
 
 THREADS = """
+import sys
 import threading
 
 from gyreprof.integrations._auto import trail
@@ -229,6 +230,11 @@ def worker():
             raise OSError(i)
         except OSError:
             pass
+    # and the thread no longer runs a trace function (it dropped it at its next call)
+    native = trail._native
+    tracing = native.active() if native is not None else sys.gettrace() is not None
+    with open("worker-tracing.txt", "w") as f:
+        f.write(str(tracing))
 
 
 t = threading.Thread(target=worker, name="worker-1")
@@ -256,6 +262,7 @@ def test_a_thread_started_in_start_up_is_traced_until_the_first_record(
     events = [e["ev"] for e in lines]
     assert "first-record" in events
     assert not any(e.startswith("exc") for e in events[events.index("first-record") :])
+    assert (tmp_path / "worker-tracing.txt").read_text() == "False"
 
 
 LIBRARY = """
