@@ -8,12 +8,13 @@ in a fresh interpreter, alternating, ``--repeat`` times. "without" imports what
 cost. Both the wall time and the CPU time of the start-up are printed (medians, and the
 median of the paired with/without ratios; on a loaded machine the CPU time is the
 steadier of the two). ``--tracer python`` uses the Python trace functions (what runs
-when ``gyreprof._core.trace`` is not built) instead of the C one. ``--case predict``
-adds 2000 ``model.predict(obs)`` calls after the construction, still before any step:
-a start-up that runs much library code while traced (warm-up, evaluation), where the
-trace function itself is what costs. Target: at most +5%.
+when ``gyreprof._core.trace`` is not built) instead of the C one; ``--tracer both``
+runs the two in each round. ``--case predict`` adds 2000 ``model.predict(obs)`` calls
+after the construction, still before any step: a start-up that runs much library code
+while traced (warm-up, evaluation), where the trace function itself is what costs.
+Target: at most +5%.
 
-    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python] [--case ppo|predict]
+    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python|both] [--case ppo|predict]
     pytest benchmarks/bench_trail.py   # a quick sanity run (2 each, loose bound)
 """
 
@@ -66,15 +67,20 @@ def one(with_trail: bool, tracer: str = "c", case: str = "ppo") -> tuple[float, 
     return float(wall), float(cpu)
 
 
+Run = tuple[float, float]  # (wall s, CPU s)
+
+
 def measure(
-    repeat: int, tracer: str = "c", case: str = "ppo"
-) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-    without: list[tuple[float, float]] = []
-    with_: list[tuple[float, float]] = []
+    repeat: int, tracers: tuple[str, ...] = ("c",), case: str = "ppo"
+) -> tuple[list[Run], dict[str, list[Run]]]:
+    """``repeat`` rounds, each: one start-up without the trail, then one with each tracer."""
+    without: list[Run] = []
+    with_: dict[str, list[Run]] = {t: [] for t in tracers}
     one(False, case=case)  # warm the file cache
     for _ in range(repeat):
         without.append(one(False, case=case))
-        with_.append(one(True, tracer, case))
+        for tracer in tracers:
+            with_[tracer].append(one(True, tracer, case))
     return without, with_
 
 
@@ -90,18 +96,20 @@ def _line(name: str, a: list[float], b: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--tracer", choices=("c", "python"), default="c")
+    ap.add_argument("--tracer", choices=("c", "python", "both"), default="c")
     ap.add_argument("--case", choices=("ppo", "predict"), default="ppo")
     args = ap.parse_args()
+    tracers = ("c", "python") if args.tracer == "both" else (args.tracer,)
     t = time.monotonic()
-    without, with_ = measure(args.repeat, args.tracer, args.case)
-    for i, name in ((0, "wall"), (1, "CPU ")):
-        a, b = [x[i] for x in without], [x[i] for x in with_]
-        print(_line(name, a, b))
-        print(f"      without {sorted(round(x, 3) for x in a)}")
-        print(f"      with    {sorted(round(x, 3) for x in b)}")
-    took = time.monotonic() - t
-    print(f"(case {args.case}, tracer {args.tracer}, target <= +5%; {took:.0f} s in all)")
+    without, with_ = measure(args.repeat, tracers, args.case)
+    for tracer, runs in with_.items():
+        print(f"-- case {args.case}, tracer {tracer}")
+        for i, name in ((0, "wall"), (1, "CPU ")):
+            a, b = [x[i] for x in without], [x[i] for x in runs]
+            print(_line(name, a, b))
+            print(f"      without {sorted(round(x, 3) for x in a)}")
+            print(f"      with    {sorted(round(x, 3) for x in b)}")
+    print(f"(target <= +5%; {time.monotonic() - t:.0f} s in all)")
 
 
 def test_trail_startup_sanity() -> None:
@@ -109,7 +117,7 @@ def test_trail_startup_sanity() -> None:
 
     pytest.importorskip("stable_baselines3")
     without, with_ = measure(2)
-    ratio = min(x[1] for x in with_) / min(x[1] for x in without)
+    ratio = min(x[1] for x in with_["c"]) / min(x[1] for x in without)
     assert ratio < 2.0, (without, with_)
 
 
