@@ -295,11 +295,15 @@ class _ImportFinder:
     def __init__(self, trail: _Trail) -> None:
         self.trail = trail
         self.busy = threading.local()
+        self.library_tops: set[str] = set()  # top-level packages of libraries / the stdlib
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         trail = self.trail
         if not trail.on:
             return None
+        top, dot, _ = fullname.partition(".")
+        if dot and top in self.library_tops and not _tracing_here():
+            return None  # a library's submodule (never timed), nothing to pause: most imports
         timing = trail.import_lines < MAX_IMPORT_LINES
         if not timing and not _tracing_here():
             return None
@@ -321,6 +325,8 @@ class _ImportFinder:
         origin = spec.origin
         stdlib = origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin)
         library = stdlib or _is_library(origin)
+        if library and not dot and origin is not None:  # (a namespace package may be the user's)
+            self.library_tops.add(fullname)
         # timed: the user's own modules and a library's top-level package (not the
         # standard library's, not a library's submodules)
         timed = timing and not stdlib and not ("." in fullname and library)
