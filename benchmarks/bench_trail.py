@@ -9,12 +9,14 @@ cost. Both the wall time and the CPU time of the start-up are printed (medians, 
 median of the paired with/without ratios; on a loaded machine the CPU time is the
 steadier of the two). ``--tracer python`` uses the Python trace functions (what runs
 when ``gyreprof._core.trace`` is not built) instead of the C one; ``--tracer both``
-runs the two in each round. ``--case predict`` adds 2000 ``model.predict(obs)`` calls
-after the construction, still before any step: a start-up that runs much library code
-while traced (warm-up, evaluation), where the trace function itself is what costs.
-Target: at most +5%.
+runs the two in each round; ``--before SRC`` adds, in each round, a start-up with the
+trail of another checkout (``--before /path/to/main/src``: the code before a change).
+``--case predict`` adds 2000 ``model.predict(obs)`` calls after the construction, still
+before any step: a start-up that runs much library code while traced (warm-up,
+evaluation), where the trace function itself is what costs. Target: at most +5%.
 
-    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python|both] [--case ppo|predict]
+    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python|both]
+        [--case ppo|predict] [--before SRC]
     pytest benchmarks/bench_trail.py   # a quick sanity run (2 each, loose bound)
 """
 
@@ -50,8 +52,11 @@ print(time.perf_counter() - t0, time.process_time() - c0)
 """
 
 
-def one(with_trail: bool, tracer: str = "c", case: str = "ppo") -> tuple[float, float]:
-    """(wall s, CPU s) of one start-up in a fresh interpreter."""
+def one(
+    with_trail: bool, tracer: str = "c", case: str = "ppo", src: str | None = None
+) -> tuple[float, float]:
+    """(wall s, CPU s) of one start-up in a fresh interpreter (gyreprof from ``src``, a
+    checkout's ``src`` folder, if given)."""
     with tempfile.TemporaryDirectory() as d:
         env = dict(
             os.environ,
@@ -60,6 +65,8 @@ def one(with_trail: bool, tracer: str = "c", case: str = "ppo") -> tuple[float, 
             BENCH_TRACER=tracer,
             BENCH_CASE=case,
         )
+        if src is not None:
+            env["PYTHONPATH"] = src
         out = subprocess.run(
             [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
         )
@@ -71,16 +78,20 @@ Run = tuple[float, float]  # (wall s, CPU s)
 
 
 def measure(
-    repeat: int, tracers: tuple[str, ...] = ("c",), case: str = "ppo"
+    repeat: int, tracers: tuple[str, ...] = ("c",), case: str = "ppo", before: str | None = None
 ) -> tuple[list[Run], dict[str, list[Run]]]:
-    """``repeat`` rounds, each: one start-up without the trail, then one with each tracer."""
+    """``repeat`` rounds, each: one start-up without the trail, then one with each tracer
+    (and one with the trail of the checkout ``before`` names, its default tracer)."""
     without: list[Run] = []
-    with_: dict[str, list[Run]] = {t: [] for t in tracers}
+    variants = [(f"tracer {t}", t, None) for t in tracers]
+    if before is not None:
+        variants.append((f"the trail of {before}", "c", before))
+    with_: dict[str, list[Run]] = {name: [] for name, _, _ in variants}
     one(False, case=case)  # warm the file cache
     for _ in range(repeat):
         without.append(one(False, case=case))
-        for tracer in tracers:
-            with_[tracer].append(one(True, tracer, case))
+        for name, tracer, src in variants:
+            with_[name].append(one(True, tracer, case, src))
     return without, with_
 
 
@@ -98,12 +109,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--tracer", choices=("c", "python", "both"), default="c")
     ap.add_argument("--case", choices=("ppo", "predict"), default="ppo")
+    ap.add_argument("--before", metavar="SRC", help="also run the trail of this src folder")
     args = ap.parse_args()
     tracers = ("c", "python") if args.tracer == "both" else (args.tracer,)
     t = time.monotonic()
-    without, with_ = measure(args.repeat, tracers, args.case)
-    for tracer, runs in with_.items():
-        print(f"-- case {args.case}, tracer {tracer}")
+    without, with_ = measure(args.repeat, tracers, args.case, args.before)
+    for name, runs in with_.items():
+        print(f"-- case {args.case}, {name}")
         for i, name in ((0, "wall"), (1, "CPU ")):
             a, b = [x[i] for x in without], [x[i] for x in runs]
             print(_line(name, a, b))
