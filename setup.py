@@ -32,7 +32,7 @@ directives = {
     "cdivision": True,
 }
 
-MODULES = ["histogram", "recorder", "codec", "guard"]
+MODULES = ["histogram", "recorder", "codec", "guard", "trace"]
 
 extensions = [
     Extension(

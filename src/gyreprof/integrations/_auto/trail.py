@@ -17,15 +17,27 @@ a hang, a SIGKILL or a crash):
 - raw ``faulthandler`` text: the stacks of every thread on a fatal signal, and once
   at ``$GYREPROF_STARTUP_TIMEOUT`` seconds if no record came by then.
 
-How exceptions are seen: ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED) on 3.12+;
-on 3.10-3.11 ``sys.settrace`` / ``threading.settrace`` with a local trace function
-that asks for no line events (``frame.f_trace_lines = False``), set only on
-frames outside the standard library (an exception raised there is named at the
-first frame of the user's or a library's code it reaches). Exceptions the import
-machinery handles, ``StopIteration`` and ``GeneratorExit`` are not recorded. The
-trace function is switched off for good at the first record (each thread drops
-it at its next call), so nothing of it runs in the loop. See the README
-("gyreprof run: start-up") for its cost.
+How exceptions are seen: ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED) on 3.12+.
+On 3.10-3.11, the bounded way: a trace function in C (``gyreprof._core.trace``,
+installed with ``PyEval_SetTrace``; new threads get it through
+``threading.settrace`` and a shim that puts it in place at the thread's first
+call). It turns line events off in every frame it sees called, ignores frames of
+the standard library and of gyreprof (decided once per code object), and calls
+back into Python only for the exceptions it records: at most
+:data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES` frames followed for each (an
+exception raised in the standard library is named at the first frame of the
+user's or a library's code it reaches). Where the extension is not built, Python
+trace functions do the same (slower). Tracing pauses, in the importing thread,
+while any module of a library (site-packages) or of the standard library runs its
+body, submodules included: any trace function makes 3.11 run every bytecode of
+its thread through its tracing dispatch, and those imports are most of a
+start-up; an exception a library raises and swallows inside its own import is
+therefore not seen (one that reaches the user's code is, named there). What stays
+traced: the user's own modules and functions and the library code they call.
+Exceptions the import machinery handles, ``StopIteration`` and ``GeneratorExit``
+are not recorded. The trace function is switched off for good at the first record
+(each thread drops it at its next call), so nothing of it runs in the loop. See
+the README ("gyreprof run: start-up") for its cost.
 """
 
 from __future__ import annotations
@@ -149,6 +161,7 @@ class _Trail:
 
     # ------------------------------------------------------------ exceptions
     def exception(self, frame: FrameType, exc: BaseException) -> None:
+        """The Python tracer's exception event: new, or the last one reaching its next frame."""
         key = id(exc)
         with self.lock:
             if self.last[0] == key and getattr(exc, "__gyreprof_trail__", None) == self.last[1]:
@@ -169,6 +182,21 @@ class _Trail:
             exc.__gyreprof_trail__ = n  # type: ignore[attr-defined]
         except (AttributeError, TypeError):
             pass
+        self.write_exception(frame, exc, n)
+
+    def native_exception(self, frame: FrameType, exc: BaseException, n: int, up: int) -> None:
+        """The C tracer's call (``_core/trace.pyx``), which has already decided new or
+        up and kept the bounds: exception ``n``, or its next frame; ``n`` past the cap
+        once."""
+        if up:
+            self.write("exc-up", id=n, at=_where(frame), func=_func(frame))
+        elif n > MAX_EXCEPTIONS:
+            self.write("exc-cap", cap=MAX_EXCEPTIONS)
+        else:
+            self.exceptions = n
+            self.write_exception(frame, exc, n)
+
+    def write_exception(self, frame: FrameType, exc: BaseException, n: int) -> None:
         try:
             text = str(exc)
         except Exception:  # noqa: BLE001 - a broken __str__ is still an exception
@@ -267,10 +295,17 @@ class _ImportFinder:
     def __init__(self, trail: _Trail) -> None:
         self.trail = trail
         self.busy = threading.local()
+        self.library_tops: set[str] = set()  # top-level packages of libraries / the stdlib
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         trail = self.trail
-        if not trail.on or trail.import_lines >= MAX_IMPORT_LINES:
+        if not trail.on:
+            return None
+        top, dot, _ = fullname.partition(".")
+        if dot and top in self.library_tops and not _tracing_here():
+            return None  # a library's submodule (never timed), nothing to pause: most imports
+        timing = trail.import_lines < MAX_IMPORT_LINES
+        if not timing and not _tracing_here():
             return None
         busy: set[str] | None = getattr(self.busy, "names", None)
         if busy is None:
@@ -284,29 +319,39 @@ class _ImportFinder:
             busy.discard(fullname)
         if spec is None:
             return None
-        origin = spec.origin
-        if origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin):
-            return spec  # the standard library's modules are not timed
-        if "." in fullname and _is_library(origin):
-            return spec  # a library's submodule: only its top-level package is timed
         loader = spec.loader
         if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec  # built-in and frozen modules (a class for a loader) run untouched
+        origin = spec.origin
+        stdlib = origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin)
+        library = stdlib or _is_library(origin)
+        if library and not dot and origin is not None:  # (a namespace package may be the user's)
+            self.library_tops.add(fullname)
+        # timed: the user's own modules and a library's top-level package (not the
+        # standard library's, not a library's submodules)
+        timed = timing and not stdlib and not ("." in fullname and library)
+        # 3.10-3.11: no tracing while a module of a library or of the standard library
+        # runs its body, submodules included (a library's own import is most of a
+        # start-up, and tracing slows every bytecode there)
+        pause = library and _PAUSE_IMPORTS and _tracing_here()
+        if not timed and not pause:
             return spec
         original = loader.exec_module
-        library = _is_library(origin) and sys.version_info < (3, 12)
 
         def exec_module(module: ModuleType) -> None:
-            began = trail.import_begin(fullname)
-            paused = library and _pause(trail)
+            began = trail.import_begin(fullname) if timed else 0.0
+            paused = pause and _pause(trail)
             try:
                 original(module)
             except BaseException as exc:
-                trail.import_end(fullname, began, exc)
+                if timed:
+                    trail.import_end(fullname, began, exc)
                 raise
             finally:
                 if paused:
                     _resume(trail)
-            trail.import_end(fullname, began, None)
+            if timed:
+                trail.import_end(fullname, began, None)
 
         try:
             setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
@@ -315,10 +360,26 @@ class _ImportFinder:
         return spec
 
 
+_PAUSE_IMPORTS = sys.version_info < (3, 12)  # sys.monitoring costs nothing where nothing raises
+
+
+def _tracing_here() -> bool:
+    """3.10-3.11: the start-up tracer runs in this thread (False on 3.12+)."""
+    if not _PAUSE_IMPORTS:
+        return False
+    native = _native
+    if native is not None:
+        return bool(native.active())
+    return sys.gettrace() is not None
+
+
 def _pause(t: _Trail) -> bool:
-    """3.10-3.11: no tracing while a library (site-packages) package is imported: the
-    trace function slows every bytecode of the thread, and a library's import is most
-    of a start-up (see the README for what is missed)."""
+    """3.10-3.11: no tracing in this thread while a library or standard-library module is
+    imported: the trace function slows every bytecode of the thread, and those imports
+    are most of a start-up (see the README for what is missed)."""
+    native = _native
+    if native is not None:
+        return bool(native.pause())
     if sys.gettrace() is None:
         return False
     sys.settrace(None)
@@ -326,7 +387,12 @@ def _pause(t: _Trail) -> bool:
 
 
 def _resume(t: _Trail) -> None:
-    if t.on:
+    if not t.on:
+        return
+    native = _native
+    if native is not None:
+        native.resume()
+    else:
         sys.settrace(t.global_trace)
 
 
@@ -334,6 +400,47 @@ def _is_library(origin: str) -> bool:
     return _is_stdlib(origin) or "-packages" in origin
 
 
+def _is_traced(filename: str) -> bool:
+    """The C tracer asks this once per code object: its frames are traced."""
+    return not _is_stdlib(filename)
+
+
+def _load_native() -> Any:
+    """The C trace function (``gyreprof._core.trace``) on 3.10-3.11, or None (not built:
+    the Python trace functions above do the same, slower). Loaded from its file:
+    importing it by name runs ``gyreprof._core``'s ``__init__``, which imports numpy,
+    and nothing of that may run before the user's code."""
+    if not _PAUSE_IMPORTS:
+        return None
+    name = "gyreprof._core.trace"
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+
+    for suffix in EXTENSION_SUFFIXES:
+        path = os.path.join(_GYREPROF, "_core", "trace" + suffix)
+        if os.path.isfile(path):
+            break
+    else:
+        return None
+    try:
+        loader = ExtensionFileLoader(name, path)
+        spec = spec_from_loader(name, loader, origin=path)
+        if spec is None:
+            return None
+        mod = module_from_spec(spec)
+        loader.exec_module(mod)
+    except (ImportError, OSError):
+        return None
+    if not mod.available():
+        return None
+    sys.modules[name] = mod
+    return mod
+
+
+_native: Any = _load_native()
 _trail: _Trail | None = None
 _finder: _ImportFinder | None = None
 
@@ -390,6 +497,18 @@ def _trace_on(t: _Trail) -> None:
     if sys.version_info >= (3, 12):
         _monitoring_on(t)
         return
+    native = _native
+    if native is not None:
+        native.start(
+            t.native_exception,
+            _is_traced,
+            lambda: stop(t, "the start-up timeout passed with no record"),
+            max(0.001, t.stop_at - time.monotonic()),
+            MAX_EXCEPTIONS,
+            MAX_UP_LINES,
+        )
+        threading.settrace(native.tracer)  # a new thread's first call installs the C one
+        return
     threading.settrace(t.global_trace)
     sys.settrace(t.global_trace)
     # the frames already running (the sitecustomize's caller) keep no local tracer
@@ -412,6 +531,9 @@ def _monitoring_on(t: _Trail) -> None:  # pragma: no cover - 3.12+
         if not t.on:
             return mon.DISABLE
         if isinstance(exc, _SKIP_TYPES) or _is_stdlib(code.co_filename):
+            return None
+        if time.monotonic() > t.stop_at:  # checked where something raises: nothing else costs
+            stop(t, "the start-up timeout passed with no record")
             return None
         frame = sys._getframe(1)
         t.exception(frame, exc)
@@ -464,8 +586,12 @@ def stop(t: _Trail, why: str | None) -> None:
                 pass
     else:
         threading.settrace(None)  # type: ignore[arg-type]
-        sys.settrace(None)
-        # frames still running with the local tracer drop it at their next event
+        native = _native
+        if native is not None:
+            native.stop()  # every other thread drops it at its next call
+        else:
+            sys.settrace(None)
+            # frames still running with the local tracer drop it at their next event
     f = _finder
     if f is not None and f in sys.meta_path:
         try:
@@ -491,10 +617,14 @@ def _after_fork_in_child() -> None:
     t.exceptions = 0
     t.import_lines = 0
     t.lock = threading.Lock()
+    if _native is not None:
+        _native.forked()
     try:
         t.open()
     except OSError:
         t.on = False
+        if _native is not None:
+            _native.stop()
         return
     t.launch()
     try:
