@@ -263,6 +263,13 @@ class StatsBlock:
     def steps_completed(self) -> int:
         return self._h(_rec.H_STEPS_DONE)
 
+    def settle_torn_steps(self) -> None:
+        """In a copy taken while its writer ran, the step counters are read some words
+        apart: the writer may have closed and begun steps between the two reads, so the
+        completed count can pass the begun one. Raise the begun count to it (a copy)."""
+        if self.steps_completed > self.steps_begun:
+            self._a[_rec.H_STEP] = self.steps_completed
+
     @property
     def warmup_steps_done(self) -> int:
         return self._h(_rec.H_WARMUP_STEPS)

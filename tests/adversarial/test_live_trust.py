@@ -352,3 +352,33 @@ def test_the_writer_folder_is_private(shared_dir: Path) -> None:
 
 def test_segment_dir_reports_where_a_reader_looks(shared_dir: Path) -> None:
     assert lay.segment_dir() == shared_dir / f"gyreprof-{os.geteuid()}"
+
+
+def test_a_torn_copy_is_settled_and_a_still_one_refused(tmp_path: Path) -> None:
+    # a copy taken while the writer runs reads the step counters some words apart: with
+    # no quiet copy in the reader's tries it may hold more steps completed than begun (a
+    # loaded run refused a writer running flat out: "1126000 steps completed of 1125999
+    # begun"). That is a torn read, settled; in a quiet copy the same numbers are damage
+    prof = gp.Profiler(["env", "fwd"], live=True)
+    try:
+        for _ in range(10):
+            prof.begin()
+            prof.lap(0)
+            prof.lap(1)
+        with gp.live.attach(prof.live.path) as r:
+            stats, _ = r._copy()
+            block = r._block(stats)
+            begun = block.steps_begun
+            # what a torn copy can hold: two more steps completed than it read begun
+            stats_torn = stats.copy()
+            torn = r._block(stats_torn)
+            torn._a[_rec.H_STEPS_DONE] = begun + 1
+            torn.settle_torn_steps()
+            assert torn.steps_begun == torn.steps_completed == begun + 1
+            # the same numbers in a quiet copy are damage: refused
+            stats_bad = stats.copy()
+            r._block(stats_bad)._a[_rec.H_STEPS_DONE] = begun + 1
+            with pytest.raises(ValueError, match="steps completed of"):
+                r._check_copy(stats_bad)
+    finally:
+        prof.live.close()

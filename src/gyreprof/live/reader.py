@@ -528,6 +528,8 @@ class LiveReader:
             stats = np.array(view, copy=True)
             if live.steps_completed == before == self._block(stats).steps_completed:
                 break
+        else:  # no quiet copy: the writer ran through every one (a torn read, not damage)
+            self._block(stats).settle_torn_steps()
         return stats, taken
 
     def _check_copy(self, stats: np.ndarray) -> None:
