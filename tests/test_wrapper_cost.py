@@ -11,6 +11,7 @@ import inspect
 import math
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -241,6 +242,40 @@ def test_a_guard_pickles_by_reference_or_rebuilt_around_its_function() -> None:
 
 def _loose_step(self: Any, action: Any) -> Any:
     return action
+
+
+_MAIN_CLASS = """
+import pickle, subprocess, sys
+import gymnasium as gym
+from ray import cloudpickle
+
+class SlowStep(gym.Wrapper):  # defined in __main__: cloudpickle sends it by value
+    def step(self, action):
+        return super().step(action)
+
+code = (
+    "import pickle, sys, gymnasium; cls = pickle.loads(sys.stdin.buffer.read()); "
+    "env = cls(gymnasium.make('CartPole-v1')); env.reset(seed=0); print(env.step(0)[1])"
+)
+out = subprocess.run([sys.executable, "-c", code], input=cloudpickle.dumps(SlowStep),
+                     capture_output=True)
+print(out.returncode, out.stdout.decode().strip(), out.stderr.decode()[-500:])
+"""
+
+
+def test_a_class_of_main_pickled_by_value_takes_its_guard_along(tmp_path: Any) -> None:
+    # a Ray actor's env wrapper class defined in the driver's script: under gyreprof run
+    # its step is a Guard, which must travel with the class (by value), not name
+    # ``__main__.SlowStep.step``: the actor's process has another __main__ (RLlib's env
+    # runners failed to start with "Can't get attribute 'SlowStep.step'")
+    pytest.importorskip("ray")
+    from helpers.run_scripts.runhelp import gyreprof_run
+
+    path = tmp_path / "main_class.py"
+    path.write_text(_MAIN_CLASS)
+    proc, _ = gyreprof_run(tmp_path, sys.executable, str(path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[0].strip().startswith("0 1.0"), proc.stdout
 
 
 def test_bad_guard_arguments_are_type_and_value_errors() -> None:

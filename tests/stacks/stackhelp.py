@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ class StackRun:
         self.save = tmp / "raw"
         self.proc, data = gyreprof_run(
             tmp,
-            "python",
+            sys.executable,
             str(HERE / name),
             *args,
             options=("--save", str(self.save)),

@@ -432,7 +432,9 @@ cdef class Guard:
         # Python wrapper pickles; else (a class pickled by value) rebuilt around ``fn``
         d = getattr(self, "__dict__", None) or {}
         module, qualname = d.get("__module__"), d.get("__qualname__")
-        if isinstance(module, str) and isinstance(qualname, str):
+        # (never for ``__main__``: a class there is pickled by value, e.g. by cloudpickle
+        # for a Ray actor, and the process that loads it has another ``__main__``)
+        if isinstance(module, str) and isinstance(qualname, str) and module != "__main__":
             found = sys.modules.get(module)
             for part in qualname.split("."):
                 found = getattr(found, part, None)
