@@ -129,7 +129,7 @@ def test_trail_startup_sanity() -> None:
 
     pytest.importorskip("stable_baselines3")
     without, with_ = measure(2)
-    ratio = min(x[1] for x in with_["c"]) / min(x[1] for x in without)
+    ratio = min(x[1] for x in with_["tracer c"]) / min(x[1] for x in without)
     assert ratio < 2.0, (without, with_)
 
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import select
 import signal
 import socket
 import string
@@ -72,6 +73,7 @@ import numpy as np
 from gyreprof._block import StatsBlock
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._io import write_atomic
+from gyreprof._threadname import name_os_thread
 
 if TYPE_CHECKING:
     from gyreprof._recorders import RecorderSet
@@ -568,10 +570,9 @@ def _restart_helper_in_child() -> None:
 
 
 def _helper_loop(r: int, old_fd: int) -> None:
-    import select
-
-    from gyreprof._threadname import name_os_thread
-
+    # select and _threadname are imported with this module, by the thread that starts
+    # this one: an import here reads its file while the main thread may be closing every
+    # fd (a daemon's closerange), and died of EBADF before it could notice its pipe gone
     name_os_thread("gyreprof-signal")  # the census must not count this thread as the user's
     me = os.getpid()
     while True:
