@@ -3,12 +3,14 @@ the script's own clocks (``rllib_ppo.py``): once with the env slowed (a sleep in
 gymnasium wrapper: sampling dominates an iteration) and once with the update slowed
 (a wider model, 30 SGD epochs: the learner dominates).
 
-The first tests check what holds today: the exit code, the env steps (each counted
-once, in the env-runner actors, equal to RLlib's own count), the processes (the Ray
-driver listed; the env runners named as such, not as generic env workers) and the env
-runners' stepping time against their own clock. The ``*_universal`` tests are what the
-universal trainer signals must make true (the wait ratio within 0.1 of the script's
-own clock, the verdict's direction both ways); until then they are expected to fail.
+The first tests check the exit code, the env steps (each counted once, in the
+env-runner actors, equal to RLlib's own count), the processes (the Ray driver listed;
+the env runners named as such, not as generic env workers) and the env runners'
+stepping time against their own clock. The ``*_universal`` tests check the trainer
+the universal signals find with no RLlib-specific trainer patch (the learner's
+optimizer steps in the driver; its ``synchronous_parallel_sample`` the wait): the
+wait ratio within 0.1 of the script's own clock, the verdict's direction both ways,
+one trainer step per training iteration.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import gyreprof as gp
 
 pytestmark = pytest.mark.slow
 
-NEEDS_SIGNALS = pytest.mark.xfail(strict=False, reason="needs the universal trainer signals")
 ENV_ITERS = 5  # x 200 env steps (2 runners x 100)
 TRAIN_ITERS = 3
 STEPS_PER_ITER = 200
@@ -145,29 +146,24 @@ def test_script_clocks_point_both_ways(env_slow: StackRun, train_slow: StackRun)
 # ------------------------------------------------------------------ the universal signals
 
 
-@NEEDS_SIGNALS
 def test_env_slow_wait_ratio_matches_its_clock_universal(env_slow: StackRun) -> None:
     assert env_slow.data["wait"] is not None
     assert abs(env_slow.data["wait"]["ratio"] - env_slow.own["wait_ratio"]) <= 0.1
 
 
-@NEEDS_SIGNALS
 def test_env_slow_is_sampler_bound_universal(env_slow: StackRun) -> None:
     assert env_slow.data["verdict"]["bound"] == "sampler"
 
 
-@NEEDS_SIGNALS
 def test_train_slow_wait_ratio_matches_its_clock_universal(train_slow: StackRun) -> None:
     assert train_slow.data["wait"] is not None
     assert abs(train_slow.data["wait"]["ratio"] - train_slow.own["wait_ratio"]) <= 0.1
 
 
-@NEEDS_SIGNALS
 def test_train_slow_is_trainer_bound_universal(train_slow: StackRun) -> None:
     assert train_slow.data["verdict"]["bound"] == "trainer"
 
 
-@NEEDS_SIGNALS
 def test_train_slow_trainer_steps_are_the_updates_universal(train_slow: StackRun) -> None:
     """The trainer is the driver's training thread: one compute per learner update."""
     trainer = train_slow.data["trainer"]

@@ -102,7 +102,39 @@ def _ray_version() -> object:
     return getattr(sys.modules.get("ray"), "__version__", None)
 
 
+def _sync_sample(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``synchronous_parallel_sample``: the driver asks its env runners for samples and
+    waits for them. On a thread whose waits count (``state.waiting_thread``: the one
+    that updates) the call is one data wait of kind ``own``: the runners sample only on
+    request, and idle while the learner updates, so the loop is synchronous (the
+    ``ray.get`` / ``ray.wait`` inside it, which alone read as data made elsewhere, are
+    part of it)."""
+
+    def synchronous_parallel_sample(*args: Any, **kwargs: Any) -> Any:
+        t = st.waiting_thread()
+        if t is None:
+            return original(*args, **kwargs)
+        t.in_wait = True
+        start = t.now()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            t.in_wait = False
+            st.data_wait(t, start, t.now(), "own")
+
+    return hooks.mark(synchronous_parallel_sample, original)
+
+
+def _patch_rollout_ops(mod: ModuleType) -> None:
+    # patched as the module runs its last line: the algorithms import the name from it
+    # afterwards (``from ray.rllib.execution.rollout_ops import synchronous_parallel_sample``)
+    fn = getattr(mod, "synchronous_parallel_sample", None)
+    if callable(fn) and not hooks.is_wrapped(fn):
+        mod.synchronous_parallel_sample = _sync_sample(fn)
+
+
 def register() -> None:
+    hooks.when_imported("ray.rllib.execution.rollout_ops", _patch_rollout_ops)
     hooks.when_imported("ray.rllib.env.env_runner", lambda m: _patch(m, "EnvRunner", ENV_RUNNER))
     hooks.when_imported("ray.rllib.core.learner.learner", lambda m: _patch(m, "Learner", LEARNER))
     hooks.when_imported(
