@@ -432,10 +432,6 @@ def test_old_spans_fold_into_totals(monkeypatch: pytest.MonkeyPatch, llm: LLMSer
     assert report.folded_requests == 8 and report.notes
 
 
-def test_kept_rows_have_the_records_columns() -> None:
-    assert rl.ROW_FIELDS == ar.SPAN_FIELDS
-
-
 def test_endpoint_folding() -> None:
     assert rl.fold_path("/v1/models/123/x?y=1") == "/v1/models/{id}/x"
     assert rl.fold_path("/v1/batches/batch_abc123def456ghi789") == "/v1/batches/{id}"

@@ -47,7 +47,7 @@ PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
 REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
 
 #: the columns of a kept span (a tuple of plain values: the garbage collector skips it);
-#: ``analysis.rollouts.SPAN_FIELDS`` names the same columns
+#: ``analysis.rollouts.SPAN_FIELDS`` is this tuple
 ROW_FIELDS: tuple[str, ...] = (
     "endpoint",
     "start",
@@ -277,23 +277,7 @@ class Request:
     span the thread keeps (times in ns on CLOCK_MONOTONIC)."""
 
     __slots__ = (
-        "endpoint",
-        "start",
-        "end",
-        "outcome",
-        "prompt_tokens",
-        "completion_tokens",
-        "ttft",
-        "chunks",
-        "attempts",
-        "retried",
-        "bytes_in",
-        "bytes_out",
-        "stream",
-        "empty_field",
-        "body_flag",
-        "thread",
-        "client",
+        *ROW_FIELDS,
         "log",
         "last_chunk",
         "finished",
