@@ -1,8 +1,14 @@
-"""``gyreprof run`` against the bare script: SB3 PPO on CartPole (4 envs, DummyVecEnv).
+"""``gyreprof run`` against the bare script: SB3 PPO on CartPole (4 envs, DummyVecEnv), a
+CleanRL-style PPO loop (SyncVectorEnv of 4 CartPoles, torch MLP, Adam) or a bare
+CartPole ``env.step`` loop.
 
 Runnable comparison (interleaved: bare, instrumented, instrumented, bare, ...)::
 
     python benchmarks/bench_run.py --rounds 7 --timesteps 4096
+    python benchmarks/bench_run.py --case cleanrl --rounds 7 --timesteps 40
+    python benchmarks/bench_run.py --case cartpole --rounds 7 --timesteps 200000
+
+(``--timesteps``: SB3 timesteps, CleanRL iterations of 4 x 32 steps, or CartPole steps.)
 
 Per run it records the wall time and the CPU time (user + system, the command
 and all its processes) of the whole command -- interpreter start, imports,
@@ -32,7 +38,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tests" / "helpers" / "run_scripts" / "sb3_ppo.py"
+SCRIPTS = ROOT / "tests" / "helpers" / "run_scripts"
+SCRIPT = SCRIPTS / "sb3_ppo.py"
 KEYS = ("wall", "cpu", "learn_wall", "learn_cpu")
 
 
@@ -61,9 +68,17 @@ def _children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def run_once(instrumented: bool, vec: str, timesteps: int) -> dict[str, float]:
-    """Wall and CPU seconds of the whole command and of ``model.learn``."""
-    args = [str(SCRIPT), vec, "none", str(timesteps), "0", "128"]
+def _args(case: str, vec: str, timesteps: int) -> list[str]:
+    if case == "cleanrl":
+        return [str(SCRIPTS / "signals_cleanrl.py"), "sync", "env", str(timesteps), "0"]
+    if case == "cartpole":
+        return [str(SCRIPTS / "bare_cartpole.py"), str(timesteps)]
+    return [str(SCRIPT), vec, "none", str(timesteps), "0", "128"]
+
+
+def run_once(instrumented: bool, vec: str, timesteps: int, case: str = "sb3") -> dict[str, float]:
+    """Wall and CPU seconds of the whole command and of its loop (``model.learn``)."""
+    args = _args(case, vec, timesteps)
     if instrumented:
         cmd = [sys.executable, "-m", "gyreprof", "run", "--", *args]
     else:
@@ -81,13 +96,17 @@ def run_once(instrumented: bool, vec: str, timesteps: int) -> dict[str, float]:
     }
 
 
-def compare(rounds: int, vec: str, timesteps: int) -> dict[str, list[dict[str, float]]]:
+def compare(
+    rounds: int, vec: str, timesteps: int, case: str = "sb3"
+) -> dict[str, list[dict[str, float]]]:
     out: dict[str, list[dict[str, float]]] = {"bare": [], "run": []}
     for i in range(rounds):
         # alternate which goes first, so drift in the machine's load hits both alike
         order = (False, True) if i % 2 == 0 else (True, False)
         for instrumented in order:
-            out["run" if instrumented else "bare"].append(run_once(instrumented, vec, timesteps))
+            out["run" if instrumented else "bare"].append(
+                run_once(instrumented, vec, timesteps, case)
+            )
         b, r = out["bare"][-1], out["run"][-1]
         print(
             f"round {i + 1}/{rounds}: "
@@ -120,13 +139,23 @@ def test_run_overhead_quick() -> None:
     assert all(v > 0 for side in res.values() for x in side for v in x.values())
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["cleanrl", "cartpole"])
+def test_run_overhead_quick_other_loops(case: str) -> None:
+    """The CleanRL-style and bare CartPole cases run to the end (no timing claim)."""
+    pytest.importorskip("torch")
+    res = compare(1, "dummy", 2 if case == "cleanrl" else 2000, case)
+    assert all(v > 0 for side in res.values() for x in side for v in x.values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--timesteps", type=int, default=4096)
     ap.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
+    ap.add_argument("--case", choices=("sb3", "cleanrl", "cartpole"), default="sb3")
     args = ap.parse_args()
-    res = compare(args.rounds, args.vec, args.timesteps)
+    res = compare(args.rounds, args.vec, args.timesteps, args.case)
     print(report(res))
 
 

@@ -60,6 +60,7 @@ def main():
     opt = torch.optim.Adam(agent.parameters(), lr=3e-4)
     obs, _ = envs.reset(seed=0)
     rollout_s = update_s = 0.0
+    learn_t0, learn_c0 = time.perf_counter(), time.process_time()
     for _ in range(iters):
         t0 = time.perf_counter()
         buf_obs, buf_act, buf_ret = [], [], []
@@ -90,6 +91,9 @@ def main():
                     time.sleep(sleep_s)
         rollout_s += t1 - t0
         update_s += time.perf_counter() - t1
+    # the loop's own time, for benchmarks/bench_run.py (this process's CPU only)
+    print("LEARN_S", f"{time.perf_counter() - learn_t0:.6f}", flush=True)
+    print("LEARN_CPU_S", f"{time.process_time() - learn_c0:.6f}", flush=True)
     envs.close()
     print(
         "CLOCK " + json.dumps({"rollout_s": rollout_s, "update_s": update_s, "iterations": iters})
