@@ -68,7 +68,11 @@ def test_a_save_folder_is_reported_again_as_the_run_was(saved: Saved) -> None:
     stderr, data, save, _ = saved
     got = report(str(save)).stdout.splitlines()
     assert got[0] == f"gyreprof report: saved run {save}"
-    assert got[1:] == _run_text(stderr)
+    # then the run's own head line (its command and exit code, kept in run.json) and
+    # the run's report, line for line
+    head = next(x for x in stderr.splitlines() if x.startswith("gyreprof run: "))
+    assert got[1] == head
+    assert got[2:] == _run_text(stderr)
     again = json.loads(report(str(save), "--json").stdout)
     assert again["format"] == "gyreprof.run/1"
     assert again["verdict"] == data["verdict"]

@@ -130,7 +130,7 @@ def _patch_rollout_ops(mod: ModuleType) -> None:
     # afterwards (``from ray.rllib.execution.rollout_ops import synchronous_parallel_sample``)
     fn = getattr(mod, "synchronous_parallel_sample", None)
     if callable(fn) and not hooks.is_wrapped(fn):
-        mod.synchronous_parallel_sample = _sync_sample(fn)
+        setattr(mod, "synchronous_parallel_sample", _sync_sample(fn))  # noqa: B010
 
 
 def register() -> None:
