@@ -7,7 +7,7 @@ import json
 import queue
 import sys
 import threading
-from typing import Any
+from typing import Any, cast
 
 from gyreprof._errors import UsageError
 from gyreprof._format import safe_text
@@ -90,7 +90,7 @@ def run_demo(
     prof.end()
     q.put(stop)
     consumer.join(timeout=5)
-    env.close()
+    cast(Any, env).close()  # untyped in some gymnasium versions (1.2)
     return prof
 
 

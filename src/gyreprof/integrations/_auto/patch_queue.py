@@ -139,8 +139,10 @@ class Executor:
                 if t is None:
                     if st._default_main and st.default_trainer_here():
                         setattr(fut, ASKED, (threading.get_ident(), 0))
-                elif st.waiting_thread() is t:
-                    setattr(fut, ASKED, (t.ident, t.blocks))
+                else:
+                    w = st.waiting_thread()
+                    if w is not None:
+                        setattr(fut, ASKED, (w.ident, w.blocks))
             except (AttributeError, TypeError):  # a future type without a __dict__
                 pass
             return fut
