@@ -434,92 +434,6 @@ _last_failure: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Cont
 )
 
 
-class Totals:
-    """Per endpoint, the figures of spans folded out of a thread's kept spans."""
-
-    __slots__ = (
-        "requests",
-        "attempts",
-        "outcomes",
-        "retried",
-        "bytes_in",
-        "bytes_out",
-        "prompt_tokens",
-        "completion_tokens",
-        "with_usage",
-        "streams",
-        "chunks",
-        "not_json",
-        "oversized",
-        "empty_fields",
-        "clients",
-    )
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.attempts = 0
-        self.outcomes: dict[str, int] = {}
-        self.retried: dict[str, int] = {}
-        self.bytes_in = 0
-        self.bytes_out = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.with_usage = 0
-        self.streams = 0
-        self.chunks = 0
-        self.not_json = 0
-        self.oversized = 0
-        self.empty_fields: dict[str, int] = {}
-        self.clients: dict[str, int] = {}
-
-    def add(self, span: Request | Row) -> None:
-        s = as_row(span)
-        self.requests += 1
-        self.attempts += s[R_ATTEMPTS]
-        outcome = s[R_OUTCOME]
-        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-        for r in s[R_RETRIED]:
-            self.retried[r] = self.retried.get(r, 0) + 1
-        self.bytes_in += s[R_BYTES_IN]
-        self.bytes_out += s[R_BYTES_OUT]
-        if s[R_PROMPT] >= 0 or s[R_COMPLETION] >= 0:
-            self.with_usage += 1
-            self.prompt_tokens += max(0, s[R_PROMPT])
-            self.completion_tokens += max(0, s[R_COMPLETION])
-        if s[R_STREAM]:
-            self.streams += 1
-            self.chunks += s[R_CHUNKS]
-        if s[R_FLAG] == 1:
-            self.not_json += 1
-        elif s[R_FLAG] == 2:
-            self.oversized += 1
-        empty = s[R_EMPTY]
-        if empty is not None:
-            self.empty_fields[empty] = self.empty_fields.get(empty, 0) + 1
-        client = s[R_CLIENT]
-        self.clients[client] = self.clients.get(client, 0) + 1
-
-    def merge(self, o: Totals) -> None:
-        for name in (
-            "requests",
-            "attempts",
-            "bytes_in",
-            "bytes_out",
-            "prompt_tokens",
-            "completion_tokens",
-            "with_usage",
-            "streams",
-            "chunks",
-            "not_json",
-            "oversized",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(o, name))
-        for name in ("outcomes", "retried", "empty_fields", "clients"):
-            mine, theirs = getattr(self, name), getattr(o, name)
-            for k, v in theirs.items():
-                mine[k] = mine.get(k, 0) + v
-
-
 class ThreadLog:
     """One thread's requests: kept spans, folded totals and its core recorder."""
 
@@ -528,7 +442,7 @@ class ThreadLog:
     def __init__(self) -> None:
         self.ident = threading.get_ident()
         self.spans: list[Request | Row] = []
-        self.folded: dict[str, Totals] = {}
+        self.folded: dict[str, Any] = {}  # endpoint -> analysis.rollouts.Totals
         self.dropped = 0
         self.core_ok = False
         self.rec: Any = None
@@ -557,14 +471,17 @@ class ThreadLog:
         spans = self.spans
         spans.append(span)
         if len(spans) >= SPAN_CAP:
+            # here, not at import: analysis.rollouts reads this module's columns
+            from gyreprof.analysis.rollouts import SpanRow, Totals
+
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]
             for s in old:
-                ep = as_row(s)[R_ENDPOINT]
-                t = self.folded.get(ep)
+                row = as_row(s)
+                t = self.folded.get(row[R_ENDPOINT])
                 if t is None:
-                    t = self.folded[ep] = Totals()
-                t.add(s)
+                    t = self.folded[row[R_ENDPOINT]] = Totals()
+                t.add_span(SpanRow(*row))
             self.dropped += len(old)
 
 

@@ -99,26 +99,6 @@ def _row(s: rl.Request | rl.Row) -> list[Any]:
     return row
 
 
-def _totals(t: rl.Totals) -> ar.Totals:
-    return ar.Totals(
-        requests=t.requests,
-        attempts=t.attempts,
-        outcomes=dict(t.outcomes),
-        retried=dict(t.retried),
-        bytes_in=t.bytes_in,
-        bytes_out=t.bytes_out,
-        prompt_tokens=t.prompt_tokens,
-        completion_tokens=t.completion_tokens,
-        with_usage=t.with_usage,
-        streams=t.streams,
-        chunks=t.chunks,
-        not_json=t.not_json,
-        oversized=t.oversized,
-        empty_fields=dict(t.empty_fields),
-        clients=dict(t.clients),
-    )
-
-
 def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord | None:
     """This process's record from its threads' logs; None when no request was made."""
     spans: list[list[Any]] = []
@@ -127,7 +107,7 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
     for log in logs:
         spans.extend(_row(s) for s in list(log.spans))
         for ep, t in list(log.folded.items()):
-            folded.setdefault(ep, ar.Totals()).add(_totals(t))
+            folded.setdefault(ep, ar.Totals()).add(t)
         if log.core_ok:
             try:
                 g = log.spans_core.gauge()
