@@ -35,6 +35,7 @@ from helpers.crossuser import (
     shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
     victim,
 )
+from helpers.waiting import wait_for
 
 
 def forged_bytes(victim_pid: int, *, meta_uid: int, steps: int = 50_000) -> tuple[bytes, list[int]]:
@@ -228,8 +229,10 @@ def test_truncation_kills_neither_the_writer_nor_its_readers(tmp_path: Path) -> 
             os.truncate(path, full)
         finally:
             os.kill(p.pid, signal.SIGCONT)
-        time.sleep(0.3)
-        assert p.poll() is None  # the writer runs on
+        # the writer runs on: its steps keep growing (waited for, not slept on)
+        before = readers[0].snapshot().steps
+        wait_for(lambda: readers[0].snapshot().steps > before, "the writer's next steps")
+        assert p.poll() is None
         for r in readers:
             r.snapshot()
             r.close()
