@@ -610,3 +610,11 @@ def test_http_client_and_urllib3_directly_counted_once(llm: LLMServer) -> None:
     assert e.requests == 2 == len([x for x in llm.log if x.path == "/v1/completions"])
     assert e.clients == ["http.client"] and e.completion_tokens >= 3
     assert sum(x.outcomes["refused"] for x in report.endpoints) == 1
+
+
+def test_the_launcher_registers_every_client_the_patches_know() -> None:
+    # the bootstrap registers http_hooks.CLIENTS without loading patch_http: a client
+    # added to one list and not the other would go uninstrumented under gyreprof run
+    from gyreprof.integrations._auto import http_hooks, patch_http
+
+    assert set(http_hooks.CLIENTS) == set(patch_http.INSTALLERS)

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gyreprof._serial import serial_format
-from gyreprof.integrations._auto.rollout_log import ROW_FIELDS
 
 FORMAT = "gyreprof.rollouts/1"
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -47,8 +46,26 @@ TAIL_DOMINATES = 0.25
 #: points of an endpoint's in-flight series (each the most in flight in its bucket)
 SERIES_POINTS = 200
 
-#: the columns of a kept span, named once where the spans are kept
-SPAN_FIELDS: tuple[str, ...] = ROW_FIELDS
+#: the columns of a kept span (``integrations._auto.rollout_log`` keeps its rows in them)
+SPAN_FIELDS: tuple[str, ...] = (
+    "endpoint",
+    "start",
+    "end",
+    "outcome",
+    "prompt_tokens",
+    "completion_tokens",
+    "ttft",
+    "chunks",
+    "attempts",
+    "retried",
+    "bytes_in",
+    "bytes_out",
+    "stream",
+    "empty_field",
+    "body_flag",
+    "thread",
+    "client",
+)
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ def install_all() -> None:
 
     patch_transformers.register()
     patch_rllib.register()
-    from gyreprof.integrations._auto import patch_http  # HTTP rollout clients (issue 23)
+    from gyreprof.integrations._auto import http_hooks  # HTTP rollout clients (issue 23)
 
-    patch_http.register()
+    http_hooks.register()
     patch_torch.register()
     patch_queue.register()
 

@@ -20,7 +20,6 @@ prices the calls with it (:func:`gyreprof.snapshot.wrapper_overhead`).
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -288,7 +287,7 @@ def _measure(
         for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
     )
     state.inside = False
-    return max(statistics.median(diffs), tight, 1.0)
+    return max(float(np.median(diffs)), tight, 1.0)
 
 
 def _calibration_state() -> Any:

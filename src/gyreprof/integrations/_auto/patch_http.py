@@ -785,13 +785,26 @@ def _start_recording() -> None:
             st.new_thread()
 
 
-def register() -> None:
-    """Patch each HTTP client when (if ever) it is imported."""
+INSTALLERS: dict[str, Callable[[ModuleType], None]] = {
+    "httpx": install_httpx,
+    "httpx2": install_httpx,
+    "openai": install_openai,
+    "requests": install_requests,
+    "urllib.request": install_urllib,
+    "http.client": install_http_client,
+    "aiohttp": install_aiohttp,
+}
+
+
+def install(name: str, module: ModuleType) -> None:
+    """Patch client ``name`` (one of ``http_hooks.CLIENTS``), now imported as ``module``."""
     rl.first_request_hook = _start_recording
-    hooks.when_imported("httpx", install_httpx)
-    hooks.when_imported("httpx2", install_httpx)
-    hooks.when_imported("openai", install_openai)
-    hooks.when_imported("requests", install_requests)
-    hooks.when_imported("urllib.request", install_urllib)
-    hooks.when_imported("http.client", install_http_client)
-    hooks.when_imported("aiohttp", install_aiohttp)
+    INSTALLERS[name](module)
+
+
+def register() -> None:
+    """Patch each HTTP client when (if ever) it is imported (``http_hooks.register``
+    does the same without loading this module first)."""
+    for name, patch in INSTALLERS.items():
+        hooks.when_imported(name, patch)
+    rl.first_request_hook = _start_recording

@@ -41,32 +41,16 @@ import threading
 import time
 from typing import Any
 
+from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
+
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
 FAILURES = frozenset(("refused", "timeout", "reset", "4xx", "5xx", "empty", "error"))
 PHASES: tuple[str, ...] = ("request", "attempt", "ttft", "inter_token")
 REQUEST, ATTEMPT, TTFT, INTER_TOKEN = 0, 1, 2, 3
 
 #: the columns of a kept span (a tuple of plain values: the garbage collector skips it);
-#: ``analysis.rollouts.SPAN_FIELDS`` is this tuple
-ROW_FIELDS: tuple[str, ...] = (
-    "endpoint",
-    "start",
-    "end",
-    "outcome",
-    "prompt_tokens",
-    "completion_tokens",
-    "ttft",
-    "chunks",
-    "attempts",
-    "retried",
-    "bytes_in",
-    "bytes_out",
-    "stream",
-    "empty_field",
-    "body_flag",
-    "thread",
-    "client",
-)
+#: (``analysis.rollouts.SPAN_FIELDS``, named there once)
+ROW_FIELDS: tuple[str, ...] = SPAN_FIELDS
 (
     R_ENDPOINT,
     R_START,
@@ -442,7 +426,7 @@ class ThreadLog:
     def __init__(self) -> None:
         self.ident = threading.get_ident()
         self.spans: list[Request | Row] = []
-        self.folded: dict[str, Any] = {}  # endpoint -> analysis.rollouts.Totals
+        self.folded: dict[str, Totals] = {}
         self.dropped = 0
         self.core_ok = False
         self.rec: Any = None
@@ -471,9 +455,6 @@ class ThreadLog:
         spans = self.spans
         spans.append(span)
         if len(spans) >= SPAN_CAP:
-            # here, not at import: analysis.rollouts reads this module's columns
-            from gyreprof.analysis.rollouts import SpanRow, Totals
-
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]
             for s in old:
