@@ -512,3 +512,81 @@ def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> Ro
         folded_requests=folded_n,
         notes=notes,
     )
+
+
+# ------------------------------------------------------- cloud metadata probes
+
+#: hosts of the cloud metadata services: Ray's start-up (``usage_lib``, the TPU check)
+#: and cloud SDKs ask them which cloud they run on; they are no rollout endpoint
+METADATA_HOSTS = frozenset(
+    (
+        "metadata.google.internal",
+        "metadata.goog",
+        "169.254.169.254",  # AWS, Azure, GCP, OpenStack, Oracle
+        "169.254.170.2",  # AWS ECS task metadata
+        "100.100.100.200",  # Alibaba Cloud
+        "168.63.129.16",  # Azure wire server
+        "fd00:ec2::254",  # AWS, over IPv6
+    )
+)
+
+
+def is_metadata_host(host: str) -> bool:
+    """``host`` is a cloud metadata service: a name or address of :data:`METADATA_HOSTS`,
+    or any link-local address (169.254.0.0/16, fe80::/10), where those services live."""
+    import ipaddress
+
+    h = host.strip("[]").lower().rstrip(".")
+    if h in METADATA_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(h.split("%", 1)[0]).is_link_local
+    except ValueError:
+        return False
+
+
+def endpoint_host(endpoint: str) -> str:
+    """The host of an endpoint name ``scheme://host:port/path`` (an IPv6 host is written
+    without brackets there); ``""`` when the name has none."""
+    _, sep, rest = endpoint.partition("://")
+    if not sep:
+        return ""
+    hostport = rest.split("/", 1)[0]
+    host, colon, port = hostport.rpartition(":")
+    return host if colon and port.isdigit() else hostport
+
+
+def is_metadata_endpoint(endpoint: str) -> bool:
+    """The endpoint is a cloud metadata service's (:func:`is_metadata_host`)."""
+    return is_metadata_host(endpoint_host(endpoint))
+
+
+def without_metadata_probes(
+    spans: list[SpanRow], folded: dict[str, Totals]
+) -> tuple[list[SpanRow], dict[str, Totals], str | None]:
+    """The spans and folded totals without the requests to cloud metadata services, and
+    the one note line naming those probes (None when there were none): they are never
+    shown as a rollout endpoint, nor in batches, in-flight or tail figures."""
+    probes: dict[str, int] = {}
+    kept: list[SpanRow] = []
+    for s in spans:
+        if is_metadata_endpoint(s.endpoint):
+            probes[s.endpoint] = probes.get(s.endpoint, 0) + 1
+        else:
+            kept.append(s)
+    kept_folded: dict[str, Totals] = {}
+    for ep, t in folded.items():
+        if is_metadata_endpoint(ep):
+            probes[ep] = probes.get(ep, 0) + t.requests
+        else:
+            kept_folded[ep] = t
+    if not probes:
+        return spans, folded, None
+    n = sum(probes.values())
+    hosts = sorted({endpoint_host(ep) for ep in probes})
+    note = (
+        f"{n} cloud metadata probe(s) left out of the rollouts (to {', '.join(hosts[:4])}"
+        f"{', ...' if len(hosts) > 4 else ''}): a library asking which cloud it runs on "
+        "(Ray does at start-up), not a rollout service"
+    )
+    return kept, kept_folded, note

@@ -230,6 +230,9 @@ def saved_run(folder: Path, loop: str | None = None) -> Any:
         loop=loop or facts.get("loop"),
         received=tuple(facts.get("received", ())),
     )
+    from gyreprof.integrations._auto import rollout_record
+
+    report.rollouts = rollout_record.read_report(folder, notes)  # as the run showed them
     with advice_for(report.advice_for):
         collect._judge(report, got)
     report.notes[:] = list(dict.fromkeys(report.notes))  # the saved notes hold the judge's

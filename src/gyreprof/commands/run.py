@@ -289,6 +289,10 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
             write_atomic(path, u.snapshot.to_bytes())
             written.append(path)
     written.append(_save_run_facts(report, directory))
+    if report.rollouts is not None:  # gyreprof report DIR shows them as the run did
+        from gyreprof.integrations._auto import rollout_record
+
+        written.append(rollout_record.save_report(report.rollouts, directory))
     index = directory / "processes.json"
     # each process's loop shapes too: gyreprof report DIR judges the run as it was
     rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]

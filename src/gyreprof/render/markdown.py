@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from gyreprof._format import fmt_pct, fmt_rate, markdown_table
+from gyreprof._format import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name
 from gyreprof.render import text
 
 if TYPE_CHECKING:
+    from gyreprof.analysis.rollouts import RolloutReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.integrations._auto.collect import RunReport
     from gyreprof.summary import Summary
 
-__all__ = ["run_report", "summary", "verdict", "wait_report"]
+__all__ = ["rollouts", "run_report", "summary", "verdict", "wait_report"]
 
 
 def _cell(c: str) -> str:
@@ -58,10 +59,144 @@ def run_report(r: RunReport) -> str:
         parts += ["", "### sampler", "", summary(r.sampler.summary())]
     if r.trainer is not None:
         parts += ["", "### trainer", "", summary(r.trainer.summary())]
+    parts += user_profiles(r)
     if r.wait is not None:
         parts += ["", "### wait", "", wait_report(r.wait)]
     if r.verdict is not None:
         parts += ["", "### verdict", "", verdict(r.verdict)]
+    if r.rollouts is not None:
+        parts += ["", "### rollouts", "", rollouts(r.rollouts)]
     if r.notes:
         parts += ["", *(f"- note: {n}" for n in r.notes)]
     return "\n".join(parts).rstrip("\n") + "\n"
+
+
+def user_profiles(r: RunReport) -> list[str]:
+    """The tables of the user's own Profilers (those that do not stand for the trainer),
+    as the text report shows them (at most ``text.USER_TABLES``)."""
+    from gyreprof import _advice
+
+    parts: list[str] = []
+    shown = [(p, u) for p in r.contributed for u in p.user if not u.as_trainer]
+    for p, u in shown[: text.USER_TABLES]:
+        head = f"### your profiler {_cell(safe_name(u.name))} in {_cell(safe_name(p.role))} {p.pid}"
+        with _advice.advice_for("code"):
+            parts += ["", head, "", summary(u.snapshot.summary())]
+    if len(shown) > text.USER_TABLES:
+        parts += ["", f"... and {len(shown) - text.USER_TABLES} more of your profilers (not shown)"]
+    return parts
+
+
+# ------------------------------------------------------------------ rollouts
+
+#: the columns of the endpoints' table (the figures of ``render.text.rollouts``)
+ROLLOUT_HEADERS = (
+    "endpoint",
+    "clients",
+    "requests",
+    "attempts",
+    "outcomes",
+    "retries",
+    "latency p50 / p90 / p99 / max",
+    "bytes in / out",
+    "tokens prompt / completion",
+    "completion tokens/s",
+    "in flight mean / max (time at max)",
+)
+
+
+def _code(c: str) -> str:
+    """``c`` as an inline code span (a name with a backtick in it is fenced by two)."""
+    c = safe_name(c)
+    fence = "``" if "`" in c else "`"
+    pad = " " if fence == "``" else ""
+    return _cell(f"{fence}{pad}{c}{pad}{fence}")
+
+
+def _ms(p: Any, *which: str) -> str:
+    vals = [getattr(p, w) for w in which]
+    if all(v is None for v in vals):
+        return "-"
+    return " / ".join(fmt_ns(None if v is None else v * 1e6) for v in vals)
+
+
+def _endpoint_row(e: Any) -> list[str]:
+    outcomes = ", ".join(f"{k} {v}" for k, v in e.outcomes.items() if v) or "-"
+    retries = str(e.retries)
+    if e.retries:
+        retries += " (" + ", ".join(f"{v} after {k}" for k, v in e.retried.items()) + ")"
+    tokens = f"{e.prompt_tokens:,} / {e.completion_tokens:,}" if e.with_usage else "-"
+    tps = f"{e.tokens_per_s:,.0f}" if e.with_usage and e.tokens_per_s else "-"
+    flight = "-"
+    if e.in_flight_mean is not None:
+        flight = f"{e.in_flight_mean:.1f} / {e.in_flight_max} ({fmt_pct(e.at_max_share)})"
+    return [
+        _code(e.endpoint),
+        _cell(", ".join(safe_name(c) for c in e.clients)),
+        str(e.requests),
+        str(e.attempts),
+        outcomes,
+        retries,
+        _ms(e.latency, "p50", "p90", "p99", "max"),
+        f"{fmt_bytes(e.bytes_in)} / {fmt_bytes(e.bytes_out)}",
+        tokens,
+        tps,
+        flight,
+    ]
+
+
+def _endpoint_details(e: Any) -> list[str]:
+    """What the text report says of an endpoint beyond its table row."""
+    out: list[str] = []
+    if e.streams:
+        out.append(
+            f"{e.streams} streams ({e.chunks} chunks): time to first token p50 / p90 "
+            f"{_ms(e.ttft, 'p50', 'p90')}, inter-chunk p50 / p90 {_ms(e.inter_chunk, 'p50', 'p90')}"
+        )
+    if e.with_usage:
+        out.append(f"tokens read from the usage of {e.with_usage} answers")
+    if e.empty_fields:
+        out.append(
+            "empty answers read from: "
+            + ", ".join(f"{_code(k)} ({v})" for k, v in e.empty_fields.items())
+        )
+    if e.not_json or e.oversized:
+        out.append(f"bodies not scanned: {e.not_json} not JSON, {e.oversized} larger than the cap")
+    return [f"- {_code(e.endpoint)}: {line}" for line in out]
+
+
+def rollouts(r: RolloutReport) -> str:
+    """The HTTP rollout requests: a table of the endpoints (requests, outcomes, latency,
+    bytes, tokens, in flight), their streams and empty answers, then the batches and
+    their tail, and the notes: the figures of the text report."""
+    lines = [
+        f"**rollout requests ({r.requests} over {len(r.endpoints)} endpoint(s))**",
+        "",
+        markdown_table(list(ROLLOUT_HEADERS), [_endpoint_row(e) for e in r.endpoints]),
+    ]
+    details = [d for e in r.endpoints for d in _endpoint_details(e)]
+    if details:
+        lines += ["", *details]
+    if r.batch_count:
+        batch = [
+            f"- batches: {r.batch_count} (busy periods of an endpoint with 2+ requests); wall "
+            f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
+            f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
+        ]
+        if r.typical_tail:
+            batch.append(f"- typical: {r.typical_tail}")
+        worst = max(r.batches, key=lambda b: b.tail_share, default=None)
+        if worst is not None:
+            batch.append(
+                f"- longest tail: {worst.words} (median request {fmt_ns(worst.median_ms * 1e6)}, "
+                f"slowest {fmt_ns(worst.slowest_ms * 1e6)})"
+            )
+        if r.tail_dominates:
+            batch.append(
+                "- **the long tail dominates**: half the batches spend at least "
+                f"{fmt_pct(r.tail_share_p50)} of their time waiting for their last 10% of requests"
+            )
+        lines += ["", *batch]
+    if r.notes:
+        lines += ["", *(f"- note: {safe_name(n)}" for n in r.notes)]
+    return "\n".join(lines) + "\n"

@@ -661,6 +661,7 @@ def _rollouts(run_dir: Path, notes: list[str]) -> Any:
             records.append(rollout_record.read(p))
         except (OSError, ValueError) as exc:
             _skipped(notes, p, exc)
+    records += rollout_record.flushed(run_dir, notes)  # the processes killed before saving
     try:
         return rollout_record.report(records) if records else None
     except ValueError as exc:

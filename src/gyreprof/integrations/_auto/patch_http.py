@@ -92,6 +92,8 @@ def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
     worker) is left alone: the training thread's wait is then its ``Future.result`` or
     queue get, which ``patch_queue`` reports. A request inside such a wait (``in_wait``)
     is part of it."""
+    if rl.probe_endpoints and rl.last_is_probe():
+        return  # a cloud metadata probe (Ray's start-up) is no wait on rollouts
     t = getattr(st.tls, "t", None)
     if t is None:
         if not (st._default_main and st.default_trainer_here()):
@@ -779,8 +781,9 @@ def _start_recording() -> None:
     if st.run_dir is not None:
         # loaded now, not at exit: defining its dataclasses runs ``exec``, which at exit
         # would make a process ended by Ctrl-C exit 1 instead of by SIGINT
-        from gyreprof.integrations._auto import rollout_record  # noqa: F401
+        from gyreprof.integrations._auto import rollout_record
 
+        rollout_record.start_flusher(st.run_dir)  # a process killed later keeps its requests
         if getattr(st.tls, "t", None) is None:
             st.new_thread()
 

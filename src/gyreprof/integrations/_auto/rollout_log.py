@@ -113,6 +113,8 @@ def endpoint(scheme: str, host: str, port: int | None, path: str) -> str:
     if port is None:
         port = 443 if scheme in ("https", "wss") else 80
     name = f"{scheme}://{host}:{port}{fold_path(path)}"
+    if _metadata_host(host):
+        probe_endpoints.add(name)
     if len(_folded) < 4096:
         _folded[key] = name
     return name
@@ -544,3 +546,26 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ------------------------------------------------------- cloud metadata probes
+
+#: the endpoints of cloud metadata services this process asked (Ray's start-up probes:
+#: ``analysis.rollouts.is_metadata_host``); never a wait on rollouts
+probe_endpoints: set[str] = set()
+
+
+def _metadata_host(host: str) -> bool:
+    from gyreprof.analysis.rollouts import is_metadata_host
+
+    return is_metadata_host(host)
+
+
+def last_is_probe() -> bool:
+    """The calling thread's last finished request went to a cloud metadata service."""
+    log = getattr(_tls, "log", None)
+    if log is None or not log.spans:
+        return False
+    last = log.spans[-1]
+    ep = last.endpoint if isinstance(last, Request) else last[R_ENDPOINT]
+    return ep in probe_endpoints

@@ -6,12 +6,28 @@ record's ``fields``), the totals of folded requests per endpoint, and each
 thread's in-flight gauge from the core. Written atomically at the process's save;
 read back with a size cap, every row checked: anything else is a
 ``CorruptDataError`` (a ``ValueError``).
+
+**Flushed records.** A process killed before it saves (SIGKILL, the OOM killer) would
+lose its requests: they have no live segment. Under ``gyreprof run`` a daemon thread,
+started at the process's first request, writes the same record every ``FLUSH_S``
+seconds (``GYREPROF_ROLLOUT_FLUSH_S``; 0 turns it off) to ``<pid>.rollouts.part.json``
+through the atomic writer, when requests finished since the last flush. Each flush's
+own CPU time stretches the interval so that flushing takes at most ``FLUSH_SHARE`` of
+one core. The save at exit writes the whole record and removes the flushed one; the
+run's report reads a flushed record only for a process that left no whole one, and
+says so.
+
+**A ``--save`` folder** keeps the run's rollout report itself (``rollouts.json``,
+format ``gyreprof.rollouts/1``): ``gyreprof report DIR`` shows the same section.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +39,14 @@ from gyreprof.integrations._auto import rollout_log as rl
 
 FORMAT = "gyreprof.rollout-record/1"
 MAX_RECORD_BYTES = 64 << 20
+#: a flushed record of a process that may be killed before it saves (``<pid>`` + this)
+PART_SUFFIX = ".rollouts.part.json"
+ENV_FLUSH_S = "GYREPROF_ROLLOUT_FLUSH_S"
+FLUSH_S = 2.0
+#: at most this share of one core goes to flushing (the interval grows to keep it)
+FLUSH_SHARE = 0.02
+#: the rollout report a ``gyreprof run --save DIR`` folder keeps
+FOLDER_FILE = "rollouts.json"
 _TYPES: dict[str, tuple[type, ...]] = {
     "endpoint": (str,),
     "start": (int,),
@@ -130,11 +154,16 @@ def save(run_dir: Path, key: int | str) -> Path | None:
     from gyreprof._io import write_atomic
     from gyreprof.integrations._auto import records as rec
 
-    record = from_logs(rl.logs())
-    if record is None:
-        return None
-    path = rec.rollouts_path(run_dir, key)
-    write_atomic(path, record.to_json().encode())
+    with _flush_lock:  # a flush in progress ends first; none starts after this save
+        record = from_logs(rl.logs())
+        if record is None:
+            return None
+        path = rec.rollouts_path(run_dir, key)
+        write_atomic(path, record.to_json().encode())
+        try:  # the whole record replaces the flushed one (kept if this failed)
+            os.unlink(part_path(run_dir, os.getpid()))
+        except OSError:
+            pass
     return path
 
 
@@ -164,4 +193,165 @@ def report(records: list[RolloutRecord]) -> ar.RolloutReport | None:
         rows.extend(r.rows())
         for ep, t in r.folded.items():
             folded.setdefault(ep, ar.Totals()).add(t)
-    return ar.analyse(rows, folded)
+    # cloud metadata probes (Ray's start-up) are never a rollout endpoint: one note
+    rows, folded, probes = ar.without_metadata_probes(rows, folded)
+    out = ar.analyse(rows, folded)
+    if out is not None and probes is not None:
+        out.notes.append(probes)
+    return out
+
+
+# ------------------------------------------------------------ flushed records
+
+_flush_lock = threading.RLock()  # re-entrant: a SIGTERM save may interrupt its holder
+_flusher_pid = 0
+
+
+def part_path(run_dir: Path, pid: int | str) -> Path:
+    return run_dir / f"{pid}{PART_SUFFIX}"
+
+
+def flush_interval() -> float:
+    """``GYREPROF_ROLLOUT_FLUSH_S`` (seconds between flushes; 0: none), else ``FLUSH_S``."""
+    raw = os.environ.get(ENV_FLUSH_S, "").strip()
+    if not raw:
+        return FLUSH_S
+    try:
+        value = float(raw)
+    except ValueError:
+        return FLUSH_S
+    return value if value == value and value < 1e6 else FLUSH_S  # NaN, inf: the default
+
+
+def start_flusher(run_dir: Path) -> bool:
+    """Start this process's flusher thread (once per process; a forked child starts its
+    own at its first request); False when flushing is off or already running."""
+    global _flusher_pid
+    pid = os.getpid()
+    interval = flush_interval()
+    if _flusher_pid == pid or interval <= 0:
+        return False
+    from gyreprof._io import write_atomic
+    from gyreprof.integrations._auto import state as st
+
+    _flusher_pid = pid
+
+    def saved() -> bool:
+        return bool(getattr(st, "_saved_pid", 0) == pid)
+
+    try:
+        threading.Thread(
+            target=_flush_loop,
+            args=(run_dir, pid, interval, saved, write_atomic),
+            name="gyreprof-rollout-flush",
+            daemon=True,
+        ).start()
+    except RuntimeError:  # the interpreter is shutting down
+        return False
+    return True
+
+
+def flush(
+    run_dir: Path,
+    pid: int,
+    saved: Callable[[], bool],
+    write: Callable[[Path, bytes], None],
+) -> bool:
+    """Write this process's record as its flushed one; False once the process saved."""
+    with _flush_lock:
+        if saved():
+            return False
+        record = from_logs(rl.logs(), pid)
+        if record is not None:
+            write(part_path(run_dir, pid), record.to_json().encode())
+    return True
+
+
+def _flush_loop(
+    run_dir: Path,
+    pid: int,
+    interval: float,
+    saved: Callable[[], bool],
+    write: Callable[[Path, bytes], None],
+) -> None:
+    last = -1
+    wait = interval
+    while True:
+        time.sleep(wait)
+        if os.getpid() != pid:
+            return
+        try:
+            done = sum(len(log.spans) + log.dropped for log in rl.logs())
+            if done == last:
+                continue  # nothing finished since the last flush
+            cpu = time.thread_time()
+            if not flush(run_dir, pid, saved, write):
+                return
+            last = done
+            wait = max(interval, (time.thread_time() - cpu) / FLUSH_SHARE)
+        except Exception:  # noqa: BLE001, S112 - a full disk now may not be full later
+            wait = max(wait, interval)
+            continue
+
+
+def flushed(run_dir: Path, notes: list[str]) -> list[RolloutRecord]:
+    """The flushed records of the processes that left no whole one (killed before they
+    saved), each with a note saying so; a bad one is skipped with a note."""
+    from gyreprof.integrations._auto import records as rec
+
+    out: list[RolloutRecord] = []
+    for p in sorted(run_dir.glob("*" + PART_SUFFIX)):
+        key = p.name[: -len(PART_SUFFIX)]
+        if not key.isdigit() or rec.rollouts_path(run_dir, key).exists():
+            continue
+        try:
+            record = read(p)
+        except (OSError, ValueError) as exc:
+            notes.append(f"skipped {p.name}: {str(exc)[:200]}")
+            continue
+        out.append(record)
+        n = len(record.spans) + sum(t.requests for t in record.folded.values())
+        notes.append(
+            f"pid {key} was killed before it saved (or died): its {n} rollout request(s) "
+            f"are those of its last flush (flushed every {flush_interval():g} s or so), "
+            "not the ones after it"
+        )
+    return out
+
+
+def _after_fork_in_child() -> None:
+    global _flush_lock
+    _flush_lock = threading.RLock()  # a flush of the parent's thread does not go on here
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# ------------------------------------------------------------ a --save folder
+
+
+def save_report(report: ar.RolloutReport, directory: Path) -> Path:
+    """The run's rollout report into a ``--save`` folder (``rollouts.json``)."""
+    from gyreprof._io import write_atomic
+    from gyreprof._serial import dumps
+
+    path = directory / FOLDER_FILE
+    write_atomic(path, (dumps(report, indent=2) + "\n").encode())
+    return path
+
+
+def read_report(folder: Path, notes: list[str]) -> ar.RolloutReport | None:
+    """The rollout report a ``--save`` folder keeps; None when it has none (a run with
+    no requests, or a folder saved before it was kept); a bad one is a note."""
+    from gyreprof import _io
+    from gyreprof._serial import loads
+
+    path = folder / FOLDER_FILE
+    try:
+        data = _io.read_bytes(path, "snapshot", what="gyreprof run --save rollouts")
+        return loads(ar.RolloutReport, data)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError, TypeError, KeyError) as exc:
+        notes.append(f"skipped {FOLDER_FILE} of the folder: {str(exc)[:200]}")
+        return None

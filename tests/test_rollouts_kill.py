@@ -1,0 +1,146 @@
+"""A process killed before it saves keeps its rollout requests: under ``gyreprof run``
+each recording process flushes its rollout record while it runs
+(``rollout_record``'s flusher), and the report reads the flushed record of a process
+that left no whole one, saying it was killed. Real ``gyreprof run`` subprocesses, a real
+httpx / requests client and SIGKILL, against the local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("requests")
+
+pytestmark = pytest.mark.stacks  # the HTTP clients come with the `stacks` extra
+
+from gyreprof.integrations._auto import rollout_record  # noqa: E402
+
+from helpers.llm_server import LLMServer  # noqa: E402
+from helpers.run_scripts.runhelp import (  # noqa: E402
+    check_format,
+    gyreprof_popen,
+    gyreprof_run,
+    printed,
+    script,
+)
+
+FIRST = 20
+
+
+def _flushed_requests(path: Path) -> int:
+    """The requests in a flushed record, or -1 while there is none (or half a one)."""
+    try:
+        record = rollout_record.read(path)
+    except (OSError, ValueError):
+        return -1
+    return len(record.spans) + sum(t.requests for t in record.folded.values())
+
+
+def test_sigkilled_client_keeps_its_flushed_requests(tmp_path: Path) -> None:
+    env = {rollout_record.ENV_FLUSH_S: "0.2"}
+    with LLMServer() as srv:
+        proc, out = gyreprof_popen(tmp_path, script("http_killed.py"), srv.url, str(FIRST), env=env)
+        try:
+            assert proc.stdout is not None
+            ready = proc.stdout.readline().split()
+            assert ready[:1] == ["READY"], proc.stderr.read() if proc.stderr else ""
+            pid, run_dir = int(ready[1]), Path(ready[2])
+            part = rollout_record.part_path(run_dir, pid)
+            # wait (on the condition, generously) for a flush that holds the first requests
+            deadline = time.monotonic() + 120
+            while _flushed_requests(part) < FIRST:
+                assert time.monotonic() < deadline, "no flush of the first requests"
+                time.sleep(0.05)
+            seen = _flushed_requests(part)
+            os.kill(pid, signal.SIGKILL)  # mid-run: it is sending more requests
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        answered = len(srv.log)
+    assert proc.returncode == 128 + signal.SIGKILL, err[-3000:]
+    data = json.loads(out.read_text())
+    check_format(data)
+    roll = data["rollouts"]
+    assert roll is not None, err[-3000:]
+    [ep] = roll["endpoints"]
+    # at least what the flush we saw held, at most what the server answered
+    assert seen <= ep["requests"] <= answered
+    assert ep["outcomes"]["ok"] == ep["requests"]
+    notes = data["notes"]
+    assert any("killed by SIGKILL" in n for n in notes), notes
+    assert any(n.startswith(f"pid {pid} was killed before it saved") for n in notes), notes
+
+
+def test_fork_child_leaving_by_os_exit_keeps_all_its_requests(tmp_path: Path) -> None:
+    n = 7
+    with LLMServer() as srv:
+        proc, data = gyreprof_run(tmp_path, script("http_fork_exit.py"), srv.url, str(n))
+        log = srv.wait_logged(n)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None
+    child = printed(proc.stdout, "CHILD")
+    [ep] = data["rollouts"]["endpoints"]
+    assert ep["requests"] == len(log) == n and ep["clients"] == ["requests"]
+    # it saved (the patched os._exit): its whole record, no note of a kill
+    assert not any(f"pid {child} was killed" in x for x in data["notes"])
+    by_pid = {p["pid"]: p for p in data["processes"]}
+    assert by_pid[child]["contributed"]
+
+
+def _record(pid: int, requests: int) -> rollout_record.RolloutRecord:
+    from gyreprof.analysis import rollouts as ar
+
+    row = ["http://127.0.0.1:9/v1/x", 1, 2, "ok", -1, -1, -1, 0, 1, [], 0, 0, False, None, 0, 1]
+    return rollout_record.RolloutRecord(
+        pid=pid,
+        fields=list(ar.SPAN_FIELDS),
+        spans=[[*row, "httpx"] for _ in range(requests)],
+    )
+
+
+def test_flushed_record_is_read_only_without_a_whole_one(tmp_path: Path) -> None:
+    from gyreprof.integrations._auto import records as rec
+
+    (tmp_path / f"11{rollout_record.PART_SUFFIX}").write_text(_record(11, 3).to_json())
+    (tmp_path / f"12{rollout_record.PART_SUFFIX}").write_text(_record(12, 2).to_json())
+    rec.rollouts_path(tmp_path, 12).write_text(_record(12, 5).to_json())  # it saved
+    (tmp_path / f"13{rollout_record.PART_SUFFIX}").write_text('{"format": "nope"}')
+    (tmp_path / f"x{rollout_record.PART_SUFFIX}").write_text(_record(14, 1).to_json())
+    notes: list[str] = []
+    got = rollout_record.flushed(tmp_path, notes)
+    assert [r.pid for r in got] == [11]
+    assert any(
+        n.startswith("pid 11 was killed before it saved") and "3 rollout" in n for n in notes
+    )
+    assert any(n.startswith(f"skipped 13{rollout_record.PART_SUFFIX}") for n in notes)
+    assert not any("pid 12" in n for n in notes)
+
+
+def test_flush_stops_once_the_process_saved(tmp_path: Path) -> None:
+    written: list[Path] = []
+
+    def write(path: Path, data: bytes) -> None:
+        written.append(path)
+
+    assert rollout_record.flush(tmp_path, 5, lambda: True, write) is False
+    assert written == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [("", rollout_record.FLUSH_S), ("0.5", 0.5), ("0", 0.0), ("x", rollout_record.FLUSH_S)],
+)
+def test_flush_interval_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, raw: str, want: float
+) -> None:
+    monkeypatch.setenv(rollout_record.ENV_FLUSH_S, raw)
+    assert rollout_record.flush_interval() == want
+    monkeypatch.setenv(rollout_record.ENV_FLUSH_S, "nan")
+    assert rollout_record.flush_interval() == rollout_record.FLUSH_S
