@@ -125,7 +125,9 @@ def _endpoint_row(e: Any) -> list[str]:
     retries = str(e.retries)
     if e.retries:
         retries += " (" + ", ".join(f"{v} after {k}" for k, v in e.retried.items()) + ")"
-    tokens = f"{e.prompt_tokens:,} / {e.completion_tokens:,}" if e.with_usage else "-"
+    tokens = "-"
+    if e.with_usage:
+        tokens = f"{e.prompt_tokens:,} / {e.completion_tokens:,} (usage of {e.with_usage})"
     tps = f"{e.tokens_per_s:,.0f}" if e.with_usage and e.tokens_per_s else "-"
     flight = "-"
     if e.in_flight_mean is not None:
@@ -153,8 +155,6 @@ def _endpoint_details(e: Any) -> list[str]:
             f"{e.streams} streams ({e.chunks} chunks): time to first token p50 / p90 "
             f"{_ms(e.ttft, 'p50', 'p90')}, inter-chunk p50 / p90 {_ms(e.inter_chunk, 'p50', 'p90')}"
         )
-    if e.with_usage:
-        out.append(f"tokens read from the usage of {e.with_usage} answers")
     if e.empty_fields:
         out.append(
             "empty answers read from: "

@@ -29,10 +29,10 @@ for probe in (
 mine = gp.Profiler(["load", "parse"])
 with httpx.Client(base_url=url) as client:
     for _ in range(n):
+        mine.begin()
         with mine.phase("load"):
             r = client.post("/v1/chat/completions", json={"max_tokens": 3})
         with mine.phase("parse"):
             r.json()
-        mine.step()
 print("probes", probes, flush=True)
 print("requests", n, flush=True)
