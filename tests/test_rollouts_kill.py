@@ -146,13 +146,17 @@ def test_flush_interval_from_the_environment(
     assert rollout_record.flush_interval() == rollout_record.FLUSH_S
 
 
-def test_record_json_is_the_serial_layout() -> None:
-    # the fast writer gives what the generic one does, and reads back row for row
+@pytest.mark.parametrize(
+    "n", [0, 1, rollout_record.ROWS_PER_BLOCK, rollout_record.ROWS_PER_BLOCK + 1]
+)
+def test_record_json_is_the_serial_layout(n: int) -> None:
+    # the block writer gives what the generic one does, at and across a block's edge,
+    # and reads back row for row
     import json
 
     from gyreprof._serial import dumps
 
-    r = _record(3, 4)
+    r = _record(3, n)
     r.gauges.append({"in_flight": float("nan"), "max_in_flight": 2.0})
     assert json.loads(r.to_json()) == json.loads(dumps(r))
     again = rollout_record.RolloutRecord.from_json(r.to_json())

@@ -6,8 +6,9 @@ wait ratio and the verdict whenever the phases allow; draw them.
 - two files (a sampler and a trainer profile, in either order): both tables, the wait
   report and the full verdict;
 - a ``gyreprof run --save DIR`` folder: the run's report again, the verdict included
-  (the text of ``gyreprof run``'s report, headed by the command line and its exit code;
-  ``--json`` its ``gyreprof.run/1`` layout).
+  (the text of ``gyreprof run``'s report, headed by the command line and its exit code,
+  its rollouts section included, from the folder's ``rollouts.json``; ``--json`` its
+  ``gyreprof.run/1`` layout).
 
 The advice is worded for this command (``gyreprof._advice``): for files, its options
 and the lines of the script that saved them; for a folder, the launcher's options.

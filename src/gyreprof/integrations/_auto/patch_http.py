@@ -783,7 +783,8 @@ def _start_recording() -> None:
         # would make a process ended by Ctrl-C exit 1 instead of by SIGINT
         from gyreprof.integrations._auto import rollout_record
 
-        rollout_record.start_flusher(st.run_dir)  # a process killed later keeps its requests
+        # a process killed later keeps its requests up to its last flush
+        rollout_record.start_flusher(st.run_dir, lambda: st._saved_pid)
         if getattr(st.tls, "t", None) is None:
             st.new_thread()
 
