@@ -11,6 +11,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,7 +130,7 @@ def test_flush_stops_once_the_process_saved(tmp_path: Path) -> None:
     def write(path: Path, data: bytes) -> None:
         written.append(path)
 
-    assert rollout_record.flush(tmp_path, 5, lambda: True, write) is False
+    assert rollout_record.flush(tmp_path, 5, lambda: True, write) is None
     assert written == []
 
 
@@ -162,3 +163,46 @@ def test_record_json_is_the_serial_layout(n: int) -> None:
     again = rollout_record.RolloutRecord.from_json(r.to_json())
     assert again.rows() == r.rows() and again.gauges[0]["max_in_flight"] == 2.0
     assert json.loads(r.to_json())["gauges"][0]["in_flight"] is None  # strict JSON
+
+
+def _log_rows(log: Any, start: int, n: int) -> None:
+    for i in range(start, start + n):
+        ep = f"http://127.0.0.1:9/v1/{'a' if i % 3 else 'b'}"
+        log.add((ep, i, i + 5, "ok", 1, 2, -1, 0, 1, (), 10, 3, False, None, 0, 1, "httpx"))
+
+
+def _comparable(text: str) -> dict[str, object]:
+    data = json.loads(text)
+    data.pop("gauges", None)  # a flush leaves the core's gauges out (read on their thread)
+    return data
+
+
+def test_flush_reuses_its_blocks_and_stays_exact_across_a_fold() -> None:
+    # the naive cache (by position) would repeat or lose rows once the log drops its
+    # oldest half; the flushed record must equal the whole record at every point
+    from gyreprof.integrations._auto import rollout_log as rl
+
+    log = rl.ThreadLog()
+    block = rollout_record.ROWS_PER_BLOCK
+    _log_rows(log, 0, 3 * block + 7)
+    text, cache = rollout_record.encode_flush([log], 42, {})
+    whole = rollout_record.from_logs([log], 42)
+    assert whole is not None and _comparable(text) == _comparable(whole.to_json())
+    assert len(cache) == 3
+    _log_rows(log, 3 * block + 7, block)
+    text2, cache2 = rollout_record.encode_flush([log], 42, cache)
+    assert (
+        sum(1 for k, v in cache2.items() if cache.get(k) is not None and cache[k][2] is v[2]) == 3
+    )
+    whole = rollout_record.from_logs([log], 42)
+    assert whole is not None and _comparable(text2) == _comparable(whole.to_json())
+    # past the cap: the oldest half is folded into totals, the rest kept whole
+    _log_rows(log, 4 * block + 7, rl.SPAN_CAP)
+    assert log.dropped > 0
+    text3, _ = rollout_record.encode_flush([log], 42, cache2)
+    whole = rollout_record.from_logs([log], 42)
+    assert whole is not None and _comparable(text3) == _comparable(whole.to_json())
+    record = rollout_record.RolloutRecord.from_json(text3)
+    total = len(record.rows()) + sum(t.requests for t in record.folded.values())
+    assert total == 4 * block + 7 + rl.SPAN_CAP
+    assert rollout_record.encode_flush([rl.ThreadLog()], 42, {})[0] == ""

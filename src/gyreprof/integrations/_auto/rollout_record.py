@@ -23,6 +23,7 @@ format ``gyreprof.rollouts/1``): ``gyreprof report DIR`` shows the same section.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -104,23 +105,16 @@ class RolloutRecord:
 
     def to_json(self) -> str:
         """The record as ``_serial`` writes it; the span rows (plain JSON values) go to
-        ``json`` by blocks of ``ROWS_PER_BLOCK``, not value by value: 5x faster for a
-        flush of 16k spans, and the GIL is free between blocks (the user's threads go on
-        while a flusher writes)."""
+        ``json`` by blocks of ``ROWS_PER_BLOCK``, not value by value: 5x faster for 16k
+        spans, and the GIL is free between blocks (the user's threads go on)."""
         import dataclasses
-        import json
 
-        from gyreprof._serial import encode
-
-        data = encode(dataclasses.replace(self, spans=[]))
-        del data["spans"]
-        head = json.dumps(data, separators=(",", ":"), allow_nan=False)
         rows = self.spans
         blocks = [
             json.dumps(rows[i : i + ROWS_PER_BLOCK], separators=(",", ":"), allow_nan=False)[1:-1]
             for i in range(0, len(rows), ROWS_PER_BLOCK)
         ]
-        return head[:-1] + ',"spans":[' + ",".join(blocks) + "]}"
+        return _with_blocks(dataclasses.replace(self, spans=[]), [b for b in blocks if b])
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RolloutRecord:
@@ -269,21 +263,78 @@ def start_flusher(run_dir: Path, saved_pid: Callable[[], int]) -> bool:
     return True
 
 
+#: a full block of span rows encoded by an earlier flush: (its first row, its last row,
+#: the rows as JSON without the brackets), by ``id`` of its first row
+BlockCache = dict[int, tuple[Any, Any, str]]
+
+
+def _span_blocks(logs: list[rl.ThreadLog], cache: BlockCache) -> tuple[list[str], BlockCache]:
+    """The span rows of ``logs`` as JSON blocks of ``ROWS_PER_BLOCK``, each full block
+    encoded once over the flushes: a thread log only appends, and drops its oldest rows
+    by a multiple of the block size, so its blocks stay aligned from its start; a cached
+    block is reused only if its first and last rows are the very ones found there. The
+    rows of a request whose body is read late (urllib, aiohttp) are as they were when
+    their block filled: a flushed record is the state of a recent moment, no more."""
+    out: list[str] = []
+    kept: BlockCache = {}
+    for log in logs:
+        rows = list(log.spans)  # one copy: the writer's appends and cuts are atomic
+        for i in range(0, len(rows), ROWS_PER_BLOCK):
+            block = rows[i : i + ROWS_PER_BLOCK]
+            first, last = block[0], block[-1]
+            hit = cache.get(id(first)) if len(block) == ROWS_PER_BLOCK else None
+            if hit is not None and hit[0] is first and hit[1] is last:
+                text = hit[2]
+            else:
+                text = json.dumps([rl.as_row(r) for r in block], separators=(",", ":"))[1:-1]
+            if len(block) == ROWS_PER_BLOCK:
+                kept[id(first)] = (first, last, text)
+            if text:
+                out.append(text)
+    return out, kept
+
+
+def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple[str, BlockCache]:
+    """The record of ``logs`` as JSON (``""`` when no request was made), its span rows
+    from the block cache, and the cache for the next flush."""
+    blocks, kept = _span_blocks(logs, cache)
+    folded: dict[str, ar.Totals] = {}
+    for log in logs:
+        for ep, t in list(log.folded.items()):
+            folded.setdefault(ep, ar.Totals()).add(t)
+    if not blocks and not folded:
+        return "", kept
+    head = RolloutRecord(pid=pid, fields=list(ar.SPAN_FIELDS), spans=[], folded=folded)
+    return _with_blocks(head, blocks), kept
+
+
+def _with_blocks(head: RolloutRecord, blocks: list[str]) -> str:
+    """``head`` (its spans empty) as JSON, with ``blocks`` as its span rows."""
+    from gyreprof._serial import encode
+
+    data = encode(head)
+    del data["spans"]
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return text[:-1] + ',"spans":[' + ",".join(blocks) + "]}"
+
+
 def flush(
     run_dir: Path,
     pid: int,
     saved: Callable[[], bool],
     write: Callable[[Path, bytes], None],
-) -> bool:
-    """Write this process's record as its flushed one; False once the process saved."""
+    cache: BlockCache | None = None,
+) -> BlockCache | None:
+    """Write this process's record as its flushed one; the block cache for the next
+    flush, or None once the process saved (no flush after that)."""
     logs = rl.logs()  # its lock is not taken under the flush lock (a save takes both)
     with _flush_lock:
         if saved():
-            return False
-        record = from_logs(logs, pid)
-        if record is not None:
-            write(part_path(run_dir, pid), record.to_json().encode())
-    return True
+            return None
+        text, kept = encode_flush(logs, pid, cache or {})
+        if text:
+            write(part_path(run_dir, pid), text.encode())
+    return kept
 
 
 def _flush_loop(
@@ -295,6 +346,7 @@ def _flush_loop(
 ) -> None:
     last = -1
     wait = interval
+    cache: BlockCache = {}
     while True:
         time.sleep(wait)
         if os.getpid() != pid:
@@ -304,9 +356,10 @@ def _flush_loop(
             if done == last:
                 continue  # nothing finished since the last flush
             cpu = time.thread_time()
-            if not flush(run_dir, pid, saved, write):
+            kept = flush(run_dir, pid, saved, write, cache)
+            if kept is None:
                 return
-            last = done
+            cache, last = kept, done
             wait = max(interval, (time.thread_time() - cpu) / FLUSH_SHARE)
         except Exception:  # noqa: BLE001, S112 - a full disk now may not be full later
             wait = max(wait, interval)
