@@ -186,7 +186,7 @@ def test_metadata_probes_are_no_rollout_endpoint_and_user_tables_in_markdown(
         log = srv.wait_logged(n)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert data is not None, proc.stderr[-4000:]
-    assert printed(proc.stdout, "probes") == 2 and len(log) == n
+    assert printed(proc.stdout, "probes") == 3 and len(log) == n
     roll = data["rollouts"]
     # the probes are made and recorded, yet never a rollout endpoint: one note names them
     assert [e["endpoint"] for e in roll["endpoints"]] == [
@@ -194,13 +194,14 @@ def test_metadata_probes_are_no_rollout_endpoint_and_user_tables_in_markdown(
     ]
     assert roll["endpoints"][0]["requests"] == n
     [note] = [x for x in roll["notes"] if "cloud metadata probe" in x]
-    assert note.startswith("2 cloud metadata probe(s)") and "metadata.google.internal" in note
+    assert note.startswith("3 cloud metadata probe(s)")
+    assert "metadata.google.internal" in note and "fe80::1" in note
     assert not any("metadata" in x for x in data["notes"] if x.startswith("rollouts:"))
     # the trainer's wait holds the n real requests only (the main thread is the trainer;
-    # with the probes in it, it would hold n + 2 waits)
+    # with the probes in it, it would hold n + 3 waits)
     assert data["trainer"]["phases"]["wait"]["count"] == n
     text = proc.stdout + proc.stderr
-    assert "metadata.google.internal:80" not in text
+    assert "metadata.google.internal:80" not in text and "fe80::1:9" not in text
 
     md = _report(str(save), "--markdown")
     assert md.returncode == 0, md.stderr[-3000:]
