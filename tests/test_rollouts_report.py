@@ -293,3 +293,19 @@ def test_probes_overlapping_a_batch_do_not_join_it() -> None:
     assert report is not None and [e.endpoint for e in report.endpoints] == [real]
     assert report.batch_count == 1 and report.endpoints[0].requests == 4
     assert ar.without_metadata_probes(kept, kept_folded)[2] is None
+
+
+def test_rollouts_markdown_escapes_names_and_tables_parse() -> None:
+    # an endpoint with a '|' and a backtick in its path must stay in its own cell
+    pytest.importorskip("markdown_it")
+    weird = "http://127.0.0.1:8000/v1/a|b`c"
+    spans = [_row(weird, 0, 5_000_000), _row(weird, 1_000, 9_000_000, outcome="5xx")]
+    report = ar.analyse(spans, {})
+    assert report is not None
+    md = report.to_markdown()
+    [(head, rows)] = _tables(md)
+    assert head == list(render_markdown.ROLLOUT_HEADERS)
+    [row] = rows
+    assert len(row) == len(head) and row[0] == weird
+    assert row[2] == "2" and row[4] == "ok 1, 5xx 1"
+    assert "- batches: 1 (busy periods" in md

@@ -286,6 +286,11 @@ class RolloutReport:
 
         return render_text.rollouts(self)
 
+    def to_markdown(self) -> str:
+        from gyreprof.render import markdown as render_markdown
+
+        return render_markdown.rollouts(self)
+
 
 # ------------------------------------------------------------------- analysis
 

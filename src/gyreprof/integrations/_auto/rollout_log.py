@@ -555,10 +555,19 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 probe_endpoints: set[str] = set()
 
 
+_metadata_hosts: dict[str, bool] = {}  # host -> is a metadata service's (hosts are few)
+
+
 def _metadata_host(host: str) -> bool:
+    known = _metadata_hosts.get(host)
+    if known is not None:
+        return known
     from gyreprof.analysis.rollouts import is_metadata_host
 
-    return is_metadata_host(host)
+    known = is_metadata_host(host)
+    if len(_metadata_hosts) < 4096:
+        _metadata_hosts[host] = known
+    return known
 
 
 def last_is_probe() -> bool:
