@@ -124,14 +124,33 @@ def test_flushed_record_is_read_only_without_a_whole_one(tmp_path: Path) -> None
     assert not any("pid 12" in n for n in notes)
 
 
-def test_flush_stops_once_the_process_saved(tmp_path: Path) -> None:
+def test_flush_stops_once_the_process_saved_or_the_run_is_over(tmp_path: Path) -> None:
+    from gyreprof.integrations._auto import rollout_log as rl
+
     written: list[Path] = []
 
     def write(path: Path, data: bytes) -> None:
         written.append(path)
 
+    _log_rows(rl.thread_log(), 0, 3)  # this thread's log: something to flush
+    assert rollout_record.flush(tmp_path, 5, lambda: False, write) is not None
+    assert written == [rollout_record.part_path(tmp_path, 5)]
     assert rollout_record.flush(tmp_path, 5, lambda: True, write) is None
-    assert written == []
+    gone = tmp_path / "removed-run"  # the launcher removed the run's folder
+    assert rollout_record.flush(gone, 5, lambda: False, write) is None
+    assert not gone.exists() and len(written) == 1
+
+
+def test_flushed_record_of_a_live_process_says_it_still_runs(tmp_path: Path) -> None:
+    me = os.getpid()
+    (tmp_path / f"{me}{rollout_record.PART_SUFFIX}").write_text(_record(me, 2).to_json())
+    notes: list[str] = []
+    assert len(rollout_record.flushed(tmp_path, notes)) == 1
+    assert notes == [
+        f"pid {me} had not saved when the run was collected (it still runs): its 2 rollout "
+        f"request(s) are those of its last flush (every {rollout_record.flush_interval():g} s "
+        "or so), not the ones after it"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -329,7 +329,7 @@ def flush(
     flush, or None once the process saved (no flush after that)."""
     logs = rl.logs()  # its lock is not taken under the flush lock (a save takes both)
     with _flush_lock:
-        if saved():
+        if saved() or not run_dir.is_dir():  # the run is over: its folder is not remade
             return None
         text, kept = encode_flush(logs, pid, cache or {})
         if text:
@@ -383,12 +383,24 @@ def flushed(run_dir: Path, notes: list[str]) -> list[RolloutRecord]:
             continue
         out.append(record)
         n = len(record.spans) + sum(t.requests for t in record.folded.values())
+        how = "was killed before it saved (or its save failed)"
+        if _alive(int(key)):
+            how = "had not saved when the run was collected (it still runs)"
         notes.append(
-            f"pid {key} was killed before it saved (or its save failed): its {n} rollout "
-            f"request(s) are those of its last flush (every {flush_interval():g} s or so), "
-            "not the ones after it"
+            f"pid {key} {how}: its {n} rollout request(s) are those of its last flush "
+            f"(every {flush_interval():g} s or so), not the ones after it"
         )
     return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):
+        return True  # another user's process (EPERM): it exists
+    return True
 
 
 def _after_fork_in_child() -> None:
