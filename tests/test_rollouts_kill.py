@@ -225,3 +225,22 @@ def test_flush_reuses_its_blocks_and_stays_exact_across_a_fold() -> None:
     total = len(record.rows()) + sum(t.requests for t in record.folded.values())
     assert total == 4 * block + 7 + rl.SPAN_CAP
     assert rollout_record.encode_flush([rl.ThreadLog()], 42, {})[0] == ""
+
+
+def test_sigkilled_child_client_keeps_its_flushed_requests(tmp_path: Path) -> None:
+    # the command itself ends well: only its child, the rollout client, was killed
+    env = {rollout_record.ENV_FLUSH_S: "0.2"}
+    with LLMServer() as srv:
+        proc, data = gyreprof_run(
+            tmp_path, script("http_child_killed.py"), srv.url, str(FIRST), env=env
+        )
+        answered = len(srv.log)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert data is not None, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("KILLED "))
+    pid, seen = (int(x) for x in line.split()[1:3])
+    [ep] = data["rollouts"]["endpoints"]
+    assert FIRST <= seen <= ep["requests"] <= answered
+    assert any(n.startswith(f"pid {pid} was killed before it saved") for n in data["notes"])
+    by_pid = {p["pid"]: p for p in data["processes"]}
+    assert by_pid[pid]["contributed"] and by_pid[pid]["source"] == "live segment"
