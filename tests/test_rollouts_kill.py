@@ -244,3 +244,23 @@ def test_sigkilled_child_client_keeps_its_flushed_requests(tmp_path: Path) -> No
     assert any(n.startswith(f"pid {pid} was killed before it saved") for n in data["notes"])
     by_pid = {p["pid"]: p for p in data["processes"]}
     assert by_pid[pid]["contributed"] and by_pid[pid]["source"] == "live segment"
+
+
+def test_a_zombie_is_not_said_to_run() -> None:
+    # killed and not yet reaped: kill(pid, 0) still finds it, /proc says it is a zombie
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        assert rollout_record._alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while rollout_record._alive(child.pid):  # until the kernel has made it a zombie
+            assert time.monotonic() < deadline, "a SIGKILLed child still runs"
+            time.sleep(0.01)
+        assert child.poll() is not None or not rollout_record._alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert not rollout_record._alive(child.pid)

@@ -394,13 +394,20 @@ def flushed(run_dir: Path, notes: list[str]) -> list[RolloutRecord]:
 
 
 def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, killed and not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (OSError, OverflowError):
-        return True  # another user's process (EPERM): it exists
-    return True
+        pass  # another user's process (EPERM): it exists
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read(4096)
+    except OSError:
+        return True  # no /proc (macOS): as kill said
+    state = stat_line.rpartition(b")")[2].split()[:1]
+    return state not in ([b"Z"], [b"X"])
 
 
 def _after_fork_in_child() -> None:
