@@ -88,7 +88,9 @@ def test_generate_and_updates_are_counted(which: str, request: pytest.FixtureReq
     assert [p["role"] for p in rep["processes"]] == ["main"]
 
 
-def test_wait_ratio_matches_the_script_clock(gen_slow: ProfiledRun, update_slow: ProfiledRun) -> None:
+def test_wait_ratio_matches_the_script_clock(
+    gen_slow: ProfiledRun, update_slow: ProfiledRun
+) -> None:
     for run in (gen_slow, update_slow):
         assert run.report["wait"] is not None
         assert abs(run.report["wait"]["ratio"] - run.own["wait_ratio"]) <= 0.1, run.own
@@ -121,7 +123,9 @@ def test_judge_requests_against_the_server_log(which: str, request: pytest.Fixtu
     # one request at a time, from the training thread: no batch
     assert ep["batches"] == 0 and ep["in_flight_max"] == 1
     assert "rollout requests" in run.own["text"]
-    assert any(n.startswith("rollouts: the trainer waits on generation") for n in run.report["notes"])
+    assert any(
+        n.startswith("rollouts: the trainer waits on generation") for n in run.report["notes"]
+    )
 
 
 # ------------------------------------------------------------------ the argument

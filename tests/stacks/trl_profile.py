@@ -27,6 +27,8 @@ from typing import Any
 
 from trl_grpo import WORDS, reward_len, tokenizer  # sets the offline environment first
 
+# isort: split
+
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402

@@ -245,6 +245,8 @@ class EndpointReport:
     #: what the endpoint is to a trainer when its route is a known one (``route_role``):
     #: ``"generation"``, ``"weight sync"``, ``"control"``; None for any other route
     role: str | None = None
+    #: the sum of its kept requests' latencies (ms): the time callers spent blocked on it
+    total_ms: float = 0.0
 
     @property
     def failures(self) -> int:
@@ -455,6 +457,7 @@ def _endpoint(
         processes=len({s.pid for s in spans}),
         concurrency=concurrency_series(spans),
         role=route_role(name),
+        total_ms=sum(s.end - s.start for s in spans) / 1e6,
     )
 
 
@@ -567,3 +570,28 @@ def route_role(endpoint: str) -> str | None:
             if path.endswith(route):
                 return TRL_ROUTES[route]
     return role
+
+
+def generation_endpoints(endpoints: list[EndpointReport]) -> list[EndpointReport]:
+    """The endpoints a trainer waits on for generation: all but the known weight-sync and
+    control routes (all of them when that leaves none)."""
+    kept = [e for e in endpoints if e.role not in ("weight sync", "control")]
+    return kept or list(endpoints)
+
+
+def weight_sync_words(report: RolloutReport) -> str | None:
+    """ "weight sync: 28 requests to 4 endpoints, 322 ms in all (the slowest route
+    /update_weights, p50 7.5 ms)", or None without weight-sync requests."""
+    sync = [e for e in report.endpoints if e.role == "weight sync"]
+    n = sum(e.requests for e in sync)
+    if not n:
+        return None
+    total = sum(e.total_ms for e in sync)
+    worst = max(sync, key=lambda e: e.total_ms)
+    route = worst.endpoint.partition("://")[2]
+    route = route[route.find("/") :] if "/" in route else route
+    p50 = "-" if worst.latency.p50 is None else f"{worst.latency.p50:.1f} ms"
+    return (
+        f"weight sync: {n} requests to {len(sync)} endpoint(s), {total:.0f} ms in all (the "
+        f"slowest route {route}, p50 {p50})"
+    )
