@@ -242,6 +242,11 @@ class EndpointReport:
     #: requests in flight over time: ``[t_s, most in flight]`` per bucket of the
     #: endpoint's active time (``SERIES_POINTS`` buckets at most; t from its first start)
     concurrency: list[list[float]] = field(default_factory=list)
+    #: what the endpoint is to a trainer when its route is a known one (``route_role``):
+    #: ``"generation"``, ``"weight sync"``, ``"control"``; None for any other route
+    role: str | None = None
+    #: the sum of its kept requests' latencies (ms): the time callers spent blocked on it
+    total_ms: float = 0.0
 
     @property
     def failures(self) -> int:
@@ -456,6 +461,8 @@ def _endpoint(
         batches=batches,
         processes=len({s.pid for s in spans}),
         concurrency=concurrency_series(spans),
+        role=route_role(name),
+        total_ms=sum(s.end - s.start for s in spans) / 1e6,
     )
 
 
@@ -595,3 +602,77 @@ def without_metadata_probes(
         "(Ray does at start-up), not a rollout service"
     )
     return kept, kept_folded, note
+# ------------------------------------------------------------- known server routes
+
+#: the routes of the generation servers TRL trains against, by what they are to the
+#: trainer. TRL 1.16's ``VLLMClient`` talks to ``vllm serve`` (``trl vllm-serve`` now
+#: only starts it, with ``VLLM_SERVER_DEV_MODE=1``): generation through the OpenAI routes
+#: and ``/inference/v1/generate``; the weight sync through the dev-mode routes of vLLM's
+#: weight-transfer engine, the prefix-cache reset after each sync included. The routes of
+#: the earlier ``trl vllm-serve`` script (TRL < 1.0: ``/generate/``,
+#: ``/init_communicator/``, ``/update_named_param/``, ...) are named too.
+TRL_ROUTES: dict[str, str] = {
+    "/v1/completions": "generation",
+    "/v1/chat/completions": "generation",
+    "/inference/v1/generate": "generation",
+    "/v1/chat/completions/render": "generation",
+    "/generate": "generation",
+    "/chat": "generation",
+    "/init_weight_transfer_engine": "weight sync",
+    "/start_weight_update": "weight sync",
+    "/update_weights": "weight sync",
+    "/finish_weight_update": "weight sync",
+    "/reset_prefix_cache": "weight sync",
+    "/init_communicator": "weight sync",
+    "/update_named_param": "weight sync",
+    "/batch_update_named_params": "weight sync",
+    "/close_communicator": "weight sync",
+    "/health": "control",
+    "/v1/models": "control",
+    "/server_info": "control",
+    "/get_world_size": "control",
+}
+
+
+def route_role(endpoint: str) -> str | None:
+    """The role of ``endpoint`` (``scheme://host:port/path``, as the request log names it)
+    when its path is one of ``TRL_ROUTES`` or ends with one (a trailing ``/`` ignored),
+    else None."""
+    scheme, sep, rest = endpoint.partition("://")
+    if not sep:
+        return None
+    slash = rest.find("/")
+    path = rest[slash:] if slash >= 0 else "/"
+    if len(path) > 1:
+        path = path.rstrip("/")
+    role = TRL_ROUTES.get(path)
+    if role is None:  # a server behind a path prefix (``http://host/vllm/v1/completions``)
+        for route in sorted(TRL_ROUTES, key=len, reverse=True):
+            if path.endswith(route):
+                return TRL_ROUTES[route]
+    return role
+
+
+def generation_endpoints(endpoints: list[EndpointReport]) -> list[EndpointReport]:
+    """The endpoints a trainer waits on for generation: all but the known weight-sync and
+    control routes (all of them when that leaves none)."""
+    kept = [e for e in endpoints if e.role not in ("weight sync", "control")]
+    return kept or list(endpoints)
+
+
+def weight_sync_words(report: RolloutReport) -> str | None:
+    """ "weight sync: 28 requests to 4 endpoints, 322 ms in all (the slowest route
+    /update_weights, p50 7.5 ms)", or None without weight-sync requests."""
+    sync = [e for e in report.endpoints if e.role == "weight sync"]
+    n = sum(e.requests for e in sync)
+    if not n:
+        return None
+    total = sum(e.total_ms for e in sync)
+    worst = max(sync, key=lambda e: e.total_ms)
+    route = worst.endpoint.partition("://")[2]
+    route = route[route.find("/") :] if "/" in route else route
+    p50 = "-" if worst.latency.p50 is None else f"{worst.latency.p50:.1f} ms"
+    return (
+        f"weight sync: {n} requests to {len(sync)} endpoint(s), {total:.0f} ms in all (the "
+        f"slowest route {route}, p50 {p50})"
+    )

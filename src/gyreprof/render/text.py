@@ -529,7 +529,10 @@ def rollouts(r: RolloutReport) -> str:
 
     lines = [f"rollout requests ({r.requests} over {len(r.endpoints)} endpoint(s)):"]
     for e in r.endpoints:
-        lines.append(f"  {safe_name(e.endpoint)}  [{', '.join(safe_name(c) for c in e.clients)}]")
+        role = f"  ({e.role})" if e.role else ""  # a known server route's role
+        lines.append(
+            f"  {safe_name(e.endpoint)}  [{', '.join(safe_name(c) for c in e.clients)}]{role}"
+        )
         outcomes = ", ".join(f"{k} {v}" for k, v in e.outcomes.items() if v)
         lines.append(f"    requests {e.requests}, attempts {e.attempts}: {outcomes or '-'}")
         if e.retries:

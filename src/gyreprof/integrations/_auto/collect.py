@@ -822,7 +822,10 @@ def _rollout_wait_line(report: RunReport) -> str | None:
     roll, wait, verdict = report.rollouts, report.wait, report.verdict
     if roll is None or wait is None or not roll.endpoints:
         return None
-    ep = max(roll.endpoints, key=lambda e: e.requests * (e.latency.p50 or 0.0))
+    from gyreprof.analysis.rollouts import generation_endpoints, weight_sync_words
+
+    eps = generation_endpoints(roll.endpoints)  # not a weight sync or a health check
+    ep = max(eps, key=lambda e: e.requests * (e.latency.p50 or 0.0))
     words = (
         f"rollouts: the trainer waits on generation from {ep.endpoint} ({ep.requests} "
         f"requests, p50 {_ms(ep.latency.p50)}, p99 {_ms(ep.latency.p99)}): waiting is "
@@ -838,7 +841,8 @@ def _rollout_wait_line(report: RunReport) -> str | None:
     ceiling = (verdict.ceilings or {}).get("sampler_2x") if verdict is not None else None
     if ceiling is not None:
         words += f"; generation twice as fast makes a step up to {ceiling:.2f}x as fast"
-    return words
+    sync = weight_sync_words(roll)
+    return words if sync is None else f"{words}; {sync}"
 
 
 def _ms(ms: float | None) -> str:

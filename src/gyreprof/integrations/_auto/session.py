@@ -59,9 +59,14 @@ class Session:
             sampler=collect._merge([sampler]),
             trainer=collect._merge([trainer]),
             python_processes=1,
+            rollouts=self._rollouts(),
         )
         collect._judge(report, [entry])
         return report
+
+    def _rollouts(self) -> Any:
+        """The session's HTTP rollout report (a session that records requests gives it)."""
+        return None
 
     def close(self) -> None:
         """End the profiled span: later calls no longer reach this session's numbers."""
