@@ -602,6 +602,8 @@ def without_metadata_probes(
         "(Ray does at start-up), not a rollout service"
     )
     return kept, kept_folded, note
+
+
 # ------------------------------------------------------------- known server routes
 
 #: the routes of the generation servers TRL trains against, by what they are to the
