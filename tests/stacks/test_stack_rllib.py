@@ -1,7 +1,7 @@
 """RLlib PPO (new API stack, 2 env runners, CartPole) under ``gyreprof run``, against
 the script's own clocks (``rllib_ppo.py``): once with the env slowed (a sleep in a
 gymnasium wrapper: sampling dominates an iteration) and once with the update slowed
-(a wider model, 30 SGD epochs: the learner dominates), each with the learner in the
+(a wider model, 15-30 SGD epochs: the learner dominates), each with the learner in the
 driver (``num_learners=0``) and in a learner actor of its own (``num_learners=1``,
 the ``*_remote`` runs: the driver waits on the actor's update, which is compute done
 remotely, never a wait for data).
@@ -49,7 +49,8 @@ def env_slow(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
 @pytest.fixture(scope="module")
 def train_slow(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
     tmp = tmp_path_factory.mktemp("rllib_train_slow")
-    return StackRun(tmp, "rllib_ppo.py", "train", str(TRAIN_ITERS), "0", "30")
+    # 15 epochs: the driver's own torch threads share the machine with the runners
+    return StackRun(tmp, "rllib_ppo.py", "train", str(TRAIN_ITERS), "0", "15")
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +138,8 @@ def test_remote_learner_is_named_not_the_trainer(name: str, request: pytest.Fixt
     # note, and the run's trainer (the driver's training thread) has none of them
     (snap,) = run.save.glob(f"rllib_learner-{learner}.trainer.snap")
     steps = int(gp.Snapshot.from_bytes(snap.read_bytes()).counters["optim_steps"])
-    # at least one minibatch per epoch of each update: 30 epochs (train), 1 (env)
-    per_update = 30 if run.own["mode"] == "train" else 1
-    assert steps >= per_update * run.own["updates"]
+    # at least one minibatch per epoch of each update
+    assert steps >= run.own["epochs"] * run.own["updates"]
     assert f"ran {steps} optimizer steps" in line
     assert run.data["trainer"]["counters"].get("optim_steps", 0) == 0
 
