@@ -140,7 +140,7 @@ def test_remote_learner_is_named_not_the_trainer(name: str, request: pytest.Fixt
     steps = int(gp.Snapshot.from_bytes(snap.read_bytes()).counters["optim_steps"])
     # at least one minibatch per epoch of each update
     assert steps >= run.own["epochs"] * run.own["updates"]
-    assert f"ran {steps} optimizer steps" in line
+    assert f"it ran {steps} optimizer steps in the update" in line
     assert run.data["trainer"]["counters"].get("optim_steps", 0) == 0
 
 
@@ -241,5 +241,5 @@ def test_a_learner_actor_with_steps_is_not_the_trainer(tmp_path: Path) -> None:
     assert report.trainer.summary().steps == 3
     assert report.wait.ratio == pytest.approx(0.25, abs=0.01)
     (line,) = [n for n in report.notes if n.startswith("RLlib: the learner updates in")]
-    assert "rllib_learner 202" in line and "ran 30 optimizer steps" in line
+    assert "rllib_learner 202" in line and "it ran 30 optimizer steps" in line
     assert "the driver (main 101)" in line

@@ -259,10 +259,11 @@ def _learner_notes(entries: Sequence[Any]) -> list[str]:
     pids = ", ".join(str(e.pid) for e in learners)
     driver = next((e.pid for e in entries if e.role == "main"), None)
     by = f"the driver (main {driver})" if driver is not None else "the driver"
-    counted = f" ran {steps} optimizer steps: the" if steps else ": their"
+    who = ("they", "workers") if n != 1 else ("it", "a worker")
+    did = f"{who[0]} ran {steps} optimizer steps in" if steps else f"{who[0]} ran"
     return [
         f"RLlib: the learner updates in {n} learner actor{'s' if n != 1 else ''} "
-        f"({LEARNER} {pids}; num_learners={n}), a worker, not the trainer: it{counted} "
+        f"({LEARNER} {pids}; num_learners={n}), {who[1]}, not the trainer: {did} the "
         f"update that {by} waits on in learner_group.update, counted as the driver's "
         "compute (the trainer's wait is its sampling)"
     ]
