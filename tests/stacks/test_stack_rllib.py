@@ -1,7 +1,7 @@
 """RLlib PPO (new API stack, 2 env runners, CartPole) under ``gyreprof run``, against
 the script's own clocks (``rllib_ppo.py``): once with the env slowed (a sleep in a
 gymnasium wrapper: sampling dominates an iteration) and once with the update slowed
-(a wider model, 15-30 SGD epochs: the learner dominates), each with the learner in the
+(a wider model, 10-30 SGD epochs: the learner dominates), each with the learner in the
 driver (``num_learners=0``) and in a learner actor of its own (``num_learners=1``,
 the ``*_remote`` runs: the driver waits on the actor's update, which is compute done
 remotely, never a wait for data).
@@ -49,8 +49,8 @@ def env_slow(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
 @pytest.fixture(scope="module")
 def train_slow(tmp_path_factory: pytest.TempPathFactory) -> StackRun:
     tmp = tmp_path_factory.mktemp("rllib_train_slow")
-    # 15 epochs: the driver's own torch threads share the machine with the runners
-    return StackRun(tmp, "rllib_ppo.py", "train", str(TRAIN_ITERS), "0", "15")
+    # 10 epochs: the driver's own torch threads share the 2 cores with the runners
+    return StackRun(tmp, "rllib_ppo.py", "train", str(TRAIN_ITERS), "0", "10")
 
 
 @pytest.fixture(scope="module")
