@@ -156,6 +156,8 @@ def main() -> int:
         "stack": "rllib_ppo",
         "mode": mode,
         "iters": iters,
+        "epochs": epochs,
+        "learners": learners,
         "driver_pid": os.getpid(),
         "learner_pids": learner_pids,
         "wall_s": wall,

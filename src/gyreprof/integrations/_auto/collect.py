@@ -724,8 +724,13 @@ def _declared_loop(report: RunReport) -> dict[str, Any]:
 def _trains(e: ProcessEntry) -> bool:
     """The process ran a training thread: its trainer snapshot holds steps (the automatic
     trainer closes one per collect block), or a trainer marked by hand stands for it
-    (``wait`` and ``compute`` timed, with or without steps marked)."""
+    (``wait`` and ``compute`` timed, with or without steps marked). A framework's worker
+    role (an RLlib learner actor, whose optimizer steps the driver waits on) never is."""
     if e.trainer is None:
+        return False
+    from gyreprof.integrations._auto.patch_rllib import WORKER_ROLES
+
+    if e.role in WORKER_ROLES:  # an RLlib learner actor: a worker the driver waits on
         return False
     s = e.trainer.summary()
     if s.steps > 0:

@@ -8,10 +8,20 @@
   request while the learner updates and the weights sync), so runners idling
   are reported as idle, not as time nobody timed.
 - A ``Learner`` built outside the main process is a learner actor: role
-  ``rllib_learner``. Built in the main process (``num_learners=0``) it updates
-  in the driver, and a note says so.
+  ``rllib_learner``, a worker, never the trainer (``WORKER_ROLES``; its
+  optimizer steps are counted and named in a note). Built in the main process
+  (``num_learners=0``) it updates in the driver, and a note says so.
 - The ``Algorithm`` built in the main process makes it the Ray driver (a note
   names it); built elsewhere (a Tune trial actor), role ``rllib_algorithm``.
+
+**The trainer is the driver's training thread**, read from its timeline as
+everywhere, with RLlib's calls naming the parts of an iteration
+(``Algorithm.step``): its ``synchronous_parallel_sample`` is the wait (the env
+runners sampling), ``LearnerGroup.update`` is the update (an update signal at
+its start, whether the learner runs in the driver or in learner actors: the
+driver's wait for a remote update is compute done remotely), and every other
+blocking wait inside the step (the weight sync, the metrics) is muted: part of
+the step's compute, as the driver's own clock around ``training_step`` reads.
 
 Each of these processes is listed in the run even when it records nothing of
 its own (its profilers are created when it takes its role). Roles are taken
@@ -21,6 +31,7 @@ only under ``gyreprof run``; nothing here runs on RLlib's hot path.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -31,6 +42,9 @@ from gyreprof.integrations._auto import state as st
 ENV_RUNNER = "rllib_env_runner"
 LEARNER = "rllib_learner"
 ALGORITHM = "rllib_algorithm"
+#: the roles of RLlib's worker actors: never the run's trainer (collect), whatever their
+#: threads record (a learner actor's optimizer steps are the driver's compute, remotely)
+WORKER_ROLES = frozenset({ENV_RUNNER, LEARNER})
 
 # the versions whose EnvRunner / Learner / Algorithm classes this module knows
 versions.KNOWN.setdefault("ray", ((2, 9), (3, 0)))
@@ -102,27 +116,91 @@ def _ray_version() -> object:
     return getattr(sys.modules.get("ray"), "__version__", None)
 
 
+class _Driving(threading.local):
+    """Per thread: the ``Algorithm.step`` it is inside (0: none) and the waits of the
+    thread muted for it (``ThreadState.in_wait`` as it was before)."""
+
+    depth = 0
+    muted: st.ThreadState | None = None
+
+
+_driving = _Driving()
+
+
+def _step(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``Algorithm.step``: one training iteration, on the thread that drives training
+    (the Ray driver's main thread, or a Tune trial actor's). Inside it only the sampling
+    (``synchronous_parallel_sample``) is the trainer's wait: every other blocking wait
+    of the thread (the ``ray.get`` of a remote learner's update, of the weight sync, of
+    the metrics) is muted, part of the iteration's compute, as the driver's own clock
+    around ``training_step`` counts it. The thread gets its profilers here (a trial
+    actor's thread is no default trainer: it trains from its first learner update)."""
+
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if st.run_dir is None or _driving.depth:  # a subclass's step calling super().step
+            return original(self, *args, **kwargs)
+        t = st.thread_state()
+        if t.framework:
+            return original(self, *args, **kwargs)
+        _driving.depth, _driving.muted = 1, t
+        nested, t.in_wait = t.in_wait, True  # waiting_thread() is None: waits pass through
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            t.in_wait = nested
+            _driving.depth, _driving.muted = 0, None
+
+    return step
+
+
+def _muted_here() -> st.ThreadState | None:
+    """The calling thread's state when it is inside ``Algorithm.step`` (waits muted)."""
+    return _driving.muted if _driving.depth else None
+
+
 def _sync_sample(original: Callable[..., Any]) -> Callable[..., Any]:
     """``synchronous_parallel_sample``: the driver asks its env runners for samples and
-    waits for them. On a thread whose waits count (``state.waiting_thread``: the one
-    that updates) the call is one data wait of kind ``own``: the runners sample only on
-    request, and idle while the learner updates, so the loop is synchronous (the
-    ``ray.get`` / ``ray.wait`` inside it, which alone read as data made elsewhere, are
-    part of it)."""
+    waits for them. Inside ``Algorithm.step`` (see :func:`_step`), and elsewhere on a
+    thread whose waits count (``state.waiting_thread``: the one that updates), the call
+    is one data wait of kind ``own``: the runners sample only on request, and idle while
+    the learner updates, so the loop is synchronous (the ``ray.get`` / ``ray.wait``
+    inside it, which alone read as data made elsewhere, are part of it)."""
 
     def synchronous_parallel_sample(*args: Any, **kwargs: Any) -> Any:
-        t = st.waiting_thread()
+        t = _muted_here() or st.waiting_thread()
         if t is None:
             return original(*args, **kwargs)
-        t.in_wait = True
+        nested, t.in_wait = t.in_wait, True
         start = t.now()
         try:
             return original(*args, **kwargs)
         finally:
-            t.in_wait = False
+            t.in_wait = nested
             st.data_wait(t, start, t.now(), "own")
 
     return hooks.mark(synchronous_parallel_sample, original)
+
+
+def _learner_update(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``LearnerGroup.update`` on the driver: the learner's update, the trainer's compute
+    (an update signal at its start: the sampling before it is the collect block). With
+    learner actors (``num_learners>=1``) the driver sends the batch and waits for their
+    results: that wait is the update done remotely, compute, never a data wait; with
+    ``num_learners=0`` the optimizer steps inside signal as well (changing nothing)."""
+
+    def update(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if st.run_dir is None:
+            return original(self, *args, **kwargs)
+        t = st.thread_state()
+        st.update_signal(t, t.now())
+        nested, t.in_wait = t.in_wait, True
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            t.in_wait = nested
+            st.update_end(t, t.now())
+
+    return update
 
 
 def _patch_rollout_ops(mod: ModuleType) -> None:
@@ -133,24 +211,67 @@ def _patch_rollout_ops(mod: ModuleType) -> None:
         setattr(mod, "synchronous_parallel_sample", _sync_sample(fn))  # noqa: B010
 
 
+def _patch_algorithm(mod: ModuleType) -> None:
+    _patch(mod, "Algorithm", ALGORITHM)
+    cls = getattr(mod, "Algorithm", None)
+    if isinstance(cls, type) and versions.check("ray", _ray_version()) is None:
+        hooks.patch_methods(cls, ("step",), _step)
+
+
+def _patch_learner_group(mod: ModuleType) -> None:
+    cls = getattr(mod, "LearnerGroup", None)
+    if isinstance(cls, type) and versions.check("ray", _ray_version()) is None:
+        hooks.patch_methods(cls, ("update",), _learner_update)
+
+
 def register() -> None:
     hooks.when_imported("ray.rllib.execution.rollout_ops", _patch_rollout_ops)
     hooks.when_imported("ray.rllib.env.env_runner", lambda m: _patch(m, "EnvRunner", ENV_RUNNER))
     hooks.when_imported("ray.rllib.core.learner.learner", lambda m: _patch(m, "Learner", LEARNER))
-    hooks.when_imported(
-        "ray.rllib.algorithms.algorithm", lambda m: _patch(m, "Algorithm", ALGORITHM)
-    )
+    hooks.when_imported("ray.rllib.algorithms.algorithm", _patch_algorithm)
+    hooks.when_imported("ray.rllib.core.learner.learner_group", _patch_learner_group)
 
 
 # ------------------------------------------------------------------ the report's lines
 
 _ENV_STEPPING = ("env_step", "env_reset")
+OPTIM_STEPS = st.OPTIM_STEPS
 
 
 def role_notes(entries: Sequence[Any]) -> list[str]:
-    """The report's line on the RLlib env runners among ``entries`` (collect's
-    ``ProcessEntry``s): how much of their wall time they stepped envs and how much they
-    were idle. Empty when no env runner contributed env steps."""
+    """The report's lines on the RLlib actors among ``entries`` (collect's
+    ``ProcessEntry``s): the env runners' env stepping and idle shares, and the learner
+    actors (workers, not the trainer)."""
+    return _runner_notes(entries) + _learner_notes(entries)
+
+
+def _learner_notes(entries: Sequence[Any]) -> list[str]:
+    """The learner actors (``num_learners>=1``): named as workers the driver waits on,
+    with the optimizer steps they counted. Empty without one."""
+    learners = [e for e in entries if e.role == LEARNER]
+    if not learners:
+        return []
+    steps = 0
+    for e in learners:
+        if e.trainer is not None:
+            steps += int(e.trainer.counters.get(OPTIM_STEPS, 0))
+    n = len(learners)
+    pids = ", ".join(str(e.pid) for e in learners)
+    driver = next((e.pid for e in entries if e.role == "main"), None)
+    by = f"the driver (main {driver})" if driver is not None else "the driver"
+    who = ("they", "workers") if n != 1 else ("it", "a worker")
+    did = f"{who[0]} ran {steps} optimizer steps in" if steps else f"{who[0]} ran"
+    return [
+        f"RLlib: the learner updates in {n} learner actor{'s' if n != 1 else ''} "
+        f"({LEARNER} {pids}; num_learners={n}), {who[1]}, not the trainer: {did} the "
+        f"update that {by} waits on in learner_group.update, counted as the driver's "
+        "compute (the trainer's wait is its sampling)"
+    ]
+
+
+def _runner_notes(entries: Sequence[Any]) -> list[str]:
+    """The line on the env runners: how much of their wall time they stepped envs and
+    how much they were idle. Empty when no env runner contributed env steps."""
     runners = []
     for e in entries:
         if e.role != ENV_RUNNER or not e.contributed or e.sampler is None:
@@ -175,4 +296,4 @@ def role_notes(entries: Sequence[Any]) -> list[str]:
     ]
 
 
-__all__ = ["ALGORITHM", "ENV_RUNNER", "LEARNER", "register", "role_notes"]
+__all__ = ["ALGORITHM", "ENV_RUNNER", "LEARNER", "WORKER_ROLES", "register", "role_notes"]
