@@ -48,7 +48,11 @@ def test_a_wait_near_half_is_balanced_on_every_rerun() -> None:
         assert v.band is not None and BAND_MIN <= v.band
         assert abs((v.wait_ratio or 0.0) - 0.5) <= v.band
         assert set(v.ceilings) == {"sampler_2x", "trainer_2x"}
-        assert v.ceilings["sampler_2x"] == pytest.approx(v.ceilings["trainer_2x"], rel=0.1)
+        # both ceilings come from one measured wait share, which moves within the band
+        # (under load the spins overshoot: 0.57 was seen), not from 0.5 itself
+        share = 2.0 * (1.0 - 1.0 / v.ceilings["sampler_2x"])
+        assert abs(share - 0.5) <= v.band
+        assert v.ceilings["trainer_2x"] == pytest.approx(1.0 / (1.0 - (1.0 - share) / 2.0))
         text = str(v)
         assert text.startswith("verdict: balanced: the wait is within the noise")
         assert "2x faster sampler gives at most" in text and "2x faster trainer" in text
