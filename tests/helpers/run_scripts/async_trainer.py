@@ -1,0 +1,222 @@
+"""An asyncio trainer fed by a rollout service:
+``async_trainer.py URL MODE STEPS N DELAY_MS UPDATE_MS [CPU_MS [SLOW_MS]]``.
+
+Each training step gets a batch of ``N`` completions from the local server (each
+answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
+``UPDATE_MS``. ``MODE``:
+
+- ``run``: the training loop calls ``loop.run_until_complete(asyncio.gather(...))`` of
+  ``N`` ``AsyncOpenAI`` calls, then updates (outside the loop);
+- ``inside``: one ``asyncio.run(main())``; ``main`` awaits the gather of ``N`` httpx
+  ``AsyncClient`` posts, then updates inside the coroutine;
+- ``cpu``: as ``run``, but each of the ``N`` coroutines does ``CPU_MS`` of CPU work
+  between its two requests (the loop computes, it does not wait);
+- ``queue``: a sampler task in the same loop gathers the batches and hands them over an
+  ``asyncio.Queue``; the trainer coroutine awaits ``queue.get()``, then updates;
+- ``thread``: a sampler thread runs its own loop and hands batches to the training
+  (main) thread over a ``queue.Queue``;
+- ``tail``: as ``run``, with request 0 of each batch answered after ``SLOW_MS``.
+
+Prints one JSON line with the script's own clock: ``wait_ratio`` (the share of the
+loop's wall time spent getting batches) and ``idle_ratio`` (that time less the
+training thread's CPU time in it and, where Linux's ``/proc/thread-self/schedstat``
+says, less the time it was runnable but not running: the thread was idle), and
+``steps``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import sys
+import threading
+import time
+
+import httpx
+import openai
+import torch
+
+url, mode, steps, n, delay_ms, update_ms = (
+    sys.argv[1],
+    sys.argv[2],
+    int(sys.argv[3]),
+    int(sys.argv[4]),
+    float(sys.argv[5]),
+    float(sys.argv[6]),
+)
+cpu_ms = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
+slow_ms = float(sys.argv[8]) if len(sys.argv) > 8 else delay_ms
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+x = torch.randn(256, 64)
+BODY = {"model": "m", "messages": [{"role": "user", "content": "a b"}], "max_tokens": 4}
+
+
+def update() -> None:
+    end = time.perf_counter() + update_ms / 1000.0
+    while time.perf_counter() < end:
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def burn(ms: float) -> None:
+    end = time.thread_time() + ms / 1000.0
+    v = 0
+    while time.thread_time() < end:
+        v += sum(range(200))
+
+
+async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
+    d = slow_ms if (mode == "tail" and i == 0) else delay_ms
+    out = await sdk.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        max_tokens=4,
+        extra_body={"test_delay_ms": d},
+    )
+    if mode == "cpu":
+        burn(cpu_ms)
+        out = await sdk.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            max_tokens=4,
+            extra_body={"test_delay_ms": d},
+        )
+    return out.usage.completion_tokens if out.usage else 0
+
+
+async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
+    r = await client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": delay_ms})
+    return int(r.json()["usage"]["completion_tokens"])
+
+
+async def sdk_batch(sdk: openai.AsyncOpenAI) -> int:
+    return sum(await asyncio.gather(*(sdk_one(sdk, i) for i in range(n))))
+
+
+async def httpx_batch(client: httpx.AsyncClient) -> int:
+    return sum(await asyncio.gather(*(httpx_one(client, i) for i in range(n))))
+
+
+def busy_s() -> float:
+    """The calling thread's CPU time plus its time runnable on a run queue (seconds)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            cpu_ns, delay_ns = f.read().split()[:2]
+        return (int(cpu_ns) + int(delay_ns)) / 1e9
+    except (OSError, ValueError):
+        return time.thread_time()
+
+
+class Clock:
+    """The script's own figures: wall and thread CPU time spent getting batches."""
+
+    def __init__(self) -> None:
+        self.gen_s = self.gen_cpu_s = self.total_s = 0.0
+
+    def out(self) -> None:
+        idle = (self.gen_s - self.gen_cpu_s) / self.total_s
+        print(
+            json.dumps(
+                {"wait_ratio": self.gen_s / self.total_s, "idle_ratio": idle, "steps": steps}
+            ),
+            flush=True,
+        )
+
+
+def loop_modes(clock: Clock) -> None:
+    loop = asyncio.new_event_loop()
+    sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+    loop.run_until_complete(sdk_batch(sdk))  # warm-up: connections
+    update()
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), busy_s()
+        loop.run_until_complete(sdk_batch(sdk))
+        t1, c1 = time.perf_counter(), busy_s()
+        update()
+        clock.gen_s += t1 - t0
+        clock.gen_cpu_s += c1 - c0
+        clock.total_s += time.perf_counter() - t0
+    loop.run_until_complete(sdk.close())
+    loop.close()
+
+
+async def inside(clock: Clock) -> None:
+    async with httpx.AsyncClient(base_url=url) as client:
+        await httpx_batch(client)
+        update()
+        for _ in range(steps):
+            t0, c0 = time.perf_counter(), busy_s()
+            await httpx_batch(client)
+            t1, c1 = time.perf_counter(), busy_s()
+            update()
+            clock.gen_s += t1 - t0
+            clock.gen_cpu_s += c1 - c0
+            clock.total_s += time.perf_counter() - t0
+
+
+async def handoff(clock: Clock) -> None:
+    q: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
+    sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+
+    async def sampler() -> None:
+        for _ in range(steps + 1):
+            await q.put(await sdk_batch(sdk))
+
+    task = asyncio.create_task(sampler())
+    await q.get()
+    update()
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), busy_s()
+        await q.get()
+        t1, c1 = time.perf_counter(), busy_s()
+        update()
+        clock.gen_s += t1 - t0
+        clock.gen_cpu_s += c1 - c0
+        clock.total_s += time.perf_counter() - t0
+    await task
+    await sdk.close()
+
+
+def thread_mode(clock: Clock) -> None:
+    q: queue.Queue[int] = queue.Queue(maxsize=1)
+
+    def sampler() -> None:
+        async def run() -> None:
+            sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+            for _ in range(steps + 1):
+                q.put(await sdk_batch(sdk))
+            await sdk.close()
+
+        asyncio.run(run())
+
+    th = threading.Thread(target=sampler, name="sampler")
+    th.start()
+    q.get()
+    update()
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), busy_s()
+        q.get()
+        t1, c1 = time.perf_counter(), busy_s()
+        update()
+        clock.gen_s += t1 - t0
+        clock.gen_cpu_s += c1 - c0
+        clock.total_s += time.perf_counter() - t0
+    th.join()
+
+
+clock = Clock()
+if mode in ("run", "cpu", "tail"):
+    loop_modes(clock)
+elif mode == "inside":
+    asyncio.run(inside(clock))
+elif mode == "queue":
+    asyncio.run(handoff(clock))
+elif mode == "thread":
+    thread_mode(clock)
+else:
+    raise SystemExit(f"unknown mode {mode!r}")
+clock.out()
