@@ -15,23 +15,32 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   ``asyncio.Queue``; the trainer coroutine awaits ``queue.get()``, then updates;
 - ``thread``: a sampler thread runs its own loop and hands batches to the training
   (main) thread over a ``queue.Queue``;
-- ``tail``: as ``run``, with request 0 of each batch answered after ``SLOW_MS``.
+- ``tail``: as ``run``, with request 0 of each batch answered after ``SLOW_MS``;
+- ``map`` / ``completed``: ``N`` synchronous httpx posts from a thread pool, through
+  ``pool.map`` / ``submit`` and ``as_completed``, request 0 answered after ``SLOW_MS``.
+
+``$GROUP`` says how a coroutine waits on its batch: ``gather`` (the default),
+``wait`` (``asyncio.wait`` of tasks) or ``taskgroup``.
 
 Prints one JSON line with the script's own clock: ``wait_ratio`` (the share of the
 loop's wall time spent getting batches) and ``idle_ratio`` (that time less the
 training thread's CPU time in it and, where Linux's ``/proc/thread-self/schedstat``
-says, less the time it was runnable but not running: the thread was idle), and
-``steps``.
+says, less the time it was runnable but not running: the thread was idle),
+``steps``, and ``tails``: each batch's tail share by the script's clock (the part of
+its time after its ``n - max(1, n // 10)``-th request came back).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
 
 import httpx
 import openai
@@ -50,6 +59,8 @@ slow_ms = float(sys.argv[8]) if len(sys.argv) > 8 else delay_ms
 model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 x = torch.randn(256, 64)
+GROUP = os.environ.get("GROUP", "gather")
+tails: list[float] = []
 BODY = {"model": "m", "messages": [{"role": "user", "content": "a b"}], "max_tokens": 4}
 
 
@@ -85,7 +96,33 @@ async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
             max_tokens=4,
             extra_body={"test_delay_ms": d},
         )
+    ends.append(time.monotonic_ns())
     return out.usage.completion_tokens if out.usage else 0
+
+
+ends: list[int] = []
+
+
+def tail_of(start: int) -> None:
+    """The batch's tail share by the script's clock (its requests' ends in ``ends``)."""
+    e = sorted(ends)
+    ends.clear()
+    k = max(1, len(e) // 10)
+    if len(e) > k:
+        tails.append((e[-1] - e[len(e) - k - 1]) / max(1, e[-1] - start))
+
+
+async def together(aws: list[Any]) -> list[Any]:
+    """The batch awaited as ``$GROUP`` says."""
+    if GROUP == "wait":
+        tasks = [asyncio.ensure_future(a) for a in aws]
+        await asyncio.wait(tasks)
+        return [t.result() for t in tasks]
+    if GROUP == "taskgroup":
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(a) for a in aws]
+        return [t.result() for t in tasks]
+    return list(await asyncio.gather(*aws))
 
 
 async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
@@ -94,11 +131,14 @@ async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
 
 
 async def sdk_batch(sdk: openai.AsyncOpenAI) -> int:
-    return sum(await asyncio.gather(*(sdk_one(sdk, i) for i in range(n))))
+    start = time.monotonic_ns()
+    out = sum(await together([sdk_one(sdk, i) for i in range(n)]))
+    tail_of(start)
+    return out
 
 
 async def httpx_batch(client: httpx.AsyncClient) -> int:
-    return sum(await asyncio.gather(*(httpx_one(client, i) for i in range(n))))
+    return sum(await together([httpx_one(client, i) for i in range(n)]))
 
 
 def busy_s() -> float:
@@ -121,7 +161,12 @@ class Clock:
         idle = (self.gen_s - self.gen_cpu_s) / self.total_s
         print(
             json.dumps(
-                {"wait_ratio": self.gen_s / self.total_s, "idle_ratio": idle, "steps": steps}
+                {
+                    "wait_ratio": self.gen_s / self.total_s,
+                    "idle_ratio": idle,
+                    "steps": steps,
+                    "tails": tails,
+                }
             ),
             flush=True,
         )
@@ -208,6 +253,36 @@ def thread_mode(clock: Clock) -> None:
     th.join()
 
 
+def pool_mode(clock: Clock) -> None:
+    client = httpx.Client(base_url=url)
+
+    def one(i: int) -> int:
+        d = slow_ms if i == 0 else delay_ms
+        r = client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": d})
+        ends.append(time.monotonic_ns())
+        return int(r.json()["usage"]["completion_tokens"])
+
+    def batch(pool: ThreadPoolExecutor) -> int:
+        start = time.monotonic_ns()
+        if mode == "map":
+            out = sum(pool.map(one, range(n)))
+        else:
+            out = sum(f.result() for f in as_completed([pool.submit(one, i) for i in range(n)]))
+        tail_of(start)
+        return out
+
+    with ThreadPoolExecutor(n) as pool:
+        batch(pool)
+        update()
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            batch(pool)
+            t1 = time.perf_counter()
+            update()
+            clock.gen_s += t1 - t0
+            clock.total_s += time.perf_counter() - t0
+
+
 clock = Clock()
 if mode in ("run", "cpu", "tail"):
     loop_modes(clock)
@@ -217,6 +292,8 @@ elif mode == "queue":
     asyncio.run(handoff(clock))
 elif mode == "thread":
     thread_mode(clock)
+elif mode in ("map", "completed"):
+    pool_mode(clock)
 else:
     raise SystemExit(f"unknown mode {mode!r}")
 clock.out()

@@ -148,7 +148,11 @@ class Queue:
         async def get(self: Any) -> Any:
             if not self.empty():
                 return await original(self)
-            if getattr(st.tls, "t", None) is None and st._default_main and st.default_trainer_here():
+            if (
+                getattr(st.tls, "t", None) is None
+                and st._default_main
+                and st.default_trainer_here()
+            ):
                 st.thread_state()  # the default trainer's state: its loop's idle time counts
             a = _idle
             a.getters += 1

@@ -12,6 +12,9 @@ rest). Every other thread (a thread pool's idle workers, a worker process) calls
 straight through: one thread-local read, no profilers created. A non-blocking
 ``get(block=False)`` or ``ray.wait(..., timeout=0)`` is not a wait.
 
+``concurrent.futures.wait`` and each step of ``as_completed`` are such waits too
+(kind ``own`` when the waiting thread submitted all their futures itself).
+
 **Batches of futures** (issue 23): ``Executor.map``, ``concurrent.futures.wait``
 (all completed) and ``as_completed`` over 2+ futures record a *group*
 (``rollout_log.add_group``, once an HTTP client is patched): from the first
@@ -240,34 +243,54 @@ def _futures_start(fs: list[Any], now: int) -> int:
     return min(stamps) if len(stamps) == len(fs) else now
 
 
+def _kind_of(fs: list[Any]) -> str:
+    """``own`` when the calling thread asked for every one of ``fs`` since its last
+    update (see :class:`Future`), else ``fed``."""
+    return "own" if fs and all(_asked_here(f) for f in fs) else "fed"
+
+
 def _futures_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``concurrent.futures.wait``: a blocking wait for data (any ``return_when``); with
+    ``ALL_COMPLETED`` over 2+ futures also a group."""
+
     def wait(fs: Any, timeout: float | None = None, return_when: str = "ALL_COMPLETED") -> Any:
-        if _modules.get(_RL) is None or return_when != "ALL_COMPLETED":
-            return original(fs, timeout, return_when)
         fs = set(fs)
-        try:
-            listed = list(fs)
-            _watch("futures.wait", _futures_start(listed, _monotonic_ns()), listed)
-        except Exception:  # noqa: BLE001, S110 - never into the user's code
-            pass
-        return original(fs, timeout, return_when)
+        listed = list(fs)
+        if _modules.get(_RL) is not None and return_when == "ALL_COMPLETED":
+            try:
+                _watch("futures.wait", _futures_start(listed, _monotonic_ns()), listed)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+        return _wait_kind(_kind_of(listed), original, fs, timeout, return_when)
 
     return hooks.mark(wait, original)
 
 
 def _as_completed(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``concurrent.futures.as_completed``: each wait for the next future is a blocking
+    wait for data; over 2+ futures the whole is a group."""
+
     def as_completed(fs: Any, timeout: float | None = None) -> Any:
-        if _modules.get(_RL) is None:
-            return original(fs, timeout)
         fs = set(fs)
-        try:
-            listed = list(fs)
-            _watch("as_completed", _futures_start(listed, _monotonic_ns()), listed)
-        except Exception:  # noqa: BLE001, S110 - never into the user's code
-            pass
-        return original(fs, timeout)
+        listed = list(fs)
+        if _modules.get(_RL) is not None:
+            try:
+                _watch("as_completed", _futures_start(listed, _monotonic_ns()), listed)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+        return _timed_next(original(fs, timeout), _kind_of(listed))
 
     return hooks.mark(as_completed, original)
+
+
+def _timed_next(it: Any, kind: str) -> Any:
+    """The futures of ``it`` as they complete, each wait for the next one timed."""
+    while True:
+        try:
+            fut = _wait_kind(kind, next, it)
+        except StopIteration:
+            return
+        yield fut
 
 
 def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
