@@ -118,7 +118,7 @@ def _run(tmp_path: Path, mode: str, n: int, group_: str) -> tuple[dict[str, Any]
     pytest.importorskip("torch")
     from test_signals_asyncio import run_async
 
-    own, data, err = run_async(tmp_path, mode, n, 40, 20, 0, SLOW_MS, group=group_)
+    own, data, err = run_async(tmp_path, mode, n, 40, 20, 0, SLOW_MS, group=group_, steps=STEPS)
     assert data["rollouts"] is not None, err[-3000:]
     return own, data
 
@@ -145,12 +145,15 @@ def test_a_batch_with_one_known_slow_request(
         assert b["rule"] == rule and b["requests"] == n and b["tail_requests"] == k
         assert b["slowest_ms"] >= SLOW_MS * 0.95
         assert b["tokens"] == 4 * n
-    mine = sorted(own["tails"])
-    theirs = sorted(b["tail_share"] for b in r["batches"])
+    mine = own["tails"]  # in the script's order: the warm-up batch first
+    theirs = [b["tail_share"] for b in sorted(r["batches"], key=lambda b: b["start_ns"])]
     assert len(theirs) == len(mine) == STEPS + 1
-    # the script's clock reads each request's end after its await resumed: a little late
-    for a, b in zip(mine, theirs, strict=True):
-        assert b == pytest.approx(a, abs=0.12), (mine, theirs)
+    # the steady batches (the warm-up's first request pays the client's first-call
+    # set-up before its span starts, not before the script's clock starts); the
+    # script's clock reads each request's end after its await resumed: a little late
+    for a, b in zip(mine[1:], theirs[1:], strict=True):
+        assert b == pytest.approx(a, abs=0.1), (mine, theirs)
+    theirs.sort()
     med = theirs[len(theirs) // 2]
     assert med > 0.4  # one slow request of n holds the batch
     assert f"for its last {k} of {n} requests" in r["typical_tail"]

@@ -41,6 +41,7 @@ def run_async(
     update_ms: float,
     *extra: float,
     group: str = "gather",
+    steps: int = STEPS,
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """``async_trainer.py`` under ``gyreprof run``: the script's own figures, the run's
     JSON and its stderr."""
@@ -50,7 +51,7 @@ def run_async(
             script("async_trainer.py"),
             srv.url,
             mode,
-            str(STEPS),
+            str(steps),
             str(n),
             str(delay_ms),
             str(update_ms),
@@ -77,7 +78,7 @@ def _check(own: dict[str, Any], data: dict[str, Any], err: str, ref: str, bound:
 
 
 def test_asyncio_gather_with_slow_generation_is_sampler_bound(tmp_path: Path) -> None:
-    own, data, err = run_async(tmp_path, "run", 8, 400, 20)
+    own, data, err = run_async(tmp_path, "run", 8, 800, 20)
     assert own["idle_ratio"] > 0.6  # the script's own clock: generation dominates
     _check(own, data, err, "idle_ratio", "sampler")
     assert data["verdict"]["loop"] == "sync"  # the thread asked for its rollouts itself
@@ -101,7 +102,7 @@ def test_cpu_work_between_requests_is_not_wait(tmp_path: Path) -> None:
 
 
 def test_a_sampler_task_handing_batches_over_an_asyncio_queue(tmp_path: Path) -> None:
-    own, data, err = run_async(tmp_path, "queue", 8, 400, 20)
+    own, data, err = run_async(tmp_path, "queue", 8, 800, 20)
     assert own["idle_ratio"] > 0.6
     _check(own, data, err, "idle_ratio", "sampler")
 
@@ -109,7 +110,7 @@ def test_a_sampler_task_handing_batches_over_an_asyncio_queue(tmp_path: Path) ->
 def test_a_sampler_thread_handing_batches_over_a_queue(tmp_path: Path) -> None:
     """The training thread blocks in ``queue.Queue.get`` (a data wait already); the
     sampler thread's loop awaits the requests: the same judgement, from a queue."""
-    own, data, err = run_async(tmp_path, "thread", 8, 400, 20)
+    own, data, err = run_async(tmp_path, "thread", 8, 800, 20)
     assert own["wait_ratio"] > 0.6
     _check(own, data, err, "wait_ratio", "sampler")
     # the batches are the sampler thread's gathers

@@ -27,7 +27,8 @@ loop's wall time spent getting batches) and ``idle_ratio`` (that time less the
 training thread's CPU time in it and, where Linux's ``/proc/thread-self/schedstat``
 says, less the time it was runnable but not running: the thread was idle),
 ``steps``, and ``tails``: each batch's tail share by the script's clock (the part of
-its time after its ``n - max(1, n // 10)``-th request came back).
+its time, from its first request's start, after its ``n - max(1, n // 10)``-th
+request came back).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def burn(ms: float) -> None:
 
 
 async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
+    starts.append(time.monotonic_ns())
     d = slow_ms if (mode == "tail" and i == 0) else delay_ms
     out = await sdk.chat.completions.create(
         model="m",
@@ -101,12 +103,16 @@ async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
 
 
 ends: list[int] = []
+starts: list[int] = []
 
 
 def tail_of(start: int) -> None:
-    """The batch's tail share by the script's clock (its requests' ends in ``ends``)."""
+    """The batch's tail share by the script's clock (its requests' starts and ends in
+    ``starts`` and ``ends``; ``start`` when none started)."""
     e = sorted(ends)
     ends.clear()
+    start = min(starts, default=start)
+    starts.clear()
     k = max(1, len(e) // 10)
     if len(e) > k:
         tails.append((e[-1] - e[len(e) - k - 1]) / max(1, e[-1] - start))
@@ -257,6 +263,7 @@ def pool_mode(clock: Clock) -> None:
     client = httpx.Client(base_url=url)
 
     def one(i: int) -> int:
+        starts.append(time.monotonic_ns())
         d = slow_ms if i == 0 else delay_ms
         r = client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": d})
         ends.append(time.monotonic_ns())
