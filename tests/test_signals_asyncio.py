@@ -107,6 +107,7 @@ def test_a_sampler_task_handing_batches_over_an_asyncio_queue(tmp_path: Path) ->
     _check(own, data, err, "idle_ratio", "sampler")
 
 
+@pytest.mark.slow
 def test_a_sampler_thread_handing_batches_over_a_queue(tmp_path: Path) -> None:
     """The training thread blocks in ``queue.Queue.get`` (a data wait already); the
     sampler thread's loop awaits the requests: the same judgement, from a queue."""
