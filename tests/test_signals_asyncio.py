@@ -107,6 +107,14 @@ def test_a_sampler_task_handing_batches_over_an_asyncio_queue(tmp_path: Path) ->
     _check(own, data, err, "idle_ratio", "sampler")
 
 
+def test_a_sampler_thread_feeding_the_trainers_asyncio_queue(tmp_path: Path) -> None:
+    """No request is in flight on the training thread: its loop idles in its selector
+    while its coroutine awaits ``asyncio.Queue.get``, fed from another thread."""
+    own, data, err = run_async(tmp_path, "feed", 4, 200, 20)
+    assert own["idle_ratio"] > 0.6
+    _check(own, data, err, "idle_ratio", "sampler")
+
+
 @pytest.mark.slow
 def test_a_sampler_thread_handing_batches_over_a_queue(tmp_path: Path) -> None:
     """The training thread blocks in ``queue.Queue.get`` (a data wait already); the

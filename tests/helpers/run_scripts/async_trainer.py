@@ -15,6 +15,9 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   ``asyncio.Queue``; the trainer coroutine awaits ``queue.get()``, then updates;
 - ``thread``: a sampler thread runs its own loop and hands batches to the training
   (main) thread over a ``queue.Queue``;
+- ``feed``: a sampler thread makes ``N`` synchronous httpx requests per batch and hands
+  each batch to the training thread's loop (``call_soon_threadsafe``) over an
+  ``asyncio.Queue`` that the trainer coroutine awaits;
 - ``tail``: as ``run``, with request 0 of each batch answered after ``SLOW_MS``;
 - ``map`` / ``completed``: ``N`` synchronous httpx posts from a thread pool, through
   ``pool.map`` / ``submit`` and ``as_completed``, request 0 answered after ``SLOW_MS``.
@@ -259,6 +262,38 @@ def thread_mode(clock: Clock) -> None:
     th.join()
 
 
+async def fed(clock: Clock) -> None:
+    q: asyncio.Queue[int] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    room = threading.Semaphore(1)  # one batch ahead at most
+
+    def sampler() -> None:
+        client = httpx.Client(base_url=url)
+        for _ in range(steps + 1):
+            room.acquire()
+            got = 0
+            for _ in range(n):
+                r = client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": delay_ms})
+                got += int(r.json()["usage"]["completion_tokens"])
+            loop.call_soon_threadsafe(q.put_nowait, got)
+
+    th = threading.Thread(target=sampler, name="sampler", daemon=True)
+    th.start()
+    await q.get()
+    room.release()
+    update()
+    for _ in range(steps):
+        t0, c0 = time.perf_counter(), busy_s()
+        await q.get()
+        room.release()
+        t1, c1 = time.perf_counter(), busy_s()
+        update()
+        clock.gen_s += t1 - t0
+        clock.gen_cpu_s += c1 - c0
+        clock.total_s += time.perf_counter() - t0
+    th.join()
+
+
 def pool_mode(clock: Clock) -> None:
     client = httpx.Client(base_url=url)
 
@@ -299,6 +334,8 @@ elif mode == "queue":
     asyncio.run(handoff(clock))
 elif mode == "thread":
     thread_mode(clock)
+elif mode == "feed":
+    asyncio.run(fed(clock))
 elif mode in ("map", "completed"):
     pool_mode(clock)
 else:
