@@ -9,6 +9,7 @@ batch's rule, size, slowest request, and tail share against the script's own clo
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,16 @@ def _run(tmp_path: Path, mode: str, n: int, group_: str) -> tuple[dict[str, Any]
 RULES = [
     ("tail", 32, "gather", "asyncio.gather"),
     pytest.param("tail", 16, "wait", "asyncio.wait", marks=pytest.mark.slow),
-    pytest.param("tail", 16, "taskgroup", "asyncio.TaskGroup", marks=pytest.mark.slow),
+    pytest.param(
+        "tail",
+        16,
+        "taskgroup",
+        "asyncio.TaskGroup",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(sys.version_info < (3, 11), reason="TaskGroup: Python 3.11+"),
+        ],
+    ),
     ("map", 16, "gather", "ThreadPoolExecutor.map"),
     pytest.param("completed", 16, "gather", "as_completed", marks=pytest.mark.slow),
 ]
