@@ -16,12 +16,19 @@ client saw it. **Time to first token** of a stream: from the request's start to
 the first chunk of its answer the user read; **inter-chunk time**: per stream, the
 mean gap between its later chunks (the percentiles are over streams).
 
-**Batch.** A batch is a *busy period* of one endpoint in one process: a maximal
-interval during which at least one request to it was in flight, with at least two
-requests. A trainer that sends a group of requests together (``asyncio.gather``,
-a thread pool's ``map``, a list of futures) and waits for all of them makes one
-busy period per group, whatever the client; a client that sends one request at a
-time makes none. A pipeline that always keeps a request in flight is one batch.
+**Batch.** A batch is a group of requests the trainer (or a sampler) waited on
+together. Under ``gyreprof run`` the waits record their *groups*
+(:class:`Group`): ``asyncio.gather``, ``asyncio.wait`` and ``asyncio.TaskGroup``
+(the thread that awaited them), ``ThreadPoolExecutor.map``,
+``concurrent.futures.wait`` and ``as_completed`` (the threads that completed the
+futures). A group's requests are those of its process and threads that started and
+ended inside its interval; a request inside several groups (a gather inside a
+gather) belongs to the outermost. A group with 2+ requests is a batch, named by its
+rule (``BatchReport.rule``). Requests in no group fall back to *busy periods*: a
+maximal interval of one endpoint in one process during which at least one request
+to it was in flight, with at least two requests (rule ``"busy period"``). A client
+that sends one request at a time makes none; a pipeline that always keeps a request
+in flight is one. ``RolloutReport.batch_rules`` counts the batches by rule.
 
 **Tail share** of a batch of ``n`` requests: with ``k = max(1, n // 10)``, the part
 of its wall time after its ``(n-k)``-th request ended, i.e. the time it waited for
@@ -31,6 +38,7 @@ still in flight: "the batch waited 41% of its time for its last 3 of 32 requests
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,9 +192,28 @@ def percentiles_ms(values_ns: list[int]) -> Percentiles:
     return Percentiles(at(0.5), at(0.9), at(0.99), v[-1] / 1e6, n)
 
 
+#: the rule of a batch read from the requests' times alone (no group recorded)
+BUSY_PERIOD = "busy period"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Requests waited on together, as recorded: the ``rule`` that made the group (the
+    call waited in), its process, its interval (ns, CLOCK_MONOTONIC), the awaitables
+    or futures it waited on (0: not known) and the threads whose requests it holds
+    (empty: any thread of the process)."""
+
+    rule: str
+    pid: int
+    start: int
+    end: int
+    awaited: int
+    threads: tuple[int, ...] = ()
+
+
 @dataclass(frozen=True)
 class BatchReport:
-    """One batch (a busy period of an endpoint in one process with 2+ requests)."""
+    """One batch: a recorded group with 2+ requests, or a busy period (``rule``)."""
 
     endpoint: str
     pid: int
@@ -198,6 +225,7 @@ class BatchReport:
     slowest_ms: float
     tail_requests: int
     tail_share: float
+    rule: str = BUSY_PERIOD
 
     @property
     def words(self) -> str:
@@ -270,6 +298,8 @@ class RolloutReport:
     tail_dominates: bool
     folded_requests: int = 0
     notes: list[str] = field(default_factory=list)
+    #: batches by the rule that made them (a group's call, or ``"busy period"``)
+    batch_rules: dict[str, int] = field(default_factory=dict)
 
     @property
     def requests(self) -> int:
@@ -391,7 +421,7 @@ def batches_of(spans: list[SpanRow]) -> list[BatchReport]:
     return out
 
 
-def _batch(group: list[SpanRow]) -> BatchReport:
+def _batch(group: list[SpanRow], rule: str = BUSY_PERIOD) -> BatchReport:
     n = len(group)
     start = min(s.start for s in group)
     end = max(s.end for s in group)
@@ -401,8 +431,11 @@ def _batch(group: list[SpanRow]) -> BatchReport:
     k = max(1, n // 10)
     tail = end - ends[n - k - 1]
     tokens = sum(max(0, s.completion_tokens) for s in group)
+    eps: dict[str, int] = {}
+    for s in group:
+        _bump(eps, s.endpoint)
     return BatchReport(
-        endpoint=group[0].endpoint,
+        endpoint=max(eps, key=lambda e: eps[e]),  # the endpoint most of its requests went to
         pid=group[0].pid,
         start_ns=start,
         wall_ms=wall / 1e6,
@@ -412,7 +445,34 @@ def _batch(group: list[SpanRow]) -> BatchReport:
         slowest_ms=lat[-1] / 1e6,
         tail_requests=k,
         tail_share=min(1.0, max(0.0, tail / wall)),
+        rule=rule,
     )
+
+
+def grouped(
+    spans: list[SpanRow], groups: list[Group]
+) -> tuple[list[tuple[Group, list[SpanRow]]], list[SpanRow]]:
+    """The groups with the requests each holds (outermost first: a request inside
+    several belongs to the longest), and the requests in no group."""
+    ordered = sorted(spans, key=lambda s: s.start)
+    starts = [s.start for s in ordered]
+    taken = [False] * len(ordered)
+    out: list[tuple[Group, list[SpanRow]]] = []
+    for g in sorted(groups, key=lambda g: (g.start - g.end, g.start)):
+        members: list[SpanRow] = []
+        for i in range(bisect_left(starts, g.start), bisect_right(starts, g.end)):
+            s = ordered[i]
+            if taken[i] or s.pid != g.pid or s.end > g.end:
+                continue
+            if g.threads and s.thread not in g.threads:
+                continue
+            taken[i] = True
+            members.append(s)
+        if members:
+            out.append((g, members))
+    out.sort(key=lambda gm: gm[0].start)
+    rest = [s for s, t in zip(ordered, taken, strict=True) if not t]
+    return out, rest
 
 
 def _endpoint(
@@ -473,8 +533,13 @@ def _q(values: list[float], q: float) -> float | None:
     return v[min(len(v) - 1, max(0, int(-(-q * len(v) // 1)) - 1))]
 
 
-def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> RolloutReport | None:
-    """The report of these requests; None when there are none."""
+def analyse(
+    spans: list[SpanRow],
+    folded: dict[str, Totals] | None = None,
+    groups: list[Group] | None = None,
+) -> RolloutReport | None:
+    """The report of these requests (``groups``: those recorded, making the batches
+    where they hold requests); None when there are none."""
     folded = folded or {}
     if not spans and not any(t.requests for t in folded.values()):
         return None
@@ -483,7 +548,16 @@ def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> Ro
         by_ep.setdefault(s.endpoint, []).append(s)
     all_batches: list[BatchReport] = []
     per_ep_batches: dict[str, int] = {}
-    for name, ss in by_ep.items():
+    held, rest = grouped(spans, groups or [])
+    for g, members in held:
+        if len(members) >= 2:
+            b = _batch(members, g.rule)
+            all_batches.append(b)
+            _bump(per_ep_batches, b.endpoint)
+    rest_by_ep: dict[str, list[SpanRow]] = {}
+    for s in rest:
+        rest_by_ep.setdefault(s.endpoint, []).append(s)
+    for name, ss in rest_by_ep.items():
         by_pid: dict[int, list[SpanRow]] = {}
         for s in ss:
             by_pid.setdefault(s.pid, []).append(s)
@@ -511,6 +585,9 @@ def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> Ro
             "batch figures come from the requests kept whole"
         )
     listed = sorted(all_batches, key=lambda b: -b.wall_ms)[:BATCHES_LISTED]
+    rules: dict[str, int] = {}
+    for b in all_batches:
+        _bump(rules, b.rule)
     return RolloutReport(
         endpoints=endpoints,
         batches=listed,
@@ -523,6 +600,7 @@ def analyse(spans: list[SpanRow], folded: dict[str, Totals] | None = None) -> Ro
         tail_dominates=bool(p50 is not None and p50 >= TAIL_DOMINATES),
         folded_requests=folded_n,
         notes=notes,
+        batch_rules=dict(sorted(rules.items(), key=lambda kv: -kv[1])),
     )
 
 

@@ -522,6 +522,16 @@ def _ms(p: Percentiles, *which: str) -> str:
     return " / ".join(fmt_ns(None if v is None else v * 1e6) for v in vals)
 
 
+def _batch_rules(r: RolloutReport) -> str:
+    """Which rule made the batches: the groups waited on (gather, map, ...) or busy periods."""
+    if not r.batch_rules:
+        return "busy periods of an endpoint with 2+ requests"
+    return ", ".join(
+        f"{v} {safe_name(k)}" if k != "busy period" else f"{v} busy period(s) of an endpoint"
+        for k, v in r.batch_rules.items()
+    )
+
+
 def rollouts(r: RolloutReport) -> str:
     """The HTTP rollout requests: per endpoint requests, outcomes, latency, tokens,
     streams and in-flight figures, then the batches and their tail."""
@@ -569,7 +579,7 @@ def rollouts(r: RolloutReport) -> str:
             )
     if r.batch_count:
         lines.append(
-            f"  batches: {r.batch_count} (busy periods of an endpoint with 2+ requests); wall "
+            f"  batches: {r.batch_count} ({_batch_rules(r)}); wall "
             f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
             f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
         )

@@ -843,6 +843,11 @@ def _rollout_wait_line(report: RunReport) -> str | None:
         )
         if roll.typical_tail:
             words += f" ({roll.typical_tail})"
+        if roll.tail_dominates:
+            words += (
+                "; the long tail dominates: half the batches wait at least "
+                f"{roll.tail_share_p50:.0%} of their time for their last 10% of requests"
+            )
     ceiling = (verdict.ceilings or {}).get("sampler_2x") if verdict is not None else None
     if ceiling is not None:
         words += f"; generation twice as fast makes a step up to {ceiling:.2f}x as fast"

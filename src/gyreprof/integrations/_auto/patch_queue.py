@@ -11,10 +11,22 @@ torch-free ``item = q.get(); work(item)`` gets wait = the get, compute = the
 rest). Every other thread (a thread pool's idle workers, a worker process) calls
 straight through: one thread-local read, no profilers created. A non-blocking
 ``get(block=False)`` or ``ray.wait(..., timeout=0)`` is not a wait.
+
+``concurrent.futures.wait`` and each step of ``as_completed`` are such waits too
+(kind ``own`` when the waiting thread submitted all their futures itself).
+
+**Batches of futures** (issue 23): ``Executor.map``, ``concurrent.futures.wait``
+(all completed) and ``as_completed`` over 2+ futures record a *group*
+(``rollout_log.add_group``, once an HTTP client is patched): from the first
+future's submission (``Executor.submit`` stamps it) or the ``map`` call to the last
+future's completion, with the threads that completed them (the pool's workers, whose
+requests ``analysis.rollouts`` reads as the batch). asyncio's loop, its queue and its
+groups are in ``patch_asyncio``, loaded when asyncio is imported.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -145,9 +157,140 @@ class Executor:
                         setattr(fut, ASKED, (w.ident, w.blocks))
             except (AttributeError, TypeError):  # a future type without a __dict__
                 pass
+            if _modules.get(_RL) is not None:  # an HTTP client is patched: batches count
+                _stamp(fut)
             return fut
 
         return submit
+
+    @staticmethod
+    def make_map(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def map(self: Any, fn: Any, *iterables: Any, **kwargs: Any) -> Any:
+            if _modules.get(_RL) is None:
+                return original(self, fn, *iterables, **kwargs)
+            start = _monotonic_ns()
+            prev = getattr(_collect, "fs", None)
+            fs: list[Any] = []
+            _collect.fs = fs  # the submits inside hand their futures here
+            try:
+                out = original(self, fn, *iterables, **kwargs)
+            finally:
+                _collect.fs = prev
+            _watch("ThreadPoolExecutor.map", start, fs)
+            return out
+
+        return map
+
+
+# ------------------------------------------------------------ batches of futures
+
+_RL = "gyreprof.integrations._auto.rollout_log"
+_modules = sys.modules
+_monotonic_ns = time.monotonic_ns  # the request log's clock
+START = "_gyreprof_t0"  # on a Future: when it was submitted (monotonic ns)
+_collect = threading.local()  # .fs: the futures an Executor.map in this thread submits
+
+
+def _stamp(fut: Any) -> None:
+    try:
+        setattr(fut, START, _monotonic_ns())
+    except (AttributeError, TypeError):
+        pass
+    fs = getattr(_collect, "fs", None)
+    if fs is not None:
+        fs.append(fut)
+
+
+def _watch(rule: str, start: int, fs: list[Any]) -> None:
+    """Record ``fs`` as one group once the last of them completes: from ``start`` to then,
+    with the threads that completed them (none known when one was done already: then
+    any thread of the process)."""
+    if len(fs) < 2:
+        return
+    me = threading.get_ident()
+    lock = threading.Lock()
+    left = [len(fs)]
+    threads: set[int] = set()
+    unknown = [False]
+
+    def done(_: Any) -> None:
+        ident = threading.get_ident()
+        with lock:
+            if ident == me:
+                unknown[0] = True  # done before it was watched (or completed here)
+            else:
+                threads.add(ident)
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            rl = _modules.get(_RL)
+            if rl is not None:
+                who = () if unknown[0] else tuple(sorted(threads))
+                try:
+                    rl.add_group(rule, start, _monotonic_ns(), len(fs), who)
+                except Exception:  # noqa: BLE001, S110 - never into the user's code
+                    pass
+
+    for f in fs:
+        try:
+            f.add_done_callback(done)
+        except Exception:  # noqa: BLE001 - not a future: no group
+            return
+
+
+def _futures_start(fs: list[Any], now: int) -> int:
+    stamps = [s for s in (getattr(f, START, None) for f in fs) if isinstance(s, int)]
+    return min(stamps) if len(stamps) == len(fs) else now
+
+
+def _kind_of(fs: list[Any]) -> str:
+    """``own`` when the calling thread asked for every one of ``fs`` since its last
+    update (see :class:`Future`), else ``fed``."""
+    return "own" if fs and all(_asked_here(f) for f in fs) else "fed"
+
+
+def _futures_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``concurrent.futures.wait``: a blocking wait for data (any ``return_when``); with
+    ``ALL_COMPLETED`` over 2+ futures also a group."""
+
+    def wait(fs: Any, timeout: float | None = None, return_when: str = "ALL_COMPLETED") -> Any:
+        fs = set(fs)
+        listed = list(fs)
+        if _modules.get(_RL) is not None and return_when == "ALL_COMPLETED":
+            try:
+                _watch("futures.wait", _futures_start(listed, _monotonic_ns()), listed)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+        return _wait_kind(_kind_of(listed), original, fs, timeout, return_when)
+
+    return hooks.mark(wait, original)
+
+
+def _as_completed(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``concurrent.futures.as_completed``: each wait for the next future is a blocking
+    wait for data; over 2+ futures the whole is a group."""
+
+    def as_completed(fs: Any, timeout: float | None = None) -> Any:
+        fs = set(fs)
+        listed = list(fs)
+        if _modules.get(_RL) is not None:
+            try:
+                _watch("as_completed", _futures_start(listed, _monotonic_ns()), listed)
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+        return _timed_next(original(fs, timeout), _kind_of(listed))
+
+    return hooks.mark(as_completed, original)
+
+
+def _timed_next(it: Any, kind: str) -> Any:
+    """The futures of ``it`` as they complete, each wait for the next one timed."""
+    while True:
+        try:
+            fut = _wait_kind(kind, next, it)
+        except StopIteration:
+            return
+        yield fut
 
 
 def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -179,6 +322,27 @@ def _install_futures(module: ModuleType) -> None:
     hooks.patch_methods(module.Future, ("result",), Future.make)
     # ThreadPoolExecutor / ProcessPoolExecutor (imported lazily: the subclass hook)
     hooks.patch_methods(module.Executor, ("submit",), Executor.make, skip=(module.Executor,))
+    _patch_one_class(module.Executor, "map", Executor.make_map)  # Executor's own map only
+    pkg = sys.modules.get("concurrent.futures")  # already imported: its copies too
+    for name, make in (("wait", _futures_wait), ("as_completed", _as_completed)):
+        fn = getattr(module, name, None)
+        if callable(fn) and not hooks.is_wrapped(fn):
+            wrapped = make(fn)
+            setattr(module, name, wrapped)
+            if pkg is not None and getattr(pkg, name, None) is fn:
+                setattr(pkg, name, wrapped)
+
+
+def _patch_one_class(cls: type, name: str, make: hooks.Make) -> None:
+    fn = cls.__dict__.get(name)
+    if callable(fn) and not hooks.is_wrapped(fn):
+        setattr(cls, name, hooks.mark(make(fn, name), fn))
+
+
+def _install_asyncio(module: ModuleType) -> None:
+    from gyreprof.integrations._auto import patch_asyncio  # only where asyncio is imported
+
+    patch_asyncio.install(module)
 
 
 def _install_ray(ray: ModuleType) -> None:
@@ -193,3 +357,4 @@ def register() -> None:
     hooks.when_imported("multiprocessing.queues", _install_mp_queues)
     hooks.when_imported("concurrent.futures._base", _install_futures)
     hooks.when_imported("ray", _install_ray)
+    hooks.when_imported("asyncio", _install_asyncio)

@@ -578,3 +578,37 @@ def last_is_probe() -> bool:
     last = log.spans[-1]
     ep = last.endpoint if isinstance(last, Request) else last[R_ENDPOINT]
     return ep in probe_endpoints
+
+
+# ------------------------------------------------------------ batch groups (issue 23)
+
+#: groups of requests waited on together (``patch_asyncio``: gather, wait, TaskGroup;
+#: ``patch_queue``: Executor.map, futures.wait, as_completed), newest ``GROUP_CAP`` kept
+GROUP_CAP = 1 << 14
+Group = tuple[str, int, int, int, tuple[int, ...]]  # rule, start, end, awaited, threads
+_groups: list[Group] = []
+_groups_lock = threading.Lock()
+
+
+def add_group(rule: str, start_ns: int, end_ns: int, n: int, threads: tuple[int, ...]) -> None:
+    """A group of requests waited on together from ``start_ns`` to ``end_ns``
+    (CLOCK_MONOTONIC), made in ``threads`` (empty: any thread of the process); ``n``
+    the awaitables or futures it waited on (0: not known). Any thread may call it."""
+    with _groups_lock:
+        _groups.append((rule, start_ns, end_ns, n, threads))
+        if len(_groups) >= GROUP_CAP:
+            del _groups[: GROUP_CAP // 2]
+
+
+def groups() -> list[Group]:
+    with _groups_lock:
+        return list(_groups)
+
+
+def _groups_after_fork() -> None:
+    global _groups_lock
+    _groups_lock = threading.Lock()
+    _groups.clear()
+
+
+os.register_at_fork(after_in_child=_groups_after_fork)

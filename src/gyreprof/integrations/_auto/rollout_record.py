@@ -2,8 +2,9 @@
 
 Format ``gyreprof.rollout-record/1`` (``gyreprof._serial``): the pid, the kept spans
 as rows (the columns are ``analysis.rollouts.SPAN_FIELDS``, named once in the
-record's ``fields``), the totals of folded requests per endpoint, and each
-thread's in-flight gauge from the core. Written atomically at the process's save;
+record's ``fields``), the totals of folded requests per endpoint, each
+thread's in-flight gauge from the core, and the groups of requests waited on
+together (``[rule, start, end, awaited, [thread, ...]]``, the batches). Written atomically at the process's save;
 read back with a size cap, every row checked: anything else is a
 ``CorruptDataError`` (a ``ValueError``).
 
@@ -81,6 +82,20 @@ class RolloutRecord:
     spans: list[list[Any]]
     folded: dict[str, ar.Totals] = field(default_factory=dict)
     gauges: list[dict[str, float]] = field(default_factory=list)
+    groups: list[list[Any]] = field(default_factory=list)
+
+    def group_rows(self) -> list[ar.Group]:
+        """The groups, each checked (``CorruptDataError`` naming the bad one)."""
+        out = []
+        for i, g in enumerate(self.groups):
+            ok = isinstance(g, list) and len(g) == 5 and isinstance(g[0], str) and len(g[0]) < 64
+            ok = ok and all(isinstance(v, int) and not isinstance(v, bool) for v in g[1:4])
+            ok = ok and isinstance(g[4], list) and len(g[4]) <= 4096
+            ok = ok and all(isinstance(v, int) and not isinstance(v, bool) for v in g[4])
+            if not ok or g[2] < g[1]:
+                raise CorruptDataError(f"rollout record group {i}: malformed {g!r:.60}")
+            out.append(ar.Group(g[0], self.pid, g[1], g[2], g[3], tuple(g[4])))
+        return out
 
     def rows(self) -> list[ar.SpanRow]:
         """The spans, each row checked (``CorruptDataError`` naming the bad one)."""
@@ -151,12 +166,14 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
                 continue
     if not spans and not folded:
         return None
+    groups = [[r, a, b, n, list(th)] for r, a, b, n, th in rl.groups()]
     return RolloutRecord(
         pid=os.getpid() if pid is None else pid,
         fields=list(ar.SPAN_FIELDS),
         spans=spans,
         folded=folded,
         gauges=gauges,
+        groups=groups,
     )
 
 
@@ -193,6 +210,7 @@ def read(path: Path) -> RolloutRecord:
         raise CorruptDataError(f"{path}: larger than {MAX_RECORD_BYTES} bytes")
     record = RolloutRecord.from_json(data)
     record.rows()  # every row checked here, once
+    record.group_rows()
     return record
 
 
@@ -200,13 +218,15 @@ def report(records: list[RolloutRecord]) -> ar.RolloutReport | None:
     """The rollout report of these processes' records."""
     rows: list[ar.SpanRow] = []
     folded: dict[str, ar.Totals] = {}
+    groups: list[ar.Group] = []
     for r in records:
         rows.extend(r.rows())
+        groups.extend(r.group_rows())
         for ep, t in r.folded.items():
             folded.setdefault(ep, ar.Totals()).add(t)
     # cloud metadata probes (Ray's start-up) are never a rollout endpoint: one note
     rows, folded, probes = ar.without_metadata_probes(rows, folded)
-    out = ar.analyse(rows, folded)
+    out = ar.analyse(rows, folded, groups)
     if out is not None and probes is not None:
         out.notes.append(probes)
     return out
@@ -304,7 +324,10 @@ def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple
             folded.setdefault(ep, ar.Totals()).add(t)
     if not blocks and not folded:
         return "", kept
-    head = RolloutRecord(pid=pid, fields=list(ar.SPAN_FIELDS), spans=[], folded=folded)
+    groups = [[r, a, b, n, list(th)] for r, a, b, n, th in rl.groups()]
+    head = RolloutRecord(
+        pid=pid, fields=list(ar.SPAN_FIELDS), spans=[], folded=folded, groups=groups
+    )
     return _with_blocks(head, blocks), kept
 
 

@@ -1,0 +1,292 @@
+"""asyncio under ``gyreprof run``: the training thread's wait on rollouts awaited in an event
+loop, and the groups of requests a coroutine waits on together (batches).
+
+Loaded when ``asyncio`` is first imported (``patch_queue.register`` watches for it), so
+a process that never imports asyncio pays nothing.
+
+**The wait.** A training thread that runs ``asyncio.run(...)`` (or
+``loop.run_until_complete``) to await its rollout requests waits for them only while
+its loop is *idle in its selector* with requests in flight: the time the loop spends
+running coroutines (parsing answers, scoring, any CPU work between requests) is the
+thread's own work, not a wait on generation. So the selector's ``select`` of every
+selector event loop is timed, but only on a thread whose waits count
+(``state.waiting_thread``: it trains, or it is the default trainer), with a timeout
+that is not zero (a poll while callbacks are ready is no idle time), and while
+
+- requests of this thread are in flight (its request log's core in-flight count):
+  a wait of kind ``own`` (the thread asked for these rollouts), or
+- a coroutine of this thread is blocked in ``asyncio.Queue.get`` (a sampler task or
+  a sampler thread hands batches over a queue): kind ``fed``.
+
+The naive rules (each request's span, or the time from an ``await`` to its
+resumption) count the loop's CPU work between requests as waiting; this one does
+not. The idle times of one collect block are summed and reported as one wait of that
+length from the block's first idle moment (``state.data_wait`` keeps a block's
+envelope, and the loop's CPU work inside it is compute, not wait).
+Not covered: event loops that do not use ``selectors`` (uvloop).
+
+**Batches.** ``asyncio.gather`` (2+ awaitables), ``asyncio.wait`` (all completed)
+and ``asyncio.TaskGroup`` record a *group*: the calling thread and the interval from
+the call to the end of the wait (``rollout_log.add_group``), read back by
+``analysis.rollouts`` as the batch of the requests made in it. A group inside
+another (a gather in a task of a gather) is not recorded: a context variable, which
+the tasks a group creates inherit, says a group is open. Groups are recorded only
+once an HTTP client has been patched (its request log is loaded).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from gyreprof.integrations._auto import hooks
+from gyreprof.integrations._auto import state as st
+
+_RL = "gyreprof.integrations._auto.rollout_log"
+_modules = sys.modules
+_now = time.monotonic_ns  # the request log's clock
+_get_ident = threading.get_ident
+
+#: a group (gather, wait, TaskGroup) is open in this context: groups inside it are its own
+_grouping: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "gyreprof_batch_group", default=False
+)
+
+
+class _Idle(threading.local):
+    """Per thread: the loop idle time summed in the open collect block, and the
+    coroutines blocked in ``asyncio.Queue.get``."""
+
+    t: Any = None  # the ThreadState the sum belongs to
+    blocks = -1  # its ``blocks`` when the sum began (a closed block starts a new sum)
+    s0 = -1  # the first idle moment of the block
+    cum = 0  # ns idle so far in the block
+    getters = 0
+
+
+_idle = _Idle()
+
+
+def _requests_in_flight() -> bool:
+    """This thread has HTTP rollout requests in flight (read from its request log)."""
+    rl = _modules.get(_RL)
+    if rl is None:
+        return False
+    log = getattr(rl._tls, "log", None)
+    return bool(log is not None and log.core_ok and log.spans_core.in_flight > 0)
+
+
+def _report(w: st.ThreadState, start: int, end: int, kind: str) -> None:
+    """Loop idle from ``start`` to ``end``: added to the block's sum, reported as one wait."""
+    a = _idle
+    if a.t is w and a.blocks == w.blocks and 0 <= w.blk_start <= a.s0:
+        a.cum += end - start
+    else:
+        a.t = w
+        a.blocks = w.blocks
+        a.s0 = start
+        a.cum = end - start
+    st.data_wait(w, a.s0, a.s0 + a.cum, kind)
+
+
+class Selector:
+    """Namespace of the ``select`` wrapper put on each selector event loop's selector."""
+
+    @staticmethod
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def select(timeout: float | None = None) -> Any:
+            if timeout is not None and timeout <= 0:
+                return original(timeout)
+            if getattr(st.tls, "t", None) is None:  # no request made here, nothing waits
+                return original(timeout)
+            w = st.waiting_thread()
+            if w is None:
+                return original(timeout)
+            if _requests_in_flight():
+                kind = "own"
+            elif _idle.getters > 0:
+                kind = "fed"
+            else:
+                return original(timeout)
+            start = w.now()
+            try:
+                return original(timeout)
+            finally:
+                try:
+                    _report(w, start, w.now(), kind)
+                except Exception:  # noqa: BLE001, S110 - never into the loop
+                    pass
+
+        return hooks.mark(select, original)
+
+
+def _loop_init(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            sel = self._selector
+            fn = sel.select
+            if not hooks.is_wrapped(fn):
+                sel.select = Selector.make(fn)  # this loop's selector only
+        except (AttributeError, TypeError):  # a selector without a __dict__: left alone
+            pass
+
+    return __init__
+
+
+class Queue:
+    """Namespace of the ``asyncio.Queue.get`` wrapper: a get that blocks (the queue is
+    empty) marks its thread's loop idle time as a wait for data while it waits."""
+
+    @staticmethod
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        async def get(self: Any) -> Any:
+            if not self.empty():
+                return await original(self)
+            if (
+                getattr(st.tls, "t", None) is None
+                and st._default_main
+                and st.default_trainer_here()
+            ):
+                st.thread_state()  # the default trainer's state: its loop's idle time counts
+            a = _idle
+            a.getters += 1
+            try:
+                return await original(self)
+            finally:
+                a.getters -= 1
+
+        return get
+
+
+# ------------------------------------------------------------------------ groups
+
+
+def _add_group(rule: str, start: int, n: int) -> None:
+    rl = _modules.get(_RL)
+    if rl is not None:
+        rl.add_group(rule, start, _now(), n, (_get_ident(),))
+
+
+def _gather(original: Callable[..., Any]) -> Callable[..., Any]:
+    def gather(*aws: Any, **kwargs: Any) -> Any:
+        if len(aws) < 2 or _modules.get(_RL) is None or _grouping.get():
+            return original(*aws, **kwargs)
+        start = _now()
+        token = _grouping.set(True)  # the tasks made here inherit it
+        try:
+            fut = original(*aws, **kwargs)
+        finally:
+            _grouping.reset(token)
+        n = len(aws)
+        ident = _get_ident()
+
+        def done(_: Any) -> None:
+            rl = _modules.get(_RL)
+            if rl is not None:
+                try:
+                    rl.add_group("asyncio.gather", start, _now(), n, (ident,))
+                except Exception:  # noqa: BLE001, S110 - never into the loop
+                    pass
+
+        try:
+            fut.add_done_callback(done)
+        except Exception:  # noqa: BLE001, S110 - a future of a kind we do not know
+            pass
+        return fut
+
+    return hooks.mark(gather, original)
+
+
+def _wait(original: Callable[..., Any]) -> Callable[..., Any]:
+    async def wait(fs: Any, *args: Any, **kwargs: Any) -> Any:
+        if _modules.get(_RL) is None or _grouping.get():
+            return await original(fs, *args, **kwargs)
+        start = _now()
+        token = _grouping.set(True)
+        try:
+            out = await original(fs, *args, **kwargs)
+        finally:
+            _grouping.reset(token)
+        try:
+            done, pending = out
+            if not pending and len(done) >= 2:
+                _add_group("asyncio.wait", start, len(done))
+        except Exception:  # noqa: BLE001, S110 - never into the user's code
+            pass
+        return out
+
+    return hooks.mark(wait, original)
+
+
+_TG_START = "_gyreprof_group_start"
+_TG_TOKEN = "_gyreprof_group_token"
+
+
+def _tg_aenter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    async def __aenter__(self: Any) -> Any:
+        out = await original(self)
+        if _modules.get(_RL) is not None and not _grouping.get():
+            try:
+                setattr(self, _TG_START, _now())
+                setattr(self, _TG_TOKEN, _grouping.set(True))  # in the task's own context
+            except (AttributeError, TypeError):
+                pass
+        return out
+
+    return __aenter__
+
+
+def _tg_aexit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    async def __aexit__(self: Any, et: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return await original(self, et, exc, tb)
+        finally:
+            start = self.__dict__.pop(_TG_START, None)
+            token = self.__dict__.pop(_TG_TOKEN, None)
+            if start is not None:
+                try:
+                    _grouping.reset(token)
+                    _add_group("asyncio.TaskGroup", start, 0)
+                except Exception:  # noqa: BLE001, S110 - never into the user's code
+                    pass
+
+    return __aexit__
+
+
+def _swap(mods: list[ModuleType], name: str, make: Callable[..., Any]) -> None:
+    """Replace function ``name`` in each module that holds the same original."""
+    first = getattr(mods[0], name, None)
+    if not callable(first) or hooks.is_wrapped(first):
+        return
+    wrapped = make(first)
+    for m in mods:
+        if getattr(m, name, None) is first:
+            setattr(m, name, wrapped)
+
+
+def install(asyncio: ModuleType) -> None:
+    """Patch ``asyncio`` (the package, imported whole)."""
+    import asyncio.queues
+    import asyncio.selector_events
+    import asyncio.tasks
+
+    loop_cls = asyncio.selector_events.BaseSelectorEventLoop
+    init = loop_cls.__dict__.get("__init__")
+    if init is not None and not hooks.is_wrapped(init):
+        loop_cls.__init__ = hooks.mark(_loop_init(init, "__init__"), init)  # type: ignore[method-assign]
+    hooks.patch_methods(asyncio.queues.Queue, ("get",), Queue.make)
+    _swap([asyncio.tasks, asyncio], "gather", _gather)
+    _swap([asyncio.tasks, asyncio], "wait", _wait)
+    tg = _modules.get("asyncio.taskgroups")
+    if tg is not None:
+        hooks.patch_methods(tg.TaskGroup, ("__aenter__",), _tg_aenter)
+        hooks.patch_methods(tg.TaskGroup, ("__aexit__",), _tg_aexit)
+
+
+__all__ = ["install"]
