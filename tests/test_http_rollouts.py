@@ -166,7 +166,10 @@ def test_stream_ttft_is_the_servers_first_chunk_delay(llm: LLMServer) -> None:
     [logged] = [x for x in llm.wait_logged(1) if x.stream]
     assert e.completion_tokens == 6 == logged.completion_tokens  # from the usage chunk
     assert e.ttft.p50 is not None and e.ttft.p50 >= 150.0
-    assert e.inter_chunk.p50 is not None and e.inter_chunk.p50 >= 2.0  # 10 ms per token
+    # 10 ms per token on the server; a loaded client may read several chunks at once, so
+    # the gaps are checked as a whole: the stream lasts the server's delays
+    assert e.inter_chunk.count >= 5 and e.inter_chunk.p50 is not None
+    assert (s.end - s.start) >= 0.95 * (150 + 5 * 10) * 1e6
     assert e.outcomes["ok"] == 1
 
 
