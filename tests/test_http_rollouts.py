@@ -168,7 +168,7 @@ def test_stream_ttft_is_the_servers_first_chunk_delay(llm: LLMServer) -> None:
     assert e.ttft.p50 is not None and e.ttft.p50 >= 150.0
     # 10 ms per token on the server; a loaded client may read several chunks at once, so
     # the gaps are checked as a whole: the stream lasts the server's delays
-    assert e.inter_chunk.count >= 5 and e.inter_chunk.p50 is not None
+    assert e.inter_chunk.p50 is not None
     assert (s.end - s.start) >= 0.95 * (150 + 5 * 10) * 1e6
     assert e.outcomes["ok"] == 1
 
