@@ -140,15 +140,13 @@ def test_only_the_outermost_call_of_a_stack_is_timed_as_the_python_reference_doe
     py_step, py_reset, py_counts = _stack_counts(False, 50)
     assert (c_step, c_reset) == (py_step, py_reset) == (50, 1)
     # Outer(Wrap(Inner)): 1 timed and 2 passed-through steps per step (resets through
-    # gym.Wrapper.reset); with Python wrappers on Outer and Inner, only gym.Wrapper's
-    # own C guard counts: one guard stack, both kinds sharing the thread's nesting flag
-    assert c_counts == {
-        "env_step.timed": 50,
-        "env_step.inner": 100,
-        "env_reset.timed": 1,
-        "env_reset.inner": 2,
-    }
-    assert py_counts == {"env_step.inner": 50, "env_reset.timed": 1, "env_reset.inner": 1}
+    # gym.Wrapper.reset); with Python wrappers on Outer and Inner (gym.Wrapper's own
+    # C guard in between) every call is counted all the same: the Python fallback is
+    # priced too, one nesting flag shared by both kinds of wrapper
+    want = {"env_step.timed": 50, "env_step.inner": 100, "env_reset.timed": 1}
+    want["env_reset.inner"] = 2
+    assert c_counts == want
+    assert py_counts == want
 
 
 def test_a_real_cartpole_stack_times_each_step_once() -> None:
