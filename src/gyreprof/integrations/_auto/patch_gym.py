@@ -278,7 +278,7 @@ def _env_like_pad(a: Any, b: Any) -> Any:
 
 
 def _measure(
-    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 9, pad_words: int = 4096
+    state: Any, kind: str, inner: bool, n: int = 10, rounds: int = 61, pad_words: int = 4096
 ) -> float:
     """ns the wrappers of a ``kind`` add to a call, as a real loop pays them. A guarded
     kind is measured on a stack of four env layers (``gym.make``'s depth: TimeLimit,
@@ -295,8 +295,10 @@ def _measure(
     cache traffic of a real loop), here with a little Python work as well
     (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
     step's Python evicts). Timed on the thread's CPU time (a loaded machine's preemptions
-    are not in it), the median of ``rounds`` short runs, never below the tight-loop
-    cost."""
+    are not in it), the median of ``rounds`` short runs (10 calls each: on a loaded
+    machine the noise moves over milliseconds, so short runs side by side differ by
+    the wrapper, not by the neighbours' load), never below the tight-loop cost (the
+    same stack with no work in it)."""
     import numpy as np
 
     state.inside = inner
@@ -334,7 +336,10 @@ def _measure(
     for _ in range(rounds):
         p, w = _time_calls(plain, wrapped, n, _env_like_pad, a, b)
         diffs.append((w - p) / n)
-    _PAD_A, _PAD_B = np.zeros(1), np.ones(1)  # the tight loop: no work in the bottom
+    if _GUARDED[kind]:  # the tight loop: the same stack, no work in its bottom layer
+        layers["bottom"], wrapped_layers["bottom"] = _plain, wrap(_plain)
+        plain = type("_Plain", (), {**layers, "__slots__": ()})()
+        wrapped = type("_Wrapped", (), {**wrapped_layers, "__slots__": ()})()
     tight = min(
         (w - p) / 200
         for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
