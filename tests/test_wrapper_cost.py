@@ -402,3 +402,56 @@ def test_a_thread_profiler_carries_the_wrapper_costs_in_its_config() -> None:
     cfg = t.sampler.recorder.config()["form_cost_ns"]
     for name, cost in patch_gym.wrapper_costs().items():
         assert cfg[name] == cost
+
+
+def test_threads_one_after_another_each_record_into_their_own_state() -> None:
+    # the guard caches the last calling thread's slot by its PyThreadState: threads
+    # started one after another often get the same PyThreadState address back, and
+    # each must still get its own ThreadState (by the state's unique id), never the
+    # previous thread's
+    t = fresh()
+    e = Echo()
+    e.step(0)
+    seen: list[Any] = []
+
+    def work() -> None:
+        e.step(1)
+        seen.append(st.tls.t)
+
+    for _ in range(8):
+        th = threading.Thread(target=work)
+        th.start()
+        th.join(60)
+        e.step(2)  # this thread in between: its own state again
+    assert len(seen) == 8 and len({id(s) for s in seen}) == 8 and t not in seen
+    assert all(events(s, "env_step") == 1 for s in seen)
+    assert events(t, "env_step") == 9
+
+
+def test_the_python_fallback_is_counted_and_priced() -> None:
+    patch_gym.USE_C = False
+    try:
+
+        class PyLayer(gym.Wrapper):  # type: ignore[misc]
+            def step(self, action: Any) -> Any:
+                return self.env.step(action)
+
+        class PyInner(gym.Env):  # type: ignore[misc]
+            def step(self, action: Any) -> Any:
+                return action
+
+        py_costs = patch_gym.measure_costs()  # the Python wrappers' own cost per call
+    finally:
+        patch_gym.USE_C = True
+    assert not isinstance(PyLayer.__dict__["step"], guard.Guard)
+    assert py_costs[P + "env_step.timed"] > py_costs[P + "env_step.inner"] > 0
+    env = PyLayer(PyLayer(PyInner()))
+    t = fresh()
+    t.sampler.form_cost_ns.update(py_costs)
+    for i in range(200):
+        assert env.step(i) == i
+    # two Python layers and gym.Wrapper-free inner env: 1 timed and 2 passed through
+    assert counts(t) == {"env_step.timed": 200, "env_step.inner": 400}
+    src = t.sampler.snapshot().sources[0]
+    want = 200 * py_costs[P + "env_step.timed"] + 400 * py_costs[P + "env_step.inner"]
+    assert src.wrapper_ns == pytest.approx(want, rel=0.01)
