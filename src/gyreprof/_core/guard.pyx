@@ -16,7 +16,9 @@ Contracts:
   reference), valid while its generation equals the module's. ``forget()`` (called
   when any ThreadState is created, and in a forked child) bumps the generation: every
   thread then asks the Python side once (``configure``'s ``thread``) and keeps the
-  answer. A ThreadState of the configured type is read through its slots' offsets;
+  answer. The last calling thread's slot is also kept in a static, keyed by its
+  PyThreadState and that state's unique ``id`` (a dead thread's address may be
+  reused, its id never is): a call from the same thread reads no thread-local. A ThreadState of the configured type is read through its slots' offsets;
   any other object through ``getattr``/``setattr``.
 - Each call is counted in the thread's sampler Recorder counters named by the
   ``configure``'s ``bind`` callable (one ``timed`` and one ``inner`` counter per

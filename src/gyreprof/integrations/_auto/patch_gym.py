@@ -363,7 +363,7 @@ def _calibration_state() -> Any:
 def wrapper_costs() -> dict[str, float]:
     """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
     outermost, timed call, ``.inner`` for one the nesting guard passes through),
-    measured once per process (~5 ms; ``env_reset`` is the same wrapper as
+    measured once per process (~15-25 ms of CPU; ``env_reset`` is the same wrapper as
     ``env_step``, ``step_wait`` as ``step_async``): the costs ``overhead_share``
     prices the counted calls with."""
     if not _COSTS:
