@@ -444,7 +444,9 @@ def test_the_python_fallback_is_counted_and_priced() -> None:
     finally:
         patch_gym.USE_C = True
     assert not isinstance(PyLayer.__dict__["step"], guard.Guard)
-    assert py_costs[P + "env_step.timed"] > py_costs[P + "env_step.inner"] > 0
+    # (a timed call is never priced below a passed-through one; equal where the
+    # calibration's difference fell below it on a loaded machine)
+    assert py_costs[P + "env_step.timed"] >= py_costs[P + "env_step.inner"] > 0
     env = PyLayer(PyLayer(PyInner()))
     t = fresh()
     t.sampler.form_cost_ns.update(py_costs)
