@@ -23,7 +23,8 @@ time unless ``--wall``), the measured added cost (the median over rounds of each
 round's C - bare and Python - bare, with the interquartile range of C - bare: the
 noise), the estimate the report gives for the C rounds (the sampler's
 ``overhead_ns`` over those rounds' steps; its wrapper part beside it), estimate /
-measured (target 0.67-1.5), and patched / bare (target <= 1.05 on CartPole).
+measured (target 0.67-1.5), and patched / bare (target <= 1.05 on CartPole); the
+Python fallback's rounds are priced at its own calibrated costs (``Py est``).
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ def dummyvec(n: int) -> Callable[[], float]:
     return run
 
 
+#: the Python fallback's calibrated costs (main() measures them), pricing its rounds
+PY_COSTS: dict[str, float] = {}
+
 TORCH = False  # --torch: the cleanrl case's policy in torch (numpy by default)
 
 
@@ -173,20 +177,26 @@ def bench(name: str, rounds: int, scale: float) -> dict[str, float]:
         modes.set(mode)
         run()
     times: dict[str, list[float]] = {"bare": [], "c": [], "py": []}
-    est = wrap = 0.0
-    steps = 0
+    est = {"c": 0.0, "py": 0.0}
+    wrap = 0.0
+    steps = {"c": 0, "py": 0}
+    c_costs = dict(t.sampler.form_cost_ns)
     order = ["bare", "c", "py"]
     for r in range(rounds):
         for mode in order[r % 3 :] + order[: r % 3]:  # each mode first in turn
             modes.set(mode)
-            if mode == "c":
+            if mode != "bare":
+                # the rounds of each mode priced at its own wrappers' calibrated costs
+                t.sampler.form_cost_ns.update(c_costs if mode == "c" else PY_COSTS)
                 o0, w0 = _overhead(t)
             times[mode].append(run())
-            if mode == "c":
+            if mode != "bare":
                 o1, w1 = _overhead(t)
-                est += o1 - o0
-                wrap += w1 - w0
-                steps += n
+                est[mode] += o1 - o0
+                if mode == "c":
+                    wrap += w1 - w0
+                steps[mode] += n
+    t.sampler.form_cost_ns.update(c_costs)
     modes.set("c")
     # the lower quartile: a round that was disturbed only ever reads longer; the added
     # costs: the median of each round's own difference (the modes ran side by side)
@@ -195,7 +205,8 @@ def bench(name: str, rounds: int, scale: float) -> dict[str, float]:
     added_c = statistics.median(diffs_c)
     q1, _, q3 = statistics.quantiles(diffs_c, n=4)
     added_py = statistics.median(p - b for p, b in zip(times["py"], times["bare"], strict=True))
-    est_step = est / steps
+    est_step = est["c"] / steps["c"]
+    est_py = est["py"] / steps["py"]
     return {
         "bare_ns": med["bare"],
         "c_ns": med["c"],
@@ -204,8 +215,10 @@ def bench(name: str, rounds: int, scale: float) -> dict[str, float]:
         "added_py_ns": added_py,
         "added_c_iqr_ns": q3 - q1,
         "estimate_ns": est_step,
-        "estimate_wrapper_ns": wrap / steps,
+        "estimate_wrapper_ns": wrap / steps["c"],
         "estimate_over_measured": est_step / added_c if added_c > 0 else float("nan"),
+        "estimate_py_ns": est_py,
+        "estimate_py_over_measured": est_py / added_py if added_py > 0 else float("nan"),
         "ratio_c": 1.0 + added_c / med["bare"],
         "ratio_py": 1.0 + added_py / med["bare"],
     }
@@ -230,9 +243,16 @@ def main() -> None:
     except ImportError:
         CASES.pop("dummyvec", None)
     print(f"wrapper costs (ns per call): {patch_gym.wrapper_costs()}")
+    patch_gym.USE_C = False
+    try:
+        PY_COSTS.update(patch_gym.measure_costs())
+    finally:
+        patch_gym.USE_C = True
+    print(f"Python fallback costs (ns per call): {PY_COSTS}")
     head = (
         f"{'case':<9} {'bare':>8} {'C':>8} {'Python':>8} {'+C':>7} {'(IQR)':>6} {'+Py':>7} "
-        f"{'estimate':>8} {'(wrap)':>7} {'est/meas':>8} {'C/bare':>7} {'Py/bare':>7}"
+        f"{'estimate':>8} {'(wrap)':>7} {'est/meas':>8} {'C/bare':>7} {'Py/bare':>7} "
+        f"{'Py est':>7} {'est/meas':>8}"
     )
     print(head)
     for name in args.cases.split(","):
@@ -244,7 +264,8 @@ def main() -> None:
             f"{r['added_c_ns']:7.0f} {r['added_c_iqr_ns']:6.0f} {r['added_py_ns']:7.0f} "
             f"{r['estimate_ns']:8.0f} "
             f"{r['estimate_wrapper_ns']:7.0f} {r['estimate_over_measured']:8.2f} "
-            f"{r['ratio_c']:7.3f} {r['ratio_py']:7.3f}"
+            f"{r['ratio_c']:7.3f} {r['ratio_py']:7.3f} "
+            f"{r['estimate_py_ns']:7.0f} {r['estimate_py_over_measured']:8.2f}"
         )
 
 

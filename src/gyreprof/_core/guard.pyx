@@ -16,7 +16,9 @@ Contracts:
   reference), valid while its generation equals the module's. ``forget()`` (called
   when any ThreadState is created, and in a forked child) bumps the generation: every
   thread then asks the Python side once (``configure``'s ``thread``) and keeps the
-  answer. A ThreadState of the configured type is read through its slots' offsets;
+  answer. The last calling thread's slot is also kept in a static, keyed by its
+  PyThreadState and that state's unique ``id`` (a dead thread's address may be
+  reused, its id never is): a call from the same thread reads no thread-local. A ThreadState of the configured type is read through its slots' offsets;
   any other object through ``getattr``/``setattr``.
 - Each call is counted in the thread's sampler Recorder counters named by the
   ``configure``'s ``bind`` callable (one ``timed`` and one ``inner`` counter per
@@ -148,10 +150,33 @@ cdef extern from *:
         return s;
     }
 
+    /* the last thread that called a guard: its PyThreadState (and that state's unique
+       id, since a dead thread's PyThreadState address can be reused) and its slot, so a
+       call from the same thread again reads no thread-local (``__tls_get_addr`` in a
+       shared object); statics are safe under the GIL */
+    static PyThreadState *gyre_last_ts = NULL;
+    static uint64_t gyre_last_id = 0;
+    static gyre_slot *gyre_last_slot = NULL;
+
     static inline gyre_slot *gyre_thread_slot(void) {
-        gyre_slot *s = &gyre_tls_slot;
-        if (s->gen == gyre_gen) return s;
-        return gyre_thread_slot_slow();
+        PyThreadState *ts = PyThreadState_Get();
+        gyre_slot *s = gyre_last_slot;
+        if (ts == gyre_last_ts && ts->id == gyre_last_id && s->gen == gyre_gen) return s;
+        s = &gyre_tls_slot;
+        if (s->gen != gyre_gen && gyre_thread_slot_slow() == NULL) return NULL;
+        gyre_last_ts = ts;
+        gyre_last_id = ts->id;
+        gyre_last_slot = s;
+        return s;
+    }
+
+    /* ``fn(*args)`` through its vectorcall slot directly when it has one (a Python
+       function): what PyObject_Vectorcall does, less its result check */
+    static inline PyObject *gyre_call(PyObject *fn, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames) {
+        vectorcallfunc vc = PyVectorcall_Function(fn);
+        if (vc != NULL) return vc(fn, args, nargsf, kwnames);
+        return PyObject_Vectorcall(fn, args, nargsf, kwnames);
     }
 
     static inline void gyre_count(gyre_slot *s, int i) {
@@ -241,7 +266,7 @@ cdef extern from *:
             if (in < 0) return NULL;
             if (in) {
                 gyre_count(s, 2 * kind + 1);
-                return PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+                return gyre_call(f->fn, args, nargsf, kwnames);
             }
         }
         Py_INCREF(state);  /* the thread's slot may be rebound during the call */
@@ -251,7 +276,7 @@ cdef extern from *:
         if (timer != NULL) {
             if (gyre_enter(timer) == 0) {
                 gyre_count(s, 2 * kind);
-                res = PyObject_Vectorcall(f->fn, args, nargsf, kwnames);
+                res = gyre_call(f->fn, args, nargsf, kwnames);
                 if (res == NULL) {
                     PyObject *et, *ev, *tb;
                     PyErr_Fetch(&et, &ev, &tb);

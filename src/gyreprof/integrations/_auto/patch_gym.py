@@ -57,13 +57,23 @@ def _outermost(
     the thread (a wrapper's step calling the inner env's step is timed once).
     ``_thread``: where the thread's state comes from (a fixed one to calibrate)."""
 
+    timed, inner = _counter_pair(timer)
+
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         t = _thread()
         if t.inside:
+            try:
+                t.sampler.count(inner)
+            except ValueError:  # no room for the counter: not counted
+                pass
             return original(self, *args, **kwargs)
         t.inside = True
         try:
             with getattr(t, timer):
+                try:
+                    t.sampler.count(timed)
+                except ValueError:  # no room for the counter: not counted
+                    pass
                 return original(self, *args, **kwargs)
         finally:
             t.inside = False
@@ -76,14 +86,24 @@ def _step(original: Callable[..., Any], _thread: Callable[[], Any] = _thread) ->
     if _params(original) != ["self", "action"]:
         return _outermost(original, "env_step", _thread)
 
+    timed, inner = _counter_pair("env_step")
+
     # gymnasium's own signature, once per env step: no argument tuple or dict per call
     def step(self: Any, action: Any) -> Any:
         t = _thread()
         if t.inside:
+            try:
+                t.sampler.count(inner)
+            except ValueError:  # no room for the counter: not counted
+                pass
             return original(self, action)
         t.inside = True
         try:
             with t.env_step:
+                try:
+                    t.sampler.count(timed)
+                except ValueError:  # no room for the counter: not counted
+                    pass
                 return original(self, action)
         finally:
             t.inside = False
@@ -96,8 +116,15 @@ def _py_vector_call(
 ) -> Callable[..., Any]:
     """The Python fallback of a vector call (see :func:`_vector_call`)."""
 
+    timed = _counter_pair(name)[0]
+
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with getattr(_thread(), name):
+        t = _thread()
+        with getattr(t, name):
+            try:
+                t.sampler.count(timed)
+            except ValueError:  # no room for the counter: not counted
+                pass
             return original(self, *args, **kwargs)
 
     return call
@@ -140,6 +167,14 @@ def _guard() -> Any:
     return _guard_mod
 
 
+def _counter_pair(kind: str) -> tuple[str, str]:
+    """The (timed, inner) counters of a kind's calls: the Python wrappers count their
+    calls where the C guard does, so the fallback is priced too."""
+    from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
+
+    return f"{P}{kind}.timed", f"{P}{kind}.inner"
+
+
 def counter_names() -> tuple[str, ...]:
     """The sampler counters of the wrappers' calls: (timed, inner) per kind, in the
     guard's order (``guard.KINDS``)."""
@@ -177,6 +212,12 @@ def _plain(self: Any, action: Any) -> None:
     return None
 
 
+def _bottom(self: Any, action: Any) -> Any:
+    """The innermost env of a calibration stack: its step does env-like work (the pad:
+    a real stack's return path through each wrapper runs after the env's work)."""
+    return _env_like_pad(_PAD_A, _PAD_B)
+
+
 def _mid(self: Any, action: Any) -> Any:
     return self.bottom(action)
 
@@ -185,8 +226,12 @@ def _top(self: Any, action: Any) -> Any:
     return self.mid(action)
 
 
+def _top0(self: Any, action: Any) -> Any:
+    return self.top(action)
+
+
 def _time_calls(plain: Any, wrapped: Any, n: int, pad: Any, a: Any, b: Any) -> tuple[float, float]:
-    """ns for ``n`` calls of ``plain.top`` and of ``wrapped.top``, each after
+    """ns for ``n`` calls of ``plain.top0`` and of ``wrapped.top0``, each after
     ``pad(a, b)``; written out (a call per call that is not the method's own would be
     measured too)."""
     rng = range(n)
@@ -194,11 +239,11 @@ def _time_calls(plain: Any, wrapped: Any, n: int, pad: Any, a: Any, b: Any) -> t
     t0 = pc()
     for _ in rng:
         pad(a, b)
-        plain.top(0)
+        plain.top0(0)
     t1 = pc()
     for _ in rng:
         pad(a, b)
-        wrapped.top(0)
+        wrapped.top0(0)
     t2 = pc()
     return float(t1 - t0), float(t2 - t1)
 
@@ -208,6 +253,8 @@ def _no_pad(a: Any, b: Any) -> None:
 
 
 _PAD_STATE = [0.01, 0.02, 0.03, 0.04]
+_PAD_A: Any = None  # the bottom layer's pad arrays (set by _measure)
+_PAD_B: Any = None
 
 
 def _env_like_pad(a: Any, b: Any) -> Any:
@@ -231,13 +278,16 @@ def _env_like_pad(a: Any, b: Any) -> Any:
 
 
 def _measure(
-    state: Any, kind: str, inner: bool, n: int = 50, rounds: int = 9, pad_words: int = 4096
+    state: Any, kind: str, inner: bool, n: int = 10, rounds: int = 61, pad_words: int = 4096
 ) -> float:
-    """ns the wrappers of a ``kind`` add to a call of a no-op method, as a real loop
-    pays them. A guarded kind is measured on a stack of three env layers, each calling
-    the next (``top`` -> ``mid`` -> ``bottom``, as wrappers around an env do), all
-    wrapped: one timed and two passed-through calls, or three passed through when
-    ``inner`` (the thread is inside an env call already); a vector call on one layer.
+    """ns the wrappers of a ``kind`` add to a call, as a real loop pays them. A guarded
+    kind is measured on a stack of four env layers (``gym.make``'s depth: TimeLimit,
+    OrderEnforcing, PassiveEnvChecker, the env), each calling the next (``top0`` ->
+    ``top`` -> ``mid`` -> ``bottom``, as wrappers around an env do), all wrapped: one
+    timed and three passed-through calls, or four passed through when ``inner`` (the
+    thread is inside an env call already); the bottom layer does env-like work
+    (:func:`_env_like_pad`), so the way back through each wrapper runs after it, as in
+    a real stack. A vector call on one layer (a no-op).
     The wrapper is the one this process installs (C or Python), bound to ``state`` (a
     ThreadState of its own: its timer records into a throwaway profiler, its calls are
     counted in that profiler's counters, as a thread's are). Like the recording forms
@@ -245,8 +295,10 @@ def _measure(
     cache traffic of a real loop), here with a little Python work as well
     (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
     step's Python evicts). Timed on the thread's CPU time (a loaded machine's preemptions
-    are not in it), the median of ``rounds`` short runs, never below the tight-loop
-    cost."""
+    are not in it), the median of ``rounds`` short runs (10 calls each: on a loaded
+    machine the noise moves over milliseconds, so short runs side by side differ by
+    the wrapper, not by the neighbours' load), never below the tight-loop cost (the
+    same stack with no work in it)."""
     import numpy as np
 
     state.inside = inner
@@ -268,20 +320,26 @@ def _measure(
             return _py_vector_call(fn, kind, fixed)
         return _step(fn, fixed) if kind == "env_step" else _outermost(fn, kind, fixed)
 
+    global _PAD_A, _PAD_B
     if _GUARDED[kind]:
-        layers = {"top": _top, "mid": _mid, "bottom": _plain}
+        layers = {"top0": _top0, "top": _top, "mid": _mid, "bottom": _bottom}
         wrapped_layers = {k: wrap(v) for k, v in layers.items()}
     else:
-        layers = {"top": _plain}
-        wrapped_layers = {"top": wrap(_plain)}
+        layers = {"top0": _plain}
+        wrapped_layers = {"top0": wrap(_plain)}
     plain = type("_Plain", (), {**layers, "__slots__": ()})()
     wrapped = type("_Wrapped", (), {**wrapped_layers, "__slots__": ()})()
     a, b = np.zeros(pad_words), np.ones(pad_words)
+    _PAD_A, _PAD_B = np.zeros(pad_words), np.ones(pad_words)
     _time_calls(plain, wrapped, n, _env_like_pad, a, b)  # warm up
     diffs = []
     for _ in range(rounds):
         p, w = _time_calls(plain, wrapped, n, _env_like_pad, a, b)
         diffs.append((w - p) / n)
+    if _GUARDED[kind]:  # the tight loop: the same stack, no work in its bottom layer
+        layers["bottom"], wrapped_layers["bottom"] = _plain, wrap(_plain)
+        plain = type("_Plain", (), {**layers, "__slots__": ()})()
+        wrapped = type("_Wrapped", (), {**wrapped_layers, "__slots__": ()})()
     tight = min(
         (w - p) / 200
         for p, w in (_time_calls(plain, wrapped, 200, _no_pad, None, None) for _ in range(3))
@@ -305,30 +363,39 @@ def _calibration_state() -> Any:
 def wrapper_costs() -> dict[str, float]:
     """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
     outermost, timed call, ``.inner`` for one the nesting guard passes through),
-    measured once per process (~5 ms; ``env_reset`` is the same wrapper as
+    measured once per process (~15-25 ms of CPU; ``env_reset`` is the same wrapper as
     ``env_step``, ``step_wait`` as ``step_async``): the costs ``overhead_share``
     prices the counted calls with."""
     if not _COSTS:
-        kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
-        names = dict(zip(counter_names(), kw, strict=True))
-        got: dict[tuple[str, bool], float] = {}
         try:
-            state = _calibration_state()
-            # three layers: one timed and two passed through, or three passed through
-            outer3, inner3 = _measure(state, "env_step", False), _measure(state, "env_step", True)
-            inner = inner3 / 3
-            got[("env_step", True)] = inner
-            got[("env_step", False)] = max(outer3 - 2 * inner, inner)
-            got[("step_async", False)] = _measure(state, "step_async", False)
+            _COSTS.update(measure_costs())
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
             st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
-        for name, (kind, which) in names.items():
-            rep = "env_step" if _GUARDED[kind] else "step_async"
-            _COSTS[name] = got.get((rep, which == "inner"), 0.0)
+            _COSTS.update(dict.fromkeys(counter_names(), 0.0))
         from gyreprof.profiler import add_form_costs
 
         add_form_costs(_COSTS)  # the thread profilers made from now on carry them
     return dict(_COSTS)
+
+
+def measure_costs() -> dict[str, float]:
+    """ns one call of each wrapper kind adds, measured now for the wrappers installed
+    now (the C guard, or the Python fallback when ``USE_C`` is False)."""
+    kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
+    names = dict(zip(counter_names(), kw, strict=True))
+    got: dict[tuple[str, bool], float] = {}
+    state = _calibration_state()
+    # four layers: one timed and three passed through, or four passed through
+    outer4, inner4 = _measure(state, "env_step", False), _measure(state, "env_step", True)
+    inner = inner4 / 4
+    got[("env_step", True)] = inner
+    got[("env_step", False)] = max(outer4 - 3 * inner, inner)
+    got[("step_async", False)] = _measure(state, "step_async", False)
+    out = {}
+    for name, (kind, which) in names.items():
+        rep = "env_step" if _GUARDED[kind] else "step_async"
+        out[name] = got.get((rep, which == "inner"), 0.0)
+    return out
 
 
 def install(gym: ModuleType) -> None:
