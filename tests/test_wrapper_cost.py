@@ -291,7 +291,9 @@ def test_each_kind_is_calibrated_and_a_timed_call_costs_more_than_a_passed_one()
     assert set(costs) == set(patch_gym.counter_names())
     for name in ("env_step.timed", "env_step.inner", "step_async.timed"):
         assert 1.0 <= costs[P + name] < 100_000  # ns per call, measured
-    assert costs[P + "env_step.timed"] > costs[P + "env_step.inner"]
+    # a timed call is never priced under a passed one (under load the calibration's
+    # difference can fall below the passed cost: it is clipped to it, never under)
+    assert costs[P + "env_step.timed"] >= costs[P + "env_step.inner"]
 
 
 def test_overhead_share_includes_the_wrappers_calls() -> None:
