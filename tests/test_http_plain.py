@@ -46,7 +46,9 @@ def test_plain_httpx_rows_are_the_general_paths() -> None:
     prof = http.profile()  # patches httpx
     answers: list[tuple[int, bytes]] = []
     client = httpx.Client(
-        transport=httpx.MockTransport(lambda req: httpx.Response(answers[0][0], content=answers.pop(0)[1]))
+        transport=httpx.MockTransport(
+            lambda req: httpx.Response(answers[0][0], content=answers.pop(0)[1])
+        )
     )
     req = client.build_request("POST", "http://mock/v1/chat/completions", json={"x": 1})
     bare = type(client).send.__wrapped__  # type: ignore[attr-defined]
