@@ -242,7 +242,7 @@ def _instructions(url: str, n: int, chunks: int, before: str | None) -> None:
     src = str(ROOT / "src")
     print(f"instructions per call (callgrind, 2N - N over N, N = {n}; chunks: {chunks} a stream)")
     for client, k in (("httpx", n), ("requests", n), ("chunks", chunks)):
-        per = 1 if client != "chunks" else k
+        per = 1 if client != "chunks" else 2  # 2N - N = two streams of k chunks
         bare = _count(client, "bare", k, url, src)[0] / per
         trees = [("this tree", src)] + ([("before", before)] if before else [])
         for name, tree in trees:
