@@ -159,13 +159,142 @@ def _run_loop(url: str, n: int, rounds: int) -> None:
         )
 
 
+# ------------------------------------------------------------ instruction counts
+
+_COUNT_CHILD = """
+import itertools, sys, time
+client, mode, n, url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if mode == "inst":
+    from gyreprof.integrations import http
+    prof = http.profile()
+import httpx
+BODY = {"messages": [{"role": "user", "content": "a b c"}], "max_tokens": 4}
+if client == "httpx":
+    c = httpx.Client(base_url=url)
+    req = c.build_request("POST", "/v1/chat/completions", json=BODY)
+    def one(_):
+        c.send(req)
+elif client == "requests":
+    import requests
+    s = requests.Session()
+    prep = s.prepare_request(requests.Request("POST", url + "/v1/chat/completions", json=BODY))
+    def one(_):
+        s.send(prep)
+else:  # "chunks": one in-memory stream (the same bytes each time) of n chunks per call
+    chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\\n\\n'
+    k = n
+    n = 2
+    c = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, content=iter([chunk] * k))))
+    req = c.build_request("POST", "http://mock/v1/chat/completions", json=BODY)
+    def one(_):
+        r = c.send(req, stream=True)
+        for _ in r.iter_raw():
+            pass
+        r.close()
+rep = itertools.repeat
+for _ in range(20 if client != "chunks" else 2):
+    one(None)
+t0 = time.process_time_ns()
+list(map(one, rep(None, n)))                      # N: callgrind's map_next, inclusive
+t1 = time.process_time_ns()
+list(filter(one, rep(None, 2 * n)))               # 2N: filter_next, inclusive
+t2 = time.process_time_ns()
+print("cpu_ns", t1 - t0, t2 - t1, file=sys.stderr)
+"""
+
+
+def _count(
+    client: str, mode: str, n: int, url: str, src: str, valgrind: bool = True
+) -> tuple[float, float]:
+    """Instructions (or, without valgrind, CPU ns) per call of the loop's body: the
+    difference of 2N and N calls over N (start-up and warm-up are outside both)."""
+    import os
+    import re
+    import tempfile
+
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": src}
+    child = [sys.executable, "-c", _COUNT_CHILD, client, mode, str(n), url]
+    if not valgrind:
+        out = subprocess.run(child, capture_output=True, text=True, env=env, check=True)
+        a, b = (int(x) for x in re.findall(r"cpu_ns (\d+) (\d+)", out.stderr)[0])
+        return (b - a) / n, float(a + b)
+    with tempfile.TemporaryDirectory() as d:
+        cg = f"{d}/cg.out"
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", *child]
+        subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+        ann = subprocess.run(
+            ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", cg],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    got = {}
+    for fn in ("map_next", "filter_next"):
+        m = re.search(r"^\s*([\d,]+) .*:" + fn + r"(?: |$)", ann, re.M)
+        if m is None:
+            raise RuntimeError(f"callgrind counted no {fn} for {client} {mode}")
+        got[fn] = int(m.group(1).replace(",", ""))
+    return (got["filter_next"] - got["map_next"]) / n, float(got["map_next"])
+
+
+def _instructions(url: str, n: int, chunks: int, before: str | None) -> None:
+    src = str(ROOT / "src")
+    print(f"instructions per call (callgrind, 2N - N over N, N = {n}; chunks: {chunks} a stream)")
+    for client, k in (("httpx", n), ("requests", n), ("chunks", chunks)):
+        per = 1 if client != "chunks" else 2  # 2N - N = two streams of k chunks
+        bare = _count(client, "bare", k, url, src)[0] / per
+        trees = [("this tree", src)] + ([("before", before)] if before else [])
+        for name, tree in trees:
+            inst = _count(client, "inst", k, url, tree)[0] / per
+            unit = "request" if per == 1 else "chunk"
+            print(
+                f"  {client:8s} {name:9s} bare {bare:9.0f}  instrumented {inst:9.0f}  "
+                f"added {inst - bare:+8.0f} per {unit}"
+            )
+
+
+def _cpu_ratio(url: str, n: int, rounds: int) -> None:
+    """ns of CPU time per instruction of the bare client (this machine, now), and the
+    instrumented / bare CPU time per request of interleaved runs."""
+    src = str(ROOT / "src")
+    for client in ("httpx", "requests"):
+        ratios = []
+        ns = []
+        for r in range(rounds):
+            got = {}
+            for mode in ("bare", "inst") if r % 2 else ("inst", "bare"):
+                got[mode] = _count(client, mode, n, url, src, valgrind=False)[0]
+            ratios.append(got["inst"] / got["bare"])
+            ns.append(got["bare"])
+        print(
+            f"  {client:8s} CPU ns per bare request median {statistics.median(ns):.0f}; "
+            f"inst / bare median {statistics.median(ratios):.4f} "
+            f"(all: {', '.join(f'{x:.3f}' for x in ratios)})"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=2000)
     ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
+    ap.add_argument("--instructions", action="store_true", help="callgrind counts per call")
+    ap.add_argument("--before", default=None, help="with --instructions: another tree's src")
+    ap.add_argument("--cpu", action="store_true", help="interleaved CPU time per request")
     args = ap.parse_args()
+    if args.instructions or args.cpu:
+        proc, url = _start_server()
+        try:
+            if args.instructions:
+                _instructions(url, args.n, args.chunks, args.before)
+            if args.cpu:
+                _cpu_ratio(url, args.n, args.rounds)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        return
     if args.run_loop:
         proc, url = _start_server()
         try:

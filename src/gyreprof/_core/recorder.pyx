@@ -1096,7 +1096,7 @@ cdef class Recorder:
         cdef int64_t nh = self.n_phases + 1
         cdef int64_t stride = WIN_HEADER + WIN_FIELDS * nh
         cdef int64_t* w = self.wring + (s[H_WINDOWS] % self.max_windows) * stride
-        cdef int64_t h, i, cum, total
+        cdef int64_t h, i, cum, total, lo, hi
         cdef int64_t* wc
         cdef int64_t* wf
         cdef int64_t* cnt
@@ -1118,8 +1118,14 @@ cdef class Recorder:
             wc = self.hot + HOT_WORDS * h + HOT_WIN
             wf = w + WIN_HEADER + WIN_FIELDS * h
             cnt = self.wcounts + h * self.WL.counts_len
+            # every value added sets the window's min and max: its buckets lie between
+            # theirs, so only that range is summed, walked and cleared (not counts_len)
+            lo = hi = 0
+            if wc[WCUR_MAX] >= 0:
+                lo = hdr_index(&self.WL, min(wc[WCUR_MIN], self.WL.highest))
+                hi = hdr_index(&self.WL, min(wc[WCUR_MAX], self.WL.highest)) + 1
             total = 0
-            for i in range(self.WL.counts_len):
+            for i in range(lo, hi):
                 total += cnt[i]
             wf[WIN_COUNT] = total
             wf[WIN_SUM] = wc[WCUR_SUM]
@@ -1130,15 +1136,15 @@ cdef class Recorder:
             if total > 0:
                 cum = 0
                 k = 0
-                i = 0
-                while i < self.WL.counts_len and k < 3:
+                i = lo
+                while i < hi and k < 3:
                     cum += cnt[i]
                     while k < 3 and cum >= ranks[k]:
                         wf[WIN_P50 + k] = hdr_value_at(&self.WL, i, ranks[k], total,
                                                       wc[WCUR_MIN], wc[WCUR_MAX])
                         k += 1
                     i += 1
-                memset(cnt, 0, self.WL.counts_len * sizeof(int64_t))
+                memset(cnt + lo, 0, (hi - lo) * sizeof(int64_t))
             self._reset_wcur(h)
         s[H_WINDOWS] += 1
         gyre_release_fence()

@@ -107,9 +107,11 @@ def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
     w = st.waiting_thread()
     if w is None:
         return
-    shift = w.now() - _monotonic_ns()  # 0 but for the read's gap, unless the TSC clock
-    if -1_000_000 < shift < 1_000_000:
-        shift = 0
+    shift = 0  # the thread's clock is CLOCK_MONOTONIC (the requests'), unless the TSC
+    if w.srec.use_tsc:
+        shift = w.now() - _monotonic_ns()  # 0 but for the read's gap
+        if -1_000_000 < shift < 1_000_000:
+            shift = 0
     st.data_wait(w, start_ns + shift, end_ns + shift, "own")
 
 
@@ -339,6 +341,8 @@ def _httpx_send(mod: ModuleType) -> hooks.Make:
                 if outer.client != "openai":
                     return original(self, request, *args, **kwargs)  # another layer owns it
                 return _attempt(original, self, request, args, kwargs, outer, mod)
+            if not kwargs.get("stream", False):
+                return _httpx_plain(original, self, request, args, kwargs)
             try:
                 req = _httpx_open(request)
             except Exception:  # noqa: BLE001 - uninstrumented rather than broken
@@ -360,6 +364,42 @@ def _httpx_send(mod: ModuleType) -> hooks.Make:
         return send
 
     return make
+
+
+def _httpx_plain(
+    original: Callable[..., Any], client: Any, request: Any, args: Any, kwargs: Any
+) -> Any:
+    """A synchronous httpx send that is not a stream: its span recorded with no Request
+    object (``rollout_log.record_plain``), the same row as the general path's."""
+    try:
+        ep = _httpx_endpoint(request.url)
+        log, start, retried = rl.open_plain(ep)
+        sent = _httpx_sent(request)
+    except Exception:  # noqa: BLE001 - uninstrumented rather than broken
+        return original(client, request, *args, **kwargs)
+    try:
+        resp = original(client, request, *args, **kwargs)
+    except BaseException as exc:
+        try:
+            outcome = rl.classify_exception(exc)
+            trainer_wait(
+                start,
+                rl.record_plain(log, ep, "httpx", start, retried, outcome, None, sent),
+                "http",
+            )
+        except Exception:  # noqa: BLE001, S110 - never into the user's code
+            pass
+        raise
+    try:
+        status = resp.status_code
+        outcome = "ok" if status < 400 else ("5xx" if status >= 500 else "4xx")
+        data = resp.__dict__.get("_content")
+        trainer_wait(
+            start, rl.record_plain(log, ep, "httpx", start, retried, outcome, data, sent), "http"
+        )
+    except Exception:  # noqa: BLE001, S110 - never into the user's code
+        pass
+    return resp
 
 
 def _attempt(
@@ -542,6 +582,8 @@ def _requests_send(original: Callable[..., Any], name: str) -> Callable[..., Any
     def send(self: Any, request: Any, **kwargs: Any) -> Any:
         if _active.get() is not None:
             return original(self, request, **kwargs)
+        if not kwargs.get("stream", False):
+            return _requests_plain(original, self, request, kwargs)
         req = _guard(_new, _guard(rl.endpoint_of_url, request.url) or "", "requests")
         if req is None:
             return original(self, request, **kwargs)
@@ -565,6 +607,51 @@ def _requests_send(original: Callable[..., Any], name: str) -> Callable[..., Any
         return resp
 
     return send
+
+
+#: what ``_active`` holds while a plain ``requests`` send runs (the layers below it, urllib3
+#: and ``http.client``, see a request owned and pass through); no span of its own
+_REQUESTS_LAYER = rl.Request.__new__(rl.Request)
+_REQUESTS_LAYER.client = "requests"
+
+
+def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kwargs: Any) -> Any:
+    """A ``requests`` send that is not a stream: its span recorded with no Request object
+    (``rollout_log.record_plain``), the same row as the general path's."""
+    try:
+        ep = rl.capped(_guard(rl.endpoint_of_url, request.url) or "")
+        log, start, retried = rl.open_plain(ep)
+        body = request.body
+        sent = len(body) if isinstance(body, (bytes, str)) else 0
+    except Exception:  # noqa: BLE001 - uninstrumented rather than broken
+        return original(session, request, **kwargs)
+    token = _active.set(_REQUESTS_LAYER)
+    try:
+        resp = original(session, request, **kwargs)
+    except BaseException as exc:
+        _active.reset(token)
+        try:
+            outcome = rl.classify_exception(exc)
+            trainer_wait(
+                start,
+                rl.record_plain(log, ep, "requests", start, retried, outcome, None, sent),
+                "http",
+            )
+        except Exception:  # noqa: BLE001, S110 - never into the user's code
+            pass
+        raise
+    _active.reset(token)
+    try:
+        outcome = rl.status_class(resp.status_code)
+        data = resp.__dict__.get("_content")
+        if not isinstance(data, bytes):
+            data = None
+        trainer_wait(
+            start, rl.record_plain(log, ep, "requests", start, retried, outcome, data, sent), "http"
+        )
+    except Exception:  # noqa: BLE001, S110 - never into the user's code
+        pass
+    return resp
 
 
 def install_requests(mod: ModuleType) -> None:

@@ -121,13 +121,24 @@ def endpoint(scheme: str, host: str, port: int | None, path: str) -> str:
 
 
 def endpoint_of_url(url: str) -> str:
+    """The folded endpoint of a raw URL string (cached per URL: splitting one costs more
+    than the rest of a request's bookkeeping)."""
+    name = _by_url.get(url)
+    if name is not None:
+        return name
     from urllib.parse import urlsplit
 
     try:
         u = urlsplit(url)
-        return endpoint(u.scheme, u.hostname or "", u.port, u.path)
+        name = endpoint(u.scheme, u.hostname or "", u.port, u.path)
     except ValueError:
         return OTHER_ENDPOINT
+    if len(_by_url) < 4096 and isinstance(url, str):
+        _by_url[url] = name
+    return name
+
+
+_by_url: dict[str, str] = {}
 
 
 # ----------------------------------------------------------------- outcomes
@@ -412,6 +423,63 @@ def as_row(span: Request | Row) -> Row:
 
 
 Span = Request  # a finished request is the span a thread keeps
+
+
+def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
+    """A plain request starts on this thread: its log, start (ns) and retried classes,
+    as :class:`Request` takes them (the fast path of a synchronous client: the span is
+    then recorded by :func:`record_plain`, with no Request made)."""
+    log = thread_log()
+    retried: tuple[str, ...] = ()
+    if ep:
+        prev = _last_failure.get()
+        if prev is not None and prev[0] == ep:
+            retried = (prev[1],)
+    return log, (log.spans_core.begin() if log.core_ok else _now()), retried
+
+
+def record_plain(
+    log: ThreadLog,
+    ep: str,
+    client: str,
+    start: int,
+    retried: tuple[str, ...],
+    outcome: str,
+    data: Any,
+    bytes_out: int,
+) -> int:
+    """Record a plain request opened by :func:`open_plain` on this thread (one attempt, no
+    stream): ``outcome`` its status class or failure, ``data`` its whole answer body (None:
+    not read). The row, the core span and the context's last failure are what
+    :meth:`Request.body` and :meth:`Request.finish` leave for the same request; its end."""
+    p = c = -1
+    empty = None
+    flag = n = 0
+    if data is not None:
+        n = len(data)
+        p, c, empty, flag = scan_body(data)
+        if empty is not None:
+            if outcome == "ok":
+                outcome = "empty"
+            else:
+                empty = None
+    end = -1
+    if log.core_ok:
+        try:
+            end = start + log.spans_core.end(REQUEST, start)
+        except Exception:  # noqa: BLE001 - the core refused: the span still counts
+            end = -1
+    if end < 0:
+        end = _now()
+    # the row of ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
+    row = (ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False, empty, flag,
+           log.ident, client)  # fmt: skip
+    log.add(row)
+    if outcome != "ok":
+        _last_failure.set((ep, outcome))
+    elif _last_failure.get() is not None:
+        _last_failure.set(None)
+    return end
 
 
 #: the last failed request of this context (thread, asyncio task): (endpoint, outcome)
