@@ -248,6 +248,27 @@ def test_openai_gives_up_on_a_closed_port_as_refused() -> None:
     assert e.outcomes["refused"] == 1 and e.retried == {"refused": 1}
 
 
+def test_an_sdk_call_that_raises_before_sending_leaves_nothing_in_flight(llm: LLMServer) -> None:
+    """A call the SDK refuses before any attempt (a body it cannot encode) is no
+    request and does not stay in flight: an in-flight count left up would make every
+    later idle moment of the thread a wait on rollouts."""
+    openai = pytest.importorskip("openai")
+    from gyreprof.integrations._auto import rollout_log as rl
+
+    sdk = openai.OpenAI(base_url=llm.url + "/v1", api_key="x", max_retries=0)
+    msg = [{"role": "user", "content": "x"}]
+    with http.profile() as prof:
+        before = rl.thread_log().spans_core.in_flight
+        with pytest.raises(Exception) as info:
+            sdk.chat.completions.create(model="m", messages=msg, extra_body={"x": object()})
+        assert isinstance(info.value, TypeError)  # refused before sending
+        assert rl.thread_log().spans_core.in_flight == before
+        sdk.chat.completions.create(model="m", messages=msg, max_tokens=2)
+        assert rl.thread_log().spans_core.in_flight == before
+    e = _one(prof.report(), _ep(llm))
+    assert e.requests == 1 and e.attempts == 1 and e.outcomes["ok"] == 1
+
+
 # ------------------------------------------------------------- batches, tail
 
 

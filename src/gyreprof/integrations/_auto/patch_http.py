@@ -483,6 +483,8 @@ def _sdk_finish(req: rl.Request) -> None:
     req.in_call = False
     if req.attempts > 0 and not req.open_stream:
         req.finish()
+    elif req.attempts == 0:  # refused before sending (a body it cannot encode): none
+        req.discard()
 
 
 def _sdk_request(original: Callable[..., Any], name: str) -> Callable[..., Any]:

@@ -366,6 +366,19 @@ class Request:
     def fail(self, outcome: str) -> None:
         self.outcome = outcome
 
+    def discard(self) -> None:
+        """The call ended before any attempt (the client refused to send it): no request.
+        Its core span is closed, so the thread's in-flight count comes back down."""
+        if self.finished:
+            return
+        self.finished = True
+        log = self.log
+        if log.core_ok and log.ident == _get_ident():
+            try:
+                log.spans_core.end(REQUEST, self.start)
+            except Exception:  # noqa: BLE001, S110 - the core refused: nothing was open
+                pass
+
     def finish(self) -> None:
         """Record the request (once); later calls do nothing."""
         if self.finished:
