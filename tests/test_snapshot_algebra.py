@@ -4,6 +4,7 @@ wall time once, and ``as_snapshot`` reads each input kind as documented."""
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -45,6 +46,32 @@ def test_interval_stats_are_those_of_the_values_in_between() -> None:
     assert int(lo[i_min]) <= iv.rows[0].min <= min(between)
     assert max(between) <= iv.rows[0].max <= int(lo[i_max] + width[i_max] - 1)
     assert iv.rows[0].min > 700 and iv.rows[0].max < 90_000
+
+
+def test_an_interval_of_a_torn_copy_reads_its_sum_as_missing() -> None:
+    """A reader racing a writer's fold can copy a sum that already holds a value its
+    buckets do not: each snapshot is valid alone, but their interval's sum falls outside
+    [n x min, n x max]. It reads as missing, never as a mean below the minimum."""
+    import dataclasses
+
+    prof = _profiler([700, 5_000, 90_000])
+    a = prof.snapshot()
+    between = [3_000, 3_000, 3_000, 80_000]
+    for v in between:
+        prof.begin()
+        prof.record("x", v)
+    b = prof.snapshot()
+    stat = a.stat.copy()
+    stat[0, 1] += 80_000  # the sum copied after the fold, the buckets before it
+    torn = dataclasses.replace(a, stat=stat)
+    assert torn.rows[0].sum == a.rows[0].sum + 80_000  # valid alone
+    iv = interval(torn, b)
+    assert iv.rows[0].count == len(between)
+    assert iv.rows[0].sum == (1 << 63) - 1  # held at the limit: nothing exact behind it
+    st = iv.summary().phases["x"]
+    assert st.count == len(between) and math.isnan(st.mean) and math.isnan(st.sum_ns)
+    assert str(iv.summary())
+    assert interval(a, b).rows[0].sum == sum(between)  # the untorn pair is exact
 
 
 def test_interval_keeps_new_extremes_exact() -> None:

@@ -1407,6 +1407,11 @@ def interval(before: Snapshot | None, after: Snapshot, *, strict: bool = True) -
         stat[h, 2] = a_min if (b_min < 0 or a_min < b_min) else max(int(lo[i0]), a_min)
         top = int(lo[i1] + width[i1] - 1)
         stat[h, 3] = a_max if a_max > b_max else min(top, a_max)
+        d = sums[h]
+        if d is not None and not n * int(stat[h, 2]) <= d <= n * int(stat[h, 3]):
+            # the two sums and the buckets were not copied at one moment (a reader racing
+            # a writer's fold): the interval's sum is not known, and reads as missing
+            sums[h] = None
     t0 = before.times.taken_ns
     t1 = after.times.taken_ns
     dt = max(0, t1 - t0)
