@@ -134,7 +134,9 @@ def test_report_of_a_saved_run_shows_its_rollouts(tmp_path: Path) -> None:
     ]
     assert sum(completion) == server_tokens
     assert chat["in flight mean / max (time at max)"].split(" / ")[1].startswith("8 ")
-    assert f"batches: {BATCHES} (busy periods" in md.stdout
+    # the Markdown batches line is the text's, the rule that made the batches included
+    [batches] = [x.strip() for x in run_section if x.strip().startswith("batches:")]
+    assert batches.startswith(f"batches: {BATCHES} (") and f"- {batches}" in md.stdout
 
     pytest.importorskip("matplotlib")
     page = tmp_path / "again.html"
@@ -308,4 +310,4 @@ def test_rollouts_markdown_escapes_names_and_tables_parse() -> None:
     [row] = rows
     assert len(row) == len(head) and row[0] == weird
     assert row[2] == "2" and row[4] == "ok 1, 5xx 1"
-    assert "- batches: 1 (busy periods" in md
+    assert "- batches: 1 (1 busy period(s) of an endpoint)" in md  # no group: busy periods

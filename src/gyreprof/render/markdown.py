@@ -177,26 +177,9 @@ def rollouts(r: RolloutReport) -> str:
     details = [d for e in r.endpoints for d in _endpoint_details(e)]
     if details:
         lines += ["", *details]
-    if r.batch_count:
-        batch = [
-            f"- batches: {r.batch_count} (busy periods of an endpoint with 2+ requests); wall "
-            f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
-            f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
-        ]
-        if r.typical_tail:
-            batch.append(f"- typical: {r.typical_tail}")
-        worst = max(r.batches, key=lambda b: b.tail_share, default=None)
-        if worst is not None:
-            batch.append(
-                f"- longest tail: {worst.words} (median request {fmt_ns(worst.median_ms * 1e6)}, "
-                f"slowest {fmt_ns(worst.slowest_ms * 1e6)})"
-            )
-        if r.tail_dominates:
-            batch.append(
-                "- **the long tail dominates**: half the batches spend at least "
-                f"{fmt_pct(r.tail_share_p50)} of their time waiting for their last 10% of requests"
-            )
-        lines += ["", *batch]
+    batch = text.batch_lines(r)
+    if batch:
+        lines += ["", *(f"- {b}" for b in batch)]
     if r.notes:
         lines += ["", *(f"- note: {safe_name(n)}" for n in r.notes)]
     return "\n".join(lines) + "\n"

@@ -532,6 +532,32 @@ def _batch_rules(r: RolloutReport) -> str:
     )
 
 
+def batch_lines(r: RolloutReport) -> list[str]:
+    """The batches and their tail, a headline then its details (empty without batches):
+    the same lines in the text and the Markdown report."""
+    if not r.batch_count:
+        return []
+    out = [
+        f"batches: {r.batch_count} ({_batch_rules(r)}); wall "
+        f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
+        f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
+    ]
+    if r.typical_tail:
+        out.append(f"typical: {r.typical_tail}")
+    worst = max(r.batches, key=lambda b: b.tail_share, default=None)
+    if worst is not None:
+        out.append(
+            f"longest tail: {worst.words} (median request {fmt_ns(worst.median_ms * 1e6)}, "
+            f"slowest {fmt_ns(worst.slowest_ms * 1e6)})"
+        )
+    if r.tail_dominates:
+        out.append(
+            "the long tail dominates: half the batches spend at least "
+            f"{fmt_pct(r.tail_share_p50)} of their time waiting for their last 10% of requests"
+        )
+    return out
+
+
 def rollouts(r: RolloutReport) -> str:
     """The HTTP rollout requests: per endpoint requests, outcomes, latency, tokens,
     streams and in-flight figures, then the batches and their tail."""
@@ -577,24 +603,8 @@ def rollouts(r: RolloutReport) -> str:
             lines.append(
                 f"    bodies not scanned: {e.not_json} not JSON, {e.oversized} larger than the cap"
             )
-    if r.batch_count:
-        lines.append(
-            f"  batches: {r.batch_count} ({_batch_rules(r)}); wall "
-            f"p50 / p90 / max {_ms(r.batch_wall, 'p50', 'p90', 'max')}; tail share p50 "
-            f"{fmt_pct(r.tail_share_p50)}, p90 {fmt_pct(r.tail_share_p90)}"
-        )
-        if r.typical_tail:
-            lines.append(f"    typical: {r.typical_tail}")
-        worst = max(r.batches, key=lambda b: b.tail_share, default=None)
-        if worst is not None:
-            lines.append(
-                f"    longest tail: {worst.words} (median request {fmt_ns(worst.median_ms * 1e6)}, "
-                f"slowest {fmt_ns(worst.slowest_ms * 1e6)})"
-            )
-        if r.tail_dominates:
-            lines.append(
-                "    the long tail dominates: half the batches spend at least "
-                f"{fmt_pct(r.tail_share_p50)} of their time waiting for their last 10% of requests"
-            )
+    batch = batch_lines(r)
+    if batch:
+        lines += ["  " + batch[0], *("    " + b for b in batch[1:])]
     lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)

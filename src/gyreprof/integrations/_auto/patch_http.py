@@ -315,8 +315,7 @@ def _httpx_open(request: Any) -> rl.Request:
 
 def _httpx_done(req: rl.Request, resp: Any, stream: bool, mod: ModuleType) -> None:
     """A plain httpx request's answer: recorded now, or when its stream has been read."""
-    status = resp.status_code
-    req.outcome = "ok" if status < 400 else ("5xx" if status >= 500 else "4xx")
+    req.outcome = rl.status_class(resp.status_code)
     if stream:
         _httpx_answer(req, resp, True, mod, 0)
         if req.open_stream:
@@ -331,6 +330,26 @@ def _httpx_done(req: rl.Request, resp: Any, stream: bool, mod: ModuleType) -> No
 def _httpx_failed(req: rl.Request, exc: BaseException) -> None:
     req.outcome = rl.classify_exception(exc)
     req.finish()
+
+
+def _plain_failed(
+    log: rl.ThreadLog,
+    ep: str,
+    client: str,
+    start: int,
+    retried: tuple[str, ...],
+    sent: int,
+    exc: BaseException,
+) -> None:
+    """A plain send that raised: its span, classified by the exception, and the training
+    thread's wait on it; never raises into the user's code."""
+    try:
+        outcome = rl.classify_exception(exc)
+        trainer_wait(
+            start, rl.record_plain(log, ep, client, start, retried, outcome, None, sent), "http"
+        )
+    except Exception:  # noqa: BLE001, S110 - never into the user's code
+        pass
 
 
 def _httpx_send(mod: ModuleType) -> hooks.Make:
@@ -380,19 +399,11 @@ def _httpx_plain(
     try:
         resp = original(client, request, *args, **kwargs)
     except BaseException as exc:
-        try:
-            outcome = rl.classify_exception(exc)
-            trainer_wait(
-                start,
-                rl.record_plain(log, ep, "httpx", start, retried, outcome, None, sent),
-                "http",
-            )
-        except Exception:  # noqa: BLE001, S110 - never into the user's code
-            pass
+        _plain_failed(log, ep, "httpx", start, retried, sent, exc)
         raise
     try:
         status = resp.status_code
-        outcome = "ok" if status < 400 else ("5xx" if status >= 500 else "4xx")
+        outcome = rl.status_class(status)
         data = resp.__dict__.get("_content")
         trainer_wait(
             start, rl.record_plain(log, ep, "httpx", start, retried, outcome, data, sent), "http"
@@ -632,15 +643,7 @@ def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kw
         resp = original(session, request, **kwargs)
     except BaseException as exc:
         _active.reset(token)
-        try:
-            outcome = rl.classify_exception(exc)
-            trainer_wait(
-                start,
-                rl.record_plain(log, ep, "requests", start, retried, outcome, None, sent),
-                "http",
-            )
-        except Exception:  # noqa: BLE001, S110 - never into the user's code
-            pass
+        _plain_failed(log, ep, "requests", start, retried, sent, exc)
         raise
     _active.reset(token)
     try:
