@@ -18,26 +18,20 @@ import pytest
 from gyreprof._errors import CorruptDataError
 from gyreprof.analysis import rollouts as ar
 
+from helpers.spans import span_row
+
 MS = 1_000_000
 
 
 def span(start_ms: float, end_ms: float, thread: int = 1, pid: int = 7) -> ar.SpanRow:
-    return ar.SpanRow(
-        endpoint="http://h:1/v1/chat/completions",
-        start=int(start_ms * MS),
-        end=int(end_ms * MS),
-        outcome="ok",
+    return span_row(
+        "http://h:1/v1/chat/completions",
+        int(start_ms * MS),
+        int(end_ms * MS),
         prompt_tokens=3,
         completion_tokens=4,
-        ttft=-1,
-        chunks=0,
-        attempts=1,
-        retried=(),
         bytes_in=10,
         bytes_out=10,
-        stream=False,
-        empty_field=None,
-        body_flag=0,
         thread=thread,
         client="httpx",
         pid=pid,

@@ -6,30 +6,13 @@ from __future__ import annotations
 
 from gyreprof.analysis import rollouts as ar
 
+from helpers.spans import span_row
+
 BASE = "http://127.0.0.1:8000"
 
 
 def _span(path: str, start_ms: float, end_ms: float) -> ar.SpanRow:
-    return ar.SpanRow(
-        endpoint=BASE + path,
-        start=int(start_ms * 1e6),
-        end=int(end_ms * 1e6),
-        outcome="ok",
-        prompt_tokens=-1,
-        completion_tokens=-1,
-        ttft=-1,
-        chunks=0,
-        attempts=1,
-        retried=(),
-        bytes_in=10,
-        bytes_out=10,
-        stream=False,
-        empty_field=None,
-        body_flag=0,
-        thread=1,
-        client="requests",
-        pid=1,
-    )
+    return span_row(BASE + path, int(start_ms * 1e6), int(end_ms * 1e6), bytes_in=10, bytes_out=10)
 
 
 def test_route_roles() -> None:

@@ -25,6 +25,7 @@ from gyreprof.render import markdown as render_markdown  # noqa: E402
 
 from helpers.llm_server import LLMServer  # noqa: E402
 from helpers.run_scripts.runhelp import check_format, gyreprof_run, printed, script  # noqa: E402
+from helpers.spans import span_row  # noqa: E402
 
 BATCHES = 2
 
@@ -255,28 +256,7 @@ def test_endpoint_host_of_ipv6_and_ports() -> None:
 
 
 def _row(ep: str, start: int, end: int, **kw: Any) -> ar.SpanRow:
-    base: dict[str, Any] = dict(
-        endpoint=ep,
-        start=start,
-        end=end,
-        outcome="ok",
-        prompt_tokens=-1,
-        completion_tokens=-1,
-        ttft=-1,
-        chunks=0,
-        attempts=1,
-        retried=(),
-        bytes_in=0,
-        bytes_out=0,
-        stream=False,
-        empty_field=None,
-        body_flag=0,
-        thread=1,
-        client="requests",
-        pid=1,
-    )
-    base.update(kw)
-    return ar.SpanRow(**base)
+    return span_row(ep, start, end, **kw)
 
 
 def test_probes_overlapping_a_batch_do_not_join_it() -> None:
