@@ -245,7 +245,8 @@ def test_each_event_is_priced_at_its_form() -> None:
     costs = prof.form_cost_ns
     assert set(costs) == {"lap", "begin", "with", "timed", "record"}
     assert all(v >= 1 for v in costs.values())
-    assert costs["with"] > costs["lap"]  # two clock reads and a with statement
+    # (which form costs more is timed, so it is left to the benchmarks: under load a
+    # calibration of 10 ms can price a with statement under a lap)
 
     @prof.timed("d")
     def f() -> None:
