@@ -46,8 +46,10 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from helpers.json_http import JSONHandler
 
 
 @dataclass
@@ -71,17 +73,8 @@ def _words(body: dict[str, Any]) -> int:
     return max(1, len(text.split()))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        # no Nagle: a header write and a small body write would wait ~40 ms for an ACK
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     # --------------------------------------------------------------- helpers
 
@@ -91,22 +84,6 @@ class _Handler(BaseHTTPRequestHandler):
             v = self.headers.get("x-test-" + name)
         return v
 
-    def _send_json(self, status: int, obj: Any) -> int:
-        data = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self._write(data)
-        return len(data)
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-        except OSError:  # the client went away (its timeout): logged as "gone"
-            self.gone = True
-            self.close_connection = True
-
     def _reset(self) -> None:
         # SO_LINGER 0: close() sends an RST instead of a FIN
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -114,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def _log(self, **kw: Any) -> None:
-        if getattr(self, "gone", False):
+        if self.gone:  # logged as "gone"
             kw["outcome"] = "gone"
         with self.server.lock:
             self.server.log.append(Entry(**kw))
@@ -126,23 +103,14 @@ class _Handler(BaseHTTPRequestHandler):
         t0 = time.monotonic()
         if self.path.startswith("/v1/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
-            self._log(
-                path=self.path,
-                outcome="ok",
-                status=200,
-                stream=False,
-                prompt_tokens=0,
-                completion_tokens=0,
-                key=None,
-                delay_ms=0.0,
-                t_received=t0,
-            )
-            return
-        self._send_json(404, {"error": {"message": "not found"}})
+            outcome, status = "ok", 200
+        else:
+            self._send_json(404, {"error": {"message": "not found"}})
+            outcome, status = "4xx", 404
         self._log(
             path=self.path,
-            outcome="4xx",
-            status=404,
+            outcome=outcome,
+            status=status,
             stream=False,
             prompt_tokens=0,
             completion_tokens=0,

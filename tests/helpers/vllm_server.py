@@ -32,12 +32,13 @@ a list of :class:`Entry`); tests compare the client-side figures with it.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from helpers.json_http import JSONHandler
 
 GENERATION = ("/v1/completions", "/v1/chat/completions")
 WEIGHT_SYNC = (
@@ -65,28 +66,8 @@ class Entry:
     t_answered: float = 0.0
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def _send(self, status: int, obj: Any | None) -> None:
-        data = b"" if obj is None else json.dumps(obj).encode()
-        self.send_response(status)
-        if obj is not None:
-            self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except OSError:
-            self.close_connection = True
 
     def _log(self, method: str, path: str, status: int, **kw: Any) -> None:
         entry = Entry(
@@ -112,19 +93,19 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         srv = self.server
         if path == "/health":
-            self._send(200, None)
+            self._send_json(200, None)
         elif path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": srv.model, "object": "model"}]})
+            self._send_json(200, {"object": "list", "data": [{"id": srv.model, "object": "model"}]})
         elif path == "/server_info":
             config = {
                 "model_config": {"model": srv.model, "logprobs_mode": "processed_logprobs"},
                 "weight_transfer_config": {"backend": "nccl"},
             }
-            self._send(200, {"vllm_config": config})
+            self._send_json(200, {"vllm_config": config})
         elif path == "/get_world_size":
-            self._send(200, {"world_size": 1})
+            self._send_json(200, {"world_size": 1})
         else:
-            self._send(404, {"detail": "Not Found"})
+            self._send_json(404, {"detail": "Not Found"})
             self._log("GET", path, 404)
             return
         self._log("GET", path, 200)
@@ -141,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         if not isinstance(body, dict):
-            self._send(400, {"detail": "the body is not a JSON object"})
+            self._send_json(400, {"detail": "the body is not a JSON object"})
             self._log("POST", path, 400)
             return
         if path in WEIGHT_SYNC:
@@ -153,11 +134,11 @@ class _Handler(BaseHTTPRequestHandler):
                 delay = self.server.sync_ms
                 if delay > 0:
                     time.sleep(delay / 1000.0)
-            self._send(200, {"success": True})
+            self._send_json(200, {"success": True})
             self._log("POST", path, 200, params=params, delay_ms=delay)
             return
         if path not in GENERATION:
-            self._send(404, {"detail": "Not Found"})
+            self._send_json(404, {"detail": "Not Found"})
             self._log("POST", path, 404)
             return
         chat = path == "/v1/chat/completions"
@@ -199,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if chat:
             answer["prompt_token_ids"] = prompts[0]
-        self._send(200, answer)
+        self._send_json(200, answer)
         self._log(
             "POST",
             path,

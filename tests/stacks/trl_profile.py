@@ -2,8 +2,8 @@
 
     python trl_profile.py MODE MAX_STEPS [JUDGE_URL]
 
-The tiny local model and tokenizer of ``trl_grpo.py`` (nothing is downloaded), the
-same two modes: ``gen`` (long completions on a narrow model: generation dominates a
+The tiny local model and tokenizer of ``tiny_llm.py`` (nothing is downloaded), and
+``trl_grpo.py``'s two modes: ``gen`` (long completions on a narrow model: generation dominates a
 step) and ``update`` (short completions on a wider model, each generation reused
 for 4 optimizer steps: the update dominates). With ``JUDGE_URL`` (an
 OpenAI-compatible server) the reward is an LLM judge: one ``openai`` SDK request
@@ -22,19 +22,14 @@ import os
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from typing import Any
 
-from trl_grpo import WORDS, reward_len, tokenizer  # sets the offline environment first
+import tiny_llm  # sets the offline environment first
 
 # isort: split
 
 import torch  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-from trl.extras import profiling  # noqa: E402
+from trl import GRPOTrainer  # noqa: E402
 
 from gyreprof.integrations import trl as gtrl  # noqa: E402
 
@@ -47,40 +42,14 @@ def main() -> int:
         raise SystemExit(f"MODE must be gen or update, got {mode!r}")
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    tok = tokenizer()
+    tok = tiny_llm.tokenizer()
     gen = mode == "gen"
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32 if gen else 384,
-        intermediate_size=64 if gen else 1536,
-        num_hidden_layers=2 if gen else 4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-    )
-    model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    prompts = [" ".join(WORDS[i : i + 4]) for i in range(len(WORDS) - 4)]
-    data = Dataset.from_dict({"prompt": prompts * 4})
-
-    gen_spans: list[tuple[float, float]] = []  # the script's clock around each generate
-
-    def generate(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            # the class's generate, looked up at each call: the session patches it later
-            return type(model).generate(model, *args, **kwargs)
-        finally:
-            gen_spans.append((t0, time.perf_counter()))
-
-    model.generate = generate  # type: ignore[method-assign]
+    model = tiny_llm.llama(tok, tiny_llm.NARROW if gen else tiny_llm.WIDE)
+    gen_spans = tiny_llm.clock_generate(model)
 
     judge_spans: list[tuple[float, float]] = []
     judge_tokens = [0, 0]  # prompt, completion: as the server's answers said
-    rewards: list[Any] = [reward_len]
+    rewards: list[Any] = [tiny_llm.reward_len]
     if judge_url is not None:
         import openai
 
@@ -104,46 +73,14 @@ def main() -> int:
 
         rewards.append(judge)
 
-    trl_timers: dict[str, list[float]] = defaultdict(list)
-    real_log = profiling.ProfilingContext._log_metrics
-
-    def log_metrics(self: Any, duration: float) -> None:
-        trl_timers[self.name].append(duration)
-        real_log(self, duration)
-
-    profiling.ProfilingContext._log_metrics = log_metrics  # type: ignore[method-assign]
-
-    step_ends: list[float] = []
-
-    def count_step(*args: Any, **kwargs: Any) -> None:
-        step_ends.append(time.perf_counter())
-
-    handle = register_optimizer_step_post_hook(count_step)
+    trl_timers = tiny_llm.catch_trl_timers()
+    step_ends, handle = tiny_llm.clock_optimizer_steps()
     with tempfile.TemporaryDirectory() as out_dir:
-        args = GRPOConfig(
-            output_dir=out_dir,
-            use_cpu=True,
-            bf16=False,
-            fp16=False,
-            report_to="none",
-            max_steps=max_steps,
-            per_device_train_batch_size=8,
-            num_generations=4,
-            max_completion_length=64 if gen else 4,
-            generation_kwargs={"min_new_tokens": 64 if gen else 4},
-            num_iterations=1 if gen else 4,
-            learning_rate=1e-3,
-            logging_steps=1,
-            save_strategy="no",
-            dataloader_num_workers=0,
-            disable_tqdm=True,
-            seed=0,
-        )
         trainer = GRPOTrainer(
             model=model,
             reward_funcs=rewards,
-            args=args,
-            train_dataset=data,
+            args=tiny_llm.grpo_args(out_dir, gen, max_steps),
+            train_dataset=tiny_llm.prompts_dataset(),
             processing_class=tok,
         )
         t0 = time.perf_counter()
@@ -152,14 +89,6 @@ def main() -> int:
         train_s = time.perf_counter() - t0
     handle.remove()
     report = run.report()
-    # the steady loop, as in trl_grpo.py: from the end of the first optimizer step to the
-    # end of the last, and the generation (generate calls and judge requests) inside it
-    lo, hi = step_ends[0], step_ends[-1]
-
-    def inside(spans: list[tuple[float, float]]) -> float:
-        return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in spans)
-
-    steady_gen_s = inside(gen_spans) + inside(judge_spans)
     out = {
         "stack": "trl_profile",
         "mode": mode,
@@ -171,7 +100,9 @@ def main() -> int:
         "judge_s": sum(b - a for a, b in judge_spans),
         "judge_tokens": judge_tokens,
         "optimizer_steps": len(step_ends),
-        "wait_ratio": steady_gen_s / (hi - lo) if hi > lo else None,
+        # the steady loop, as in trl_grpo.py, and the generation inside it: generate
+        # calls and judge requests
+        "wait_ratio": tiny_llm.steady_share(gen_spans + judge_spans, step_ends),
         "trl_timers": {k: {"count": len(v), "sum_s": sum(v)} for k, v in trl_timers.items()},
         "report": report.to_dict(),
         "text": str(report),

@@ -41,17 +41,18 @@ import os
 import sys
 import time
 
-from trl_grpo import WORDS, tokenizer  # sets the offline environment first
+import tiny_llm  # sets the offline environment first
 
 # isort: split
 
 import torch  # noqa: E402
 import trl.generation.vllm_client as vllm_client  # noqa: E402
-from torch.optim.optimizer import register_optimizer_step_post_hook  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 NUM_GENERATIONS = 4
 MAX_TOKENS = 8
+# the trained model's shapes: the server's generation dominates a step on the narrow one
+NARROW = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "heads": 2}
+WIDE = {"hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 4, "heads": 8}
 
 
 def _lift_vllm_check() -> None:
@@ -65,24 +66,10 @@ def main() -> int:
         raise SystemExit(f"MODE gen|update, API completions|chat; got {mode!r} {api!r}")
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    tok = tokenizer()
-    gen = mode == "gen"
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=16 if gen else 384,
-        intermediate_size=32 if gen else 1536,
-        num_hidden_layers=1 if gen else 4,
-        num_attention_heads=2 if gen else 8,
-        num_key_value_heads=2 if gen else 8,
-        max_position_embeddings=64,
-        pad_token_id=tok.pad_token_id,
-    )
-    model = LlamaForCausalLM(config)
+    tok = tiny_llm.tokenizer()
+    model = tiny_llm.llama(tok, NARROW if mode == "gen" else WIDE, max_positions=64)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    step_ends: list[float] = []
-    handle = register_optimizer_step_post_hook(
-        lambda *a, **k: step_ends.append(time.perf_counter())
-    )
+    step_ends, handle = tiny_llm.clock_optimizer_steps()
 
     _lift_vllm_check()
     client = vllm_client.VLLMClient(base_url=url, connection_timeout=30)
@@ -93,7 +80,7 @@ def main() -> int:
         (name, str(p.dtype).removeprefix("torch."), list(p.shape))
         for name, p in model.named_parameters()
     ]
-    prompts = [" ".join(WORDS[i : i + 4]) for i in range(2)]
+    prompts = [" ".join(tiny_llm.WORDS[i : i + 4]) for i in range(2)]
     prompt_ids = [tok(p)["input_ids"] for p in prompts]
 
     gen_spans: list[tuple[float, float]] = []
@@ -154,11 +141,6 @@ def main() -> int:
         opt.step()
         opt.zero_grad()
     handle.remove()
-    lo, hi = step_ends[0], step_ends[-1]
-
-    def inside(spans: list[tuple[float, float]]) -> float:
-        return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in spans)
-
     out_json = {
         "stack": "trl_server",
         "mode": mode,
@@ -171,8 +153,8 @@ def main() -> int:
         "sync_s": sum(b - a for a, b in sync_spans),
         # the trainer's wait on the server in the steady steps: generation and the weight
         # sync, both HTTP calls the training thread blocks on
-        "wait_ratio": (inside(gen_spans) + inside(sync_spans)) / (hi - lo),
-        "generation_share": inside(gen_spans) / (hi - lo),
+        "wait_ratio": tiny_llm.steady_share(gen_spans + sync_spans, step_ends),
+        "generation_share": tiny_llm.steady_share(gen_spans, step_ends),
         "tokens": tokens,
         **counts,
     }

@@ -29,6 +29,9 @@ url, mode, steps, delay_ms, update_ms = (
 headers = {"x-test-delay-ms": str(delay_ms)}
 sdk = openai.OpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
 client = httpx.Client(base_url=url)
+# one intra-op thread: on a loaded machine two OpenMP threads wait at every op's barrier
+# for a descheduled partner, and a 10 ms update ran 130 ms
+torch.set_num_threads(1)
 model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 x = torch.randn(256, 64)
