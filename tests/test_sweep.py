@@ -56,6 +56,13 @@ def _no_children_left() -> list[psutil.Process]:
 # ----------------------------------------------------------------- the main result
 
 
+# A call takes 0.1-0.3 ms: 300 of them make each repeat span many of a loaded machine's
+# time slices, so a preemption stretches every repeat alike instead of one of three (with
+# 15 calls, a repeat of 2 ms, the repeats' spread read a noise of 0.54+ under a parallel
+# run, and 2 -> 16's designed 8x, measured 2.8x, no longer told the values apart)
+FLAT_STEPS, FLAT_WARMUP = 300, 10
+
+
 @pytest.fixture(scope="module")
 def flat_sweep() -> SweepResult:
     # per-sample cost falls 8x from 2 to 16 (one padded chunk either way), then is flat;
@@ -67,8 +74,8 @@ def flat_sweep() -> SweepResult:
         NUMPY,
         "batch_size",
         [2, 16, 32, 64],
-        steps=15,
-        warmup=3,
+        steps=FLAT_STEPS,
+        warmup=FLAT_WARMUP,
         repeats=3,
         flat_within=0.9,
         timeout_s=120,
@@ -106,12 +113,12 @@ def test_figures_phases_and_warmup_per_value(flat_sweep: SweepResult) -> None:
         assert call.n == 3 and call.median > 0
         assert p.figure("call_p99_ns").median >= p.figure("call_p50_ns").median
         for run in p.runs:
-            assert run.calls == 15 and run.warmup_calls == 3
-            assert run.samples == 15 * p.value
+            assert run.calls == FLAT_STEPS and run.warmup_calls == FLAT_WARMUP
+            assert run.samples == FLAT_STEPS * p.value
             assert run.warmup["first_ns"] > 0
             assert run.exit_code == 0
             s = run.summary
-            assert s is not None and s.steps == 15 and s.warmup.steps == 3
+            assert s is not None and s.steps == FLAT_STEPS and s.warmup.steps == FLAT_WARMUP
             # samples/s from time inside the calls only
             assert run.samples_per_s == pytest.approx(run.samples / (run.sample_time_ns / 1e9))
         assert set(p.phases) == {"compute", "store", "(other)"}
