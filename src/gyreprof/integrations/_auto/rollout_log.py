@@ -41,6 +41,7 @@ import threading
 import time
 from typing import Any
 
+from gyreprof._core.bodyscan import scan_body as _scan
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -236,7 +237,16 @@ _TOKENS = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d{1,12})')
 
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
-    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
+    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, as
+    :func:`scan_body_reference` gives it, in one pass of compiled code
+    (``gyreprof._core.bodyscan``; the hot paths call it directly)."""
+    return _scan(body, BODY_CAP)
+
+
+def scan_body_reference(body: bytes) -> tuple[int, int, str | None, int]:
+    """The pure-Python twin of :func:`scan_body` (the property tests compare the two).
+
+    ``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
     tokens (read after its last ``"usage"`` key) -1 when not found; ``empty_field``
     names the result list found empty (``choices``, else ``data`` when the body has no
     ``choices``, or ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned,
@@ -325,7 +335,7 @@ class Request:
     def body(self, data: bytes) -> None:
         """A whole answer body the client has read: tokens, empty list, flags."""
         self.bytes_in += len(data)
-        p, c, empty, flag = scan_body(data)
+        p, c, empty, flag = _scan(data, BODY_CAP)
         self.body_flag = flag
         if p >= 0:
             self.prompt_tokens = p
@@ -470,7 +480,7 @@ def record_plain(
     flag = n = 0
     if data is not None:
         n = len(data)
-        p, c, empty, flag = scan_body(data)
+        p, c, empty, flag = _scan(data, BODY_CAP)
         if empty is not None:
             if outcome == "ok":
                 outcome = "empty"
