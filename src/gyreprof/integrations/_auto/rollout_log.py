@@ -452,7 +452,10 @@ def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
     """A plain request starts on this thread: its log, start (ns) and retried classes,
     as :class:`Request` takes them (the fast path of a synchronous client: the span is
     then recorded by :func:`record_plain`, with no Request made)."""
-    log = thread_log()
+    try:
+        log: ThreadLog = _tls.log  # thread_log(), without the call on the hot path
+    except AttributeError:
+        log = thread_log()
     retried: tuple[str, ...] = ()
     if ep:
         prev = _last_failure.get()
@@ -497,7 +500,10 @@ def record_plain(
     # the row of ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
     row = (ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False, empty, flag,
            log.ident, client)  # fmt: skip
-    log.add(row)
+    spans = log.spans  # log.add(row), without the call on the hot path
+    spans.append(row)
+    if len(spans) >= SPAN_CAP:
+        log.fold_old()
     if outcome != "ok":
         _last_failure.set((ep, outcome))
     elif _last_failure.get() is not None:
@@ -547,6 +553,12 @@ class ThreadLog:
     def add(self, span: Request | Row) -> None:
         spans = self.spans
         spans.append(span)
+        if len(spans) >= SPAN_CAP:
+            self.fold_old()
+
+    def fold_old(self) -> None:
+        """Fold the older half of the kept spans into the per-endpoint totals."""
+        spans = self.spans
         if len(spans) >= SPAN_CAP:
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]
