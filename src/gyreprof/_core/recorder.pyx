@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 cimport numpy as cnp
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 from libc.math cimport isfinite
 from libc.stdint cimport INT64_MAX, int64_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -286,6 +287,12 @@ cdef object _int64_arg(object x, str what):
 
 cdef int64_t _ns_arg(object x, str what) except? -1:
     """A timestamp argument: an int64 >= 0 (ns of a recorder's clock)."""
+    cdef int overflow = 0
+    cdef long long fast
+    if PyLong_CheckExact(x):  # the usual int: no conversion, no Python comparisons
+        fast = PyLong_AsLongLongAndOverflow(x, &overflow)
+        if overflow == 0 and fast >= 0:
+            return fast
     v = _int64_arg(x, what)
     if v < 0:
         raise ValueError(f"{what} must be a time of the recorder's clock (>= 0 ns), got {v}")

@@ -147,8 +147,12 @@ def _httpx_endpoint(url: Any) -> str:
 
 
 def _httpx_sent(request: Any) -> int:
-    """Bytes of the request body when httpx holds it whole (the usual JSON body)."""
-    data = request.__dict__.get("_content")
+    """Bytes of the request body when httpx holds it whole (the usual JSON body).
+
+    Here and below ``getattr(obj, "_content", None)``, never ``obj.__dict__``: reading
+    an instance's ``__dict__`` builds it, and every later attribute read of that object
+    (the client's own, the user's) then goes through the dictionary."""
+    data = getattr(request, "_content", None)
     return len(data) if isinstance(data, bytes) else _content_length(request.headers)
 
 
@@ -214,7 +218,7 @@ def _httpx_answer(req: rl.Request, resp: Any, stream: bool, mod: ModuleType, t0:
             return
         resp.stream = wrap(resp.stream, req, req.attempts)
         return
-    data = resp.__dict__.get("_content")
+    data = getattr(resp, "_content", None)
     if isinstance(data, bytes):
         req.body(data)
 
@@ -321,7 +325,7 @@ def _httpx_done(req: rl.Request, resp: Any, stream: bool, mod: ModuleType) -> No
         if req.open_stream:
             return
     else:
-        data = resp.__dict__.get("_content")
+        data = getattr(resp, "_content", None)
         if data is not None:
             req.body(data)
     req.finish()
@@ -393,7 +397,8 @@ def _httpx_plain(
     try:
         ep = _httpx_endpoint(request.url)
         log, start, retried = rl.open_plain(ep)
-        sent = _httpx_sent(request)
+        sent = getattr(request, "_content", None)  # _httpx_sent(request), inlined
+        sent = len(sent) if isinstance(sent, bytes) else _content_length(request.headers)
     except Exception:  # noqa: BLE001 - uninstrumented rather than broken
         return original(client, request, *args, **kwargs)
     try:
@@ -403,8 +408,8 @@ def _httpx_plain(
         raise
     try:
         status = resp.status_code
-        outcome = rl.status_class(status)
-        data = resp.__dict__.get("_content")
+        outcome = "ok" if status < 400 else rl.status_class(status)
+        data = getattr(resp, "_content", None)
         trainer_wait(
             start, rl.record_plain(log, ep, "httpx", start, retried, outcome, data, sent), "http"
         )
@@ -585,7 +590,7 @@ def _requests_answer(req: rl.Request, resp: Any, stream: bool) -> bool:
 
         resp.iter_content = iter_content
         return True
-    data = resp.__dict__.get("_content")
+    data = getattr(resp, "_content", None)
     if isinstance(data, bytes):
         req.body(data)
     return False
@@ -647,8 +652,9 @@ def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kw
         raise
     _active.reset(token)
     try:
-        outcome = rl.status_class(resp.status_code)
-        data = resp.__dict__.get("_content")
+        status = resp.status_code
+        outcome = "ok" if status < 400 else rl.status_class(status)
+        data = getattr(resp, "_content", None)
         if not isinstance(data, bytes):
             data = None
         trainer_wait(
@@ -775,7 +781,7 @@ def _conn_request(original: Callable[..., Any], name: str) -> Callable[..., Any]
 
 def _conn_getresponse(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def getresponse(self: Any, *args: Any, **kwargs: Any) -> Any:
-        req = self.__dict__.get("_gyreprof_request")
+        req = getattr(self, "_gyreprof_request", None)
         if req is None:
             return original(self, *args, **kwargs)
         self._gyreprof_request = None

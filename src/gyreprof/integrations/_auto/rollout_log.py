@@ -41,6 +41,7 @@ import threading
 import time
 from typing import Any
 
+from gyreprof._core.bodyscan import scan_body as _scan
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -236,7 +237,16 @@ _TOKENS = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d{1,12})')
 
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
-    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
+    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, as
+    :func:`scan_body_reference` gives it, in one pass of compiled code
+    (``gyreprof._core.bodyscan``; the hot paths call it directly)."""
+    return _scan(body, BODY_CAP)
+
+
+def scan_body_reference(body: bytes) -> tuple[int, int, str | None, int]:
+    """The pure-Python twin of :func:`scan_body` (the property tests compare the two).
+
+    ``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
     tokens (read after its last ``"usage"`` key) -1 when not found; ``empty_field``
     names the result list found empty (``choices``, else ``data`` when the body has no
     ``choices``, or ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned,
@@ -325,7 +335,7 @@ class Request:
     def body(self, data: bytes) -> None:
         """A whole answer body the client has read: tokens, empty list, flags."""
         self.bytes_in += len(data)
-        p, c, empty, flag = scan_body(data)
+        p, c, empty, flag = _scan(data, BODY_CAP)
         self.body_flag = flag
         if p >= 0:
             self.prompt_tokens = p
@@ -442,7 +452,10 @@ def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
     """A plain request starts on this thread: its log, start (ns) and retried classes,
     as :class:`Request` takes them (the fast path of a synchronous client: the span is
     then recorded by :func:`record_plain`, with no Request made)."""
-    log = thread_log()
+    try:
+        log: ThreadLog = _tls.log  # thread_log(), without the call on the hot path
+    except AttributeError:
+        log = thread_log()
     retried: tuple[str, ...] = ()
     if ep:
         prev = _last_failure.get()
@@ -470,7 +483,7 @@ def record_plain(
     flag = n = 0
     if data is not None:
         n = len(data)
-        p, c, empty, flag = scan_body(data)
+        p, c, empty, flag = _scan(data, BODY_CAP)
         if empty is not None:
             if outcome == "ok":
                 outcome = "empty"
@@ -487,7 +500,10 @@ def record_plain(
     # the row of ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
     row = (ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False, empty, flag,
            log.ident, client)  # fmt: skip
-    log.add(row)
+    spans = log.spans  # log.add(row), without the call on the hot path
+    spans.append(row)
+    if len(spans) >= SPAN_CAP:
+        log.fold_old()
     if outcome != "ok":
         _last_failure.set((ep, outcome))
     elif _last_failure.get() is not None:
@@ -537,6 +553,12 @@ class ThreadLog:
     def add(self, span: Request | Row) -> None:
         spans = self.spans
         spans.append(span)
+        if len(spans) >= SPAN_CAP:
+            self.fold_old()
+
+    def fold_old(self) -> None:
+        """Fold the older half of the kept spans into the per-endpoint totals."""
+        spans = self.spans
         if len(spans) >= SPAN_CAP:
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]

@@ -1,0 +1,3 @@
+"""Type stubs for gyreprof._core.bodyscan (compiled)."""
+
+def scan_body(body: object, cap: int) -> tuple[int, int, str | None, int]: ...
