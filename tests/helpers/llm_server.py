@@ -40,11 +40,13 @@ which nothing listens (a connection there is refused).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -100,6 +102,14 @@ class _Handler(JSONHandler):
     # -------------------------------------------------------------- requests
 
     def do_GET(self) -> None:
+        with self.server.serving():
+            self._get()
+
+    def do_POST(self) -> None:
+        with self.server.serving():
+            self._post()
+
+    def _get(self) -> None:
         t0 = time.monotonic()
         if self.path.startswith("/v1/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
@@ -119,7 +129,7 @@ class _Handler(JSONHandler):
             t_received=t0,
         )
 
-    def do_POST(self) -> None:
+    def _post(self) -> None:
         t0 = time.monotonic()
         n = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(n) if n else b""
@@ -314,6 +324,18 @@ class _Server(ThreadingHTTPServer):
         self.log: list[Entry] = []
         self.keys: dict[str, int] = {}
         self.delays: list[float] = []
+        self.busy = 0  # requests read and not yet answered and logged
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        with self.lock:
+            self.busy += 1
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.busy -= 1
+                self.changed.notify_all()
 
     def next_scheduled(self) -> float | None:
         with self.lock:
@@ -335,8 +357,16 @@ class LLMServer:
         with self._srv.lock:
             return list(self._srv.log)
 
-    def clear(self) -> None:
-        with self._srv.lock:
+    def clear(self, timeout_s: float = 60.0) -> None:
+        """Forget the log, keys and schedule, once the requests being served are logged
+        (a client that left a slow answer behind would otherwise log into the next test)."""
+        deadline = time.monotonic() + timeout_s
+        with self._srv.changed:
+            while self._srv.busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{self._srv.busy} request(s) still served")
+                self._srv.changed.wait(left)
             self._srv.log.clear()
             self._srv.keys.clear()
             self._srv.delays.clear()

@@ -2,7 +2,7 @@
 """One-pass scan of an HTTP answer body for the fields the rollout log reads.
 
 :func:`scan_body` gives exactly what the regular-expression scan of
-``gyreprof.integrations._auto.rollout_log.scan_body_reference`` gives, on every
+``scan_body_reference`` in the tests' ``helpers/body_scan_reference.py`` gives, on every
 input (the property tests compare the two), at a fraction of its cost: it reads
 the bytes in place, allocates nothing but its answer, and never raises for any
 bytes. What it reads, never parsing the body:

@@ -397,8 +397,7 @@ def _httpx_plain(
     try:
         ep = _httpx_endpoint(request.url)
         log, start, retried = rl.open_plain(ep)
-        sent = getattr(request, "_content", None)  # _httpx_sent(request), inlined
-        sent = len(sent) if isinstance(sent, bytes) else _content_length(request.headers)
+        sent = _httpx_sent(request)
     except Exception:  # noqa: BLE001 - uninstrumented rather than broken
         return original(client, request, *args, **kwargs)
     try:
@@ -408,7 +407,7 @@ def _httpx_plain(
         raise
     try:
         status = resp.status_code
-        outcome = "ok" if status < 400 else rl.status_class(status)
+        outcome = rl.status_class(status)
         data = getattr(resp, "_content", None)
         trainer_wait(
             start, rl.record_plain(log, ep, "httpx", start, retried, outcome, data, sent), "http"
@@ -652,8 +651,7 @@ def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kw
         raise
     _active.reset(token)
     try:
-        status = resp.status_code
-        outcome = "ok" if status < 400 else rl.status_class(status)
+        outcome = rl.status_class(resp.status_code)
         data = getattr(resp, "_content", None)
         if not isinstance(data, bytes):
             data = None

@@ -211,7 +211,6 @@ def status_class(status: int) -> str:
 # ------------------------------------------------------------------- bodies
 
 _NUM = re.compile(rb"\s*:\s*(\d{1,12})")
-_LIST = re.compile(rb"\s*:\s*\[\s*(\]?)")
 _CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
 
 
@@ -224,56 +223,14 @@ def _number(body: bytes, key: bytes) -> int:
     return int(m.group(1)) if m else -1
 
 
-def _empty_list(body: bytes, key: bytes) -> bool | None:
-    """None when ``key`` is not in ``body``; else whether its list is empty."""
-    i = body.find(key)
-    if i < 0:
-        return None
-    m = _LIST.match(body, i + len(key))
-    return bool(m and m.group(1))
-
-
-_TOKENS = re.compile(rb'"(prompt|completion)_tokens"\s*:\s*(\d{1,12})')
-
-
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
-    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, as
-    :func:`scan_body_reference` gives it, in one pass of compiled code
-    (``gyreprof._core.bodyscan``; the hot paths call it directly)."""
+    """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, in one
+    pass of compiled code (``gyreprof._core.bodyscan``, whose docstring says what it reads;
+    the hot paths call it directly): tokens -1 when not found; ``empty_field`` the result
+    list found empty (``choices``, else ``data`` when the body has no ``choices``, or
+    ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned, 1 not JSON, 2
+    oversized (not scanned)."""
     return _scan(body, BODY_CAP)
-
-
-def scan_body_reference(body: bytes) -> tuple[int, int, str | None, int]:
-    """The pure-Python twin of :func:`scan_body` (the property tests compare the two).
-
-    ``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body:
-    tokens (read after its last ``"usage"`` key) -1 when not found; ``empty_field``
-    names the result list found empty (``choices``, else ``data`` when the body has no
-    ``choices``, or ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned,
-    1 not JSON, 2 oversized (not scanned)."""
-    if len(body) > BODY_CAP:
-        return -1, -1, None, 2
-    if body[:1] != b"{":
-        head = body[:64].lstrip()[:1]
-        if head == b"[":
-            return -1, -1, ("(list)" if body.strip() == b"[]" else None), 0
-        if head != b"{":
-            return -1, -1, None, 1
-    p = c = -1
-    u = body.rfind(b'"usage"')
-    if u >= 0:
-        for key, value in _TOKENS.findall(body, u):
-            if key == b"prompt":
-                p = int(value)
-            else:
-                c = int(value)
-    empty = None
-    choices = _empty_list(body, b'"choices"')
-    if choices:
-        empty = "choices"
-    elif choices is None and _empty_list(body, b'"data"'):
-        empty = "data"
-    return p, c, empty, 0
 
 
 # -------------------------------------------------------------------- spans
@@ -452,10 +409,7 @@ def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
     """A plain request starts on this thread: its log, start (ns) and retried classes,
     as :class:`Request` takes them (the fast path of a synchronous client: the span is
     then recorded by :func:`record_plain`, with no Request made)."""
-    try:
-        log: ThreadLog = _tls.log  # thread_log(), without the call on the hot path
-    except AttributeError:
-        log = thread_log()
+    log = thread_log()
     retried: tuple[str, ...] = ()
     if ep:
         prev = _last_failure.get()
@@ -500,10 +454,7 @@ def record_plain(
     # the row of ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
     row = (ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False, empty, flag,
            log.ident, client)  # fmt: skip
-    spans = log.spans  # log.add(row), without the call on the hot path
-    spans.append(row)
-    if len(spans) >= SPAN_CAP:
-        log.fold_old()
+    log.add(row)
     if outcome != "ok":
         _last_failure.set((ep, outcome))
     elif _last_failure.get() is not None:
@@ -553,12 +504,6 @@ class ThreadLog:
     def add(self, span: Request | Row) -> None:
         spans = self.spans
         spans.append(span)
-        if len(spans) >= SPAN_CAP:
-            self.fold_old()
-
-    def fold_old(self) -> None:
-        """Fold the older half of the kept spans into the per-endpoint totals."""
-        spans = self.spans
         if len(spans) >= SPAN_CAP:
             old = spans[: SPAN_CAP // 2]
             del spans[: SPAN_CAP // 2]
