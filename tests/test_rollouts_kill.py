@@ -64,7 +64,7 @@ def test_sigkilled_client_keeps_its_flushed_requests(tmp_path: Path) -> None:
         finally:
             if proc.poll() is None:
                 proc.kill()
-        answered = len(srv.log)
+        answered = len(srv.settled_log())
     assert proc.returncode == 128 + signal.SIGKILL, err[-3000:]
     data = json.loads(out.read_text())
     check_format(data)
@@ -106,22 +106,34 @@ def _record(pid: int, requests: int) -> rollout_record.RolloutRecord:
     )
 
 
+def _ended_pid() -> int:
+    """The pid of a process that has ended (a fixed small pid may be alive: on a machine
+    just booted, pid 11 is a kernel thread, and the record is then one that still runs)."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
 def test_flushed_record_is_read_only_without_a_whole_one(tmp_path: Path) -> None:
     from gyreprof.integrations._auto import records as rec
 
-    (tmp_path / f"11{rollout_record.PART_SUFFIX}").write_text(_record(11, 3).to_json())
-    (tmp_path / f"12{rollout_record.PART_SUFFIX}").write_text(_record(12, 2).to_json())
-    rec.rollouts_path(tmp_path, 12).write_text(_record(12, 5).to_json())  # it saved
-    (tmp_path / f"13{rollout_record.PART_SUFFIX}").write_text('{"format": "nope"}')
-    (tmp_path / f"x{rollout_record.PART_SUFFIX}").write_text(_record(14, 1).to_json())
+    killed, saved = _ended_pid(), _ended_pid()
+    part = rollout_record.PART_SUFFIX
+    (tmp_path / f"{killed}{part}").write_text(_record(killed, 3).to_json())
+    (tmp_path / f"{saved}{part}").write_text(_record(saved, 2).to_json())
+    rec.rollouts_path(tmp_path, saved).write_text(_record(saved, 5).to_json())  # it saved
+    (tmp_path / f"13{part}").write_text('{"format": "nope"}')
+    (tmp_path / f"x{part}").write_text(_record(14, 1).to_json())
     notes: list[str] = []
     got = rollout_record.flushed(tmp_path, notes)
-    assert [r.pid for r in got] == [11]
+    assert [r.pid for r in got] == [killed]
     assert any(
-        n.startswith("pid 11 was killed before it saved") and "3 rollout" in n for n in notes
+        n.startswith(f"pid {killed} was killed before it saved") and "3 rollout" in n for n in notes
     )
-    assert any(n.startswith(f"skipped 13{rollout_record.PART_SUFFIX}") for n in notes)
-    assert not any("pid 12" in n for n in notes)
+    assert any(n.startswith(f"skipped 13{part}") for n in notes)
+    assert not any(f"pid {saved}" in n for n in notes)
 
 
 def test_flush_stops_once_the_process_saved_or_the_run_is_over(tmp_path: Path) -> None:
@@ -234,7 +246,7 @@ def test_sigkilled_child_client_keeps_its_flushed_requests(tmp_path: Path) -> No
         proc, data = gyreprof_run(
             tmp_path, script("http_child_killed.py"), srv.url, str(FIRST), env=env
         )
-        answered = len(srv.log)
+        answered = len(srv.settled_log())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert data is not None, proc.stderr[-3000:]
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("KILLED "))

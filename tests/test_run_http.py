@@ -105,4 +105,7 @@ def test_ctrl_c_ends_an_http_client_by_sigint_and_keeps_its_requests(tmp_path: P
         data = json.loads(out.read_text())
         check_format(data)
         [ep] = data["rollouts"]["endpoints"]
-        assert 1 <= ep["requests"] <= len(srv.log)
+        answered = len(srv.settled_log())
+    # the request the signal cut short may not have reached the server, and is no "ok"
+    assert 1 <= ep["outcomes"].get("ok", 0) <= answered
+    assert ep["requests"] <= answered + 1

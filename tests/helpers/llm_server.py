@@ -357,16 +357,26 @@ class LLMServer:
         with self._srv.lock:
             return list(self._srv.log)
 
+    def _wait_idle(self, deadline: float) -> None:
+        # with self._srv.changed held: until no request is being served
+        while self._srv.busy:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{self._srv.busy} request(s) still served")
+            self._srv.changed.wait(left)
+
+    def settled_log(self, timeout_s: float = 60.0) -> list[Entry]:
+        """The log once every request read so far is answered and logged: an answer the
+        client has received is logged a moment after it was sent."""
+        with self._srv.changed:
+            self._wait_idle(time.monotonic() + timeout_s)
+            return list(self._srv.log)
+
     def clear(self, timeout_s: float = 60.0) -> None:
         """Forget the log, keys and schedule, once the requests being served are logged
         (a client that left a slow answer behind would otherwise log into the next test)."""
-        deadline = time.monotonic() + timeout_s
         with self._srv.changed:
-            while self._srv.busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"{self._srv.busy} request(s) still served")
-                self._srv.changed.wait(left)
+            self._wait_idle(time.monotonic() + timeout_s)
             self._srv.log.clear()
             self._srv.keys.clear()
             self._srv.delays.clear()
