@@ -11,6 +11,13 @@ patched method's ``__wrapped__``, the same request objects) and the instrumented
 one back to back, alternating which goes first; the figure is the median over
 rounds of (instrumented - bare) per request, in microseconds, and the ratio.
 
+``--instructions [--before OTHER_SRC]``: callgrind's instruction counts per request
+(httpx and requests against the local server) and per streamed chunk, bare and
+instrumented; the row ``trains`` is the instrumented client on a thread that trains
+(it took an optimizer step's update signal first), where a request is a wait inside
+the step: the "this tree" row is the default trainer's, where each request also
+closes a collect block.
+
 ``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
 (``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
 whole command's wall and CPU time (user + system of it and its children) and of the
@@ -164,7 +171,7 @@ def _run_loop(url: str, n: int, rounds: int) -> None:
 _COUNT_CHILD = """
 import itertools, sys, time
 client, mode, n, url = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-if mode == "inst":
+if mode in ("inst", "train"):
     from gyreprof.integrations import http
     prof = http.profile()
 import httpx
@@ -194,6 +201,12 @@ else:  # "chunks": one in-memory stream (the same bytes each time) of n chunks p
         r.close()
 rep = itertools.repeat
 for _ in range(20 if client != "chunks" else 2):
+    one(None)
+if mode == "train":  # the thread trains (an optimizer step's update signal): each request is
+    # then a wait inside the step, not a collect block of the default trainer's own
+    from gyreprof.integrations._auto import state as st
+    t = st.thread_state()
+    st.update_signal(t, t.now())
     one(None)
 # the start-up's objects out of the collector's reach: a full collection of them landing in
 # one of the two loops and not the other moved the figure by tens of thousands per request
@@ -249,9 +262,11 @@ def _instructions(url: str, n: int, chunks: int, before: str | None) -> None:
     for client, k in (("httpx", n), ("requests", n), ("chunks", chunks)):
         per = 1 if client != "chunks" else 2  # 2N - N = two streams of k chunks
         bare = _count(client, "bare", k, url, src)[0] / per
-        trees = [("this tree", src)] + ([("before", before)] if before else [])
-        for name, tree in trees:
-            inst = _count(client, "inst", k, url, tree)[0] / per
+        trees = [("this tree", src, "inst")] + ([("before", before, "inst")] if before else [])
+        if client != "chunks":  # on a thread that trains, as in an RL loop
+            trees.append(("trains", src, "train"))
+        for name, tree, mode in trees:
+            inst = _count(client, mode, k, url, tree)[0] / per
             unit = "request" if per == 1 else "chunk"
             print(
                 f"  {client:8s} {name:9s} bare {bare:9.0f}  instrumented {inst:9.0f}  "
