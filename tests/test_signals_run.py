@@ -174,20 +174,34 @@ def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
 ) -> None:
     """TorchRL's MultiAsyncCollector with stable-baselines3 imported: one trainer step per
     batch consumed (its workers' inner collector loops are no trainers), an overlapped
-    pipeline (SB3's import declares nothing), the wait ratio of the script's clock."""
+    pipeline (SB3's import declares nothing), the wait ratio of the script's clock and
+    the verdict of the slowed update.
+
+    The first batch waits for the workers to start (0.3-0.8 s, with the machine's load,
+    against ~4 ms for a later one), which the script's clock leaves out: so does
+    ``--warmup-steps 1``, as the report advises. Kept in, it alone made the wait 0.16-0.22
+    against the script's 0.02, and the verdict sampler-bound."""
     pytest.importorskip("torchrl")
     pytest.importorskip("stable_baselines3")
     proc, data = gyreprof_run(
-        tmp_path, script("signals_torchrl_async.py"), "train", "1500", "100", "0.2"
+        tmp_path,
+        script("signals_torchrl_async.py"),
+        "train",
+        "1500",
+        "100",
+        "0.2",
+        options=("--warmup-steps", "1"),
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert data is not None, proc.stderr[-4000:]
     batches = printed(proc.stdout, "BATCHES")
     clock = _clock(proc.stdout)
-    assert data["trainer"]["steps"] == batches == 15
-    assert data["trainer"]["counters"]["loop.fed"] == batches
+    trainer = data["trainer"]
+    assert trainer["warmup"]["steps"] == 1 and trainer["steps"] == batches - 1 == 14
+    assert trainer["counters"]["loop.fed"] == batches
     assert sum(1 for p in data["processes"] if p["role"] == "env_worker") == 2
     v = _verdict(data)
     assert v["loop"] == "overlapped" and v["loop_source"] == "timeline", v["loop_evidence"]
     expected = clock["wait_s"] / (clock["wait_s"] + clock["update_s"])
     assert abs(v["wait_ratio"] - expected) < 0.1, (v["wait_ratio"], clock)
+    assert v["bound"] == "trainer", v["wait_ratio"]
