@@ -56,11 +56,13 @@ def _no_children_left() -> list[psutil.Process]:
 # ----------------------------------------------------------------- the main result
 
 
-# A call takes 0.1-0.3 ms: 300 of them make each repeat span many of a loaded machine's
-# time slices, so a preemption stretches every repeat alike instead of one of three (with
-# 15 calls, a repeat of 2 ms, the repeats' spread read a noise of 0.54+ under a parallel
-# run, and 2 -> 16's designed 8x, measured 2.8x, no longer told the values apart)
-FLAT_STEPS, FLAT_WARMUP = 300, 10
+# The flat sweep's sampler waits 4 ms per chunk besides computing: a call's time is set
+# by its chunks. With computing alone (0.1-0.3 ms a call) a loaded machine decided the
+# answer: 15 calls a repeat read a noise of 0.54+ and 2 -> 16's designed 8x as 2.8x; 300
+# calls still went on to 64 in 1 of 6 parallel runs (16 -> 32, designed flat, read as a
+# gain above 90%).
+PACED = "helpers.sweep_samplers.numpy_sampler:make_paced_sampler"
+FLAT_STEPS, FLAT_WARMUP = 60, 5
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,7 @@ def flat_sweep() -> SweepResult:
     # a value's median then leaves out a repeat stalled by the machine's other load (with
     # two, the median is their mean, and one stall read +50% at 32 under a parallel run).
     return gp.sweep(
-        NUMPY,
+        PACED,
         "batch_size",
         [2, 16, 32, 64],
         steps=FLAT_STEPS,

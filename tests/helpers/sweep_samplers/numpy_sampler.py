@@ -9,6 +9,7 @@ with the batch.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,15 @@ WIDTH = 1024  # elementwise work only: no BLAS thread pool to add noise
 
 
 class ChunkedSampler:
-    def __init__(self, batch_size: int, prof: Any = None, mib_per_sample: float = 1.0) -> None:
+    def __init__(
+        self,
+        batch_size: int,
+        prof: Any = None,
+        mib_per_sample: float = 1.0,
+        chunk_wait_s: float = 0.0,
+    ) -> None:
         rng = np.random.default_rng(0)
+        self.chunk_wait_s = float(chunk_wait_s)
         self.batch_size = int(batch_size)
         self.x = rng.standard_normal((CHUNK, WIDTH))
         cols = max(WIDTH, int(mib_per_sample * 2**20 / 8))
@@ -32,6 +40,8 @@ class ChunkedSampler:
     def _compute(self) -> np.ndarray:
         out = self.out
         for c in range(self.chunks):
+            if self.chunk_wait_s > 0:  # a chunk handed to a device or a simulator, awaited
+                time.sleep(self.chunk_wait_s)
             y = self.x
             for _ in range(3):
                 y = np.tanh(y * 0.9 + 0.1)
@@ -59,6 +69,20 @@ def make_sampler(batch_size: int, prof: Any = None, mib_per_sample: float = 1.0)
 
 
 make_sampler.phases = ("compute", "store")  # type: ignore[attr-defined]
+
+
+PACED_CHUNK_S = 0.004
+
+
+def make_paced_sampler(batch_size: int, prof: Any = None) -> ChunkedSampler:
+    """The same shape, each chunk also waiting ``PACED_CHUNK_S``: a call's time is then
+    set by its chunks, not by the machine's other load (a wait is not stretched by a
+    neighbour's CPU use the way computing is), so 2 -> 16 is 8x and 16 -> 32 flat even
+    on a loaded machine."""
+    return ChunkedSampler(batch_size, prof=prof, chunk_wait_s=PACED_CHUNK_S)
+
+
+make_paced_sampler.phases = ("compute", "store")  # type: ignore[attr-defined]
 
 
 def make_plain(batch_size: int) -> Any:
