@@ -331,6 +331,50 @@ def test_a_program_closing_its_fds_never_gets_gyreprofs_bytes_in_its_files(
     assert (tmp_path / "a.snap").exists()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread names are Linux's")
+def test_the_helper_thread_names_itself_without_opening_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The helper names its thread as it starts, while the program may be closing every
+    fd and opening files of its own: a file opened for the name (``/proc/thread-self/
+    comm``) could then be closed under the program's number (its data file, in 1 run of
+    10 of the test above)."""
+    import builtins
+    import threading
+
+    from gyreprof import _threadname
+
+    _threadname.prepare()  # as _start_helper does, in the starting thread
+    opened: list[object] = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def spy_open(*a: object, **k: object) -> object:
+        opened.append(a[0])
+        return real_open(*a, **k)  # type: ignore[call-overload]
+
+    def spy_os_open(*a: object, **k: object) -> int:
+        opened.append(a[0])
+        return real_os_open(*a, **k)  # type: ignore[arg-type]
+
+    comm: list[str] = []
+
+    def helper() -> None:
+        monkeypatch.setattr(builtins, "open", spy_open)
+        monkeypatch.setattr(os, "open", spy_os_open)
+        try:
+            _threadname.name_os_thread("gyreprof-test-name")
+        finally:
+            monkeypatch.undo()
+        with open("/proc/thread-self/comm") as f:
+            comm.append(f.read().strip())
+
+    t = threading.Thread(target=helper)
+    t.start()
+    t.join(30)
+    assert opened == []
+    assert comm == ["gyreprof-test-n"]  # the kernel keeps 15 bytes
+
+
 def test_gyreprof_notices_its_wakeup_pipe_closed_and_stops_using_it(tmp_path: Path) -> None:
     """Every fd closed (the helper's high-numbered pipe too): the helper thread sees the
     pipe gone, the interpreter's wake-up fd is dropped, and later files get no bytes."""

@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gyreprof import _threadname
 from gyreprof._block import StatsBlock
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._io import write_atomic
@@ -516,6 +517,7 @@ def _drop_wakeup_fd() -> None:
 
 
 def _start_helper() -> None:
+    _threadname.prepare()  # here: the helper then names itself without opening a file
     r, w = _high_pipe()
     os.set_blocking(w, False)
     try:
@@ -561,6 +563,7 @@ def _restart_helper_in_child() -> None:
     _HELPER.update(
         pid=os.getpid(), read_fd=r, read_id=_fd_identity(r), write_id=_fd_identity(w_old)
     )
+    _threadname.prepare()
     try:
         threading.Thread(
             target=_helper_loop, args=(r, _HELPER["old_fd"]), name="gyreprof-sigterm", daemon=True
