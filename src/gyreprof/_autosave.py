@@ -563,7 +563,6 @@ def _restart_helper_in_child() -> None:
     _HELPER.update(
         pid=os.getpid(), read_fd=r, read_id=_fd_identity(r), write_id=_fd_identity(w_old)
     )
-    _threadname.prepare()
     try:
         threading.Thread(
             target=_helper_loop, args=(r, _HELPER["old_fd"]), name="gyreprof-sigterm", daemon=True

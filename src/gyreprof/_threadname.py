@@ -18,6 +18,8 @@ is imported).
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -27,44 +29,38 @@ __all__ = ["OWN_PREFIX", "name_os_thread", "prepare"]
 OWN_PREFIX = "gyreprof"
 
 _PR_SET_NAME = 15
-_PRCTL: list[Callable[..., Any] | None] = []  # [prctl] once prepared, [None] where none
+
+
+@functools.cache
+def _prctl() -> Callable[..., Any] | None:
+    """libc's ``prctl``, loaded once (a forked child inherits it); None off Linux."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+        fn.argtypes = (
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+            ctypes.c_ulong,
+        )
+        fn.restype = ctypes.c_int
+    except (ImportError, OSError, AttributeError):
+        return None
+    return fn
 
 
 def prepare() -> None:
-    """Load ``prctl`` (Linux); call it in the thread that starts the helper, before."""
-    if _PRCTL:
-        return
-    fn = None
-    try:
-        import ctypes
-        import sys
-
-        if sys.platform.startswith("linux"):
-            fn = ctypes.CDLL(None, use_errno=True).prctl
-            fn.argtypes = (
-                ctypes.c_int,
-                ctypes.c_char_p,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-                ctypes.c_ulong,
-            )
-            fn.restype = ctypes.c_int
-    except (ImportError, OSError, AttributeError):
-        fn = None
-    _PRCTL.append(fn)
+    """Load ``prctl`` now, in the thread that starts a helper (loading reads files)."""
+    _prctl()
 
 
 def name_os_thread(name: str) -> None:
     """Set the calling thread's kernel name (first 15 bytes of ``name``); Linux only,
-    silently nothing elsewhere. Without :func:`prepare` called first, or without
-    ``prctl``, it writes ``/proc/thread-self/comm`` (which opens a file)."""
-    short = name.encode("ascii", "replace")[:15]
-    fn = _PRCTL[0] if _PRCTL else None
+    silently nothing elsewhere. Opens no file once :func:`prepare` has run."""
+    fn = _prctl()
     if fn is not None:
-        fn(_PR_SET_NAME, short, 0, 0, 0)
-        return
-    try:
-        with open("/proc/thread-self/comm", "wb") as f:
-            f.write(short)
-    except OSError:
-        pass
+        fn(_PR_SET_NAME, name.encode("ascii", "replace")[:15], 0, 0, 0)
