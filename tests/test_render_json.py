@@ -252,6 +252,7 @@ def test_the_run_record_nests_each_part_whole_and_reads_back(results: dict[str, 
         "exit_code",
         "notes",
         "rollouts",  # null: no HTTP rollout requests
+        "start_up",  # null: no first step told apart as start-up
     }
     assert data["format"] == "gyreprof.run/1"
     assert data["verdict"]["format"] == "gyreprof.verdict/2"

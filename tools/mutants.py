@@ -85,6 +85,7 @@ _VERDICT = "src/gyreprof/analysis/verdict.py"
 _RULE = "src/gyreprof/analysis/sweep/rule.py"
 _DECIDE = "src/gyreprof/analysis/sweep/decide.py"
 _DOCTOR = "src/gyreprof/diagnostics/doctor.py"
+_STARTUP = "src/gyreprof/analysis/startup.py"
 
 _T_REC = ("tests/test_core_recorder.py",)
 _T_HIST = ("tests/test_core_histogram.py",)
@@ -92,6 +93,7 @@ _T_MERGE = ("tests/test_merge_sums.py",)
 _T_WIN = ("tests/test_window_percentiles.py",)
 _T_SNAP = ("tests/test_snapshot_algebra.py",)
 _T_SHAPE = ("tests/test_decision_rules.py",)
+_T_STARTUP = ("tests/test_startup.py",)
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
@@ -315,6 +317,26 @@ MUTANTS: tuple[Mutant, ...] = (
            'SampleCount(dims[0], "first dimension"', 'SampleCount(dims[-1], "first dimension"',
            ("tests/test_sweep.py::test_count_samples_rules",
             "tests/test_decision_rules.py::test_an_array_counts_its_first_dimension")),
+    # -- start-up told apart (analysis/startup.py, Snapshot.first_step_as_warmup)
+    Mutant("startup-median-factor-ignored", _STARTUP,
+           "if first < OVER_MEDIAN * rest.p50 or first < OVER_MAX * rest.max:",
+           "if first < OVER_MAX * rest.max:", _T_STARTUP),
+    Mutant("startup-stall-is-start-up", _STARTUP,  # the shortcut "first >> median"
+           "if first < OVER_MEDIAN * rest.p50 or first < OVER_MAX * rest.max:",
+           "if first < OVER_MEDIAN * rest.p50:", _T_STARTUP),
+    Mutant("startup-moves-nothing-left-out", _STARTUP,
+           "if not abs(with_it - without) >= MIN_MOVE:", "if False:", _T_STARTUP),
+    Mutant("startup-too-few-steps", _STARTUP,
+           "if rest.count < MIN_REST:", "if rest.count < 1:", _T_STARTUP),
+    Mutant("first-step-rate-counts-it", _SNAP,
+           "rate=(steps - 1) / (steady / 1e9)", "rate=steps / (steady / 1e9)", _T_STARTUP),
+    Mutant("first-step-max-from-buckets", _SNAP,
+           "top = later_max[h] if later_max is not None else", "top = -1 if False else",
+           _T_STARTUP),
+    Mutant("first-step-window-left-steady", "src/gyreprof/_block.py",
+           "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
+    Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",
+           "missing = lacking()", "missing = None", ("tests/test_run_uninstrumented.py",)),
 )
 # fmt: on
 

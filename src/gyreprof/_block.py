@@ -134,6 +134,16 @@ def window_stride(n_phases: int) -> int:
     return int(_rec.WIN_HEADER + _rec.WIN_FIELDS * (n_phases + 1))
 
 
+def warmup_windows(rolling: np.ndarray, through_step: int) -> np.ndarray:
+    """A copy of closed-window records with every window that holds one of the steps
+    1..``through_step`` marked warm-up (``Snapshot.first_step_as_warmup``)."""
+    out = np.array(rolling, dtype=np.int64, copy=True)
+    if out.size:
+        first = out[:, _rec.WIN_FIRST_STEP]
+        out[(first <= through_step) & (first + out[:, _rec.WIN_STEPS] > 1), _rec.WIN_WARMUP] = 1
+    return out
+
+
 def _consistent(rows: np.ndarray, nh: int) -> np.ndarray:
     """Mask of window records whose percentiles are ordered and within the max."""
     ok = np.ones(rows.shape[0], dtype=bool)

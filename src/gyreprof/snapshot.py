@@ -46,7 +46,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 
 from gyreprof import _checks, _io, _limits
-from gyreprof._block import StatsBlock
+from gyreprof._block import StatsBlock, warmup_windows
 from gyreprof._core import decode_counts_into, encode_counts, layout_info, monotonic_ns
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError, MissingKeyError
 from gyreprof._version import __version__
@@ -959,6 +959,96 @@ class Snapshot:
     def windows(self) -> list[Window]:
         """The closed rolling windows of this snapshot, oldest first."""
         return rolling_windows(self.rolling, self.phases, closed=self.meta.windows_closed)
+
+    def first_step_as_warmup(self) -> Snapshot:
+        """A copy with the first step counted as warm-up, as ``warmup_steps=1`` would have
+        recorded it: each row's first value moves from the steady buckets and sums to the
+        warm-up record, the steady state starts one step later, and a rolling window that
+        holds the first step is marked warm-up. Where the first value was the steady
+        maximum, the new one is read from the rolling windows (exact when they hold every
+        step, one a window, as ``gyreprof run``'s trainer closes them), else from the
+        buckets left (to the histogram's resolution), and so is a minimum.
+
+        Only a snapshot of one source stepping, with no warm-up rule, whose rows each hold
+        one value a step (a trainer's ``wait``, ``compute`` and the step itself) can say
+        what its first step held; any other raises ``InvalidValueError`` saying why
+        (``gyreprof.analysis.startup`` decides when to ask)."""
+        cfg, totals, times = self.config, self.totals, self.times
+        if cfg.warmup_steps or cfg.warmup_ns or totals.warmup_steps_done:
+            raise InvalidValueError("it has a warm-up rule of its own")
+        if self.meta.exact_sums is not None or self.meta.exact_warm_sums is not None:
+            raise InvalidValueError("its sums are past the int64 range")
+        stepping = [i for i, src in enumerate(self.sources) if src.steady_ns > 0]
+        if len(stepping) != 1:
+            raise InvalidValueError(f"{len(stepping)} of its sources step, not one")
+        steps = self._rows[-1].count
+        if steps < 2 or times.steady_start_ns < 0:
+            raise InvalidValueError(f"it holds {steps} steady step(s)")
+        counts, stat, warm = self.counts.copy(), self.stat.copy(), self.warm.copy()
+        lo, width = layout_edges(*cfg.layout)
+        later_max = self._later_maxima(steps)
+        for h, r in enumerate(self._rows):
+            if r.count == 0:
+                continue
+            if r.count != steps or r.first < 0:
+                raise InvalidValueError(f"{r.name!r} holds {r.count} values in {steps} steps")
+            v = int(r.first)
+            b = int(np.searchsorted(lo, v, side="right")) - 1
+            if b < 0 or b >= counts.shape[1] or counts[h, b] <= 0:
+                raise InvalidValueError(f"the first {r.name!r} is not in its buckets")
+            counts[h, b] -= 1
+            nz = np.flatnonzero(counts[h])
+            i0, i1 = int(nz[0]), int(nz[-1])
+            stat[h, _COUNT] -= 1
+            stat[h, _SUM] -= v
+            if v <= r.min:
+                stat[h, _MIN] = max(r.min, int(lo[i0]))
+            if v >= r.max:
+                top = later_max[h] if later_max is not None else int(lo[i1] + width[i1] - 1)
+                stat[h, _MAX] = max(int(stat[h, _MIN]), min(r.max, top))
+            warm[h] = (1, v, v)
+        first_ns = int(self._rows[-1].first)
+        src = self.sources[stepping[0]]
+        steady = max(0, src.steady_ns - first_ns)
+        overhead = min(src.overhead_ns, float(steady))
+        sources = list(self.sources)
+        sources[stepping[0]] = src.replace(
+            steady_ns=steady,
+            warmup_ns=src.warmup_ns + first_ns,
+            rate=(steps - 1) / (steady / 1e9) if steady > 0 else 0.0,
+            overhead_ns=overhead,
+            wrapper_ns=None if src.wrapper_ns is None else min(src.wrapper_ns, overhead),
+            warmup_done=True,
+            steady_start_ns=None if src.steady_start_ns is None else src.steady_start_ns + first_ns,
+        )
+        return self.replace(
+            counts=counts,
+            stat=stat,
+            warm=warm,
+            config=dataclasses.replace(cfg, warmup_steps=1),
+            totals=dataclasses.replace(totals, warmup_steps_done=1),
+            times=dataclasses.replace(
+                times, steady_start_ns=times.steady_start_ns + first_ns, warmup_end_step=1
+            ),
+            sources=tuple(sources),
+            rolling=None if self.rolling is None else warmup_windows(self.rolling, 1),
+        )
+
+    def _later_maxima(self, steps: int) -> list[int] | None:
+        """Each row's largest value after the first step, exact, from the rolling windows
+        when they hold every step and the first step alone in its window; else None."""
+        wins = self.windows()
+        if not wins or sum(w.steps for w in wins) != steps:
+            return None
+        if wins[0].first_step != 1 or wins[0].steps != 1:
+            return None
+        top = [-1] * (len(self.phases) + 1)
+        for w in wins[1:]:
+            stats = [w.phases[name] for name in self.phases] + [w.step]
+            for h, ws in enumerate(stats):
+                if ws is not None and ws.count > 0:
+                    top[h] = max(top[h], int(ws.max))
+        return top
 
     def summary(self) -> Summary:
         """The Summary computed from this snapshot (percentiles, shares, throughput)."""

@@ -280,7 +280,7 @@ class Summary:
         warm_done = all(s.warmup_done for s in sources)
         cfg = snap.config
         if cfg.warmup_steps > 0:
-            rule = f"first {cfg.warmup_steps} steps"
+            rule = "first step" if cfg.warmup_steps == 1 else f"first {cfg.warmup_steps} steps"
         elif cfg.warmup_ns > 0:
             rule = f"first {cfg.warmup_ns / 1e9:g} s"
         else:

@@ -201,6 +201,8 @@ def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
         value = facts.get(key)
         if isinstance(value, list) and all(isinstance(x, str) for x in value):
             out[key] = value
+    if isinstance(facts.get("warmup_given"), bool):
+        out["warmup_given"] = facts["warmup_given"]
     n = facts.get("python_processes")
     if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
         out["python_processes"] = n
@@ -230,6 +232,7 @@ def saved_run(folder: Path, loop: str | None = None) -> Any:
         advice_for="run",
         loop=loop or facts.get("loop"),
         received=tuple(facts.get("received", ())),
+        warmup_given=facts.get("warmup_given", False),
     )
     from gyreprof.integrations._auto import rollout_record
 

@@ -39,6 +39,23 @@ import os as _os
 import sys as _sys
 
 
+def _gyreprof_refused(why):
+    """Say that this process is not instrumented, and why: on stderr, and in the run's
+    folder (``<pid>.uninstrumented``), where the report reads it."""
+    print(f"gyreprof run: pid {_os.getpid()} ({_sys.executable}) is not instrumented: {why}",
+          file=_sys.stderr)
+    try:
+        path = _os.path.join(_os.environ["GYREPROF_RUN_DIR"], f"{_os.getpid()}.uninstrumented")
+        flags = _os.O_CREAT | _os.O_WRONLY | _os.O_TRUNC | getattr(_os, "O_NOFOLLOW", 0)
+        fd = _os.open(path, flags, 0o600)
+        try:
+            _os.write(fd, str(why).encode("utf-8", "replace")[:2000])
+        finally:
+            _os.close(fd)
+    except (OSError, KeyError):
+        pass
+
+
 def _gyreprof_start():
     try:
         from gyreprof.integrations._auto import bootstrap
@@ -55,13 +72,14 @@ def _gyreprof_start():
                 _sys.path.remove(extra)
             for name in [m for m in _sys.modules if m == "gyreprof" or m.startswith("gyreprof.")]:
                 del _sys.modules[name]
-            print(f"gyreprof run: pid {_os.getpid()} ({_sys.executable}) is not instrumented: "
-                  f"{exc}", file=_sys.stderr)
+            _gyreprof_refused(exc)
             return
     try:
         bootstrap.start()
+    except ImportError as exc:
+        _gyreprof_refused(exc)
     except Exception as exc:
-        print(f"gyreprof run: pid {_os.getpid()} is not instrumented: {exc!r}", file=_sys.stderr)
+        _gyreprof_refused(repr(exc))
 
 
 def _gyreprof_chain():
@@ -323,6 +341,7 @@ def _save_run_facts(report: Any, directory: Path) -> Path:
         "received": list(report.received),
         "python_processes": report.python_processes,
         "loop": report.loop,
+        "warmup_given": report.warmup_given,
         "notes": [n for n in report.notes if n != first],
     }
     path = directory / RUN_FILE
@@ -491,6 +510,7 @@ def _run_and_report(
             signal_num=-code if code < 0 else None,
             loop=getattr(args, "loop", None),
             received=tuple(dict.fromkeys(signal.Signals(s).name for s in [*passed, *shared])),
+            warmup_given=warm != (None, None),
         )
     except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
         print(

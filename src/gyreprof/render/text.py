@@ -105,10 +105,11 @@ def warmup(w: WarmupInfo, *, steps_marked: bool = True) -> str:
         return f"warm-up: none excluded; to exclude it, {_advice.warmup(steps_marked)}"
     if not w.done:
         hint = ""
-        if w.steps == 0 and "steps" in w.rule:
+        if w.steps == 0 and "step" in w.rule:
             hint = "; " + _advice.warmup_counts_steps()
         return f"warm-up: {w.rule}, still warming up ({w.steps} steps so far{hint})"
-    return f"warm-up: {w.rule} excluded, {w.steps} steps, {fmt_ns(w.elapsed_ns)}"
+    steps = "1 step" if w.steps == 1 else f"{w.steps} steps"
+    return f"warm-up: {w.rule} excluded, {steps}, {fmt_ns(w.elapsed_ns)}"
 
 
 def summary_headline(s: Summary, sources: str = "") -> str:
@@ -497,6 +498,14 @@ def _run_report(r: RunReport) -> str:
         own = any(u.as_trainer for p in r.contributed for u in p.user)
         with _advice.advice_for("code" if own else r.advice_for):  # the user's Profiler
             lines.append(summary(r.trainer.summary()))
+        su = getattr(r, "start_up", None)
+        if su is not None:
+            lines.append(
+                f"start-up: no warm-up rule was given and the first step waited "
+                f"{fmt_ns(su.wait_ns)}, far above the {su.rest_steps} steps after it "
+                f"(median {fmt_ns(su.rest_p50_ns)}): it is the warm-up above "
+                "(gyreprof run --warmup-steps 0 keeps every step)"
+            )
     lines += user_profiles(r)
     if r.wait is not None:
         lines.append("")

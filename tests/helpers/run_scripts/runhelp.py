@@ -26,6 +26,7 @@ RUN_KEYS = {
     "exit_code",
     "notes",
     "rollouts",  # the HTTP rollout requests (gyreprof.rollouts/1), null when none
+    "start_up",  # the trainer's first step told apart as start-up, null when not
 }
 
 

@@ -17,6 +17,9 @@ from gyreprof.integrations._auto import (
     patch_torchrl,
     state,
 )
+from gyreprof.integrations._auto import (
+    records as rec,
+)
 
 
 def install_all() -> None:
@@ -36,8 +39,38 @@ def install_all() -> None:
     patch_queue.register()
 
 
+def lacking() -> str | None:
+    """What this Python lacks to run the profilers, or None: numpy, psutil, or the compiled
+    core built for it. Looked up, not imported (numpy loads only when a patched library
+    first records): a process whose Python has gyreprof from the launcher's folder alone
+    must not find out in the middle of the user's first ``queue.get``."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    for name in ("numpy", "psutil"):
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    core = Path(__file__).resolve().parent.parent.parent / "_core"
+    if not any((core / f"recorder{s}").is_file() for s in importlib.machinery.EXTENSION_SUFFIXES):
+        return f"gyreprof's compiled core built for this Python (in {core})"
+    return None
+
+
 def start() -> bool:
-    """Instrument this process if ``$GYREPROF_RUN_DIR`` names a run; True if it does."""
+    """Instrument this process if ``$GYREPROF_RUN_DIR`` names a run; True if it does.
+    Raises ``ImportError`` (and instruments nothing) when this Python lacks what the
+    profilers need (:func:`lacking`)."""
+    if not os.environ.get(rec.ENV_RUN_DIR):
+        return False
+    missing = lacking()
+    if missing is not None:
+        import sys
+
+        raise ImportError(f"{sys.executable} cannot import {missing}, which gyreprof needs")
     if not state.configure_from_env():
         return False
     if state.run_dir is not None:

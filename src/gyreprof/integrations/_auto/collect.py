@@ -22,6 +22,7 @@ from gyreprof.integrations._auto import records as rec
 
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import RolloutReport
+    from gyreprof.analysis.startup import StartUp
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.summary import Summary
@@ -113,6 +114,10 @@ def __getattr__(name: str) -> Any:
         from gyreprof.analysis.rollouts import RolloutReport
 
         return RolloutReport
+    if name == "StartUp":
+        from gyreprof.analysis.startup import StartUp
+
+        return StartUp
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -131,6 +136,8 @@ class RunRecord:
     exit_code: int | None
     notes: list[str]
     rollouts: RolloutReport | None = field(default=None, metadata=_WHOLE)  # HTTP requests
+    # the trainer's first step, left out of its steady state as start-up (analysis.startup)
+    start_up: StartUp | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return encode(self)
@@ -164,6 +171,13 @@ class RunReport:
     loop: str | None = None  # the loop's shape as declared (gyreprof run --loop)
     received: tuple[str, ...] = ()  # signals gyreprof run received while the command ran
     rollouts: Any = None  # RolloutReport of the HTTP rollout requests, or None
+    # the launcher was given a warm-up rule (--warmup-steps / --warmup-s, 0 included): the
+    # trainer's first step is then never told apart as start-up
+    warmup_given: bool = False
+    start_up: Any = None  # analysis.startup.StartUp: the first step told apart, or None
+    start_up_whole: Any = None  # the trainer's Snapshot with that first step in
+    # pid -> why its Python could not be instrumented (``<pid>.uninstrumented``)
+    uninstrumented: dict[int, str] = field(default_factory=dict)
 
     @property
     def contributed(self) -> list[ProcessEntry]:
@@ -193,6 +207,7 @@ class RunReport:
             exit_code=self.exit_code,
             notes=list(self.notes),
             rollouts=self.rollouts,
+            start_up=self.start_up,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,6 +245,13 @@ class RunReport:
         ended = _ended_early(self)
         if ended is not None:
             return ended
+        if self.uninstrumented and self.python_processes == 0:
+            pid, why = next(iter(sorted(self.uninstrumented.items())))
+            return (
+                f"nothing recorded: the command's Python could not be instrumented (pid {pid}: "
+                f"{why}); install gyreprof with its dependencies (numpy, psutil) in that "
+                "Python, or run the command with the Python gyreprof is installed in"
+            )
         if self.python_processes == 0:
             why = f"no Python process of this command was instrumented ({_NOT_PYTHON})"
         else:
@@ -435,6 +457,20 @@ def _pids(run_dir: Path, suffix: str) -> set[int]:
     return out
 
 
+def _uninstrumented(run_dir: Path) -> dict[int, str]:
+    """pid -> why its Python was not instrumented (the launcher's sitecustomize wrote it)."""
+    from gyreprof._format import safe_text
+
+    out = {}
+    for pid in sorted(_pids(run_dir, ".uninstrumented")):
+        try:
+            raw = (run_dir / f"{pid}.uninstrumented").read_bytes()[:2000]
+        except OSError:
+            continue
+        out[pid] = safe_text(raw.decode("utf-8", "replace")).strip() or "no reason given"
+    return out
+
+
 def collect_run(
     run_dir: Path,
     run_id: str,
@@ -446,13 +482,15 @@ def collect_run(
     signal_num: int | None = None,
     loop: str | None = None,
     received: tuple[str, ...] = (),
+    warmup_given: bool = False,
 ) -> RunReport:
     """Read every process's contribution from ``run_dir`` and judge the run.
 
     ``signal_num``: the signal that ended the command's main process (its report names
     it and shows the stacks the process's trail holds). ``loop``: the loop's shape as
     declared (``gyreprof run --loop``). ``received``: the signals the launcher received
-    while the command ran (passed on or not)."""
+    while the command ran (passed on or not). ``warmup_given``: the launcher was given a
+    warm-up rule (then the trainer's first step is never told apart as start-up)."""
     started = _pids(run_dir, ".start.json")
     done = _pids(run_dir, ".done.json")
     booted = _pids(run_dir, ".boot")
@@ -523,7 +561,12 @@ def collect_run(
         advice_for="run",
         loop=loop,
         received=tuple(received),
+        warmup_given=warmup_given,
+        uninstrumented=_uninstrumented(run_dir),
     )
+    if report.uninstrumented and report.python_processes:
+        for pid, why in sorted(report.uninstrumented.items()):
+            report.notes.append(f"pid {pid} ran a Python that could not be instrumented: {why}")
     report.rollouts = _rollouts(run_dir, all_notes)
     with advice_for(report.advice_for):
         _judge(report, got)
@@ -795,6 +838,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
             )
             trainer = None
         else:
+            trainer = _start_up(report, trainer)
             try:
                 report.wait = gp.wait_report(trainer)
             except ValueError as exc:
@@ -810,14 +854,74 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         sampler = _merge([e.sampler for e in got if e.role == "main"]) or sampler
     if sampler is None and trainer is None:
         return
+    loop_kw: dict[str, Any] = {}
     try:
         loop_kw = _declared_loop(report) or _loop_kwargs(got)
         report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **loop_kw)
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
+    if report.start_up is not None:
+        _judge_with_start_up(report, sampler, loop_kw)
     line = _rollout_wait_line(report)
     if line is not None:
         report.notes.append(line)
+
+
+def _start_up(report: RunReport, trainer: Any) -> Any:
+    """The trainer to judge: with its first step counted as warm-up when that step was
+    start-up (``analysis.startup``) and the launcher was given no warm-up rule. The run's
+    trainer is then that snapshot (the report's trainer section, its JSON and the verdict
+    tell one story); the whole one stays in ``report.start_up``'s figures."""
+    if report.warmup_given:
+        return trainer
+    from gyreprof.analysis import startup
+
+    found = startup.find(trainer)
+    if found is None:
+        return trainer
+    report.start_up, report.start_up_whole = found, trainer
+    report.trainer = found.snapshot
+    return found.snapshot
+
+
+def _judge_with_start_up(report: RunReport, sampler: Any, loop_kw: dict[str, Any]) -> None:
+    """What the run reads with its start-up in (the verdict on every step), said first
+    among the verdict's reasons."""
+    import dataclasses
+
+    import gyreprof as gp
+    from gyreprof._format import fmt_ns, fmt_pct
+
+    su = report.start_up
+    whole = report.start_up_whole
+    bound_with = None
+    if whole is not None:
+        try:
+            bound_with = gp.diagnose(sampler=sampler, trainer=whole, **loop_kw).bound
+        except ValueError:
+            bound_with = None
+    su = dataclasses.replace(su, bound_with=bound_with)
+    report.start_up = su
+    times = f"{su.wait_ns / su.rest_p50_ns:.0f}x" if su.rest_p50_ns > 0 else "far above"
+    longest = (
+        f" and {su.wait_ns / su.rest_max_ns:.0f}x the longest of them" if su.rest_max_ns > 0 else ""
+    )
+    words = (
+        f"start-up left out: the trainer's first step waited {fmt_ns(su.wait_ns)} for its "
+        f"first batch, {times} the median wait of the {su.rest_steps} steps after it "
+        f"({fmt_ns(su.rest_p50_ns)}){longest}; it is counted as warm-up, as --warmup-steps 1 "
+        f"would, and these figures are the other {su.rest_steps} steps'. With it, the wait "
+        f"ratio reads {fmt_pct(su.ratio_with)}"
+    )
+    verdict = report.verdict
+    if bound_with is not None and verdict is not None and bound_with != verdict.bound:
+        side = "balanced" if bound_with == "balanced" else f"{bound_with}-bound"
+        words += f" and the run {side}"
+    words += " (gyreprof run --warmup-steps 0 keeps every step)"
+    if verdict is not None:
+        report.verdict = dataclasses.replace(verdict, reasons=[words, *verdict.reasons])
+    else:
+        report.notes.append(words)
 
 
 def _rollout_wait_line(report: RunReport) -> str | None:
