@@ -18,6 +18,7 @@ import pytest
 import gyreprof as gp
 from gyreprof.analysis import startup
 from gyreprof.analysis.verdict import diagnose
+from gyreprof.histogram import STEP
 from gyreprof.integrations._auto.collect import RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -193,6 +194,21 @@ def test_too_few_steps_after_the_first_to_tell() -> None:
     assert startup.find(laid([900.0, 4.0, 4.0, 4.0], 200.0).snapshot()) is not None
 
 
+def test_a_step_left_open_by_a_kill_still_tells_its_first_step() -> None:
+    """A process killed mid-step (read from its live segment) leaves one ``wait`` more than
+    its completed steps: the first step is still the first values of its rows."""
+    tp = laid([820.0, *noisy(14, 4.0, 6)], 200.0)
+    rec = tp.recorder
+    t = rec.now_ns() + 10**10
+    rec.begin_at(t)
+    rec.lap_at(tp.ids("wait")[0], t + 4 * MS)  # the wait of a step that never completes
+    snap = tp.snapshot()
+    assert snap.row("wait").count == snap.row(STEP).count + 1
+    found = startup.find(snap)
+    assert found is not None and found.wait_ns == pytest.approx(820 * MS)
+    assert found.snapshot.row("wait").count == 15 and found.snapshot.row(STEP).count == 14
+
+
 def test_the_start_up_record_reads_back_from_the_run_json() -> None:
     found = startup.find(laid([820.0, *noisy(14, 4.0, 5)], 200.0).snapshot())
     assert found is not None
@@ -268,6 +284,42 @@ def test_a_producer_that_stalls_again_is_not_start_up(tmp_path: Path) -> None:
     assert data["start_up"] is None, data["start_up"]
     assert abs(data["verdict"]["wait_ratio"] - _whole(clock, data)) < 0.05, (data, clock)
     assert data["verdict"]["bound"] == "sampler"
+
+
+def test_a_run_killed_by_sigkill_keeps_its_start_up_apart(tmp_path: Path) -> None:
+    """SIGKILL to the loop after its 10th item: the trainer is read from its live segment,
+    its last step still open, and the start-up is told apart as in a run that ended."""
+    import signal
+
+    import psutil
+
+    from helpers.run_scripts.runhelp import gyreprof_popen
+
+    proc, out = gyreprof_popen(
+        tmp_path, sys.executable, script("startup_queue.py"), "0.6", "400", "0.02"
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        (loop,) = [
+            c
+            for c in psutil.Process(proc.pid).children(recursive=True)
+            if "startup_queue.py" in " ".join(c.cmdline())
+        ]
+        loop.send_signal(signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGKILL, err[-3000:]
+    import json
+
+    data = json.loads(out.read_text())
+    assert [p["source"] for p in data["processes"]] == ["live segment"], data["processes"]
+    su = data["start_up"]
+    assert su is not None, err[-3000:]
+    assert su["wait_ns"] >= 0.55e9 and su["bound_with"] == "sampler"
+    assert data["verdict"]["bound"] == "trainer" and data["trainer"]["steps"] >= 9
 
 
 def test_gyreprof_report_of_a_saved_run_tells_the_same_start_up(tmp_path: Path) -> None:

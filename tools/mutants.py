@@ -333,6 +333,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("first-step-max-from-buckets", _SNAP,
            "top = later_max[h] if later_max is not None else", "top = -1 if False else",
            _T_STARTUP),
+    Mutant("first-step-open-step-refused", _SNAP,  # a killed run's live segment
+           "open_step = 1 if totals.steps_begun == totals.steps_completed + 1 else 0",
+           "open_step = 0", _T_STARTUP),
     Mutant("first-step-window-left-steady", "src/gyreprof/_block.py",
            "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
     Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",

@@ -970,8 +970,8 @@ class Snapshot:
         buckets left (to the histogram's resolution), and so is a minimum.
 
         Only a snapshot of one source stepping, with no warm-up rule, whose rows each hold
-        one value a step (a trainer's ``wait``, ``compute`` and the step itself) can say
-        what its first step held; any other raises ``InvalidValueError`` saying why
+        one value a step (a trainer's ``wait``, ``compute`` and the step itself; one more
+        for a step still open) can say what its first step held; any other raises ``InvalidValueError`` saying why
         (``gyreprof.analysis.startup`` decides when to ask)."""
         cfg, totals, times = self.config, self.totals, self.times
         if cfg.warmup_steps or cfg.warmup_ns or totals.warmup_steps_done:
@@ -987,10 +987,13 @@ class Snapshot:
         counts, stat, warm = self.counts.copy(), self.stat.copy(), self.warm.copy()
         lo, width = layout_edges(*cfg.layout)
         later_max = self._later_maxima(steps)
+        # a step still open when the snapshot was taken (a process killed mid-step, read
+        # from its live segment) may hold a value of a row already
+        open_step = 1 if totals.steps_begun == totals.steps_completed + 1 else 0
         for h, r in enumerate(self._rows):
             if r.count == 0:
                 continue
-            if r.count != steps or r.first < 0:
+            if not steps <= r.count <= steps + open_step or r.first < 0:
                 raise InvalidValueError(f"{r.name!r} holds {r.count} values in {steps} steps")
             v = int(r.first)
             b = int(np.searchsorted(lo, v, side="right")) - 1

@@ -6,7 +6,7 @@ puts N items on a ``queue.Queue`` at once, sleeping STALL_S before every STALL_E
 of them (a stall that comes back). The main thread, torch-free, does
 ``item = q.get(); work(item)`` with WORK_S of sleep per item. The script's clock around
 each get and each item's work is printed as ``CLOCK {"first_wait_s", "wait_s",
-"work_s", "items"}`` (``wait_s`` without the first get).
+"work_s", "items"}`` (``wait_s`` without the first get); ``READY`` after the 10th item.
 """
 
 import json
@@ -42,6 +42,8 @@ def main():
         time.sleep(work_s)
         work += time.perf_counter() - t1
         items += 1
+        if items == 10:
+            print("READY", flush=True)  # for a test that kills the loop while it runs
     clock = {"first_wait_s": waits[0], "wait_s": sum(waits[1:]), "work_s": work, "items": items}
     print("CLOCK " + json.dumps(clock), flush=True)
 
