@@ -86,23 +86,12 @@ def test_old_run_records_without_rollouts_still_read() -> None:
 def test_ctrl_c_ends_an_http_client_by_sigint_and_keeps_its_requests(tmp_path: Path) -> None:
     # saving the requests at exit defines no dataclass then: an ``exec`` at exit would
     # make Python leave with 1 instead of by SIGINT
-    import json
     import signal
 
-    from helpers.run_scripts.runhelp import check_format, gyreprof_popen
+    from helpers.run_scripts.runhelp import check_format, signal_when_ready
 
     with LLMServer() as srv:
-        proc, out = gyreprof_popen(tmp_path, script("http_forever.py"), srv.url)
-        try:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().strip() == "READY"
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == 128 + signal.SIGINT, err[-3000:]
-        data = json.loads(out.read_text())
+        data, _ = signal_when_ready(tmp_path, script("http_forever.py"), srv.url, sig=signal.SIGINT)
         check_format(data)
         [ep] = data["rollouts"]["endpoints"]
         answered = len(srv.settled_log())

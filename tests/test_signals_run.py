@@ -12,7 +12,6 @@ that sees the sampler busy during a "compute" it cannot tell apart.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,13 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
-from helpers.run_scripts.runhelp import check_format, gyreprof_run, printed, script  # noqa: E402
-
-
-def _clock(stdout: str) -> dict[str, Any]:
-    for line in stdout.splitlines():
-        if line.startswith("CLOCK "):
-            out: dict[str, Any] = json.loads(line[len("CLOCK ") :])
-            return out
-    raise AssertionError(f"no CLOCK line; stdout was:\n{stdout}")
+from helpers.run_scripts.runhelp import (  # noqa: E402
+    check_format,
+    gyreprof_run,
+    printed,
+    script,
+)
+from helpers.run_scripts.runhelp import clock as _clock  # noqa: E402
 
 
 def _run(tmp: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -184,13 +181,8 @@ def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
     sampler-bound: the figures with it are in the first reason)."""
     pytest.importorskip("torchrl")
     pytest.importorskip("stable_baselines3")
-    proc, data = gyreprof_run(
-        tmp_path, script("signals_torchrl_async.py"), "train", "1500", "100", "0.2"
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert data is not None, proc.stderr[-4000:]
-    batches = printed(proc.stdout, "BATCHES")
-    clock = _clock(proc.stdout)
+    data, clock, stdout = _run(tmp_path, "signals_torchrl_async.py", "train", "1500", "100", "0.2")
+    batches = printed(stdout, "BATCHES")
     trainer = data["trainer"]
     assert trainer["warmup"]["steps"] == 1 and trainer["steps"] == batches - 1 == 14
     su = data["start_up"]
@@ -213,12 +205,7 @@ def test_a_multi_async_collector_with_slow_envs_is_sampler_bound(tmp_path: Path)
     point, and nothing is left out as start-up."""
     pytest.importorskip("torchrl")
     pytest.importorskip("stable_baselines3")
-    proc, data = gyreprof_run(
-        tmp_path, script("signals_torchrl_async.py"), "env", "1200", "100", "0.01"
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert data is not None, proc.stderr[-4000:]
-    clock = _clock(proc.stdout)
+    data, clock, _ = _run(tmp_path, "signals_torchrl_async.py", "env", "1200", "100", "0.01")
     v = _verdict(data)
     assert v["loop"] == "overlapped" and v["bound"] == "sampler", v["reasons"]
     expected = clock["wait_s"] / (clock["wait_s"] + clock["update_s"])

@@ -22,7 +22,13 @@ from gyreprof.histogram import STEP
 from gyreprof.integrations._auto.collect import RunRecord
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from helpers.run_scripts.runhelp import check_format, gyreprof_run, script  # noqa: E402
+from helpers.run_scripts.runhelp import (  # noqa: E402
+    check_format,
+    gyreprof_run,
+    script,
+    signal_when_ready,  # noqa: E402
+)
+from helpers.run_scripts.runhelp import clock as _clock  # noqa: E402
 
 MS = 1_000_000
 
@@ -231,14 +237,6 @@ def _whole(clock: dict[str, Any], data: dict[str, Any]) -> float:
     return (first + clock["wait_s"]) / (first + clock["wait_s"] + clock["work_s"])
 
 
-def _clock(stdout: str) -> dict[str, Any]:
-    import json
-
-    (line,) = [x for x in stdout.splitlines() if x.startswith("CLOCK ")]
-    out: dict[str, Any] = json.loads(line[len("CLOCK ") :])
-    return out
-
-
 def test_a_producer_that_starts_late_is_start_up_under_gyreprof_run(tmp_path: Path) -> None:
     """A queue-fed trainer (torch-free) whose producer needs 0.6 s before its first item:
     whole, the run reads sampler-bound at a ~60% wait; its steady state waits under 2%
@@ -291,30 +289,16 @@ def test_a_run_killed_by_sigkill_keeps_its_start_up_apart(tmp_path: Path) -> Non
     its last step still open, and the start-up is told apart as in a run that ended."""
     import signal
 
-    import psutil
-
-    from helpers.run_scripts.runhelp import gyreprof_popen
-
-    proc, out = gyreprof_popen(
-        tmp_path, sys.executable, script("startup_queue.py"), "0.6", "400", "0.02"
+    data, err = signal_when_ready(
+        tmp_path,
+        sys.executable,
+        script("startup_queue.py"),
+        "0.6",
+        "400",
+        "0.02",
+        sig=signal.SIGKILL,
+        child="startup_queue.py",
     )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "READY"
-        (loop,) = [
-            c
-            for c in psutil.Process(proc.pid).children(recursive=True)
-            if "startup_queue.py" in " ".join(c.cmdline())
-        ]
-        loop.send_signal(signal.SIGKILL)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 128 + signal.SIGKILL, err[-3000:]
-    import json
-
-    data = json.loads(out.read_text())
     assert [p["source"] for p in data["processes"]] == ["live segment"], data["processes"]
     su = data["start_up"]
     assert su is not None, err[-3000:]

@@ -67,23 +67,43 @@ def gyreprof_popen(
     return proc, out
 
 
-def sigterm_when_ready(
-    tmp_path: Path, *command: str, env: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """``gyreprof run`` of ``command`` (which prints READY once it runs), sent SIGTERM
-    after READY; asserts the run ends by that SIGTERM and returns its JSON record."""
+def signal_when_ready(
+    tmp_path: Path,
+    *command: str,
+    sig: int,
+    child: str | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], str]:
+    """``gyreprof run`` of ``command`` (which prints READY once it runs), sent ``sig``
+    after READY: to the launcher, or to its child process whose command line holds
+    ``child``. Asserts the run ends by that signal; its JSON record and its stderr."""
     proc, out = gyreprof_popen(tmp_path, *command, env=env)
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "READY"
-        proc.send_signal(signal.SIGTERM)
+        if child is None:
+            proc.send_signal(sig)
+        else:
+            (target,) = [
+                c
+                for c in psutil.Process(proc.pid).children(recursive=True)
+                if child in " ".join(c.cmdline())
+            ]
+            target.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert proc.returncode == 128 + sig, err[-3000:]
     data: dict[str, Any] = json.loads(out.read_text())
-    return data
+    return data, err
+
+
+def sigterm_when_ready(
+    tmp_path: Path, *command: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """:func:`signal_when_ready` with SIGTERM to the launcher; the JSON record."""
+    return signal_when_ready(tmp_path, *command, sig=signal.SIGTERM, env=env)[0]
 
 
 def stop_loop(proc: subprocess.Popen[str], stop: Path) -> None:
@@ -110,6 +130,14 @@ def printed(stdout: str, key: str) -> int:
         if line.startswith(key + " "):
             return int(line.split()[1])
     raise AssertionError(f"{key} not printed; stdout was:\n{stdout}")
+
+
+def clock(stdout: str) -> dict[str, Any]:
+    """The script's own clock: the JSON after ``CLOCK `` on the one line that has it."""
+    lines = [x for x in stdout.splitlines() if x.startswith("CLOCK ")]
+    assert len(lines) == 1, f"not one CLOCK line; stdout was:\n{stdout}"
+    out: dict[str, Any] = json.loads(lines[0][len("CLOCK ") :])
+    return out
 
 
 def check_format(data: dict[str, Any]) -> None:

@@ -175,7 +175,6 @@ class RunReport:
     # trainer's first step is then never told apart as start-up
     warmup_given: bool = False
     start_up: Any = None  # analysis.startup.StartUp: the first step told apart, or None
-    start_up_whole: Any = None  # the trainer's Snapshot with that first step in
     # pid -> why its Python could not be instrumented (``<pid>.uninstrumented``)
     uninstrumented: dict[int, str] = field(default_factory=dict)
 
@@ -828,7 +827,7 @@ def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
 def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     import gyreprof as gp
 
-    trainer = report.trainer
+    trainer = whole = report.trainer
     if trainer is not None:
         t = trainer.summary()
         if t.phases["wait"].count == 0 or t.phases["compute"].count == 0:
@@ -861,7 +860,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
     if report.start_up is not None:
-        _judge_with_start_up(report, sampler, loop_kw)
+        _judge_with_start_up(report, sampler, whole, loop_kw)
     line = _rollout_wait_line(report)
     if line is not None:
         report.notes.append(line)
@@ -871,7 +870,7 @@ def _start_up(report: RunReport, trainer: Any) -> Any:
     """The trainer to judge: with its first step counted as warm-up when that step was
     start-up (``analysis.startup``) and the launcher was given no warm-up rule. The run's
     trainer is then that snapshot (the report's trainer section, its JSON and the verdict
-    tell one story); the whole one stays in ``report.start_up``'s figures."""
+    tell one story); the caller keeps the whole one for the figures with it."""
     if report.warmup_given:
         return trainer
     from gyreprof.analysis import startup
@@ -879,12 +878,14 @@ def _start_up(report: RunReport, trainer: Any) -> Any:
     found = startup.find(trainer)
     if found is None:
         return trainer
-    report.start_up, report.start_up_whole = found, trainer
+    report.start_up = found
     report.trainer = found.snapshot
     return found.snapshot
 
 
-def _judge_with_start_up(report: RunReport, sampler: Any, loop_kw: dict[str, Any]) -> None:
+def _judge_with_start_up(
+    report: RunReport, sampler: Any, whole: Any, loop_kw: dict[str, Any]
+) -> None:
     """What the run reads with its start-up in (the verdict on every step), said first
     among the verdict's reasons."""
     import dataclasses
@@ -893,13 +894,10 @@ def _judge_with_start_up(report: RunReport, sampler: Any, loop_kw: dict[str, Any
     from gyreprof._format import fmt_ns, fmt_pct
 
     su = report.start_up
-    whole = report.start_up_whole
-    bound_with = None
-    if whole is not None:
-        try:
-            bound_with = gp.diagnose(sampler=sampler, trainer=whole, **loop_kw).bound
-        except ValueError:
-            bound_with = None
+    try:
+        bound_with = gp.diagnose(sampler=sampler, trainer=whole, **loop_kw).bound
+    except ValueError:
+        bound_with = None
     su = dataclasses.replace(su, bound_with=bound_with)
     report.start_up = su
     times = f"{su.wait_ns / su.rest_p50_ns:.0f}x" if su.rest_p50_ns > 0 else "far above"
