@@ -174,11 +174,12 @@ def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
     pipeline (SB3's import declares nothing), the wait ratio of the script's clock and
     the verdict of the slowed update.
 
-    The first batch waits for the workers to start (0.3-0.8 s, with the machine's load,
-    against ~4 ms for a later one), which the script's clock leaves out. With no warm-up
-    rule given, gyreprof run tells that step apart as start-up and judges the rest (kept
-    in, it alone made the wait 0.16-0.22 against the script's 0.02, and the verdict
-    sampler-bound: the figures with it are in the first reason)."""
+    The first batch waits for the workers to start, against ~4 ms for a later one, which
+    the script's clock leaves out. How long depends on the machine (0.06 s on CI's, 0.3-0.8 s
+    here under load), so each env also takes 0.5 s to build, as one that loads assets does.
+    With no warm-up rule given, gyreprof run tells that step apart as start-up and judges
+    the rest (kept in, it alone made the wait 0.16-0.22 against the script's 0.02, and the
+    verdict sampler-bound: the figures with it are in the first reason)."""
     pytest.importorskip("torchrl")
     pytest.importorskip("stable_baselines3")
     data, clock, stdout = _run(tmp_path, "signals_torchrl_async.py", "train", "1500", "100", "0.2")
@@ -186,7 +187,7 @@ def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
     trainer = data["trainer"]
     assert trainer["warmup"]["steps"] == 1 and trainer["steps"] == batches - 1 == 14
     su = data["start_up"]
-    assert su is not None and su["rest_steps"] == 14 and su["wait_ns"] > 0.1e9, su
+    assert su is not None and su["rest_steps"] == 14 and su["wait_ns"] > 0.2e9, su
     assert su["ratio_with"] >= su["ratio_without"] + 0.01
     assert trainer["counters"]["loop.fed"] == batches
     assert sum(1 for p in data["processes"] if p["role"] == "env_worker") == 2

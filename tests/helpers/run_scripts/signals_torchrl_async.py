@@ -3,7 +3,8 @@
 
 stable-baselines3 is imported first (as torchrl itself may do when it is installed):
 its patch must change nothing here. ``env``: every env step sleeps SLEEP_S (in the
-workers); ``train``: every update sleeps SLEEP_S. Prints ``BATCHES <n>`` and the
+workers); ``train``: every update sleeps SLEEP_S. Each env takes START_S to build (an env
+that loads its assets), so the first batch waits for it on any machine. Prints ``BATCHES <n>`` and the
 script's clock around each batch wait and each update as ``CLOCK {...}``.
 """
 
@@ -28,11 +29,15 @@ class SlowStep(gym.Wrapper):
         return self.env.step(action)
 
 
+START_S = 0.5
+
+
 class Factory:
     def __init__(self, sleep_s):
         self.sleep_s = sleep_s
 
     def __call__(self):
+        time.sleep(START_S)
         env = gym.make("CartPole-v1")
         if self.sleep_s > 0:
             env = SlowStep(env, self.sleep_s)
