@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextvars
 import re
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -75,9 +74,6 @@ def _known(lib: str, version: object) -> bool:
     return False
 
 
-_monotonic_ns = time.monotonic_ns
-
-
 def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
     """The calling thread was blocked on rollout requests from ``start_ns`` to ``end_ns``
     (CLOCK_MONOTONIC ns): ``kind`` ``"http"`` for one synchronous request.
@@ -104,15 +100,9 @@ def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
         end = t.now()
         st.data_wait(t, end - max(0, end_ns - start_ns), end, "own")
         return
-    w = st.waiting_thread()
-    if w is None:
-        return
-    shift = 0  # the thread's clock is CLOCK_MONOTONIC (the requests'), unless the TSC
-    if w.srec.use_tsc:
-        shift = w.now() - _monotonic_ns()  # 0 but for the read's gap
-        if -1_000_000 < shift < 1_000_000:
-            shift = 0
-    st.data_wait(w, start_ns + shift, end_ns + shift, "own")
+    # when its waits count (``state.waiting_thread``'s gate), a data wait of kind own, on
+    # the thread's clock (CLOCK_MONOTONIC, the requests', unless the TSC): compiled
+    t.request_wait(start_ns, end_ns, st._default_main)
 
 
 # ---------------------------------------------------------------- the common part
