@@ -81,7 +81,8 @@ def test_the_default_trainer_closes_a_block_per_wait() -> None:
     trainer.recorder.end_at(12_000)
     ev = trainer.recorder.events()
     got = [
-        (int(p), int(s), int(d)) for p, s, d in zip(ev["phase"], ev["start_ns"], ev["duration_ns"])
+        (int(p), int(s), int(d))
+        for p, s, d in zip(ev["phase"], ev["start_ns"], ev["duration_ns"], strict=True)
     ]
     # the first step: wait 1000..3000, compute 3000..5000 (closed at the next block's start)
     assert (0, 1_000, 2_000) in got and (1, 3_000, 2_000) in got and (-1, 1_000, 4_000) in got
@@ -152,7 +153,7 @@ def test_classify_records_a_forward_only_when_the_sampler_wrote_after() -> None:
     ev = sampler.recorder.events()
     assert [
         (int(s), int(d))
-        for p, s, d in zip(ev["phase"], ev["start_ns"], ev["duration_ns"])
+        for p, s, d in zip(ev["phase"], ev["start_ns"], ev["duration_ns"], strict=True)
         if p == FWD
     ] == [(now - 500, 400)]
     t.pend_start, t.pend_end = now + 10, now + 20  # nothing written after it: update work
