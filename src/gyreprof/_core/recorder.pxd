@@ -203,6 +203,9 @@ cdef class Recorder:
     cdef inline void _begin(self, int64_t now) noexcept
     cdef inline void _end(self, int64_t now) noexcept
     cdef inline void _lap(self, long long phase, int64_t now) noexcept
+    # adds ``k`` to counter ``slot``: the caller has checked 0 <= slot < max_counters and
+    # claimed the writer (``count`` does both); saturates at the int64 limits, counted
+    cdef inline void _add_count(self, long long slot, long long k) noexcept
     cdef void _close_window(self, int64_t now) noexcept
     cdef int _check_clock(self, int64_t min_span_ns) noexcept
     cdef void _fall_back(self) noexcept

@@ -962,7 +962,12 @@ cdef class Recorder:
             k = nv
         if gyre_unlikely(gyre_thread_token() != self.owner):
             self._claim()
-        cdef int64_t* c = &self.counters[i]
+        self._add_count(i, k)
+
+    cdef inline void _add_count(self, long long slot, long long k) noexcept:
+        """``count(slot, k)`` once the slot (0 <= slot < max_counters) and the writer are
+        checked: the counter saturates at the int64 limits (counted)."""
+        cdef int64_t* c = &self.counters[slot]
         if gyre_unlikely(gyre_add_overflow(c[0], k, c)):
             c[0] = INT64_MAX if k > 0 else -INT64_MAX - 1
             self.s[H_SATURATED] += 1

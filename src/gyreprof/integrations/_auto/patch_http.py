@@ -31,12 +31,13 @@ guarded and never raises into the user's code.
 from __future__ import annotations
 
 import contextvars
+import os
 import re
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from gyreprof._core.gate import Gate
 from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.integrations._auto import state as st
@@ -75,9 +76,6 @@ def _known(lib: str, version: object) -> bool:
     return False
 
 
-_monotonic_ns = time.monotonic_ns
-
-
 def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
     """The calling thread was blocked on rollout requests from ``start_ns`` to ``end_ns``
     (CLOCK_MONOTONIC ns): ``kind`` ``"http"`` for one synchronous request.
@@ -104,15 +102,9 @@ def trainer_wait(start_ns: int, end_ns: int, kind: str) -> None:
         end = t.now()
         st.data_wait(t, end - max(0, end_ns - start_ns), end, "own")
         return
-    w = st.waiting_thread()
-    if w is None:
-        return
-    shift = 0  # the thread's clock is CLOCK_MONOTONIC (the requests'), unless the TSC
-    if w.srec.use_tsc:
-        shift = w.now() - _monotonic_ns()  # 0 but for the read's gap
-        if -1_000_000 < shift < 1_000_000:
-            shift = 0
-    st.data_wait(w, start_ns + shift, end_ns + shift, "own")
+    # when its waits count (``state.waiting_thread``'s gate), a data wait of kind own, on
+    # the thread's clock (CLOCK_MONOTONIC, the requests', unless the TSC): compiled
+    t.request_wait(start_ns, end_ns, st._default_main)
 
 
 # ---------------------------------------------------------------- the common part
@@ -350,7 +342,7 @@ def _plain_failed(
     try:
         outcome = rl.classify_exception(exc)
         trainer_wait(
-            start, rl.record_plain(log, ep, client, start, retried, outcome, None, sent), "http"
+            start, log.record_plain(ep, client, start, retried, outcome, None, sent), "http"
         )
     except Exception:  # noqa: BLE001, S110 - never into the user's code
         pass
@@ -393,10 +385,11 @@ def _httpx_plain(
     original: Callable[..., Any], client: Any, request: Any, args: Any, kwargs: Any
 ) -> Any:
     """A synchronous httpx send that is not a stream: its span recorded with no Request
-    object (``rollout_log.record_plain``), the same row as the general path's."""
+    object (``rollout_log.record_plain``, compiled), the same row as the general path's."""
     try:
         ep = _httpx_endpoint(request.url)
-        log, start, retried = rl.open_plain(ep)
+        log = rl.thread_log()
+        start, retried = log.open_plain(ep)  # compiled (RequestLog)
         sent = _httpx_sent(request)
     except Exception:  # noqa: BLE001 - uninstrumented rather than broken
         return original(client, request, *args, **kwargs)
@@ -410,7 +403,7 @@ def _httpx_plain(
         outcome = rl.status_class(status)
         data = getattr(resp, "_content", None)
         trainer_wait(
-            start, rl.record_plain(log, ep, "httpx", start, retried, outcome, data, sent), "http"
+            start, log.record_plain(ep, "httpx", start, retried, outcome, data, sent), "http"
         )
     except Exception:  # noqa: BLE001, S110 - never into the user's code
         pass
@@ -632,12 +625,39 @@ _REQUESTS_LAYER = rl.Request.__new__(rl.Request)
 _REQUESTS_LAYER.client = "requests"
 
 
+_by_url: dict[Any, str] = {}
+
+
+def _requests_endpoint(url: Any) -> str:
+    """The capped endpoint of a prepared request's URL, cached by the URL string (as
+    httpx's by its parsed reference); an URL that cannot be read is the empty one."""
+    if not isinstance(url, str):
+        return rl.capped(_guard(rl.endpoint_of_url, url) or "")
+    ep = _by_url.get(url)
+    if ep is None:
+        ep = rl.capped(_guard(rl.endpoint_of_url, url) or "")
+        if len(_by_url) < 4096:
+            _by_url[url] = ep
+    return ep
+
+
+def _forget_endpoints() -> None:
+    """A forked child counts its own endpoints (``rollout_log._endpoints`` is emptied
+    there): the names cached with the parent's cap are dropped."""
+    _by_ref.clear()
+    _by_url.clear()
+
+
+os.register_at_fork(after_in_child=_forget_endpoints)
+
+
 def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kwargs: Any) -> Any:
     """A ``requests`` send that is not a stream: its span recorded with no Request object
     (``rollout_log.record_plain``), the same row as the general path's."""
     try:
-        ep = rl.capped(_guard(rl.endpoint_of_url, request.url) or "")
-        log, start, retried = rl.open_plain(ep)
+        ep = _requests_endpoint(request.url)
+        log = rl.thread_log()
+        start, retried = log.open_plain(ep)  # compiled (RequestLog)
         body = request.body
         sent = len(body) if isinstance(body, (bytes, str)) else 0
     except Exception:  # noqa: BLE001 - uninstrumented rather than broken
@@ -656,7 +676,7 @@ def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kw
         if not isinstance(data, bytes):
             data = None
         trainer_wait(
-            start, rl.record_plain(log, ep, "requests", start, retried, outcome, data, sent), "http"
+            start, log.record_plain(ep, "requests", start, retried, outcome, data, sent), "http"
         )
     except Exception:  # noqa: BLE001, S110 - never into the user's code
         pass
@@ -774,7 +794,8 @@ def _conn_request(original: Callable[..., Any], name: str) -> Callable[..., Any]
             pass
         return result
 
-    return request
+    # a request owned by a layer above (requests, urllib) goes to the original in C
+    return Gate(original, request, var=_active)
 
 
 def _conn_getresponse(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -797,7 +818,8 @@ def _conn_getresponse(original: Callable[..., Any], name: str) -> Callable[..., 
         _guard(trainer_wait, req.start, req.end, "http")
         return resp
 
-    return getresponse
+    # a connection with no request of this layer open goes to the original in C
+    return Gate(original, getresponse, attr="_gyreprof_request")
 
 
 def install_http_client(mod: ModuleType) -> None:
@@ -805,6 +827,13 @@ def install_http_client(mod: ModuleType) -> None:
     that is patched owns its requests: these pass through under it)."""
     hooks.patch_methods(mod.HTTPConnection, ("request",), _conn_request)
     hooks.patch_methods(mod.HTTPConnection, ("getresponse",), _conn_getresponse)
+    try:
+        # a class default: ``getresponse``'s read of a connection whose request this layer
+        # did not open (every request under requests' or urllib's send, which own theirs)
+        # finds it here, not by raising and catching AttributeError (~1.7 k instructions)
+        mod.HTTPConnection._gyreprof_request = None
+    except (AttributeError, TypeError):
+        pass
 
 
 # ---------------------------------------------------------------------- aiohttp

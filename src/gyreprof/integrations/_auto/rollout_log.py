@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 from gyreprof._core.bodyscan import scan_body as _scan
+from gyreprof._core.requestlog import RequestLog
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -408,14 +409,11 @@ Span = Request  # a finished request is the span a thread keeps
 def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
     """A plain request starts on this thread: its log, start (ns) and retried classes,
     as :class:`Request` takes them (the fast path of a synchronous client: the span is
-    then recorded by :func:`record_plain`, with no Request made)."""
+    then recorded by :func:`record_plain`, with no Request made). Compiled:
+    ``RequestLog.open_plain``, which the patched clients call themselves."""
     log = thread_log()
-    retried: tuple[str, ...] = ()
-    if ep:
-        prev = _last_failure.get()
-        if prev is not None and prev[0] == ep:
-            retried = (prev[1],)
-    return log, (log.spans_core.begin() if log.core_ok else _now()), retried
+    start, retried = log.open_plain(ep)
+    return log, start, retried
 
 
 def record_plain(
@@ -431,35 +429,9 @@ def record_plain(
     """Record a plain request opened by :func:`open_plain` on this thread (one attempt, no
     stream): ``outcome`` its status class or failure, ``data`` its whole answer body (None:
     not read). The row, the core span and the context's last failure are what
-    :meth:`Request.body` and :meth:`Request.finish` leave for the same request; its end."""
-    p = c = -1
-    empty = None
-    flag = n = 0
-    if data is not None:
-        n = len(data)
-        p, c, empty, flag = _scan(data, BODY_CAP)
-        if empty is not None:
-            if outcome == "ok":
-                outcome = "empty"
-            else:
-                empty = None
-    end = -1
-    if log.core_ok:
-        try:
-            end = start + log.spans_core.end(REQUEST, start)
-        except Exception:  # noqa: BLE001 - the core refused: the span still counts
-            end = -1
-    if end < 0:
-        end = _now()
-    # the row of ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
-    row = (ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False, empty, flag,
-           log.ident, client)  # fmt: skip
-    log.add(row)
-    if outcome != "ok":
-        _last_failure.set((ep, outcome))
-    elif _last_failure.get() is not None:
-        _last_failure.set(None)
-    return end
+    :meth:`Request.body` and :meth:`Request.finish` leave for the same request; its end.
+    Compiled: ``RequestLog.record_plain``, which the patched clients call themselves."""
+    return log.record_plain(ep, client, start, retried, outcome, data, bytes_out)
 
 
 #: the last failed request of this context (thread, asyncio task): (endpoint, outcome)
@@ -468,12 +440,15 @@ _last_failure: contextvars.ContextVar[tuple[str, str] | None] = contextvars.Cont
 )
 
 
-class ThreadLog:
-    """One thread's requests: kept spans, folded totals and its core recorder."""
+class ThreadLog(RequestLog):
+    """One thread's requests: kept spans, folded totals and its core recorder. The plain
+    request's path is compiled (the base class ``gyreprof._core.requestlog.RequestLog``
+    holds ``ident``, ``spans``, ``core_ok`` and ``spans_core``)."""
 
-    __slots__ = ("ident", "spans", "folded", "dropped", "spans_core", "core_ok", "rec", "prof")
+    __slots__ = ("folded", "dropped", "rec", "prof")
 
     def __init__(self) -> None:
+        self.bind_plain(_last_failure, _scan, BODY_CAP, SPAN_CAP)
         self.ident = threading.get_ident()
         self.spans: list[Request | Row] = []
         self.folded: dict[str, Totals] = {}

@@ -48,6 +48,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from gyreprof._core.timeline import Timeline
 from gyreprof.integrations._auto import records as rec
 
 # the thread-local that the patched methods read (replaced after fork / per session)
@@ -97,17 +98,20 @@ def _set_default_trainer() -> None:
         _default_main = 0
 
 
-class ThreadState:
+class ThreadState(Timeline):
     """One thread's profilers and phase timers (what the patched methods touch), and the
-    state of its training timeline (see the module doc)."""
+    state of its training timeline (see the module doc). The timeline's fields and its
+    per-wait work (:func:`data_wait`, the block close) are compiled: the base class
+    ``gyreprof._core.timeline.Timeline`` holds ``srec``, ``trec``, ``trainer``, ``ident``,
+    ``trains``, ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``,
+    ``blk_end``, ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``,
+    ``last_start`` and ``last_own``."""
 
     __slots__ = (
         "inside",
         "in_collect",
         "in_train",
-        "in_wait",
         "sampler",
-        "trainer",
         "env_step",
         "env_reset",
         "step_async",
@@ -116,38 +120,23 @@ class ThreadState:
         "tbegin",
         "tlap",
         "tend",
-        "srec",
-        "trec",
         "now",
-        "ident",
         "thread",
-        "trains",
-        "framework",
-        "step_open",
-        "prev_end",
         "upd_end",
-        "blk_start",
-        "blk_end",
-        "blk_own",
         "ng_depth",
         "ng_start",
         "ng_lw",
         "ng_dirty",
-        "pend_start",
-        "pend_end",
-        "blocks",
-        "provisional",
-        "last_start",
-        "last_own",
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
+        # the recorders, the trainer's counters, the forward's phase id and the thread
+        self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
         self.inside = False
         self.in_collect = False
         self.in_train = False
         self.in_wait = False  # inside a data wait already reported (nested gets are not)
         self.sampler = sampler
-        self.trainer = trainer
         ph = sampler.phase
         self.env_step = ph("env_step")
         self.env_reset = ph("env_reset")
@@ -157,10 +146,7 @@ class ThreadState:
         self.tbegin = trainer.begin
         self.tlap = trainer.lap
         self.tend = trainer.end  # a trainer step is one wait + one compute, closed after compute
-        self.srec = sampler.recorder
-        self.trec = trainer.recorder
         self.now = self.srec.now_ns  # the clock every timeline timestamp is read from
-        self.ident = threading.get_ident()
         self.thread = threading.current_thread()
         self.trains = False  # saw an update signal
         self.framework = False  # a framework patch (SB3) marks this thread's steps itself
@@ -180,6 +166,10 @@ class ThreadState:
         self.provisional = False  # its steps so far are the default trainer's (no update yet)
         self.last_start = -1  # the last collect block's start and kind
         self.last_own = False
+
+    def _trim_start_up(self, start: int, end: int) -> int:
+        """The first block's start, called by the compiled block close (``Timeline``)."""
+        return _trim_start_up(self, start, end)
 
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
@@ -205,11 +195,9 @@ def waiting_thread() -> ThreadState | None:
     state yet is told by :func:`default_trainer_here`, and gets its state when its first
     wait ends (a wait that never ends, a start-up hang, leaves nothing recorded)."""
     t: ThreadState | None = getattr(tls, "t", None)
-    if t is None or t.framework or t.in_wait:
+    if t is None or not t.waits_count(_default_main):
         return None
-    if t.trains or (t.ident == _default_main and _default_main):
-        return t
-    return None
+    return t
 
 
 def default_trainer_here() -> bool:
@@ -229,15 +217,8 @@ def data_wait(t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed") -> 
     an asynchronous collector) or ``"own"`` (the thread made it itself: a synchronous
     collector's batch). Call it from the waiting thread, gated by :func:`waiting_thread`
     (or, for own sampling, :func:`own_sampling`). On the default trainer (no thread
-    trained yet) the wait's end is the update signal."""
-    if t.blk_start < 0 or start_ns < t.blk_start:
-        t.blk_start = start_ns
-    if end_ns > t.blk_end:
-        t.blk_end = end_ns
-    if kind == "own":
-        t.blk_own = True
-    if not t.trains and t.ident == _default_main and _default_main and not t.framework:
-        _close_block(t)
+    trained yet) the wait's end is the update signal (``Timeline.data_wait``, compiled)."""
+    t.data_wait(start_ns, end_ns, kind == "own", _default_main)
 
 
 def own_sampling(t: ThreadState, start_ns: int, end_ns: int) -> None:
@@ -259,7 +240,7 @@ def update_signal(t: ThreadState, now_ns: int) -> None:
         t.ng_dirty = True  # an update inside a no-grad block: that block is no forward
     if t.framework:
         return
-    _close_block(t)
+    t.close_block()
 
 
 def update_end(t: ThreadState, now_ns: int) -> None:
@@ -285,20 +266,11 @@ def _restart(t: ThreadState) -> None:
         t.step_open = True
 
 
-def _classify(t: ThreadState) -> None:
-    """The pending no-grad block was a policy forward when the sampler wrote after it
-    ended (an env step followed before the next update); else it was update work."""
-    end = t.pend_end
-    t.pend_end = -1
-    if t.srec.last_write_ns() > end:
-        t.srec.record_span(FWD, t.pend_start, end)
-
-
 def no_grad_enter(t: ThreadState, now_ns: int) -> None:
     """The thread entered a ``torch.no_grad`` / ``inference_mode`` block (outermost kept)."""
     if t.ng_depth == 0:
         if t.pend_end >= 0:
-            _classify(t)
+            t.classify()  # the pending block was a policy forward, or update work
         t.ng_start = now_ns
         t.ng_lw = t.srec.last_write_ns()
         t.ng_dirty = False
@@ -307,47 +279,13 @@ def no_grad_enter(t: ThreadState, now_ns: int) -> None:
 
 def no_grad_exit(t: ThreadState, now_ns: int) -> None:
     """The thread left a no-grad block; the outermost one, with no sampler write or
-    update inside, waits to be classified (:func:`_classify`)."""
+    update inside, waits to be classified (``Timeline.classify``)."""
     if t.ng_depth <= 0:
         return
     t.ng_depth -= 1
     if t.ng_depth == 0 and not t.ng_dirty and t.srec.last_write_ns() == t.ng_lw:
         t.pend_start = t.ng_start
         t.pend_end = now_ns
-
-
-def _close_block(t: ThreadState) -> None:
-    """End the collect block since the last update (if there was one): close the previous
-    trainer step's compute at its start, begin a step there, close its wait at its end."""
-    if t.pend_end >= 0:
-        _classify(t)
-    srec = t.srec
-    since = srec.since_mark_ns()
-    if since < 0 and t.blk_end < 0:
-        return  # nothing sampled or waited on since the last update: a further minibatch
-    start, end = since, srec.last_write_ns() if since >= 0 else -1
-    if t.blk_start >= 0 and (start < 0 or t.blk_start < start):
-        start = t.blk_start
-    if t.blk_end > end:
-        end = t.blk_end
-    own = since >= 0 or t.blk_own
-    if t.blocks == 0 and since >= 0:
-        start = _trim_start_up(t, start, end)
-    trec = t.trec
-    if t.step_open:
-        trec.lap_at(COMPUTE, start)
-    trec.begin_at(start)  # closes the previous step at this block's start
-    trec.lap_at(WAIT, end)
-    t.step_open = True
-    t.prev_end = end
-    t.last_start, t.last_own = start, own
-    t.blocks += 1
-    if not t.trains:
-        t.provisional = True
-    t.trainer.count(OWN if own else FED)
-    srec.mark_since()
-    t.blk_start = t.blk_end = -1
-    t.blk_own = False
 
 
 def _trim_start_up(t: ThreadState, start: int, end: int) -> int:
