@@ -119,3 +119,20 @@ def test_refusals_are_value_errors() -> None:
         Gate(print, print, attr=3)
     with pytest.raises(ValueError, match="needs a check"):
         Gate(print, print)
+
+
+def test_a_caller_without_vectorcall_gets_the_same_choice() -> None:
+    """``gate.__call__(...)`` goes through the type's tp_call, not vectorcall: the same
+    check picks the same target, with the arguments as given."""
+    cls, calls = _make(var=VAR)
+    gate, thing = cls.__dict__["method"], cls()
+
+    def owned() -> Any:
+        VAR.set(1)
+        return gate.__call__(thing, "a", 2, b=3, c=4)
+
+    assert contextvars.copy_context().run(owned) == ("thing", "a", (2,), 3, {"c": 4})
+    assert calls == ["original"]
+    calls.clear()
+    assert gate.__call__(thing, "a") == ("thing", "a", (), None, {})
+    assert calls == ["wrapper", "original"]

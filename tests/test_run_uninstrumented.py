@@ -42,3 +42,24 @@ def test_a_python_without_numpy_runs_its_loop_untouched_and_the_report_says_why(
     (first,) = [n for n in data["notes"] if n.startswith("nothing recorded")]
     assert "could not be instrumented" in first and "cannot import numpy" in first
     assert "Mark the phases by hand" not in first  # the hand-marking hint leads nowhere here
+
+
+def test_the_bootstrap_loads_neither_numpy_nor_the_core_until_a_thread_records(
+    tmp_path: Path,
+) -> None:
+    """What lets :func:`bootstrap.lacking` run first, and keeps a process that records
+    nothing cheap: importing the bootstrap and installing every hook imports no numpy and
+    no compiled core (``state.ThreadState``, whose base class is compiled, loads on first
+    use); the first recorded wait loads them."""
+    code = (
+        "import sys\n"
+        "from gyreprof.integrations._auto import bootstrap, state\n"
+        "bootstrap.install_all()\n"
+        "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('gyreprof._core')))\n"
+        "t = state.thread_state()\n"
+        "print(type(t) is state.ThreadState, 'numpy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout.splitlines()
+    assert out == ["[]", "True True"], out

@@ -57,6 +57,8 @@ def test_a_thread_that_does_not_train_keeps_its_block_open() -> None:
     t.data_wait(100, 200, False, 0)
     t.data_wait(50, 150, True, 0)
     assert (t.blk_start, t.blk_end, t.blk_own) == (50, 200, True)
+    t.data_wait(250, 400, False, 0)  # the block spans the earliest start to the latest end
+    assert (t.blk_start, t.blk_end, t.blk_own) == (50, 400, True)
     assert t.blocks == 0 and not t.step_open
     assert trainer.recorder.progress()[0] == 0  # no trainer step begun
     assert _counters(trainer) == {}

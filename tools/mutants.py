@@ -86,6 +86,9 @@ _RULE = "src/gyreprof/analysis/sweep/rule.py"
 _DECIDE = "src/gyreprof/analysis/sweep/decide.py"
 _DOCTOR = "src/gyreprof/diagnostics/doctor.py"
 _STARTUP = "src/gyreprof/analysis/startup.py"
+_TL = f"{_CORE_DIR}/timeline.pyx"
+_RL = f"{_CORE_DIR}/requestlog.pyx"
+_GATE = f"{_CORE_DIR}/gate.pyx"
 
 _T_REC = ("tests/test_core_recorder.py",)
 _T_HIST = ("tests/test_core_histogram.py",)
@@ -94,6 +97,9 @@ _T_WIN = ("tests/test_window_percentiles.py",)
 _T_SNAP = ("tests/test_snapshot_algebra.py",)
 _T_SHAPE = ("tests/test_decision_rules.py",)
 _T_STARTUP = ("tests/test_startup.py",)
+_T_TL = ("tests/test_timeline.py",)
+_T_RL = ("tests/test_request_log.py",)
+_T_GATE = ("tests/test_gate.py",)
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
@@ -340,6 +346,49 @@ MUTANTS: tuple[Mutant, ...] = (
            "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
     Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",
            "missing = lacking()", "missing = None", ("tests/test_run_uninstrumented.py",)),
+    # -- the training timeline (.pyx): blocks, trainer steps, the request wait's gate
+    Mutant("tl-block-start-not-earliest", _TL,
+           "if self.blk_start < 0 or start_ns < self.blk_start:", "if self.blk_start < 0:",
+           _T_TL),
+    Mutant("tl-block-end-not-latest", _TL,
+           "if end_ns > self.blk_end:", "if self.blk_end < 0:", _T_TL),
+    Mutant("tl-training-thread-closes-per-wait", _TL,
+           "(not self.trains and default_main != 0", "(default_main != 0", _T_TL),
+    Mutant("tl-every-no-grad-block-a-forward", _TL,
+           "if self.srec.s[H_LAST_WRITE] > end:", "if True:", _T_TL),
+    Mutant("tl-compute-not-closed", _TL,
+           "        if self.step_open:\n            trec._lap(COMPUTE, start)\n", "", _T_TL),
+    Mutant("tl-own-wait-counted-fed", _TL,
+           "cdef bint own = since >= 0 or self.blk_own", "cdef bint own = since >= 0", _T_TL),
+    Mutant("tl-start-up-not-trimmed", _TL,
+           "start = self._trim_start_up(start, end)", "pass", _T_TL),
+    Mutant("tl-request-wait-ungated", _TL,
+           "if not self.waits_count(default_main):\n            return",
+           "if False:\n            return", _T_TL),
+    # -- the request log's plain row (.pyx)
+    Mutant("rl-retry-at-any-endpoint", _RL,
+           "if prev is not None and prev[0] == ep:", "if prev is not None:", _T_RL),
+    Mutant("rl-empty-kept-on-failure", _RL,
+           "                else:\n                    empty = None\n", "", _T_RL),
+    Mutant("rl-failure-never-cleared", _RL,
+           "elif get_value(self.last_failure) is not None:\n            PyContextVar_Set("
+           "self.last_failure, None)", "elif False:\n            pass", _T_RL),
+    Mutant("rl-fold-one-late", _RL,
+           "if len(self.spans) + 1 >= self.span_cap:", "if len(self.spans) >= self.span_cap:",
+           _T_RL),
+    # -- the pass-through gate (.pyx)
+    Mutant("gate-attr-inverted", _GATE,
+           "return PyObject_GetAttr(first, self.attr) is None",
+           "return PyObject_GetAttr(first, self.attr) is not None", _T_GATE),
+    Mutant("gate-missing-attr-to-wrapper", _GATE,
+           "            except AttributeError:\n                return True",
+           "            except AttributeError:\n                return False", _T_GATE),
+    Mutant("gate-var-inverted", _GATE,
+           "if self.var is not None and get_value(self.var) is not None:",
+           "if self.var is not None and get_value(self.var) is None:", _T_GATE),
+    Mutant("gate-tp-call-always-wrapper", _GATE,
+           "            return self.original(*args, **kwargs)\n",
+           "            return self.wrapper(*args, **kwargs)\n", _T_GATE),
 )
 # fmt: on
 

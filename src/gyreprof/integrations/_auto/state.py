@@ -46,10 +46,23 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gyreprof._core.timeline import Timeline
 from gyreprof.integrations._auto import records as rec
+
+if TYPE_CHECKING:  # its module imports the compiled core (and numpy): at the first record
+    from gyreprof.integrations._auto.thread_state import ThreadState as ThreadState
+
+
+def __getattr__(name: str) -> Any:
+    """``state.ThreadState``, imported on first use: the bootstrap of every process of a run
+    imports this module, and numpy and the core load only when a thread first records."""
+    if name == "ThreadState":
+        from gyreprof.integrations._auto.thread_state import ThreadState
+
+        return ThreadState
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # the thread-local that the patched methods read (replaced after fork / per session)
 tls = threading.local()
@@ -96,80 +109,6 @@ def _set_default_trainer() -> None:
         _default_main = threading.main_thread().ident or 0
     else:
         _default_main = 0
-
-
-class ThreadState(Timeline):
-    """One thread's profilers and phase timers (what the patched methods touch), and the
-    state of its training timeline (see the module doc). The timeline's fields and its
-    per-wait work (:func:`data_wait`, the block close) are compiled: the base class
-    ``gyreprof._core.timeline.Timeline`` holds ``srec``, ``trec``, ``trainer``, ``ident``,
-    ``trains``, ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``,
-    ``blk_end``, ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``,
-    ``last_start`` and ``last_own``."""
-
-    __slots__ = (
-        "inside",
-        "in_collect",
-        "in_train",
-        "sampler",
-        "env_step",
-        "env_reset",
-        "step_async",
-        "step_wait",
-        "fwd",
-        "tbegin",
-        "tlap",
-        "tend",
-        "now",
-        "thread",
-        "upd_end",
-        "ng_depth",
-        "ng_start",
-        "ng_lw",
-        "ng_dirty",
-    )
-
-    def __init__(self, sampler: Any, trainer: Any) -> None:
-        # the recorders, the trainer's counters, the forward's phase id and the thread
-        self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
-        self.inside = False
-        self.in_collect = False
-        self.in_train = False
-        self.in_wait = False  # inside a data wait already reported (nested gets are not)
-        self.sampler = sampler
-        ph = sampler.phase
-        self.env_step = ph("env_step")
-        self.env_reset = ph("env_reset")
-        self.step_async = ph("step_async")
-        self.step_wait = ph("step_wait")
-        self.fwd = ph("fwd")
-        self.tbegin = trainer.begin
-        self.tlap = trainer.lap
-        self.tend = trainer.end  # a trainer step is one wait + one compute, closed after compute
-        self.now = self.srec.now_ns  # the clock every timeline timestamp is read from
-        self.thread = threading.current_thread()
-        self.trains = False  # saw an update signal
-        self.framework = False  # a framework patch (SB3) marks this thread's steps itself
-        self.step_open = False  # a trainer step begun (its wait closed, compute running)
-        self.prev_end = -1  # end of the last collect block (where compute began)
-        self.upd_end = -1  # end of the last update (optimizer post-hook, backward end)
-        self.blk_start = -1  # data waits / own sampling spans since the last update
-        self.blk_end = -1
-        self.blk_own = False  # one of them was the thread's own sampling
-        self.ng_depth = 0  # torch.no_grad / inference_mode nesting
-        self.ng_start = -1
-        self.ng_lw = 0  # the sampler's last write when the outermost block began
-        self.ng_dirty = False  # the open block held an update signal: not a forward
-        self.pend_start = -1  # the last outermost no-grad block, not classified yet
-        self.pend_end = -1
-        self.blocks = 0  # collect blocks closed into trainer steps
-        self.provisional = False  # its steps so far are the default trainer's (no update yet)
-        self.last_start = -1  # the last collect block's start and kind
-        self.last_own = False
-
-    def _trim_start_up(self, start: int, end: int) -> int:
-        """The first block's start, called by the compiled block close (``Timeline``)."""
-        return _trim_start_up(self, start, end)
 
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
@@ -362,6 +301,8 @@ def new_thread() -> ThreadState:
     except OSError:  # no shared memory: record without the live segments
         sampler = Profiler(rec.SAMPLER_PHASES, **skw)
         trainer = Profiler(rec.TRAINER_PHASES, window_steps=1, **tkw)
+    from gyreprof.integrations._auto.thread_state import ThreadState
+
     t = ThreadState(sampler, trainer)
     tls.t = t
     from gyreprof._core import guard  # the C env-call guard: every thread reads tls afresh
