@@ -11,12 +11,13 @@ patched method's ``__wrapped__``, the same request objects) and the instrumented
 one back to back, alternating which goes first; the figure is the median over
 rounds of (instrumented - bare) per request, in microseconds, and the ratio.
 
-``--instructions [--before OTHER_SRC]``: callgrind's instruction counts per request
+``--instructions [--before OTHER_SRC] [--seeds K]``: callgrind's instruction counts per request
 (httpx and requests against the local server) and per streamed chunk, bare and
 instrumented; the row ``trains`` is the instrumented client on a thread that trains
 (it took an optimizer step's update signal first), where a request is a wait inside
 the step: the "this tree" row is the default trainer's, where each request also
-closes a collect block.
+closes a collect block. ``--seeds K`` counts each row in K children (hash seeds 0..K-1)
+and prints the median of the per-seed differences and their range.
 
 ``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
 (``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
@@ -223,15 +224,21 @@ print("cpu_ns", t1 - t0, t2 - t1, file=sys.stderr)
 
 
 def _count(
-    client: str, mode: str, n: int, url: str, src: str, valgrind: bool = True
+    client: str, mode: str, n: int, url: str, src: str, valgrind: bool = True, seed: int = 0
 ) -> tuple[float, float]:
     """Instructions (or, without valgrind, CPU ns) per call of the loop's body: the
-    difference of 2N and N calls over N (start-up and warm-up are outside both)."""
+    difference of 2N and N calls over N (start-up and warm-up are outside both).
+    ``seed``: the child's PYTHONHASHSEED (another seed, another heap layout)."""
     import os
     import re
     import tempfile
 
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": src}
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": str(seed),
+        "OPENBLAS_NUM_THREADS": "1",
+        "PYTHONPATH": src,
+    }
     child = [sys.executable, "-c", _COUNT_CHILD, client, mode, str(n), url]
     if not valgrind:
         out = subprocess.run(child, capture_output=True, text=True, env=env, check=True)
@@ -256,21 +263,32 @@ def _count(
     return (got["filter_next"] - got["map_next"]) / n, float(got["map_next"])
 
 
-def _instructions(url: str, n: int, chunks: int, before: str | None) -> None:
+def _instructions(url: str, n: int, chunks: int, before: str | None, seeds: int = 1) -> None:
+    """Per call, bare and instrumented, each counted in ``seeds`` children of their own
+    (hash seeds 0..seeds-1, the same seeds for both): one child's count moves with its heap
+    layout by more than requests' added cost (obmalloc's bookkeeping, the eval loop), so
+    with several seeds the row is the median of the per-seed differences, with their
+    range."""
     src = str(ROOT / "src")
-    print(f"instructions per call (callgrind, 2N - N over N, N = {n}; chunks: {chunks} a stream)")
+    print(
+        f"instructions per call (callgrind, 2N - N over N, N = {n}; chunks: {chunks} a stream;"
+        f" {seeds} hash seed(s))"
+    )
     for client, k in (("httpx", n), ("requests", n), ("chunks", chunks)):
         per = 1 if client != "chunks" else 2  # 2N - N = two streams of k chunks
-        bare = _count(client, "bare", k, url, src)[0] / per
+        bare = [_count(client, "bare", k, url, src, seed=s)[0] / per for s in range(seeds)]
         trees = [("this tree", src, "inst")] + ([("before", before, "inst")] if before else [])
         if client != "chunks":  # on a thread that trains, as in an RL loop
             trees.append(("trains", src, "train"))
         for name, tree, mode in trees:
-            inst = _count(client, mode, k, url, tree)[0] / per
+            inst = [_count(client, mode, k, url, tree, seed=s)[0] / per for s in range(seeds)]
+            added = [i - b for i, b in zip(inst, bare, strict=True)]
             unit = "request" if per == 1 else "chunk"
+            spread = f" (seeds: {min(added):+.0f} .. {max(added):+.0f})" if seeds > 1 else ""
             print(
-                f"  {client:8s} {name:9s} bare {bare:9.0f}  instrumented {inst:9.0f}  "
-                f"added {inst - bare:+8.0f} per {unit}"
+                f"  {client:8s} {name:9s} bare {statistics.median(bare):9.0f}  instrumented "
+                f"{statistics.median(inst):9.0f}  added {statistics.median(added):+8.0f} per "
+                f"{unit}{spread}"
             )
 
 
@@ -302,13 +320,16 @@ def main() -> None:
     ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
     ap.add_argument("--instructions", action="store_true", help="callgrind counts per call")
     ap.add_argument("--before", default=None, help="with --instructions: another tree's src")
+    ap.add_argument("--seeds", type=int, default=1, help="with --instructions: hash seeds")
     ap.add_argument("--cpu", action="store_true", help="interleaved CPU time per request")
     args = ap.parse_args()
+    if args.seeds < 1:
+        ap.error(f"--seeds must be at least 1, got {args.seeds}")
     if args.instructions or args.cpu:
         proc, url = _start_server()
         try:
             if args.instructions:
-                _instructions(url, args.n, args.chunks, args.before)
+                _instructions(url, args.n, args.chunks, args.before, args.seeds)
             if args.cpu:
                 _cpu_ratio(url, args.n, args.rounds)
         finally:

@@ -1,7 +1,7 @@
 # cython: language_level=3, embedsignature=True
 """One thread's training timeline in compiled code: its collect block and the trainer
-steps it closes (``integrations/_auto/state.py`` says what they mean; its ThreadState is
-a :class:`Timeline`).
+steps it closes (``integrations/_auto/state.py`` says what they mean; its ThreadState,
+in ``thread_state.py``, is a :class:`Timeline`).
 
 A blocking wait for data (a queue get, a future, an HTTP request) ends on the waiting
 thread with :meth:`Timeline.data_wait`, and on a default trainer (a main thread that
@@ -31,7 +31,7 @@ cdef class Timeline:
 
     ``bind(srec, trec, trainer, fwd)``: the sampler and trainer Recorders, the trainer
     Profiler (its counter slots: ``loop.own`` / ``loop.fed``) and the sampler's phase id
-    of the policy forward. Subclassed by ``state.ThreadState``, which may override
+    of the policy forward. Subclassed by ``thread_state.ThreadState``, which may override
     :meth:`_trim_start_up` (the first block's start, read from the sampler's ring).
     """
 
@@ -152,7 +152,7 @@ cdef class Timeline:
         return 0
 
     def _trim_start_up(self, int64_t start, int64_t end):
-        """The first block's start (``state.ThreadState`` trims the set-up before it)."""
+        """The first block's start (``thread_state.ThreadState`` trims the set-up before it)."""
         return start
 
     cdef long long _slot(self, bint own) except -1:

@@ -227,30 +227,6 @@ def no_grad_exit(t: ThreadState, now_ns: int) -> None:
         t.pend_end = now_ns
 
 
-def _trim_start_up(t: ThreadState, start: int, end: int) -> int:
-    """The first collect block of a thread reaches back to its first sampler write, which
-    may come before the set-up (an env reset, then the model built): start it after the
-    last gap between its events that is longer than all that follows it (read once per
-    thread from the sampler's ring)."""
-    try:
-        ev = t.srec.events()
-    except Exception:  # noqa: BLE001 - the untrimmed start is still a start
-        return start
-    ev = ev[(ev["phase"] >= 0) & (ev["start_ns"] >= start)]
-    spans = sorted(
-        (int(a), int(a) + int(d)) for a, d in zip(ev["start_ns"], ev["duration_ns"], strict=True)
-    )
-    if t.blk_end >= 0:
-        spans.append((t.blk_start, t.blk_end))
-        spans.sort()
-    covered = -1
-    for a, b in spans:
-        if covered >= 0 and a - covered > end - a:
-            start = a
-        covered = max(covered, b)
-    return start
-
-
 def close_open_steps(ts: list[ThreadState]) -> None:
     """Close each thread's open trainer step (at save): its compute ends where sampling
     began again after the last update, else at the last update's end, else now (the

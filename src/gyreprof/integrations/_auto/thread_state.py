@@ -11,7 +11,9 @@ import threading
 from typing import Any
 
 from gyreprof._core.timeline import Timeline
-from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto import records as rec
+
+FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
 
 
 class ThreadState(Timeline):
@@ -47,7 +49,7 @@ class ThreadState(Timeline):
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
         # the recorders, the trainer's counters, the forward's phase id and the thread
-        self.bind(sampler.recorder, trainer.recorder, trainer, st.FWD, threading.get_ident())
+        self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
         self.inside = False
         self.in_collect = False
         self.in_train = False
@@ -84,5 +86,26 @@ class ThreadState(Timeline):
         self.last_own = False
 
     def _trim_start_up(self, start: int, end: int) -> int:
-        """The first block's start, called by the compiled block close (``Timeline``)."""
-        return st._trim_start_up(self, start, end)
+        """The first collect block's start, called by the compiled block close
+        (``Timeline``). The first block of a thread reaches back to its first sampler
+        write, which may come before the set-up (an env reset, then the model built): start
+        it after the last gap between its events that is longer than all that follows it
+        (read once per thread from the sampler's ring)."""
+        try:
+            ev = self.srec.events()
+        except Exception:  # noqa: BLE001 - the untrimmed start is still a start
+            return start
+        ev = ev[(ev["phase"] >= 0) & (ev["start_ns"] >= start)]
+        spans = sorted(
+            (int(a), int(a) + int(d))
+            for a, d in zip(ev["start_ns"], ev["duration_ns"], strict=True)
+        )
+        if self.blk_end >= 0:
+            spans.append((self.blk_start, self.blk_end))
+            spans.sort()
+        covered = -1
+        for a, b in spans:
+            if covered >= 0 and a - covered > end - a:
+                start = a
+            covered = max(covered, b)
+        return start
