@@ -591,23 +591,48 @@ def test_unknown_library_version_is_left_alone_with_a_warning(
     assert "aiohttp 9.1.0 is not a version this instrumentation knows" in capsys.readouterr().err
 
 
-def test_the_trainer_wait_hook_sees_each_synchronous_request(
+def test_each_synchronous_request_is_a_wait_of_its_own_span(
     llm: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gyreprof.integrations._auto import patch_http
+    # the compiled send (requestlog.PlainSend) hands a plain request's span to the thread's
+    # training state; a thread with none yet goes through trainer_wait (a worker thread,
+    # not the default trainer: no wait), and a metadata probe is never a wait
+    import requests
 
-    calls: list[tuple[int, int, str, int]] = []
+    from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations._auto import state as st
+    from gyreprof.integrations._auto.thread_state import ThreadState
+
+    calls: list[tuple[int, int, int]] = []
     monkeypatch.setattr(
-        patch_http,
-        "trainer_wait",
-        lambda a, b, kind: calls.append((a, b, kind, threading.get_ident())),
+        ThreadState,
+        "request_wait",
+        lambda self, a, b, default_main: calls.append((a, b, threading.get_ident())),
     )
-    with http.profile() as prof:
-        httpx.post(llm.url + CHAT, json={"max_tokens": 1, "test_delay_ms": 50})
-    [(start, end, kind, ident)] = calls
-    [span] = _spans(prof)
-    assert (start, end, kind, ident) == (span.start, span.end, "http", threading.get_ident())
-    assert end - start >= 50_000_000
+    probe = rl.capped(rl.endpoint("http", "127.0.0.1", llm.port, "/v1/models"))
+    seen: list[Any] = []
+
+    def worker() -> None:
+        with http.profile() as prof:
+            httpx.post(llm.url + CHAT, json={"max_tokens": 1})  # no state yet
+            seen.append(list(calls))
+            st.thread_state()  # the thread now has its training state
+            httpx.post(llm.url + CHAT, json={"max_tokens": 1, "test_delay_ms": 50})
+            requests.post(llm.url + CHAT, json={"max_tokens": 1, "test_delay_ms": 50})
+            rl.probe_endpoints.add(probe)
+            try:
+                httpx.get(llm.url + "/v1/models")  # a probe: a span, no wait
+            finally:
+                rl.probe_endpoints.discard(probe)
+            seen.append(_spans(prof))
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join(60)
+    [before, spans] = seen
+    assert before == [] and len(spans) == 4 and spans[3].endpoint == probe
+    assert [(s.start, s.end, th.ident) for s in spans[1:3]] == calls
+    assert all(end - start >= 50_000_000 for start, end, _ in calls)
 
 
 def test_http_client_and_urllib3_directly_counted_once(llm: LLMServer) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from gyreprof._core.bodyscan import scan_body
-from gyreprof._core.requestlog import RequestLog
+from gyreprof._core.requestlog import PlainSend, RequestLog
+from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import rollout_log as rl
 
 EP = "http://mock:80/v1/chat/completions"
@@ -108,3 +109,188 @@ def test_refusals_are_value_errors() -> None:
     log.bind_plain(var, scan_body, 10, 10)
     with pytest.raises(ValueError, match="not bound"):  # no spans list yet
         log.open_plain(EP)
+
+
+# ------------------------------------------------------------------ PlainSend
+
+
+class _Req:
+    """A request as the clients hold one: its URL, its body (bytes, str or other)."""
+
+    def __init__(self, url: Any, body: Any = b"{}") -> None:
+        self.url = url
+        self.body = body
+        self.headers = {"content-length": "9"}
+
+
+class _Resp:
+    def __init__(self, status: Any, content: Any = None) -> None:
+        self.status_code = status
+        self._content = content
+
+
+class _State:
+    """What PlainSend reads of a thread's training state: its ``request_wait``."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[int, int, int]] = []
+
+    def request_wait(self, start: int, end: int, default_main: int) -> None:
+        self.waits.append((start, end, default_main))
+
+
+def _plain(answer: Any, *, layer: Any = None, key_attr: str | None = None) -> Any:
+    """A client class whose ``send`` is a PlainSend over ``answer(request, **kw)``, with
+    its own thread-local log and state namespaces, and the record of every call."""
+    active: contextvars.ContextVar[Any] = contextvars.ContextVar("t_active", default=None)
+    failure: contextvars.ContextVar[Any] = contextvars.ContextVar("t_fail", default=None)
+    calls: list[Any] = []
+    log = _log(failure)
+    logs: dict[str, Any] = {"_tls": threading.local(), "thread_log": lambda: log}
+    state: dict[str, Any] = {"tls": threading.local(), "_default_main": 7}
+
+    def original(self: Any, request: Any, *args: Any, **kw: Any) -> Any:
+        calls.append(("original", args, kw, active.get()))
+        return answer(request, **kw)
+
+    def wrapper(self: Any, request: Any, *args: Any, **kw: Any) -> Any:
+        calls.append(("wrapper", args, kw))
+        if active.get() is None and not kw.get("stream", False):
+            return Client.send.plain(self, request, args, kw)
+        return original(self, request, *args, **kw)
+
+    def endpoint(url: Any) -> str:
+        calls.append(("endpoint", url))
+        if url == "bad":
+            raise RuntimeError("an URL that cannot be read")
+        return f"ep:{url}"
+
+    class Client:
+        send = hooks.mark(
+            PlainSend(
+                original,
+                wrapper,
+                active=active,
+                layer=layer,
+                client="t",
+                cache={"cached": "ep:from-cache"},
+                key_attr=key_attr,
+                endpoint=endpoint,
+                body_attr="body",
+                sent_else=(lambda r: int(r.headers["content-length"])),
+                logs=logs,
+                state=state,
+                probes={"ep:probe"},
+                wait=lambda a, b, kind: calls.append(("wait", a, b, kind)),
+                failed=lambda lg, ep, client, a, retried, sent, exc: calls.append(
+                    ("failed", ep, type(exc).__name__, sent)
+                ),
+            ),
+            original,
+        )
+
+    Client.active, Client.log, Client.state, Client.calls = active, log, state, calls  # type: ignore[attr-defined]
+    return Client
+
+
+def test_a_plain_send_is_recorded_with_its_wait() -> None:
+    cls = _plain(lambda r, **kw: _Resp(200, BODY.encode()))
+    c, calls, log = cls(), cls.calls, cls.log
+    resp = c.send(_Req("u1", b"12345"))  # vectorcall, no state on the thread yet
+    assert resp.status_code == 200 and calls[0] == ("endpoint", "u1")
+    assert calls[1] == ("original", (), {}, None)
+    row = log.spans[-1]
+    assert row[0] == "ep:u1" and row[3:6] == ("ok", 3, 5) and row[11] == 5 and row[-1] == "t"
+    assert calls[2] == ("wait", row[1], row[2], "http")  # the Python rule decides
+    calls.clear()
+    t = _State()
+    cls.state["tls"].t = t
+    c.send(_Req("cached", "abc"), timeout=3)  # the cache's endpoint; a str body
+    assert calls == [("original", (), {"timeout": 3}, None)]
+    row = log.spans[-1]
+    assert row[0] == "ep:from-cache" and row[11] == 3
+    assert t.waits == [(row[1], row[2], 7)]  # the thread's state, the default main read
+    c.send(_Req("probe", None))  # no body held: sent_else; a probe is no wait
+    cls.send.__wrapped__  # noqa: B018 - marked like the function it replaces
+    assert log.spans[-1][11] == 9 and len(t.waits) == 1
+
+
+def test_status_classes_bodies_and_what_is_not_plain() -> None:
+    answers = iter([_Resp(503, b"{}"), _Resp(404, "text"), _Resp(200, b'{"choices": []}')])
+    cls = _plain(lambda r, **kw: next(answers), layer="layer")
+    c, calls, log = cls(), cls.calls, cls.log
+    for _ in range(3):
+        c.send(_Req("u"))
+    assert [r[3] for r in log.spans] == ["5xx", "4xx", "empty"]
+    assert log.spans[1][10] == 0  # a str answer body is not read
+    assert [x[3] for x in calls if x[0] == "original"] == ["layer"] * 3  # set for the layers
+    assert cls.active.get() is None  # and reset after
+    calls.clear()
+    answers = iter([_Resp(200)] * 4)
+    c.send(_Req("u"), stream=True)
+    c.send(_Req("u"), "positional")
+    assert [x[0] for x in calls] == [
+        "wrapper",
+        "original",
+        "wrapper",
+        "endpoint",
+        "original",
+        "wait",
+    ]
+    assert calls[1][2] == {"stream": True} and calls[4][1] == ("positional",)
+    calls.clear()
+
+    def owned() -> None:
+        cls.active.set("above")
+        c.send(_Req("u"))
+
+    contextvars.copy_context().run(owned)  # a layer above owns it: the wrapper's
+    assert [x[0] for x in calls] == ["wrapper", "original"]
+    calls.clear()
+    cls.send.__call__(c, _Req("u"))  # tp_call: through the wrapper, then plain
+    assert [x[0] for x in calls] == ["wrapper", "endpoint", "original", "wait"]
+
+
+def test_the_originals_answer_and_exceptions_are_untouched() -> None:
+    def answer(r: Any, **kw: Any) -> Any:
+        if r.url == "raise":
+            raise ConnectionRefusedError("refused")
+        return _Resp("not a status")  # the bookkeeping fails after the send
+
+    cls = _plain(answer, layer="layer")
+    c, calls = cls(), cls.calls
+    resp = c.send(_Req("u"))
+    assert resp.status_code == "not a status"  # returned as it came, no row
+    assert cls.log.spans == []
+    with pytest.raises(ConnectionRefusedError, match="refused"):
+        c.send(_Req("raise"))
+    assert calls[-1] == ("failed", "ep:raise", "ConnectionRefusedError", 2)
+    assert cls.active.get() is None  # reset on the way out
+    calls.clear()
+    c.send(_Req("bad"))  # the endpoint cannot be read: sent uninstrumented
+    assert [x[0] for x in calls] == ["endpoint", "original"] and calls[1][3] is None
+    with pytest.raises(TypeError):
+        c.send()  # no request: the wrapper's own signature error
+
+
+def test_plain_send_refusals_are_value_errors() -> None:
+    var: contextvars.ContextVar[Any] = contextvars.ContextVar("t_ps", default=None)
+    ok: dict[str, Any] = {
+        "active": var, "layer": None, "client": "c", "cache": {}, "key_attr": None,
+        "endpoint": print, "body_attr": "body", "sent_else": None, "logs": {},
+        "state": {}, "probes": set(), "wait": print, "failed": print,
+    }  # fmt: skip
+    PlainSend(print, print, **ok)
+    for bad, match in (
+        ({"active": {}}, "ContextVar"),
+        ({"endpoint": None}, "callable endpoint"),
+        ({"sent_else": 3}, "sent_else"),
+        ({"client": None}, "strings"),
+        ({"key_attr": 1}, "key_attr"),
+        ({"cache": []}, "cache must be a dict"),
+        ({"probes": []}, "probes must be a set"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            PlainSend(print, print, **{**ok, **bad})
+    with pytest.raises(ValueError, match="callable original"):
+        PlainSend(None, print, **ok)

@@ -376,6 +376,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rl-fold-one-late", _RL,
            "if len(self.spans) + 1 >= self.span_cap:", "if len(self.spans) >= self.span_cap:",
            _T_RL),
+    # -- the compiled plain send (requestlog.pyx's PlainSend)
+    Mutant("ps-probe-is-a-wait", _RL,
+           "elif not (self.probes and ep in self.probes):", "else:", _T_RL),
+    Mutant("ps-stream-is-plain", _RL,
+           "return not <object>kwvalues[i]", "return True", _T_RL),
+    Mutant("ps-owned-is-plain", _RL,
+           "        if get_value(self.active) is not None:\n            return False  # a layer",
+           "        if False:\n            return False  # a layer", _T_RL),
+    Mutant("ps-4xx-is-ok", _RL, "elif status >= 400:", "elif status >= 600:", _T_RL),
+    Mutant("ps-layer-left-set", _RL,
+           "        if token is not None:\n            PyContextVar_Reset(self.active, token)\n"
+           "        try:\n            self._answered",
+           "        try:\n            self._answered", _T_RL),
+    Mutant("ps-failure-unrecorded", _RL,
+           "            self.failed(log, ep, self.client, start, retried, sent, exc)\n", "",
+           _T_RL),
     # -- the pass-through gate (.pyx)
     Mutant("gate-attr-inverted", _GATE,
            "return PyObject_GetAttr(first, self.attr) is None",

@@ -6,7 +6,9 @@ outcomes and the retries mean; its ThreadLog is a :class:`RequestLog`).
 
 In Python the two steps were some sixty bytecodes per request around the compiled body
 scan and the core span; here they are the same reads and writes with no interpreter in
-between.
+between. :class:`PlainSend` goes one step further: it is the patched ``send`` itself, so a
+plain request's whole bookkeeping (its endpoint, the thread's log, the row, the trainer's
+wait on it) runs around the original with no Python frame of ours.
 
 Contract: the methods run on the log's thread (the core span's recorder refuses another
 writer; that refusal, like any failure of the core, leaves the row to the clock read
@@ -14,8 +16,19 @@ here, as the Python path did). ``bind_plain`` comes first; an unbound log raises
 ValueError, never reads memory. ``last_failure`` is a ``contextvars.ContextVar``.
 """
 
-from cpython.contextvars cimport PyContextVar_CheckExact, PyContextVar_Set, get_value
+cimport cython
+from cpython.contextvars cimport (
+    PyContextVar_CheckExact,
+    PyContextVar_Reset,
+    PyContextVar_Set,
+    get_value,
+)
+from cpython.object cimport PyObject
+from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t
+
+from contextvars import ContextVar
+from types import MethodType
 
 from gyreprof._core.clock cimport gyre_mono_ns
 
@@ -62,14 +75,8 @@ cdef class RequestLog:
         span's token, else CLOCK_MONOTONIC now) and the retried classes (the context's
         last failure when it was at this endpoint)."""
         self._bound()
-        retried = ()
-        if ep:
-            prev = get_value(self.last_failure)
-            if prev is not None and prev[0] == ep:
-                retried = (prev[1],)
-        if self.core_ok:
-            return self.spans_core.begin(), retried
-        return gyre_mono_ns(), retried
+        retried = self._retried(ep)
+        return self._begin(), retried
 
     def record_plain(self, ep, client, int64_t start, retried, outcome, data,
                      bytes_out):
@@ -77,6 +84,22 @@ cdef class RequestLog:
         failure, ``data`` its whole answer body (None: not read). Appends its row, ends
         the core span, sets the context's last failure; returns its end (ns)."""
         self._bound()
+        return self._record(ep, client, start, retried, outcome, data, bytes_out)
+
+    cdef object _retried(self, ep):
+        if ep:
+            prev = get_value(self.last_failure)
+            if prev is not None and prev[0] == ep:
+                return (prev[1],)
+        return ()
+
+    cdef int64_t _begin(self) except? -1:
+        if self.core_ok:
+            return self.spans_core.begin()
+        return gyre_mono_ns()
+
+    cdef int64_t _record(self, ep, client, int64_t start, retried, outcome, data,
+                         bytes_out) except? -1:
         p = c = -1
         empty = None
         flag = 0
@@ -109,3 +132,236 @@ cdef class RequestLog:
         elif get_value(self.last_failure) is not None:
             PyContextVar_Set(self.last_failure, None)
         return end
+
+
+# ------------------------------------------------------------------ the patched send
+
+cdef extern from *:
+    """
+    /* vectorcall (PEP 590) for PlainSend, as for gate.Gate: the call's arguments go on
+       to the original or the wrapper as they came, and the type is a method descriptor
+       (``client.send(...)`` calls ``plain_send(client, ...)``, no bound method made). */
+    typedef PyObject* (*gyre_plain_vc_t)(PyObject*, PyObject**, size_t, PyObject*);
+    static void gyre_plain_type_setup(PyTypeObject* t, Py_ssize_t offset) {
+        t->tp_vectorcall_offset = offset;
+        t->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+        PyType_Modified(t);
+    }
+    #define gyre_plain_nargs(n) PyVectorcall_NARGS(n)
+    #define gyre_plain_call(f, a, n, k) PyObject_Vectorcall((f), (PyObject* const*)(a), (n), (k))
+    """
+    ctypedef void* gyre_plain_vc_t
+    void gyre_plain_type_setup(type t, Py_ssize_t offset)
+    Py_ssize_t gyre_plain_nargs(size_t nargsf)
+    object gyre_plain_call(object f, PyObject** args, size_t nargsf, PyObject* kwnames)
+
+
+cdef extern from "Python.h":
+    void Py_INCREF(object o)
+
+
+cdef PyObject* _plain_vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
+                                 PyObject* kwnames) except NULL:
+    cdef PlainSend ps = <PlainSend>callable
+    cdef Py_ssize_t n = gyre_plain_nargs(nargsf)
+    if n == 2 and ps._is_plain(kwnames, args + 2):
+        res = ps._send(<object>args[0], <object>args[1], args, nargsf, kwnames, (), None)
+    else:
+        res = gyre_plain_call(ps.wrapper, args, nargsf, kwnames)
+    Py_INCREF(res)
+    return <PyObject*>res
+
+
+@cython.final
+cdef class PlainSend:
+    """A client's patched ``send(client, request, **kwargs)`` (see the module doc, and
+    ``patch_http``): a plain request, when no layer above owns it (``active`` is None) and
+    ``stream`` is not asked for, is sent and recorded here: its endpoint (``cache`` by the
+    URL, or the URL's ``key_attr``; ``endpoint(url)`` on a miss), the calling thread's log
+    (``logs``: rollout_log's namespace, its ``_tls`` and ``thread_log``), the bytes sent
+    (the request's ``body_attr`` when bytes or str, else ``sent_else(request)``), the row,
+    and the trainer's wait on it (``state``: the state module's namespace, its ``tls``
+    and ``_default_main``; a thread with no training state yet goes through
+    ``wait(start, end, "http")``, a probe endpoint in ``probes`` is no wait). ``layer``
+    (not None) is set in ``active`` while the original runs, for the layers below. A send
+    that raised is ``failed(log, ep, client, start, retried, sent, exc)``'s.
+
+    Every other call goes to ``wrapper(client, request, *args, **kwargs)``, which may hand
+    a plain request back to :meth:`plain`. The bookkeeping never raises into the caller:
+    when it fails before the send, the original is called uninstrumented; after it, the
+    answer is returned as it came."""
+
+    cdef gyre_plain_vc_t vc  # the vectorcall entry (the type's tp_vectorcall_offset)
+    cdef readonly object original
+    cdef readonly object wrapper
+    cdef object active
+    cdef object layer
+    cdef readonly str client
+    cdef dict cache
+    cdef object key_attr
+    cdef object endpoint
+    cdef str body_attr
+    cdef object sent_else
+    cdef dict logs
+    cdef dict state
+    cdef object probes
+    cdef object wait
+    cdef object failed
+    cdef dict __dict__
+
+    def __cinit__(self, original, wrapper, *, active, layer, client, cache, key_attr,
+                  endpoint, body_attr, sent_else, logs, state, probes, wait, failed):
+        for name, fn in (("original", original), ("wrapper", wrapper), ("endpoint", endpoint),
+                         ("wait", wait), ("failed", failed)):
+            if not callable(fn):
+                raise ValueError(f"PlainSend needs a callable {name}")
+        if sent_else is not None and not callable(sent_else):
+            raise ValueError("sent_else must be callable or None")
+        if not PyContextVar_CheckExact(active):
+            raise ValueError(f"active must be a contextvars.ContextVar, got "
+                             f"{type(active).__name__}")
+        if not isinstance(client, str) or not isinstance(body_attr, str):
+            raise ValueError("client and body_attr must be strings")
+        if key_attr is not None and not isinstance(key_attr, str):
+            raise ValueError("key_attr must be an attribute name or None")
+        for name, d in (("cache", cache), ("logs", logs), ("state", state)):
+            if not isinstance(d, dict):
+                raise ValueError(f"{name} must be a dict, got {type(d).__name__}")
+        if not isinstance(probes, (set, frozenset)):
+            raise ValueError(f"probes must be a set, got {type(probes).__name__}")
+        self.original = original
+        self.wrapper = wrapper
+        self.active = active
+        self.layer = layer
+        self.client = client
+        self.cache = cache
+        self.key_attr = key_attr
+        self.endpoint = endpoint
+        self.body_attr = body_attr
+        self.sent_else = sent_else
+        self.logs = logs
+        self.state = state
+        self.probes = probes
+        self.wait = wait
+        self.failed = failed
+        self.vc = <gyre_plain_vc_t>_plain_vectorcall
+
+    cdef int _is_plain(self, PyObject* kwnames, PyObject** kwvalues) except -1:
+        if get_value(self.active) is not None:
+            return False  # a layer above owns the request
+        cdef Py_ssize_t i
+        if kwnames != NULL:
+            names = <tuple>kwnames
+            for i in range(PyTuple_GET_SIZE(names)):
+                if names[i] == "stream":
+                    return not <object>kwvalues[i]
+        return True
+
+    def plain(self, client, request, tuple args, dict kwargs):
+        """Send and record ``request`` as a plain one (the wrapper's call for a request it
+        found plain): ``original(client, request, *args, **kwargs)``'s result."""
+        return self._send(client, request, NULL, 0, NULL, args, kwargs)
+
+    cdef object _call(self, client, request, PyObject** args, size_t nargsf,
+                      PyObject* kwnames, tuple rest, dict kwargs):
+        if args != NULL:
+            return gyre_plain_call(self.original, args, nargsf, kwnames)
+        return self.original(client, request, *rest, **kwargs)
+
+    cdef object _send(self, client, request, PyObject** args, size_t nargsf,
+                      PyObject* kwnames, tuple rest, dict kwargs):
+        cdef RequestLog log
+        cdef int64_t start
+        try:
+            ep = self._endpoint(request.url)
+            log = self._log()
+            retried = log._retried(ep)
+            start = log._begin()
+            sent = self._sent(request)
+        except Exception:  # uninstrumented rather than broken
+            return self._call(client, request, args, nargsf, kwnames, rest, kwargs)
+        token = None
+        if self.layer is not None:
+            token = PyContextVar_Set(self.active, self.layer)
+        try:
+            resp = self._call(client, request, args, nargsf, kwnames, rest, kwargs)
+        except BaseException as exc:
+            if token is not None:
+                PyContextVar_Reset(self.active, token)
+            self.failed(log, ep, self.client, start, retried, sent, exc)
+            raise
+        if token is not None:
+            PyContextVar_Reset(self.active, token)
+        try:
+            self._answered(log, ep, start, retried, resp, sent)
+        except Exception:  # never into the user's code
+            pass
+        return resp
+
+    cdef object _endpoint(self, url):
+        if self.key_attr is None:
+            key = url if isinstance(url, str) else None
+        else:
+            key = getattr(url, self.key_attr, None)
+        if key is not None:
+            ep = self.cache.get(key)
+            if ep is not None:
+                return ep
+        return self.endpoint(url)  # it caches what it finds
+
+    cdef RequestLog _log(self):
+        log = getattr(self.logs["_tls"], "log", None)
+        if log is None:
+            log = self.logs["thread_log"]()
+        cdef RequestLog rl = <RequestLog?>log
+        rl._bound()
+        return rl
+
+    cdef object _sent(self, request):
+        body = getattr(request, self.body_attr, None)
+        if isinstance(body, (bytes, str)):
+            return len(body)
+        if self.sent_else is not None:
+            return self.sent_else(request)
+        return 0
+
+    cdef int _answered(self, RequestLog log, ep, int64_t start, retried, resp,
+                       sent) except -1:
+        status = resp.status_code
+        if status >= 500:
+            outcome = "5xx"
+        elif status >= 400:
+            outcome = "4xx"
+        else:
+            outcome = "ok"
+        data = getattr(resp, "_content", None)
+        if not isinstance(data, bytes):
+            data = None
+        cdef int64_t end = log._record(ep, self.client, start, retried, outcome, data, sent)
+        t = getattr(self.state["tls"], "t", None)
+        if t is None:  # no training state on this thread yet: the Python rule decides
+            self.wait(start, end, "http")
+        elif not (self.probes and ep in self.probes):  # a metadata probe is no wait
+            t.request_wait(start, end, self.state["_default_main"])
+        return 0
+
+    def __call__(self, *args, **kwargs):
+        # the tp_call path (a caller that does not use vectorcall): the wrapper decides
+        return self.wrapper(*args, **kwargs)
+
+    def __get__(self, obj, objtype):
+        if obj is None:
+            return self
+        return MethodType(self, obj)
+
+
+cdef Py_ssize_t _plain_vc_offset():
+    cdef PlainSend probe = PlainSend.__new__(
+        PlainSend, print, print, active=_PROBE_VAR, layer=None, client="", cache={},
+        key_attr=None, endpoint=print, body_attr="", sent_else=None, logs={}, state={},
+        probes=set(), wait=print, failed=print)
+    return <Py_ssize_t>(<char*>&probe.vc - <char*><PyObject*>probe)
+
+
+_PROBE_VAR = ContextVar("gyreprof_plain_send_probe", default=None)
+gyre_plain_type_setup(PlainSend, _plain_vc_offset())

@@ -38,6 +38,7 @@ from types import ModuleType
 from typing import Any
 
 from gyreprof._core.gate import Gate
+from gyreprof._core.requestlog import PlainSend
 from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.integrations._auto import state as st
@@ -357,7 +358,7 @@ def _httpx_send(mod: ModuleType) -> hooks.Make:
                     return original(self, request, *args, **kwargs)  # another layer owns it
                 return _attempt(original, self, request, args, kwargs, outer, mod)
             if not kwargs.get("stream", False):
-                return _httpx_plain(original, self, request, args, kwargs)
+                return plain.plain(self, request, args, kwargs)
             try:
                 req = _httpx_open(request)
             except Exception:  # noqa: BLE001 - uninstrumented rather than broken
@@ -376,38 +377,48 @@ def _httpx_send(mod: ModuleType) -> hooks.Make:
                 pass
             return resp
 
-        return send
+        plain = _plain_send(
+            original,
+            send,
+            "httpx",
+            layer=None,
+            cache=_by_ref,
+            key_attr="_uri_reference",
+            endpoint=_httpx_endpoint,
+            body_attr="_content",
+            sent_else=_httpx_headers_sent,
+        )
+        return plain
 
     return make
 
 
-def _httpx_plain(
-    original: Callable[..., Any], client: Any, request: Any, args: Any, kwargs: Any
-) -> Any:
-    """A synchronous httpx send that is not a stream: its span recorded with no Request
-    object (``rollout_log.record_plain``, compiled), the same row as the general path's."""
-    try:
-        ep = _httpx_endpoint(request.url)
-        log = rl.thread_log()
-        start, retried = log.open_plain(ep)  # compiled (RequestLog)
-        sent = _httpx_sent(request)
-    except Exception:  # noqa: BLE001 - uninstrumented rather than broken
-        return original(client, request, *args, **kwargs)
-    try:
-        resp = original(client, request, *args, **kwargs)
-    except BaseException as exc:
-        _plain_failed(log, ep, "httpx", start, retried, sent, exc)
-        raise
-    try:
-        status = resp.status_code
-        outcome = rl.status_class(status)
-        data = getattr(resp, "_content", None)
-        trainer_wait(
-            start, log.record_plain(ep, "httpx", start, retried, outcome, data, sent), "http"
-        )
-    except Exception:  # noqa: BLE001, S110 - never into the user's code
-        pass
-    return resp
+def _httpx_headers_sent(request: Any) -> int:
+    """Bytes of a request body httpx does not hold whole: its content-length."""
+    return _content_length(request.headers)
+
+
+def _plain_send(
+    original: Callable[..., Any], wrapper: Callable[..., Any], client: str, **how: Any
+) -> PlainSend:
+    """The patched ``send`` of ``client`` (``_core/requestlog.PlainSend``): a plain request
+    (one synchronous attempt, no stream, no layer above owning it) recorded in compiled
+    code, with this module's context variable, the thread logs, the training state and
+    the Python paths for the rest (``trainer_wait`` on a thread with no training state
+    yet, ``_plain_failed`` for a send that raised); ``how`` says how ``client``'s request
+    reads (its endpoint cache and key, its body)."""
+    return PlainSend(
+        original,
+        wrapper,
+        active=_active,
+        client=client,
+        logs=vars(rl),
+        state=vars(st),
+        probes=rl.probe_endpoints,
+        wait=trainer_wait,
+        failed=_plain_failed,
+        **how,
+    )
 
 
 def _attempt(
@@ -593,7 +604,7 @@ def _requests_send(original: Callable[..., Any], name: str) -> Callable[..., Any
         if _active.get() is not None:
             return original(self, request, **kwargs)
         if not kwargs.get("stream", False):
-            return _requests_plain(original, self, request, kwargs)
+            return plain.plain(self, request, (), kwargs)
         req = _guard(_new, _guard(rl.endpoint_of_url, request.url) or "", "requests")
         if req is None:
             return original(self, request, **kwargs)
@@ -616,7 +627,18 @@ def _requests_send(original: Callable[..., Any], name: str) -> Callable[..., Any
             _guard(trainer_wait, req.start, rl._now(), "http")
         return resp
 
-    return send
+    plain = _plain_send(
+        original,
+        send,
+        "requests",
+        layer=_REQUESTS_LAYER,
+        cache=_by_url,
+        key_attr=None,
+        endpoint=_requests_endpoint,
+        body_attr="body",
+        sent_else=None,
+    )
+    return plain
 
 
 #: what ``_active`` holds while a plain ``requests`` send runs (the layers below it, urllib3
@@ -649,38 +671,6 @@ def _forget_endpoints() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_endpoints)
-
-
-def _requests_plain(original: Callable[..., Any], session: Any, request: Any, kwargs: Any) -> Any:
-    """A ``requests`` send that is not a stream: its span recorded with no Request object
-    (``rollout_log.record_plain``), the same row as the general path's."""
-    try:
-        ep = _requests_endpoint(request.url)
-        log = rl.thread_log()
-        start, retried = log.open_plain(ep)  # compiled (RequestLog)
-        body = request.body
-        sent = len(body) if isinstance(body, (bytes, str)) else 0
-    except Exception:  # noqa: BLE001 - uninstrumented rather than broken
-        return original(session, request, **kwargs)
-    token = _active.set(_REQUESTS_LAYER)
-    try:
-        resp = original(session, request, **kwargs)
-    except BaseException as exc:
-        _active.reset(token)
-        _plain_failed(log, ep, "requests", start, retried, sent, exc)
-        raise
-    _active.reset(token)
-    try:
-        outcome = rl.status_class(resp.status_code)
-        data = getattr(resp, "_content", None)
-        if not isinstance(data, bytes):
-            data = None
-        trainer_wait(
-            start, log.record_plain(ep, "requests", start, retried, outcome, data, sent), "http"
-        )
-    except Exception:  # noqa: BLE001, S110 - never into the user's code
-        pass
-    return resp
 
 
 def install_requests(mod: ModuleType) -> None:
