@@ -661,3 +661,27 @@ def test_clamped_and_negative_values_are_caveats_but_ring_overwrites_are_not() -
     assert "trainer: 1 negative durations ignored" in v.caveats
     assert "trainer: 1 values above the range (clamped)" in v.caveats
     assert not any("overwritten" in c for c in v.caveats)
+
+
+def test_idle_sampler_time_is_idle_not_untimed() -> None:
+    """A sampler that counts ``idle_ns`` (blocked handing its data over: ``gyreprof run``
+    counts a put into a full queue so) has that time as ``"(idle)"``: the rule on timed
+    coverage is read on the time it worked, so the idle time never reads as untimed work
+    ("time the rest next") when the timed phases cover what it did."""
+    tp = trainer(wait_ns=2 * MS, compute_ns=1 * MS)  # the sampler's wall: 200 x 2 ms of wait
+    sp = gp.Profiler(["env_step"])
+    for _ in range(200):
+        sp.record("env_step", 900 * US)
+    naive = diagnose(sampler=sp, trainer=tp, loop="sync")
+    assert naive.dominant_phase == "(untimed)"  # 55% untimed leads without the idle count
+    sp.count("idle_ns", 200 * MS)
+    v = diagnose(sampler=sp, trainer=tp, loop="sync")
+    assert v.sampler_shares == pytest.approx({"env_step": 0.45, "(idle)": 0.5, "(untimed)": 0.05})
+    assert v.coverage == pytest.approx(0.9)  # of the time it worked
+    assert v.dominant_phase == "env_step" and v.dominant_kind == "env"
+    reason = next(r for r in v.reasons if r.startswith("sampler:"))
+    assert "idle 50.0% of its wall time" in reason and "time the rest" not in reason
+    sp.count("idle_ns", 300 * MS)  # more idle than the wall leaves: capped at the rest
+    capped = diagnose(sampler=sp, trainer=tp, loop="sync")
+    assert capped.sampler_shares["(idle)"] == pytest.approx(0.55)
+    assert capped.sampler_shares["(untimed)"] == 0.0 and capped.coverage == pytest.approx(1.0)

@@ -266,6 +266,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "top = max(timed, key=lambda n: timed[n])", "top = min(timed, key=lambda n: timed[n])",
            ("tests/test_verdict.py::test_waiting_on_env_stepping",
             "tests/test_verdict.py::test_waiting_on_forward_or_transfer")),
+    Mutant("verdict-idle-is-worked-time", _VERDICT,  # coverage read on the whole wall
+           "    work = wall - idle_ns\n", "    work = wall\n",
+           ("tests/test_verdict.py::test_idle_sampler_time_is_idle_not_untimed",)),
+    Mutant("verdict-idle-uncapped", _VERDICT,
+           "min(float(s_summary.counters.get(IDLE_COUNTER, 0)), max(0.0, wall - timed_ns))",
+           "float(s_summary.counters.get(IDLE_COUNTER, 0))",
+           ("tests/test_verdict.py::test_idle_sampler_time_is_idle_not_untimed",)),
     # -- sweep decisions: the distinguishability rule (rule.py), the stop rule (decide.py)
     Mutant("sweep-distinguishable-inverted", _RULE,
            "return hi / lo > (1.0 + flat_within) * (1.0 + noise_)",

@@ -39,8 +39,10 @@
 3. **Where does the sampler's wall time go?** ``sampler_shares`` are shares of
    the sampler's *wall* time: its marked steps (``prof.begin()``); without
    marked steps, the trainer's wait in a synchronous loop, else the sampler
-   profile's elapsed time. The rest is ``"(untimed)"`` and ``coverage`` is the
-   timed fraction. Below ``min_coverage`` (default 0.8) the verdict leads with
+   profile's elapsed time. The sampler's idle time (its ``idle_ns`` counter: blocked
+   handing its data over, a put into a full queue) is ``"(idle)"``, waiting and not
+   work; the rest is ``"(untimed)"`` and ``coverage`` is the timed fraction of the
+   time it worked (wall minus idle). Below ``min_coverage`` (default 0.8) the verdict leads with
    the untimed share and says what to time next (the policy forward, buffer
    writes), and never calls a timed phase "dominant". Otherwise: an
    env-stepping phase (by name: ``env_phases``, or a name starting with
@@ -152,6 +154,12 @@ BOUNDS = ("trainer", "sampler", "balanced", "unknown")
 LOOPS = ("sync", "overlapped")
 #: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
 UNTIMED = "(untimed)"
+#: the key of the sampler's idle wall time in ``Verdict.sampler_shares`` (see IDLE_COUNTER)
+IDLE = "(idle)"
+#: the sampler counter of ns it spent idle, handing its data over while nobody took it (a
+#: put into a full queue: waiting for the trainer, not work); ``gyreprof run`` counts it
+#: on every sampling thread, a hand-made sampler may count it too (``prof.count``)
+IDLE_COUNTER = "idle_ns"
 
 
 @serial_format(VERDICT_FORMAT, reads=(VERDICT_FORMAT_V1,))
@@ -182,8 +190,9 @@ class Verdict:
     ``loop_evidence`` the words behind it. ``dominant_phase`` is
     the phase to look at first (``"(untimed)"`` when the sampler's untimed
     time is its largest part). ``sampler_shares`` are shares of the sampler's
-    wall time (see ``sampler_wall``) with the rest under ``"(untimed)"``;
-    ``coverage`` is the timed fraction. ``reasons`` are the steps taken, each
+    wall time (see ``sampler_wall``), its idle time under ``"(idle)"`` when it counted
+    any (``IDLE_COUNTER``), the rest under ``"(untimed)"``; ``coverage`` is the timed
+    fraction of the time it worked (its wall time minus idle). ``reasons`` are the steps taken, each
     with its numbers; ``advice`` what to do next; ``unknowns`` what cannot be
     concluded from the profiles given; ``caveats`` what may make the numbers
     mislead.
@@ -802,9 +811,10 @@ class _Wall:
 
     ns: float
     basis: str
-    shares: dict[str, float]  # timed phases, then UNTIMED
-    coverage: float
+    shares: dict[str, float]  # timed phases, then IDLE (when counted), then UNTIMED
+    coverage: float  # timed share of the working time (wall minus idle)
     note: str | None
+    idle: float = 0.0  # share of the wall time idle (blocked handing data over)
 
 
 def _sampler_wall(
@@ -832,10 +842,18 @@ def _sampler_wall(
             "shares are of the timed time"
         )
         wall, basis = timed_ns, "its timed phases (see the caveat)"
-    coverage = min(1.0, timed_ns / wall) if wall > 0 else 0.0
+    # idle time is outside the timed phases: at most the wall time they leave
+    idle_ns = 0.0
+    if wall > 0:
+        idle_ns = min(float(s_summary.counters.get(IDLE_COUNTER, 0)), max(0.0, wall - timed_ns))
+    work = wall - idle_ns
+    coverage = min(1.0, timed_ns / work) if work > 0 else 0.0
     shares = {n: v / wall for n, v in timed.items()} if wall > 0 else dict.fromkeys(timed, 0.0)
-    shares[UNTIMED] = max(0.0, 1.0 - coverage)
-    return _Wall(wall, basis, shares, coverage, note)
+    idle = idle_ns / wall if wall > 0 else 0.0
+    if idle > 0:
+        shares[IDLE] = idle
+    shares[UNTIMED] = max(0.0, 1.0 - min(1.0, timed_ns / wall if wall > 0 else 0.0) - idle)
+    return _Wall(wall, basis, shares, coverage, note, idle)
 
 
 def _phase_kind_and_tuning(
@@ -869,20 +887,30 @@ def _sampler_words(
 ) -> tuple[str, bool]:
     """The sampler's reason (untimed first when coverage is low) and whether untimed leads."""
     shares = wall.shares
-    order = sorted((n for n in shares if n != UNTIMED), key=lambda n: shares[n], reverse=True)
+    order = sorted(
+        (n for n in shares if n not in (UNTIMED, IDLE)), key=lambda n: shares[n], reverse=True
+    )
     st = s_summary.phases[top]
     rest = ", ".join(f"{n!r} {fmt_pct(shares[n])}" for n in order[1:4])
     untimed = shares[UNTIMED]
+    idle = ""
+    if wall.idle >= 0.005:
+        idle = (
+            f"; it was idle {fmt_pct(wall.idle)} of its wall time, blocked handing its data "
+            "over (a put into a full queue: the trainer was not ready for more), which is "
+            "waiting, not work"
+        )
     if wall.coverage < min_coverage:
         untimed_leads = untimed > shares[top]
         place = "the largest part" if untimed_leads else "a large part"
+        worked = "timed" if wall.idle <= 0 else "of the time it worked is timed"
         text = (
             f"sampler: {fmt_pct(untimed)} of the sampler's wall time (from {wall.basis}) is "
-            f"untimed, {place}: only {fmt_pct(wall.coverage)} is timed (below "
+            f"untimed, {place}: only {fmt_pct(wall.coverage)} {worked} (below "
             f"{fmt_pct(min_coverage)}), so no timed phase can be called dominant; time the "
             "rest next (the policy forward, buffer writes, observation conversion: whatever "
             f"runs between the timed phases). Timed: {top!r} {fmt_pct(shares[top])} (p50 "
-            f"{fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})" + (f", then {rest}" if rest else "")
+            f"{fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})" + (f", then {rest}" if rest else "") + idle
         )
         return text, untimed_leads
     lead = "the largest" if shares[top] < 0.5 else "dominant"
@@ -891,6 +919,7 @@ def _sampler_words(
         f"{wall.basis}; {lead}; p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})"
         + (f", then {rest}" if rest else "")
         + (f", untimed {fmt_pct(untimed)}" if untimed >= 0.005 else "")
+        + idle
     )
     return text, False
 
@@ -904,7 +933,7 @@ def _sampler_step(
     min_coverage: float,
 ) -> str:
     """Step 3's verdict: which part of the sampler to look at; returns the top timed phase."""
-    timed = {n: v for n, v in wall.shares.items() if n != UNTIMED}
+    timed = {n: v for n, v in wall.shares.items() if n not in (UNTIMED, IDLE)}
     top = max(timed, key=lambda n: timed[n])
     top_kind, what, tune = _phase_kind_and_tuning(top, wall.shares, env_phases)
     seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage)

@@ -184,13 +184,19 @@ def summary(s: Summary) -> str:
         lines.append("note: " + "; ".join(issues))
     if s.counters:
         lines.append(
-            "counters: "
-            + ", ".join(
-                f"{safe_name(k)} {v} ({rate_cell(s.counter_rates.get(k))}/s)"
-                for k, v in s.counters.items()
-            )
+            "counters: " + ", ".join(_counter_cell(s, k, v) for k, v in s.counters.items())
         )
     return "\n".join(lines)
+
+
+def _counter_cell(s: Summary, name: str, value: int) -> str:
+    """A counter and its rate; one whose name ends in ``_ns`` counts time (the sampler's
+    ``idle_ns``): its value as a duration and its share of the profile's elapsed time."""
+    if name.endswith("_ns") and s.elapsed_s > 0:
+        return (
+            f"{safe_name(name)} {fmt_ns(value)} ({fmt_pct(value / 1e9 / s.elapsed_s)} of elapsed)"
+        )
+    return f"{safe_name(name)} {value} ({rate_cell(s.counter_rates.get(name))}/s)"
 
 
 def window(w: Window) -> str:
@@ -305,7 +311,8 @@ def verdict_headline(v: Verdict) -> str:
     else:
         head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
     if v.dominant_phase == UNTIMED and v.coverage is not None:
-        head += f" (look first at the sampler's untimed {fmt_pct(1.0 - v.coverage)})"
+        untimed = v.sampler_shares.get(UNTIMED, 1.0 - v.coverage)
+        head += f" (look first at the sampler's untimed {fmt_pct(untimed)})"
     elif v.dominant_phase is not None:
         head += f" (look first at {v.dominant_phase!r})"
     if v.loop is not None:

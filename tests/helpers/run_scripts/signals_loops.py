@@ -10,7 +10,9 @@
 
 ``env``: each env step (or produced item) sleeps SLEEP_S; ``train``: each update
 sleeps SLEEP_S. The script's own clock around the waits and the updates is
-printed as ``CLOCK {"wait_s": ..., "update_s": ..., "updates": ...}``; ``pool``
+printed as ``CLOCK {"wait_s": ..., "update_s": ..., "updates": ..., "put_s": ...}``
+(``put_s``: the producer's time in its puts into the bounded queue, blocked while it is
+full; 0 for the one-thread modes); ``pool``
 also prints ``TRAINER_THREADS n`` (threads of the run's state that trained).
 """
 
@@ -24,7 +26,7 @@ import time
 BATCH = 16
 
 
-def producer(q, n, slow_env, sleep_s, with_env):
+def producer(q, n, slow_env, sleep_s, with_env, put_s):
     env = None
     if with_env:
         import gymnasium as gym
@@ -41,8 +43,12 @@ def producer(q, n, slow_env, sleep_s, with_env):
                 if term or trunc:
                     obs, _ = env.reset()
                 rows.append(list(obs))
+        t0 = time.perf_counter()
         q.put(rows)
+        put_s[0] += time.perf_counter() - t0
+    t0 = time.perf_counter()
     q.put(None)
+    put_s[0] += time.perf_counter() - t0
 
 
 def torch_update(model, opt, rows, slow_train, sleep_s):
@@ -60,16 +66,17 @@ def torch_update(model, opt, rows, slow_train, sleep_s):
 
 def fed(mode, slow, n, sleep_s):
     q = queue.Queue(maxsize=4)
-    th = threading.Thread(
-        target=producer, args=(q, n, slow == "env", sleep_s, mode == "queue"), daemon=True
-    )
-    th.start()
+    put_s = [0.0]
     model = opt = None
-    if mode == "queue":
+    if mode == "queue":  # before the producer starts: it would fill the queue and wait
         import torch
 
         model = torch.nn.Linear(4, 1)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    th = threading.Thread(
+        target=producer, args=(q, n, slow == "env", sleep_s, mode == "queue", put_s), daemon=True
+    )
+    th.start()
     wait_s = update_s = 0.0
     updates = 0
     first = True
@@ -94,7 +101,7 @@ def fed(mode, slow, n, sleep_s):
         updates += 1
         update_s += time.perf_counter() - t1
     th.join()
-    return wait_s, update_s, updates
+    return wait_s, update_s, updates, put_s[0]
 
 
 def alternate(slow, n, sleep_s):
@@ -127,7 +134,7 @@ def alternate(slow, n, sleep_s):
             time.sleep(sleep_s)
         wait_s += t1 - t0
         update_s += time.perf_counter() - t1
-    return wait_s, update_s, n
+    return wait_s, update_s, n, 0.0
 
 
 def idle_worker(q):
@@ -138,9 +145,9 @@ def idle_worker(q):
 def main():
     mode, slow, n, sleep_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     if mode in ("queue", "torchfree"):
-        wait_s, update_s, updates = fed(mode, slow, n, sleep_s)
+        wait_s, update_s, updates, put_s = fed(mode, slow, n, sleep_s)
     elif mode == "alternate":
-        wait_s, update_s, updates = alternate(slow, n, sleep_s)
+        wait_s, update_s, updates, put_s = alternate(slow, n, sleep_s)
     else:
         work = queue.Queue()
         idle = [threading.Thread(target=idle_worker, args=(work,)) for _ in range(4)]
@@ -150,7 +157,7 @@ def main():
         pool.submit(time.sleep, 0).result()
         for _ in range(3):
             work.put(0)  # the idle workers take an item now and then
-        wait_s, update_s, updates = alternate(slow, n, sleep_s)
+        wait_s, update_s, updates, put_s = alternate(slow, n, sleep_s)
         for _ in idle:
             work.put(None)
         for th in idle:
@@ -159,7 +166,7 @@ def main():
         from gyreprof.integrations._auto import state
 
         print("TRAINER_THREADS", sum(1 for t in state.threads() if t.trains), flush=True)
-    clock = {"wait_s": wait_s, "update_s": update_s, "updates": updates}
+    clock = {"wait_s": wait_s, "update_s": update_s, "updates": updates, "put_s": put_s}
     print("CLOCK " + json.dumps(clock), flush=True)
 
 

@@ -15,6 +15,13 @@ straight through: one thread-local read, no profilers created. A non-blocking
 ``concurrent.futures.wait`` and each step of ``as_completed`` are such waits too
 (kind ``own`` when the waiting thread submitted all their futures itself).
 
+**The sampler's idle time**: a blocking ``put`` into a full ``queue.Queue`` or
+``multiprocessing`` ``Queue`` on a thread that samples (it has a ThreadState: it stepped an
+env or ran a forward) and whose waits do not count (it does not train) is the sampler
+waiting for the trainer to take its data: counted, in ns, in its sampler profile's
+``idle_ns`` counter (``analysis.verdict.IDLE_COUNTER``), so the report says "idle", not
+"untimed". A put into a queue with room, or on any other thread, calls straight through.
+
 **Batches of futures** (issue 23): ``Executor.map``, ``concurrent.futures.wait``
 (all completed) and ``as_completed`` over 2+ futures record a *group*
 (``rollout_log.add_group``, once an HTTP client is patched): from the first
@@ -62,6 +69,51 @@ def _first(kind: str, original: Callable[..., Any], *args: Any, **kwargs: Any) -
     return out
 
 
+#: the sampler counter of its idle ns (``analysis.verdict.IDLE_COUNTER``; not imported
+#: from there: the bootstrap of every process stays light)
+IDLE_NS = "idle_ns"
+
+
+def _handoff(
+    full: Callable[[Any], bool], original: Callable[..., Any], q: Any, item: Any, *rest: Any
+) -> Any:
+    """A blocking ``put``: on a sampling thread that does not train, into a full queue,
+    the time it blocked is the sampler's idle time (see the module doc)."""
+    t = getattr(st.tls, "t", None)
+    if t is None or t.waits_count(st._default_main) or not _full(full, q):
+        return original(q, item, *rest)
+    start = t.now()
+    try:
+        return original(q, item, *rest)
+    finally:
+        _count_idle(t, t.now() - start)
+
+
+def _full(full: Callable[[Any], bool], q: Any) -> bool:
+    try:
+        return bool(full(q))
+    except Exception:  # noqa: BLE001 - a queue that cannot tell: not timed
+        return False
+
+
+def _count_idle(t: st.ThreadState, ns: int) -> None:
+    if ns > 0:
+        try:
+            t.sampler.count(IDLE_NS, ns)
+        except Exception:  # noqa: BLE001, S110 - never into the user's code
+            pass
+
+
+def _queue_full(q: Any) -> bool:
+    """queue.Queue is full now (its own test, unlocked: a put that finds room does not
+    block; one that races a get at the edge is timed or not, either way right)."""
+    return bool(0 < q.maxsize <= q._qsize())
+
+
+def _mp_queue_full(q: Any) -> bool:
+    return bool(q._maxsize > 0 and q.full())
+
+
 def _wait(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return _wait_kind("fed", original, *args, **kwargs)
 
@@ -100,7 +152,7 @@ def _asked_here(fut: Any) -> bool:
 
 
 class Queue:
-    """Namespace of the ``Queue.get`` wrapper (queue and multiprocessing)."""
+    """Namespace of the ``Queue.get`` and ``Queue.put`` wrappers (queue and multiprocessing)."""
 
     @staticmethod
     def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -110,6 +162,20 @@ class Queue:
             return _wait(original, self, block, timeout)
 
         return get
+
+    @staticmethod
+    def make_put(full: Callable[[Any], bool]) -> hooks.Make:
+        """The ``Queue.put`` wrapper, with the queue kind's test of being full."""
+
+        def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+            def put(self: Any, obj: Any, block: bool = True, timeout: float | None = None) -> Any:
+                if not block:
+                    return original(self, obj, block, timeout)
+                return _handoff(full, original, self, obj, block, timeout)
+
+            return put
+
+        return make
 
 
 class SimpleQueue:
@@ -311,10 +377,12 @@ def _ray_wait(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _install_queue(module: ModuleType) -> None:
     hooks.patch_methods(module.Queue, ("get",), Queue.make)
+    hooks.patch_methods(module.Queue, ("put",), Queue.make_put(_queue_full))
 
 
 def _install_mp_queues(module: ModuleType) -> None:
     hooks.patch_methods(module.Queue, ("get",), Queue.make)
+    hooks.patch_methods(module.Queue, ("put",), Queue.make_put(_mp_queue_full))
     hooks.patch_methods(module.SimpleQueue, ("get",), SimpleQueue.make)
 
 
