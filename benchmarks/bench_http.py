@@ -19,6 +19,11 @@ the step: the "this tree" row is the default trainer's, where each request also
 closes a collect block. ``--seeds K`` counts each row in K children (hash seeds 0..K-1)
 and prints the median of the per-seed differences and their range.
 
+``--breakdown CLIENT [--top K]``: where the added instructions of one client's request
+go (httpx or requests): callgrind collects only inside the 2N loop (``filter_next``), bare
+and instrumented, and the K functions whose exclusive counts grew most are printed per
+request (names with a recursion suffix, ``'2``, shift between levels: read them in pairs).
+
 ``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
 (``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
 whole command's wall and CPU time (user + system of it and its children) and of the
@@ -312,6 +317,38 @@ def _cpu_ratio(url: str, n: int, rounds: int) -> None:
         )
 
 
+def _breakdown(url: str, client: str, n: int, top: int) -> None:
+    import os
+    import re
+    import tempfile
+
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    per: dict[str, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for mode in ("bare", "inst"):
+            cg = f"{d}/{mode}.out"
+            child = [sys.executable, "-c", _COUNT_CHILD, client, mode, str(n), url]
+            cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=filter_next"]
+            subprocess.run([*cmd, f"--callgrind-out-file={cg}", *child], env=env, check=True,
+                           capture_output=True)  # fmt: skip
+            ann = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", cg],
+                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
+            rows = {}
+            for line in ann.splitlines():
+                m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+(\S.*)", line)
+                if m and "PROGRAM TOTALS" not in line:
+                    rows[m.group(2).split(" [")[0]] = int(m.group(1).replace(",", ""))
+            per[mode] = rows
+    calls = 2 * n
+    total = (sum(per["inst"].values()) - sum(per["bare"].values())) / calls
+    print(f"{client}: {total:+.0f} instructions per request added (2N = {calls} requests)")
+    keys = set(per["bare"]) | set(per["inst"])
+    grew = sorted(keys, key=lambda k: per["inst"].get(k, 0) - per["bare"].get(k, 0))
+    for k in grew[::-1][:top]:
+        print(f"  {(per['inst'].get(k, 0) - per['bare'].get(k, 0)) / calls:+8.0f}  {k[-110:]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -322,12 +359,16 @@ def main() -> None:
     ap.add_argument("--before", default=None, help="with --instructions: another tree's src")
     ap.add_argument("--seeds", type=int, default=1, help="with --instructions: hash seeds")
     ap.add_argument("--cpu", action="store_true", help="interleaved CPU time per request")
+    ap.add_argument("--breakdown", choices=("httpx", "requests"), help="added cost by function")
+    ap.add_argument("--top", type=int, default=25, help="with --breakdown: functions shown")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
-    if args.instructions or args.cpu:
+    if args.instructions or args.cpu or args.breakdown:
         proc, url = _start_server()
         try:
+            if args.breakdown:
+                _breakdown(url, args.breakdown, args.n, args.top)
             if args.instructions:
                 _instructions(url, args.n, args.chunks, args.before, args.seeds)
             if args.cpu:
