@@ -75,16 +75,16 @@ IDLE_NS = "idle_ns"
 
 
 def _handoff(
-    full: Callable[[Any], bool], original: Callable[..., Any], q: Any, item: Any, *rest: Any
+    full: Callable[[Any], bool], original: Callable[..., Any], q: Any, args: Any, kwargs: Any
 ) -> Any:
     """A blocking ``put``: on a sampling thread that does not train, into a full queue,
     the time it blocked is the sampler's idle time (see the module doc)."""
     t = getattr(st.tls, "t", None)
     if t is None or t.waits_count(st._default_main) or not _full(full, q):
-        return original(q, item, *rest)
+        return original(q, *args, **kwargs)
     start = t.now()
     try:
-        return original(q, item, *rest)
+        return original(q, *args, **kwargs)
     finally:
         _count_idle(t, t.now() - start)
 
@@ -165,13 +165,16 @@ class Queue:
 
     @staticmethod
     def make_put(full: Callable[[Any], bool]) -> hooks.Make:
-        """The ``Queue.put`` wrapper, with the queue kind's test of being full."""
+        """The ``Queue.put`` wrapper, with the queue kind's test of being full. Its
+        arguments pass on as given (``queue`` names the item ``item``, ``multiprocessing``
+        ``obj``); ``block`` is read where the original has it."""
 
         def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-            def put(self: Any, obj: Any, block: bool = True, timeout: float | None = None) -> Any:
+            def put(self: Any, *args: Any, **kwargs: Any) -> Any:
+                block = kwargs["block"] if "block" in kwargs else len(args) < 2 or args[1]
                 if not block:
-                    return original(self, obj, block, timeout)
-                return _handoff(full, original, self, obj, block, timeout)
+                    return original(self, *args, **kwargs)
+                return _handoff(full, original, self, args, kwargs)
 
             return put
 
