@@ -138,6 +138,8 @@ def test_env_phase_names_are_configurable() -> None:
 def test_threshold_is_a_parameter() -> None:
     tp = trainer(MS, 9 * MS)  # waits 10%: at the default threshold, inside its band
     assert diagnose(trainer=tp).bound == "balanced"
+    # with the band off, exactly at the threshold is the sampler's side (r >= threshold)
+    assert diagnose(trainer=tp, band=0).bound == "sampler"
     assert diagnose(trainer=tp, trainer_bound_below=0.05).bound == "sampler"
     v = diagnose(trainer=tp, trainer_bound_below=0.2)
     assert v.bound == "trainer"
