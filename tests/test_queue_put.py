@@ -19,6 +19,8 @@ import pytest
 from gyreprof.integrations._auto import hooks, patch_queue
 from gyreprof.integrations._auto import state as st
 
+from helpers.threads import in_thread
+
 
 def _patched(base: type, full: Callable[[Any], bool]) -> type:
     original = base.__dict__["put"]
@@ -28,23 +30,6 @@ def _patched(base: type, full: Callable[[Any], bool]) -> type:
 
 def _idle(t: st.ThreadState) -> int:
     return int(t.sampler.snapshot().counters.get(patch_queue.IDLE_NS, 0))
-
-
-def _in_thread(body: Callable[[], Any]) -> Any:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = body()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            out["error"] = exc
-
-    th = threading.Thread(target=run)
-    th.start()
-    th.join(60)
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
 
 
 def _take_later(q: Any, after_s: float) -> threading.Thread:
@@ -69,7 +54,7 @@ def test_a_sampling_threads_blocked_put_is_idle_time() -> None:
         assert q.get() == 2
         return room, _idle(t), blocked
 
-    room, idle, blocked = _in_thread(body)
+    room, idle, blocked = in_thread(body)
     assert room == 0
     assert 0.08e9 < idle <= blocked + 5_000_000, (idle, blocked)
 
@@ -85,7 +70,7 @@ def test_what_is_not_idle_and_the_originals_behaviour() -> None:
         taker.join()
         assert st.tls.__dict__.get("t") is None
 
-    _in_thread(no_state)
+    in_thread(no_state)
 
     def sampling() -> int:
         t = st.thread_state()
@@ -99,7 +84,7 @@ def test_what_is_not_idle_and_the_originals_behaviour() -> None:
             q.put(2, timeout=0.05)  # a blocking put that times out: idle, and Full raised
         return _idle(t)
 
-    idle = _in_thread(sampling)
+    idle = in_thread(sampling)
     assert 0.04e9 < idle < 2e9
 
     def trains() -> int:
@@ -113,7 +98,7 @@ def test_what_is_not_idle_and_the_originals_behaviour() -> None:
 
     saved = st._default_main
     try:
-        assert _in_thread(trains) == 0
+        assert in_thread(trains) == 0
     finally:
         st._default_main = saved
 
@@ -133,4 +118,4 @@ def test_a_multiprocessing_queue_put_by_its_own_names() -> None:
         q.join_thread()
         return _idle(t)
 
-    assert 0.04e9 < _in_thread(body) < 2e9
+    assert 0.04e9 < in_thread(body) < 2e9

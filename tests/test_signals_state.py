@@ -13,6 +13,8 @@ import pytest
 
 from gyreprof.integrations._auto import state as st
 
+from helpers.threads import in_thread
+
 
 @pytest.fixture(autouse=True)
 def _keep_the_default_trainer() -> Iterator[None]:
@@ -23,21 +25,7 @@ def _keep_the_default_trainer() -> Iterator[None]:
 
 def _in_thread(body: Callable[[st.ThreadState], Any]) -> Any:
     """Run ``body(t)`` in a new thread with fresh profilers; its result (or its error)."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            t = st.new_thread()
-            out["value"] = body(t)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            out["error"] = exc
-
-    th = threading.Thread(target=run)
-    th.start()
-    th.join(60)
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
+    return in_thread(lambda: body(st.new_thread()))
 
 
 def _trainer(t: st.ThreadState) -> tuple[np.ndarray, dict[str, int]]:

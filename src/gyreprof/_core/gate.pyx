@@ -22,28 +22,12 @@ raise: an attribute that raises on reading means "call the wrapper".
 cimport cython
 from cpython.contextvars cimport PyContextVar_CheckExact, get_value
 from cpython.object cimport PyObject, PyObject_GetAttr
+from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_SIZE
 
-from types import MethodType
+from gyreprof._core.vcall cimport gyre_vc_call, gyre_vc_nargs, gyre_vc_t, gyre_vc_type_setup
 
-cdef extern from *:
-    """
-    /* vectorcall (PEP 590) for Gate: the call's arguments go on to the original as they
-       came, with no tuple or dict made; and the type is a method descriptor, so
-       ``obj.method(...)`` calls ``gate(obj, ...)`` with no bound method made. */
-    typedef PyObject* (*gyre_gate_vc_t)(PyObject*, PyObject**, size_t, PyObject*);
-    static void gyre_gate_type_setup(PyTypeObject* t, Py_ssize_t offset) {
-        t->tp_vectorcall_offset = offset;
-        t->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
-        PyType_Modified(t);
-    }
-    #define gyre_vc_nargs(n) PyVectorcall_NARGS(n)
-    #define gyre_vectorcall(f, a, n, k) PyObject_Vectorcall((f), (PyObject* const*)(a), (n), (k))
-    """
-    ctypedef void* gyre_gate_vc_t
-    void gyre_gate_type_setup(type t, Py_ssize_t offset)
-    Py_ssize_t gyre_vc_nargs(size_t nargsf)
-    object gyre_vectorcall(object f, PyObject** args, size_t nargsf, PyObject* kwnames)
+from types import MethodType
 
 
 cdef PyObject* _gate_vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
@@ -52,20 +36,16 @@ cdef PyObject* _gate_vectorcall(PyObject* callable, PyObject** args, size_t narg
     cdef Py_ssize_t n = gyre_vc_nargs(nargsf)
     cdef object first = <object>args[0] if n > 0 else None
     target = g.original if g._passes(n > 0, first) else g.wrapper
-    res = gyre_vectorcall(target, args, nargsf, kwnames)
+    res = gyre_vc_call(target, args, nargsf, kwnames)
     Py_INCREF(res)
     return <PyObject*>res
-
-
-cdef extern from "Python.h":
-    void Py_INCREF(object o)
 
 
 @cython.final
 cdef class Gate:
     """``original`` when the check passes, else ``wrapper`` (see the module doc)."""
 
-    cdef gyre_gate_vc_t vc  # the vectorcall entry (the type's tp_vectorcall_offset)
+    cdef gyre_vc_t vc  # the vectorcall entry (the type's tp_vectorcall_offset)
     cdef readonly object original
     cdef readonly object wrapper
     cdef object var
@@ -85,7 +65,7 @@ cdef class Gate:
         self.wrapper = wrapper
         self.var = var
         self.attr = attr
-        self.vc = <gyre_gate_vc_t>_gate_vectorcall
+        self.vc = <gyre_vc_t>_gate_vectorcall
 
     cdef bint _passes(self, bint has_first, object first):
         if self.var is not None and get_value(self.var) is not None:
@@ -116,4 +96,4 @@ cdef Py_ssize_t _vc_offset():
     return <Py_ssize_t>(<char*>&probe.vc - <char*><PyObject*>probe)
 
 
-gyre_gate_type_setup(Gate, _vc_offset())
+gyre_vc_type_setup(Gate, _vc_offset())

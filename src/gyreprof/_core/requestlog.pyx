@@ -24,6 +24,7 @@ from cpython.contextvars cimport (
     get_value,
 )
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t
 
@@ -31,6 +32,7 @@ from contextvars import ContextVar
 from types import MethodType
 
 from gyreprof._core.clock cimport gyre_mono_ns
+from gyreprof._core.vcall cimport gyre_vc_call, gyre_vc_nargs, gyre_vc_t, gyre_vc_type_setup
 
 cdef enum:
     REQUEST = 0  # the core span's phase (rollout_log.PHASES)
@@ -136,38 +138,15 @@ cdef class RequestLog:
 
 # ------------------------------------------------------------------ the patched send
 
-cdef extern from *:
-    """
-    /* vectorcall (PEP 590) for PlainSend, as for gate.Gate: the call's arguments go on
-       to the original or the wrapper as they came, and the type is a method descriptor
-       (``client.send(...)`` calls ``plain_send(client, ...)``, no bound method made). */
-    typedef PyObject* (*gyre_plain_vc_t)(PyObject*, PyObject**, size_t, PyObject*);
-    static void gyre_plain_type_setup(PyTypeObject* t, Py_ssize_t offset) {
-        t->tp_vectorcall_offset = offset;
-        t->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
-        PyType_Modified(t);
-    }
-    #define gyre_plain_nargs(n) PyVectorcall_NARGS(n)
-    #define gyre_plain_call(f, a, n, k) PyObject_Vectorcall((f), (PyObject* const*)(a), (n), (k))
-    """
-    ctypedef void* gyre_plain_vc_t
-    void gyre_plain_type_setup(type t, Py_ssize_t offset)
-    Py_ssize_t gyre_plain_nargs(size_t nargsf)
-    object gyre_plain_call(object f, PyObject** args, size_t nargsf, PyObject* kwnames)
-
-
-cdef extern from "Python.h":
-    void Py_INCREF(object o)
-
 
 cdef PyObject* _plain_vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
                                  PyObject* kwnames) except NULL:
     cdef PlainSend ps = <PlainSend>callable
-    cdef Py_ssize_t n = gyre_plain_nargs(nargsf)
+    cdef Py_ssize_t n = gyre_vc_nargs(nargsf)
     if n == 2 and ps._is_plain(kwnames, args + 2):
         res = ps._send(<object>args[0], <object>args[1], args, nargsf, kwnames, (), None)
     else:
-        res = gyre_plain_call(ps.wrapper, args, nargsf, kwnames)
+        res = gyre_vc_call(ps.wrapper, args, nargsf, kwnames)
     Py_INCREF(res)
     return <PyObject*>res
 
@@ -191,7 +170,7 @@ cdef class PlainSend:
     when it fails before the send, the original is called uninstrumented; after it, the
     answer is returned as it came."""
 
-    cdef gyre_plain_vc_t vc  # the vectorcall entry (the type's tp_vectorcall_offset)
+    cdef gyre_vc_t vc  # the vectorcall entry (the type's tp_vectorcall_offset)
     cdef readonly object original
     cdef readonly object wrapper
     cdef object active
@@ -244,7 +223,7 @@ cdef class PlainSend:
         self.probes = probes
         self.wait = wait
         self.failed = failed
-        self.vc = <gyre_plain_vc_t>_plain_vectorcall
+        self.vc = <gyre_vc_t>_plain_vectorcall
 
     cdef int _is_plain(self, PyObject* kwnames, PyObject** kwvalues) except -1:
         if get_value(self.active) is not None:
@@ -265,7 +244,7 @@ cdef class PlainSend:
     cdef object _call(self, client, request, PyObject** args, size_t nargsf,
                       PyObject* kwnames, tuple rest, dict kwargs):
         if args != NULL:
-            return gyre_plain_call(self.original, args, nargsf, kwnames)
+            return gyre_vc_call(self.original, args, nargsf, kwnames)
         return self.original(client, request, *rest, **kwargs)
 
     cdef object _send(self, client, request, PyObject** args, size_t nargsf,
@@ -364,4 +343,4 @@ cdef Py_ssize_t _plain_vc_offset():
 
 
 _PROBE_VAR = ContextVar("gyreprof_plain_send_probe", default=None)
-gyre_plain_type_setup(PlainSend, _plain_vc_offset())
+gyre_vc_type_setup(PlainSend, _plain_vc_offset())

@@ -814,7 +814,11 @@ class _Wall:
     shares: dict[str, float]  # timed phases, then IDLE (when counted), then UNTIMED
     coverage: float  # timed share of the working time (wall minus idle)
     note: str | None
-    idle: float = 0.0  # share of the wall time idle (blocked handing data over)
+
+    @property
+    def idle(self) -> float:
+        """Share of the wall time idle (blocked handing data over)."""
+        return self.shares.get(IDLE, 0.0)
 
 
 def _sampler_wall(
@@ -853,7 +857,7 @@ def _sampler_wall(
     if idle > 0:
         shares[IDLE] = idle
     shares[UNTIMED] = max(0.0, 1.0 - min(1.0, timed_ns / wall if wall > 0 else 0.0) - idle)
-    return _Wall(wall, basis, shares, coverage, note, idle)
+    return _Wall(wall, basis, shares, coverage, note)
 
 
 def _phase_kind_and_tuning(
