@@ -275,11 +275,11 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/test_verdict.py::test_idle_sampler_time_is_idle_not_untimed",)),
     # -- the sampler's idle time: a blocking put into a full queue (patch_queue.py)
     Mutant("queue-put-trainer-idle", "src/gyreprof/integrations/_auto/patch_queue.py",
-           "if t is None or t.waits_count(st._default_main) or not _full(full, q):",
-           "if t is None or not _full(full, q):", ("tests/test_queue_put.py",)),
+           "if t.waits_count(st._default_main) or not _full(full, q):",
+           "if not _full(full, q):", ("tests/test_queue_put.py",)),
     Mutant("queue-put-with-room-timed", "src/gyreprof/integrations/_auto/patch_queue.py",
-           "if t is None or t.waits_count(st._default_main) or not _full(full, q):",
-           "if t is None or t.waits_count(st._default_main):", ("tests/test_queue_put.py",)),
+           "if t.waits_count(st._default_main) or not _full(full, q):",
+           "if t.waits_count(st._default_main):", ("tests/test_queue_put.py",)),
     # -- sweep decisions: the distinguishability rule (rule.py), the stop rule (decide.py)
     Mutant("sweep-distinguishable-inverted", _RULE,
            "return hi / lo > (1.0 + flat_within) * (1.0 + noise_)",

@@ -75,12 +75,17 @@ IDLE_NS = "idle_ns"
 
 
 def _handoff(
-    full: Callable[[Any], bool], original: Callable[..., Any], q: Any, args: Any, kwargs: Any
+    t: st.ThreadState,
+    full: Callable[[Any], bool],
+    original: Callable[..., Any],
+    q: Any,
+    args: Any,
+    kwargs: Any,
 ) -> Any:
-    """A blocking ``put``: on a sampling thread that does not train, into a full queue,
-    the time it blocked is the sampler's idle time (see the module doc)."""
-    t = getattr(st.tls, "t", None)
-    if t is None or t.waits_count(st._default_main) or not _full(full, q):
+    """A blocking ``put`` on thread ``t`` (it has a state): when it samples and does not
+    train, into a full queue, the time it blocked is the sampler's idle time (see the
+    module doc)."""
+    if t.waits_count(st._default_main) or not _full(full, q):
         return original(q, *args, **kwargs)
     start = t.now()
     try:
@@ -171,10 +176,13 @@ class Queue:
 
         def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             def put(self: Any, *args: Any, **kwargs: Any) -> Any:
+                t = getattr(st.tls, "t", None)  # most puts: a thread with no state
+                if t is None:
+                    return original(self, *args, **kwargs)
                 block = kwargs["block"] if "block" in kwargs else len(args) < 2 or args[1]
                 if not block:
                     return original(self, *args, **kwargs)
-                return _handoff(full, original, self, args, kwargs)
+                return _handoff(t, full, original, self, args, kwargs)
 
             return put
 
