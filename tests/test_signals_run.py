@@ -186,12 +186,14 @@ def test_a_multi_async_collector_trains_in_one_thread_its_workers_sample(
     pipeline (SB3's import declares nothing), the wait ratio of the script's clock and
     the verdict of the slowed update.
 
-    The first batch waits for the workers to start, against ~4 ms for a later one, which
-    the script's clock leaves out. How long depends on the machine (0.06 s on CI's, 0.3-0.8 s
-    here under load), so each env also takes 0.5 s to build, as one that loads assets does.
-    With no warm-up rule given, gyreprof run tells that step apart as start-up and judges
-    the rest (kept in, it alone made the wait 0.16-0.22 against the script's 0.02, and the
-    verdict sampler-bound: the figures with it are in the first reason)."""
+    The first batch waits for the workers' first steps, against ~1 ms for a later one, which
+    the script's clock leaves out. How long depends on the machine (0.09 s on CI's, 0.3-0.8 s
+    here under load), so each env's first step also takes 0.5 s, as one that loads assets on
+    first use does (0.76 s in all here). A slow env build would not do: the collector builds
+    its envs in its constructor, before the first batch is asked for. With no warm-up rule
+    given, gyreprof run tells that step apart as start-up and judges the rest (kept in, it
+    alone made the wait 0.16-0.22 against the script's 0.02, and the verdict sampler-bound:
+    the figures with it are in the first reason)."""
     pytest.importorskip("torchrl")
     pytest.importorskip("stable_baselines3")
     data, clock, stdout = _run(tmp_path, "signals_torchrl_async.py", "train", "1500", "100", "0.2")

@@ -3,9 +3,11 @@
 
 stable-baselines3 is imported first (as torchrl itself may do when it is installed):
 its patch must change nothing here. ``env``: every env step sleeps SLEEP_S (in the
-workers); ``train``: every update sleeps SLEEP_S. Each env takes START_S to build (an env
-that loads its assets), so the first batch waits for it on any machine. Prints ``BATCHES <n>`` and the
-script's clock around each batch wait and each update as ``CLOCK {...}``.
+workers); ``train``: every update sleeps SLEEP_S. Each env's first step takes START_S more
+(an env that loads its assets on first use). The collector builds its envs in its
+constructor, before the first batch is asked for, but steps them only once it is, so the
+first batch waits for that on any machine. Prints ``BATCHES <n>`` and the script's clock
+around each batch wait and each update as ``CLOCK {...}``.
 """
 
 import json
@@ -18,18 +20,22 @@ import torch
 from torchrl.collectors import MultiAsyncCollector
 from torchrl.envs import GymWrapper
 
+START_S = 0.5
+
 
 class SlowStep(gym.Wrapper):
     def __init__(self, env, sleep_s):
         super().__init__(env)
         self.sleep_s = sleep_s
+        self.first = True
 
     def step(self, action):
-        time.sleep(self.sleep_s)
+        if self.first:
+            self.first = False
+            time.sleep(START_S)
+        if self.sleep_s > 0:
+            time.sleep(self.sleep_s)
         return self.env.step(action)
-
-
-START_S = 0.5
 
 
 class Factory:
@@ -37,11 +43,7 @@ class Factory:
         self.sleep_s = sleep_s
 
     def __call__(self):
-        time.sleep(START_S)
-        env = gym.make("CartPole-v1")
-        if self.sleep_s > 0:
-            env = SlowStep(env, self.sleep_s)
-        return GymWrapper(env)
+        return GymWrapper(SlowStep(gym.make("CartPole-v1"), self.sleep_s))
 
 
 def main():
