@@ -19,8 +19,15 @@ Whitespace is the ASCII one of a bytes pattern's ``\\s`` (space, ``\\t\\n\\v\\f\
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memcmp
+from libc.string cimport memchr, memcmp
 from libc.stdint cimport int64_t
+
+
+cdef extern from "string.h" nogil:
+    # GNU extensions (Python.h defines _GNU_SOURCE before string.h is read): glibc's
+    # are vectorised, several bytes a cycle where the loops they replace read one
+    void* memmem(const void* hay, size_t n, const void* needle, size_t k)
+    void* memrchr(const void* s, int c, size_t n)
 
 
 cdef inline bint _space(unsigned char ch) noexcept nogil:
@@ -37,22 +44,23 @@ cdef Py_ssize_t _find(
     const unsigned char* s, Py_ssize_t n, Py_ssize_t start, const char* key, Py_ssize_t k
 ) noexcept nogil:
     """The first index >= start of ``key`` (k bytes) in ``s[:n]``, or -1."""
-    cdef Py_ssize_t i
-    cdef unsigned char first = <unsigned char>key[0]
-    i = start
-    while i + k <= n:
-        if s[i] == first and memcmp(s + i, key, k) == 0:
-            return i
-        i += 1
-    return -1
+    cdef const void* at
+    if start + k > n:
+        return -1
+    at = memmem(s + start, <size_t>(n - start), key, <size_t>k)
+    return -1 if at == NULL else <const unsigned char*>at - s
 
 
 cdef Py_ssize_t _rfind(const unsigned char* s, Py_ssize_t n, const char* key, Py_ssize_t k) noexcept nogil:
     """The last index of ``key`` (k bytes) in ``s[:n]``, or -1."""
     cdef Py_ssize_t i = n - k
-    cdef unsigned char first = <unsigned char>key[0]
+    cdef const void* at
     while i >= 0:
-        if s[i] == first and memcmp(s + i, key, k) == 0:
+        at = memrchr(s, key[0], <size_t>(i + 1))  # the last first byte at or before i
+        if at == NULL:
+            return -1
+        i = <const unsigned char*>at - s
+        if memcmp(s + i, key, k) == 0:
             return i
         i -= 1
     return -1
@@ -78,6 +86,7 @@ cdef int _empty_list(const unsigned char* s, Py_ssize_t n, const char* key, Py_s
 @cython.wraparound(False)
 cdef tuple _scan(const unsigned char* s, Py_ssize_t n, Py_ssize_t cap):
     cdef Py_ssize_t i, j, u, k, d
+    cdef const void* at
     cdef int64_t p = -1, c = -1, v
     cdef bint prompt
     cdef int e
@@ -95,9 +104,10 @@ cdef tuple _scan(const unsigned char* s, Py_ssize_t n, Py_ssize_t cap):
     if u >= 0:
         i = u
         while i < n:
-            if s[i] != 34:  # '"'
-                i += 1
-                continue
+            at = memchr(s + i, 34, <size_t>(n - i))  # the next '"'
+            if at == NULL:
+                break
+            i = <const unsigned char*>at - s
             if i + 15 <= n and memcmp(s + i, b'"prompt_tokens"', 15) == 0:
                 prompt = True
                 k = 15
