@@ -19,6 +19,15 @@ the step: the "this tree" row is the default trainer's, where each request also
 closes a collect block. ``--seeds K`` counts each row in K children (hash seeds 0..K-1)
 and prints the median of the per-seed differences and their range.
 
+``--clients`` picks the rows of ``--instructions`` (default ``httpx,requests,chunks``;
+``openai`` adds the SDK's ``chat.completions.create``, on httpx).
+
+``--run-instructions N [--seeds K]``: the openai-SDK loop of ``--run-loop`` counted
+instead of timed: its process under callgrind, bare and under ``gyreprof run`` (the
+launcher outside valgrind), 2N - N over N, the median of the per-seed differences.
+Every part of the run that the loop's process pays is in it (the patches, the trainer's
+bookkeeping, the rollout flusher's thread); no load on the machine moves it.
+
 ``--breakdown CLIENT [--top K]``: where the added instructions of one client's request
 go (httpx or requests): callgrind collects only inside the 2N loop (``filter_next``), bare
 and instrumented, and the K functions whose exclusive counts grew most are printed per
@@ -172,6 +181,62 @@ def _run_loop(url: str, n: int, rounds: int) -> None:
         )
 
 
+LOOP_COUNT = """
+import itertools, sys, openai
+sdk = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="x", max_retries=0)
+n = int(sys.argv[2])
+msgs = [{"role": "user", "content": "a b c"}]
+def one(_):
+    sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
+for _ in range(20):
+    one(None)
+list(map(one, itertools.repeat(None, n)))          # N: callgrind's map_next, inclusive
+list(filter(one, itertools.repeat(None, 2 * n)))   # 2N: filter_next, inclusive
+"""
+
+
+def _run_instructions(url: str, n: int, seeds: int) -> None:
+    """The openai-SDK loop's instructions per request, bare and under ``gyreprof run``
+    (the loop's process under callgrind, the launcher outside it), 2N - N over N, the
+    median of the per-seed differences."""
+    import os
+    import re
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    script = d / "loop_count.py"
+    script.write_text(LOOP_COUNT)
+    per: dict[str, list[float]] = {"bare": [], "run": []}
+    for seed in range(seeds):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(ROOT / "src")}
+        for mode in per:
+            cg = d / f"{mode}{seed}.out"
+            child = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}",
+                     sys.executable, str(script), url, str(n)]  # fmt: skip
+            if mode == "run":
+                child = [sys.executable, "-m", "gyreprof", "run", "--", *child]
+            subprocess.run(child, capture_output=True, text=True, env=env, check=True)
+            ann = subprocess.run(
+                ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(cg)],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            got = {}
+            for fn in ("map_next", "filter_next"):
+                m = re.search(r"^\s*([\d,]+) .*:" + fn + r"(?: |$)", ann, re.M)
+                if m is None:
+                    raise RuntimeError(f"callgrind counted no {fn} ({mode})")
+                got[fn] = int(m.group(1).replace(",", ""))
+            per[mode].append((got["filter_next"] - got["map_next"]) / n)
+    added = [r - b for r, b in zip(per["run"], per["bare"], strict=True)]
+    bare = statistics.median(per["bare"])
+    print(f"openai-SDK loop, instructions per request (callgrind, N = {n}, {seeds} seed(s)):")
+    print(
+        f"  bare {bare:.0f}  under gyreprof run {statistics.median(per['run']):.0f}  added"
+        f" {statistics.median(added):+.0f} ({statistics.median(added) / bare:+.2%};"
+        f" seeds {min(added):+.0f} .. {max(added):+.0f})"
+    )
+
+
 # ------------------------------------------------------------ instruction counts
 
 _COUNT_CHILD = """
@@ -193,6 +258,11 @@ elif client == "requests":
     prep = s.prepare_request(requests.Request("POST", url + "/v1/chat/completions", json=BODY))
     def one(_):
         s.send(prep)
+elif client == "openai":
+    import openai
+    sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+    def one(_):
+        sdk.chat.completions.create(model="m", **BODY)
 else:  # "chunks": one in-memory stream (the same bytes each time) of n chunks per call
     chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\\n\\n'
     k = n
@@ -268,7 +338,14 @@ def _count(
     return (got["filter_next"] - got["map_next"]) / n, float(got["map_next"])
 
 
-def _instructions(url: str, n: int, chunks: int, before: str | None, seeds: int = 1) -> None:
+def _instructions(
+    url: str,
+    n: int,
+    chunks: int,
+    before: str | None,
+    seeds: int = 1,
+    clients: tuple[str, ...] | list[str] = ("httpx", "requests", "chunks"),
+) -> None:
     """Per call, bare and instrumented, each counted in ``seeds`` children of their own
     (hash seeds 0..seeds-1, the same seeds for both): one child's count moves with its heap
     layout by more than requests' added cost (obmalloc's bookkeeping, the eval loop), so
@@ -279,7 +356,8 @@ def _instructions(url: str, n: int, chunks: int, before: str | None, seeds: int 
         f"instructions per call (callgrind, 2N - N over N, N = {n}; chunks: {chunks} a stream;"
         f" {seeds} hash seed(s))"
     )
-    for client, k in (("httpx", n), ("requests", n), ("chunks", chunks)):
+    for client in clients:
+        k = chunks if client == "chunks" else n
         per = 1 if client != "chunks" else 2  # 2N - N = two streams of k chunks
         bare = [_count(client, "bare", k, url, src, seed=s)[0] / per for s in range(seeds)]
         trees = [("this tree", src, "inst")] + ([("before", before, "inst")] if before else [])
@@ -355,32 +433,44 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=2000)
     ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
+    ap.add_argument(
+        "--run-instructions", type=int, default=0, help="the same loop's N, callgrind counts"
+    )
     ap.add_argument("--instructions", action="store_true", help="callgrind counts per call")
     ap.add_argument("--before", default=None, help="with --instructions: another tree's src")
     ap.add_argument("--seeds", type=int, default=1, help="with --instructions: hash seeds")
     ap.add_argument("--cpu", action="store_true", help="interleaved CPU time per request")
+    ap.add_argument("--clients", default="httpx,requests,chunks", help="with --instructions")
     ap.add_argument("--breakdown", choices=("httpx", "requests"), help="added cost by function")
     ap.add_argument("--top", type=int, default=25, help="with --breakdown: functions shown")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
+    unknown = set(args.clients.split(",")) - {"httpx", "requests", "chunks", "openai"}
+    if unknown:
+        ap.error(f"--clients: unknown {', '.join(sorted(unknown))}")
     if args.instructions or args.cpu or args.breakdown:
         proc, url = _start_server()
         try:
             if args.breakdown:
                 _breakdown(url, args.breakdown, args.n, args.top)
             if args.instructions:
-                _instructions(url, args.n, args.chunks, args.before, args.seeds)
+                _instructions(
+                    url, args.n, args.chunks, args.before, args.seeds, args.clients.split(",")
+                )
             if args.cpu:
                 _cpu_ratio(url, args.n, args.rounds)
         finally:
             proc.terminate()
             proc.wait(10)
         return
-    if args.run_loop:
+    if args.run_loop or args.run_instructions:
         proc, url = _start_server()
         try:
-            _run_loop(url, args.run_loop, args.rounds)
+            if args.run_instructions:
+                _run_instructions(url, args.run_instructions, args.seeds)
+            if args.run_loop:
+                _run_loop(url, args.run_loop, args.rounds)
         finally:
             proc.terminate()
             proc.wait(10)

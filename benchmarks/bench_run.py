@@ -20,6 +20,14 @@ thread (``OMP_NUM_THREADS=1``) in both, so the two do not fight over cores.
 On a machine shared with other work the CPU-time ratios are the ones to trust;
 wall time moves with everyone else's load.
 
+``--instructions`` counts instead (callgrind, one run per mode and hash seed, ``--seeds``):
+the instructions inside the script's loop (each script runs it under one
+``itertools.starmap`` call, the marker callgrind names), bare and under ``gyreprof run``
+(the launcher outside valgrind, the script's process inside it); the loop's added
+instructions are the overhead no load on the machine can move::
+
+    python benchmarks/bench_run.py --instructions --case cleanrl --timesteps 10
+
 The tests run ``test_run_overhead_quick`` once, small, so this keeps working;
 the timing claim lives in BENCHMARKS.md, not in an assert.
 """
@@ -116,6 +124,50 @@ def compare(
     return out
 
 
+def count_once(instrumented: bool, vec: str, timesteps: int, case: str, seed: int) -> float:
+    """Instructions inside the script's loop (callgrind's inclusive count of its
+    ``starmap_next`` marker)."""
+    import re
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        cg = f"{d}/cg.out"
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", sys.executable]
+        cmd += _args(case, vec, timesteps)
+        if instrumented:
+            cmd = [sys.executable, "-m", "gyreprof", "run", "--startup-timeout", "0", "--", *cmd]
+        env = {**_env(), "PYTHONHASHSEED": str(seed)}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+        ann = subprocess.run(
+            ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", cg],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    m = re.search(r"^\s*([\d,]+) .*:starmap_next(?: |$)", ann, re.M)
+    if m is None:
+        raise RuntimeError(f"callgrind counted no starmap_next in {cmd}")
+    return float(m.group(1).replace(",", ""))
+
+
+def count(seeds: int, vec: str, timesteps: int, case: str) -> str:
+    added = []
+    bare = []
+    for seed in range(seeds):
+        b = count_once(False, vec, timesteps, case, seed)
+        r = count_once(True, vec, timesteps, case, seed)
+        print(f"seed {seed}: bare {b:.4g}, gyreprof run {r:.4g} ({r / b - 1:+.2%})", flush=True)
+        bare.append(b)
+        added.append(r / b - 1)
+    return (
+        f"{case}, {timesteps} timesteps: loop instructions bare {statistics.median(bare):.4g},"
+        f" under gyreprof run {statistics.median(added):+.2%} (median of {seeds} seed(s);"
+        f" {min(added):+.2%} .. {max(added):+.2%})"
+    )
+
+
 def report(res: dict[str, list[dict[str, float]]]) -> str:
     lines = []
     for k in KEYS:
@@ -154,7 +206,12 @@ def main() -> None:
     ap.add_argument("--timesteps", type=int, default=4096)
     ap.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
     ap.add_argument("--case", choices=("sb3", "cleanrl", "cartpole"), default="sb3")
+    ap.add_argument("--instructions", action="store_true", help="callgrind counts of the loop")
+    ap.add_argument("--seeds", type=int, default=1, help="with --instructions: hash seeds")
     args = ap.parse_args()
+    if args.instructions:
+        print(count(args.seeds, args.vec, args.timesteps, args.case))
+        return
     res = compare(args.rounds, args.vec, args.timesteps, args.case)
     print(report(res))
 
