@@ -211,3 +211,25 @@ cdef class Recorder:
     cdef void _fall_back(self) noexcept
     cdef bint _warmup_over_unstepped(self, int64_t now, int64_t idx) noexcept
     cdef void _end_warmup(self, int64_t now) noexcept
+
+
+cdef class Spans:
+    cdef Recorder rec
+    cdef readonly int64_t in_flight       # spans begun and not ended now
+    cdef readonly int64_t max_in_flight   # the most at once so far
+    cdef readonly int64_t begun
+    cdef readonly int64_t ended
+    cdef readonly int64_t unmatched       # end() with no span open
+    cdef readonly int64_t first_ns        # first begin (-1: none)
+    cdef int64_t since                    # ns of the last change of in_flight (-1: none)
+    cdef int64_t area_lo                  # integral of in_flight over time (ns x spans)
+    cdef int64_t area_hi                  # its carries (units of 2**62)
+    cdef int64_t busy                     # ns with at least one span in flight
+    cdef int64_t at_max                   # ns with in_flight == max_in_flight (this max)
+
+    cdef inline void _advance(self, int64_t now) noexcept
+    # ``begin`` and ``end`` for compiled callers (requestlog): the same, with no Python
+    # call; ``_end`` takes a phase id the caller has checked (0 <= p < rec.n_phases)
+    cdef int64_t _begin(self) except? -1
+    cdef int64_t _end(self, int p, int64_t start_ns) except? -1
+

@@ -1340,18 +1340,7 @@ cdef class Spans:
     histograms as a ``record`` event, and the in-flight count one lower. ``end`` of a
     token that was not begun here is counted in ``unmatched``, never raised.
     """
-    cdef Recorder rec
-    cdef readonly int64_t in_flight       # spans begun and not ended now
-    cdef readonly int64_t max_in_flight   # the most at once so far
-    cdef readonly int64_t begun
-    cdef readonly int64_t ended
-    cdef readonly int64_t unmatched       # end() with no span open
-    cdef readonly int64_t first_ns        # first begin (-1: none)
-    cdef int64_t since                    # ns of the last change of in_flight (-1: none)
-    cdef int64_t area_lo                  # integral of in_flight over time (ns x spans)
-    cdef int64_t area_hi                  # its carries (units of 2**62)
-    cdef int64_t busy                     # ns with at least one span in flight
-    cdef int64_t at_max                   # ns with in_flight == max_in_flight (this max)
+    # its fields are declared in recorder.pxd
 
     def __cinit__(self, Recorder rec not None):
         self.rec = rec
@@ -1374,6 +1363,9 @@ cdef class Spans:
 
     def begin(self):
         """A span starts now: its token (the start in ns)."""
+        return self._begin()
+
+    cdef int64_t _begin(self) except? -1:
         cdef Recorder r = self.rec
         if gyre_unlikely(gyre_thread_token() != r.owner):
             r._claim()
@@ -1392,7 +1384,9 @@ cdef class Spans:
     def end(self, phase, int64_t start_ns):
         """The span begun at ``start_ns`` (a token of :meth:`begin`) ends now, recorded
         as ``phase``; its duration in ns."""
-        cdef long long p = _id(phase, self.rec.n_phases, "phase id")
+        return self._end(<int>_id(phase, self.rec.n_phases, "phase id"), start_ns)
+
+    cdef int64_t _end(self, int p, int64_t start_ns) except? -1:
         cdef int64_t small = start_ns
         cdef Recorder r = self.rec
         if gyre_unlikely(gyre_thread_token() != r.owner):

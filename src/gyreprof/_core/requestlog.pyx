@@ -31,7 +31,14 @@ from libc.stdint cimport int64_t
 from contextvars import ContextVar
 from types import MethodType
 
+from gyreprof._core.bodyscan import scan_body
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+from gyreprof._core.bodyscan cimport _scan
 from gyreprof._core.clock cimport gyre_mono_ns
+from gyreprof._core.recorder cimport Spans
+from gyreprof._core.timeline cimport Timeline
 from gyreprof._core.vcall cimport gyre_vc_call, gyre_vc_nargs, gyre_vc_t, gyre_vc_type_setup
 
 cdef enum:
@@ -51,6 +58,8 @@ cdef class RequestLog:
     cdef object scan                 # the body scan: scan(body, cap) -> (p, c, empty, flag)
     cdef object body_cap
     cdef Py_ssize_t span_cap
+    cdef bint scan_c                 # ``scan`` is bodyscan's: its C function is called
+    cdef Py_ssize_t cap_c            # ``body_cap`` as a C integer (when scan_c)
 
     def bind_plain(self, last_failure, scan, body_cap, Py_ssize_t span_cap):
         """The context variable of the last failure, the body scan and its cap, and the
@@ -66,6 +75,10 @@ cdef class RequestLog:
         self.scan = scan
         self.body_cap = body_cap
         self.span_cap = span_cap
+        # the compiled scan, called in C, when it is the one given and the cap fits
+        self.scan_c = (scan is scan_body and isinstance(body_cap, int)
+                       and 0 <= body_cap < (1 << 62))
+        self.cap_c = body_cap if self.scan_c else 0
 
     cdef inline int _bound(self) except -1:
         if self.last_failure is None or self.spans is None:
@@ -97,6 +110,8 @@ cdef class RequestLog:
 
     cdef int64_t _begin(self) except? -1:
         if self.core_ok:
+            if type(self.spans_core) is Spans:
+                return (<Spans>self.spans_core)._begin()
             return self.spans_core.begin()
         return gyre_mono_ns()
 
@@ -108,7 +123,11 @@ cdef class RequestLog:
         n = 0
         if data is not None:
             n = len(data)
-            p, c, empty, flag = self.scan(data, self.body_cap)
+            if self.scan_c and type(data) is bytes:
+                p, c, empty, flag = _scan(<const unsigned char*>PyBytes_AS_STRING(data),
+                                          PyBytes_GET_SIZE(data), self.cap_c)
+            else:
+                p, c, empty, flag = self.scan(data, self.body_cap)
             if empty is not None:
                 if outcome == "ok":
                     outcome = "empty"
@@ -117,7 +136,10 @@ cdef class RequestLog:
         cdef int64_t end = -1
         if self.core_ok:
             try:
-                end = start + <int64_t>self.spans_core.end(REQUEST, start)
+                if type(self.spans_core) is Spans and REQUEST < (<Spans>self.spans_core).rec.n_phases:
+                    end = start + (<Spans>self.spans_core)._end(REQUEST, start)
+                else:
+                    end = start + <int64_t>self.spans_core.end(REQUEST, start)
             except Exception:  # the core refused: the span still counts
                 end = -1
         if end < 0:
@@ -321,7 +343,13 @@ cdef class PlainSend:
         if t is None:  # no training state on this thread yet: the Python rule decides
             self.wait(start, end, "http")
         elif not (self.probes and ep in self.probes):  # a metadata probe is no wait
-            t.request_wait(start, end, self.state["_default_main"])
+            main = self.state["_default_main"]
+            # in C unless a subclass overrides the method (its type's attribute cache)
+            if (isinstance(t, Timeline) and (<Timeline>t).trec is not None
+                    and getattr(type(t), "request_wait", None) is _REQUEST_WAIT):
+                (<Timeline>t)._request_wait(start, end, main)
+            else:
+                t.request_wait(start, end, main)
         return 0
 
     def __call__(self, *args, **kwargs):
@@ -342,5 +370,6 @@ cdef Py_ssize_t _plain_vc_offset():
     return <Py_ssize_t>(<char*>&probe.vc - <char*><PyObject*>probe)
 
 
+_REQUEST_WAIT = Timeline.request_wait
 _PROBE_VAR = ContextVar("gyreprof_plain_send_probe", default=None)
 gyre_vc_type_setup(PlainSend, _plain_vc_offset())

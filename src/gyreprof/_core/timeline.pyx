@@ -35,27 +35,7 @@ cdef class Timeline:
     :meth:`_trim_start_up` (the first block's start, read from the sampler's ring).
     """
 
-    cdef readonly Recorder srec
-    cdef readonly Recorder trec
-    cdef readonly object trainer
-    cdef public unsigned long ident
-    cdef public bint trains          # saw an update signal
-    cdef public bint framework       # a framework patch marks this thread's steps itself
-    cdef public bint in_wait         # inside a data wait already reported
-    cdef public bint step_open       # a trainer step begun (its wait closed, compute running)
-    cdef public bint blk_own         # a span of the open block was the thread's own sampling
-    cdef public bint provisional     # its steps so far are the default trainer's
-    cdef public bint last_own
-    cdef public int64_t prev_end     # end of the last collect block (where compute began)
-    cdef public int64_t blk_start    # data waits / own sampling since the last update
-    cdef public int64_t blk_end
-    cdef public int64_t pend_start   # the last outermost no-grad block, not classified yet
-    cdef public int64_t pend_end
-    cdef public int64_t blocks       # collect blocks closed into trainer steps
-    cdef public int64_t last_start   # the last collect block's start
-    cdef int fwd
-    cdef long long own_slot          # trainer counter slots, found at the first block
-    cdef long long fed_slot
+    # its fields and C methods are declared in timeline.pxd
 
     def __cinit__(self, *args, **kwargs):
         self.prev_end = -1
@@ -122,14 +102,19 @@ cdef class Timeline:
         data wait, placed on the sampler recorder's clock (the TSC's offset from
         CLOCK_MONOTONIC added when it is more than a millisecond)."""
         self._bound()
+        self._request_wait(start_ns, end_ns, default_main)
+
+    cdef int _request_wait(self, int64_t start_ns, int64_t end_ns,
+                           unsigned long default_main) except -1:
         if not self.waits_count(default_main):
-            return
+            return 0
         cdef int64_t shift = 0
         if self.srec.use_tsc:
             shift = self.srec._now() - gyre_mono_ns()  # 0 but for the read's gap
             if -1_000_000 < shift < 1_000_000:
                 shift = 0
         self._data_wait(start_ns + shift, end_ns + shift, True, default_main)
+        return 0
 
     def close_block(self):
         """End the collect block since the last update (if there was one): close the
