@@ -635,6 +635,47 @@ def test_each_synchronous_request_is_a_wait_of_its_own_span(
     assert all(end - start >= 50_000_000 for start, end, _ in calls)
 
 
+def test_a_training_threads_plain_requests_are_data_waits_of_its_timeline(
+    llm: LLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the compiled send hands a plain request's span to the thread's timeline in C
+    # (Timeline._request_wait): on a thread that trains, the spans become the open
+    # collect block's data wait, from the first request's start to the last one's end
+    import requests
+
+    from gyreprof.integrations._auto import state as st
+
+    monkeypatch.setattr(st, "_default_main", st._default_main)  # update_signal clears it
+    seen: list[tuple[int, int, int, int]] = []
+    tsc: list[bool] = []
+
+    def worker() -> None:
+        c = httpx.Client(base_url=llm.url)
+        req = c.build_request("POST", CHAT, json={"max_tokens": 1})
+        s = requests.Session()
+        prep = s.prepare_request(requests.Request("POST", llm.url + CHAT, json={"max_tokens": 1}))
+        with http.profile() as prof:
+            t = st.thread_state()
+            st.update_signal(t, t.now())  # the thread trains: its requests are waits
+            tsc.append(bool(t.srec.use_tsc))
+            for send in (lambda: c.send(req), lambda: s.send(prep)):
+                send()
+                last = _spans(prof)[-1]
+                seen.append((t.blk_start, t.blk_end, last.start, last.end))
+        c.close()
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join(60)
+    assert len(seen) == 2, seen
+    (b0, e0, s0, end0), (b1, e1, s1, end1) = seen
+    assert 0 < s0 < end0 <= s1 < end1
+    if tsc == [False]:  # the sampler's clock is CLOCK_MONOTONIC: the same ns
+        assert (b0, e0) == (s0, end0) and (b1, e1) == (s0, end1)
+    else:  # the TSC's offset from CLOCK_MONOTONIC is added to both ends
+        assert e0 - b0 == end0 - s0 and e1 - b1 == end1 - s0
+
+
 def test_http_client_and_urllib3_directly_counted_once(llm: LLMServer) -> None:
     import http.client as http_client
 

@@ -391,6 +391,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "if len(self.spans) + 1 >= self.span_cap:", "if len(self.spans) >= self.span_cap:",
            _T_RL),
     # -- the compiled plain send (requestlog.pyx's PlainSend)
+    Mutant("ps-c-wait-skipped", _RL,
+           "                (<Timeline>t)._request_wait(start, end, main)", "                pass",
+           ("tests/test_http_rollouts.py",)),
     Mutant("ps-probe-is-a-wait", _RL,
            "elif not (self.probes and ep in self.probes):", "else:", _T_RL),
     Mutant("ps-stream-is-plain", _RL,
