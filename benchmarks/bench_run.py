@@ -27,6 +27,7 @@ the instructions inside the script's loop (each script runs it under one
 instructions are the overhead no load on the machine can move::
 
     python benchmarks/bench_run.py --instructions --case cleanrl --timesteps 10
+    python benchmarks/bench_run.py --instructions --case trl --timesteps 4   # TRL GRPO steps
 
 The tests run ``test_run_overhead_quick`` once, small, so this keeps working;
 the timing claim lives in BENCHMARKS.md, not in an assert.
@@ -81,6 +82,8 @@ def _args(case: str, vec: str, timesteps: int) -> list[str]:
         return [str(SCRIPTS / "signals_cleanrl.py"), "sync", "env", str(timesteps), "0"]
     if case == "cartpole":
         return [str(SCRIPTS / "bare_cartpole.py"), str(timesteps)]
+    if case == "trl":  # --instructions only (the script prints no LEARN_S)
+        return [str(ROOT / "tests" / "stacks" / "trl_grpo.py"), "gen", str(timesteps)]
     return [str(SCRIPT), vec, "none", str(timesteps), "0", "128"]
 
 
@@ -205,10 +208,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--timesteps", type=int, default=4096)
     ap.add_argument("--vec", choices=("dummy", "subproc"), default="dummy")
-    ap.add_argument("--case", choices=("sb3", "cleanrl", "cartpole"), default="sb3")
+    ap.add_argument("--case", choices=("sb3", "cleanrl", "cartpole", "trl"), default="sb3")
     ap.add_argument("--instructions", action="store_true", help="callgrind counts of the loop")
     ap.add_argument("--seeds", type=int, default=1, help="with --instructions: hash seeds")
     args = ap.parse_args()
+    if args.case == "trl" and not args.instructions:
+        ap.error("--case trl is counted only (--instructions): its script times no loop")
     if args.instructions:
         print(count(args.seeds, args.vec, args.timesteps, args.case))
         return
