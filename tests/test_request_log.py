@@ -109,6 +109,12 @@ def test_refusals_are_value_errors() -> None:
     log.bind_plain(var, scan_body, 10, 10)
     with pytest.raises(ValueError, match="not bound"):  # no spans list yet
         log.open_plain(EP)
+    with pytest.raises(TypeError):  # the core span is a Spans or None, nothing else
+        log.spans_core = object()
+    log.spans = []
+    log.core_ok = True  # said usable with no span object: the clock, not a crash
+    start, _ = log.open_plain(EP)
+    assert log.record_plain(EP, "httpx", start, (), "ok", None, 0) >= start
 
 
 # ------------------------------------------------------------------ PlainSend

@@ -4,11 +4,13 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from gyreprof._core.recorder import Spans
+
 class RequestLog:
     ident: int
     spans: list[Any]
     core_ok: bool
-    spans_core: Any
+    spans_core: Spans | None
     def bind_plain(
         self,
         last_failure: ContextVar[Any],

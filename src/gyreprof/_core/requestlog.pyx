@@ -53,7 +53,7 @@ cdef class RequestLog:
     cdef public object ident         # the thread's ident (the row's thread column)
     cdef public list spans           # kept spans: rows, or requests whose body may come
     cdef public bint core_ok         # the core span (``spans_core``) is usable
-    cdef public object spans_core    # gyreprof._core.recorder.Spans over the log's Recorder
+    cdef public Spans spans_core     # the core span over the log's Recorder (None: no core)
     cdef object last_failure         # ContextVar: (endpoint, outcome) of the last failure
     cdef object scan                 # the body scan: scan(body, cap) -> (p, c, empty, flag)
     cdef object body_cap
@@ -109,10 +109,8 @@ cdef class RequestLog:
         return ()
 
     cdef int64_t _begin(self) except? -1:
-        if self.core_ok:
-            if type(self.spans_core) is Spans:
-                return (<Spans>self.spans_core)._begin()
-            return self.spans_core.begin()
+        if self.core_ok and self.spans_core is not None:  # a cdef call on None: no check
+            return self.spans_core._begin()
         return gyre_mono_ns()
 
     cdef int64_t _record(self, ep, client, int64_t start, retried, outcome, data,
@@ -134,12 +132,9 @@ cdef class RequestLog:
                 else:
                     empty = None
         cdef int64_t end = -1
-        if self.core_ok:
+        if self.core_ok and self.spans_core is not None:
             try:
-                if type(self.spans_core) is Spans and REQUEST < (<Spans>self.spans_core).rec.n_phases:
-                    end = start + (<Spans>self.spans_core)._end(REQUEST, start)
-                else:
-                    end = start + <int64_t>self.spans_core.end(REQUEST, start)
+                end = start + self.spans_core._end(REQUEST, start)
             except Exception:  # the core refused: the span still counts
                 end = -1
         if end < 0:
