@@ -51,6 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # _callgrind
 
 BODY = {"messages": [{"role": "user", "content": "a b c"}], "max_tokens": 4}
 
@@ -181,58 +182,21 @@ def _run_loop(url: str, n: int, rounds: int) -> None:
         )
 
 
-LOOP_COUNT = """
-import itertools, sys, openai
-sdk = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="x", max_retries=0)
-n = int(sys.argv[2])
-msgs = [{"role": "user", "content": "a b c"}]
-def one(_):
-    sdk.chat.completions.create(model="m", messages=msgs, max_tokens=4)
-for _ in range(20):
-    one(None)
-list(map(one, itertools.repeat(None, n)))          # N: callgrind's map_next, inclusive
-list(filter(one, itertools.repeat(None, 2 * n)))   # 2N: filter_next, inclusive
-"""
-
-
 def _run_instructions(url: str, n: int, seeds: int) -> None:
-    """The openai-SDK loop's instructions per request, bare and under ``gyreprof run``
-    (the loop's process under callgrind, the launcher outside it), 2N - N over N, the
-    median of the per-seed differences."""
-    import os
-    import re
-    import tempfile
-
-    d = Path(tempfile.mkdtemp())
-    script = d / "loop_count.py"
-    script.write_text(LOOP_COUNT)
-    per: dict[str, list[float]] = {"bare": [], "run": []}
-    for seed in range(seeds):
-        env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(ROOT / "src")}
-        for mode in per:
-            cg = d / f"{mode}{seed}.out"
-            child = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}",
-                     sys.executable, str(script), url, str(n)]  # fmt: skip
-            if mode == "run":
-                child = [sys.executable, "-m", "gyreprof", "run", "--", *child]
-            subprocess.run(child, capture_output=True, text=True, env=env, check=True)
-            ann = subprocess.run(
-                ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", str(cg)],
-                capture_output=True, text=True, check=True,
-            ).stdout  # fmt: skip
-            got = {}
-            for fn in ("map_next", "filter_next"):
-                m = re.search(r"^\s*([\d,]+) .*:" + fn + r"(?: |$)", ann, re.M)
-                if m is None:
-                    raise RuntimeError(f"callgrind counted no {fn} ({mode})")
-                got[fn] = int(m.group(1).replace(",", ""))
-            per[mode].append((got["filter_next"] - got["map_next"]) / n)
-    added = [r - b for r, b in zip(per["run"], per["bare"], strict=True)]
-    bare = statistics.median(per["bare"])
+    """The openai-SDK loop's instructions per request (``_COUNT_CHILD``'s ``openai``
+    client, its collector left as a program has it: the objects gyreprof keeps are walked
+    by every full collection, part of what the run costs), bare and under ``gyreprof run``
+    (the loop's process under callgrind, the launcher outside it): the median of the
+    per-seed differences."""
+    src = str(ROOT / "src")
+    bare = [_count("openai", "loop", n, url, src, seed=s)[0] for s in range(seeds)]
+    run = [_count("openai", "loop", n, url, src, seed=s, launcher=True)[0] for s in range(seeds)]
+    added = [r - b for r, b in zip(run, bare, strict=True)]
+    med = statistics.median(bare)
     print(f"openai-SDK loop, instructions per request (callgrind, N = {n}, {seeds} seed(s)):")
     print(
-        f"  bare {bare:.0f}  under gyreprof run {statistics.median(per['run']):.0f}  added"
-        f" {statistics.median(added):+.0f} ({statistics.median(added) / bare:+.2%};"
+        f"  bare {med:.0f}  under gyreprof run {statistics.median(run):.0f}  added"
+        f" {statistics.median(added):+.0f} ({statistics.median(added) / med:+.2%};"
         f" seeds {min(added):+.0f} .. {max(added):+.0f})"
     )
 
@@ -287,8 +251,9 @@ if mode == "train":  # the thread trains (an optimizer step's update signal): ea
 # the start-up's objects out of the collector's reach: a full collection of them landing in
 # one of the two loops and not the other moved the figure by tens of thousands per request
 import gc
-gc.collect()
-gc.freeze()
+if mode != "loop":  # "loop": a program as it runs, its collector walking what it holds
+    gc.collect()
+    gc.freeze()
 t0 = time.process_time_ns()
 list(map(one, rep(None, n)))                      # N: callgrind's map_next, inclusive
 t1 = time.process_time_ns()
@@ -299,14 +264,24 @@ print("cpu_ns", t1 - t0, t2 - t1, file=sys.stderr)
 
 
 def _count(
-    client: str, mode: str, n: int, url: str, src: str, valgrind: bool = True, seed: int = 0
+    client: str,
+    mode: str,
+    n: int,
+    url: str,
+    src: str,
+    valgrind: bool = True,
+    seed: int = 0,
+    launcher: bool = False,
 ) -> tuple[float, float]:
     """Instructions (or, without valgrind, CPU ns) per call of the loop's body: the
     difference of 2N and N calls over N (start-up and warm-up are outside both).
-    ``seed``: the child's PYTHONHASHSEED (another seed, another heap layout)."""
+    ``seed``: the child's PYTHONHASHSEED (another seed, another heap layout);
+    ``launcher``: the child (under callgrind) runs under ``gyreprof run``."""
     import os
     import re
     import tempfile
+
+    from _callgrind import VALGRIND, inclusive
 
     env = {
         **os.environ,
@@ -321,20 +296,11 @@ def _count(
         return (b - a) / n, float(a + b)
     with tempfile.TemporaryDirectory() as d:
         cg = f"{d}/cg.out"
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", *child]
+        cmd = [*VALGRIND, f"--callgrind-out-file={cg}", *child]
+        if launcher:
+            cmd = [sys.executable, "-m", "gyreprof", "run", "--startup-timeout", "0", "--", *cmd]
         subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-        ann = subprocess.run(
-            ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", cg],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    got = {}
-    for fn in ("map_next", "filter_next"):
-        m = re.search(r"^\s*([\d,]+) .*:" + fn + r"(?: |$)", ann, re.M)
-        if m is None:
-            raise RuntimeError(f"callgrind counted no {fn} for {client} {mode}")
-        got[fn] = int(m.group(1).replace(",", ""))
+        got = inclusive(cg, ("map_next", "filter_next"), f"{client} {mode}")
     return (got["filter_next"] - got["map_next"]) / n, float(got["map_next"])
 
 

@@ -49,6 +49,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "helpers" / "run_scripts"
 SCRIPT = SCRIPTS / "sb3_ppo.py"
+sys.path.insert(0, str(ROOT / "benchmarks"))  # _callgrind, run as a script or by pytest
 KEYS = ("wall", "cpu", "learn_wall", "learn_cpu")
 
 
@@ -130,12 +131,13 @@ def compare(
 def count_once(instrumented: bool, vec: str, timesteps: int, case: str, seed: int) -> float:
     """Instructions inside the script's loop (callgrind's inclusive count of its
     ``starmap_next`` marker)."""
-    import re
     import tempfile
+
+    from _callgrind import VALGRIND, inclusive
 
     with tempfile.TemporaryDirectory() as d:
         cg = f"{d}/cg.out"
-        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", sys.executable]
+        cmd = [*VALGRIND, f"--callgrind-out-file={cg}", sys.executable]
         cmd += _args(case, vec, timesteps)
         if instrumented:
             cmd = [sys.executable, "-m", "gyreprof", "run", "--startup-timeout", "0", "--", *cmd]
@@ -143,16 +145,7 @@ def count_once(instrumented: bool, vec: str, timesteps: int, case: str, seed: in
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
         if proc.returncode != 0:
             raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        ann = subprocess.run(
-            ["callgrind_annotate", "--auto=no", "--inclusive=yes", "--threshold=100", cg],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    m = re.search(r"^\s*([\d,]+) .*:starmap_next(?: |$)", ann, re.M)
-    if m is None:
-        raise RuntimeError(f"callgrind counted no starmap_next in {cmd}")
-    return float(m.group(1).replace(",", ""))
+        return float(inclusive(cg, ["starmap_next"], " ".join(cmd))["starmap_next"])
 
 
 def count(seeds: int, vec: str, timesteps: int, case: str) -> str:
