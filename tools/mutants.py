@@ -84,7 +84,8 @@ _WAIT = "src/gyreprof/analysis/wait.py"
 _VERDICT = "src/gyreprof/analysis/verdict.py"
 _RULE = "src/gyreprof/analysis/sweep/rule.py"
 _DECIDE = "src/gyreprof/analysis/sweep/decide.py"
-_DOCTOR = "src/gyreprof/diagnostics/doctor.py"
+_DOCTOR_RULES = "src/gyreprof/diagnostics/_doctor_rules.py"
+_DOCTOR_EVIDENCE = "src/gyreprof/diagnostics/_doctor_evidence.py"
 _STARTUP = "src/gyreprof/analysis/startup.py"
 _TL = f"{_CORE_DIR}/timeline.pyx"
 _RL = f"{_CORE_DIR}/requestlog.pyx"
@@ -305,27 +306,35 @@ MUTANTS: tuple[Mutant, ...] = (
            "if gain <= flat_within and mem_rising(prev, cur):",
            "if gain >= flat_within and mem_rising(prev, cur):",
            ("tests/test_sweep.py::test_stop_rule_needs_flat_throughput_and_rising_memory",)),
-    # -- doctor: spinning / blocked / busy / progressing
-    Mutant("doctor-idle-activity-ignored", _DOCTOR,  # a stream reader was called blocked
-           "        if activity:\n", "        if False:\n",
+    # -- doctor: spinning / blocked / busy / progressing (the rule table and its evidence)
+    Mutant("doctor-idle-activity-ignored", _DOCTOR_RULES,  # a stream reader was called blocked
+           'lambda f: f.progressed is None and bool(f.activity),',
+           'lambda f: f.progressed is None and False,',
            ("tests/test_doctor.py::test_an_idle_process_reading_a_stream_is_busy_not_blocked",
             "tests/test_doctor.py::test_a_parent_waiting_on_working_children_is_busy_not_blocked")),
-    Mutant("doctor-spin-threshold-inverted", _DOCTOR,
+    Mutant("doctor-spin-threshold-inverted", _DOCTOR_RULES,
            "cpu_share >= SPIN_CPU_SHARE) or (\n        running_share >= BUSY_RUNNING_SHARE",
            "cpu_share <= SPIN_CPU_SHARE) or (\n        running_share >= BUSY_RUNNING_SHARE",
            _T_SHAPE),
-    Mutant("doctor-still-step-is-progress", _DOCTOR,
+    Mutant("doctor-still-step-is-progress", _DOCTOR_EVIDENCE,
            "progressed = last.steps > first.steps or phases_moved",
            "progressed = last.steps >= first.steps or phases_moved",
            ("tests/test_doctor.py::test_retrying_finding_from_live_counters",)),
-    Mutant("doctor-no-signal-is-progress", _DOCTOR,  # CPU time taken as progress
-           "if progress.progressed:\n", "if progress.progressed is not False:\n", _T_SHAPE),
-    Mutant("doctor-busy-without-signal-is-spinning", _DOCTOR,
-           "if progress.progressed is None:", "if progress.progressed is None and not busy:",
-           _T_SHAPE),
-    Mutant("doctor-quiet-files-are-a-stall", _DOCTOR,
+    Mutant("doctor-no-signal-is-progress", _DOCTOR_RULES,  # CPU time taken as progress
+           'lambda f: f.progressed is True,', 'lambda f: f.progressed is not False,', _T_SHAPE),
+    Mutant("doctor-busy-without-signal-is-spinning", _DOCTOR_RULES,
+           'Rule("busy-no-signal", "busy",', 'Rule("busy-no-signal", "spinning",', _T_SHAPE),
+    Mutant("doctor-quiet-files-are-a-stall", _DOCTOR_EVIDENCE,
            '_Progress("files", None, [quiet]', '_Progress("files", False, [quiet]',
            ("tests/test_doctor.py::test_busy_loop_whose_output_file_stays_quiet",)),
+    Mutant("doctor-stopped-rule-after-progress", _DOCTOR_RULES,  # a paused loop that moved
+           'Rule("stopped", "blocked", lambda f: f.stopped,',
+           'Rule("stopped", "blocked", lambda f: f.stopped and not f.progressed,',
+           _T_SHAPE),
+    Mutant("doctor-quiet-output-after-busy", _DOCTOR_RULES,  # the naive order of the table
+           'and f.source == "files" and f.quiet_output is not None',
+           'and f.source == "files" and f.quiet_output is not None and not f.busy',
+           ("tests/test_doctor_rules.py",)),
     # -- one meaning of a sampler's return value (_sample_count.py)
     Mutant("count-bool-is-a-count", _COUNT,
            "if isinstance(value, bool):", "if isinstance(value, bytes):",
