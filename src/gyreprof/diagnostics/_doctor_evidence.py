@@ -867,6 +867,7 @@ def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
     wrote: int | None = None
     for fd, name in ((1, "stdout"), (2, "stderr")):
         try:
+            # by hand: psutil lists regular files only, and a pipe is asked about here
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
             st = os.stat(f"/proc/{pid}/fd/{fd}")
         except OSError:
