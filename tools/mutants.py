@@ -240,6 +240,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("wait-spike-factor-strict", _WAIT,
            "(per_step >= factor * med)", "(per_step > factor * med)",
            ("tests/test_wait_edges.py",)),
+    Mutant("wait-options-keyword-ignored", _WAIT,  # a knob given as keyword was dropped
+           "    out: _Opts = replace(record, **knobs)\n", "    out: _Opts = record\n",
+           ("tests/test_options_records.py",)),
+    Mutant("verdict-wait-knobs-not-passed-on", _VERDICT,
+           "out = replace(out, wait_options=out.wait_options.replaced(passed, what=\"diagnose\"))",
+           "out = replace(out, wait_options=out.wait_options)",
+           ("tests/test_options_records.py",)),
     # -- verdict: the loop's shape, then the rule for that shape
     Mutant("verdict-sync-uses-wait-ratio", _VERDICT,  # other trainer phases ignored
            "return min(1.0, totals[wait] / total)", "return report.ratio",
@@ -335,6 +342,15 @@ MUTANTS: tuple[Mutant, ...] = (
            'and f.source == "files" and f.quiet_output is not None',
            'and f.source == "files" and f.quiet_output is not None and not f.busy',
            ("tests/test_doctor_rules.py",)),
+    Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
+           "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
+           "if fd > 2 and flags is None:",
+           ("tests/test_procfs_psutil.py",)),
+    Mutant("doctor-wakeups-of-every-thread", "src/gyreprof/diagnostics/_procfs.py",
+           "return int(psutil.Process(pid).num_ctx_switches().voluntary)",
+           "return sum(int(psutil.Process(t.id).num_ctx_switches().voluntary) "
+           "for t in psutil.Process(pid).threads())",
+           ("tests/test_procfs_psutil.py",)),
     # -- one meaning of a sampler's return value (_sample_count.py)
     Mutant("count-bool-is-a-count", _COUNT,
            "if isinstance(value, bool):", "if isinstance(value, bytes):",
