@@ -92,25 +92,43 @@ def test_the_words_each_rule_gives() -> None:
         # a stopped process is blocked even when its counters moved before the pause
         (REACHES["stopped"], "blocked", "stopped"),
         # progress beats failures: a loop that fails now and then but moves
-        (Facts(pid=1, progressed=True, lines=FAILING, retry_counters=True), "progressing", "progress"),
+        (
+            Facts(pid=1, progressed=True, lines=FAILING, retry_counters=True),
+            "progressing",
+            "progress",
+        ),
         # failures beat CPU: a loop failing fast is busy too, but retrying says why
         (Facts(pid=1, progressed=False, busy=True, lines=FAILING), "retrying", "failure-lines"),
-        (Facts(pid=1, progressed=None, busy=True, retry_counters=True), "retrying", "retry-counters"),
+        (
+            Facts(pid=1, progressed=None, busy=True, retry_counters=True),
+            "retrying",
+            "retry-counters",
+        ),
         # a poll loop that burns a core is the busy stand-still, not the low-CPU spin
-        (Facts(pid=1, progressed=False, busy=True, poll_spin=POLL_WORDS), "spinning", "stood-still-busy"),
+        (
+            Facts(pid=1, progressed=False, busy=True, poll_spin=POLL_WORDS),
+            "spinning",
+            "stood-still-busy",
+        ),
         (Facts(pid=1, progressed=None, busy=True, poll_spin=POLL_WORDS), "busy", "busy-no-signal"),
         # a quiet log named with --log is a stall by itself; the quiet rule is for found files
-        (Facts(pid=1, progressed=None, source="log", busy=True, quiet_output=QUIET_WORDS), "busy", "busy-no-signal"),
+        (
+            Facts(pid=1, progressed=None, source="log", busy=True, quiet_output=QUIET_WORDS),
+            "busy",
+            "busy-no-signal",
+        ),
         # working through pipes or children, and its found files quiet for long: spinning
         (
-            Facts(pid=1, progressed=None, source="files", activity=("x",), quiet_output=QUIET_WORDS),
+            Facts(
+                pid=1, progressed=None, source="files", activity=("x",), quiet_output=QUIET_WORDS
+            ),
             "spinning",
             "quiet-output",
         ),
         # a signal that stood still beats the activity words
         (Facts(pid=1, progressed=False, activity=("x",)), "blocked", "stood-still"),
     ],
-)  # fmt: skip
+)
 def test_precedence(facts: Facts, state: str, rule: str) -> None:
     decision = decide(facts)
     assert (decision.state, decision.rule) == (state, rule)
