@@ -84,7 +84,8 @@ _WAIT = "src/gyreprof/analysis/wait.py"
 _VERDICT = "src/gyreprof/analysis/verdict.py"
 _RULE = "src/gyreprof/analysis/sweep/rule.py"
 _DECIDE = "src/gyreprof/analysis/sweep/decide.py"
-_DOCTOR = "src/gyreprof/diagnostics/doctor.py"
+_DOCTOR_RULES = "src/gyreprof/diagnostics/_doctor_rules.py"
+_DOCTOR_EVIDENCE = "src/gyreprof/diagnostics/_doctor_evidence.py"
 _STARTUP = "src/gyreprof/analysis/startup.py"
 _TL = f"{_CORE_DIR}/timeline.pyx"
 _RL = f"{_CORE_DIR}/requestlog.pyx"
@@ -239,6 +240,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("wait-spike-factor-strict", _WAIT,
            "(per_step >= factor * med)", "(per_step > factor * med)",
            ("tests/test_wait_edges.py",)),
+    Mutant("wait-options-keyword-ignored", _WAIT,  # a knob given as keyword was dropped
+           "    out: _Opts = replace(record, **knobs)\n", "    out: _Opts = record\n",
+           ("tests/test_options_records.py",)),
+    Mutant("verdict-wait-knobs-not-passed-on", _VERDICT,
+           "out = replace(out, wait_options=out.wait_options.replaced(passed, what=\"diagnose\"))",
+           "out = replace(out, wait_options=out.wait_options)",
+           ("tests/test_options_records.py",)),
     # -- verdict: the loop's shape, then the rule for that shape
     Mutant("verdict-sync-uses-wait-ratio", _VERDICT,  # other trainer phases ignored
            "return min(1.0, totals[wait] / total)", "return report.ratio",
@@ -305,27 +313,44 @@ MUTANTS: tuple[Mutant, ...] = (
            "if gain <= flat_within and mem_rising(prev, cur):",
            "if gain >= flat_within and mem_rising(prev, cur):",
            ("tests/test_sweep.py::test_stop_rule_needs_flat_throughput_and_rising_memory",)),
-    # -- doctor: spinning / blocked / busy / progressing
-    Mutant("doctor-idle-activity-ignored", _DOCTOR,  # a stream reader was called blocked
-           "        if activity:\n", "        if False:\n",
+    # -- doctor: spinning / blocked / busy / progressing (the rule table and its evidence)
+    Mutant("doctor-idle-activity-ignored", _DOCTOR_RULES,  # a stream reader was called blocked
+           'lambda f: f.progressed is None and bool(f.activity),',
+           'lambda f: f.progressed is None and False,',
            ("tests/test_doctor.py::test_an_idle_process_reading_a_stream_is_busy_not_blocked",
             "tests/test_doctor.py::test_a_parent_waiting_on_working_children_is_busy_not_blocked")),
-    Mutant("doctor-spin-threshold-inverted", _DOCTOR,
+    Mutant("doctor-spin-threshold-inverted", _DOCTOR_RULES,
            "cpu_share >= SPIN_CPU_SHARE) or (\n        running_share >= BUSY_RUNNING_SHARE",
            "cpu_share <= SPIN_CPU_SHARE) or (\n        running_share >= BUSY_RUNNING_SHARE",
            _T_SHAPE),
-    Mutant("doctor-still-step-is-progress", _DOCTOR,
+    Mutant("doctor-still-step-is-progress", _DOCTOR_EVIDENCE,
            "progressed = last.steps > first.steps or phases_moved",
            "progressed = last.steps >= first.steps or phases_moved",
            ("tests/test_doctor.py::test_retrying_finding_from_live_counters",)),
-    Mutant("doctor-no-signal-is-progress", _DOCTOR,  # CPU time taken as progress
-           "if progress.progressed:\n", "if progress.progressed is not False:\n", _T_SHAPE),
-    Mutant("doctor-busy-without-signal-is-spinning", _DOCTOR,
-           "if progress.progressed is None:", "if progress.progressed is None and not busy:",
-           _T_SHAPE),
-    Mutant("doctor-quiet-files-are-a-stall", _DOCTOR,
+    Mutant("doctor-no-signal-is-progress", _DOCTOR_RULES,  # CPU time taken as progress
+           'lambda f: f.progressed is True,', 'lambda f: f.progressed is not False,', _T_SHAPE),
+    Mutant("doctor-busy-without-signal-is-spinning", _DOCTOR_RULES,
+           'Rule("busy-no-signal", "busy",', 'Rule("busy-no-signal", "spinning",', _T_SHAPE),
+    Mutant("doctor-quiet-files-are-a-stall", _DOCTOR_EVIDENCE,
            '_Progress("files", None, [quiet]', '_Progress("files", False, [quiet]',
            ("tests/test_doctor.py::test_busy_loop_whose_output_file_stays_quiet",)),
+    Mutant("doctor-stopped-rule-after-progress", _DOCTOR_RULES,  # a paused loop that moved
+           'Rule("stopped", "blocked", lambda f: f.stopped,',
+           'Rule("stopped", "blocked", lambda f: f.stopped and not f.progressed,',
+           _T_SHAPE),
+    Mutant("doctor-quiet-output-after-busy", _DOCTOR_RULES,  # the naive order of the table
+           'and f.source == "files" and f.quiet_output is not None',
+           'and f.source == "files" and f.quiet_output is not None and not f.busy',
+           ("tests/test_doctor_rules.py",)),
+    Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
+           "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
+           "if fd > 2 and flags is None:",
+           ("tests/test_procfs_psutil.py",)),
+    Mutant("doctor-wakeups-of-every-thread", "src/gyreprof/diagnostics/_procfs.py",
+           "return int(psutil.Process(pid).num_ctx_switches().voluntary)",
+           "return sum(int(psutil.Process(t.id).num_ctx_switches().voluntary) "
+           "for t in psutil.Process(pid).threads())",
+           ("tests/test_procfs_psutil.py",)),
     # -- one meaning of a sampler's return value (_sample_count.py)
     Mutant("count-bool-is-a-count", _COUNT,
            "if isinstance(value, bool):", "if isinstance(value, bytes):",

@@ -64,7 +64,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,7 +74,7 @@ from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_fraction, check_positive_int
-from gyreprof.analysis.wait import WaitReport, _busy_before, report_of
+from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
 from gyreprof.render import json as render_json
 from gyreprof.render import markdown as render_markdown
 from gyreprof.render import metrics as render_metrics
@@ -140,6 +140,46 @@ DEFAULT_SYNC_SAMPLER_ABOVE = 0.5
 DEFAULT_OVERLAP_ABOVE = 0.2
 DEFAULT_MIN_ALIGNED = 0.5
 DEFAULT_MIN_COVERAGE = 0.8
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """The knobs of :func:`diagnose`, each with its default (see its parameters);
+    ``wait_options`` are passed on to the wait report.
+
+    ``gp.diagnose(sampler=s, trainer=t, options=DiagnoseOptions(band=0.0))`` and
+    ``gp.diagnose(sampler=s, trainer=t, band=0.0)`` are the same call: a keyword named
+    after a field of this record or of :class:`~gyreprof.analysis.wait.WaitOptions`
+    (``window_steps=``, ``other=``, ...) replaces that field.
+    """
+
+    env_phases: Sequence[str] = DEFAULT_ENV_PHASES
+    sampler_idle: Sequence[str] = ()
+    trainer_bound_below: float = DEFAULT_TRAINER_BOUND_BELOW
+    sync_sampler_above: float = DEFAULT_SYNC_SAMPLER_ABOVE
+    overlap_above: float = DEFAULT_OVERLAP_ABOVE
+    min_aligned: float = DEFAULT_MIN_ALIGNED
+    min_coverage: float = DEFAULT_MIN_COVERAGE
+    overhead_limit: float = DEFAULT_OVERHEAD_LIMIT
+    min_samples_p99: int = DEFAULT_MIN_SAMPLES_P99
+    min_samples_p999: int = DEFAULT_MIN_SAMPLES_P999
+    gpu: bool | None = None
+    gpu_hints: Sequence[str] = DEFAULT_GPU_HINTS
+    band: float | None = None
+    loop_evidence: str | None = None
+    wait_options: WaitOptions = field(default_factory=WaitOptions)
+
+    def replaced(self, knobs: Mapping[str, Any]) -> DiagnoseOptions:
+        """These options with the fields named in ``knobs`` replaced, the wait report's
+        among them; a name that is neither is an ``ArgumentTypeError`` naming it."""
+        wait_names = {f.name for f in fields(WaitOptions)}
+        own = {k: v for k, v in knobs.items() if k not in wait_names}
+        passed = {k: v for k, v in knobs.items() if k in wait_names}
+        out = replaced(self, own, "diagnose")
+        if passed:
+            out = replace(out, wait_options=out.wait_options.replaced(passed, what="diagnose"))
+        return out
+
 
 #: the "balanced" band around the bound threshold: half the interquartile range of the
 #: trainer's per-window wait ratios, held within [BAND_MIN, BAND_MAX]; with fewer than
@@ -979,14 +1019,14 @@ def _trainer_side(
     compute: str,
     thresholds: dict[str, float],
     side_kw: dict[str, Any],
-    wait_kwargs: dict[str, Any],
+    wait_options: WaitOptions,
     sampler_idle: Sequence[str] = (),
     band: float | None = None,
     loop_evidence: str | None = None,
 ) -> tuple[WaitReport, _Shape]:
     """Steps 1-2 on the trainer's profile: the wait report, the loop's shape, the bound."""
     t_summary = trainer.summary
-    report = report_of(trainer, wait, compute, **wait_kwargs)
+    report = report_of(trainer, wait, compute, wait_options)
     shape = _loop_shape(
         loop,
         sampler,
@@ -1094,21 +1134,8 @@ def diagnose(
     wait: str = "wait",
     compute: str = "compute",
     loop: str | None = None,
-    env_phases: Sequence[str] = DEFAULT_ENV_PHASES,
-    sampler_idle: Sequence[str] = (),
-    trainer_bound_below: float = DEFAULT_TRAINER_BOUND_BELOW,
-    sync_sampler_above: float = DEFAULT_SYNC_SAMPLER_ABOVE,
-    overlap_above: float = DEFAULT_OVERLAP_ABOVE,
-    min_aligned: float = DEFAULT_MIN_ALIGNED,
-    min_coverage: float = DEFAULT_MIN_COVERAGE,
-    overhead_limit: float = DEFAULT_OVERHEAD_LIMIT,
-    min_samples_p99: int = DEFAULT_MIN_SAMPLES_P99,
-    min_samples_p999: int = DEFAULT_MIN_SAMPLES_P999,
-    gpu: bool | None = None,
-    gpu_hints: Sequence[str] = DEFAULT_GPU_HINTS,
-    band: float | None = None,
-    loop_evidence: str | None = None,
-    **wait_kwargs: Any,
+    options: DiagnoseOptions | None = None,
+    **knobs: Any,
 ) -> Verdict:
     """Where the time goes and what to tune next, in plain words (see the module doc).
 
@@ -1149,8 +1176,18 @@ def diagnose(
     loop_evidence: with ``loop``, the words saying how the shape was read (from the
         training thread's timeline, as ``gyreprof run`` does): the verdict's
         ``loop_source`` is then ``"timeline"`` instead of ``"declared"``.
-    wait_kwargs: passed on to ``wait_report`` (window_steps=, other=, ...).
+    options: the knobs above (``env_phases`` to ``loop_evidence``) as one
+        :class:`DiagnoseOptions`, the wait report's in its ``wait_options``.
+    knobs: any of those knobs as a keyword (``band=0.0``), or one of ``wait_report``'s
+        (``window_steps=``, ``other=``, ...): it replaces that field of ``options``.
     """
+    o = (options or DiagnoseOptions()).replaced(knobs)
+    env_phases, sampler_idle, gpu, gpu_hints = o.env_phases, o.sampler_idle, o.gpu, o.gpu_hints
+    band, loop_evidence = o.band, o.loop_evidence
+    trainer_bound_below, sync_sampler_above = o.trainer_bound_below, o.sync_sampler_above
+    overlap_above, min_aligned, min_coverage = o.overlap_above, o.min_aligned, o.min_coverage
+    overhead_limit = o.overhead_limit
+    min_samples_p99, min_samples_p999 = o.min_samples_p99, o.min_samples_p999
     fractions = {
         "trainer_bound_below": trainer_bound_below,
         "sync_sampler_above": sync_sampler_above,
@@ -1192,7 +1229,7 @@ def diagnose(
             compute,
             thresholds,
             side_kw,
-            wait_kwargs,
+            o.wait_options,
             tuple(sampler_idle),
             band,
             loop_evidence,

@@ -14,7 +14,8 @@ Windows come from the profiler itself: exact windows computed from the raw
 events in its ring when a ``Profiler`` is given, the fixed-memory rolling
 windows (~3% resolution, whole run) when only a ``Summary`` or ``Snapshot`` is.
 
-Default thresholds (all parameters of :func:`wait_report`):
+Default thresholds (all fields of :class:`WaitOptions`, each also a keyword of
+:func:`wait_report`):
 
 - ``spike_factor=3.0``: a window spikes when its wait per step is at least 3x
   the median window's wait per step ...
@@ -34,8 +35,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from gyreprof._rings import Rings
     from gyreprof.profiler import Profiler
 
+_Opts = TypeVar("_Opts")
+
 WAIT_REPORT_FORMAT = "gyreprof.wait_report/2"
 #: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
 WAIT_REPORT_FORMAT_V1 = "gyreprof.wait_report/1"
@@ -65,6 +68,48 @@ DEFAULT_SPIKE_MIN_SHARE = 0.05
 DEFAULT_TARGET_WINDOWS = 20
 DEFAULT_MIN_WINDOW_STEPS = 5
 DEFAULT_COINCIDE_WINDOWS = 0
+
+
+@dataclass(frozen=True)
+class WaitOptions:
+    """The knobs of :func:`wait_report`, each with its default (see its parameters).
+
+    ``gp.wait_report(tp, options=WaitOptions(window_steps=50))`` and
+    ``gp.wait_report(tp, window_steps=50)`` are the same call: a keyword named after a
+    field replaces that field of ``options``.
+    """
+
+    window_steps: int | None = None
+    window_s: float | None = None
+    spike_factor: float = DEFAULT_SPIKE_FACTOR
+    spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE
+    other: str | Sequence[str] | None = None
+    other_source: Profiler | Source | None = None
+    coincide_windows: int = DEFAULT_COINCIDE_WINDOWS
+    target_windows: int = DEFAULT_TARGET_WINDOWS
+    min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS
+
+    def replaced(self, knobs: Mapping[str, Any], *, what: str = "wait_report") -> WaitOptions:
+        """These options with the fields named in ``knobs`` replaced; a name that is no
+        field is an ``ArgumentTypeError`` (a ``TypeError``) naming it."""
+        return replaced(self, knobs, what)
+
+
+def replaced(options: _Opts, knobs: Mapping[str, Any], what: str) -> _Opts:
+    """The options record ``options`` (a dataclass) with the fields named in ``knobs``
+    replaced; a name that is no field is an ``ArgumentTypeError`` naming it."""
+    if not knobs:
+        return options
+    record: Any = options
+    names = {f.name for f in fields(record)}
+    for name in knobs:
+        if name not in names:
+            raise ArgumentTypeError(
+                f"{what}() got an unexpected keyword argument {name!r} "
+                f"(its options: {', '.join(sorted(names))})"
+            )
+    out: _Opts = replace(record, **knobs)
+    return out
 
 
 # --------------------------------------------------------------------- values
@@ -440,20 +485,12 @@ def _names(value: str | Sequence[str] | None, what: str) -> list[str]:
 # ---------------------------------------------------------------------- entry
 
 
-def _check_options(
-    wait: str,
-    compute: str,
-    *,
-    window_steps: int | None,
-    window_s: float | None,
-    spike_factor: float,
-    spike_min_share: float,
-    other_source: object,
-    coincide_windows: int,
-    target_windows: int,
-    min_window_steps: int,
-) -> None:
+def _check_options(wait: str, compute: str, o: WaitOptions) -> None:
     """Every option of ``wait_report``: a TypeError or ValueError naming it."""
+    window_steps, window_s = o.window_steps, o.window_s
+    spike_factor, spike_min_share = o.spike_factor, o.spike_min_share
+    target_windows, min_window_steps = o.target_windows, o.min_window_steps
+    coincide_windows, other_source = o.coincide_windows, o.other_source
     if window_steps is not None and window_s is not None:
         raise InvalidValueError("give window_steps= or window_s=, not both")
     if window_steps is not None:
@@ -718,15 +755,8 @@ def wait_report(
     wait: str = "wait",
     compute: str = "compute",
     *,
-    window_steps: int | None = None,
-    window_s: float | None = None,
-    spike_factor: float = DEFAULT_SPIKE_FACTOR,
-    spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE,
-    other: str | Sequence[str] | None = None,
-    other_source: Profiler | Source | None = None,
-    coincide_windows: int = DEFAULT_COINCIDE_WINDOWS,
-    target_windows: int = DEFAULT_TARGET_WINDOWS,
-    min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS,
+    options: WaitOptions | None = None,
+    **knobs: Any,
 ) -> WaitReport:
     """How much the trainer waits for batches, overall and per window.
 
@@ -750,6 +780,9 @@ def wait_report(
         the trainer's (e.g. the sampler's, same clock); matched by time.
     coincide_windows: how many windows apart two spikes may be and still
         coincide (0: the same window).
+    target_windows / min_window_steps: see window_steps.
+    options: these knobs as one :class:`WaitOptions`; each knob given as a keyword
+        (``window_steps=50``) replaces that field of it.
 
     Raises ``UnknownPhaseError`` (a ``ValueError`` and ``KeyError``) naming the phase and
     the known phases when a phase is
@@ -759,15 +792,7 @@ def wait_report(
         resolve(trainer, what="trainer", paths=False),
         wait,
         compute,
-        window_steps=window_steps,
-        window_s=window_s,
-        spike_factor=spike_factor,
-        spike_min_share=spike_min_share,
-        other=other,
-        other_source=other_source,
-        coincide_windows=coincide_windows,
-        target_windows=target_windows,
-        min_window_steps=min_window_steps,
+        (options or WaitOptions()).replaced(knobs),
     )
 
 
@@ -775,31 +800,16 @@ def report_of(
     trainer: Source,
     wait: str = "wait",
     compute: str = "compute",
-    *,
-    window_steps: int | None = None,
-    window_s: float | None = None,
-    spike_factor: float = DEFAULT_SPIKE_FACTOR,
-    spike_min_share: float = DEFAULT_SPIKE_MIN_SHARE,
-    other: str | Sequence[str] | None = None,
-    other_source: Profiler | Source | None = None,
-    coincide_windows: int = DEFAULT_COINCIDE_WINDOWS,
-    target_windows: int = DEFAULT_TARGET_WINDOWS,
-    min_window_steps: int = DEFAULT_MIN_WINDOW_STEPS,
+    options: WaitOptions | None = None,
 ) -> WaitReport:
     """:func:`wait_report` of a resolved trainer :class:`~gyreprof.source.Source` (the
     form ``diagnose`` calls, so each input is resolved once, at the public door)."""
-    _check_options(
-        wait,
-        compute,
-        window_steps=window_steps,
-        window_s=window_s,
-        spike_factor=spike_factor,
-        spike_min_share=spike_min_share,
-        other_source=other_source,
-        coincide_windows=coincide_windows,
-        target_windows=target_windows,
-        min_window_steps=min_window_steps,
-    )
+    o = options or WaitOptions()
+    _check_options(wait, compute, o)
+    window_steps, window_s = o.window_steps, o.window_s
+    spike_factor, spike_min_share = o.spike_factor, o.spike_min_share
+    target_windows, min_window_steps = o.target_windows, o.min_window_steps
+    coincide_windows, other, other_source = o.coincide_windows, o.other, o.other_source
     other_names = _names(other, "other")
     other_src = (
         resolve(other_source, what="other_source", paths=False)

@@ -46,7 +46,7 @@ def is_loopback(host: str) -> bool:
 
 
 def _ns_inode(pid: int | str) -> str | None:
-    try:
+    try:  # by hand: psutil has no network namespaces
         return os.readlink(f"/proc/{pid}/ns/net")
     except OSError:
         return None
@@ -71,7 +71,7 @@ def _in_namespace(pid: int, work: Callable[[], object]) -> tuple[object, str | N
 
     def run() -> None:
         try:
-            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)
+            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)  # setns needs the file itself
             try:
                 setns(fd, getattr(os, "CLONE_NEWNET", 0x40000000))
             finally:

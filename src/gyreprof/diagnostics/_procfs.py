@@ -1,24 +1,31 @@
-"""Read what a thread is waiting on from Linux ``/proc`` (private helper of the doctor).
+"""Read what a thread is waiting on (private helper of the doctor): psutil for what it
+offers, Linux ``/proc`` by hand for the rest.
+
+psutil gives the threads and their CPU time, the main thread's wakeups and the
+regular files open with their flags. ``/proc`` is read by hand only for what psutil
+has no call for: a thread's scheduler state and name, its kernel wait channel and
+system call, what a descriptor that is not a regular file points to, and the size
+of the open file itself.
 
 Everything here is best effort: on other systems, or where ``/proc`` hides a
 field (another user's process, a hardened kernel), the functions return
 ``None`` or empty values instead of raising, and the doctor says what it could
 not read.
 
-Sources, per thread ``/proc/<pid>/task/<tid>/``:
+Read by hand, per thread ``/proc/<pid>/task/<tid>/``:
 
 - ``stat``: scheduler state (``R`` running, ``S`` sleeping, ``D`` uninterruptible,
-  ``T`` stopped, ``Z`` zombie) and CPU time in clock ticks.
+  ``T`` stopped, ``Z`` zombie) and name.
 - ``wchan``: the kernel function the thread sleeps in (``0`` when running or hidden).
 - ``syscall``: the system call number and arguments of a blocked thread (readable
   by the same user unless ptrace is restricted); the first argument of calls
   such as ``recvfrom`` is the file descriptor, which ``/proc/<pid>/fd`` and the
   process's sockets turn into a path or an address pair.
 
-Per process, ``/proc/<pid>/fd/<n>`` (a link to the open file) and
-``/proc/<pid>/fdinfo/<n>`` (its open flags) tell which regular files the
-process writes: its stdout and stderr when redirected to a file, logs,
-TensorBoard event files, checkpoints. Their growth is progress evidence.
+Per process, psutil's open files (path, descriptor, open flags) and the size of
+each through ``/proc/<pid>/fd/<n>`` tell which regular files the process writes:
+its stdout and stderr when redirected to a file, logs, TensorBoard event files,
+checkpoints. Their growth is progress evidence.
 """
 
 from __future__ import annotations
@@ -29,10 +36,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-try:
-    _CLK_TCK = float(os.sysconf("SC_CLK_TCK"))
-except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
-    _CLK_TCK = 100.0
+import psutil
 
 # System call numbers of the calls a blocked Python thread usually sits in.
 _SYSCALLS_X86_64: dict[int, str] = {
@@ -181,6 +185,7 @@ class ThreadSample:
 
 def proc_available(pid: int) -> bool:
     """Whether ``/proc/<pid>`` exists (Linux-style procfs)."""
+    # the question is whether the hand reads below can work, not a fact about the process
     return os.path.isdir(f"/proc/{pid}/task")
 
 
@@ -194,6 +199,7 @@ def _read(path: str) -> str | None:
 
 def read_wchan(pid: int, tid: int | None = None) -> str | None:
     """The kernel wait channel of a process or one of its threads; None when hidden or running."""
+    # by hand: psutil has no wait channel
     path = f"/proc/{pid}/wchan" if tid is None else f"/proc/{pid}/task/{tid}/wchan"
     text = _read(path)
     if text is None:
@@ -202,22 +208,17 @@ def read_wchan(pid: int, tid: int | None = None) -> str | None:
     return None if text in ("", "0") else text
 
 
-def _parse_stat(text: str) -> tuple[str, str, float] | None:
-    """(comm, state, cpu_s) from a ``stat`` line; the name may contain spaces and parentheses."""
+def _parse_stat(text: str) -> tuple[str, str] | None:
+    """(comm, state) from a ``stat`` line; the name may contain spaces and parentheses."""
     open_paren = text.find("(")
     close_paren = text.rfind(")")
     if open_paren < 0 or close_paren < 0:
         return None
     comm = text[open_paren + 1 : close_paren]
     fields = text[close_paren + 2 :].split()
-    if len(fields) < 13:
+    if not fields:
         return None
-    try:
-        utime = int(fields[11])
-        stime = int(fields[12])
-    except ValueError:
-        return None
-    return comm, fields[0], (utime + stime) / _CLK_TCK
+    return comm, fields[0]
 
 
 def _parse_syscall(text: str | None) -> tuple[str | None, int | None]:
@@ -247,41 +248,43 @@ def _parse_syscall(text: str | None) -> tuple[str | None, int | None]:
 def main_thread_wakeups(pid: int) -> int | None:
     """How many times the main thread has given up the CPU to wait and been woken
     (``voluntary_ctxt_switches``): a thread stuck in one wait wakes never, one that
-    keeps receiving data or replies wakes each time. None where unreadable."""
-    text = _read(f"/proc/{pid}/task/{pid}/status")
-    if text is None:
+    keeps receiving data or replies wakes each time. None where unreadable.
+
+    On Linux psutil's count is the one of ``/proc/<pid>/status``: the thread-group
+    leader's own, that is the main thread's. Elsewhere it adds up every thread, so
+    there is no answer (None)."""
+    if not psutil.LINUX:
         return None
-    for line in text.splitlines():
-        if line.startswith("voluntary_ctxt_switches:"):
-            try:
-                return int(line.split(":", 1)[1])
-            except ValueError:
-                return None
-    return None
+    try:
+        return int(psutil.Process(pid).num_ctx_switches().voluntary)
+    except (psutil.Error, OSError):
+        return None
 
 
 def thread_samples(pid: int) -> list[ThreadSample]:
-    """Every thread of ``pid`` as read from ``/proc`` now; an empty list where unreadable."""
+    """Every thread of ``pid`` now (psutil: the threads and their CPU time; ``/proc``:
+    the rest); an empty list where unreadable."""
     try:
-        tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
-    except (OSError, ValueError):
+        threads = psutil.Process(pid).threads()
+    except (psutil.Error, OSError):
         return []
     out: list[ThreadSample] = []
-    for tid in tids:
-        base = f"/proc/{pid}/task/{tid}"
-        stat = _read(f"{base}/stat")
-        parsed = _parse_stat(stat) if stat else None
+    for th in sorted(threads, key=lambda t: t.id):
+        base = f"/proc/{pid}/task/{th.id}"
+        # by hand: psutil has no per-thread scheduler state, name or system call
+        stat_line = _read(f"{base}/stat")
+        parsed = _parse_stat(stat_line) if stat_line else None
         if parsed is None:
-            continue  # the thread ended between listdir and read
-        comm, state, cpu_s = parsed
+            continue  # the thread ended between the listing and the read
+        comm, state = parsed
         syscall, fd = _parse_syscall(_read(f"{base}/syscall"))
         out.append(
             ThreadSample(
-                tid=tid,
+                tid=th.id,
                 name=comm,
                 state=state,
-                cpu_s=cpu_s,
-                wchan=read_wchan(pid, tid),
+                cpu_s=float(th.user_time + th.system_time),
+                wchan=read_wchan(pid, th.id),
                 syscall=syscall,
                 fd=fd,
             )
@@ -301,6 +304,7 @@ def fd_target(pid: int, fd: int, sockets: Mapping[int, str]) -> str | None:
     if fd in sockets:
         return sockets[fd]
     try:
+        # by hand: psutil lists regular files only, not the pipe or socket this may be
         target = os.readlink(f"/proc/{pid}/fd/{fd}")
     except OSError:
         return None
@@ -337,25 +341,10 @@ class OpenFile:
 #: at most this many written files are watched (a process with thousands of open files
 #: still costs a bounded number of reads per look)
 MAX_WATCHED_FILES = 64
-#: at most this many file descriptors are examined per look
+#: at most this many open files are examined per look
 MAX_EXAMINED_FDS = 4096
 #: paths never watched: shared memory (the live segment is read as such) and the procfs
 _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
-
-
-def _fd_writable(pid: int, fd: int) -> bool:
-    """Whether ``fd`` was opened for writing (O_WRONLY or O_RDWR), from ``fdinfo``."""
-    text = _read(f"/proc/{pid}/fdinfo/{fd}")
-    if text is None:
-        return False
-    for line in text.splitlines():
-        if line.startswith("flags:"):
-            try:
-                flags = int(line.split()[1], 8)
-            except (IndexError, ValueError):
-                return False
-            return (flags & 0o3) in (0o1, 0o2)
-    return False
 
 
 # files gyreprof itself writes for a process under `gyreprof run`: never the process's
@@ -367,31 +356,31 @@ def written_files(pid: int, limit: int = MAX_WATCHED_FILES) -> list[OpenFile]:
     """Regular files ``pid`` writes: its stdout / stderr when redirected to a file, and
     other files it holds open for writing (logs, event files, checkpoints).
 
-    Best effort: an empty list where ``/proc/<pid>/fd`` cannot be read (another
-    user's process, not Linux). One entry per path; stdout and stderr first.
+    Best effort: an empty list where its open files cannot be read (another user's
+    process, not Linux). One entry per path; stdout and stderr first.
     """
     try:
-        fds = sorted(int(f) for f in os.listdir(f"/proc/{pid}/fd"))
-    except (OSError, ValueError):
+        files = psutil.Process(pid).open_files()
+    except (psutil.Error, OSError):
         return []
     out: dict[str, OpenFile] = {}
-    for fd in fds[:MAX_EXAMINED_FDS]:
+    for f in sorted(files, key=lambda f: f.fd)[:MAX_EXAMINED_FDS]:
         if len(out) >= limit:
             break
-        try:
-            path = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        # pipes, sockets, anonymous inodes ("pipe:[123]") and devices are never progress files
+        fd, path = f.fd, f.path
+        # shared memory (the live segment is read as such), devices, the procfs
         if not path.startswith("/") or path.startswith(_SKIP_PREFIXES):
             continue
         if fd > 2 and path.endswith(_OWN_SUFFIXES):
             continue  # gyreprof run's own records of the process (its start-up trail)
         role = {1: "stdout", 2: "stderr"}.get(fd, "open for writing")
-        if fd > 2 and not _fd_writable(pid, fd):
-            continue
+        flags = getattr(f, "flags", None)  # Linux only: elsewhere no way to tell
+        if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):
+            continue  # not opened for writing (O_WRONLY or O_RDWR)
         try:
-            st = os.stat(f"/proc/{pid}/fd/{fd}")  # the open file itself, even if renamed
+            # by hand: psutil gives no size; through the descriptor it is the open file
+            # itself, even if renamed since
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):

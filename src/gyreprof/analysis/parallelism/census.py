@@ -459,6 +459,8 @@ _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
 def _thread_sample(pid: int) -> _ThreadSample | None:
     """Per-thread CPU and run-queue wait of ``pid`` from /proc; ``None`` where unreadable."""
+    # by hand: psutil's threads() has each thread's CPU time only, not its name, start
+    # or run-queue wait (schedstat); the CPU time comes with the same stat line
     base = f"/proc/{pid}/task"
     try:
         tids = os.listdir(base)
@@ -492,7 +494,7 @@ def _thread_sample(pid: int) -> _ThreadSample | None:
 
 
 def _uptime_s() -> float | None:
-    try:
+    try:  # by hand: psutil.boot_time() is in whole seconds, thread starts are in ticks
         with open("/proc/uptime", "rb") as f:
             return float(f.read().split()[0])
     except (OSError, ValueError, IndexError):

@@ -213,7 +213,7 @@ def cpu_limits(pid: int) -> CpuLimits:
         affinity = cpu_count
     quota: float | None = None
     quota_source: str | None = None
-    try:
+    try:  # by hand: psutil has no cgroups
         cgroup_text = Path(f"/proc/{pid}/cgroup").read_text()
         mountinfo_text = Path(f"/proc/{pid}/mountinfo").read_text()
     except OSError:

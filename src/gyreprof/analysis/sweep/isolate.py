@@ -60,7 +60,7 @@ def _tree_rss(procs: Sequence[psutil.Process]) -> int:
 
 def cgroup_oom_kills() -> int | None:
     """The ``oom_kill`` count of this process's cgroup (v2), or None where unreadable."""
-    try:
+    try:  # by hand: psutil has no cgroups
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
