@@ -1,17 +1,17 @@
 """The calling thread's state under ``gyreprof run``: :class:`ThreadState`, the patched
-methods' per-thread profilers and phase timers on top of the compiled training timeline
-(``state``'s module doc says what the timeline means). Its own module because the base
-class is compiled: ``state`` (imported by the bootstrap of every process) imports this
-only when a thread first records, so a process that records nothing loads neither numpy
-nor the core."""
+methods' per-thread profilers and phase timers on top of the thread's training timeline
+(``timeline.Timeline``; ``state``'s module doc says what the timeline means). Its own
+module because it needs the compiled core: ``state`` (imported by the bootstrap of every
+process) imports this only when a thread first records, so a process that records
+nothing loads neither numpy nor the core."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from gyreprof._core.timeline import Timeline
 from gyreprof.integrations._auto import records as rec
+from gyreprof.integrations._auto.timeline import Timeline
 
 FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
 
@@ -19,11 +19,11 @@ FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
 class ThreadState(Timeline):
     """One thread's profilers and phase timers (what the patched methods touch), and the
     state of its training timeline (see the module doc). The timeline's fields and its
-    per-wait work (:func:`data_wait`, the block close) are compiled: the base class
-    ``gyreprof._core.timeline.Timeline`` holds ``srec``, ``trec``, ``trainer``, ``ident``,
-    ``trains``, ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``,
-    ``blk_end``, ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``,
-    ``last_start`` and ``last_own``."""
+    per-wait work (``data_wait``, the block close) are the base class's
+    (``timeline.Timeline``): ``srec``, ``trec``, ``trainer``, ``ident``, ``trains``,
+    ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``, ``blk_end``,
+    ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``, ``last_start``,
+    ``last_own`` and ``fwd_id``."""
 
     __slots__ = (
         "inside",
@@ -48,6 +48,7 @@ class ThreadState(Timeline):
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
+        super().__init__()
         # the recorders, the trainer's counters, the forward's phase id and the thread
         self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
         self.inside = False
@@ -86,8 +87,8 @@ class ThreadState(Timeline):
         self.last_own = False
 
     def _trim_start_up(self, start: int, end: int) -> int:
-        """The first collect block's start, called by the compiled block close
-        (``Timeline``). The first block of a thread reaches back to its first sampler
+        """The first collect block's start, called by the block close
+        (``Timeline.close_block``). The first block of a thread reaches back to its first sampler
         write, which may come before the set-up (an env reset, then the model built): start
         it after the last gap between its events that is longer than all that follows it
         (read once per thread from the sampler's ring)."""
