@@ -1,8 +1,9 @@
 """The C env-call guard (``gyreprof._core.guard``) on real gymnasium envs, and what its
 calls add to ``overhead_share``.
 
-The guard replaces patch_gym's Python wrappers: the Python functions stay as the
-fallback and as the reference these tests compare it with (same events, same counts).
+The guard is patch_gym's only wrapper; a Python reference of what it does
+(``helpers/gym_reference.py``) is what these tests compare it with (same events, same
+counts).
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ from gyreprof.integrations._auto import state as st  # noqa: E402
 from gyreprof.snapshot import wrapper_overhead  # noqa: E402
 from gyreprof.summary import WRAPPER_COUNTER_PREFIX  # noqa: E402
 
+from helpers import gym_reference  # noqa: E402
+
 P = WRAPPER_COUNTER_PREFIX
 
 
 @pytest.fixture(autouse=True)
 def patched() -> Iterator[None]:
     patch_gym.install(gym)  # idempotent; in-process, as gyreprof.integrations.sb3 does
-    assert patch_gym.USE_C
+    assert isinstance(gym.Wrapper.__dict__["step"], guard.Guard)  # the C guard, always
     yield
-    patch_gym.USE_C = True
 
 
 def fresh() -> Any:
@@ -110,9 +112,15 @@ def test_arguments_results_and_exceptions_pass_unchanged() -> None:
     assert events(t, "env_reset") == 1
 
 
-def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
-    patch_gym.USE_C = use_c
+def _reference(cls: type, *names: str) -> None:
+    """``cls``'s guarded methods replaced by the Python reference of the same wrapper."""
+    for name in names:
+        g = cls.__dict__[name]
+        assert isinstance(g, guard.Guard)
+        setattr(cls, name, gym_reference.env_method(g.fn, name))
 
+
+def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
     class Inner(gym.Env):  # type: ignore[misc]
         def step(self, action: Any) -> Any:
             return action
@@ -127,8 +135,10 @@ def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
     class Wrap(gym.Wrapper):  # type: ignore[misc]
         pass  # gym.Wrapper's own step and reset (patched at import: C)
 
+    if not use_c:  # the Python reference on Outer and Inner, the C guard in between
+        _reference(Inner, "step", "reset")
+        _reference(Outer, "step")
     env = Outer(Wrap(Inner()))
-    patch_gym.USE_C = True
     t = fresh()
     env.reset()
     for i in range(steps):
@@ -142,7 +152,7 @@ def test_only_the_outermost_call_of_a_stack_is_timed_as_the_python_reference_doe
     assert (c_step, c_reset) == (py_step, py_reset) == (50, 1)
     # Outer(Wrap(Inner)): 1 timed and 2 passed-through steps per step (resets through
     # gym.Wrapper.reset); with Python wrappers on Outer and Inner (gym.Wrapper's own
-    # C guard in between) every call is counted all the same: the Python fallback is
+    # C guard in between) every call is counted all the same: the Python reference is
     # priced too, one nesting flag shared by both kinds of wrapper
     want = {"env_step.timed": 50, "env_step.inner": 100, "env_reset.timed": 1}
     want["env_reset.inner"] = 2
@@ -431,28 +441,25 @@ def test_threads_one_after_another_each_record_into_their_own_state() -> None:
     assert events(t, "env_step") == 9
 
 
-def test_the_python_fallback_is_counted_and_priced() -> None:
-    patch_gym.USE_C = False
-    try:
+def test_the_python_reference_is_counted_and_priced() -> None:
+    class PyLayer(gym.Wrapper):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            return self.env.step(action)
 
-        class PyLayer(gym.Wrapper):  # type: ignore[misc]
-            def step(self, action: Any) -> Any:
-                return self.env.step(action)
+    class PyInner(gym.Env):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            # an env's work, so that the steady time is far above what the calls are
+            # priced at: a loop of bare wrappers, priced by a calibration that a
+            # loaded machine inflates, can come to more than all of its time, and
+            # the snapshot then caps the overhead at that time
+            end = time.perf_counter_ns() + 50_000
+            while time.perf_counter_ns() < end:
+                pass
+            return action
 
-        class PyInner(gym.Env):  # type: ignore[misc]
-            def step(self, action: Any) -> Any:
-                # an env's work, so that the steady time is far above what the calls are
-                # priced at: a loop of bare wrappers, priced by a calibration that a
-                # loaded machine inflates, can come to more than all of its time, and
-                # the snapshot then caps the overhead at that time
-                end = time.perf_counter_ns() + 50_000
-                while time.perf_counter_ns() < end:
-                    pass
-                return action
-
-        py_costs = patch_gym.measure_costs()  # the Python wrappers' own cost per call
-    finally:
-        patch_gym.USE_C = True
+    _reference(PyLayer, "step")
+    _reference(PyInner, "step")
+    py_costs = gym_reference.measure_costs()  # the Python wrappers' own cost per call
     assert not isinstance(PyLayer.__dict__["step"], guard.Guard)
     # (a timed call is never priced below a passed-through one; equal where the
     # calibration's difference fell below it on a loaded machine)
