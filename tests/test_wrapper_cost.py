@@ -78,10 +78,37 @@ class Layer(gym.Wrapper):  # type: ignore[misc]
 
 
 def test_the_guard_takes_its_fast_paths() -> None:
-    # ThreadState's slots read by offset, PhaseTimer entered and left as C functions:
-    # a change of either layout would keep the answers and lose the speed
+    # ThreadState's Binding read as C fields, PhaseTimer entered and left as C functions:
+    # a change of either would keep the answers and lose the speed
     assert guard.fast_layout()
     assert guard.timer_direct() == 3
+    t = fresh()
+    Echo().step(0)
+    assert guard.thread_reads_binding()
+    assert isinstance(t.guard_binding, guard.Binding)
+
+
+def test_the_thread_state_owns_the_binding_the_guard_reads() -> None:
+    t = fresh()
+    b = t.guard_binding
+    for kind in guard.KINDS:
+        assert b.timer(kind) is getattr(t, kind)
+    t.inside = True  # the state's flag is the binding's
+    assert b.inside is True
+    seen: list[bool] = []
+
+    class Peek(gym.Env):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            seen.append(b.inside)
+            return action
+
+    b.inside = False
+    Peek().step(1)  # the guard sets the binding's flag around the outermost call
+    assert seen == [True] and t.inside is False
+    with pytest.raises(TypeError, match="env_reset timer"):
+        guard.Binding(b.timer("env_step"), 3, b.timer("step_async"), b.timer("step_wait"))
+    with pytest.raises(ValueError, match="kind"):
+        b.timer("nope")
 
 
 def test_the_patch_installs_c_guards_that_look_like_the_methods() -> None:

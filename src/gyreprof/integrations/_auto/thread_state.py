@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from gyreprof._core.guard import Binding
 from gyreprof.integrations._auto import records as rec
 from gyreprof.integrations._auto.timeline import Timeline
 
@@ -26,7 +27,7 @@ class ThreadState(Timeline):
     ``last_own`` and ``fwd_id``."""
 
     __slots__ = (
-        "inside",
+        "guard_binding",
         "in_collect",
         "in_train",
         "sampler",
@@ -51,7 +52,6 @@ class ThreadState(Timeline):
         super().__init__()
         # the recorders, the trainer's counters, the forward's phase id and the thread
         self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
-        self.inside = False
         self.in_collect = False
         self.in_train = False
         self.in_wait = False  # inside a data wait already reported (nested gets are not)
@@ -61,6 +61,8 @@ class ThreadState(Timeline):
         self.env_reset = ph("env_reset")
         self.step_async = ph("step_async")
         self.step_wait = ph("step_wait")
+        # what the C env-call guard reads of this thread: the nesting flag and the timers
+        self.guard_binding = Binding(self.env_step, self.env_reset, self.step_async, self.step_wait)
         self.fwd = ph("fwd")
         self.tbegin = trainer.begin
         self.tlap = trainer.lap
@@ -85,6 +87,16 @@ class ThreadState(Timeline):
         self.provisional = False  # its steps so far are the default trainer's (no update yet)
         self.last_start = -1  # the last collect block's start and kind
         self.last_own = False
+
+    @property
+    def inside(self) -> bool:
+        """The nesting guard: inside an env call already timed (``guard_binding``'s flag,
+        which the C guard reads and sets)."""
+        return self.guard_binding.inside
+
+    @inside.setter
+    def inside(self, value: bool) -> None:
+        self.guard_binding.inside = value
 
     def _trim_start_up(self, start: int, end: int) -> int:
         """The first collect block's start, called by the block close
