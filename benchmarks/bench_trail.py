@@ -7,16 +7,14 @@ in a fresh interpreter, alternating, ``--repeat`` times. "without" imports what
 "with" also imports the trail and starts it, so the difference is all of the trail's
 cost. Both the wall time and the CPU time of the start-up are printed (medians, and the
 median of the paired with/without ratios; on a loaded machine the CPU time is the
-steadier of the two). ``--tracer python`` uses the Python trace functions (what runs
-when ``gyreprof._core.trace`` is not built) instead of the C one; ``--tracer both``
-runs the two in each round; ``--before SRC`` adds, in each round, a start-up with the
+steadier of the two). The trail traces with this Python's one tracer (the C trace
+function on 3.10-3.11, ``sys.monitoring`` on 3.12+). ``--before SRC`` adds, in each round, a start-up with the
 trail of another checkout (``--before /path/to/main/src``: the code before a change).
 ``--case predict`` adds 2000 ``model.predict(obs)`` calls after the construction, still
 before any step: a start-up that runs much library code while traced (warm-up,
 evaluation), where the trace function itself is what costs. Target: at most +5%.
 
-    python benchmarks/bench_trail.py [--repeat 7] [--tracer c|python|both]
-        [--case ppo|predict] [--before SRC]
+    python benchmarks/bench_trail.py [--repeat 7] [--case ppo|predict] [--before SRC]
     pytest benchmarks/bench_trail.py   # a quick sanity run (2 each, loose bound)
 """
 
@@ -38,8 +36,6 @@ from gyreprof.integrations._auto import state
 if os.environ.get("BENCH_TRAIL") == "1":
     from pathlib import Path
     from gyreprof.integrations._auto import trail
-    if os.environ.get("BENCH_TRACER") == "python":
-        trail._native = None
     trail.start(Path(os.environ["BENCH_DIR"]))
 import stable_baselines3
 from stable_baselines3 import PPO
@@ -52,9 +48,7 @@ print(time.perf_counter() - t0, time.process_time() - c0)
 """
 
 
-def one(
-    with_trail: bool, tracer: str = "c", case: str = "ppo", src: str | None = None
-) -> tuple[float, float]:
+def one(with_trail: bool, case: str = "ppo", src: str | None = None) -> tuple[float, float]:
     """(wall s, CPU s) of one start-up in a fresh interpreter (gyreprof from ``src``, a
     checkout's ``src`` folder, if given)."""
     with tempfile.TemporaryDirectory() as d:
@@ -62,7 +56,6 @@ def one(
             os.environ,
             BENCH_TRAIL="1" if with_trail else "0",
             BENCH_DIR=d,
-            BENCH_TRACER=tracer,
             BENCH_CASE=case,
         )
         if src is not None:
@@ -78,20 +71,20 @@ Run = tuple[float, float]  # (wall s, CPU s)
 
 
 def measure(
-    repeat: int, tracers: tuple[str, ...] = ("c",), case: str = "ppo", before: str | None = None
+    repeat: int, case: str = "ppo", before: str | None = None
 ) -> tuple[list[Run], dict[str, list[Run]]]:
-    """``repeat`` rounds, each: one start-up without the trail, then one with each tracer
-    (and one with the trail of the checkout ``before`` names, its default tracer)."""
+    """``repeat`` rounds, each: one start-up without the trail, then one with it (and one
+    with the trail of the checkout ``before`` names)."""
     without: list[Run] = []
-    variants = [(f"tracer {t}", t, None) for t in tracers]
+    variants: list[tuple[str, str | None]] = [("the trail", None)]
     if before is not None:
-        variants.append((f"the trail of {before}", "c", before))
-    with_: dict[str, list[Run]] = {name: [] for name, _, _ in variants}
+        variants.append((f"the trail of {before}", before))
+    with_: dict[str, list[Run]] = {name: [] for name, _ in variants}
     one(False, case=case)  # warm the file cache
     for _ in range(repeat):
         without.append(one(False, case=case))
-        for name, tracer, src in variants:
-            with_[name].append(one(True, tracer, case, src))
+        for name, src in variants:
+            with_[name].append(one(True, case, src))
     return without, with_
 
 
@@ -107,13 +100,11 @@ def _line(name: str, a: list[float], b: list[float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--tracer", choices=("c", "python", "both"), default="c")
     ap.add_argument("--case", choices=("ppo", "predict"), default="ppo")
     ap.add_argument("--before", metavar="SRC", help="also run the trail of this src folder")
     args = ap.parse_args()
-    tracers = ("c", "python") if args.tracer == "both" else (args.tracer,)
     t = time.monotonic()
-    without, with_ = measure(args.repeat, tracers, args.case, args.before)
+    without, with_ = measure(args.repeat, args.case, args.before)
     for name, runs in with_.items():
         print(f"-- case {args.case}, {name}")
         for i, name in ((0, "wall"), (1, "CPU ")):
@@ -129,7 +120,7 @@ def test_trail_startup_sanity() -> None:
 
     pytest.importorskip("stable_baselines3")
     without, with_ = measure(2)
-    ratio = min(x[1] for x in with_["tracer c"]) / min(x[1] for x in without)
+    ratio = min(x[1] for x in with_["the trail"]) / min(x[1] for x in without)
     assert ratio < 2.0, (without, with_)
 
 

@@ -6,7 +6,8 @@ report says they add.
     python benchmarks/bench_wrapper.py --wall     # wall time instead of thread CPU time
 
 Three loops, each run bare, with the C wrappers (``gyreprof._core.guard``, what
-``gyreprof run`` installs) and with the Python fallback, interleaved in one process
+``gyreprof run`` installs) and with the tests' Python reference of the same wrappers
+(``tests/helpers/gym_reference.py``, never installed by a run), interleaved in one process
 (the patched methods are swapped in and out between rounds, so every round runs the
 same objects):
 
@@ -24,15 +25,17 @@ round's C - bare and Python - bare, with the interquartile range of C - bare: th
 noise), the estimate the report gives for the C rounds (the sampler's
 ``overhead_ns`` over those rounds' steps; its wrapper part beside it), estimate /
 measured (target 0.67-1.5), and patched / bare (target <= 1.05 on CartPole); the
-Python fallback's rounds are priced at its own calibrated costs (``Py est``).
+Python reference's rounds are priced at its own calibrated costs (``Py est``).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -40,6 +43,9 @@ import numpy as np
 
 from gyreprof.integrations._auto import patch_gym
 from gyreprof.integrations._auto import state as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers import gym_reference  # noqa: E402  (the Python reference of the wrappers)
 
 #: the clock the loops are timed on: the thread's CPU time (a loaded machine's
 #: preemptions are not in it), or the wall clock with --wall
@@ -67,17 +73,14 @@ def _patched_methods() -> list[tuple[type, str, Any]]:
 
 
 class Modes:
-    """Swap the patched methods between bare (the originals), C and Python."""
+    """Swap the patched methods between bare (the originals), C and the Python reference."""
 
     def __init__(self) -> None:
         self.methods = _patched_methods()
         self.py: dict[tuple[type, str], Any] = {}
         for cls, name, g in self.methods:
-            patch_gym.USE_C = False
-            try:
-                self.py[(cls, name)] = patch_gym._make_env_method(g.fn, name)
-            finally:
-                patch_gym.USE_C = True
+            guarded = g.guarded
+            self.py[(cls, name)] = gym_reference.wrap(g.fn, g.kind, guarded, patch_gym._thread)
 
     def set(self, mode: str) -> None:
         for cls, name, g in self.methods:
@@ -119,7 +122,7 @@ def dummyvec(n: int) -> Callable[[], float]:
     return run
 
 
-#: the Python fallback's calibrated costs (main() measures them), pricing its rounds
+#: the Python reference's calibrated costs (main() measures them), pricing its rounds
 PY_COSTS: dict[str, float] = {}
 
 TORCH = False  # --torch: the cleanrl case's policy in torch (numpy by default)
@@ -243,12 +246,8 @@ def main() -> None:
     except ImportError:
         CASES.pop("dummyvec", None)
     print(f"wrapper costs (ns per call): {patch_gym.wrapper_costs()}")
-    patch_gym.USE_C = False
-    try:
-        PY_COSTS.update(patch_gym.measure_costs())
-    finally:
-        patch_gym.USE_C = True
-    print(f"Python fallback costs (ns per call): {PY_COSTS}")
+    PY_COSTS.update(gym_reference.measure_costs())
+    print(f"Python reference costs (ns per call): {PY_COSTS}")
     head = (
         f"{'case':<9} {'bare':>8} {'C':>8} {'Python':>8} {'+C':>7} {'(IQR)':>6} {'+Py':>7} "
         f"{'estimate':>8} {'(wrap)':>7} {'est/meas':>8} {'C/bare':>7} {'Py/bare':>7} "

@@ -1,4 +1,4 @@
-"""The compiled training timeline (``gyreprof._core.timeline.Timeline``, the base of
+"""The training timeline (``gyreprof.integrations._auto.timeline.Timeline``, the base of
 ``state.ThreadState``) driven directly: the data wait's block, the default trainer's block
 close into a trainer step and its counter, the gate of counted waits, the TSC-free request
 wait, the no-grad classification, and its refusals (unbound, bad arguments, another
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gyreprof._core.timeline import Timeline
 from gyreprof.integrations._auto import records as rec
+from gyreprof.integrations._auto.timeline import Timeline
 from gyreprof.profiler import Profiler
 
 FWD = rec.SAMPLER_PHASES.index("fwd")

@@ -1,5 +1,6 @@
-"""The start-up trail's exception tracing, on real subprocesses, with each tracer: the C
-trace function (``gyreprof._core.trace``, 3.10-3.11) and the Python one it stands in for.
+"""The start-up trail's exception tracing, on real subprocesses, with this Python's one
+tracer: the C trace function (``gyreprof._core.trace``) on 3.10-3.11, ``sys.monitoring``
+on 3.12+.
 
 - a swallowed exception is reported with the file:line that raised it and the one that
   caught it, also when it was raised in the standard library, and when the same
@@ -29,18 +30,9 @@ import pytest
 from gyreprof.integrations._auto import trail
 
 NATIVE = trail._native is not None
-TRACERS = [
-    pytest.param(
-        "c",
-        marks=pytest.mark.skipif(
-            not NATIVE, reason="the C tracer: Python 3.10-3.11, gyreprof._core.trace built"
-        ),
-    ),
-    "python",
-]
 MONITORING = sys.version_info >= (3, 12)
-if MONITORING:  # pragma: no cover - sys.monitoring there, one path
-    TRACERS = ["python"]
+# one tracer per Python version (the parameter names it in the test ids)
+TRACERS = ["monitoring"] if MONITORING else ["c"]
 
 MAIN = """
 import sys
@@ -48,8 +40,7 @@ from pathlib import Path
 
 from gyreprof.integrations._auto import trail
 
-if sys.argv[2] == "python":
-    trail._native = None
+assert sys.argv[2] == ("monitoring" if trail._native is None else "c")
 {before}
 trail.start(Path(sys.argv[1]))
 import user  # noqa: E402,F401
@@ -366,6 +357,7 @@ def test_the_c_tracer_comes_back_through_settrace_of_gettrace(tmp_path: Path) ->
 
 
 def test_the_c_tracer_loads_without_the_core_package() -> None:
+    assert NATIVE == (sys.version_info < (3, 12))  # one tracer per version, no fallback
     code = (
         "import sys\n"
         "from gyreprof.integrations._auto import trail\n"
@@ -378,3 +370,14 @@ def test_the_c_tracer_loads_without_the_core_package() -> None:
     loaded, numpy, core = out.stdout.split()
     assert numpy == "False" and core == "False", out.stdout
     assert loaded == str(NATIVE and sys.version_info < (3, 12))
+
+
+@pytest.mark.skipif(not NATIVE, reason="the C tracer: Python 3.10-3.11")
+def test_a_missing_c_tracer_is_an_import_error_saying_how_to_build(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # no Python tracer stands in: a core built without the trace function is an error
+    monkeypatch.delitem(sys.modules, "gyreprof._core.trace")
+    monkeypatch.setattr(trail, "_GYREPROF", str(tmp_path) + "/")
+    with pytest.raises(ImportError, match=r"start-up tracer .*pip install"):
+        trail._load_native()

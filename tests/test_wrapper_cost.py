@@ -1,8 +1,9 @@
 """The C env-call guard (``gyreprof._core.guard``) on real gymnasium envs, and what its
 calls add to ``overhead_share``.
 
-The guard replaces patch_gym's Python wrappers: the Python functions stay as the
-fallback and as the reference these tests compare it with (same events, same counts).
+The guard is patch_gym's only wrapper; a Python reference of what it does
+(``helpers/gym_reference.py``) is what these tests compare it with (same events, same
+counts).
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ from gyreprof.integrations._auto import state as st  # noqa: E402
 from gyreprof.snapshot import wrapper_overhead  # noqa: E402
 from gyreprof.summary import WRAPPER_COUNTER_PREFIX  # noqa: E402
 
+from helpers import gym_reference  # noqa: E402
+
 P = WRAPPER_COUNTER_PREFIX
 
 
 @pytest.fixture(autouse=True)
 def patched() -> Iterator[None]:
     patch_gym.install(gym)  # idempotent; in-process, as gyreprof.integrations.sb3 does
-    assert patch_gym.USE_C
+    assert isinstance(gym.Wrapper.__dict__["step"], guard.Guard)  # the C guard, always
     yield
-    patch_gym.USE_C = True
 
 
 def fresh() -> Any:
@@ -76,10 +78,37 @@ class Layer(gym.Wrapper):  # type: ignore[misc]
 
 
 def test_the_guard_takes_its_fast_paths() -> None:
-    # ThreadState's slots read by offset, PhaseTimer entered and left as C functions:
-    # a change of either layout would keep the answers and lose the speed
+    # ThreadState's Binding read as C fields, PhaseTimer entered and left as C functions:
+    # a change of either would keep the answers and lose the speed
     assert guard.fast_layout()
     assert guard.timer_direct() == 3
+    t = fresh()
+    Echo().step(0)
+    assert guard.thread_reads_binding()
+    assert isinstance(t.guard_binding, guard.Binding)
+
+
+def test_the_thread_state_owns_the_binding_the_guard_reads() -> None:
+    t = fresh()
+    b = t.guard_binding
+    for kind in guard.KINDS:
+        assert b.timer(kind) is getattr(t, kind)
+    t.inside = True  # the state's flag is the binding's
+    assert b.inside is True
+    seen: list[bool] = []
+
+    class Peek(gym.Env):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            seen.append(b.inside)
+            return action
+
+    b.inside = False
+    Peek().step(1)  # the guard sets the binding's flag around the outermost call
+    assert seen == [True] and t.inside is False
+    with pytest.raises(TypeError, match="env_reset timer"):
+        guard.Binding(b.timer("env_step"), 3, b.timer("step_async"), b.timer("step_wait"))
+    with pytest.raises(ValueError, match="kind"):
+        b.timer("nope")
 
 
 def test_the_patch_installs_c_guards_that_look_like_the_methods() -> None:
@@ -110,9 +139,15 @@ def test_arguments_results_and_exceptions_pass_unchanged() -> None:
     assert events(t, "env_reset") == 1
 
 
-def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
-    patch_gym.USE_C = use_c
+def _reference(cls: type, *names: str) -> None:
+    """``cls``'s guarded methods replaced by the Python reference of the same wrapper."""
+    for name in names:
+        g = cls.__dict__[name]
+        assert isinstance(g, guard.Guard)
+        setattr(cls, name, gym_reference.env_method(g.fn, name))
 
+
+def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
     class Inner(gym.Env):  # type: ignore[misc]
         def step(self, action: Any) -> Any:
             return action
@@ -127,8 +162,10 @@ def _stack_counts(use_c: bool, steps: int) -> tuple[int, int, dict[str, int]]:
     class Wrap(gym.Wrapper):  # type: ignore[misc]
         pass  # gym.Wrapper's own step and reset (patched at import: C)
 
+    if not use_c:  # the Python reference on Outer and Inner, the C guard in between
+        _reference(Inner, "step", "reset")
+        _reference(Outer, "step")
     env = Outer(Wrap(Inner()))
-    patch_gym.USE_C = True
     t = fresh()
     env.reset()
     for i in range(steps):
@@ -142,7 +179,7 @@ def test_only_the_outermost_call_of_a_stack_is_timed_as_the_python_reference_doe
     assert (c_step, c_reset) == (py_step, py_reset) == (50, 1)
     # Outer(Wrap(Inner)): 1 timed and 2 passed-through steps per step (resets through
     # gym.Wrapper.reset); with Python wrappers on Outer and Inner (gym.Wrapper's own
-    # C guard in between) every call is counted all the same: the Python fallback is
+    # C guard in between) every call is counted all the same: the Python reference is
     # priced too, one nesting flag shared by both kinds of wrapper
     want = {"env_step.timed": 50, "env_step.inner": 100, "env_reset.timed": 1}
     want["env_reset.inner"] = 2
@@ -431,28 +468,25 @@ def test_threads_one_after_another_each_record_into_their_own_state() -> None:
     assert events(t, "env_step") == 9
 
 
-def test_the_python_fallback_is_counted_and_priced() -> None:
-    patch_gym.USE_C = False
-    try:
+def test_the_python_reference_is_counted_and_priced() -> None:
+    class PyLayer(gym.Wrapper):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            return self.env.step(action)
 
-        class PyLayer(gym.Wrapper):  # type: ignore[misc]
-            def step(self, action: Any) -> Any:
-                return self.env.step(action)
+    class PyInner(gym.Env):  # type: ignore[misc]
+        def step(self, action: Any) -> Any:
+            # an env's work, so that the steady time is far above what the calls are
+            # priced at: a loop of bare wrappers, priced by a calibration that a
+            # loaded machine inflates, can come to more than all of its time, and
+            # the snapshot then caps the overhead at that time
+            end = time.perf_counter_ns() + 50_000
+            while time.perf_counter_ns() < end:
+                pass
+            return action
 
-        class PyInner(gym.Env):  # type: ignore[misc]
-            def step(self, action: Any) -> Any:
-                # an env's work, so that the steady time is far above what the calls are
-                # priced at: a loop of bare wrappers, priced by a calibration that a
-                # loaded machine inflates, can come to more than all of its time, and
-                # the snapshot then caps the overhead at that time
-                end = time.perf_counter_ns() + 50_000
-                while time.perf_counter_ns() < end:
-                    pass
-                return action
-
-        py_costs = patch_gym.measure_costs()  # the Python wrappers' own cost per call
-    finally:
-        patch_gym.USE_C = True
+    _reference(PyLayer, "step")
+    _reference(PyInner, "step")
+    py_costs = gym_reference.measure_costs()  # the Python wrappers' own cost per call
     assert not isinstance(PyLayer.__dict__["step"], guard.Guard)
     # (a timed call is never priced below a passed-through one; equal where the
     # calibration's difference fell below it on a loaded machine)

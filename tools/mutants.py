@@ -87,7 +87,7 @@ _DECIDE = "src/gyreprof/analysis/sweep/decide.py"
 _DOCTOR_RULES = "src/gyreprof/diagnostics/_doctor_rules.py"
 _DOCTOR_EVIDENCE = "src/gyreprof/diagnostics/_doctor_evidence.py"
 _STARTUP = "src/gyreprof/analysis/startup.py"
-_TL = f"{_CORE_DIR}/timeline.pyx"
+_TL = "src/gyreprof/integrations/_auto/timeline.py"
 _RL = f"{_CORE_DIR}/requestlog.pyx"
 _GATE = f"{_CORE_DIR}/gate.pyx"
 
@@ -385,20 +385,20 @@ MUTANTS: tuple[Mutant, ...] = (
            "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
     Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",
            "missing = lacking()", "missing = None", ("tests/test_run_uninstrumented.py",)),
-    # -- the training timeline (.pyx): blocks, trainer steps, the request wait's gate
+    # -- the training timeline (Python): blocks, trainer steps, the request wait's gate
     Mutant("tl-block-start-not-earliest", _TL,
            "if self.blk_start < 0 or start_ns < self.blk_start:", "if self.blk_start < 0:",
            _T_TL),
     Mutant("tl-block-end-not-latest", _TL,
            "if end_ns > self.blk_end:", "if self.blk_end < 0:", _T_TL),
     Mutant("tl-training-thread-closes-per-wait", _TL,
-           "(not self.trains and default_main != 0", "(default_main != 0", _T_TL),
+           "not self.trains\n            and default_main != 0", "default_main != 0", _T_TL),
     Mutant("tl-every-no-grad-block-a-forward", _TL,
-           "if self.srec.s[H_LAST_WRITE] > end:", "if True:", _T_TL),
+           "if self.srec.last_write_ns() > end:", "if True:", _T_TL),
     Mutant("tl-compute-not-closed", _TL,
-           "        if self.step_open:\n            trec._lap(COMPUTE, start)\n", "", _T_TL),
+           "        if self.step_open:\n            trec.lap_at(COMPUTE, start)\n", "", _T_TL),
     Mutant("tl-own-wait-counted-fed", _TL,
-           "cdef bint own = since >= 0 or self.blk_own", "cdef bint own = since >= 0", _T_TL),
+           "own = since >= 0 or self.blk_own", "own = since >= 0", _T_TL),
     Mutant("tl-start-up-not-trimmed", _TL,
            "start = self._trim_start_up(start, end)", "pass", _T_TL),
     Mutant("tl-request-wait-ungated", _TL,
@@ -417,7 +417,8 @@ MUTANTS: tuple[Mutant, ...] = (
            _T_RL),
     # -- the compiled plain send (requestlog.pyx's PlainSend)
     Mutant("ps-c-wait-skipped", _RL,
-           "                (<Timeline>t)._request_wait(start, end, main)", "                pass",
+           "            t.request_wait(start, end, self.state[\"_default_main\"])",
+           "            pass",
            ("tests/test_http_rollouts.py",)),
     Mutant("ps-probe-is-a-wait", _RL,
            "elif not (self.probes and ep in self.probes):", "else:", _T_RL),

@@ -562,15 +562,12 @@ class StatsBlock:
         small = np.concatenate(
             (prefix, counts.sum(axis=1).astype(np.int64), newest.reshape(-1), counters, sumhi)
         )
-        small_off = dict(off)
-        small_off.update(
-            counts=c0,
-            wcounts=c0 + nh,
-            wring=c0 + nh,
-            counters=c0 + nh + keep * stride,
-            sumhi=c0 + nh + keep * stride + self.max_counters,
-            words=len(small),
-        )
+        # the small block's regions as the core lays them out: one bucket per histogram,
+        # no window buckets, ``keep`` closed windows, the same counters
+        small_off = {
+            k: int(v)
+            for k, v in _rec.stats_layout(self.n_phases, 1, 0, keep, self.max_counters).items()
+        }
         return CompactBlock(small, small_off, counts, keep, closed, have - keep)
 
     def activity(self) -> int:

@@ -6,20 +6,23 @@ Contracts:
 - ``Guard(fn, kind, guarded)`` calls ``fn`` with the arguments it was given, unchanged
   (vectorcall: no argument tuple or dict is built), and returns what ``fn`` returns or
   lets what it raises propagate. ``kind`` is the index of the calling thread's timer
-  (``KINDS``: a ThreadState attribute of that name); ``guarded``: only the outermost of
-  nested guarded calls on a thread is timed (``ThreadState.inside``), as the Python
-  wrappers of ``patch_gym`` do.
+  (``KINDS``); ``guarded``: only the outermost of nested guarded calls on a thread is
+  timed (the thread's nesting flag ``inside``), as the tests' Python reference of the
+  wrappers does.
+- What the guard reads of a thread is a :class:`Binding`, this module's own type: the
+  nesting flag and the four timers, read as C fields. The thread's state (``configure``'s
+  ``thread()``) owns one as its ``guard_binding`` attribute; a state without one is
+  read through ``getattr``/``setattr`` (``inside`` and the timers by their names).
 - It binds like a function: the type is a method descriptor, so ``obj.step(a)``
   calls it with ``obj`` first and makes no bound method; ``__get__`` gives a bound
   method where an attribute is read without a call.
-- The calling thread's ThreadState comes from a C thread-local slot (a strong
+- The calling thread's Binding comes from a C thread-local slot (a strong
   reference), valid while its generation equals the module's. ``forget()`` (called
   when any ThreadState is created, and in a forked child) bumps the generation: every
   thread then asks the Python side once (``configure``'s ``thread``) and keeps the
   answer. The last calling thread's slot is also kept in a static, keyed by its
   PyThreadState and that state's unique ``id`` (a dead thread's address may be
-  reused, its id never is): a call from the same thread reads no thread-local. A ThreadState of the configured type is read through its slots' offsets;
-  any other object through ``getattr``/``setattr``.
+  reused, its id never is): a call from the same thread reads no thread-local.
 - Each call is counted in the thread's sampler Recorder counters named by the
   ``configure``'s ``bind`` callable (one ``timed`` and one ``inner`` counter per
   kind): what ``overhead_share`` prices the wrapper by. A failure to count is
@@ -29,6 +32,7 @@ Contracts:
 
 cimport cython
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t
 
 from gyreprof._core.recorder cimport Recorder
@@ -39,12 +43,6 @@ import sys
 cdef extern from *:
     """
     #include <Python.h>
-    #include <structmember.h>
-    #ifndef Py_T_OBJECT_EX
-    #define GYRE_T_OBJECT_EX T_OBJECT_EX
-    #else
-    #define GYRE_T_OBJECT_EX Py_T_OBJECT_EX
-    #endif
     #define GYRE_KINDS 4
 
     /* what a Guard holds, as C sees it (the Cython class keeps one of these first) */
@@ -56,25 +54,32 @@ cdef extern from *:
         void *fixed;             /* a gyre_slot of its own (calibration), else NULL */
     } gyre_guard_fields;
 
-    /* one thread's binding: its ThreadState, the Recorder that counts its calls */
+    /* what a Binding holds, as C sees it (the Cython class keeps one of these first) */
+    typedef struct {
+        int inside;                      /* the nesting flag: inside a guarded call */
+        PyObject *timers[GYRE_KINDS];    /* strong: the timer of each kind (KINDS) */
+    } gyre_binding_fields;
+
+    /* one thread's slot: what the guard reads of it (its Binding, or another object read
+       by attribute), the Recorder that counts its calls */
     typedef struct {
         uint64_t gen;
         PyObject *state;         /* strong */
         PyObject *rec;           /* strong, or NULL: calls not counted */
         Py_ssize_t slots[2 * GYRE_KINDS];  /* counter slot per (kind, timed/inner), -1 */
-        int fast;                /* state is of the configured type: slot offsets */
+        int fast;                /* state is a Binding: its C fields */
     } gyre_slot;
 
     static uint64_t gyre_gen = 1;
     static __thread gyre_slot gyre_tls_slot;  /* zero-initialised: gen 0 never valid */
     static Py_ssize_t gyre_fields_off = 0;
-    static PyTypeObject *gyre_state_type = NULL;
-    static Py_ssize_t gyre_off_inside = -1;
-    static Py_ssize_t gyre_off_timer[GYRE_KINDS] = {-1, -1, -1, -1};
+    static PyTypeObject *gyre_binding_type = NULL;
+    static Py_ssize_t gyre_binding_off = 0;
+    static PyObject *gyre_name_binding = NULL;  /* "guard_binding" */
     static PyObject *gyre_name_inside = NULL;
     static PyObject *gyre_name_timer[GYRE_KINDS] = {NULL, NULL, NULL, NULL};
-    static PyObject *gyre_thread_fn = NULL;   /* () -> ThreadState */
-    static PyObject *gyre_bind_fn = NULL;     /* (ThreadState) -> (Recorder, slots) | None */
+    static PyObject *gyre_thread_fn = NULL;   /* () -> the thread's state (a ThreadState) */
+    static PyObject *gyre_bind_fn = NULL;     /* (state) -> (Recorder, slots) | None */
     static PyTypeObject *gyre_timer_type = NULL;
     static PyObject *gyre_enter_descr = NULL, *gyre_exit_descr = NULL;
     static PyCFunction gyre_enter_meth = NULL;        /* METH_NOARGS */
@@ -85,6 +90,10 @@ cdef extern from *:
         return (gyre_guard_fields *)((char *)self + gyre_fields_off);
     }
 
+    static inline gyre_binding_fields *gyre_binding(PyObject *b) {
+        return (gyre_binding_fields *)((char *)b + gyre_binding_off);
+    }
+
     static void gyre_slot_clear(gyre_slot *s) {
         Py_CLEAR(s->state);
         Py_CLEAR(s->rec);
@@ -92,11 +101,28 @@ cdef extern from *:
         s->fast = 0;
     }
 
+    /* ``s`` reads ``state``'s Binding (its ``guard_binding``) when it has one, else
+       ``state`` itself by attribute */
     static void gyre_slot_set_plain(gyre_slot *s, PyObject *state) {
-        Py_INCREF(state);
+        PyObject *b = NULL;
+        if (gyre_binding_type != NULL && Py_TYPE(state) == gyre_binding_type) {
+            b = state;
+            Py_INCREF(b);
+        } else if (gyre_name_binding != NULL) {
+            b = PyObject_GetAttr(state, gyre_name_binding);
+            if (b == NULL) {
+                PyErr_Clear();
+            } else if (Py_TYPE(b) != gyre_binding_type) {
+                Py_CLEAR(b);
+            }
+        }
+        if (b == NULL) {
+            b = state;
+            Py_INCREF(b);
+        }
         gyre_slot_clear(s);
-        s->state = state;
-        s->fast = gyre_state_type != NULL && Py_TYPE(state) == gyre_state_type;
+        s->state = b;
+        s->fast = Py_TYPE(b) == gyre_binding_type;
     }
 
     static void gyre_set_counters(gyre_slot *s, PyObject *rec, Py_ssize_t *slots) {
@@ -186,11 +212,7 @@ cdef extern from *:
 
     /* 1 inside, 0 not, -1 error */
     static inline int gyre_inside(PyObject *state, int fast) {
-        if (fast) {
-            PyObject *v = *(PyObject **)((char *)state + gyre_off_inside);
-            if (v == Py_True) return 1;
-            if (v == Py_False) return 0;
-        }
+        if (fast) return gyre_binding(state)->inside;
         PyObject *v = PyObject_GetAttr(state, gyre_name_inside);
         if (v == NULL) return -1;
         int r = PyObject_IsTrue(v);
@@ -199,23 +221,19 @@ cdef extern from *:
     }
 
     static inline int gyre_set_inside(PyObject *state, int fast, int on) {
-        PyObject *val = on ? Py_True : Py_False;
         if (fast) {
-            PyObject **p = (PyObject **)((char *)state + gyre_off_inside);
-            PyObject *old = *p;
-            Py_INCREF(val);
-            *p = val;
-            Py_XDECREF(old);
+            gyre_binding(state)->inside = on;
             return 0;
         }
-        return PyObject_SetAttr(state, gyre_name_inside, val);
+        return PyObject_SetAttr(state, gyre_name_inside, on ? Py_True : Py_False);
     }
 
     /* the kind's timer of the thread: a new reference, or NULL with an error */
     static inline PyObject *gyre_timer(PyObject *state, int fast, int kind) {
         if (fast) {
-            PyObject *v = *(PyObject **)((char *)state + gyre_off_timer[kind]);
-            if (v != NULL) { Py_INCREF(v); return v; }
+            PyObject *v = gyre_binding(state)->timers[kind];
+            Py_INCREF(v);
+            return v;
         }
         return PyObject_GetAttr(state, gyre_name_timer[kind]);
     }
@@ -301,13 +319,6 @@ cdef extern from *:
         return res;
     }
 
-    static Py_ssize_t gyre_member_offset(PyObject *descr) {
-        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return -1;
-        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-        if (m->type != GYRE_T_OBJECT_EX || (m->flags & READONLY)) return -1;
-        return m->offset;
-    }
-
     /* the C function behind a method: a method descriptor's, or a Cython function's
        (its object starts with a PyCFunctionObject outside the limited API); NULL: none,
        the method is then called through Python */
@@ -345,6 +356,13 @@ cdef extern from *:
         PyType_Modified(tp);
     }
 
+    static void gyre_setup_binding(PyTypeObject *tp, Py_ssize_t off, PyObject *name) {
+        gyre_binding_type = tp;
+        gyre_binding_off = off;
+        Py_INCREF(name);
+        Py_XSETREF(gyre_name_binding, name);
+    }
+
     static void gyre_set_names(PyObject *inside, PyObject *timers /* tuple */) {
         Py_INCREF(inside);
         Py_XSETREF(gyre_name_inside, inside);
@@ -369,22 +387,22 @@ cdef extern from *:
         int kind
         int guarded
         void* fixed
+    ctypedef struct gyre_binding_fields:
+        int inside
+        PyObject* timers[4]
     ctypedef struct gyre_slot:
         uint64_t gen
         PyObject* state
         PyObject* rec
         int fast
     uint64_t gyre_gen
-    PyTypeObject* gyre_state_type
-    Py_ssize_t gyre_off_inside
-    Py_ssize_t gyre_off_timer[4]
     void (*gyre_count_fn)(PyObject* rec, Py_ssize_t slot) noexcept
     void* gyre_guard_call
     void gyre_slot_clear(gyre_slot* s) noexcept
     int gyre_slot_set(gyre_slot* s, PyObject* state) noexcept
     void gyre_slot_set_plain(gyre_slot* s, PyObject* state) noexcept
     void gyre_set_counters(gyre_slot* s, PyObject* rec, Py_ssize_t* slots) noexcept
-    Py_ssize_t gyre_member_offset(PyObject* descr) noexcept
+    void gyre_setup_binding(PyTypeObject* tp, Py_ssize_t off, PyObject* name) noexcept
     void gyre_setup_timer(PyTypeObject* tp, PyObject* enter, PyObject* exit_) noexcept
     void gyre_setup_type(PyTypeObject* tp, Py_ssize_t fields_off) noexcept
     void gyre_set_names(PyObject* inside, PyObject* timers) noexcept
@@ -393,8 +411,72 @@ cdef extern from *:
 cdef extern from "Python.h":
     object PyMethod_New(object func, object self)
 
-#: the timer of each kind: a ThreadState attribute of this name
+#: the timer of each kind (a Binding's timers, in this order; by attribute: these names)
 KINDS = ("env_step", "env_reset", "step_async", "step_wait")
+#: the attribute of a thread's state that holds its Binding
+BINDING_ATTR = "guard_binding"
+
+
+@cython.final
+cdef class Binding:
+    """What the guard reads of one thread: its nesting flag ``inside`` (set around the
+    outermost guarded call) and the timer of each kind (``KINDS``: objects with
+    ``__enter__`` / ``__exit__``, PhaseTimers in a run). A thread's state owns one as its
+    ``guard_binding`` attribute; the guard reads it as C fields.
+
+    Contract: the timers are fixed at creation; ``inside`` is read and written by the
+    guarded calls of the owning thread (GIL held)."""
+    cdef gyre_binding_fields b
+
+    def __cinit__(self, env_step, env_reset, step_async, step_wait):
+        timers = (env_step, env_reset, step_async, step_wait)
+        for i in range(GYRE_KINDS):
+            t = timers[i]
+            if not (hasattr(t, "__enter__") and hasattr(t, "__exit__")):
+                raise TypeError(f"the {KINDS[i]} timer must be a context manager, "
+                                f"got {type(t).__name__}")
+        self.b.inside = 0
+        for i in range(GYRE_KINDS):
+            Py_INCREF(timers[i])
+            self.b.timers[i] = <PyObject*>timers[i]
+
+    def __dealloc__(self):
+        for i in range(GYRE_KINDS):
+            Py_XDECREF(self.b.timers[i])
+            self.b.timers[i] = NULL
+
+    @property
+    def inside(self):
+        """Inside a guarded call of this thread (only the outermost one is timed)."""
+        return bool(self.b.inside)
+
+    @inside.setter
+    def inside(self, value):
+        self.b.inside = 1 if value else 0
+
+    def timer(self, str kind):
+        """The timer of ``kind`` (one of ``KINDS``)."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        return <object>self.b.timers[KINDS.index(kind)]
+
+
+def _binding_offset():
+    cdef Binding b = Binding(_NULL_TIMER, _NULL_TIMER, _NULL_TIMER, _NULL_TIMER)
+    return <Py_ssize_t>(<char*>&b.b - <char*><PyObject*>b)
+
+
+class _NullTimer:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NULL_TIMER = _NullTimer()
+cdef object _binding_name = BINDING_ATTR
+gyre_setup_binding(<PyTypeObject*>Binding, _binding_offset(), <PyObject*>_binding_name)
 
 
 cdef void _count(PyObject* rec, Py_ssize_t slot) noexcept:
@@ -409,8 +491,9 @@ gyre_count_fn = _count
 @cython.final
 cdef class CalibrationSlot:
     """A fixed binding for Guards made to measure the guard's cost: ``state`` (a
-    ThreadState) instead of the calling thread's, its calls counted in ``recorder``'s
-    counters ``slots`` (2 per kind: timed, inner; -1: not counted)."""
+    ThreadState: its Binding; another object: read by attribute) instead of the calling
+    thread's, its calls counted in ``recorder``'s counters ``slots`` (2 per kind: timed,
+    inner; -1: not counted)."""
     cdef gyre_slot s
 
     def __cinit__(self, state, Recorder recorder not None, slots):
@@ -485,12 +568,6 @@ cdef _set_counters(gyre_slot* s, Recorder recorder, slots):
     gyre_set_counters(s, <PyObject*>recorder, sl)
 
 
-cdef Py_ssize_t _member_offset(object descr):
-    if descr is None:
-        return -1
-    return gyre_member_offset(<PyObject*>descr)
-
-
 def _offset_of_fields():
     cdef Guard g = Guard(_noop, "env_step", True)
     return <Py_ssize_t>(<char*>&g.f - <char*><PyObject*>g)
@@ -503,27 +580,21 @@ def _noop(*args, **kwargs):
 gyre_setup_type(<PyTypeObject*>Guard, _offset_of_fields())
 
 
+_state_type = None
+
+
 def configure(state_type, timer_type, thread, bind=None):
-    """Tell the guard where things are: ``state_type`` (the ThreadState class: its
-    ``inside`` and timer slots are read by offset), ``timer_type`` (PhaseTimer: its
-    ``__enter__``/``__exit__`` called in C), ``thread()`` (the calling thread's
-    ThreadState, creating it), ``bind(state)`` (``(Recorder, slots)`` to count that
+    """Tell the guard where things are: ``state_type`` (the class of the threads' state:
+    its instances carry a :class:`Binding` as ``guard_binding``), ``timer_type``
+    (PhaseTimer: its ``__enter__``/``__exit__`` called in C), ``thread()`` (the calling
+    thread's state, creating it), ``bind(state)`` (``(Recorder, slots)`` to count that
     thread's calls in, or None). Every thread binds afresh afterwards."""
-    global gyre_state_type, gyre_off_inside
+    global _state_type
     if not isinstance(state_type, type) or not isinstance(timer_type, type):
         raise TypeError("configure() takes the ThreadState and PhaseTimer types")
     if not callable(thread) or (bind is not None and not callable(bind)):
         raise TypeError("configure(): thread and bind must be callables")
-    d = state_type.__dict__
-    off_inside = _member_offset(d.get("inside"))
-    offs = [_member_offset(d.get(k)) for k in KINDS]
-    if off_inside >= 0 and all(o >= 0 for o in offs):
-        gyre_off_inside = off_inside
-        for i in range(GYRE_KINDS):
-            gyre_off_timer[i] = offs[i]
-        gyre_state_type = <PyTypeObject*>state_type
-    else:  # not a __slots__ class of these names: getattr / setattr
-        gyre_state_type = NULL
+    _state_type = state_type
     cdef object inside_name = "inside"
     cdef object kinds = KINDS
     gyre_set_names(<PyObject*>inside_name, <PyObject*>kinds)
@@ -552,8 +623,9 @@ def forget():
 
 
 def fast_layout():
-    """True when ThreadState's slots are read by offset (configure() found them)."""
-    return gyre_state_type != NULL
+    """True when the configured state type carries a :class:`Binding` (its instances'
+    flag and timers are read as C fields, not by attribute)."""
+    return _state_type is not None and hasattr(_state_type, BINDING_ATTR)
 
 
 os.register_at_fork(after_in_child=forget)
@@ -565,11 +637,21 @@ cdef extern from *:
     static int gyre_timer_direct(void) {
         return (gyre_enter_meth != NULL) + 2 * (gyre_exit_meth != NULL);
     }
+    static int gyre_thread_reads_binding(void) {
+        return gyre_tls_slot.gen == gyre_gen && gyre_tls_slot.fast;
+    }
     """
     int gyre_timer_direct() noexcept
+    int gyre_thread_reads_binding() noexcept
 
 
 def timer_direct():
     """How PhaseTimer is entered and left: 3 when both ``__enter__`` and ``__exit__``
     are called as C functions (else through Python: slower, the same result)."""
     return gyre_timer_direct()
+
+
+def thread_reads_binding():
+    """True when the calling thread's slot (bound at its last guarded call, still
+    current) reads a :class:`Binding`'s C fields, not its state's attributes."""
+    return bool(gyre_thread_reads_binding())

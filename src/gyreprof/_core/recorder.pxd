@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The hot-path recorder: per-phase histograms, a ring of raw events, rolling windows.
 
-Contracts (the stats block's layout is the cpdef enum below):
+Contracts (the stats block's layout is the enum below):
 - Units: every time and duration is int64 nanoseconds on the recorder's clock
   (CLOCK_MONOTONIC unless clock="tsc").
 - Single writer: ``begin/lap/end/record/count`` and the PhaseTimer methods may be
@@ -35,107 +35,195 @@ from libc.stdint cimport int32_t, int64_t
 from gyreprof._core.hdr cimport HdrLayout
 
 
-# The stats block layout, declared once. ``cpdef enum`` makes every name both a C
-# constant (for the write path) and a module-level int of gyreprof._core.recorder;
-# Python code reads a block through gyreprof._block, never by these words directly.
-cpdef enum:
-    LAYOUT_VERSION = 2  # 2: the sums carry into high words (the sumhi region)
+# The stats block layout, declared once: the C enum below is where each word's value
+# lives. The write path and the fold's C code use its GYRE_* constants; ``cpdef enum``
+# makes each name a module-level int of gyreprof._core.recorder as well (Python code
+# reads a block through gyreprof._block, never by these words directly).
+cdef extern from *:
+    """
+    enum {
+        GYRE_LAYOUT_VERSION = 2,        /* 2: the sums carry into high words (the sumhi region) */
 
-    # header words; words 0..7 are the ones lap() touches (one cache line)
-    H_STEP = 0             # steps begun
-    H_OPEN_PHASE = 1       # phase now open (-1: none / between phases)
-    H_OPEN_SINCE = 2       # ns of the last boundary (-1: none)
-    H_RING_HEAD = 3        # events ever written to the ring
-    H_STEP_START = 4       # ns the open step began (-1: no step open)
-    H_NEGATIVE = 5         # negative durations (counted, not recorded)
-    H_OUT_OF_RANGE = 6     # values above the range (clamped into the top bucket)
-    H_START = 7            # ns of the first write (0: nothing written yet)
-    H_STEPS_DONE = 8       # steps completed (closed by begin() or end())
-    H_SATURATED = 9        # sums that would have wrapped: held at INT64_MAX instead (counted)
-    H_NONFINITE = 10       # NaN / infinite durations given to record()
-    H_STEADY_START = 11    # ns warm-up ended (-1: still warming up)
-    H_WARMUP_STEPS = 12    # steps completed during warm-up
-    H_LAST_STEP_END = 13   # ns the last step closed (-1: none)
-    H_WINDOWS = 14         # rolling windows closed so far
-    H_WIN_STEPS = 15       # steps in the current window
-    H_WIN_START = 16       # ns the current window began (-1: none)
-    H_WIN_FIRST_STEP = 17  # first step number of the current window
-    H_LAST_WRITE = 18      # ns of the last begin/end/record/timed phase (lap() leaves it)
-    H_WARMUP_END_STEP = 19 # step number of the last warm-up step (-1: warm-up not over)
-    H_WIN_SEQ = 20         # closed-window seqlock: odd while a window record is written
-    # steady phase events by the form that recorded them (laps are the rest: the lap
-    # path keeps no counter of its own); used to price the profiler's overhead
-    H_N_TIMER = 21         # closed by a PhaseTimer (``with`` and ``@timed``)
-    H_N_TIMED = 22         # of those, by a TimedFunction (``@timed``)
-    H_N_RECORD = 23        # given to record()
-    H_CLOCK_CHECKS = 24    # TSC drift checks against CLOCK_MONOTONIC
-    H_CLOCK_RECAL = 25     # ... that found drift above 0.01% and recalibrated
-    H_CLOCK_FALLBACK = 26  # ... that found the TSC unusable and fell back to CLOCK_MONOTONIC
-    H_CLOCK_ERROR_PPM = 27 # rate error (ppm, signed) found by the last check
-    H_SUM_HI = 28          # word offset of the "sumhi" region (the sums' high words)
-    HEADER_WORDS = 32
+        /* header words; words 0..7 are the ones lap() touches (one cache line) */
+        GYRE_H_STEP = 0,                /* steps begun */
+        GYRE_H_OPEN_PHASE = 1,          /* phase now open (-1: none / between phases) */
+        GYRE_H_OPEN_SINCE = 2,          /* ns of the last boundary (-1: none) */
+        GYRE_H_RING_HEAD = 3,           /* events ever written to the ring */
+        GYRE_H_STEP_START = 4,          /* ns the open step began (-1: no step open) */
+        GYRE_H_NEGATIVE = 5,            /* negative durations (counted, not recorded) */
+        GYRE_H_OUT_OF_RANGE = 6,        /* values above the range (clamped into the top bucket) */
+        GYRE_H_START = 7,               /* ns of the first write (0: nothing written yet) */
+        GYRE_H_STEPS_DONE = 8,          /* steps completed (closed by begin() or end()) */
+        GYRE_H_SATURATED = 9,           /* sums that would have wrapped: held at INT64_MAX instead (counted) */
+        GYRE_H_NONFINITE = 10,          /* NaN / infinite durations given to record() */
+        GYRE_H_STEADY_START = 11,       /* ns warm-up ended (-1: still warming up) */
+        GYRE_H_WARMUP_STEPS = 12,       /* steps completed during warm-up */
+        GYRE_H_LAST_STEP_END = 13,      /* ns the last step closed (-1: none) */
+        GYRE_H_WINDOWS = 14,            /* rolling windows closed so far */
+        GYRE_H_WIN_STEPS = 15,          /* steps in the current window */
+        GYRE_H_WIN_START = 16,          /* ns the current window began (-1: none) */
+        GYRE_H_WIN_FIRST_STEP = 17,     /* first step number of the current window */
+        GYRE_H_LAST_WRITE = 18,         /* ns of the last begin/end/record/timed phase (lap() leaves it) */
+        GYRE_H_WARMUP_END_STEP = 19,    /* step number of the last warm-up step (-1: warm-up not over) */
+        GYRE_H_WIN_SEQ = 20,            /* closed-window seqlock: odd while a window record is written */
+        /* steady phase events by the form that recorded them (laps are the rest: the lap
+           path keeps no counter of its own); used to price the profiler's overhead */
+        GYRE_H_N_TIMER = 21,            /* closed by a PhaseTimer (``with`` and ``@timed``) */
+        GYRE_H_N_TIMED = 22,            /* of those, by a TimedFunction (``@timed``) */
+        GYRE_H_N_RECORD = 23,           /* given to record() */
+        GYRE_H_CLOCK_CHECKS = 24,       /* TSC drift checks against CLOCK_MONOTONIC */
+        GYRE_H_CLOCK_RECAL = 25,        /* ... that found drift above 0.01% and recalibrated */
+        GYRE_H_CLOCK_FALLBACK = 26,     /* ... that found the TSC unusable and fell back to CLOCK_MONOTONIC */
+        GYRE_H_CLOCK_ERROR_PPM = 27,    /* rate error (ppm, signed) found by the last check */
+        GYRE_H_SUM_HI = 28,             /* word offset of the "sumhi" region (the sums' high words) */
+        GYRE_HEADER_WORDS = 32,
 
-    # the "hot" region: one 64-byte line per histogram
-    HOT_WORDS = 8
-    HOT_FIRST = 0          # first value recorded (-1: none)
-    HOT_STAT = 1           # steady statistics: STAT_FIELDS words from here
-    HOT_WIN = 5            # current rolling window: WCUR_FIELDS words from here
-    # steady statistics (HOT_STAT + ...). The count is not maintained by the writer
-    # (the buckets hold it); readers fill it in from the buckets.
-    STAT_COUNT = 0
-    STAT_SUM = 1
-    STAT_MIN = 2           # -1: none
-    STAT_MAX = 3
-    STAT_FIELDS = 4
-    # current window (HOT_WIN + ...); its count is left to the window's buckets
-    WCUR_MIN = 0           # -1: none
-    WCUR_SUM = 1
-    WCUR_MAX = 2           # -1: none
-    WCUR_FIELDS = 3
-    # the "warm" region: per histogram, totals of the warm-up
-    WARM_COUNT = 0
-    WARM_SUM = 1
-    WARM_MAX = 2
-    WARM_FIELDS = 3
-    # the "sumhi" region (after the counters): per histogram, the high words of the
-    # steady and warm-up sums. A sum is ``hi * 2**63 + lo`` with ``0 <= lo < 2**63``:
-    # the fold carries into ``hi`` where ``lo`` would pass INT64_MAX, so no sum of
-    # durations saturates (2**63 ns of events per carry, ~292 years)
-    SUMHI_STAT = 0
-    SUMHI_WARM = 1
-    SUMHI_FIELDS = 2
-    # the "wring" region: closed windows, each WIN_HEADER + WIN_FIELDS * histograms words
-    WIN_START = 0          # ns the window began
-    WIN_END = 1            # ns it closed
-    WIN_FIRST_STEP = 2
-    WIN_STEPS = 3
-    WIN_WARMUP = 4         # 1: closed during warm-up
-    WIN_HEADER = 5
-    WIN_COUNT = 0          # per histogram, from WIN_HEADER + WIN_FIELDS * h
-    WIN_SUM = 1
-    WIN_MAX = 2
-    WIN_P50 = 3
-    WIN_P90 = 4
-    WIN_P99 = 5
-    WIN_FIELDS = 6
+        /* the "hot" region: one 64-byte line per histogram */
+        GYRE_HOT_WORDS = 8,
+        GYRE_HOT_FIRST = 0,             /* first value recorded (-1: none) */
+        GYRE_HOT_STAT = 1,              /* steady statistics: STAT_FIELDS words from here */
+        GYRE_HOT_WIN = 5,               /* current rolling window: WCUR_FIELDS words from here */
+        /* steady statistics (HOT_STAT + ...). The count is not maintained by the writer
+           (the buckets hold it); readers fill it in from the buckets. */
+        GYRE_STAT_COUNT = 0,
+        GYRE_STAT_SUM = 1,
+        GYRE_STAT_MIN = 2,              /* -1: none */
+        GYRE_STAT_MAX = 3,
+        GYRE_STAT_FIELDS = 4,
+        /* current window (HOT_WIN + ...); its count is left to the window's buckets */
+        GYRE_WCUR_MIN = 0,              /* -1: none */
+        GYRE_WCUR_SUM = 1,
+        GYRE_WCUR_MAX = 2,              /* -1: none */
+        GYRE_WCUR_FIELDS = 3,
+        /* the "warm" region: per histogram, totals of the warm-up */
+        GYRE_WARM_COUNT = 0,
+        GYRE_WARM_SUM = 1,
+        GYRE_WARM_MAX = 2,
+        GYRE_WARM_FIELDS = 3,
+        /* the "sumhi" region (after the counters): per histogram, the high words of the
+           steady and warm-up sums. A sum is ``hi * 2**63 + lo`` with ``0 <= lo < 2**63``:
+           the fold carries into ``hi`` where ``lo`` would pass INT64_MAX, so no sum of
+           durations saturates (2**63 ns of events per carry, ~292 years) */
+        GYRE_SUMHI_STAT = 0,
+        GYRE_SUMHI_WARM = 1,
+        GYRE_SUMHI_FIELDS = 2,
+        /* the "wring" region: closed windows, each WIN_HEADER + WIN_FIELDS * histograms words */
+        GYRE_WIN_START = 0,             /* ns the window began */
+        GYRE_WIN_END = 1,               /* ns it closed */
+        GYRE_WIN_FIRST_STEP = 2,
+        GYRE_WIN_STEPS = 3,
+        GYRE_WIN_WARMUP = 4,            /* 1: closed during warm-up */
+        GYRE_WIN_HEADER = 5,
+        GYRE_WIN_COUNT = 0,             /* per histogram, from WIN_HEADER + WIN_FIELDS * h */
+        GYRE_WIN_SUM = 1,
+        GYRE_WIN_MAX = 2,
+        GYRE_WIN_P50 = 3,
+        GYRE_WIN_P90 = 4,
+        GYRE_WIN_P99 = 5,
+        GYRE_WIN_FIELDS = 6,
 
-    WINDOW_SIGNIFICANT_FIGURES = 1   # rolling windows: ~3% buckets, 39x16 counters per histogram
+        GYRE_WINDOW_SIGNIFICANT_FIGURES = 1, /* rolling windows: ~3% buckets, 39x16 counters per histogram */
 
-    # the form that wrote a ring event (Event.form): steady events are counted by form
-    # when they are folded into the histograms (H_N_TIMER / H_N_TIMED / H_N_RECORD)
-    FORM_LAP = 0           # lap() and whole steps (begin / end)
-    FORM_TIMER = 1         # a PhaseTimer (``with``)
-    FORM_TIMED = 2         # a TimedFunction (``@timed``)
-    FORM_RECORD = 3        # record()
-    FOLD_BATCH = 64        # ring events between two folds (fewer when the ring is smaller)
+        /* the form that wrote a ring event (Event.form): steady events are counted by form
+           when they are folded into the histograms (H_N_TIMER / H_N_TIMED / H_N_RECORD) */
+        GYRE_FORM_LAP = 0,              /* lap() and whole steps (begin / end) */
+        GYRE_FORM_TIMER = 1,            /* a PhaseTimer (``with``) */
+        GYRE_FORM_TIMED = 2,            /* a TimedFunction (``@timed``) */
+        GYRE_FORM_RECORD = 3,           /* record() */
+        GYRE_FOLD_BATCH = 64,           /* ring events between two folds (fewer when the ring is smaller) */
+    };
+
+    /* one raw event in the ring (Event below): phase is a histogram id (a phase, or
+       n_phases for a whole step), form which entry point wrote it (GYRE_FORM_*), step
+       its step number (1-based; 0 before the first begin()) */
+    typedef struct {
+        int32_t phase;
+        int32_t form;
+        int64_t step;
+        int64_t start_ns;
+        int64_t duration_ns;
+    } gyre_event;
+    """
+    cpdef enum:
+        LAYOUT_VERSION "GYRE_LAYOUT_VERSION"
+        H_STEP "GYRE_H_STEP"
+        H_OPEN_PHASE "GYRE_H_OPEN_PHASE"
+        H_OPEN_SINCE "GYRE_H_OPEN_SINCE"
+        H_RING_HEAD "GYRE_H_RING_HEAD"
+        H_STEP_START "GYRE_H_STEP_START"
+        H_NEGATIVE "GYRE_H_NEGATIVE"
+        H_OUT_OF_RANGE "GYRE_H_OUT_OF_RANGE"
+        H_START "GYRE_H_START"
+        H_STEPS_DONE "GYRE_H_STEPS_DONE"
+        H_SATURATED "GYRE_H_SATURATED"
+        H_NONFINITE "GYRE_H_NONFINITE"
+        H_STEADY_START "GYRE_H_STEADY_START"
+        H_WARMUP_STEPS "GYRE_H_WARMUP_STEPS"
+        H_LAST_STEP_END "GYRE_H_LAST_STEP_END"
+        H_WINDOWS "GYRE_H_WINDOWS"
+        H_WIN_STEPS "GYRE_H_WIN_STEPS"
+        H_WIN_START "GYRE_H_WIN_START"
+        H_WIN_FIRST_STEP "GYRE_H_WIN_FIRST_STEP"
+        H_LAST_WRITE "GYRE_H_LAST_WRITE"
+        H_WARMUP_END_STEP "GYRE_H_WARMUP_END_STEP"
+        H_WIN_SEQ "GYRE_H_WIN_SEQ"
+        H_N_TIMER "GYRE_H_N_TIMER"
+        H_N_TIMED "GYRE_H_N_TIMED"
+        H_N_RECORD "GYRE_H_N_RECORD"
+        H_CLOCK_CHECKS "GYRE_H_CLOCK_CHECKS"
+        H_CLOCK_RECAL "GYRE_H_CLOCK_RECAL"
+        H_CLOCK_FALLBACK "GYRE_H_CLOCK_FALLBACK"
+        H_CLOCK_ERROR_PPM "GYRE_H_CLOCK_ERROR_PPM"
+        H_SUM_HI "GYRE_H_SUM_HI"
+        HEADER_WORDS "GYRE_HEADER_WORDS"
+        HOT_WORDS "GYRE_HOT_WORDS"
+        HOT_FIRST "GYRE_HOT_FIRST"
+        HOT_STAT "GYRE_HOT_STAT"
+        HOT_WIN "GYRE_HOT_WIN"
+        STAT_COUNT "GYRE_STAT_COUNT"
+        STAT_SUM "GYRE_STAT_SUM"
+        STAT_MIN "GYRE_STAT_MIN"
+        STAT_MAX "GYRE_STAT_MAX"
+        STAT_FIELDS "GYRE_STAT_FIELDS"
+        WCUR_MIN "GYRE_WCUR_MIN"
+        WCUR_SUM "GYRE_WCUR_SUM"
+        WCUR_MAX "GYRE_WCUR_MAX"
+        WCUR_FIELDS "GYRE_WCUR_FIELDS"
+        WARM_COUNT "GYRE_WARM_COUNT"
+        WARM_SUM "GYRE_WARM_SUM"
+        WARM_MAX "GYRE_WARM_MAX"
+        WARM_FIELDS "GYRE_WARM_FIELDS"
+        SUMHI_STAT "GYRE_SUMHI_STAT"
+        SUMHI_WARM "GYRE_SUMHI_WARM"
+        SUMHI_FIELDS "GYRE_SUMHI_FIELDS"
+        WIN_START "GYRE_WIN_START"
+        WIN_END "GYRE_WIN_END"
+        WIN_FIRST_STEP "GYRE_WIN_FIRST_STEP"
+        WIN_STEPS "GYRE_WIN_STEPS"
+        WIN_WARMUP "GYRE_WIN_WARMUP"
+        WIN_HEADER "GYRE_WIN_HEADER"
+        WIN_COUNT "GYRE_WIN_COUNT"
+        WIN_SUM "GYRE_WIN_SUM"
+        WIN_MAX "GYRE_WIN_MAX"
+        WIN_P50 "GYRE_WIN_P50"
+        WIN_P90 "GYRE_WIN_P90"
+        WIN_P99 "GYRE_WIN_P99"
+        WIN_FIELDS "GYRE_WIN_FIELDS"
+        WINDOW_SIGNIFICANT_FIGURES "GYRE_WINDOW_SIGNIFICANT_FIGURES"
+        FORM_LAP "GYRE_FORM_LAP"
+        FORM_TIMER "GYRE_FORM_TIMER"
+        FORM_TIMED "GYRE_FORM_TIMED"
+        FORM_RECORD "GYRE_FORM_RECORD"
+        FOLD_BATCH "GYRE_FOLD_BATCH"
+
+    ctypedef struct Event "gyre_event":
+        int32_t phase        # histogram id: a phase, or n_phases for a whole step
+        int32_t form         # FORM_*: which entry point wrote it
+        int64_t step         # step number (1-based; 0 before the first begin())
+        int64_t start_ns
+        int64_t duration_ns
 
 
-ctypedef struct Event:
-    int32_t phase        # histogram id: a phase, or n_phases for a whole step
-    int32_t form         # FORM_*: which entry point wrote it
-    int64_t step         # step number (1-based; 0 before the first begin())
-    int64_t start_ns
-    int64_t duration_ns
 
 
 cdef class Recorder:

@@ -50,19 +50,8 @@ cdef extern from *:
     /* The fold's steady-state loop (see Recorder._fold), in C so that the layout
        constants of the default histograms (3 significant figures, 1 ns lowest; windows
        at 1 significant figure) are compile-time constants in one copy of it. Words
-       are the stats block's (recorder.pxd), checked against the enum at import. */
-    #define GYRE_HOT_WORDS 8
-    #define GYRE_HOT_STAT 1
-    #define GYRE_HOT_WIN 5
-    #define GYRE_STAT_SUM 1
-    #define GYRE_STAT_MIN 2
-    #define GYRE_STAT_MAX 3
-    #define GYRE_WCUR_MIN 0
-    #define GYRE_WCUR_SUM 1
-    #define GYRE_WCUR_MAX 2
-    #define GYRE_H_SATURATED 9
-    #define GYRE_H_SUM_HI 28
-    #define GYRE_SUMHI_FIELDS 2
+       and the event are the stats block's GYRE_* enum and gyre_event (recorder.pxd,
+       their one declaration). */
     /* ``*lo + d`` (d >= 0) with the carry past INT64_MAX into ``*hi``: the sum stays
        ``hi * 2**63 + lo`` with 0 <= lo < 2**63. The rare branch of the fold. */
     static inline void gyre_carry_add(int64_t* lo, int64_t* hi, int64_t d) {
@@ -70,13 +59,6 @@ cdef extern from *:
         if (t >> 63) { *hi += 1; t &= (uint64_t)INT64_MAX; }
         *lo = (int64_t)t;
     }
-    #define GYRE_H_N_TIMER 21
-    #define GYRE_H_N_TIMED 22
-    #define GYRE_H_N_RECORD 23
-    #define GYRE_FORM_TIMED 2
-    #define GYRE_FORM_RECORD 3
-    typedef struct { int32_t phase; int32_t form; int64_t step; int64_t start_ns;
-                     int64_t duration_ns; } gyre_event;
     /* A log-linear bucket index in closed form: with c = clz(v | submask),
        index = K - (c << shm) + (v >> (B - c)), where B = 63 - shm and
        K = ((64 - unit_magnitude - shm) << shm) - 2**shm (hdr.pxd's hdr_index, folded). */
@@ -176,18 +158,6 @@ cdef extern from *:
         return dflt ? gyre_fold_default_all(ring, rmask, i, upto, s, hot, counts, wcounts, k)
                     : gyre_fold_any_all(ring, rmask, i, upto, s, hot, counts, wcounts, k);
     }
-    static inline int gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
-            int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
-            int h_timer, int h_timed, int h_record, int f_timed, int f_record, int ev_size,
-            int h_sum_hi, int sumhi_fields) {
-        return h_sum_hi == GYRE_H_SUM_HI && sumhi_fields == GYRE_SUMHI_FIELDS
-            && hot_words == GYRE_HOT_WORDS && hot_stat == GYRE_HOT_STAT && hot_win == GYRE_HOT_WIN
-            && stat_sum == GYRE_STAT_SUM && stat_min == GYRE_STAT_MIN && stat_max == GYRE_STAT_MAX
-            && wcur_min == GYRE_WCUR_MIN && wcur_sum == GYRE_WCUR_SUM && wcur_max == GYRE_WCUR_MAX
-            && h_sat == GYRE_H_SATURATED && h_timer == GYRE_H_N_TIMER && h_timed == GYRE_H_N_TIMED
-            && h_record == GYRE_H_N_RECORD && f_timed == GYRE_FORM_TIMED
-            && f_record == GYRE_FORM_RECORD && ev_size == (int)sizeof(gyre_event);
-    }
     """
     const int GYRE_FOLD_HIST
     const int GYRE_FOLD_WIN
@@ -195,10 +165,6 @@ cdef extern from *:
     int64_t gyre_fold(const void* ring, int64_t rmask, int64_t i, int64_t upto, int64_t* s,
                       int64_t* hot, int64_t* counts, int64_t* wcounts, const int64_t* k,
                       int what, int dflt) noexcept nogil
-    bint gyre_fold_words_ok(int hot_words, int hot_stat, int hot_win, int stat_sum,
-            int stat_min, int stat_max, int wcur_min, int wcur_sum, int wcur_max, int h_sat,
-            int h_timer, int h_timed, int h_record, int f_timed, int f_record,
-            int ev_size, int h_sum_hi, int sumhi_fields) noexcept nogil
     void gyre_carry_add(int64_t* lo, int64_t* hi, int64_t d) noexcept nogil
 
 cdef extern from *:
@@ -227,17 +193,12 @@ cdef extern from *:
     bint gyre_small_int(object o, long long* out) noexcept
 
 # The stats block's words (H_*, HOT_*, STAT_*, WCUR_*, WARM_*, WIN_*) are declared once,
-# in recorder.pxd, as a cpdef enum: C constants here and module-level ints for Python.
+# in recorder.pxd (a C enum, exported by ``cpdef enum``): the same constants for the C
+# fold above, the Cython code below and, as module-level ints, for Python.
 
 EVENT_DTYPE = np.dtype([("phase", np.int32), ("form", np.int32), ("step", np.int64),
                         ("start_ns", np.int64), ("duration_ns", np.int64)])
 
-if not gyre_fold_words_ok(HOT_WORDS, HOT_STAT, HOT_WIN, STAT_SUM, STAT_MIN, STAT_MAX,
-                          WCUR_MIN, WCUR_SUM, WCUR_MAX, H_SATURATED, H_N_TIMER, H_N_TIMED,
-                          H_N_RECORD, FORM_TIMED, FORM_RECORD, sizeof(Event),
-                          H_SUM_HI, SUMHI_FIELDS):
-    raise ImportError("gyreprof._core.recorder: the fold's C word offsets disagree with "
-                      "recorder.pxd (rebuild after editing both)")
 
 
 cdef inline void _stamp_first_write(int64_t* s, bint in_warmup, int64_t now) noexcept:

@@ -38,7 +38,6 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from gyreprof._core.bodyscan cimport _scan
 from gyreprof._core.clock cimport gyre_mono_ns
 from gyreprof._core.recorder cimport Spans
-from gyreprof._core.timeline cimport Timeline
 from gyreprof._core.vcall cimport gyre_vc_call, gyre_vc_nargs, gyre_vc_t, gyre_vc_type_setup
 
 cdef enum:
@@ -338,13 +337,7 @@ cdef class PlainSend:
         if t is None:  # no training state on this thread yet: the Python rule decides
             self.wait(start, end, "http")
         elif not (self.probes and ep in self.probes):  # a metadata probe is no wait
-            main = self.state["_default_main"]
-            # in C unless a subclass overrides the method (its type's attribute cache)
-            if (isinstance(t, Timeline) and (<Timeline>t).trec is not None
-                    and getattr(type(t), "request_wait", None) is _REQUEST_WAIT):
-                (<Timeline>t)._request_wait(start, end, main)
-            else:
-                t.request_wait(start, end, main)
+            t.request_wait(start, end, self.state["_default_main"])
         return 0
 
     def __call__(self, *args, **kwargs):
@@ -365,6 +358,5 @@ cdef Py_ssize_t _plain_vc_offset():
     return <Py_ssize_t>(<char*>&probe.vc - <char*><PyObject*>probe)
 
 
-_REQUEST_WAIT = Timeline.request_wait
 _PROBE_VAR = ContextVar("gyreprof_plain_send_probe", default=None)
 gyre_vc_type_setup(PlainSend, _plain_vc_offset())

@@ -6,9 +6,10 @@ module is only the hot part, the function ``PyEval_SetTrace`` installs. On a cal
 it sets the frame's ``f_trace_lines`` to 0 (no line events) and returns; on an
 exception in a frame outside the standard library it decides whether the
 exception is new or the one followed so far reaching its next frame (known by the
-number it carries in ``__gyreprof_trail__``, as with the Python tracer), and calls
-back into Python for the few it records: at most ``max_new`` new exceptions, one
-more call at the cap, and ``max_up`` frames followed for each. Which code objects
+number it carries in ``__gyreprof_trail__``, as the trail's ``sys.monitoring``
+callback does on 3.12+), and calls back into Python for the few it records: at most
+``max_new`` new exceptions, one more call at the cap, and ``max_up`` frames followed
+for each. Which code objects
 are traced is asked of Python once per code object and kept in the code object's
 extra slot (PEP 523's ``_PyCode_SetExtra``). On 3.12+ nothing is installed
 (``available()`` is False: the trail uses ``sys.monitoring`` there).
@@ -109,7 +110,7 @@ cdef extern from *:
     }
 
     /* An exception is known again by the number it carries in __gyreprof_trail__ (as
-       the Python tracer does): its address alone is often the last one's, freed. */
+       the trail's sys.monitoring callback does): its address alone is often the last one's, freed. */
     static PyObject *gp_mark_name = NULL;
 
     static int gp_mark(PyObject *exc) {

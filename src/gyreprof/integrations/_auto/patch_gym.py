@@ -10,8 +10,8 @@ and the parent times ``step_async`` (the send) and ``step_wait`` (until the
 slowest worker answers).
 
 The wrappers are C objects (:class:`gyreprof._core.guard.Guard`: no Python frame,
-no argument tuple, no bound method per call); the Python functions below are the
-fallback (``USE_C = False``) and the reference the tests compare them with. Every
+no argument tuple, no bound method per call); there is no Python fallback (the tests
+keep a Python reference of what they do, ``tests/helpers/gym_reference.py``). Every
 call of a wrapper is counted per kind in the thread's sampler counters
 (``gyreprof.wrapper.<kind>.timed`` / ``.inner``), and :func:`wrapper_costs`
 calibrates what one call of each kind adds, once per process: ``overhead_share``
@@ -28,19 +28,8 @@ from typing import Any
 from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
 
-
-def _params(fn: Callable[..., Any]) -> list[str] | None:
-    """Names of ``fn``'s parameters when all are plain positional-or-keyword, else None."""
-    import inspect  # at patch time, not when the run bootstraps (~10 ms)
-
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    ps = list(sig.parameters.values())
-    if any(p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty for p in ps):
-        return None
-    return [p.name for p in ps]
+#: ``make(fn, kind, guarded, state)``: a wrapper of ``fn`` bound to ``state`` (calibration)
+Make = Callable[[Callable[..., Any], str, bool, Any], Any]
 
 
 def _thread() -> Any:
@@ -50,129 +39,34 @@ def _thread() -> Any:
         return st.new_thread()
 
 
-def _outermost(
-    original: Callable[..., Any], timer: str, _thread: Callable[[], Any] = _thread
-) -> Callable[..., Any]:
-    """``original`` timed as the thread's ``timer`` when it is the outermost env call of
-    the thread (a wrapper's step calling the inner env's step is timed once).
-    ``_thread``: where the thread's state comes from (a fixed one to calibrate)."""
-
-    timed, inner = _counter_pair(timer)
-
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        t = _thread()
-        if t.inside:
-            try:
-                t.sampler.count(inner)
-            except ValueError:  # no room for the counter: not counted
-                pass
-            return original(self, *args, **kwargs)
-        t.inside = True
-        try:
-            with getattr(t, timer):
-                try:
-                    t.sampler.count(timed)
-                except ValueError:  # no room for the counter: not counted
-                    pass
-                return original(self, *args, **kwargs)
-        finally:
-            t.inside = False
-
-    return call
-
-
-def _step(original: Callable[..., Any], _thread: Callable[[], Any] = _thread) -> Callable[..., Any]:
-    """``env.step``: timed as ``env_step`` when it is the outermost env call of the thread."""
-    if _params(original) != ["self", "action"]:
-        return _outermost(original, "env_step", _thread)
-
-    timed, inner = _counter_pair("env_step")
-
-    # gymnasium's own signature, once per env step: no argument tuple or dict per call
-    def step(self: Any, action: Any) -> Any:
-        t = _thread()
-        if t.inside:
-            try:
-                t.sampler.count(inner)
-            except ValueError:  # no room for the counter: not counted
-                pass
-            return original(self, action)
-        t.inside = True
-        try:
-            with t.env_step:
-                try:
-                    t.sampler.count(timed)
-                except ValueError:  # no room for the counter: not counted
-                    pass
-                return original(self, action)
-        finally:
-            t.inside = False
-
-    return step
-
-
-def _py_vector_call(
-    original: Callable[..., Any], name: str, _thread: Callable[[], Any] = _thread
-) -> Callable[..., Any]:
-    """The Python fallback of a vector call (see :func:`_vector_call`)."""
-
-    timed = _counter_pair(name)[0]
-
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        t = _thread()
-        with getattr(t, name):
-            try:
-                t.sampler.count(timed)
-            except ValueError:  # no room for the counter: not counted
-                pass
-            return original(self, *args, **kwargs)
-
-    return call
-
-
 def _vector_call(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """A vector env's ``step_async`` / ``step_wait``, timed under its own name (once per
     vector step, around inter-process calls), with no nesting guard."""
-    guard = _guard() if USE_C else None
-    if guard is not None:
-        return guard.Guard(original, name, False)  # type: ignore[no-any-return]
-    return _py_vector_call(original, name)
+    return _guard().Guard(original, name, False)  # type: ignore[no-any-return]
 
 
 def _make_env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """An env's ``step`` / ``reset``: timed as ``env_step`` / ``env_reset`` when it is the
+    outermost env call of the thread."""
     kind = "env_step" if name == "step" else "env_reset"
-    guard = _guard() if USE_C else None
-    if guard is not None:
-        return guard.Guard(original, kind, True)  # type: ignore[no-any-return]
-    return _step(original) if name == "step" else _outermost(original, "env_reset")
+    return _guard().Guard(original, kind, True)  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ the C guard
 
-#: the C wrappers (gyreprof._core.guard); False: the Python functions above
-USE_C = True
 _guard_mod: Any = None
 
 
 def _guard() -> Any:
-    """The C guard module, configured for this process's ThreadState (None: not built)."""
+    """The C guard module, configured for this process's ThreadState (a core built
+    without it: ImportError, with ``gyreprof._core``'s words on how to build it)."""
     global _guard_mod
     if _guard_mod is None:
-        try:
-            from gyreprof._core import PhaseTimer, guard
-        except ImportError:  # pragma: no cover - a core built without it
-            return None
+        from gyreprof._core import PhaseTimer, guard
+
         guard.configure(st.ThreadState, PhaseTimer, _thread, _bind_counters)
         _guard_mod = guard
     return _guard_mod
-
-
-def _counter_pair(kind: str) -> tuple[str, str]:
-    """The (timed, inner) counters of a kind's calls: the Python wrappers count their
-    calls where the C guard does, so the fallback is priced too."""
-    from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
-
-    return f"{P}{kind}.timed", f"{P}{kind}.inner"
 
 
 def counter_names() -> tuple[str, ...]:
@@ -278,7 +172,13 @@ def _env_like_pad(a: Any, b: Any) -> Any:
 
 
 def _measure(
-    state: Any, kind: str, inner: bool, n: int = 10, rounds: int = 61, pad_words: int = 4096
+    state: Any,
+    kind: str,
+    inner: bool,
+    n: int = 10,
+    rounds: int = 61,
+    pad_words: int = 4096,
+    make: Make | None = None,
 ) -> float:
     """ns the wrappers of a ``kind`` add to a call, as a real loop pays them. A guarded
     kind is measured on a stack of four env layers (``gym.make``'s depth: TimeLimit,
@@ -288,9 +188,10 @@ def _measure(
     thread is inside an env call already); the bottom layer does env-like work
     (:func:`_env_like_pad`), so the way back through each wrapper runs after it, as in
     a real stack. A vector call on one layer (a no-op).
-    The wrapper is the one this process installs (C or Python), bound to ``state`` (a
-    ThreadState of its own: its timer records into a throwaway profiler, its calls are
-    counted in that profiler's counters, as a thread's are). Like the recording forms
+    The wrapper is the C guard this process installs (or what ``make(fn, kind, guarded,
+    state)`` returns: another wrapper to price, e.g. the tests' Python reference), bound to
+    ``state`` (a ThreadState of its own: its timer records into a throwaway profiler, its
+    calls are counted in that profiler's counters, as a thread's are). Like the recording forms
     (``gyreprof.profiler._measure_form_costs``), each call between copies of 32 KB (the
     cache traffic of a real loop), here with a little Python work as well
     (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
@@ -302,23 +203,20 @@ def _measure(
     import numpy as np
 
     state.inside = inner
-
-    def fixed() -> Any:
-        return state
-
-    guard = _guard() if USE_C else None
-    slot = None
-    if guard is not None:
+    if make is None:
+        guard = _guard()
         sampler = state.sampler
         slots = tuple(sampler._counter_slot(x) for x in counter_names())
         slot = guard.CalibrationSlot(state, sampler.recorder, slots)
 
-    def wrap(fn: Callable[..., Any]) -> Any:
-        if guard is not None:
+        def wrap(fn: Callable[..., Any]) -> Any:
             return guard.Guard(fn, kind, _GUARDED[kind], slot)
-        if not _GUARDED[kind]:
-            return _py_vector_call(fn, kind, fixed)
-        return _step(fn, fixed) if kind == "env_step" else _outermost(fn, kind, fixed)
+
+    else:
+        maker = make
+
+        def wrap(fn: Callable[..., Any]) -> Any:
+            return maker(fn, kind, _GUARDED[kind], state)
 
     global _PAD_A, _PAD_B
     if _GUARDED[kind]:
@@ -378,19 +276,20 @@ def wrapper_costs() -> dict[str, float]:
     return dict(_COSTS)
 
 
-def measure_costs() -> dict[str, float]:
-    """ns one call of each wrapper kind adds, measured now for the wrappers installed
-    now (the C guard, or the Python fallback when ``USE_C`` is False)."""
+def measure_costs(make: Make | None = None) -> dict[str, float]:
+    """ns one call of each wrapper kind adds, measured now for the C guard (or for the
+    wrappers ``make(fn, kind, guarded, state)`` returns: see :func:`_measure`)."""
     kw = [(k, w) for k in _KINDS for w in ("timed", "inner")]
     names = dict(zip(counter_names(), kw, strict=True))
     got: dict[tuple[str, bool], float] = {}
     state = _calibration_state()
     # four layers: one timed and three passed through, or four passed through
-    outer4, inner4 = _measure(state, "env_step", False), _measure(state, "env_step", True)
+    outer4 = _measure(state, "env_step", False, make=make)
+    inner4 = _measure(state, "env_step", True, make=make)
     inner = inner4 / 4
     got[("env_step", True)] = inner
     got[("env_step", False)] = max(outer4 - 3 * inner, inner)
-    got[("step_async", False)] = _measure(state, "step_async", False)
+    got[("step_async", False)] = _measure(state, "step_async", False, make=make)
     out = {}
     for name, (kind, which) in names.items():
         rep = "env_step" if _GUARDED[kind] else "step_async"

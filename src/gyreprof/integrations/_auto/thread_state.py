@@ -1,17 +1,18 @@
 """The calling thread's state under ``gyreprof run``: :class:`ThreadState`, the patched
-methods' per-thread profilers and phase timers on top of the compiled training timeline
-(``state``'s module doc says what the timeline means). Its own module because the base
-class is compiled: ``state`` (imported by the bootstrap of every process) imports this
-only when a thread first records, so a process that records nothing loads neither numpy
-nor the core."""
+methods' per-thread profilers and phase timers on top of the thread's training timeline
+(``timeline.Timeline``; ``state``'s module doc says what the timeline means). Its own
+module because it needs the compiled core: ``state`` (imported by the bootstrap of every
+process) imports this only when a thread first records, so a process that records
+nothing loads neither numpy nor the core."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from gyreprof._core.timeline import Timeline
+from gyreprof._core.guard import Binding
 from gyreprof.integrations._auto import records as rec
+from gyreprof.integrations._auto.timeline import Timeline
 
 FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
 
@@ -19,14 +20,14 @@ FWD = rec.SAMPLER_PHASES.index("fwd")  # sampler phase id of the policy forward
 class ThreadState(Timeline):
     """One thread's profilers and phase timers (what the patched methods touch), and the
     state of its training timeline (see the module doc). The timeline's fields and its
-    per-wait work (:func:`data_wait`, the block close) are compiled: the base class
-    ``gyreprof._core.timeline.Timeline`` holds ``srec``, ``trec``, ``trainer``, ``ident``,
-    ``trains``, ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``,
-    ``blk_end``, ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``,
-    ``last_start`` and ``last_own``."""
+    per-wait work (``data_wait``, the block close) are the base class's
+    (``timeline.Timeline``): ``srec``, ``trec``, ``trainer``, ``ident``, ``trains``,
+    ``framework``, ``in_wait``, ``step_open``, ``prev_end``, ``blk_start``, ``blk_end``,
+    ``blk_own``, ``pend_start``, ``pend_end``, ``blocks``, ``provisional``, ``last_start``,
+    ``last_own`` and ``fwd_id``."""
 
     __slots__ = (
-        "inside",
+        "guard_binding",
         "in_collect",
         "in_train",
         "sampler",
@@ -48,9 +49,9 @@ class ThreadState(Timeline):
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
+        super().__init__()
         # the recorders, the trainer's counters, the forward's phase id and the thread
         self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
-        self.inside = False
         self.in_collect = False
         self.in_train = False
         self.in_wait = False  # inside a data wait already reported (nested gets are not)
@@ -60,6 +61,8 @@ class ThreadState(Timeline):
         self.env_reset = ph("env_reset")
         self.step_async = ph("step_async")
         self.step_wait = ph("step_wait")
+        # what the C env-call guard reads of this thread: the nesting flag and the timers
+        self.guard_binding = Binding(self.env_step, self.env_reset, self.step_async, self.step_wait)
         self.fwd = ph("fwd")
         self.tbegin = trainer.begin
         self.tlap = trainer.lap
@@ -85,9 +88,19 @@ class ThreadState(Timeline):
         self.last_start = -1  # the last collect block's start and kind
         self.last_own = False
 
+    @property
+    def inside(self) -> bool:
+        """The nesting guard: inside an env call already timed (``guard_binding``'s flag,
+        which the C guard reads and sets)."""
+        return self.guard_binding.inside
+
+    @inside.setter
+    def inside(self, value: bool) -> None:
+        self.guard_binding.inside = value
+
     def _trim_start_up(self, start: int, end: int) -> int:
-        """The first collect block's start, called by the compiled block close
-        (``Timeline``). The first block of a thread reaches back to its first sampler
+        """The first collect block's start, called by the block close
+        (``Timeline.close_block``). The first block of a thread reaches back to its first sampler
         write, which may come before the set-up (an env reset, then the model built): start
         it after the last gap between its events that is longer than all that follows it
         (read once per thread from the sampler's ring)."""

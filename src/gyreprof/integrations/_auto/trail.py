@@ -17,8 +17,9 @@ a hang, a SIGKILL or a crash):
 - raw ``faulthandler`` text: the stacks of every thread on a fatal signal, and once
   at ``$GYREPROF_STARTUP_TIMEOUT`` seconds if no record came by then.
 
-How exceptions are seen: ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED) on 3.12+.
-On 3.10-3.11, the bounded way: a trace function in C (``gyreprof._core.trace``,
+How exceptions are seen: one tracer per Python version, no fallback. On 3.12+,
+``sys.monitoring`` (RAISE, EXCEPTION_HANDLED). On 3.10-3.11, the bounded way: a trace
+function in C (``gyreprof._core.trace``,
 installed with ``PyEval_SetTrace``; new threads get it through
 ``threading.settrace`` and a shim that puts it in place at the thread's first
 call). It turns line events off in every frame it sees called, ignores frames of
@@ -26,8 +27,8 @@ the standard library and of gyreprof (decided once per code object), and calls
 back into Python only for the exceptions it records: at most
 :data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES` frames followed for each (an
 exception raised in the standard library is named at the first frame of the
-user's or a library's code it reaches). Where the extension is not built, Python
-trace functions do the same (slower). Tracing pauses, in the importing thread,
+user's or a library's code it reaches); where the extension is not built, importing
+this module is an ImportError that says how to build it. Tracing pauses, in the importing thread,
 while any module of a library (site-packages) or of the standard library runs its
 body, submodules included: any trace function makes 3.11 run every bytecode of
 its thread through its tracing dispatch, and those imports are most of a
@@ -117,7 +118,6 @@ class _Trail:
         self.ups = 0
         self.tls = threading.local()
         self.armed = 0  # the pid that armed faulthandler's start-up dump
-        self.calls = 0
         self.stop_at = self.t0 + _trace_limit_s()
 
     # ---------------------------------------------------------------- writing
@@ -161,7 +161,8 @@ class _Trail:
 
     # ------------------------------------------------------------ exceptions
     def exception(self, frame: FrameType, exc: BaseException) -> None:
-        """The Python tracer's exception event: new, or the last one reaching its next frame."""
+        """``sys.monitoring``'s RAISE (3.12+): a new exception, or the last one reaching
+        its next frame."""
         key = id(exc)
         with self.lock:
             if self.last[0] == key and getattr(exc, "__gyreprof_trail__", None) == self.last[1]:
@@ -218,29 +219,6 @@ class _Trail:
             fields["name"] = exc.name
             self.write("import-failed", name=exc.name, error=_short_repr(exc), at=fields["at"])
         self.write("exc", **fields)
-
-    # -------------------------------------------------------------- tracing
-    def global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if not self.on:
-            sys.settrace(None)
-            return None
-        self.calls += 1
-        if not self.calls & 0xFFF and time.monotonic() > self.stop_at:
-            stop(self, "the start-up timeout passed with no record")
-            return None
-        if event != "call" or _is_stdlib(frame.f_code.co_filename):
-            return None
-        frame.f_trace_lines = False
-        return self.local_trace
-
-    def local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if not self.on:
-            return None
-        if event == "exception":
-            exc = arg[1]
-            if exc is not None and not isinstance(exc, _SKIP_TYPES):
-                self.exception(frame, exc)
-        return self.local_trace
 
     # --------------------------------------------------------------- imports
     def import_begin(self, name: str) -> float:
@@ -365,12 +343,8 @@ _PAUSE_IMPORTS = sys.version_info < (3, 12)  # sys.monitoring costs nothing wher
 
 def _tracing_here() -> bool:
     """3.10-3.11: the start-up tracer runs in this thread (False on 3.12+)."""
-    if not _PAUSE_IMPORTS:
-        return False
     native = _native
-    if native is not None:
-        return bool(native.active())
-    return sys.gettrace() is not None
+    return native is not None and bool(native.active())
 
 
 def _pause(t: _Trail) -> bool:
@@ -378,22 +352,13 @@ def _pause(t: _Trail) -> bool:
     imported: the trace function slows every bytecode of the thread, and those imports
     are most of a start-up (see the README for what is missed)."""
     native = _native
-    if native is not None:
-        return bool(native.pause())
-    if sys.gettrace() is None:
-        return False
-    sys.settrace(None)
-    return True
+    return native is not None and bool(native.pause())
 
 
 def _resume(t: _Trail) -> None:
-    if not t.on:
-        return
     native = _native
-    if native is not None:
+    if t.on and native is not None:
         native.resume()
-    else:
-        sys.settrace(t.global_trace)
 
 
 def _is_library(origin: str) -> bool:
@@ -405,11 +370,17 @@ def _is_traced(filename: str) -> bool:
     return not _is_stdlib(filename)
 
 
+_BUILD_HINT = (
+    "Build it with `pip install .` (or `pip install -e .` in a checkout; needs a C "
+    "compiler, Cython and numpy)."
+)
+
+
 def _load_native() -> Any:
-    """The C trace function (``gyreprof._core.trace``) on 3.10-3.11, or None (not built:
-    the Python trace functions above do the same, slower). Loaded from its file:
-    importing it by name runs ``gyreprof._core``'s ``__init__``, which imports numpy,
-    and nothing of that may run before the user's code."""
+    """The C trace function (``gyreprof._core.trace``) on 3.10-3.11; None on 3.12+ (where
+    ``sys.monitoring`` is the tracer). Not built: ImportError saying how to build it.
+    Loaded from its file: importing it by name runs ``gyreprof._core``'s ``__init__``,
+    which imports numpy, and nothing of that may run before the user's code."""
     if not _PAUSE_IMPORTS:
         return None
     name = "gyreprof._core.trace"
@@ -424,18 +395,28 @@ def _load_native() -> Any:
         if os.path.isfile(path):
             break
     else:
-        return None
+        raise ImportError(
+            f"gyreprof's start-up tracer ({name}) is not built for this Python. {_BUILD_HINT}",
+            name=name,
+        )
     try:
         loader = ExtensionFileLoader(name, path)
         spec = spec_from_loader(name, loader, origin=path)
         if spec is None:
-            return None
+            raise ImportError(f"no module spec for {path}", name=name)
         mod = module_from_spec(spec)
         loader.exec_module(mod)
-    except (ImportError, OSError):
-        return None
+    except (ImportError, OSError) as exc:
+        raise ImportError(
+            f"gyreprof's start-up tracer ({name}) does not load ({exc}). {_BUILD_HINT}",
+            name=name,
+        ) from exc
     if not mod.available():
-        return None
+        raise ImportError(
+            f"gyreprof's start-up tracer ({name}) was built for Python 3.12+ and this is "
+            f"{sys.version.split()[0]}. {_BUILD_HINT}",
+            name=name,
+        )
     sys.modules[name] = mod
     return mod
 
@@ -494,24 +475,19 @@ def _disarm(t: _Trail) -> None:
 
 
 def _trace_on(t: _Trail) -> None:
-    if sys.version_info >= (3, 12):
+    native = _native
+    if native is None:  # 3.12+
         _monitoring_on(t)
         return
-    native = _native
-    if native is not None:
-        native.start(
-            t.native_exception,
-            _is_traced,
-            lambda: stop(t, "the start-up timeout passed with no record"),
-            max(0.001, t.stop_at - time.monotonic()),
-            MAX_EXCEPTIONS,
-            MAX_UP_LINES,
-        )
-        threading.settrace(native.tracer)  # a new thread's first call installs the C one
-        return
-    threading.settrace(t.global_trace)
-    sys.settrace(t.global_trace)
-    # the frames already running (the sitecustomize's caller) keep no local tracer
+    native.start(
+        t.native_exception,
+        _is_traced,
+        lambda: stop(t, "the start-up timeout passed with no record"),
+        max(0.001, t.stop_at - time.monotonic()),
+        MAX_EXCEPTIONS,
+        MAX_UP_LINES,
+    )
+    threading.settrace(native.tracer)  # a new thread's first call installs the C one
 
 
 _TOOL = 4  # a sys.monitoring tool id free of debuggers (0-2) and coverage (1, 3)
@@ -589,9 +565,6 @@ def stop(t: _Trail, why: str | None) -> None:
         native = _native
         if native is not None:
             native.stop()  # every other thread drops it at its next call
-        else:
-            sys.settrace(None)
-            # frames still running with the local tracer drop it at their next event
     f = _finder
     if f is not None and f in sys.meta_path:
         try:
