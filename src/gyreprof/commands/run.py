@@ -88,9 +88,7 @@ def _gyreprof_chain():
     saved = list(_sys.path)
     _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != here]
     try:
-        import importlib
-
-        importlib.import_module("sitecustomize")
+        __import__("sitecustomize")
     except ImportError as exc:
         if exc.name != "sitecustomize":
             print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\\n{exc!r}",
