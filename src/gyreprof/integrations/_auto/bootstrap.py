@@ -21,13 +21,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-# the names records.py gives them (tests/test_startup.py checks that they agree):
+# the names records.py gives them (tests/test_run_light_start.py checks that they agree):
 # imported from there, they would load dataclasses, pathlib and typing into every process
 ENV_RUN_DIR = "GYREPROF_RUN_DIR"
 ENV_MAIN_PID = "GYREPROF_RUN_MAIN_PID"
 
 #: the modules whose import loads the patches: every name a patch module passes to
-#: ``hooks.when_imported`` from its ``register()`` (tests/test_startup.py checks it), and
+#: ``hooks.when_imported`` from its ``register()`` (tests/test_run_light_start.py checks it), and
 #: ``gyreprof.profiler``, whose Profilers join the run (:func:`_join_user_profilers`)
 WATCHED = frozenset(
     {
