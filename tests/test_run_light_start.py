@@ -190,3 +190,22 @@ def test_the_start_up_watch_names_the_timeout_as_the_trail_does() -> None:
     from gyreprof.integrations._auto import trail
 
     assert _startup.ENV_STARTUP_TIMEOUT == trail.ENV_STARTUP_TIMEOUT
+
+
+def test_the_trigger_alone_gives_the_hooked_spec(tmp_path: Path) -> None:
+    """With no other finder of gyreprof's on ``sys.meta_path`` (the start-up trail ended or
+    never opened), the module whose import fires the trigger still gets its patches."""
+    code = (
+        "import os, sys\n"
+        f"os.environ['GYREPROF_RUN_DIR'] = {str(tmp_path)!r}\n"
+        "from gyreprof.integrations._auto import bootstrap\n"
+        "assert 'queue' not in sys.modules\n"
+        "sys.meta_path.insert(0, bootstrap._TRIGGER)\n"
+        "import queue\n"
+        "from gyreprof.integrations._auto import hooks\n"
+        "print(hooks.is_wrapped(queue.Queue.get), bootstrap._TRIGGER in sys.meta_path)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["True", "False"]
