@@ -385,6 +385,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
     Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",
            "missing = lacking()", "missing = None", ("tests/test_run_uninstrumented.py",)),
+    Mutant("bootstrap-trigger-gives-no-spec", "src/gyreprof/integrations/_auto/bootstrap.py",
+           "                if spec is not None:\n                    return spec\n",
+           "                pass\n", ("tests/test_run_light_start.py",)),
+    Mutant("profiler-create-hooks-not-called", "src/gyreprof/profiler.py",
+           "        for hook in _on_create:", "        for hook in ():",
+           ("tests/test_run_light_start.py",)),
     # -- the training timeline (Python): blocks, trainer steps, the request wait's gate
     Mutant("tl-block-start-not-earliest", _TL,
            "if self.blk_start < 0 or start_ns < self.blk_start:", "if self.blk_start < 0:",

@@ -12,8 +12,6 @@ module ``_LAZY`` maps it to, on first use. The two lists must name the same thin
 
 from __future__ import annotations
 
-import importlib
-
 from gyreprof._version import __version__
 
 # typing.TYPE_CHECKING without importing typing (most of `import gyreprof`'s time);
@@ -121,6 +119,8 @@ __all__ = [
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt gp.X is an error there
 
     def __getattr__(name: str) -> Any:
+        import importlib  # here: every process of a gyreprof run imports this package
+
         if name in _SUBMODULES:
             return importlib.import_module(f"gyreprof.{name}")
         module = _LAZY.get(name)

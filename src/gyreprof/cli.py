@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
 
@@ -36,7 +35,10 @@ _ORDER = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``gyreprof`` parser with every command, or with command ``only`` alone (what
+    :func:`main` builds when the command line names one: importing each command's module
+    would cost the launcher of ``gyreprof run`` its start-up)."""
     parser = argparse.ArgumentParser(
         prog="gyreprof",
         description="Profile RL sampler loops: where a step goes, whether the trainer waits, "
@@ -44,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gyreprof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only is not None:
+        importlib.import_module(f"gyreprof.commands.{only}").register(sub)
+        return parser
+    import pkgutil
+
     import gyreprof.commands as commands
 
     names = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")]
@@ -54,9 +61,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The command the command line names first, when it is one of ours; else None (then
+    the parser has them all: for --help, a misspelt command, options before it)."""
+    if not argv:
+        return None
+    name = argv[0]
+    if not name.isidentifier() or name.startswith("_") or not name.islower():
+        return None
+    try:
+        importlib.import_module(f"gyreprof.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"gyreprof.commands.{name}":
+            return None
+        raise
+    return name
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_in = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_named_command(args_in))
+    args = parser.parse_args(args_in)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

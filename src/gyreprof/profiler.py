@@ -202,6 +202,20 @@ def _validate_phases(phases: Iterable[str]) -> tuple[str, ...]:
     return names
 
 
+#: called with every Profiler once it is set up, in the order added (:func:`on_create`)
+_on_create: list[Callable[[Profiler], object]] = []
+
+
+def on_create(hook: Callable[[Profiler], object]) -> None:
+    """Call ``hook(profiler)`` for every Profiler created from now on (a hook added twice
+    runs once). The recording layer knows no caller: under ``gyreprof run`` the process's
+    bootstrap adds the hook that makes the user's own Profilers join the run's report
+    (``integrations/_auto/bootstrap.py``). An exception a hook raises reaches the caller
+    of ``Profiler(...)``."""
+    if hook not in _on_create:
+        _on_create.append(hook)
+
+
 class Profiler:
     """Times named phases of a loop into per-phase histograms and a ring of events.
 
@@ -320,10 +334,8 @@ class Profiler:
                 template, templated=templated, recordings=self._recs
             )
             _autosave.register(self, self._autosave)
-        if os.environ.get("GYREPROF_RUN_DIR"):  # under gyreprof run: it joins the run's report
-            from gyreprof.integrations._auto.user import join_run
-
-            join_run(self)
+        for hook in _on_create:  # e.g. under gyreprof run: it joins the run's report
+            hook(self)
 
     # -- recorders -------------------------------------------------------------
 

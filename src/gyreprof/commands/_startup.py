@@ -14,8 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from gyreprof.integrations._auto import trail
-from gyreprof.integrations._auto.trail import ENV_STARTUP_TIMEOUT
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from gyreprof.integrations._auto.trail import TrailInfo
+
+#: the trail's name for it (``trail.ENV_STARTUP_TIMEOUT``; tests/test_run_light_start.py
+#: checks that they agree): the trail is read only if the watch has something to say, so
+#: the launcher does not import it before it starts the command
+ENV_STARTUP_TIMEOUT = "GYREPROF_STARTUP_TIMEOUT"
 
 MAX_PROCESSES = 8
 _DUMP_WAIT_S = 3.0  # how long to wait for a process's own stack dump to reach its trail
@@ -63,6 +69,8 @@ class Watch:
         return sorted(out, key=lambda p: int(p.name[:-6]))
 
     def report(self) -> str:
+        from gyreprof.integrations._auto import trail
+
         elapsed = time.monotonic() - self.started
         lines = [
             f"gyreprof run: no step or phase recorded in {elapsed:.0f} s "
@@ -90,6 +98,8 @@ class Watch:
         return "\n".join(lines)
 
     def _wait_for_dumps(self, paths: list[Path]) -> None:
+        from gyreprof.integrations._auto import trail
+
         end = time.monotonic() + _DUMP_WAIT_S
         waiting = list(paths)
         while waiting and time.monotonic() < end:
@@ -104,7 +114,7 @@ class Watch:
                 time.sleep(0.05)
 
 
-def _command(info: trail.TrailInfo) -> str:
+def _command(info: TrailInfo) -> str:
     argv = (info.launch or {}).get("argv") or []
     if not argv:
         return ""

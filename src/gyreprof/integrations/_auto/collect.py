@@ -328,8 +328,12 @@ def _has_data(snap: Any) -> bool:
     return bool(snap is not None and snap.summary().events > 0)
 
 
-def _read_live(run_id: str, pids: set[int]) -> dict[int, dict[str, Any]]:
-    """Snapshots from the live segments this run left (processes that could not save)."""
+def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[int, dict[str, Any]]:
+    """Snapshots from the live segments this run left (processes that could not save).
+    Nothing when no process of the run started recording: then none published a segment
+    either, and the launcher of ``python -c pass`` loads no numpy."""
+    if not started_any:
+        return {}
     import gyreprof as gp
 
     out: dict[int, dict[str, Any]] = {}
@@ -493,7 +497,7 @@ def collect_run(
     started = _pids(run_dir, ".start.json")
     done = _pids(run_dir, ".done.json")
     booted = _pids(run_dir, ".boot")
-    live = _read_live(run_id, started - done)
+    live = _read_live(run_id, started - done, bool(started))
     entries: list[ProcessEntry] = []
     all_notes: list[str] = list(notes or [])
     for pid in sorted(started | done):
@@ -691,11 +695,15 @@ def _role_notes(entries: list[ProcessEntry]) -> list[str]:
 
 def _rollouts(run_dir: Path, notes: list[str]) -> Any:
     """The HTTP rollout requests of every process that saved them (``<key>.rollouts.json``:
-    a pid, or the key of an image replaced by exec); a bad record is skipped with a note."""
+    a pid, or the key of an image replaced by exec); a bad record is skipped with a note.
+    A run that left no rollout file loads no rollout code (and so no numpy)."""
+    saved = sorted(run_dir.glob("*.rollouts.json"))
+    if not saved and next(run_dir.glob("*.rollouts.part.json"), None) is None:
+        return None
     from gyreprof.integrations._auto import rollout_record
 
     records = []
-    for p in sorted(run_dir.glob("*.rollouts.json")):
+    for p in saved:
         key = p.name[: -len(".rollouts.json")]
         if not key.isdigit() and rec.parse_exec_key(key) is None:
             continue

@@ -1,9 +1,10 @@
 """The user's own Profilers under ``gyreprof run``: they join the run's report.
 
-A ``gp.Profiler(...)`` created in a process of the run (``$GYREPROF_RUN_DIR`` set)
-calls :func:`join_run`, which registers one more autosave for it: the snapshot
-goes to ``<run dir>/<pid>.user-<n>.snap`` (``n``: the profiler's number in its
-process) through the autosave's own handlers, so it is written at normal exit,
+A ``gp.Profiler(...)`` created in a process of the run calls :func:`join_run` (the
+bootstrap adds it to ``gyreprof.profiler.on_create`` when ``gyreprof.profiler`` is
+imported; the Profiler itself knows nothing of runs), which registers one more
+autosave for it: the snapshot goes to ``<run dir>/<pid>.user-<n>.snap`` (``n``: the
+profiler's number in its process) through the autosave's own handlers, so it is written at normal exit,
 when the profiler is collected, on SIGTERM and at a multiprocessing child's exit,
 atomically (see gyreprof._autosave). A forked child writes under its own pid, and
 only if it recorded after the fork. ``collect.read_user_profiles`` reads them back:
