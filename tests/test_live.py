@@ -33,6 +33,7 @@ from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveReader
 
 from helpers.segments import segment_parts
+from helpers.waiting import wait_for
 
 HERE = Path(__file__).resolve().parent
 PROCS = HERE / "helpers" / "live_procs"
@@ -284,8 +285,8 @@ def test_reader_snapshots_are_consistent_while_writer_runs_full_rate() -> None:
             prev = snap
             n += 1
         first_steps = reader.snapshot().steps
-        time.sleep(0.2)
-        assert reader.snapshot().steps > first_steps  # the writer was never held up
+        # the writer was never held up: it steps on
+        wait_for(lambda: reader.snapshot().steps > first_steps, "the writer's next step")
         assert prev is not None and prev.counters["retry"] > 0
         reader.close()
 
@@ -294,7 +295,8 @@ def test_sigkilled_writer_leaves_a_stale_segment_that_is_detected_and_cleaned(
     live_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with writer("paced") as (proc, pid, path):
-        time.sleep(0.2)
+        with gp.live.attach(pid) as running:
+            wait_for(lambda: running.snapshot().steps > 0, "the writer's first steps")
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
     assert path.exists()

@@ -743,7 +743,7 @@ def test_census_shows_live_segments(tmp_path) -> None:
         "for _ in range(500):\n"
         "    prof.begin(); prof.lap(0); prof.lap(1)\n"
         "print('ready', flush=True)\n"
-        "time.sleep(60)\n"
+        "time.sleep(60)\n"  # alive, its segment published, until the test ends it
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

@@ -272,7 +272,7 @@ def test_autosave_on_exit_exception_and_sigterm(tmp_path: Path) -> None:
             raise RuntimeError("boom")
         if mode == "term":
             print("ready", flush=True)
-            time.sleep(30)
+            time.sleep(30)  # waits for the test's SIGTERM
         """
     )
     script = tmp_path / "run.py"

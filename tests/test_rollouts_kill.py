@@ -263,6 +263,7 @@ def test_a_zombie_is_not_said_to_run() -> None:
     import subprocess
     import sys
 
+    # a child that runs until killed below
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         assert rollout_record._alive(child.pid)

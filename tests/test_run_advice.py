@@ -238,7 +238,7 @@ def test_a_command_stopped_before_its_loop_gets_stop_words(tmp_path: Path) -> No
         import time
 
         print("READY", flush=True)
-        time.sleep(120)
+        time.sleep(120)  # stopped by the test's SIGTERM
     """
     data = sigterm_when_ready(tmp_path, sys.executable, _write(tmp_path, "hang.py", body))
     first = data["notes"][0]
@@ -255,7 +255,7 @@ def test_a_command_that_exits_on_the_signal_passed_to_it_is_called_interrupted(
 
         signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
         print("READY", flush=True)
-        time.sleep(120)
+        time.sleep(120)  # ended by its handler of the test's SIGTERM
     """
     proc, out = gyreprof_popen(tmp_path, sys.executable, _write(tmp_path, "quits.py", body))
     try:

@@ -3,9 +3,9 @@ register themselves (role ``env_worker``) and are checked from outside while the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from helpers.run_scripts.runhelp import (
     printed,
     script,
 )
+from helpers.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # real SB3/TorchRL workers under `gyreprof run`: .ci/run's 2nd step
 
@@ -55,12 +56,15 @@ def _run_until_checked(tmp_path, kind: str) -> tuple[Any, dict[str, Any], int]:
         pid = int(line[1])
         expected = {"env_worker": 4}
         report = gp.check_parallelism(pid, expected=expected)
-        deadline = time.monotonic() + 30
-        while _kinds(report) & {"count", "registry"} and kind != "sync":
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.2)  # a worker's registration may land just after READY
+
+        def registered() -> bool:  # a worker's registration may land just after READY
+            nonlocal report
             report = gp.check_parallelism(pid, expected=expected)
+            return not _kinds(report) & {"count", "registry"}
+
+        if kind != "sync":
+            with contextlib.suppress(AssertionError):  # the caller asserts on the report
+                wait_for(registered, "the workers' registrations", timeout_s=30)
         go.touch()
         _, err = proc.communicate(timeout=120)
     finally:

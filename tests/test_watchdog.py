@@ -67,9 +67,10 @@ def test_each_stall_reported_once_then_resumes(tmp_path: Path) -> None:
     prof = gp.Profiler(["env", "fwd", "xfer"])
     with Watchdog(prof, 0.2, dump_to=dump, poll_s=0.02) as dog:
         _steps(prof, 3, stall_at=1, stall_s=0.7)
-        time.sleep(0.1)  # let the watchdog see the steps complete
+        # the watchdog has seen the steps complete again
+        wait_for(lambda: dump.exists() and "resumed after" in dump.read_text(), "resumed")
         _steps(prof, 3, stall_at=1, stall_s=0.7)
-        time.sleep(0.1)
+        wait_for(lambda: dog.stalls == 2, "the second stall reported")
     assert dog.stalls == 2
     text = dump.read_text()
     assert len(STALL.findall(text)) == 2

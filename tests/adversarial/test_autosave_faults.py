@@ -16,9 +16,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 import gyreprof as gp
+
+from helpers.waiting import wait_for
 
 TIMEOUT_S = 120
 
@@ -131,7 +134,8 @@ def test_sigterm_while_the_main_thread_is_stuck_in_native_code(tmp_path: Path) -
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "stuck"
-        time.sleep(0.2)
+        main = psutil.Process(p.pid)  # its status is the main thread's
+        wait_for(lambda: main.status() == psutil.STATUS_SLEEPING, "the main thread in the lock")
         t0 = time.monotonic()
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=30)  # without the helper thread it would never end
@@ -154,7 +158,8 @@ def test_sigterm_in_python_code_saves_and_keeps_the_signal_status(tmp_path: Path
         import sys
         import gyreprof as gp
         prof = gp.Profiler(["env"], autosave=sys.argv[1])
-        print("ready", flush=True)
+        prof.begin(); prof.lap(0)
+        print("ready", flush=True)  # a step is recorded: the signal finds the loop in Python
         while True:
             prof.begin(); prof.lap(0)
         """,
@@ -163,7 +168,6 @@ def test_sigterm_in_python_code_saves_and_keeps_the_signal_status(tmp_path: Path
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "ready"
-        time.sleep(0.3)
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=30)
     finally:
@@ -189,7 +193,7 @@ def test_a_program_handler_for_sigterm_still_runs_after_the_save(tmp_path: Path)
         prof = gp.Profiler(["env"], autosave=sys.argv[1])
         prof.begin(); prof.lap(0); prof.end()
         print("ready", flush=True)
-        time.sleep(30)
+        time.sleep(30)  # waits for the test's SIGTERM (its handler ends the sleep)
         """,
     )
     p = subprocess.Popen([sys.executable, str(s), str(out)], stdout=subprocess.PIPE, text=True)
@@ -217,15 +221,20 @@ def test_sigterm_to_a_forked_child_ends_the_child_not_its_parent(tmp_path: Path)
         import gyreprof as gp
         prof = gp.Profiler(["env"], autosave=sys.argv[1] + "/f-{pid}.snap")
         prof.begin(); prof.lap(0); prof.end()
+        r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             prof.begin(); prof.lap(0); prof.end()
-            time.sleep(30)
+            os.write(w, b"1")            # its step is recorded
+            time.sleep(30)               # waits for the parent's SIGTERM
             os._exit(0)
-        time.sleep(0.3)
+        assert os.read(r, 1) == b"1"
         os.kill(pid, signal.SIGTERM)
         _, status = os.waitpid(pid, 0)
-        time.sleep(1.0)                  # the parent's helper would have acted by now
+        # nothing must happen here: a wrongly woken helper acts within its grace
+        # (_autosave._SIGTERM_GRACE_S, 0.25 s) and ends the parent; a wait for an event
+        # that must not come can only be a duration
+        time.sleep(1.0)
         print(os.waitstatus_to_exitcode(status), pid, flush=True)
         """,
     )

@@ -30,7 +30,7 @@ import sys, time
 import gyreprof as gp
 gp.register_worker("env_worker", registry=sys.argv[1], seed=7)
 print("ready", flush=True)
-time.sleep(60)
+time.sleep(60)  # a registered worker, alive until the test ends it
 """
 
 

@@ -77,7 +77,7 @@ for _ in range(10):
     prof.begin(); prof.lap(0)
 prof.end()
 print(prof.live.path if live else "-", flush=True)
-time.sleep(60)
+time.sleep(60)  # stays alive (its segment live) until the test ends it
 """
 
 

@@ -33,7 +33,7 @@ def work(hold: bool) -> None:
         done.release()
         prof.begin()
         prof.lap(0)
-        while True:
+        while True:  # holds its step open until the test kills the process
             time.sleep(1)
 
 
@@ -48,5 +48,5 @@ for _ in range(n_threads):
 for _ in range(n_threads):
     done.acquire()
 print("ready", os.getpid(), flush=True)
-while True:
+while True:  # stays alive until the test kills it
     time.sleep(1)

@@ -62,6 +62,7 @@ class HangingWithChild(HangingSampler):
         import sys
 
         super().__init__()
+        # a helper that stays alive until the run ends it (the test checks that it does)
         self.worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         with open(pidfile, "w", encoding="ascii") as fh:
             fh.write(str(self.worker.pid))

@@ -38,7 +38,7 @@ def os_exit():
 def killed(ready):
     steps(100)
     ready.set()
-    time.sleep(600)
+    time.sleep(600)  # runs until the parent kills it
 
 
 def erased():

@@ -4,7 +4,9 @@ A torch MLP policy, a gymnasium ``SyncVectorEnv`` (or ``AsyncVectorEnv``) of 4
 CartPoles, the action from a ``torch.no_grad()`` forward, ``envs.step``, then K
 minibatch updates with Adam (with ``clip_grad_norm_``, itself a no-grad block
 inside the update). ``env``: every env step sleeps SLEEP_S (sampler-heavy);
-``train``: every minibatch sleeps SLEEP_S (trainer-bound). The script's own
+``train``: every minibatch sleeps SLEEP_S, or longer: an update sleeps at least
+three times the rollout just collected, so the loop stays trainer-bound on a loaded
+machine too, where the rollout's compute slows most. The script's own
 clock (``perf_counter`` around each rollout and each update) is printed as one
 JSON line: ``CLOCK {"rollout_s": ..., "update_s": ..., "iterations": ...}``.
 """
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 
 N_ENVS, N_STEPS, EPOCHS, MINIBATCHES = 4, 32, 2, 4
+TRAIN_FACTOR = 3.0  # ``train``: an update sleeps at least this many rollouts
 
 
 class Slow(gym.Wrapper):
@@ -76,6 +79,7 @@ def main():
                 buf_act.append(action)
                 buf_ret.append(torch.as_tensor(reward, dtype=torch.float32))
             t1 = time.perf_counter()
+            train_sleep_s = max(sleep_s, TRAIN_FACTOR * (t1 - t0) / (EPOCHS * MINIBATCHES))
             b_obs = torch.cat(buf_obs)
             b_act = torch.cat(buf_act)
             b_ret = torch.cat(buf_ret)
@@ -91,7 +95,7 @@ def main():
                     nn.utils.clip_grad_norm_(agent.parameters(), 0.5)
                     opt.step()
                     if slow == "train":
-                        time.sleep(sleep_s)
+                        time.sleep(train_sleep_s)  # the slow update itself
             rollout_s += t1 - t0
             update_s += time.perf_counter() - t1
         return rollout_s, update_s

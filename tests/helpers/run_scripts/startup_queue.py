@@ -6,7 +6,9 @@ puts N items on a ``queue.Queue`` at once, sleeping STALL_S before every STALL_E
 of them (a stall that comes back). The main thread, torch-free, does
 ``item = q.get(); work(item)`` with WORK_S of sleep per item. The script's clock around
 each get and each item's work is printed as ``CLOCK {"first_wait_s", "wait_s",
-"work_s", "items"}`` (``wait_s`` without the first get); ``READY`` after the 10th item.
+"work_s", "items"}`` (``wait_s`` without the first get); ``READY`` once the 11th item is
+taken: the trainer's first ten steps are then complete (a step ends where the next wait
+begins), however soon a test that waits for it kills the loop.
 """
 
 import json
@@ -36,14 +38,14 @@ def main():
         t0 = time.perf_counter()
         item = q.get()
         t1 = time.perf_counter()
+        if items == 10:
+            print("READY", flush=True)  # for a test that kills the loop while it runs
         if item is None:
             break
         waits.append(t1 - t0)
         time.sleep(work_s)
         work += time.perf_counter() - t1
         items += 1
-        if items == 10:
-            print("READY", flush=True)  # for a test that kills the loop while it runs
     clock = {"first_wait_s": waits[0], "wait_s": sum(waits[1:]), "work_s": work, "items": items}
     print("CLOCK " + json.dumps(clock), flush=True)
 

@@ -23,7 +23,7 @@ _HELPER = (
     "import os, sys, time; "
     "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid())); "
     "os.replace(sys.argv[1] + '.tmp', sys.argv[1]); "
-    "time.sleep(300)"
+    "time.sleep(300)"  # alive until the run ends it (or the test finds it left behind)
 )
 
 
@@ -62,7 +62,7 @@ class HoldingSampler:
         self.helpers = start_helpers(pid_dir)
 
     def sample(self) -> int:
-        time.sleep(300)
+        time.sleep(300)  # hangs: the test signals the run meanwhile
         return self.batch_size
 
 

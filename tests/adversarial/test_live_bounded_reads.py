@@ -1,4 +1,5 @@
-"""Live readers against planted segments, round two (issue 25, items 2 and 4).
+"""Live readers against planted segments that are nested, oversized or inconsistent
+(issue 25, items 2 and 4).
 
 A segment's owner and folder are checked on the open fd before any header byte is
 parsed; the metadata parse is bounded in depth and size, and the declared stats block
