@@ -262,6 +262,44 @@ def _order(sources: list[Any], paths: list[str]) -> tuple[Any, Any, list[str]]:
     return a, b, list(paths)
 
 
+def _recorded_shape(trainer: Any, path: str) -> dict[str, Any]:
+    """The loop's shape as the run that saved the trainer's snapshot read it: from the
+    training thread's collect blocks it counted (``loop.own`` / ``loop.fed``), else the
+    shape its ``--save`` folder's index declared for the process; ``{}`` when neither
+    tells (the verdict then says the shape was not detected)."""
+    from gyreprof.integrations._auto import collect
+
+    snap = getattr(trainer, "snapshot", None)
+    if snap is None:
+        return {}
+    role, pid = _saved_as(Path(path))
+    loops = _declared_loops(Path(path).parent, role, pid) if role else ()
+    entry = collect.ProcessEntry(pid, role or "main", True, "saved", loops, None, snap)
+    return collect._loop_kwargs([entry])
+
+
+def _saved_as(path: Path) -> tuple[str | None, int]:
+    """The role and pid of a ``--save`` folder's snapshot name (``main-123.trainer.snap``)."""
+    stem = path.name.split(".", 1)[0]
+    role, _, pid = stem.rpartition("-")
+    if not role or not pid.isdigit():
+        return None, 0
+    return role, int(pid)
+
+
+def _declared_loops(folder: Path, role: str, pid: int) -> tuple[str, ...]:
+    """The loop shapes the folder's index declared for the process (none when absent)."""
+    try:
+        listed = json.loads((folder / PROCESSES_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and item.get("pid") == pid and item.get("role") == role:
+            loops = item.get("loops", ())
+            return tuple(str(x) for x in loops) if isinstance(loops, list) else ()
+    return ()
+
+
 def _profiles_text(
     sampler: Any, trainer: Any, names: list[str], verdict: Any, markdown: bool
 ) -> str:
@@ -272,10 +310,13 @@ def _profiles_text(
     for side, src, name in (("sampler", sampler, names[0]), ("trainer", trainer, names[-1])):
         if src is None:
             continue
+        # the sampler's shares are of its wall time, as the verdict reads them
+        shares = render_text.wall_shares(src.summary, verdict) if side == "sampler" else None
         if markdown:
-            parts.append(f"### {side}: {name}\n\n{src.summary.to_markdown()}")
+            body = render_markdown.summary(src.summary, shares)
+            parts.append(f"### {side}: {name}\n\n{body}")
         else:
-            parts.append(f"{side} ({name}):\n{render_text.summary(src.summary)}")
+            parts.append(f"{side} ({name}):\n{render_text.summary(src.summary, shares)}")
     if verdict.wait_report is not None:
         wr = verdict.wait_report
         parts.append(render_markdown.wait_report(wr) if markdown else render_text.wait_report(wr))
@@ -356,8 +397,9 @@ def _report_files(
         _why_not_a_trainer(sources[0])
     verdict = None
     if trainer is not None:
+        shape = {"loop": args.loop} if args.loop else _recorded_shape(trainer, names[-1])
         try:
-            verdict = diagnose(sampler=sampler, trainer=trainer, loop=args.loop)
+            verdict = diagnose(sampler=sampler, trainer=trainer, **shape)
         except ValueError as exc:
             if sampler is not None:
                 raise UsageError(f"no verdict: {exc}") from None

@@ -55,10 +55,16 @@ def _table(headers: list[str], body: list[list[str]], row_classes: list[str] | N
     return "\n".join(out)
 
 
-def _summary_table(s: Summary) -> str:
-    # the same cells as the text and Markdown tables (gyreprof.render.text)
-    classes = ["step" if name == STEP else "" for name, _ in render_text.phase_rows(s)]
-    return _table(list(render_text.SUMMARY_HEADERS), render_text.summary_rows(s), classes)
+def _summary_table(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> str:
+    # the same cells as the text and Markdown tables (gyreprof.render.text); ``shares``
+    # (render.text.wall_shares): the share column is of the sampler's wall time
+    if shares is None:
+        classes = ["step" if name == STEP else "" for name, _ in render_text.phase_rows(s)]
+        return _table(list(render_text.SUMMARY_HEADERS), render_text.summary_rows(s), classes)
+    cells = render_text.wall_rows(s, shares[0])
+    classes = ["step" if row[0] == STEP else "" for row in cells]
+    table = _table(list(render_text.SUMMARY_HEADERS), cells, classes)
+    return table + f"\n<p>{_e(render_text.wall_basis(shares[1]))}</p>"
 
 
 def _warmup_section(s: Summary) -> str:
@@ -234,7 +240,8 @@ def html_report(
     elif run is not None and run.sampler is not None:
         n = sum(1 for p in run.contributed if p.sampler is not None)
         parts.append(f"<h2>Sampler phases, merged over {n} process{'es' if n != 1 else ''}</h2>")
-        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
+        shares = render_text.wall_shares(s, verdict)
+        parts += [_summary_table(s, shares), f"<p>{_e(overhead)}</p>"]
     else:
         parts.append("<h2>Summary (steady state)</h2>")
         parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
