@@ -194,6 +194,8 @@ class Frame:
     stale: list[LiveEntry]
     errors: list[LiveEntry]
     target: int | None
+    # how many segments the merged view merged (of one kind: the same phases)
+    merged_segments: int = 0
 
     def record(self) -> TopRecord:
         merged = None
@@ -276,11 +278,13 @@ class TopModel:
             if path not in seen:
                 self._readers.pop(path).close()
                 self._prev.pop(path, None)
-        snaps = [v.snapshot for v in views if v.snapshot is not None]
-        wins = [v.window for v in views if v.window is not None]
+        kind = _merge_group(views)
+        snaps = [v.snapshot for v in kind if v.snapshot is not None]
+        wins = [v.window for v in kind if v.window is not None]
         merged = _try_merge(snaps) if len(snaps) > 1 else None
         merged_w = _try_merge(wins) if len(wins) > 1 else None
-        return Frame(views, merged, merged_w, window_s, stale, errors, self.pid)
+        n = len(snaps) if merged is not None else 0
+        return Frame(views, merged, merged_w, window_s, stale, errors, self.pid, n)
 
     def _read(self, e: LiveEntry, window_s: float) -> ProcessView:
         try:
@@ -318,6 +322,20 @@ class TopModel:
             r.close()
         self._readers.clear()
         self._prev.clear()
+
+
+def _merge_group(views: list[ProcessView]) -> list[ProcessView]:
+    """The segments the merged view adds up: those of one kind (the same phases), the
+    most numerous kind that recorded something. A sampler's and a trainer's segments
+    (each process under gyreprof run has both) time the same wall clock from two sides:
+    added up, their shares would pass 100%."""
+    kinds: dict[tuple[str, ...], list[ProcessView]] = {}
+    for v in views:
+        if v.snapshot is not None and _recorded(v.snapshot):
+            kinds.setdefault(tuple(v.snapshot.phases), []).append(v)
+    if not kinds:  # nothing recorded anywhere: every readable segment, as before
+        return [v for v in views if v.snapshot is not None]
+    return max(kinds.values(), key=len)
 
 
 def _try_merge(snaps: list[Snapshot]) -> Snapshot | None:
@@ -471,7 +489,7 @@ def _merged_head(frame: Frame) -> str:
     label, phase = rate_basis(s)
     total = _count(s, phase)
     since = s.steps_per_s if phase is None else (total / s.elapsed_s if s.elapsed_s > 0 else None)
-    n = len(shown(frame)[0])
+    n = frame.merged_segments or len(shown(frame)[0])
     head = f"merged: {n} segments | {label} {total}"
     if frame.merged_window is not None and frame.window_s > 0:
         last = _count(frame.merged_window.summary(), phase) / frame.window_s

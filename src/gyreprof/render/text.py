@@ -139,7 +139,7 @@ def wall_rows(s: Summary, shares: dict[str, float]) -> list[list[str]]:
     rows = summary_rows(s)
     named = [name for name, _ in phase_rows(s)]
     out = []
-    for name, row in zip(named, rows):
+    for name, row in zip(named, rows, strict=True):
         if name != STEP:
             row = [*row[:-1], fmt_pct(shares.get(name, 0.0))]
         out.append(row)
