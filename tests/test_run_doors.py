@@ -162,3 +162,77 @@ def test_a_snapshot_that_does_not_show_the_shape_says_so(sync_run: Run, tmp_path
     assert out.returncode == 0, out.stderr
     head = next(ln for ln in out.stdout.splitlines() if ln.startswith("verdict: "))
     assert "loop shape not detected" in head and "--loop" in head, head
+
+
+def test_report_reads_the_json_the_run_wrote(sync_run: Run) -> None:
+    stderr, data, save, _ = sync_run
+    run_json = save.parent / "run.json"
+    out = _cli("report", str(run_json))
+    assert out.returncode == 0, out.stderr
+    assert _timed(_text_shares(out.stdout, "sampler phases, merged over")) == _want(data)
+    # the same report as the run printed, from its verdict down
+    printed = stderr[stderr.index("verdict: ") :].split("\n(wall time")[0].rstrip()
+    assert printed in out.stdout
+    again = _cli("report", str(run_json), "--json")
+    assert again.returncode == 0, again.stderr
+    back = json.loads(again.stdout)
+    assert back["verdict"] == data["verdict"] and back["sampler"] == data["sampler"]
+    md = _cli("report", str(run_json), "--markdown")
+    assert md.returncode == 0 and _timed(_md_shares(md.stdout)) == _want(data), md.stdout
+
+
+def test_export_of_the_folder_and_its_snaps_is_a_trace(sync_run: Run, tmp_path: Path) -> None:
+    from gyreprof.export.chrome import validate_trace
+
+    _, data, save, _ = sync_run
+    out = tmp_path / "trace.json"
+    r = _cli("export", str(save), "-f", "chrome", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert validate_trace(doc) == []
+    pid = data["processes"][0]["pid"]
+    tracks = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"}
+    assert tracks == {"sampler", "trainer"}
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == pid]
+    sampler = next(e for e in spans if e["name"] == "sampler profile")
+    fwd = data["sampler"]["phases"]["fwd"]
+    assert sampler["args"]["phases"]["fwd"]["count"] == fwd["count"]
+    windows = [e for e in spans if e["cat"] == "window"]
+    assert len(windows) == len(data["trainer"]["windows"]) > 0
+    snap = next(save.glob("*.trainer.snap"))
+    one = _cli("export", str(snap), "-f", "chrome", "--windows")
+    assert one.returncode == 0 and validate_trace(json.loads(one.stdout)) == [], one.stderr
+    bare = _cli("export", str(snap), "-f", "chrome")  # each call needs the raw events
+    assert bare.returncode == 2 and "--windows" in bare.stderr
+
+
+def test_top_after_the_run_says_it_ended_and_where_its_records_are(sync_run: Run) -> None:
+    _, data, save, _ = sync_run
+    pid = data["processes"][0]["pid"]
+    out = _cli("top", "--once", str(pid))
+    assert out.returncode == 1
+    assert "live=True" not in out.stderr, out.stderr
+    assert f"pid {pid} was part of gyreprof run" in out.stderr, out.stderr
+    assert "exit code 0" in out.stderr and str(save) in out.stderr
+    assert str(save.parent / "run.json") in out.stderr
+
+
+def test_top_never_adds_a_samplers_segment_to_a_trainers(tmp_path: Path) -> None:
+    from runhelp import gyreprof_popen
+
+    stop = tmp_path / "stop"
+    proc, _ = gyreprof_popen(
+        tmp_path, sys.executable, script("doors_cartpole_torch.py"), "3", str(stop)
+    )
+    try:
+        assert proc.stdout is not None
+        child = next(int(ln.split()[1]) for ln in proc.stdout if ln.startswith("READY "))
+        out = _cli("top", "--once", "--json", "--interval", "0.3", str(child))
+        assert out.returncode == 0, out.stderr
+        frame = json.loads(out.stdout)
+        kinds = {tuple(sorted(p["since_start"]["phases"])) for p in frame["processes"]}
+        assert len(kinds) == 2, frame  # a sampler's and a trainer's segment
+        assert frame["merged"] is None, frame["merged"]  # one of each: nothing to add up
+    finally:
+        stop.touch()
+        proc.communicate(timeout=120)

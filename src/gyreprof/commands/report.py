@@ -334,6 +334,72 @@ def _profiles_json(sampler: Any, trainer: Any, verdict: Any) -> dict[str, Any]:
     }
 
 
+class _Held:
+    """A summary where a run's report holds a snapshot (``.summary()``): the merged
+    summaries ``gyreprof run --json`` wrote."""
+
+    def __init__(self, summary: Any) -> None:
+        self._summary = summary
+
+    def summary(self) -> Any:
+        return self._summary
+
+
+def _run_record(path: Path) -> Any:
+    """The record in a file ``gyreprof run --json`` wrote (format ``gyreprof.run/1``), or
+    None for any other file (read as a profile as before)."""
+    from gyreprof import _io
+    from gyreprof.integrations._auto import collect
+
+    try:
+        if _io.read_head(path, 1) != b"{":
+            return None
+        data = json.loads(_io.read_bytes(path, "snapshot", what="gyreprof run --json"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != collect.FORMAT:
+        return None
+    try:
+        return collect.RunRecord.from_dict(data)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not a readable gyreprof run --json record: {exc}") from None
+
+
+def _report_record(args: argparse.Namespace, path: Path, record: Any, html_out: Path | None) -> int:
+    """The run's report again from its ``--json`` record: the same verdict, wait report,
+    summaries and processes, so the same shares and loop shape as the run printed."""
+    from gyreprof.integrations._auto import collect
+    from gyreprof.render import text as render_text
+
+    report = collect.RunReport(
+        command=[],
+        exit_code=record.exit_code,
+        processes=list(record.processes),
+        sampler=_Held(record.sampler) if record.sampler is not None else None,
+        trainer=_Held(record.trainer) if record.trainer is not None else None,
+        wait=record.wait,
+        verdict=record.verdict,
+        notes=list(record.notes),
+        python_processes=len(record.processes),
+        advice_for="run",
+        rollouts=record.rollouts,
+        start_up=record.start_up,
+    )
+    if html_out is not None:
+        from gyreprof.export import html_report
+
+        html_report(report, html_out, title=f"gyreprof report: {path}")
+        print(f"wrote {html_out}", file=sys.stderr)
+    if args.json:
+        print(report.to_json(indent=2))
+    elif args.markdown:
+        _print(report.to_markdown())
+    else:
+        head = f"gyreprof report: gyreprof run --json record {path} (exit code {record.exit_code})"
+        _print(head + "\n" + render_text.run_report(report))
+    return 0
+
+
 def _print(text: str) -> None:
     print(safe_text(text))
 
@@ -372,6 +438,16 @@ def run(args: argparse.Namespace) -> int:
         if plot_out is not None:
             raise UsageError("--plot takes a file, not a --save folder; use --html")
         return _report_folder(args, Path(paths[0]), html_out)
+    record = _run_record(Path(paths[0])) if len(paths) == 1 else None
+    if record is not None:
+        if plot_out is not None:
+            raise UsageError("--plot takes a profile file, not gyreprof run's --json; use --html")
+        if args.loop is not None:
+            raise UsageError(
+                "--loop judges profiles again; gyreprof run's --json holds the run's verdict "
+                "as it was (give its --save folder to judge it again)"
+            )
+        return _report_record(args, Path(paths[0]), record, html_out)
     from gyreprof._advice import advice_for
 
     with advice_for("report"):  # "next" lines name this command's options and files

@@ -21,6 +21,7 @@ from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
 from gyreprof.histogram import STEP
 from gyreprof.render import text as render_text
+from gyreprof.snapshot import Snapshot
 from gyreprof.summary import Summary
 
 _CSS = """
@@ -151,6 +152,15 @@ def _verdict_section(v: Any) -> list[str]:
     return out
 
 
+def _held(side: Any) -> Any:
+    """A run's side as ``resolve`` takes it: a summary held where a snapshot would be (a
+    report read back from ``gyreprof run --json``) is that summary."""
+    if side is None or isinstance(side, (Snapshot, Summary)) or not hasattr(side, "summary"):
+        return side
+    summary = side.summary() if callable(side.summary) else None
+    return summary if isinstance(summary, Summary) else side
+
+
 def _trainer_section(trainer: Any, wait: Any) -> list[str]:
     """The trainer's table and its wait report (the text's lines)."""
     out = ["<h2>Trainer (wait: collecting / waiting for a batch; compute: the update)</h2>"]
@@ -198,6 +208,8 @@ def html_report(
         trainer = trainer if trainer is not None else run.trainer
         wait = wait if wait is not None else run.wait
         source = run.sampler if run.sampler is not None else run.trainer
+        source = _held(source)
+        trainer = _held(trainer)
         if source is None:
             raise InvalidValueError("the run recorded no sampler or trainer phases to show")
         if run.sampler is None:
@@ -238,7 +250,7 @@ def html_report(
         parts.append("<p>" + "<br>".join(_e(x) for x in parallel) + "</p>")
         parts.append(f"<p>{_e(overhead)}</p>")
     elif run is not None and run.sampler is not None:
-        n = sum(1 for p in run.contributed if p.sampler is not None)
+        n = render_text.merged_count(run)
         parts.append(f"<h2>Sampler phases, merged over {n} process{'es' if n != 1 else ''}</h2>")
         shares = render_text.wall_shares(s, verdict)
         parts += [_summary_table(s, shares), f"<p>{_e(overhead)}</p>"]

@@ -524,6 +524,16 @@ def sampler_roles(r: RunReport) -> list[str]:
     return lines
 
 
+def merged_count(r: RunReport) -> int:
+    """How many processes the run's sampler merged: those holding a sampler snapshot, or
+    (a report read back from ``gyreprof run --json``, which keeps the merged summary
+    alone) the sources the merged summary counts."""
+    n = sum(1 for p in r.contributed if p.sampler is not None)
+    if n == 0 and r.sampler is not None:
+        n = int(r.sampler.summary().sources)
+    return n
+
+
 def run_report(r: RunReport) -> str:
     """The run's report; its advice worded for where it is read (``r.advice_for``)."""
     with _advice.advice_for(r.advice_for):
@@ -573,7 +583,7 @@ def _run_report(r: RunReport) -> str:
     if roles:
         lines += roles
     elif r.sampler is not None:
-        n = sum(1 for p in r.contributed if p.sampler is not None)
+        n = merged_count(r)
         lines.append("")
         lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
         s = r.sampler.summary()
