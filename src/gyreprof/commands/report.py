@@ -5,6 +5,9 @@ wait ratio and the verdict whenever the phases allow; draw them.
   gets the wait report and the verdict as well;
 - two files (a sampler and a trainer profile, in either order): both tables, the wait
   report and the full verdict;
+- the file ``gyreprof run --json FILE`` wrote (format ``gyreprof.run/1``): the run's report
+  again from its record (its verdict, wait report, merged summaries and processes as the
+  run judged them; ``--json`` the record itself);
 - a ``gyreprof run --save DIR`` folder: the run's report again, the verdict included
   (the text of ``gyreprof run``'s report, headed by the command line and its exit code,
   its rollouts section included, from the folder's ``rollouts.json``; ``--json`` its
@@ -45,7 +48,8 @@ def register(sub: Any) -> None:
         "(gyreprof.export.save_events) and prints the table, "
         "or JSON with --json. A trainer profile (phases 'wait' and 'compute') gets the wait "
         "ratio and the verdict; give a sampler and a trainer profile for the full verdict. "
-        "A folder written by gyreprof run --save DIR is reported again as the run was, "
+        "The file gyreprof run --json FILE wrote and a folder written by gyreprof run "
+        "--save DIR are reported again as the run was, "
         "verdict included. --plot writes a PNG (percentiles, window series, phase shares) "
         "and --html a self-contained HTML report; both need the plot extra "
         "(pip install 'gyreprof[plot]').",
@@ -54,7 +58,7 @@ def register(sub: Any) -> None:
         "file",
         nargs="+",
         help="summary JSON, snapshot or events (.npz) file; or a sampler and a trainer "
-        "file; or a gyreprof run --save folder",
+        "file; or gyreprof run's --json file or --save folder",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
