@@ -221,7 +221,7 @@ def test_top_never_adds_a_samplers_segment_to_a_trainers(tmp_path: Path) -> None
     from runhelp import gyreprof_popen
 
     stop = tmp_path / "stop"
-    proc, _ = gyreprof_popen(
+    proc, run_json = gyreprof_popen(
         tmp_path, sys.executable, script("doors_cartpole_torch.py"), "3", str(stop)
     )
     try:
@@ -233,6 +233,22 @@ def test_top_never_adds_a_samplers_segment_to_a_trainers(tmp_path: Path) -> None
         kinds = {tuple(sorted(p["since_start"]["phases"])) for p in frame["processes"]}
         assert len(kinds) == 2, frame  # a sampler's and a trainer's segment
         assert frame["merged"] is None, frame["merged"]  # one of each: nothing to add up
+        # the sampler's panel: shares of its wall time (the trainer's waits, as the run's
+        # verdict takes them in a synchronous loop), the untimed part a row of its own
+        text = _cli("top", "--once", "--interval", "0.3", str(child)).stdout
+        panel = text.split(":sampler", 1)[1].split("\n\n", 1)[0].splitlines()[2:]
+        shares = [
+            float(ln.split()[-2 if not ln.startswith("(") else -1][:-1])
+            for ln in panel
+            if ln[:1].isalpha() or ln.startswith("(untimed)")
+        ]
+        assert any(ln.startswith("(untimed)") for ln in panel), text
+        assert abs(sum(shares) - 100.0) <= 0.5, (shares, text)
     finally:
         stop.touch()
         proc.communicate(timeout=120)
+    # the run's own table, at its end, reads the same wall time: its untimed share is
+    # top's give or take what the loop did after top looked (not the ~90% that the
+    # sampler's elapsed time would give: the trainer's compute is not the sampler's)
+    final = json.loads(run_json.read_text())["verdict"]["sampler_shares"]["(untimed)"]
+    assert abs(shares[-1] - 100.0 * final) <= 15.0, (shares, final, text)

@@ -462,6 +462,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "    return max(kinds.values(), key=len)",
            "    return [v for v in views if v.snapshot is not None]",
            ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
+    Mutant("doors-top-sync-wall-not-the-waits", "src/gyreprof/live/_top.py",
+           "if own > fed and wait is not None and wait.sum_ns > 0:",
+           "if own < fed and wait is not None and wait.sum_ns > 0:",
+           ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
 )
 # fmt: on
 

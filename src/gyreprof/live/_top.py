@@ -526,9 +526,53 @@ def _headline(v: ProcessView) -> str:
     return " | ".join(parts)
 
 
-def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
+#: the row of a segment's wall time that no phase timed (as the run's report names it)
+UNTIMED = "(untimed)"
+
+
+def _walls(v: ProcessView, frame: Frame) -> tuple[float, float | None] | None:
+    """The wall time (ns, since start and over the last window) a segment's share column
+    divides by when it marks no steps, as the run's verdict takes the sampler's: the
+    trainer's wait time of the same process when its training thread sampled itself (a
+    synchronous loop: the sampler runs while the trainer waits), else the segment's own
+    elapsed time. None for a segment that marks steps (shares of step time) or when the
+    phases add up to more than that wall time."""
+    if v.snapshot is None:
+        return None
+    s = v.snapshot.summary()
+    timed = sum(float(st.sum_ns) for st in s.phases.values() if st.count)
+    if s.steps > 0 or timed <= 0 or not math.isfinite(timed):
+        return None
+    since = s.elapsed_s * 1e9
+    last = frame.window_s * 1e9 if v.window is not None and frame.window_s > 0 else None
+    for p in frame.processes:
+        if p is v or p.entry.pid != v.entry.pid or p.snapshot is None:
+            continue
+        ps = p.snapshot.summary()
+        own, fed = int(ps.counters.get("loop.own", 0)), int(ps.counters.get("loop.fed", 0))
+        wait = ps.phases.get("wait")
+        if own > fed and wait is not None and wait.sum_ns > 0:
+            since = float(wait.sum_ns)
+            pw = p.window.summary().phases.get("wait") if p.window is not None else None
+            last = float(pw.sum_ns) if pw is not None and pw.sum_ns > 0 else None
+            break
+    if since <= 0 or timed > 1.05 * since:
+        return None
+    return since, last
+
+
+def _wall_share(sum_ns: float, wall: float | None) -> str:
+    return fmt_pct(sum_ns / wall) if wall and math.isfinite(sum_ns) else "-"
+
+
+def _rows(
+    snap: Snapshot, window: Snapshot | None, walls: tuple[float, float | None] | None = None
+) -> list[list[str]]:
     """Per phase used so far (count > 0; unused phases are hidden), then the step row
-    when steps are marked."""
+    when steps are marked. ``walls`` (:func:`_walls`): the shares are of that wall time,
+    with the untimed part as a row of its own."""
+    if walls is not None:
+        return _wall_rows(snap, window, walls)
     s = snap.summary()
     w = window.summary() if window is not None else None
     rows = []
@@ -552,6 +596,37 @@ def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
             str(st.count),
         ]
         rows.append(row)
+    return rows
+
+
+def _wall_rows(
+    snap: Snapshot, window: Snapshot | None, walls: tuple[float, float | None]
+) -> list[list[str]]:
+    since, last = walls
+    s = snap.summary()
+    w = window.summary() if window is not None else None
+    rows = []
+    timed = 0.0
+    timed_last = sum(float(x.sum_ns) for x in w.phases.values() if x.count) if w else 0.0
+    if last is not None and timed_last > 1.05 * last:
+        # the window's waits and phases do not line up (a wait still open at its end):
+        # no share of it can be told this refresh
+        last = None
+    for name, st in s.phases.items():
+        if not st.count:
+            continue
+        row = [safe_name(name)]
+        if w is not None:
+            ws = w.phases[name]
+            row += [fmt_ns(ws.p50), fmt_ns(ws.p99), fmt_ns(ws.max), _wall_share(ws.sum_ns, last)]
+        timed += float(st.sum_ns)
+        row += [fmt_ns(st.p50), fmt_ns(st.p99), fmt_ns(st.max), _wall_share(st.sum_ns, since)]
+        rows.append([*row, str(st.count)])
+    row = [UNTIMED]
+    if w is not None:
+        rest = fmt_pct(max(0.0, 1.0 - timed_last / last)) if last else "-"
+        row += ["", "", "", rest]
+    rows.append([*row, "", "", "", fmt_pct(max(0.0, 1.0 - timed / since)), ""])
     return rows
 
 
@@ -609,7 +684,8 @@ def _full_text(frame: Frame) -> list[str]:
     for v in show:
         out.append(_headline(v))
         if v.snapshot is not None:
-            out.append(text_table(_headers(v.window is not None), _rows(v.snapshot, v.window)))
+            rows = _rows(v.snapshot, v.window, _walls(v, frame))
+            out.append(text_table(_headers(v.window is not None), rows))
             out.append(_footer(v.snapshot))
         out.append("")
     if frame.merged is not None and len(show) > 1:
@@ -655,13 +731,18 @@ def _compact_text(frame: Frame, width: int, height: int) -> list[str]:
     if frame.merged is not None and len(show) > 1:
         out.append(_merged_head(frame))
         snap, win = frame.merged, frame.merged_window
+        walls = None
     elif show and show[0].snapshot is not None:
         out.append(_headline(show[0]))
         snap, win = show[0].snapshot, show[0].window
+        walls = _walls(show[0], frame)
     else:
-        snap, win = None, None
+        snap, win, walls = None, None, None
     if snap is not None:
-        rows = [[r[0], *r[1:3], r[4], *r[5:7], r[8], r[9]] if win else r for r in _rows(snap, win)]
+        rows = [
+            [r[0], *r[1:3], r[4], *r[5:7], r[8], r[9]] if win else r
+            for r in _rows(snap, win, walls)
+        ]
         heads = (
             ["phase", "last p50", "last p99", "last %", "p50", "p99", "share", "count"]
             if win
@@ -720,7 +801,13 @@ def render_rich(frame: Frame) -> Any:
 
     parts: list[Any] = []
 
-    def table(title: str, snap: Snapshot, window: Snapshot | None, caption: str) -> Table:
+    def table(
+        title: str,
+        snap: Snapshot,
+        window: Snapshot | None,
+        caption: str,
+        walls: tuple[float, float | None] | None = None,
+    ) -> Table:
         t = Table(
             title=Text(title),
             title_justify="left",
@@ -738,7 +825,7 @@ def render_rich(frame: Frame) -> Any:
                 t.add_column(
                     f"{group}\n{h}", justify="right", style=style, no_wrap=True, min_width=7
                 )
-        for row in _rows(snap, window):
+        for row in _rows(snap, window, walls):
             # Text cells: rich must not read '[...]' in a name as markup
             t.add_row(*(Text(c) for c in row[:-1]), style="dim" if row[0] == STEP else None)
         return t
@@ -748,7 +835,8 @@ def render_rich(frame: Frame) -> Any:
         if v.snapshot is None:
             parts.append(Text(_headline(v), style="red"))
             continue
-        parts.append(table(_headline(v), v.snapshot, v.window, _footer(v.snapshot).strip()))
+        caption = _footer(v.snapshot).strip()
+        parts.append(table(_headline(v), v.snapshot, v.window, caption, _walls(v, frame)))
     if frame.merged is not None and len(show) > 1:
         title = _merged_head(frame)
         parts.append(table(title, frame.merged, frame.merged_window, _footer(frame.merged).strip()))
