@@ -454,6 +454,25 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("gate-tp-call-always-wrapper", _GATE,
            "            return self.original(*args, **kwargs)\n",
            "            return self.wrapper(*args, **kwargs)\n", _T_GATE),
+    # -- one run, every door (issue 33 item 7): the run's table, report on its snaps, top
+    Mutant("doors-table-shares-not-the-verdicts", "src/gyreprof/render/text.py",
+           "if v is not None and v.sampler_shares and _same_wall(timed, v.sampler_shares):",
+           "if v is not None and v.sampler_shares and not _same_wall(timed, v.sampler_shares):",
+           ("tests/test_run_doors.py::"
+            "test_the_run_table_shows_the_verdicts_shares_with_the_untimed_row",)),
+    Mutant("doors-snaps-shape-not-read", "src/gyreprof/commands/report.py",
+           'shape = {"loop": args.loop} if args.loop else _recorded_shape(trainer, names[-1])',
+           'shape = {"loop": args.loop} if args.loop else {}',
+           ("tests/test_run_doors.py::"
+            "test_report_of_the_runs_snaps_reads_the_runs_shape_and_shares",)),
+    Mutant("doors-top-merges-every-kind", "src/gyreprof/live/_top.py",
+           "    return max(kinds.values(), key=len)",
+           "    return [v for v in views if v.snapshot is not None]",
+           ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
+    Mutant("doors-top-sync-wall-not-the-waits", "src/gyreprof/live/_top.py",
+           "if own > fed and wait is not None and wait.sum_ns > 0:",
+           "if own < fed and wait is not None and wait.sum_ns > 0:",
+           ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
 )
 # fmt: on
 

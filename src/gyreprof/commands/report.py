@@ -5,6 +5,9 @@ wait ratio and the verdict whenever the phases allow; draw them.
   gets the wait report and the verdict as well;
 - two files (a sampler and a trainer profile, in either order): both tables, the wait
   report and the full verdict;
+- the file ``gyreprof run --json FILE`` wrote (format ``gyreprof.run/1``): the run's report
+  again from its record (its verdict, wait report, merged summaries and processes as the
+  run judged them; ``--json`` the record itself);
 - a ``gyreprof run --save DIR`` folder: the run's report again, the verdict included
   (the text of ``gyreprof run``'s report, headed by the command line and its exit code,
   its rollouts section included, from the folder's ``rollouts.json``; ``--json`` its
@@ -45,7 +48,8 @@ def register(sub: Any) -> None:
         "(gyreprof.export.save_events) and prints the table, "
         "or JSON with --json. A trainer profile (phases 'wait' and 'compute') gets the wait "
         "ratio and the verdict; give a sampler and a trainer profile for the full verdict. "
-        "A folder written by gyreprof run --save DIR is reported again as the run was, "
+        "The file gyreprof run --json FILE wrote and a folder written by gyreprof run "
+        "--save DIR are reported again as the run was, "
         "verdict included. --plot writes a PNG (percentiles, window series, phase shares) "
         "and --html a self-contained HTML report; both need the plot extra "
         "(pip install 'gyreprof[plot]').",
@@ -54,7 +58,7 @@ def register(sub: Any) -> None:
         "file",
         nargs="+",
         help="summary JSON, snapshot or events (.npz) file; or a sampler and a trainer "
-        "file; or a gyreprof run --save folder",
+        "file; or gyreprof run's --json file or --save folder",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -262,6 +266,44 @@ def _order(sources: list[Any], paths: list[str]) -> tuple[Any, Any, list[str]]:
     return a, b, list(paths)
 
 
+def _recorded_shape(trainer: Any, path: str) -> dict[str, Any]:
+    """The loop's shape as the run that saved the trainer's snapshot read it: from the
+    training thread's collect blocks it counted (``loop.own`` / ``loop.fed``), else the
+    shape its ``--save`` folder's index declared for the process; ``{}`` when neither
+    tells (the verdict then says the shape was not detected)."""
+    from gyreprof.integrations._auto import collect
+
+    snap = getattr(trainer, "snapshot", None)
+    if snap is None:
+        return {}
+    role, pid = _saved_as(Path(path))
+    loops = _declared_loops(Path(path).parent, role, pid) if role else ()
+    entry = collect.ProcessEntry(pid, role or "main", True, "saved", loops, None, snap)
+    return collect._loop_kwargs([entry])
+
+
+def _saved_as(path: Path) -> tuple[str | None, int]:
+    """The role and pid of a ``--save`` folder's snapshot name (``main-123.trainer.snap``)."""
+    stem = path.name.split(".", 1)[0]
+    role, _, pid = stem.rpartition("-")
+    if not role or not pid.isdigit():
+        return None, 0
+    return role, int(pid)
+
+
+def _declared_loops(folder: Path, role: str, pid: int) -> tuple[str, ...]:
+    """The loop shapes the folder's index declared for the process (none when absent)."""
+    try:
+        listed = json.loads((folder / PROCESSES_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    for item in listed if isinstance(listed, list) else ():
+        if isinstance(item, dict) and item.get("pid") == pid and item.get("role") == role:
+            loops = item.get("loops", ())
+            return tuple(str(x) for x in loops) if isinstance(loops, list) else ()
+    return ()
+
+
 def _profiles_text(
     sampler: Any, trainer: Any, names: list[str], verdict: Any, markdown: bool
 ) -> str:
@@ -272,10 +314,13 @@ def _profiles_text(
     for side, src, name in (("sampler", sampler, names[0]), ("trainer", trainer, names[-1])):
         if src is None:
             continue
+        # the sampler's shares are of its wall time, as the verdict reads them
+        shares = render_text.wall_shares(src.summary, verdict) if side == "sampler" else None
         if markdown:
-            parts.append(f"### {side}: {name}\n\n{src.summary.to_markdown()}")
+            body = render_markdown.summary(src.summary, shares)
+            parts.append(f"### {side}: {name}\n\n{body}")
         else:
-            parts.append(f"{side} ({name}):\n{render_text.summary(src.summary)}")
+            parts.append(f"{side} ({name}):\n{render_text.summary(src.summary, shares)}")
     if verdict.wait_report is not None:
         wr = verdict.wait_report
         parts.append(render_markdown.wait_report(wr) if markdown else render_text.wait_report(wr))
@@ -291,6 +336,72 @@ def _profiles_json(sampler: Any, trainer: Any, verdict: Any) -> dict[str, Any]:
         "sampler": sampler.summary.to_dict(histograms=False) if sampler is not None else None,
         "trainer": trainer.summary.to_dict(histograms=False) if trainer is not None else None,
     }
+
+
+class _Held:
+    """A summary where a run's report holds a snapshot (``.summary()``): the merged
+    summaries ``gyreprof run --json`` wrote."""
+
+    def __init__(self, summary: Any) -> None:
+        self._summary = summary
+
+    def summary(self) -> Any:
+        return self._summary
+
+
+def _run_record(path: Path) -> Any:
+    """The record in a file ``gyreprof run --json`` wrote (format ``gyreprof.run/1``), or
+    None for any other file (read as a profile as before)."""
+    from gyreprof import _io
+    from gyreprof.integrations._auto import collect
+
+    try:
+        if _io.read_head(path, 1) != b"{":
+            return None
+        data = json.loads(_io.read_bytes(path, "snapshot", what="gyreprof run --json"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != collect.FORMAT:
+        return None
+    try:
+        return collect.RunRecord.from_dict(data)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not a readable gyreprof run --json record: {exc}") from None
+
+
+def _report_record(args: argparse.Namespace, path: Path, record: Any, html_out: Path | None) -> int:
+    """The run's report again from its ``--json`` record: the same verdict, wait report,
+    summaries and processes, so the same shares and loop shape as the run printed."""
+    from gyreprof.integrations._auto import collect
+    from gyreprof.render import text as render_text
+
+    report = collect.RunReport(
+        command=[],
+        exit_code=record.exit_code,
+        processes=list(record.processes),
+        sampler=_Held(record.sampler) if record.sampler is not None else None,
+        trainer=_Held(record.trainer) if record.trainer is not None else None,
+        wait=record.wait,
+        verdict=record.verdict,
+        notes=list(record.notes),
+        python_processes=len(record.processes),
+        advice_for="run",
+        rollouts=record.rollouts,
+        start_up=record.start_up,
+    )
+    if html_out is not None:
+        from gyreprof.export import html_report
+
+        html_report(report, html_out, title=f"gyreprof report: {path}")
+        print(f"wrote {html_out}", file=sys.stderr)
+    if args.json:
+        print(report.to_json(indent=2))
+    elif args.markdown:
+        _print(report.to_markdown())
+    else:
+        head = f"gyreprof report: gyreprof run --json record {path} (exit code {record.exit_code})"
+        _print(head + "\n" + render_text.run_report(report))
+    return 0
 
 
 def _print(text: str) -> None:
@@ -331,6 +442,16 @@ def run(args: argparse.Namespace) -> int:
         if plot_out is not None:
             raise UsageError("--plot takes a file, not a --save folder; use --html")
         return _report_folder(args, Path(paths[0]), html_out)
+    record = _run_record(Path(paths[0])) if len(paths) == 1 else None
+    if record is not None:
+        if plot_out is not None:
+            raise UsageError("--plot takes a profile file, not gyreprof run's --json; use --html")
+        if args.loop is not None:
+            raise UsageError(
+                "--loop judges profiles again; gyreprof run's --json holds the run's verdict "
+                "as it was (give its --save folder to judge it again)"
+            )
+        return _report_record(args, Path(paths[0]), record, html_out)
     from gyreprof._advice import advice_for
 
     with advice_for("report"):  # "next" lines name this command's options and files
@@ -356,8 +477,9 @@ def _report_files(
         _why_not_a_trainer(sources[0])
     verdict = None
     if trainer is not None:
+        shape = {"loop": args.loop} if args.loop else _recorded_shape(trainer, names[-1])
         try:
-            verdict = diagnose(sampler=sampler, trainer=trainer, loop=args.loop)
+            verdict = diagnose(sampler=sampler, trainer=trainer, **shape)
         except ValueError as exc:
             if sampler is not None:
                 raise UsageError(f"no verdict: {exc}") from None

@@ -531,6 +531,10 @@ def _run_and_report(
             _save_raw(report, Path(args.save))
         except OSError as exc:
             print(f"gyreprof run: --save {args.save}: {exc}", file=sys.stderr)
+    from gyreprof.live._top import remember_run  # gyreprof top PID: where the run went
+
+    kept = {"--json": args.json, "--save": args.save, "--html": args.html}
+    remember_run([os.getpid(), *(p.pid for p in report.processes)], command, exit_code, kept)
     return exit_code
 
 

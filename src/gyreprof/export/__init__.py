@@ -3,6 +3,7 @@
 ::
 
     gp.export.chrome_trace(prof, "trace.json")      # Perfetto / chrome://tracing
+    gp.export.windows_trace([("main 12", 12, "sampler", snap)], "t.json")  # a snapshot's
     gp.export.openmetrics(prof) -> str               # OpenMetrics 1.0 text
     gp.export.hdr_log(prof, "run.hlog")              # HdrHistogram V2 interval log
     gp.export.read_hdr_log("run.hlog")               # ... and back
@@ -27,7 +28,7 @@ from typing import IO, Any
 
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof.export._source import write_text
-from gyreprof.export.chrome import chrome_trace
+from gyreprof.export.chrome import chrome_trace, windows_trace
 from gyreprof.export.events import EventsFile, load_events, save_events
 from gyreprof.export.hdrlog import (
     HdrHistogramData,
@@ -126,5 +127,6 @@ __all__ = [
     "plot_windows",
     "read_hdr_log",
     "save_events",
+    "windows_trace",
     "write",
 ]

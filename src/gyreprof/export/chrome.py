@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -42,8 +43,10 @@ def _events_of(source: Any) -> EventsFile:
     if raw is None:
         raise InvalidValueError(
             f"a Chrome trace needs raw events; {res.origin} is a {res.given}, which holds "
-            "histograms only. Export from the Profiler itself, or save the event ring with "
-            "gyreprof.export.save_events(prof, 'run.npz') and export that file"
+            "histograms and windows, not each call. Export from the Profiler itself, or save "
+            "the event ring with gyreprof.export.save_events(prof, 'run.npz') and export that "
+            "file; for a trace of what a snapshot holds (its span, phase totals and windows), "
+            "use gyreprof.export.windows_trace or gyreprof export FILE -f chrome --windows"
         )
     return raw
 
@@ -191,6 +194,125 @@ def _write(ef: EventsFile, fh: IO[str], chunk_events: int) -> None:
     fh.write("\n]}\n")
 
 
+# ------------------------------------------------------- a saved run's snapshots
+
+#: the thread (track) of each side of a ``gyreprof run`` process in a windows trace
+_SIDE_TIDS = {"sampler": 1, "trainer": 2}
+
+
+def _ms(ns: float) -> float | None:
+    return round(ns / 1e6, 6) if math.isfinite(ns) else None
+
+
+def _window_lines(tracks: Sequence[tuple[str, int, str, Any]]) -> Iterator[str]:
+    """traceEvents of snapshots, which hold histograms and windows, not raw events: per
+    process and side a track with the profile's span (its phase totals and shares as
+    args), each closed window as a span inside it (steps, per-phase count, mean, p50 and
+    p99) and a counter of each phase's mean per window."""
+    starts = [int(s.times.start_ns) for *_, s in tracks if s.times.start_ns > 0]
+    t0 = min(starts) if starts else 0
+    named: set[int] = set()
+    for who, pid, side, snap in tracks:
+        tid = _SIDE_TIDS.get(side, 3)
+        if pid not in named:
+            named.add(pid)
+            yield json.dumps(
+                {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": who}}
+            )
+        yield json.dumps(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": side}}
+        )
+        s = snap.summary()
+        begin = max(0, int(snap.times.start_ns) - t0) if snap.times.start_ns > 0 else 0
+        span = max(0.0, s.elapsed_s * 1e6)
+        phases = {
+            n: {"count": st.count, "total_ms": _ms(float(st.sum_ns))}
+            for n, st in s.phases.items()
+            if st.count
+        }
+        yield json.dumps(
+            {
+                "name": f"{side} profile",
+                "cat": "profile",
+                "ph": "X",
+                "pid": pid,
+                "tid": tid,
+                "ts": round(begin / 1000.0, 3),
+                "dur": round(span, 3),
+                "args": {"steps": s.steps, "events": s.events, "phases": phases},
+            },
+            allow_nan=False,
+        )
+        for w in snap.windows() or []:
+            ts = max(0, int(w.start_ns) - t0) / 1000.0
+            dur = max(0, int(w.end_ns) - int(w.start_ns)) / 1000.0
+            stats = {
+                n: {
+                    "count": x.count,
+                    "mean_ms": _ms(x.mean),
+                    "p50_ms": _ms(x.p50),
+                    "p99_ms": _ms(x.p99),
+                }
+                for n, x in w.phases.items()
+                if x.count
+            }
+            yield json.dumps(
+                {
+                    "name": f"window {w.index}" + (" (warm-up)" if w.warmup else ""),
+                    "cat": "window",
+                    "ph": "X",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": round(ts, 3),
+                    "dur": round(dur, 3),
+                    "args": {"first_step": w.first_step, "steps": w.steps, "phases": stats},
+                },
+                allow_nan=False,
+            )
+            means = {n: v["mean_ms"] for n, v in stats.items() if v["mean_ms"] is not None}
+            if means:
+                yield json.dumps(
+                    {
+                        "name": f"{side} phase mean (ms)",
+                        "ph": "C",
+                        "pid": pid,
+                        "tid": tid,
+                        "ts": round(ts, 3),
+                        "args": means,
+                    },
+                    allow_nan=False,
+                )
+
+
+def windows_trace(
+    tracks: Sequence[tuple[str, int, str, Any]],
+    path: str | os.PathLike[str] | IO[str] | None = None,
+) -> Path | str | None:
+    """Chrome Trace Event JSON (Perfetto, chrome://tracing) of snapshots, such as the
+    ones a ``gyreprof run --save`` folder keeps: ``tracks`` are ``(process name, pid,
+    side, Snapshot)``. A snapshot holds no raw events, so the trace shows what it does
+    hold: each profile's span with its phase totals, its closed windows as spans with
+    their per-phase figures, and each phase's mean per window as a counter (a trace of
+    every phase call needs the raw events: ``gyreprof.export.save_events``).
+    ``path`` as :func:`chrome_trace`'s."""
+    if not tracks:
+        raise InvalidValueError("no snapshot to put in a trace")
+    head = json.dumps(
+        {"displayTimeUnit": "ms", "otherData": {"gyreprof": "snapshot windows and totals"}}
+    )
+    text = head[:-1] + ',"traceEvents":[\n' + ",\n".join(_window_lines(tracks)) + "\n]}\n"
+    if path is None:
+        return text
+    if hasattr(path, "write"):
+        path.write(text)  # type: ignore[union-attr]
+        return None
+    from gyreprof._io import write_atomic
+
+    p = Path(path)  # type: ignore[arg-type]
+    write_atomic(p, text.encode("utf-8"))
+    return p
+
+
 def validate_trace(doc: dict[str, Any], phases: Sequence[str] | None = None) -> list[str]:
     """Problems found in a loaded Chrome trace (empty list: fine). Used by tests and users.
 
@@ -231,4 +353,11 @@ def validate_trace(doc: dict[str, Any], phases: Sequence[str] | None = None) -> 
     return problems
 
 
-__all__ = ["EventsFile", "chrome_trace", "load_events", "save_events", "validate_trace"]
+__all__ = [
+    "EventsFile",
+    "chrome_trace",
+    "load_events",
+    "save_events",
+    "validate_trace",
+    "windows_trace",
+]

@@ -21,6 +21,7 @@ from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
 from gyreprof.histogram import STEP
 from gyreprof.render import text as render_text
+from gyreprof.snapshot import Snapshot
 from gyreprof.summary import Summary
 
 _CSS = """
@@ -55,10 +56,16 @@ def _table(headers: list[str], body: list[list[str]], row_classes: list[str] | N
     return "\n".join(out)
 
 
-def _summary_table(s: Summary) -> str:
-    # the same cells as the text and Markdown tables (gyreprof.render.text)
-    classes = ["step" if name == STEP else "" for name, _ in render_text.phase_rows(s)]
-    return _table(list(render_text.SUMMARY_HEADERS), render_text.summary_rows(s), classes)
+def _summary_table(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> str:
+    # the same cells as the text and Markdown tables (gyreprof.render.text); ``shares``
+    # (render.text.wall_shares): the share column is of the sampler's wall time
+    if shares is None:
+        classes = ["step" if name == STEP else "" for name, _ in render_text.phase_rows(s)]
+        return _table(list(render_text.SUMMARY_HEADERS), render_text.summary_rows(s), classes)
+    cells = render_text.wall_rows(s, shares[0])
+    classes = ["step" if row[0] == STEP else "" for row in cells]
+    table = _table(list(render_text.SUMMARY_HEADERS), cells, classes)
+    return table + f"\n<p>{_e(render_text.wall_basis(shares[1]))}</p>"
 
 
 def _warmup_section(s: Summary) -> str:
@@ -145,6 +152,15 @@ def _verdict_section(v: Any) -> list[str]:
     return out
 
 
+def _held(side: Any) -> Any:
+    """A run's side as ``resolve`` takes it: a summary held where a snapshot would be (a
+    report read back from ``gyreprof run --json``) is that summary."""
+    if side is None or isinstance(side, (Snapshot, Summary)) or not hasattr(side, "summary"):
+        return side
+    summary = side.summary() if callable(side.summary) else None
+    return summary if isinstance(summary, Summary) else side
+
+
 def _trainer_section(trainer: Any, wait: Any) -> list[str]:
     """The trainer's table and its wait report (the text's lines)."""
     out = ["<h2>Trainer (wait: collecting / waiting for a batch; compute: the update)</h2>"]
@@ -192,6 +208,8 @@ def html_report(
         trainer = trainer if trainer is not None else run.trainer
         wait = wait if wait is not None else run.wait
         source = run.sampler if run.sampler is not None else run.trainer
+        source = _held(source)
+        trainer = _held(trainer)
         if source is None:
             raise InvalidValueError("the run recorded no sampler or trainer phases to show")
         if run.sampler is None:
@@ -232,9 +250,10 @@ def html_report(
         parts.append("<p>" + "<br>".join(_e(x) for x in parallel) + "</p>")
         parts.append(f"<p>{_e(overhead)}</p>")
     elif run is not None and run.sampler is not None:
-        n = sum(1 for p in run.contributed if p.sampler is not None)
+        n = render_text.merged_count(run)
         parts.append(f"<h2>Sampler phases, merged over {n} process{'es' if n != 1 else ''}</h2>")
-        parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]
+        shares = render_text.wall_shares(s, verdict)
+        parts += [_summary_table(s, shares), f"<p>{_e(overhead)}</p>"]
     else:
         parts.append("<h2>Summary (steady state)</h2>")
         parts += [_summary_table(s), f"<p>{_e(overhead)}</p>"]

@@ -194,6 +194,8 @@ class Frame:
     stale: list[LiveEntry]
     errors: list[LiveEntry]
     target: int | None
+    # how many segments the merged view merged (of one kind: the same phases)
+    merged_segments: int = 0
 
     def record(self) -> TopRecord:
         merged = None
@@ -216,6 +218,90 @@ class Frame:
         return encode(self.record())
 
 
+# ------------------------------------------------------------------ ended runs
+
+#: the note ``gyreprof run`` leaves in the segment folder when it ends, one per pid
+ENDED_PREFIX = "gyreprof-ended-"
+ENDED_FORMAT = "gyreprof.run-ended/1"
+#: notes older than this are removed when a run writes its own
+ENDED_KEEP_S = 7 * 24 * 3600.0
+
+
+def remember_run(
+    pids: list[int], command: list[str], exit_code: int | None, records: dict[str, Any]
+) -> None:
+    """Leave a note per pid of a ``gyreprof run`` that ended (its launcher's and its
+    processes'): the command, its exit code and where its records went (``records``:
+    option -> path, None when not given), so that ``gyreprof top PID`` can say the run
+    ended and where to read it. Best effort: a folder that cannot be written is skipped."""
+    import json
+    import os
+
+    from gyreprof import _io
+
+    try:
+        folder = lay.segment_dir(create=True)
+        now = time.time()
+        for old in folder.glob(ENDED_PREFIX + "*.json"):
+            if now - old.stat().st_mtime > ENDED_KEEP_S:
+                old.unlink(missing_ok=True)
+        kept = {k: os.path.abspath(v) for k, v in records.items() if v}
+        note = {
+            "format": ENDED_FORMAT,
+            "command": list(command),
+            "exit_code": exit_code,
+            "ended_unix_s": now,
+            "records": kept,
+        }
+        data = json.dumps(note).encode("utf-8")
+        for pid in dict.fromkeys(pids):
+            _io.write_atomic(folder / f"{ENDED_PREFIX}{int(pid)}.json", data)
+    except (OSError, ValueError):
+        return
+
+
+def ended_run(pid: int) -> str | None:
+    """What ``gyreprof top PID`` says of a pid whose ``gyreprof run`` ended: the command,
+    when and how it ended, and where its records are (None without a note, or when the
+    pid now belongs to a process that started after the run ended)."""
+    import json
+
+    import psutil
+
+    path = lay.segment_dir() / f"{ENDED_PREFIX}{pid}.json"
+    try:
+        with open(path, "rb") as f:
+            note = json.loads(f.read(65536))
+        ended = float(note["ended_unix_s"])
+        command = [str(c) for c in note["command"]]
+        records = {str(k): str(v) for k, v in dict(note["records"]).items()}
+        code = note.get("exit_code")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:  # the pid taken again by a later process: the note is not about it
+        if psutil.Process(pid).create_time() > ended:
+            return None
+    except psutil.Error:
+        pass
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ended))
+    how = f"exit code {code}" if isinstance(code, int) else "no exit code"
+    head = (
+        f"pid {pid} was part of gyreprof run {safe_name(' '.join(command))!r}, which ended "
+        f"at {when} ({how}); its live segments ended with it"
+    )
+    if not records:
+        return (
+            head + "; its report was printed when it ended, and it kept no records (gyreprof "
+            "run --json FILE or --save DIR keeps them for gyreprof report)"
+        )
+    where = ", ".join(
+        f"{safe_name(k)} {safe_name(v)}"
+        + (" (read it again: gyreprof report " + safe_name(v) + ")" if k != "--html" else "")
+        for k, v in records.items()
+    )
+    return f"{head}; its records: {where}"
+
+
 class TopModel:
     """Tracks the live segments of a process tree (or of the whole machine)."""
 
@@ -236,12 +322,18 @@ class TopModel:
             own = [e for e in entries if e.pid == self.pid]
             if own:
                 return own
+            ended = ended_run(self.pid)
+            if ended is not None:
+                raise LookupError(ended) from None
             raise LookupError(
                 f"no process with pid {self.pid} and no live segment of it "
                 f"(looked in {lay.segment_dir()})"
             ) from None
         found = [e for e in entries if e.pid in pids]
         if not found:
+            ended = ended_run(self.pid)
+            if ended is not None:
+                raise LookupError(ended)
             raise LookupError(
                 f"no gyreprof live segment in the process tree of pid {self.pid}; create its "
                 f"Profiler with live=True (looked in {lay.segment_dir()})"
@@ -276,11 +368,13 @@ class TopModel:
             if path not in seen:
                 self._readers.pop(path).close()
                 self._prev.pop(path, None)
-        snaps = [v.snapshot for v in views if v.snapshot is not None]
-        wins = [v.window for v in views if v.window is not None]
+        kind = _merge_group(views)
+        snaps = [v.snapshot for v in kind if v.snapshot is not None]
+        wins = [v.window for v in kind if v.window is not None]
         merged = _try_merge(snaps) if len(snaps) > 1 else None
         merged_w = _try_merge(wins) if len(wins) > 1 else None
-        return Frame(views, merged, merged_w, window_s, stale, errors, self.pid)
+        n = len(snaps) if merged is not None else 0
+        return Frame(views, merged, merged_w, window_s, stale, errors, self.pid, n)
 
     def _read(self, e: LiveEntry, window_s: float) -> ProcessView:
         try:
@@ -318,6 +412,20 @@ class TopModel:
             r.close()
         self._readers.clear()
         self._prev.clear()
+
+
+def _merge_group(views: list[ProcessView]) -> list[ProcessView]:
+    """The segments the merged view adds up: those of one kind (the same phases), the
+    most numerous kind that recorded something. A sampler's and a trainer's segments
+    (each process under gyreprof run has both) time the same wall clock from two sides:
+    added up, their shares would pass 100%."""
+    kinds: dict[tuple[str, ...], list[ProcessView]] = {}
+    for v in views:
+        if v.snapshot is not None and _recorded(v.snapshot):
+            kinds.setdefault(tuple(v.snapshot.phases), []).append(v)
+    if not kinds:  # nothing recorded anywhere: every readable segment, as before
+        return [v for v in views if v.snapshot is not None]
+    return max(kinds.values(), key=len)
 
 
 def _try_merge(snaps: list[Snapshot]) -> Snapshot | None:
@@ -418,9 +526,53 @@ def _headline(v: ProcessView) -> str:
     return " | ".join(parts)
 
 
-def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
+#: the row of a segment's wall time that no phase timed (as the run's report names it)
+UNTIMED = "(untimed)"
+
+
+def _walls(v: ProcessView, frame: Frame) -> tuple[float, float | None] | None:
+    """The wall time (ns, since start and over the last window) a segment's share column
+    divides by when it marks no steps, as the run's verdict takes the sampler's: the
+    trainer's wait time of the same process when its training thread sampled itself (a
+    synchronous loop: the sampler runs while the trainer waits), else the segment's own
+    elapsed time. None for a segment that marks steps (shares of step time) or when the
+    phases add up to more than that wall time."""
+    if v.snapshot is None:
+        return None
+    s = v.snapshot.summary()
+    timed = sum(float(st.sum_ns) for st in s.phases.values() if st.count)
+    if s.steps > 0 or timed <= 0 or not math.isfinite(timed):
+        return None
+    since = s.elapsed_s * 1e9
+    last = frame.window_s * 1e9 if v.window is not None and frame.window_s > 0 else None
+    for p in frame.processes:
+        if p is v or p.entry.pid != v.entry.pid or p.snapshot is None:
+            continue
+        ps = p.snapshot.summary()
+        own, fed = int(ps.counters.get("loop.own", 0)), int(ps.counters.get("loop.fed", 0))
+        wait = ps.phases.get("wait")
+        if own > fed and wait is not None and wait.sum_ns > 0:
+            since = float(wait.sum_ns)
+            pw = p.window.summary().phases.get("wait") if p.window is not None else None
+            last = float(pw.sum_ns) if pw is not None and pw.sum_ns > 0 else None
+            break
+    if since <= 0 or timed > 1.05 * since:
+        return None
+    return since, last
+
+
+def _wall_share(sum_ns: float, wall: float | None) -> str:
+    return fmt_pct(sum_ns / wall) if wall and math.isfinite(sum_ns) else "-"
+
+
+def _rows(
+    snap: Snapshot, window: Snapshot | None, walls: tuple[float, float | None] | None = None
+) -> list[list[str]]:
     """Per phase used so far (count > 0; unused phases are hidden), then the step row
-    when steps are marked."""
+    when steps are marked. ``walls`` (:func:`_walls`): the shares are of that wall time,
+    with the untimed part as a row of its own."""
+    if walls is not None:
+        return _wall_rows(snap, window, walls)
     s = snap.summary()
     w = window.summary() if window is not None else None
     rows = []
@@ -444,6 +596,37 @@ def _rows(snap: Snapshot, window: Snapshot | None) -> list[list[str]]:
             str(st.count),
         ]
         rows.append(row)
+    return rows
+
+
+def _wall_rows(
+    snap: Snapshot, window: Snapshot | None, walls: tuple[float, float | None]
+) -> list[list[str]]:
+    since, last = walls
+    s = snap.summary()
+    w = window.summary() if window is not None else None
+    rows = []
+    timed = 0.0
+    timed_last = sum(float(x.sum_ns) for x in w.phases.values() if x.count) if w else 0.0
+    if last is not None and timed_last > 1.05 * last:
+        # the window's waits and phases do not line up (a wait still open at its end):
+        # no share of it can be told this refresh
+        last = None
+    for name, st in s.phases.items():
+        if not st.count:
+            continue
+        row = [safe_name(name)]
+        if w is not None:
+            ws = w.phases[name]
+            row += [fmt_ns(ws.p50), fmt_ns(ws.p99), fmt_ns(ws.max), _wall_share(ws.sum_ns, last)]
+        timed += float(st.sum_ns)
+        row += [fmt_ns(st.p50), fmt_ns(st.p99), fmt_ns(st.max), _wall_share(st.sum_ns, since)]
+        rows.append([*row, str(st.count)])
+    row = [UNTIMED]
+    if w is not None:
+        rest = fmt_pct(max(0.0, 1.0 - timed_last / last)) if last else "-"
+        row += ["", "", "", rest]
+    rows.append([*row, "", "", "", fmt_pct(max(0.0, 1.0 - timed / since)), ""])
     return rows
 
 
@@ -471,7 +654,7 @@ def _merged_head(frame: Frame) -> str:
     label, phase = rate_basis(s)
     total = _count(s, phase)
     since = s.steps_per_s if phase is None else (total / s.elapsed_s if s.elapsed_s > 0 else None)
-    n = len(shown(frame)[0])
+    n = frame.merged_segments or len(shown(frame)[0])
     head = f"merged: {n} segments | {label} {total}"
     if frame.merged_window is not None and frame.window_s > 0:
         last = _count(frame.merged_window.summary(), phase) / frame.window_s
@@ -501,7 +684,8 @@ def _full_text(frame: Frame) -> list[str]:
     for v in show:
         out.append(_headline(v))
         if v.snapshot is not None:
-            out.append(text_table(_headers(v.window is not None), _rows(v.snapshot, v.window)))
+            rows = _rows(v.snapshot, v.window, _walls(v, frame))
+            out.append(text_table(_headers(v.window is not None), rows))
             out.append(_footer(v.snapshot))
         out.append("")
     if frame.merged is not None and len(show) > 1:
@@ -547,13 +731,18 @@ def _compact_text(frame: Frame, width: int, height: int) -> list[str]:
     if frame.merged is not None and len(show) > 1:
         out.append(_merged_head(frame))
         snap, win = frame.merged, frame.merged_window
+        walls = None
     elif show and show[0].snapshot is not None:
         out.append(_headline(show[0]))
         snap, win = show[0].snapshot, show[0].window
+        walls = _walls(show[0], frame)
     else:
-        snap, win = None, None
+        snap, win, walls = None, None, None
     if snap is not None:
-        rows = [[r[0], *r[1:3], r[4], *r[5:7], r[8], r[9]] if win else r for r in _rows(snap, win)]
+        rows = [
+            [r[0], *r[1:3], r[4], *r[5:7], r[8], r[9]] if win else r
+            for r in _rows(snap, win, walls)
+        ]
         heads = (
             ["phase", "last p50", "last p99", "last %", "p50", "p99", "share", "count"]
             if win
@@ -612,7 +801,13 @@ def render_rich(frame: Frame) -> Any:
 
     parts: list[Any] = []
 
-    def table(title: str, snap: Snapshot, window: Snapshot | None, caption: str) -> Table:
+    def table(
+        title: str,
+        snap: Snapshot,
+        window: Snapshot | None,
+        caption: str,
+        walls: tuple[float, float | None] | None = None,
+    ) -> Table:
         t = Table(
             title=Text(title),
             title_justify="left",
@@ -630,7 +825,7 @@ def render_rich(frame: Frame) -> Any:
                 t.add_column(
                     f"{group}\n{h}", justify="right", style=style, no_wrap=True, min_width=7
                 )
-        for row in _rows(snap, window):
+        for row in _rows(snap, window, walls):
             # Text cells: rich must not read '[...]' in a name as markup
             t.add_row(*(Text(c) for c in row[:-1]), style="dim" if row[0] == STEP else None)
         return t
@@ -640,7 +835,8 @@ def render_rich(frame: Frame) -> Any:
         if v.snapshot is None:
             parts.append(Text(_headline(v), style="red"))
             continue
-        parts.append(table(_headline(v), v.snapshot, v.window, _footer(v.snapshot).strip()))
+        caption = _footer(v.snapshot).strip()
+        parts.append(table(_headline(v), v.snapshot, v.window, caption, _walls(v, frame)))
     if frame.merged is not None and len(show) > 1:
         title = _merged_head(frame)
         parts.append(table(title, frame.merged, frame.merged_window, _footer(frame.merged).strip()))

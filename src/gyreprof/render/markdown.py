@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._format import fmt_bytes, fmt_ns, fmt_pct, fmt_rate, markdown_table, safe_name
+from gyreprof._format import fmt_bytes, fmt_ns, fmt_pct, markdown_table, safe_name
 from gyreprof.render import text
 
 if TYPE_CHECKING:
@@ -21,14 +21,22 @@ def _cell(c: str) -> str:
     return c.replace("|", "\\|")  # a '|' in a name would split its cell
 
 
-def summary(s: Summary) -> str:
-    rows = [[_cell(c) for c in r] for r in text.summary_rows(s)]
+def summary(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> str:
+    """The summary as a Markdown table under its headline (the text's words: steady steps
+    and their rate, or the phase events when no steps are marked); ``shares`` (from
+    ``text.wall_shares``): its share column is of the sampler's wall time, with the
+    untimed row, said under the table."""
+    cells = text.summary_rows(s) if shares is None else text.wall_rows(s, shares[0])
+    rows = [[_cell(c) for c in r] for r in cells]
     head = (
-        f"**{s.steps} steady steps, {fmt_rate(s.steps_per_s)}**; {text.warmup(s.warmup)}; "
+        f"**{text.summary_headline(s)}**; {text.warmup(s.warmup, steps_marked=s.step.count > 0)}; "
         f"profiler overhead {fmt_pct(s.overhead_share)}"
         + (f" ({fmt_pct(s.wrapper_share)} the env-call wrappers)" if s.wrapper_share > 0 else "")
     )
-    return head + "\n\n" + markdown_table(list(text.SUMMARY_HEADERS), rows) + "\n"
+    out = head + "\n\n" + markdown_table(list(text.SUMMARY_HEADERS), rows) + "\n"
+    if shares is not None:
+        out += "\n" + text.wall_basis(shares[1]) + "\n"
+    return out
 
 
 def verdict(v: Verdict) -> str:
@@ -47,6 +55,15 @@ def wait_report(r: WaitReport) -> str:
 
 
 def run_report(r: RunReport) -> str:
+    """The run's report; its advice worded for where it is read (``r.advice_for``), as
+    the text's."""
+    from gyreprof import _advice
+
+    with _advice.advice_for(r.advice_for):
+        return _run_report(r)
+
+
+def _run_report(r: RunReport) -> str:
     head = f"**gyreprof run: {' '.join(r.command)}**" if r.command else "**gyreprof: saved run**"
     parts = [head, "", "processes: " + text.run_processes(r)]
     roles, parallel = text.sampler_role_parts(r)
@@ -56,7 +73,8 @@ def run_report(r: RunReport) -> str:
     if parallel:
         parts += ["", *parallel]
     if r.sampler is not None and not roles:
-        parts += ["", "### sampler", "", summary(r.sampler.summary())]
+        s = r.sampler.summary()
+        parts += ["", "### sampler", "", summary(s, text.wall_shares(s, r.verdict))]
     if r.trainer is not None:
         parts += ["", "### trainer", "", summary(r.trainer.summary())]
     parts += user_profiles(r)

@@ -48,6 +48,9 @@ __all__ = [
     "verdict",
     "verdict_headline",
     "wait_report",
+    "wall_basis",
+    "wall_rows",
+    "wall_shares",
     "warmup",
     "window",
 ]
@@ -85,6 +88,70 @@ def summary_rows(s: Summary) -> list[list[str]]:
 
 def summary_table(s: Summary) -> str:
     return text_table(list(SUMMARY_HEADERS), summary_rows(s))
+
+
+#: the rows of a sampler's wall time that no phase timed (``Verdict.sampler_shares``)
+IDLE = "(idle)"
+
+
+def wall_shares(s: Summary, v: Verdict | None = None) -> tuple[dict[str, float], str]:
+    """Each phase's share of the sampler's wall time, its idle and untimed shares, and
+    what the wall time was taken from: the verdict's own shares when they are shares of
+    this summary's phase sums (one wall time for every phase), else this summary's
+    elapsed time, as the verdict takes it when no steps are marked and no trainer
+    tells the loop (gyreprof.analysis.verdict, step 3)."""
+    timed = {n: float(st.sum_ns) for n, st in s.phases.items() if st.count > 0}
+    if v is not None and v.sampler_shares and _same_wall(timed, v.sampler_shares):
+        return dict(v.sampler_shares), v.sampler_wall or "-"
+    if s.steps > 0 and s.step.sum_ns > 0:
+        wall, basis = float(s.step.sum_ns), "its marked steps"
+    else:
+        wall, basis = s.elapsed_s * 1e9, "its profile's elapsed time (no steps marked)"
+    whole = sum(v for v in timed.values() if math.isfinite(v))
+    if wall <= 0 or whole > 1.05 * wall:
+        wall, basis = whole, "its timed phases (they add up to more than its wall time)"
+    if wall <= 0:
+        return {**dict.fromkeys(timed, 0.0), UNTIMED: 0.0}, basis
+    shares = {n: x / wall for n, x in timed.items()}
+    idle = min(float(s.counters.get("idle_ns", 0)), max(0.0, wall - whole)) / wall
+    if idle > 0:
+        shares[IDLE] = idle
+    shares[UNTIMED] = max(0.0, 1.0 - min(1.0, whole / wall) - idle)
+    return shares, basis
+
+
+def _same_wall(timed: dict[str, float], shares: dict[str, float]) -> bool:
+    """The shares are of these phase sums: the same phases, each sum over its share
+    giving one wall time."""
+    named = {n for n in shares if n not in (UNTIMED, IDLE)}
+    if named != set(timed):
+        return False
+    walls = [timed[n] / shares[n] for n in named if shares[n] > 0 and math.isfinite(timed[n])]
+    if not walls:
+        return not any(timed.values())
+    return max(walls) - min(walls) <= 1e-6 * max(walls)
+
+
+def wall_rows(s: Summary, shares: dict[str, float]) -> list[list[str]]:
+    """The summary table's cells with the share column of the sampler's wall time
+    (``shares`` from :func:`wall_shares`): a phase that did not run shows 0.0%, and the
+    idle and untimed parts follow the phases as rows of their own."""
+    rows = summary_rows(s)
+    named = [name for name, _ in phase_rows(s)]
+    out = []
+    for name, row in zip(named, rows, strict=True):
+        if name != STEP:
+            row = [*row[:-1], fmt_pct(shares.get(name, 0.0))]
+        out.append(row)
+    blank = [""] * (len(SUMMARY_HEADERS) - 2)
+    extra = [[key, *blank, fmt_pct(shares[key])] for key in (IDLE, UNTIMED) if key in shares]
+    at = len(s.phases)  # before the whole-step row
+    return out[:at] + extra + out[at:]
+
+
+def wall_basis(basis: str) -> str:
+    """The line under a table whose shares are of the sampler's wall time."""
+    return f"share: of the sampler's wall time (from {basis})"
 
 
 def phase_stats(st: PhaseStats, name: str = "phase") -> str:
@@ -144,7 +211,9 @@ def rate_cell(rate: float | None) -> str:
     return f"{rate:.3g}"
 
 
-def summary(s: Summary) -> str:
+def summary(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> str:
+    """The summary's text; ``shares`` (from :func:`wall_shares`): its share column is of
+    the sampler's wall time, with the untimed row, said under the table."""
     lines = []
     src = f" from {s.sources} sources" if s.sources > 1 else ""
     lines.append("gyreprof: " + summary_headline(s, src))
@@ -156,7 +225,11 @@ def summary(s: Summary) -> str:
                 f"per source: {fmt_rate(lo)} min, {fmt_rate(med)} median, "
                 f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
             )
-    lines.append(summary_table(s))
+    if shares is None:
+        lines.append(summary_table(s))
+    else:
+        lines.append(text_table(list(SUMMARY_HEADERS), wall_rows(s, shares[0])))
+        lines.append(wall_basis(shares[1]))
     lines.append(warmup(s.warmup, steps_marked=s.step.count > 0))
     w = s.warmup
     steady = {**{k: v.mean for k, v in s.phases.items()}, STEP: s.step.mean}
@@ -317,7 +390,10 @@ def verdict_headline(v: Verdict) -> str:
         head += f" (look first at {v.dominant_phase!r})"
     if v.loop is not None:
         shape = "synchronous loop" if sync else "overlapped pipeline"
-        head += f" [{shape}, {v.loop_source}]"
+        if v.loop_source == "default":  # no record showed the shape: say so
+            head += f" [loop shape not detected: judged as an {shape}; --loop tells it]"
+        else:
+            head += f" [{shape}, {v.loop_source}]"
     return head
 
 
@@ -416,8 +492,10 @@ def sampler_role_parts(
         n = len(procs)
         sums = [p.sampler.summary() for p in procs]
         if n == 1:
+            shares, basis = wall_shares(sums[0], r.verdict)
             head = f"sampler phases of {safe_name(role)} {procs[0].pid}"
-            tables.append((head, list(SUMMARY_HEADERS), summary_rows(sums[0])))
+            tables.append((head, list(SUMMARY_HEADERS), wall_rows(sums[0], shares)))
+            parallel.append(f"{head}: {wall_basis(basis)}")
         else:
             head = (
                 f"sampler phases of {n} {safe_name(role)} processes, totals (shares of their "
@@ -444,6 +522,16 @@ def sampler_roles(r: RunReport) -> list[str]:
     if parallel:
         lines += ["", *parallel]
     return lines
+
+
+def merged_count(r: RunReport) -> int:
+    """How many processes the run's sampler merged: those holding a sampler snapshot, or
+    (a report read back from ``gyreprof run --json``, which keeps the merged summary
+    alone) the sources the merged summary counts."""
+    n = sum(1 for p in r.contributed if p.sampler is not None)
+    if n == 0 and r.sampler is not None:
+        n = int(r.sampler.summary().sources)
+    return n
 
 
 def run_report(r: RunReport) -> str:
@@ -495,10 +583,11 @@ def _run_report(r: RunReport) -> str:
     if roles:
         lines += roles
     elif r.sampler is not None:
-        n = sum(1 for p in r.contributed if p.sampler is not None)
+        n = merged_count(r)
         lines.append("")
         lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
-        lines.append(summary(r.sampler.summary()))
+        s = r.sampler.summary()
+        lines.append(summary(s, wall_shares(s, r.verdict)))
     if r.trainer is not None:
         lines.append("")
         lines.append(_trainer_heading(r))
