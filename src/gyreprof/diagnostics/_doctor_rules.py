@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from gyreprof._errors import InvalidValueError
 from gyreprof.diagnostics import _loglines
 
 #: No progress (or no progress signal) and at least this share of one core busy ->
@@ -231,6 +232,6 @@ def decide(facts: Facts, rules: Sequence[Rule] = RULES) -> Decision:
     for rule in rules:
         if rule.when(facts):
             return Decision(rule.state, rule.why(facts), rule.name)
-    raise ValueError(
+    raise InvalidValueError(
         f"facts: no rule applies to {facts!r} (the table's last rule must always hold)"
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gyreprof._core.recorder import Recorder, monotonic_ns
+from gyreprof._errors import ArgumentTypeError, InvalidValueError
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
 COMPUTE = 1
@@ -92,14 +93,14 @@ class Timeline:
     def bind(self, srec: Recorder, trec: Recorder, trainer: Any, fwd: int, ident: int) -> None:
         """Attach the thread's recorders (once, before any other method)."""
         if not isinstance(srec, Recorder) or not isinstance(trec, Recorder):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"bind() takes the sampler and trainer Recorders, got "
                 f"{type(srec).__name__} and {type(trec).__name__}"
             )
         if not 0 <= fwd < srec.n_phases:
-            raise ValueError(f"fwd phase id {fwd} out of range 0..{srec.n_phases - 1}")
+            raise InvalidValueError(f"fwd phase id {fwd} out of range 0..{srec.n_phases - 1}")
         if trec.n_phases <= COMPUTE:
-            raise ValueError(
+            raise InvalidValueError(
                 f"the trainer recorder needs wait and compute phases, got {trec.n_phases} phase(s)"
             )
         self.srec = srec
@@ -111,7 +112,7 @@ class Timeline:
         self._is_bound = True
 
     def _unbound(self) -> None:
-        raise ValueError("this Timeline is not bound to its recorders (call bind first)")
+        raise InvalidValueError("this Timeline is not bound to its recorders (call bind first)")
 
     def waits_count(self, default_main: int) -> bool:
         """The thread's blocking data waits count: it trains, or it is the default trainer
@@ -176,7 +177,9 @@ class Timeline:
         """The trainer counter slot of ``loop.own`` / ``loop.fed`` (looked up once)."""
         slot = int(self.trainer._counter_slot("loop.own" if own else "loop.fed"))
         if not 0 <= slot < self.trec.max_counters:
-            raise ValueError(f"counter slot {slot} out of range 0..{self.trec.max_counters - 1}")
+            raise InvalidValueError(
+                f"counter slot {slot} out of range 0..{self.trec.max_counters - 1}"
+            )
         if own:
             self._own_slot = slot
         else:
@@ -205,7 +208,7 @@ class Timeline:
         if self.blocks == 0 and since >= 0:
             start = self._trim_start_up(start, end)
         if start < 0 or end < 0:
-            raise ValueError(f"a collect block needs times >= 0 ns, got {start} .. {end}")
+            raise InvalidValueError(f"a collect block needs times >= 0 ns, got {start} .. {end}")
         slot = self._own_slot if own else self._fed_slot
         if slot < 0:
             slot = self._find_slot(own)
