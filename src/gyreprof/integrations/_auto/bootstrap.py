@@ -32,15 +32,15 @@ def install_all() -> None:
 
     patch_transformers.register()
     patch_rllib.register()
-    from gyreprof.integrations._auto import http_hooks  # HTTP rollout clients (issue 23)
+    from gyreprof.integrations import http  # HTTP rollout clients, each when imported
 
-    http_hooks.register()
+    http.instrument()
     patch_torch.register()
     patch_queue.register()
 
 
 def lacking() -> str | None:
-    """What this Python lacks to run the profilers, or None: numpy, psutil, or the compiled
+    """What this Python lacks to run the profilers, or None: numpy, psutil, wrapt, or the compiled
     core built for it. Looked up, not imported (numpy loads only when a patched library
     first records): a process whose Python has gyreprof from the launcher's folder alone
     must not find out in the middle of the user's first ``queue.get``."""
@@ -48,7 +48,7 @@ def lacking() -> str | None:
     import importlib.util
     from pathlib import Path
 
-    for name in ("numpy", "psutil"):
+    for name in ("numpy", "psutil", "wrapt"):
         try:
             if importlib.util.find_spec(name) is None:
                 return name
