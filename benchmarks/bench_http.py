@@ -96,13 +96,19 @@ def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds
 
 def _bookkeeping(httpx: object) -> None:
     """The instrumentation's own work, timed alone (no network noise): what a plain
-    httpx send adds around the original call, and what one streamed chunk adds."""
+    httpx send adds around the original call (the Python plain path, and the general path
+    a streamed or SDK request takes), what one streamed chunk adds, and the body scan
+    (compiled, against its pure-Python reference twin) at realistic answer sizes."""
+    import json
     import timeit
 
     import httpx as hx
 
-    from gyreprof.integrations._auto import patch_http as ph
+    from gyreprof._core.bodyscan import scan_body
     from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations.http import httpx as hxi
+
+    from helpers.body_scan_reference import scan_body_reference
 
     body = {
         "id": "cmpl-1",
@@ -118,16 +124,38 @@ def _bookkeeping(httpx: object) -> None:
     def best(fn: Callable[[], object]) -> float:
         return min(timeit.repeat(fn, number=n, repeat=300)) / n * 1e6
 
-    def request() -> None:
-        r = ph._httpx_open(req)
-        ph._httpx_done(r, resp, False, hx)
+    def answered(*args: object, **kwargs: object) -> object:
+        return resp
+
+    def plain() -> None:
+        hxi._plain.plain(answered, req, (req,), {})
+
+    def general() -> None:
+        r = hxi.open_request(req)
+        hxi.done(r, resp, False, hx)
 
     chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\n\n'
     stream_req = rl.Request("http://mock:80/v1/chat/completions", "httpx")
-    print(f"bookkeeping per httpx request (open + answer + finish): {best(request):.2f} us")
+    print(
+        f"bookkeeping per plain httpx request (PlainSend, the row, the wait): {best(plain):.2f} us"
+    )
+    print(
+        f"bookkeeping per httpx request, general path (open + answer + finish): {best(general):.2f} us"
+    )
     print(
         f"bookkeeping per streamed chunk (Request.chunk): {best(lambda: stream_req.chunk(chunk)):.2f} us"
     )
+    text = "tok " * 8
+    for label, k in (("a chat answer", 1), ("16 choices", 16), ("256 choices", 256)):
+        data = json.dumps(
+            {**body, "choices": [{"index": i, "message": {"content": text}} for i in range(k)]}
+        ).encode()
+        c = best(lambda d=data: scan_body(d, rl.BODY_CAP))
+        p = best(lambda d=data: scan_body_reference(d))
+        print(
+            f"body scan, {label} ({len(data)} bytes): compiled {c:.2f} us, "
+            f"Python reference {p:.2f} us"
+        )
 
 
 LOOP = """
