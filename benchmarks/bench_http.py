@@ -33,6 +33,9 @@ go (httpx or requests): callgrind collects only inside the 2N loop (``filter_nex
 and instrumented, and the K functions whose exclusive counts grew most are printed per
 request (names with a recursion suffix, ``'2``, shift between levels: read them in pairs).
 
+``--wrap``: a method call through a pass-through wrapper: bare, wrapt's
+``FunctionWrapper`` and the plain function ``Patches.wrap(..., hot=True)`` installs.
+
 ``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
 (``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
 whole command's wall and CPU time (user + system of it and its children) and of the
@@ -421,6 +424,37 @@ def _breakdown(url: str, client: str, n: int, top: int) -> None:
         print(f"  {(per['inst'].get(k, 0) - per['bare'].get(k, 0)) / calls:+8.0f}  {k[-110:]}")
 
 
+def _wrap_cost(rounds: int) -> None:
+    """A pass-through wrapper's cost per call of a method: bare, wrapt's
+    ``FunctionWrapper`` (``Patches.wrap``) and the plain function of ``hot=True``
+    (best of ``rounds`` repeats of 20,000 calls, ns a call)."""
+    import timeit
+
+    from gyreprof.integrations._instrument import Patches
+
+    def through(wrapped: Callable[..., object], instance: object, args: tuple[object, ...],
+                kwargs: dict[str, object]) -> object:  # fmt: skip
+        return wrapped(*args, **kwargs)
+
+    def make() -> type:
+        class Conn:
+            def request(self, method: object, url: object, body: object = None,
+                        **kw: object) -> object:  # fmt: skip
+                return url
+
+        return Conn
+
+    bare, cold, hot = make(), make(), make()
+    Patches().wrap(cold, "request", through)
+    Patches().wrap(hot, "request", through, hot=True)
+    n = 20000
+    for name, cls in (("bare", bare), ("wrapt FunctionWrapper", cold), ("hot function", hot)):
+        obj = cls()
+        t = min(timeit.repeat(lambda o=obj: o.request("GET", "/", body=b"", x=1), number=n,
+                              repeat=rounds)) / n * 1e9  # fmt: skip
+        print(f"  {name:22s} {t:6.0f} ns a call")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -437,7 +471,12 @@ def main() -> None:
     ap.add_argument("--clients", default="httpx,requests,chunks", help="with --instructions")
     ap.add_argument("--breakdown", choices=("httpx", "requests"), help="added cost by function")
     ap.add_argument("--top", type=int, default=25, help="with --breakdown: functions shown")
+    ap.add_argument("--wrap", action="store_true", help="a pass-through wrapper's cost a call")
     args = ap.parse_args()
+    if args.wrap:
+        print("a method call through a pass-through wrapper:")
+        _wrap_cost(max(args.rounds, 5))
+        return
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
     unknown = set(args.clients.split(",")) - {"httpx", "requests", "chunks", "openai"}

@@ -25,9 +25,10 @@ profilers need, and says what it lacks rather than failing on the import.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 Callback = Callable[[ModuleType], None]
@@ -72,6 +73,19 @@ def _wrapt() -> Any:
 _MISSING = object()  # an attribute the owner did not define itself
 
 
+def _hot(original: FunctionType, wrapper: Wrapper) -> Callable[..., Any]:
+    """A plain function standing for method ``original``: ``wrapper(original bound to the
+    instance, instance, args, kwargs)``, with the original's name, doc and
+    ``__wrapped__``."""
+    bind = original.__get__
+
+    def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return wrapper(bind(self), self, args, kwargs)
+
+    functools.update_wrapper(method, original)
+    return method
+
+
 def _defines(cls: type, name: str) -> bool:
     fn = cls.__dict__.get(name)
     return callable(fn) and not getattr(fn, "__isabstractmethod__", False)
@@ -108,15 +122,25 @@ class Patches:
     def __len__(self) -> int:
         return len(self._done)
 
-    def wrap(self, owner: Any, name: str, wrapper: Wrapper) -> bool:
+    def wrap(self, owner: Any, name: str, wrapper: Wrapper, *, hot: bool = False) -> bool:
         """Wrap ``owner.name`` with ``wrapper`` (once); False when ``owner`` has no such
-        callable attribute or refuses the patch (a C type), which leaves it alone."""
+        callable attribute or refuses the patch (a C type), which leaves it alone.
+
+        ``hot``: a method run on every request or step. When ``owner`` (a class) defines
+        it as a plain function, the wrapper goes in as a plain function too (``wrapped``
+        the original bound to the instance), not as wrapt's proxy, whose binding makes a
+        ``BoundFunctionWrapper`` on every call: a pass-through costs about half as much
+        (``benchmarks/bench_http.py --wrap``: 0.3 µs over the bare call against 0.7 µs).
+        Undone the same way: the attribute is the original function again."""
         key = (id(owner), name)
         if key in self._keys:
             return False
         fn = getattr(owner, name, None)
         if fn is None or not callable(fn):
             return False
+        own = getattr(owner, "__dict__", {}).get(name)
+        if hot and isinstance(owner, type) and isinstance(own, FunctionType):
+            return self.set(owner, name, _hot(own, wrapper))
         try:
             handle = _wrapt().wrap_function_wrapper(owner, name, wrapper)
         except (AttributeError, TypeError):
@@ -125,14 +149,14 @@ class Patches:
         self._done.append((owner, name, handle, True))
         return True
 
-    def wrap_tree(self, cls: type, wrappers: dict[str, Wrapper]) -> None:
+    def wrap_tree(self, cls: type, wrappers: dict[str, Wrapper], *, hot: bool = False) -> None:
         """Wrap each method ``name`` of ``wrappers`` wherever ``cls`` or a subclass defines
         it itself: now, and in every subclass defined later (a ``__init_subclass__`` on
-        ``cls``, itself undone by :meth:`undo`)."""
+        ``cls``, itself undone by :meth:`undo`); ``hot`` as :meth:`wrap`'s."""
         for sub in _tree(cls):
             for name, wrapper in wrappers.items():
                 if _defines(sub, name):
-                    self.wrap(sub, name, wrapper)
+                    self.wrap(sub, name, wrapper, hot=hot)
         previous = cls.__dict__.get("__init_subclass__")
         patches = self
         owner: Any = cls
@@ -145,7 +169,7 @@ class Patches:
             try:
                 for name, wrapper in wrappers.items():
                     if _defines(sub, name):
-                        patches.wrap(sub, name, wrapper)
+                        patches.wrap(sub, name, wrapper, hot=hot)
             except Exception as exc:  # noqa: BLE001 - never break a class definition
                 warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
 

@@ -74,8 +74,8 @@ def install(mod: ModuleType) -> bool:
     if not known("aiohttp", getattr(mod, "__version__", None)):
         return False
     with _lock:
-        _patches.wrap_tree(mod.ClientSession, {"_request": _request})
-        _patches.wrap_tree(mod.ClientResponse, {"read": _read})
+        _patches.wrap_tree(mod.ClientSession, {"_request": _request}, hot=True)
+        _patches.wrap_tree(mod.ClientResponse, {"read": _read}, hot=True)
     return True
 
 

@@ -326,8 +326,8 @@ def install(mod: ModuleType) -> bool:
         return False
     send, asend = _wrappers(mod)
     with _lock:
-        _patches.wrap_tree(mod.Client, {"send": send})
-        _patches.wrap_tree(mod.AsyncClient, {"send": asend})
+        _patches.wrap_tree(mod.Client, {"send": send}, hot=True)
+        _patches.wrap_tree(mod.AsyncClient, {"send": asend}, hot=True)
     return True
 
 

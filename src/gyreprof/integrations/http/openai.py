@@ -91,8 +91,8 @@ def install(mod: ModuleType) -> bool:
     if base is None:
         base = importlib.import_module("openai._base_client")
     with _lock:
-        _patches.wrap_tree(base.SyncAPIClient, {"request": _request})
-        _patches.wrap_tree(base.AsyncAPIClient, {"request": _arequest})
+        _patches.wrap_tree(base.SyncAPIClient, {"request": _request}, hot=True)
+        _patches.wrap_tree(base.AsyncAPIClient, {"request": _arequest}, hot=True)
     return True
 
 

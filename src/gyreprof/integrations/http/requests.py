@@ -117,7 +117,7 @@ def install(mod: ModuleType) -> bool:
     if not known("requests", getattr(mod, "__version__", None)):
         return False
     with _lock:
-        _patches.wrap_tree(mod.Session, {"send": _send})
+        _patches.wrap_tree(mod.Session, {"send": _send}, hot=True)
     return True
 
 

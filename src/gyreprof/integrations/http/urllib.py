@@ -162,7 +162,7 @@ def _conn_getresponse(wrapped: Callable[..., Any], instance: Any, args: Any, kwa
 
 def install_urllib(mod: ModuleType) -> bool:
     with _lock:
-        _patches.wrap_tree(mod.OpenerDirector, {"open": _open})
+        _patches.wrap_tree(mod.OpenerDirector, {"open": _open}, hot=True)
     return True
 
 
@@ -170,7 +170,9 @@ def install_http_client(mod: ModuleType) -> bool:
     """``http.client`` used directly, or through urllib3 without requests."""
     with _lock:
         _patches.wrap_tree(
-            mod.HTTPConnection, {"request": _conn_request, "getresponse": _conn_getresponse}
+            mod.HTTPConnection,
+            {"request": _conn_request, "getresponse": _conn_getresponse},
+            hot=True,
         )
         # a class default: ``getresponse``'s read of a connection whose request this layer
         # did not open finds it here, not by raising and catching AttributeError
