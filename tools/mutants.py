@@ -436,7 +436,10 @@ MUTANTS: tuple[Mutant, ...] = (
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "                    _wrapt().unwrap_object(owner, name, what, missing_ok=True)",
-           "                    pass", ("tests/test_http_instrumentors.py",)),
+           "                    pass", _T_RL),
+    Mutant("undo-leaves-hot-function", "src/gyreprof/integrations/_instrument.py",
+           "                else:\n                    setattr(owner, name, what)",
+           "                else:\n                    pass", ("tests/test_http_instrumentors.py",)),
     Mutant("undo-keeps-class-default", "src/gyreprof/integrations/_instrument.py",
            "                elif what is _MISSING:\n                    delattr(owner, name)",
            "                elif what is _MISSING:\n                    pass",
