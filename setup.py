@@ -32,7 +32,7 @@ directives = {
     "cdivision": True,
 }
 
-MODULES = ["histogram", "recorder", "codec", "guard", "trace", "bodyscan", "requestlog", "gate"]
+MODULES = ["histogram", "recorder", "codec", "guard", "trace", "bodyscan"]
 
 extensions = [
     Extension(

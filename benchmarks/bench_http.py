@@ -33,6 +33,9 @@ go (httpx or requests): callgrind collects only inside the 2N loop (``filter_nex
 and instrumented, and the K functions whose exclusive counts grew most are printed per
 request (names with a recursion suffix, ``'2``, shift between levels: read them in pairs).
 
+``--wrap``: a method call through a pass-through wrapper: bare, wrapt's
+``FunctionWrapper`` and the plain function ``Patches.wrap(..., hot=True)`` installs.
+
 ``--run-loop N``: an openai-SDK client loop of N sequential chat completions, bare
 (``python loop.py``) and under ``gyreprof run`` in turn; the median ratios of the
 whole command's wall and CPU time (user + system of it and its children) and of the
@@ -96,13 +99,19 @@ def _pair(bare: Callable[[], object], inst: Callable[[], object], n: int, rounds
 
 def _bookkeeping(httpx: object) -> None:
     """The instrumentation's own work, timed alone (no network noise): what a plain
-    httpx send adds around the original call, and what one streamed chunk adds."""
+    httpx send adds around the original call (the Python plain path, and the general path
+    a streamed or SDK request takes), what one streamed chunk adds, and the body scan
+    (compiled, against its pure-Python reference twin) at realistic answer sizes."""
+    import json
     import timeit
 
     import httpx as hx
 
-    from gyreprof.integrations._auto import patch_http as ph
+    from gyreprof._core.bodyscan import scan_body
     from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations.http import httpx as hxi
+
+    from helpers.body_scan_reference import scan_body_reference
 
     body = {
         "id": "cmpl-1",
@@ -118,16 +127,38 @@ def _bookkeeping(httpx: object) -> None:
     def best(fn: Callable[[], object]) -> float:
         return min(timeit.repeat(fn, number=n, repeat=300)) / n * 1e6
 
-    def request() -> None:
-        r = ph._httpx_open(req)
-        ph._httpx_done(r, resp, False, hx)
+    def answered(*args: object, **kwargs: object) -> object:
+        return resp
+
+    def plain() -> None:
+        hxi._plain.plain(answered, req, (req,), {})
+
+    def general() -> None:
+        r = hxi.open_request(req)
+        hxi.done(r, resp, False, hx)
 
     chunk = b'data: {"id": "c", "choices": [{"index": 0, "delta": {"content": "tok "}}]}\n\n'
     stream_req = rl.Request("http://mock:80/v1/chat/completions", "httpx")
-    print(f"bookkeeping per httpx request (open + answer + finish): {best(request):.2f} us")
+    print(
+        f"bookkeeping per plain httpx request (PlainSend, the row, the wait): {best(plain):.2f} us"
+    )
+    print(
+        f"bookkeeping per httpx request, general path (open + answer + finish): {best(general):.2f} us"
+    )
     print(
         f"bookkeeping per streamed chunk (Request.chunk): {best(lambda: stream_req.chunk(chunk)):.2f} us"
     )
+    text = "tok " * 8
+    for label, k in (("a chat answer", 1), ("16 choices", 16), ("256 choices", 256)):
+        data = json.dumps(
+            {**body, "choices": [{"index": i, "message": {"content": text}} for i in range(k)]}
+        ).encode()
+        c = best(lambda d=data: scan_body(d, rl.BODY_CAP))
+        p = best(lambda d=data: scan_body_reference(d))
+        print(
+            f"body scan, {label} ({len(data)} bytes): compiled {c:.2f} us, "
+            f"Python reference {p:.2f} us"
+        )
 
 
 LOOP = """
@@ -393,6 +424,37 @@ def _breakdown(url: str, client: str, n: int, top: int) -> None:
         print(f"  {(per['inst'].get(k, 0) - per['bare'].get(k, 0)) / calls:+8.0f}  {k[-110:]}")
 
 
+def _wrap_cost(rounds: int) -> None:
+    """A pass-through wrapper's cost per call of a method: bare, wrapt's
+    ``FunctionWrapper`` (``Patches.wrap``) and the plain function of ``hot=True``
+    (best of ``rounds`` repeats of 20,000 calls, ns a call)."""
+    import timeit
+
+    from gyreprof.integrations._instrument import Patches
+
+    def through(wrapped: Callable[..., object], instance: object, args: tuple[object, ...],
+                kwargs: dict[str, object]) -> object:  # fmt: skip
+        return wrapped(*args, **kwargs)
+
+    def make() -> type:
+        class Conn:
+            def request(self, method: object, url: object, body: object = None,
+                        **kw: object) -> object:  # fmt: skip
+                return url
+
+        return Conn
+
+    bare, cold, hot = make(), make(), make()
+    Patches().wrap(cold, "request", through)
+    Patches().wrap(hot, "request", through, hot=True)
+    n = 20000
+    for name, cls in (("bare", bare), ("wrapt FunctionWrapper", cold), ("hot function", hot)):
+        obj = cls()
+        t = min(timeit.repeat(lambda o=obj: o.request("GET", "/", body=b"", x=1), number=n,
+                              repeat=rounds)) / n * 1e9  # fmt: skip
+        print(f"  {name:22s} {t:6.0f} ns a call")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -409,7 +471,12 @@ def main() -> None:
     ap.add_argument("--clients", default="httpx,requests,chunks", help="with --instructions")
     ap.add_argument("--breakdown", choices=("httpx", "requests"), help="added cost by function")
     ap.add_argument("--top", type=int, default=25, help="with --breakdown: functions shown")
+    ap.add_argument("--wrap", action="store_true", help="a pass-through wrapper's cost a call")
     args = ap.parse_args()
+    if args.wrap:
+        print("a method call through a pass-through wrapper:")
+        _wrap_cost(max(args.rounds, 5))
+        return
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
     unknown = set(args.clients.split(",")) - {"httpx", "requests", "chunks", "openai"}

@@ -14,8 +14,8 @@ httpx = pytest.importorskip("httpx")
 pytestmark = pytest.mark.stacks  # the HTTP clients come with the `stacks` extra
 
 from gyreprof.integrations import http  # noqa: E402
-from gyreprof.integrations._auto import patch_http as ph  # noqa: E402
 from gyreprof.integrations._auto import rollout_log as rl  # noqa: E402
+from gyreprof.integrations.http import httpx as hx  # noqa: E402
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
 ANSWERS: list[tuple[int, bytes]] = [
@@ -60,8 +60,8 @@ def test_plain_httpx_rows_are_the_general_paths() -> None:
     def general(status: int, body: bytes) -> None:
         answers.append((status, body))
         resp = bare(client, req)
-        r = ph._httpx_open(req)
-        ph._httpx_done(r, resp, False, httpx)
+        r = hx.open_request(req)
+        hx.done(r, resp, False, httpx)
 
     try:
         got, want = _rows(plain), _rows(general)

@@ -393,10 +393,10 @@ def test_instrumentation_changes_no_result_or_exception(llm: LLMServer) -> None:
 
 
 def test_patching_twice_counts_once(llm: LLMServer) -> None:
-    from gyreprof.integrations._auto import patch_http
+    from gyreprof.integrations.http import httpx as httpx_instrumentor
 
-    patch_http.install_httpx(httpx)
-    patch_http.install_httpx(httpx)
+    httpx_instrumentor.install(httpx)
+    httpx_instrumentor.install(httpx)
     with http.profile() as prof:
         httpx.post(llm.url + CHAT, json={"max_tokens": 1})
     assert _one(prof.report(), _ep(llm)).requests == 1
@@ -583,18 +583,18 @@ def test_aiohttp_failure_classes(llm: LLMServer) -> None:
 def test_unknown_library_version_is_left_alone_with_a_warning(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from gyreprof.integrations._auto import patch_http
+    from gyreprof.integrations.http import _common
 
-    assert patch_http._known("httpx", "0.28.1")
-    assert not patch_http._known("aiohttp", "9.1.0")
-    assert not patch_http._known("requests", None)
+    assert _common.known("httpx", "0.28.1")
+    assert not _common.known("aiohttp", "9.1.0")
+    assert not _common.known("requests", None)
     assert "aiohttp 9.1.0 is not a version this instrumentation knows" in capsys.readouterr().err
 
 
 def test_each_synchronous_request_is_a_wait_of_its_own_span(
     llm: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the compiled send (requestlog.PlainSend) hands a plain request's span to the thread's
+    # the plain send (http._common.PlainSend) hands a plain request's span to the thread's
     # training state; a thread with none yet goes through trainer_wait (a worker thread,
     # not the default trainer: no wait), and a metadata probe is never a wait
     import requests
@@ -638,8 +638,8 @@ def test_each_synchronous_request_is_a_wait_of_its_own_span(
 def test_a_training_threads_plain_requests_are_data_waits_of_its_timeline(
     llm: LLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the compiled send hands a plain request's span to the thread's timeline in C
-    # (Timeline._request_wait): on a thread that trains, the spans become the open
+    # the plain send hands a plain request's span to the thread's timeline
+    # (its request_wait): on a thread that trains, the spans become the open
     # collect block's data wait, from the first request's start to the last one's end
     import requests
 
@@ -703,8 +703,14 @@ def test_http_client_and_urllib3_directly_counted_once(llm: LLMServer) -> None:
 
 
 def test_the_launcher_registers_every_client_the_patches_know() -> None:
-    # the bootstrap registers http_hooks.CLIENTS without loading patch_http: a client
-    # added to one list and not the other would go uninstrumented under gyreprof run
-    from gyreprof.integrations._auto import http_hooks, patch_http
+    # the bootstrap registers http.CLIENTS (each client's module loads when it is
+    # imported): a client module that patches a library the list lacks would go
+    # uninstrumented under gyreprof run
+    import importlib
 
-    assert set(http_hooks.CLIENTS) == set(patch_http.INSTALLERS)
+    listed: set[str] = set()
+    for name, module in http.CLIENTS.items():
+        inst = importlib.import_module(f"gyreprof.integrations.http.{module}")
+        assert name in inst.MODULES
+        listed.update(inst.MODULES)
+    assert listed == set(http.CLIENTS)

@@ -1,7 +1,8 @@
-"""The compiled plain-request path of a thread's request log
-(``gyreprof._core.requestlog.RequestLog``, the base of ``rollout_log.ThreadLog``): the row
-it appends, the retry it reads and the failure it leaves in the context, the fold it hands
-to ``add``, the log without a core, and its refusals."""
+"""The plain-request path of a thread's request log (``rollout_log.ThreadLog``'s
+``open_plain`` / ``record_plain``) and the plain send over it
+(``gyreprof.integrations.http._common.PlainSend``): the row it appends, the retry it
+reads and the failure it leaves in the context, the fold, the log without a core, the
+send's choices and its refusals."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from gyreprof._core.bodyscan import scan_body
-from gyreprof._core.requestlog import PlainSend, RequestLog
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import rollout_log as rl
+from gyreprof.integrations._instrument import Patches
+from gyreprof.integrations.http import _common
+from gyreprof.integrations.http._common import PlainSend
 
 EP = "http://mock:80/v1/chat/completions"
 BODY = json.dumps(
@@ -24,26 +25,25 @@ BODY = json.dumps(
 )
 
 
-class _Log(RequestLog):
+class _Log(rl.ThreadLog):
+    """A thread log with no core (times from CLOCK_MONOTONIC) that notes each row added."""
+
     __slots__ = ("added",)
 
     def add(self, row: Any) -> None:
         self.added.append(row)
-        self.spans.append(row)
+        super().add(row)
 
 
-def _log(var: contextvars.ContextVar[Any], span_cap: int = 1 << 10) -> _Log:
-    log = _Log()
-    log.bind_plain(var, scan_body, rl.BODY_CAP, span_cap)
-    log.spans = []
+def _log(span_cap: int = 1 << 10) -> _Log:
+    log = _Log(span_cap, core=False)
     log.added = []
-    log.ident = threading.get_ident()
-    return log  # no core: times from CLOCK_MONOTONIC
+    return log
 
 
 def test_rows_retries_and_the_context_failure() -> None:
-    var: contextvars.ContextVar[Any] = contextvars.ContextVar("t_last_failure", default=None)
-    log = _log(var)
+    var = rl._last_failure
+    log = _log()
 
     def run() -> None:
         t0 = time.monotonic_ns()
@@ -74,13 +74,16 @@ def test_rows_retries_and_the_context_failure() -> None:
     assert var.get() is None  # the context it ran in kept it
 
 
-def test_the_row_that_fills_the_kept_spans_goes_to_add() -> None:
-    var: contextvars.ContextVar[Any] = contextvars.ContextVar("t_fold", default=None)
-    log = _log(var, span_cap=3)
+def test_the_row_that_fills_the_kept_spans_folds_the_older_half() -> None:
+    log = _log(span_cap=4)
+    rows = []
     for _ in range(4):
         start, retried = log.open_plain(EP)
         log.record_plain(EP, "httpx", start, retried, "ok", None, 0)
-    assert len(log.spans) == 4 and log.added == [log.spans[2], log.spans[3]]
+        rows.append(log.added[-1])
+    assert log.added == rows and len(rows) == 4
+    assert log.spans == rows[2:] and log.dropped == 2  # the fourth row filled the cap
+    assert log.folded[EP].requests == 2
 
 
 def test_the_thread_log_records_through_its_core() -> None:
@@ -93,25 +96,12 @@ def test_the_thread_log_records_through_its_core() -> None:
     assert log.spans[-1][1:3] == (start, end) and end >= start
 
 
-def test_refusals_are_value_errors() -> None:
-    log = RequestLog()
-    with pytest.raises(ValueError, match="not bound"):
-        log.open_plain(EP)
-    with pytest.raises(ValueError, match="not bound"):
-        log.record_plain(EP, "httpx", 1, (), "ok", None, 0)
-    var: contextvars.ContextVar[Any] = contextvars.ContextVar("t_refusals", default=None)
-    with pytest.raises(ValueError, match="ContextVar"):
-        log.bind_plain({}, scan_body, 10, 10)
-    with pytest.raises(ValueError, match="callable"):
-        log.bind_plain(var, None, 10, 10)
-    with pytest.raises(ValueError, match="at least 2"):
-        log.bind_plain(var, scan_body, 10, 1)
-    log.bind_plain(var, scan_body, 10, 10)
-    with pytest.raises(ValueError, match="not bound"):  # no spans list yet
-        log.open_plain(EP)
-    with pytest.raises(TypeError):  # the core span is a Spans or None, nothing else
-        log.spans_core = object()
-    log.spans = []
+def test_refusals_and_a_log_without_its_span_object() -> None:
+    for bad in (1, 0, "3"):
+        with pytest.raises(ValueError, match="span_cap"):
+            rl.ThreadLog(bad, core=False)  # type: ignore[arg-type]
+    log = rl.ThreadLog(core=False)
+    assert not log.core_ok and log.spans_core is None
     log.core_ok = True  # said usable with no span object: the clock, not a crash
     start, _ = log.open_plain(EP)
     assert log.record_plain(EP, "httpx", start, (), "ok", None, 0) >= start
@@ -136,7 +126,7 @@ class _Resp:
 
 
 class _State:
-    """What PlainSend reads of a thread's training state: its ``request_wait``."""
+    """What the trainer's wait reads of a thread's training state: its ``request_wait``."""
 
     def __init__(self) -> None:
         self.waits: list[tuple[int, int, int]] = []
@@ -145,25 +135,25 @@ class _State:
         self.waits.append((start, end, default_main))
 
 
-def _plain(answer: Any, *, layer: Any = None, key_attr: str | None = None) -> Any:
-    """A client class whose ``send`` is a PlainSend over ``answer(request, **kw)``, with
-    its own thread-local log and state namespaces, and the record of every call."""
-    active: contextvars.ContextVar[Any] = contextvars.ContextVar("t_active", default=None)
-    failure: contextvars.ContextVar[Any] = contextvars.ContextVar("t_fail", default=None)
+def _plain(
+    answer: Any, monkeypatch: pytest.MonkeyPatch, *, layer: Any = None, key_attr: str | None = None
+) -> Any:
+    """A client class whose ``send`` is wrapped as the clients' are (a plain request is
+    PlainSend's), over ``answer(request, **kw)``, with its own thread log, and the record
+    of every call (the trainer's wait and the failure path noted, not run)."""
     calls: list[Any] = []
-    log = _log(failure)
-    logs: dict[str, Any] = {"_tls": threading.local(), "thread_log": lambda: log}
-    state: dict[str, Any] = {"tls": threading.local(), "_default_main": 7}
-
-    def original(self: Any, request: Any, *args: Any, **kw: Any) -> Any:
-        calls.append(("original", args, kw, active.get()))
-        return answer(request, **kw)
-
-    def wrapper(self: Any, request: Any, *args: Any, **kw: Any) -> Any:
-        calls.append(("wrapper", args, kw))
-        if active.get() is None and not kw.get("stream", False):
-            return Client.send.plain(self, request, args, kw)
-        return original(self, request, *args, **kw)
+    log = _log()
+    monkeypatch.setattr(rl, "thread_log", lambda: log)
+    monkeypatch.setattr(
+        _common, "trainer_wait", lambda a, b, kind: calls.append(("wait", a, b, kind))
+    )
+    monkeypatch.setattr(
+        _common,
+        "plain_failed",
+        lambda lg, ep, client, a, retried, sent, exc: calls.append(
+            ("failed", ep, type(exc).__name__, sent)
+        ),
+    )
 
     def endpoint(url: Any) -> str:
         calls.append(("endpoint", url))
@@ -171,66 +161,97 @@ def _plain(answer: Any, *, layer: Any = None, key_attr: str | None = None) -> An
             raise RuntimeError("an URL that cannot be read")
         return f"ep:{url}"
 
-    class Client:
-        send = hooks.mark(
-            PlainSend(
-                original,
-                wrapper,
-                active=active,
-                layer=layer,
-                client="t",
-                cache={"cached": "ep:from-cache"},
-                key_attr=key_attr,
-                endpoint=endpoint,
-                body_attr="body",
-                sent_else=(lambda r: int(r.headers["content-length"])),
-                logs=logs,
-                state=state,
-                probes={"ep:probe"},
-                wait=lambda a, b, kind: calls.append(("wait", a, b, kind)),
-                failed=lambda lg, ep, client, a, retried, sent, exc: calls.append(
-                    ("failed", ep, type(exc).__name__, sent)
-                ),
-            ),
-            original,
-        )
+    plain = PlainSend(
+        "t",
+        layer=layer,
+        cache={"cached": "ep:from-cache"},
+        key_attr=key_attr,
+        endpoint=endpoint,
+        body_attr="body",
+        sent_else=(lambda r: int(r.headers["content-length"])),
+    )
 
-    Client.active, Client.log, Client.state, Client.calls = active, log, state, calls  # type: ignore[attr-defined]
+    class Client:
+        def send(self, request: Any, *args: Any, **kw: Any) -> Any:
+            calls.append(("original", args, kw, _common.active.get()))
+            return answer(request, **kw)
+
+    original = Client.__dict__["send"]
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kw: Any) -> Any:
+        calls.append(("wrapper", args[1:], kw))
+        if _common.active.get() is None and not kw.get("stream", False) and args:
+            return plain.plain(wrapped, args[0], args, kw)
+        return wrapped(*args, **kw)
+
+    patches = Patches()
+    patches.wrap(Client, "send", wrapper)
+    Client.log, Client.calls, Client.original = log, calls, original  # type: ignore[attr-defined]
+    Client.patches = patches  # type: ignore[attr-defined]
     return Client
 
 
-def test_a_plain_send_is_recorded_with_its_wait() -> None:
-    cls = _plain(lambda r, **kw: _Resp(200, BODY.encode()))
+def test_a_plain_send_is_recorded_with_its_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    cls = _plain(lambda r, **kw: _Resp(200, BODY.encode()), monkeypatch)
     c, calls, log = cls(), cls.calls, cls.log
-    resp = c.send(_Req("u1", b"12345"))  # vectorcall, no state on the thread yet
-    assert resp.status_code == 200 and calls[0] == ("endpoint", "u1")
-    assert calls[1] == ("original", (), {}, None)
+    resp = c.send(_Req("u1", b"12345"))
+    assert resp.status_code == 200 and calls[:2] == [("wrapper", (), {}), ("endpoint", "u1")]
+    assert calls[2] == ("original", (), {}, None)
     row = log.spans[-1]
     assert row[0] == "ep:u1" and row[3:6] == ("ok", 3, 5) and row[11] == 5 and row[-1] == "t"
-    assert calls[2] == ("wait", row[1], row[2], "http")  # the Python rule decides
+    assert calls[3] == ("wait", row[1], row[2], "http")  # the trainer's rule decides
     calls.clear()
-    t = _State()
-    cls.state["tls"].t = t
     c.send(_Req("cached", "abc"), timeout=3)  # the cache's endpoint; a str body
-    assert calls == [("original", (), {"timeout": 3}, None)]
+    assert [x[0] for x in calls] == ["wrapper", "original", "wait"]  # no endpoint read
+    assert calls[1] == ("original", (), {"timeout": 3}, None)
     row = log.spans[-1]
     assert row[0] == "ep:from-cache" and row[11] == 3
-    assert t.waits == [(row[1], row[2], 7)]  # the thread's state, the default main read
-    c.send(_Req("probe", None))  # no body held: sent_else; a probe is no wait
-    cls.send.__wrapped__  # noqa: B018 - marked like the function it replaces
-    assert log.spans[-1][11] == 9 and len(t.waits) == 1
+    c.send(_Req("probe", None))  # no body held: sent_else
+    assert cls.send.__wrapped__ is cls.original  # wrapped like the function it replaces
+    assert log.spans[-1][11] == 9
+    cls.patches.undo()
+    assert cls.__dict__["send"] is cls.original
 
 
-def test_status_classes_bodies_and_what_is_not_plain() -> None:
+def test_the_trainers_wait_reads_the_threads_state_and_skips_probes() -> None:
+    from gyreprof.integrations._auto import state as st
+
+    seen: list[Any] = []
+
+    def worker() -> None:
+        t = _State()
+        st.tls.t = t
+        try:
+            log = rl.thread_log()
+            start, _ = log.open_plain(EP)
+            end = log.record_plain(EP, "t", start, (), "ok", None, 0)
+            _common.trainer_wait(start, end, "http")
+            rl.probe_endpoints.add(EP)  # the last request went to a metadata service
+            try:
+                _common.trainer_wait(start, end, "http")
+            finally:
+                rl.probe_endpoints.discard(EP)
+            seen.append((t.waits, start, end))
+        finally:
+            st.tls.t = None
+
+    th = threading.Thread(target=worker)
+    th.start()
+    th.join(30)
+    [(waits, start, end)] = seen
+    assert waits == [(start, end, st._default_main)]  # one wait: the probe is none
+
+
+def test_status_classes_bodies_and_what_is_not_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     answers = iter([_Resp(503, b"{}"), _Resp(404, "text"), _Resp(200, b'{"choices": []}')])
-    cls = _plain(lambda r, **kw: next(answers), layer="layer")
+    cls = _plain(lambda r, **kw: next(answers), monkeypatch, layer="layer")
     c, calls, log = cls(), cls.calls, cls.log
     for _ in range(3):
         c.send(_Req("u"))
     assert [r[3] for r in log.spans] == ["5xx", "4xx", "empty"]
     assert log.spans[1][10] == 0  # a str answer body is not read
     assert [x[3] for x in calls if x[0] == "original"] == ["layer"] * 3  # set for the layers
-    assert cls.active.get() is None  # and reset after
+    assert _common.active.get() is None  # and reset after
     calls.clear()
     answers = iter([_Resp(200)] * 4)
     c.send(_Req("u"), stream=True)
@@ -247,23 +268,25 @@ def test_status_classes_bodies_and_what_is_not_plain() -> None:
     calls.clear()
 
     def owned() -> None:
-        cls.active.set("above")
+        _common.active.set("above")  # type: ignore[arg-type]
         c.send(_Req("u"))
 
-    contextvars.copy_context().run(owned)  # a layer above owns it: the wrapper's
+    contextvars.copy_context().run(owned)  # a layer above owns it: straight through
     assert [x[0] for x in calls] == ["wrapper", "original"]
     calls.clear()
-    cls.send.__call__(c, _Req("u"))  # tp_call: through the wrapper, then plain
+    cls.send(c, _Req("u"))  # called through the class: the same path
     assert [x[0] for x in calls] == ["wrapper", "endpoint", "original", "wait"]
 
 
-def test_the_originals_answer_and_exceptions_are_untouched() -> None:
+def test_the_originals_answer_and_exceptions_are_untouched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def answer(r: Any, **kw: Any) -> Any:
         if r.url == "raise":
             raise ConnectionRefusedError("refused")
         return _Resp("not a status")  # the bookkeeping fails after the send
 
-    cls = _plain(answer, layer="layer")
+    cls = _plain(answer, monkeypatch, layer="layer")
     c, calls = cls(), cls.calls
     resp = c.send(_Req("u"))
     assert resp.status_code == "not a status"  # returned as it came, no row
@@ -271,32 +294,28 @@ def test_the_originals_answer_and_exceptions_are_untouched() -> None:
     with pytest.raises(ConnectionRefusedError, match="refused"):
         c.send(_Req("raise"))
     assert calls[-1] == ("failed", "ep:raise", "ConnectionRefusedError", 2)
-    assert cls.active.get() is None  # reset on the way out
+    assert _common.active.get() is None  # reset on the way out
     calls.clear()
     c.send(_Req("bad"))  # the endpoint cannot be read: sent uninstrumented
-    assert [x[0] for x in calls] == ["endpoint", "original"] and calls[1][3] is None
+    assert [x[0] for x in calls] == ["wrapper", "endpoint", "original"] and calls[2][3] is None
     with pytest.raises(TypeError):
-        c.send()  # no request: the wrapper's own signature error
+        c.send()  # no request: the original's own signature error
 
 
 def test_plain_send_refusals_are_value_errors() -> None:
-    var: contextvars.ContextVar[Any] = contextvars.ContextVar("t_ps", default=None)
     ok: dict[str, Any] = {
-        "active": var, "layer": None, "client": "c", "cache": {}, "key_attr": None,
-        "endpoint": print, "body_attr": "body", "sent_else": None, "logs": {},
-        "state": {}, "probes": set(), "wait": print, "failed": print,
+        "cache": {}, "key_attr": None, "endpoint": print, "body_attr": "body",
+        "sent_else": None, "layer": None,
     }  # fmt: skip
-    PlainSend(print, print, **ok)
+    PlainSend("c", **ok)
     for bad, match in (
-        ({"active": {}}, "ContextVar"),
         ({"endpoint": None}, "callable endpoint"),
         ({"sent_else": 3}, "sent_else"),
-        ({"client": None}, "strings"),
+        ({"body_attr": None}, "strings"),
         ({"key_attr": 1}, "key_attr"),
         ({"cache": []}, "cache must be a dict"),
-        ({"probes": []}, "probes must be a set"),
     ):
         with pytest.raises(ValueError, match=match):
-            PlainSend(print, print, **{**ok, **bad})
-    with pytest.raises(ValueError, match="callable original"):
-        PlainSend(None, print, **ok)
+            PlainSend("c", **{**ok, **bad})
+    with pytest.raises(ValueError, match="strings"):
+        PlainSend(None, **ok)  # type: ignore[arg-type]

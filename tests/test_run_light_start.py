@@ -56,19 +56,19 @@ def test_every_module_a_patch_waits_for_is_watched() -> None:
     """The trigger loads the patches on the first import of a watched module: a module a
     patch registers for and the trigger does not know would never be patched."""
     code = (
-        "from gyreprof.integrations._auto import bootstrap, hooks\n"
+        "import wrapt\n"
+        "from gyreprof.integrations._auto import bootstrap\n"
         "names = []\n"
-        "real = hooks.when_imported\n"
-        "def spy(name, cb):\n"
+        "def spy(hook, name):\n"  # every patch registers through wrapt's post-import hooks
         "    names.append(name)\n"
-        "hooks.when_imported = spy\n"
+        "wrapt.register_post_import_hook = spy\n"
         "bootstrap.install_all()\n"
         "print(' '.join(sorted(set(names))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
     ).stdout.split()
-    assert "gymnasium" in out and "gyreprof.profiler" in out
+    assert "gymnasium" in out and "gyreprof.profiler" in out and "httpx" in out
     assert set(out) <= bootstrap.WATCHED, set(out) - bootstrap.WATCHED
 
 

@@ -88,8 +88,10 @@ _DOCTOR_RULES = "src/gyreprof/diagnostics/_doctor_rules.py"
 _DOCTOR_EVIDENCE = "src/gyreprof/diagnostics/_doctor_evidence.py"
 _STARTUP = "src/gyreprof/analysis/startup.py"
 _TL = "src/gyreprof/integrations/_auto/timeline.py"
-_RL = f"{_CORE_DIR}/requestlog.pyx"
-_GATE = f"{_CORE_DIR}/gate.pyx"
+_RL = "src/gyreprof/integrations/_auto/rollout_log.py"
+_PS = "src/gyreprof/integrations/http/_common.py"
+_HTTPX = "src/gyreprof/integrations/http/httpx.py"
+_GATE = "src/gyreprof/integrations/http/urllib.py"
 
 _T_REC = ("tests/test_core_recorder.py",)
 _T_HIST = ("tests/test_core_histogram.py",)
@@ -100,7 +102,7 @@ _T_SHAPE = ("tests/test_decision_rules.py",)
 _T_STARTUP = ("tests/test_startup.py",)
 _T_TL = ("tests/test_timeline.py",)
 _T_RL = ("tests/test_request_log.py",)
-_T_GATE = ("tests/test_gate.py",)
+_T_GATE = ("tests/test_http_passthrough.py",)
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
@@ -410,50 +412,69 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("tl-request-wait-ungated", _TL,
            "if not self.waits_count(default_main):\n            return",
            "if False:\n            return", _T_TL),
-    # -- the request log's plain row (.pyx)
+    # -- the request log's plain row (rollout_log.ThreadLog)
     Mutant("rl-retry-at-any-endpoint", _RL,
            "if prev is not None and prev[0] == ep:", "if prev is not None:", _T_RL),
     Mutant("rl-empty-kept-on-failure", _RL,
            "                else:\n                    empty = None\n", "", _T_RL),
     Mutant("rl-failure-never-cleared", _RL,
-           "elif get_value(self.last_failure) is not None:\n            PyContextVar_Set("
-           "self.last_failure, None)", "elif False:\n            pass", _T_RL),
+           "        elif _last_failure.get() is not None:\n            _last_failure.set(None)\n"
+           "        return end", "        return end", _T_RL),
     Mutant("rl-fold-one-late", _RL,
-           "if len(self.spans) + 1 >= self.span_cap:", "if len(self.spans) >= self.span_cap:",
-           _T_RL),
-    # -- the compiled plain send (requestlog.pyx's PlainSend)
-    Mutant("ps-c-wait-skipped", _RL,
-           "            t.request_wait(start, end, self.state[\"_default_main\"])",
-           "            pass",
+           "        if len(spans) >= cap:", "        if len(spans) > cap:", _T_RL),
+    # -- the plain send (http._common.PlainSend) and the trainer's wait
+    Mutant("ps-wait-skipped", _PS,
+           "    t.request_wait(start_ns, end_ns, st._default_main)", "    pass",
            ("tests/test_http_rollouts.py",)),
-    Mutant("ps-probe-is-a-wait", _RL,
-           "elif not (self.probes and ep in self.probes):", "else:", _T_RL),
-    Mutant("ps-stream-is-plain", _RL,
-           "return not <object>kwvalues[i]", "return True", _T_RL),
-    Mutant("ps-owned-is-plain", _RL,
-           "        if get_value(self.active) is not None:\n            return False  # a layer",
-           "        if False:\n            return False  # a layer", _T_RL),
-    Mutant("ps-4xx-is-ok", _RL, "elif status >= 400:", "elif status >= 600:", _T_RL),
-    Mutant("ps-layer-left-set", _RL,
-           "        if token is not None:\n            PyContextVar_Reset(self.active, token)\n"
-           "        try:\n            self._answered",
-           "        try:\n            self._answered", _T_RL),
-    Mutant("ps-failure-unrecorded", _RL,
-           "            self.failed(log, ep, self.client, start, retried, sent, exc)\n", "",
+    Mutant("ps-probe-is-a-wait", _PS,
+           "    if rl.probe_endpoints and rl.last_is_probe():", "    if False:", _T_RL),
+    Mutant("ps-stream-is-plain", _HTTPX,
+           "    return active.get(), request, bool(kwargs.get(\"stream\", False))",
+           "    return active.get(), request, False", ("tests/test_http_rollouts.py",)),
+    Mutant("ps-owned-is-plain", _HTTPX,
+           "        if outer is not None:\n"
+           "            if outer.client != \"openai\" or request is None:\n"
+           "                return wrapped(*args, **kwargs)  # another layer owns it",
+           "        if False:\n"
+           "            if outer.client != \"openai\" or request is None:\n"
+           "                return wrapped(*args, **kwargs)  # another layer owns it",
+           ("tests/test_http_rollouts.py",)),
+    Mutant("ps-4xx-is-ok", _PS,
+           "\"5xx\" if status >= 500 else \"4xx\" if status >= 400 else \"ok\"",
+           "\"5xx\" if status >= 500 else \"4xx\" if status >= 600 else \"ok\"", _T_RL),
+    Mutant("ps-layer-left-set", _PS,
+           "        if token is not None:\n            active.reset(token)\n        try:\n"
+           "            status = resp.status_code",
+           "        try:\n            status = resp.status_code", _T_RL),
+    Mutant("ps-failure-unrecorded", _PS,
+           "            plain_failed(log, ep, self.client, start, retried, sent, exc)\n", "",
            _T_RL),
-    # -- the pass-through gate (.pyx)
+    # -- the layers' pass-through (http.client under a client that owns its request)
     Mutant("gate-attr-inverted", _GATE,
-           "return PyObject_GetAttr(first, self.attr) is None",
-           "return PyObject_GetAttr(first, self.attr) is not None", _T_GATE),
+           "    if req is None:  # no request of this layer open on the connection",
+           "    if req is not None:  # no request of this layer open on the connection", _T_GATE),
     Mutant("gate-missing-attr-to-wrapper", _GATE,
-           "            except AttributeError:\n                return True",
-           "            except AttributeError:\n                return False", _T_GATE),
+           "        _patches.set(mod.HTTPConnection, OPEN, None)\n", "",
+           ("tests/test_http_instrumentors.py",)),
     Mutant("gate-var-inverted", _GATE,
-           "if self.var is not None and get_value(self.var) is not None:",
-           "if self.var is not None and get_value(self.var) is None:", _T_GATE),
-    Mutant("gate-tp-call-always-wrapper", _GATE,
-           "            return self.original(*args, **kwargs)\n",
-           "            return self.wrapper(*args, **kwargs)\n", _T_GATE),
+           "    if active.get() is not None:  # urllib, requests: their layer owns it",
+           "    if active.get() is None:  # urllib, requests: their layer owns it", _T_GATE),
+    Mutant("gate-raising-attr-breaks", _GATE,
+           "    except Exception:  # noqa: BLE001 - an attribute that raises: not ours\n"
+           "        req = None",
+           "    except AttributeError:  # noqa: BLE001 - an attribute that raises: not ours\n"
+           "        req = None", _T_GATE),
+    # -- the instrumentors' undo (integrations/_instrument.py)
+    Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
+           "                    _wrapt().unwrap_object(owner, name, what, missing_ok=True)",
+           "                    pass", _T_RL),
+    Mutant("undo-leaves-hot-function", "src/gyreprof/integrations/_instrument.py",
+           "                else:\n                    setattr(owner, name, what)",
+           "                else:\n                    pass", ("tests/test_http_instrumentors.py",)),
+    Mutant("undo-keeps-class-default", "src/gyreprof/integrations/_instrument.py",
+           "                elif what is _MISSING:\n                    delattr(owner, name)",
+           "                elif what is _MISSING:\n                    pass",
+           ("tests/test_http_instrumentors.py",)),
     # -- one run, every door (issue 33 item 7): the run's table, report on its snaps, top
     Mutant("doors-table-shares-not-the-verdicts", "src/gyreprof/render/text.py",
            "if v is not None and v.sampler_shares and _same_wall(timed, v.sampler_shares):",

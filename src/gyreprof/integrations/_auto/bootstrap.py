@@ -70,7 +70,6 @@ def install_all() -> None:
     """Patch every known library now or when it is imported (idempotent)."""
     from gyreprof.integrations._auto import (
         hooks,
-        http_hooks,  # HTTP rollout clients (issue 23)
         patch_gym,
         patch_mp,
         patch_queue,
@@ -87,7 +86,9 @@ def install_all() -> None:
     patch_torchrl.register()
     patch_transformers.register()
     patch_rllib.register()
-    http_hooks.register()
+    from gyreprof.integrations import http  # HTTP rollout clients, each when imported
+
+    http.instrument()
     patch_torch.register()
     patch_queue.register()
     hooks.when_imported("gyreprof.profiler", _join_user_profilers)
@@ -152,14 +153,14 @@ def _remove_trigger() -> None:
 
 
 def lacking() -> str | None:
-    """What this Python lacks to run the profilers, or None: numpy, psutil, or the compiled
+    """What this Python lacks to run the profilers, or None: numpy, psutil, wrapt, or the compiled
     core built for it. Looked up, not imported (numpy loads only when a patched library
     first records): a process whose Python has gyreprof from the launcher's folder alone
     must not find out in the middle of the user's first ``queue.get``. Looked up with the
     finders already loaded (no ``importlib.util``)."""
     import _imp
 
-    for name in ("numpy", "psutil"):
+    for name in ("numpy", "psutil", "wrapt"):
         if not _findable(name):
             return name
     core = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_here()))), "_core")

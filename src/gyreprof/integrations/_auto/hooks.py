@@ -1,8 +1,8 @@
 """Patch a library when it is imported, and patch methods on a class and its subclasses.
 
 ``when_imported(name, callback)`` runs ``callback(module)`` right after module
-``name`` has finished executing (a finder on ``sys.meta_path`` wraps the
-module loader's ``exec_module``), or at once if it is already imported.
+``name`` has finished executing, or at once if it is already imported: wrapt's
+post-import hooks (``gyreprof.integrations._instrument.when_imported``).
 Callbacks never raise into the importing code: a failure becomes a warning and
 the library stays uninstrumented.
 
@@ -15,28 +15,12 @@ later. Each wrapper is marked, so patching twice changes nothing.
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from typing import Any
 
+from gyreprof.integrations._instrument import Callback, warn, when_imported
+
 MARK = "__gyreprof_wrapped__"
-
-Callback = Callable[[ModuleType], None]
-_pending: dict[str, list[Callback]] = {}
-_lock = threading.RLock()
-
-
-def warn(text: str) -> None:
-    print(f"gyreprof run: {text}", file=sys.stderr, flush=True)
-
-
-def _run(name: str, module: ModuleType, callbacks: list[Callback]) -> None:
-    for cb in callbacks:
-        try:
-            cb(module)
-        except Exception as exc:  # noqa: BLE001 - never break the user's import
-            warn(f"instrumenting {name} failed ({exc!r}); it runs uninstrumented")
 
 
 def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
@@ -49,54 +33,6 @@ def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -
         if spec is not None:
             return spec
     return None
-
-
-class _Finder:  # a meta path finder needs only find_spec (no importlib.abc: ~9 ms)
-    """Finds nothing itself: for a watched name, wraps the real loader's exec_module."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in _pending:
-            return None
-        spec = spec_from_others(self, fullname, path, target)
-        if spec is None:
-            return None
-        loader = spec.loader
-        # only a per-module loader instance may get an instance attribute
-        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
-            return spec
-        original = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            original(module)
-            with _lock:
-                callbacks = _pending.pop(fullname, [])
-            _run(fullname, module, callbacks)
-
-        try:
-            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
-        except (AttributeError, TypeError):
-            pass
-        return spec
-
-
-_FINDER = _Finder()
-
-
-def when_imported(name: str, callback: Callback) -> None:
-    """``callback(module)`` once module ``name`` is imported (now, if it already is)."""
-    with _lock:
-        module = sys.modules.get(name)
-        if module is None or getattr(module, "__spec__", None) is None or _initializing(module):
-            _pending.setdefault(name, []).append(callback)
-            if _FINDER not in sys.meta_path:
-                sys.meta_path.insert(0, _FINDER)
-            return
-    _run(name, module, [callback])
-
-
-def _initializing(module: ModuleType) -> bool:
-    spec = getattr(module, "__spec__", None)
-    return bool(getattr(spec, "_initializing", False))
 
 
 def is_wrapped(fn: object) -> bool:
@@ -175,4 +111,13 @@ def patch_methods(
     setattr(cls, key, True)
 
 
-__all__ = ["MARK", "is_wrapped", "mark", "patch_methods", "warn", "when_imported"]
+__all__ = [
+    "MARK",
+    "Callback",
+    "is_wrapped",
+    "mark",
+    "patch_methods",
+    "spec_from_others",
+    "warn",
+    "when_imported",
+]

@@ -1,6 +1,6 @@
 """This process's HTTP rollout requests: one :class:`Span` per request, per thread.
 
-The patched clients (``patch_http``) open a :class:`Request` when a request
+The patched clients (``gyreprof.integrations.http``) open a :class:`Request` when a request
 starts and finish it when its answer is in (for a stream: when the user's last
 read of it ends). Finishing appends one :class:`Span` to the calling thread's
 :class:`ThreadLog` (no lock: one writer per thread). A thread keeps its last
@@ -42,7 +42,6 @@ import time
 from typing import Any
 
 from gyreprof._core.bodyscan import scan_body as _scan
-from gyreprof._core.requestlog import RequestLog
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -226,8 +225,8 @@ def _number(body: bytes, key: bytes) -> int:
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, in one
-    pass of compiled code (``gyreprof._core.bodyscan``, whose docstring says what it reads;
-    the hot paths call it directly): tokens -1 when not found; ``empty_field`` the result
+    pass of compiled code (``gyreprof._core.bodyscan``, whose docstring says what it
+    reads): tokens -1 when not found; ``empty_field`` the result
     list found empty (``choices``, else ``data`` when the body has no ``choices``, or
     ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned, 1 not JSON, 2
     oversized (not scanned)."""
@@ -406,49 +405,29 @@ def as_row(span: Request | Row) -> Row:
 Span = Request  # a finished request is the span a thread keeps
 
 
-def open_plain(ep: str) -> tuple[ThreadLog, int, tuple[str, ...]]:
-    """A plain request starts on this thread: its log, start (ns) and retried classes,
-    as :class:`Request` takes them (the fast path of a synchronous client: the span is
-    then recorded by :func:`record_plain`, with no Request made). Compiled:
-    ``RequestLog.open_plain``, which the patched clients call themselves."""
-    log = thread_log()
-    start, retried = log.open_plain(ep)
-    return log, start, retried
-
-
-def record_plain(
-    log: ThreadLog,
-    ep: str,
-    client: str,
-    start: int,
-    retried: tuple[str, ...],
-    outcome: str,
-    data: Any,
-    bytes_out: int,
-) -> int:
-    """Record a plain request opened by :func:`open_plain` on this thread (one attempt, no
-    stream): ``outcome`` its status class or failure, ``data`` its whole answer body (None:
-    not read). The row, the core span and the context's last failure are what
-    :meth:`Request.body` and :meth:`Request.finish` leave for the same request; its end.
-    Compiled: ``RequestLog.record_plain``, which the patched clients call themselves."""
-    return log.record_plain(ep, client, start, retried, outcome, data, bytes_out)
-
-
 #: the last failed request of this context (thread, asyncio task): (endpoint, outcome)
 _last_failure: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "gyreprof_http_last_failure", default=None
 )
 
 
-class ThreadLog(RequestLog):
-    """One thread's requests: kept spans, folded totals and its core recorder. The plain
-    request's path is compiled (the base class ``gyreprof._core.requestlog.RequestLog``
-    holds ``ident``, ``spans``, ``core_ok`` and ``spans_core``)."""
+class ThreadLog:
+    """One thread's requests: kept spans, folded totals and its core recorder
+    (``spans_core``, a ``Spans`` over it; ``core_ok`` False: no core, times from the
+    clock). The plain request's path (one synchronous attempt, no stream, no
+    :class:`Request` made) is :meth:`open_plain` and :meth:`record_plain`."""
 
-    __slots__ = ("folded", "dropped", "rec", "prof")
+    __slots__ = ("ident", "spans", "core_ok", "spans_core", "folded", "dropped", "rec", "prof",
+                 "span_cap")  # fmt: skip
 
-    def __init__(self) -> None:
-        self.bind_plain(_last_failure, _scan, BODY_CAP, SPAN_CAP)
+    def __init__(self, span_cap: int | None = None, *, core: bool = True) -> None:
+        """``span_cap`` spans kept whole before the older half is folded (default
+        ``SPAN_CAP``, at least 2); ``core`` False: no core recorder, times from the clock."""
+        if span_cap is None:
+            span_cap = SPAN_CAP
+        if not isinstance(span_cap, int) or span_cap < 2:
+            raise ValueError(f"span_cap must be an integer of at least 2, got {span_cap!r}")
+        self.span_cap = span_cap
         self.ident = threading.get_ident()
         self.spans: list[Request | Row] = []
         self.folded: dict[str, Totals] = {}
@@ -457,6 +436,8 @@ class ThreadLog(RequestLog):
         self.rec: Any = None
         self.prof: Any = None
         self.spans_core: Any = None
+        if not core:
+            return
         try:
             from gyreprof._core.recorder import Spans
             from gyreprof.profiler import Profiler
@@ -469,6 +450,61 @@ class ThreadLog(RequestLog):
         except Exception:  # noqa: BLE001, S110 - no core: the spans are still kept in Python
             pass
 
+    def open_plain(self, ep: str) -> tuple[int, tuple[str, ...]]:
+        """A plain request to ``ep`` starts on this log's thread: ``(start, retried)``,
+        its start (ns: the core span's token, else CLOCK_MONOTONIC now) and the retried
+        classes (the context's last failure, when it was at this endpoint)."""
+        retried: tuple[str, ...] = ()
+        if ep:
+            prev = _last_failure.get()
+            if prev is not None and prev[0] == ep:
+                retried = (prev[1],)
+        core = self.spans_core
+        return (core.begin() if self.core_ok and core is not None else _now()), retried
+
+    def record_plain(
+        self,
+        ep: str,
+        client: str,
+        start: int,
+        retried: tuple[str, ...],
+        outcome: str,
+        data: Any,
+        bytes_out: int,
+    ) -> int:
+        """Record the plain request opened at ``start``: ``outcome`` its status class or
+        failure, ``data`` its whole answer body (None: not read). Its row is the one
+        :meth:`Request.body` and :meth:`Request.finish` leave for the same request; the
+        core span ends and the context's last failure is set. Returns its end (ns)."""
+        p = c = -1
+        empty = None
+        flag = n = 0
+        if data is not None:
+            n = len(data)
+            p, c, empty, flag = _scan(data, BODY_CAP)
+            if empty is not None:
+                if outcome == "ok":
+                    outcome = "empty"
+                else:
+                    empty = None
+        end = -1
+        core = self.spans_core
+        if self.core_ok and core is not None:
+            try:
+                end = start + core.end(REQUEST, start)
+            except Exception:  # noqa: BLE001 - the core refused: the span still counts
+                end = -1
+        if end < 0:
+            end = _now()
+        # ROW_FIELDS: no ttft, no chunks, one attempt, not a stream
+        self.add((ep, start, end, outcome, p, c, -1, 0, 1, retried, n, bytes_out, False,
+                  empty, flag, self.ident, client))  # fmt: skip
+        if outcome != "ok":
+            _last_failure.set((ep, outcome))
+        elif _last_failure.get() is not None:
+            _last_failure.set(None)
+        return end
+
     def record(self, phase: int, ns: int) -> None:
         if self.core_ok and self.ident == threading.get_ident():
             try:
@@ -479,9 +515,10 @@ class ThreadLog(RequestLog):
     def add(self, span: Request | Row) -> None:
         spans = self.spans
         spans.append(span)
-        if len(spans) >= SPAN_CAP:
-            old = spans[: SPAN_CAP // 2]
-            del spans[: SPAN_CAP // 2]
+        cap = self.span_cap
+        if len(spans) >= cap:
+            old = spans[: cap // 2]
+            del spans[: cap // 2]
             for s in old:
                 row = as_row(s)
                 t = self.folded.get(row[R_ENDPOINT])
@@ -542,7 +579,7 @@ def logs_since(n: int) -> list[ThreadLog]:
 
 
 _started_pid = 0
-#: called at a process's first request (``patch_http`` sets it: under ``gyreprof run`` it
+#: called at a process's first request (``integrations.http`` sets it: under ``gyreprof run`` it
 #: makes the process a recording one, with its start file and its save at exit)
 first_request_hook: Any = None
 
