@@ -316,7 +316,7 @@ cdef class Spans:
     cdef int64_t at_max                   # ns with in_flight == max_in_flight (this max)
 
     cdef inline void _advance(self, int64_t now) noexcept
-    # ``begin`` and ``end`` for compiled callers (requestlog): the same, with no Python
+    # ``begin`` and ``end`` for compiled callers: the same, with no Python
     # call; ``_end`` takes a phase id the caller has checked (0 <= p < rec.n_phases)
     cdef int64_t _begin(self) except? -1
     cdef int64_t _end(self, int p, int64_t start_ns) except? -1
