@@ -209,3 +209,23 @@ def test_the_trigger_alone_gives_the_hooked_spec(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["True", "False"]
+
+
+def test_a_patch_loaded_halfway_through_a_standard_import_breaks_nothing(tmp_path: Path) -> None:
+    """The patches load on the first import of a watched module, maybe while the module
+    that imports it is half done (``concurrent.futures`` runs ``concurrent.futures._base``
+    first). What they import then must not need that module: wrapt 2, which imports
+    asyncio (and so ``concurrent.futures``) when it is imported, failed here with
+    "cannot access submodule 'futures' of module 'concurrent'"."""
+    script = tmp_path / "cf.py"
+    script.write_text(
+        "import concurrent.futures\n"
+        "import asyncio, queue\n"
+        "from gyreprof.integrations._auto import hooks\n"
+        "print('OK', concurrent.futures.FIRST_COMPLETED, hooks.is_wrapped(queue.Queue.get))\n"
+    )
+    r = subprocess.run(
+        [*RUN, sys.executable, str(script)], env=_env(), capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "OK FIRST_COMPLETED True" in r.stdout, r.stdout + r.stderr[-3000:]

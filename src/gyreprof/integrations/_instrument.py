@@ -5,9 +5,13 @@ A library's instrumentor keeps one :class:`Patches`. ``patches.wrap(owner, name,
 wrapper)`` replaces ``owner.name`` (a class, or a module) with a ``wrapt.FunctionWrapper``
 calling ``wrapper(wrapped, instance, args, kwargs)`` (wrapt's wrapper signature: a method
 reached through an instance gets ``wrapped`` bound and ``instance`` set), and remembers
-the handle wrapt returned. ``patches.undo()`` removes every wrapper it installed with
-``wrapt.unwrap_object``, newest first, so each patched attribute is the very object it
-was before (identity, not a copy). ``patches.set(owner, name, value)`` sets a plain
+what ``owner`` itself held there. ``patches.undo()`` puts that back (or removes the
+wrapper where the attribute was inherited), newest first, so each patched attribute is
+the very object it was before (identity, not a copy).
+
+wrapt is pinned below 2 (pyproject): wrapt 2 imports asyncio when it is imported (172
+modules, ~150 ms in every process that loads a patch), and a post-import hook that loads
+it while ``concurrent.futures`` is half imported breaks the user's import. ``patches.set(owner, name, value)`` sets a plain
 attribute (a class default the wrappers read) and ``undo`` puts back what was there, or
 removes it. A wrapper installed twice on the same attribute by the same ``Patches`` is
 installed once.
@@ -116,7 +120,7 @@ class Patches:
     __slots__ = ("_done", "_keys")
 
     def __init__(self) -> None:
-        self._done: list[tuple[Any, str, Any, bool]] = []  # owner, name, handle/old, wrapped
+        self._done: list[tuple[Any, str, Any, bool]] = []  # owner, name, old, wrapped
         self._keys: set[tuple[int, str]] = set()
 
     def __len__(self) -> int:
@@ -141,12 +145,15 @@ class Patches:
         own = getattr(owner, "__dict__", {}).get(name)
         if hot and isinstance(owner, type) and isinstance(own, FunctionType):
             return self.set(owner, name, _hot(own, wrapper))
+        before = getattr(owner, "__dict__", {}).get(name, _MISSING)
         try:
-            handle = _wrapt().wrap_function_wrapper(owner, name, wrapper)
+            _wrapt().wrap_function_wrapper(owner, name, wrapper)
         except (AttributeError, TypeError):
             return False
         self._keys.add(key)
-        self._done.append((owner, name, handle, True))
+        # undone by putting back what ``owner`` itself held (the raw descriptor), or by
+        # removing the wrapper where the attribute was inherited: the same on every wrapt
+        self._done.append((owner, name, before, True))
         return True
 
     def wrap_tree(self, cls: type, wrappers: dict[str, Wrapper], *, hot: bool = False) -> None:
@@ -196,9 +203,7 @@ class Patches:
             owner, name, what, wrapped = self._done.pop()
             self._keys.discard((id(owner), name))
             try:
-                if wrapped:
-                    _wrapt().unwrap_object(owner, name, what, missing_ok=True)
-                elif what is _MISSING:
+                if what is _MISSING:
                     delattr(owner, name)
                 else:
                     setattr(owner, name, what)

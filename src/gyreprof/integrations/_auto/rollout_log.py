@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 from gyreprof._core.bodyscan import scan_body as _scan
+from gyreprof._errors import InvalidValueError
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -426,7 +427,7 @@ class ThreadLog:
         if span_cap is None:
             span_cap = SPAN_CAP
         if not isinstance(span_cap, int) or span_cap < 2:
-            raise ValueError(f"span_cap must be an integer of at least 2, got {span_cap!r}")
+            raise InvalidValueError(f"span_cap must be an integer of at least 2, got {span_cap!r}")
         self.span_cap = span_cap
         self.ident = threading.get_ident()
         self.spans: list[Request | Row] = []

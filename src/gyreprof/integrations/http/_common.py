@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gyreprof._errors import InvalidValueError
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.integrations._auto import state as st
 
@@ -185,15 +186,15 @@ class PlainSend:
         layer: Any = None,
     ) -> None:
         if not isinstance(client, str) or not isinstance(body_attr, str):
-            raise ValueError("client and body_attr must be strings")
+            raise InvalidValueError("client and body_attr must be strings")
         if not isinstance(cache, dict):
-            raise ValueError(f"cache must be a dict, got {type(cache).__name__}")
+            raise InvalidValueError(f"cache must be a dict, got {type(cache).__name__}")
         if not callable(endpoint):
-            raise ValueError("PlainSend needs a callable endpoint")
+            raise InvalidValueError("PlainSend needs a callable endpoint")
         if key_attr is not None and not isinstance(key_attr, str):
-            raise ValueError("key_attr must be an attribute name or None")
+            raise InvalidValueError("key_attr must be an attribute name or None")
         if sent_else is not None and not callable(sent_else):
-            raise ValueError("sent_else must be callable or None")
+            raise InvalidValueError("sent_else must be callable or None")
         self.client = client
         self.layer = layer
         self.cache = cache
