@@ -45,10 +45,11 @@ does not need a new version; a field with ``metadata={"serial": False}`` is neve
 written (it must have a default) and fields with ``init=False`` are left to the
 class to compute; a private field (its name starts with an underscore: a cache, the
 object a value was computed from) is never written either.
+A field typed ``Annotated[T, read]`` is read by ``read(value, where)``, which returns
+the value or raises ``ValueError`` saying what is wrong (a record whose values have
+a narrower range than their type: a 64-bit integer, a finite float).
 ``metadata={"serial_key": "name"}`` writes and reads a field under another name
-than its attribute's, and ``metadata={"serial_read": "attr"}`` writes
-the value of another attribute (a property that fills the field in when it was
-left empty) in the field's place. ``metadata={"serial_whole": True}`` nests another
+than its attribute's. ``metadata={"serial_whole": True}`` nests another
 tagged record *whole*, with its own tag and version (through its class's ``to_dict()``
 / ``from_dict()`` when it has them, so a record with parts outside its fields keeps
 them), where a nested dataclass is otherwise written as its fields only.
@@ -253,8 +254,7 @@ def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, A
         if not _written(f):
             continue
         key = _key_of(f)
-        attr = f.metadata.get("serial_read", f.name)
-        value = getattr(obj, attr)
+        value = getattr(obj, f.name)
         if f.metadata.get("serial_whole") and value is not None:
             out[key] = _encode_whole(value, f"{where}.{key}", default)
         else:
@@ -434,7 +434,9 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
         try:
-            hints = typing.get_type_hints(cls, localns=_ModuleNames(cls.__module__))
+            hints = typing.get_type_hints(
+                cls, localns=_ModuleNames(cls.__module__), include_extras=True
+            )
         except NameError:  # a field not written (serial=False) may name a TYPE_CHECKING type
             hints = _written_hints(cls)
         _HINTS[cls] = hints
@@ -477,14 +479,15 @@ def _written_hints(cls: type[Any]) -> dict[str, Any]:
             if f is None or not _written(f):
                 continue
             out[name] = typing.get_type_hints(
-                type("_One", (), {"__annotations__": {name: ann}}), names
+                type("_One", (), {"__annotations__": {name: ann}}), names, include_extras=True
             )[name]
     return out
 
 
-# per class: (attribute, key, type, required, nested whole) of each field read, and
-# every key it knows (fields and derived values)
-_Plan = tuple[tuple[tuple[str, str, Any, bool, bool], ...], frozenset[str]]
+# per class: (attribute, key, type, required, nested whole, own reader, null reads as
+# None) of each field read, and every key it knows (fields and derived values)
+_Row = tuple[str, str, Any, bool, bool, Callable[[Any], Any] | None, bool]
+_Plan = tuple[tuple[_Row, ...], frozenset[str]]
 _PLANS: dict[type[Any], _Plan] = {}
 
 
@@ -500,10 +503,38 @@ def _plan(cls: type[Any]) -> _Plan:
                 f.default_factory is dataclasses.MISSING
             )
             whole = bool(f.metadata.get("serial_whole"))
-            rows.append((f.name, _key_of(f), hints[f.name], required, whole))
+            tp = hints[f.name]
+            read, nullable = _own_reader(tp)
+            rows.append((f.name, _key_of(f), tp, required, whole, read, nullable))
         keys = frozenset(r[1] for r in rows) | frozenset(_derived(cls))
         plan = _PLANS[cls] = (tuple(rows), keys)
     return plan
+
+
+def _own_reader(tp: Any) -> tuple[Callable[[Any], Any] | None, bool]:
+    """The reader a field typed ``Annotated[T, read]`` (or that ``| None``) declares, and
+    whether null reads as None; (None, False) for any other type."""
+    nullable = False
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        arms = [a for a in args if a is not type(None)]
+        if len(arms) != 1 or len(arms) == len(args):
+            return None, False
+        tp, nullable = arms[0], True
+    if typing.get_origin(tp) is typing.Annotated:
+        reads = [m for m in tp.__metadata__ if callable(m)]
+        if len(reads) == 1:
+            return reads[0], nullable
+    return None, False
+
+
+def _read_with(read: Callable[[Any], Any], value: Any, where: str) -> Any:
+    try:
+        return read(value)
+    except SerialError:
+        raise
+    except ValueError as exc:
+        raise SerialError(f"{where}: {exc}") from None
 
 
 def _decode_dataclass(
@@ -511,15 +542,24 @@ def _decode_dataclass(
 ) -> T:
     plan, keys = _plan(cls)
     kwargs: dict[str, Any] = {}
-    for name, key, tp, required, whole in plan:
+    for name, key, tp, required, whole, read, nullable in plan:
         if key not in data:
             if required:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        if whole:
-            kwargs[name] = _decode_whole(tp, data[key], f"{where}.{key}")
+        value = data[key]
+        if read is not None:
+            if value is None and nullable:
+                kwargs[name] = None
+            else:
+                try:
+                    kwargs[name] = read(value)
+                except ValueError as exc:
+                    raise SerialError(f"{where}.{key}: {exc}") from None
+        elif whole:
+            kwargs[name] = _decode_whole(tp, value, f"{where}.{key}")
         else:
-            kwargs[name] = _decode_value(tp, data[key], f"{where}.{key}")
+            kwargs[name] = _decode_value(tp, value, f"{where}.{key}")
     unknown = [k for k in data if k not in keys and k not in skip]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
@@ -554,6 +594,11 @@ def _decode_value(tp: Any, value: Any, where: str) -> Any:
     args = typing.get_args(tp)
     if origin is Union or origin is types.UnionType:
         return _decode_union(args, value, where)
+    if origin is typing.Annotated:
+        read, _ = _own_reader(tp)
+        if read is not None:
+            return _read_with(read, value, where)
+        return _decode_value(args[0], value, where)
     if origin is typing.Literal:
         for option in args:
             if value == option and type(value) is type(option):

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar, overload
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from gyreprof import _checks, _io, _limits
 from gyreprof._block import StatsBlock, warmup_windows
 from gyreprof._core import decode_counts_into, encode_counts, layout_info, monotonic_ns
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError, MissingKeyError
+from gyreprof._serial import from_plain, plain
 from gyreprof._version import __version__
 from gyreprof.histogram import STEP, PhaseRow, exact_percentiles, layout_edges
 from gyreprof.summary import WRAPPER_COUNTER_PREFIX, Summary
@@ -193,10 +194,13 @@ def _sat_add(a: int, b: int) -> tuple[int, bool]:
 
 # ------------------------------------------------------------------- records
 #
-# The records inside a Snapshot, declared once: each field's type is its schema.
-# ``_record`` reads one from a decoded mapping (missing fields take their default,
-# unknown keys are ignored so older and newer writers read), ``_plain`` writes it
-# back (fields that are None are left out, as the format always did).
+# The records inside a Snapshot, declared once: each field's type is its schema, read
+# and written by the generic codec (``gyreprof._serial``). A field's narrower range than
+# its Python type (a 64-bit integer, a finite float) is declared in its type
+# (``Annotated[int, _int64]``...). The binary format reads them with ``from_plain``
+# (missing fields take their default, unknown keys are skipped so older and newer
+# writers read) and writes them with ``_plain`` (fields that are None left out, as the
+# format always did).
 
 _INT64_MIN = -(1 << 63)
 # the most a decoded histogram (or warm-up) may count: a merge of two such inputs still
@@ -208,36 +212,46 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _as_int(v: Any, what: str) -> int:
+def _int64(v: Any) -> int:
+    """``v`` as a 64-bit integer (an integral float reads as one); ValueError if not."""
+    if type(v) is int and _INT64_MIN <= v <= _INT64_MAX:
+        return v  # the common case, without building a message
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         v = int(v)
     if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:
-        raise InvalidValueError(f"{what} is {v!r}, not a 64-bit integer")
+        raise InvalidValueError(f"{v!r} is not a 64-bit integer")
     return int(v)
 
 
-def _as_float(v: Any, what: str) -> float:
+def _as_int(v: Any, what: str) -> int:
+    try:
+        return _int64(v)
+    except ValueError as exc:
+        raise InvalidValueError(f"{what}: {exc}") from None
+
+
+def _finite(v: Any) -> float:
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(float(v)):
-        raise InvalidValueError(f"{what} is {v!r}, not a finite number")
+        raise InvalidValueError(f"{v!r} is not a finite number")
     return float(v)
 
 
-def _as_str(v: Any, what: str) -> str:
+def _text(v: Any) -> str:
     if not isinstance(v, str):
-        raise InvalidValueError(f"{what} is {v!r}, not a string")
+        raise InvalidValueError(f"{v!r} is not a string")
     return v
 
 
-def _as_bool(v: Any, what: str) -> bool:
+def _flag(v: Any) -> bool:
     if not isinstance(v, bool):
-        raise InvalidValueError(f"{what} is {v!r}, not true or false")
+        raise InvalidValueError(f"{v!r} is not true or false")
     return v
 
 
-def _as_exact_sums(v: Any, what: str) -> tuple[tuple[int, int], ...]:
+def _exact_sums(v: Any) -> tuple[tuple[int, int], ...]:
     """(histogram row, exact sum) pairs for the sums past the int64 range of the table."""
     if not isinstance(v, (list, tuple)):
-        raise InvalidValueError(f"{what} is {v!r}, not a list of (row, sum) pairs")
+        raise InvalidValueError(f"{v!r} is not a list of (row, sum) pairs")
     out = []
     for pair in v:
         if (
@@ -245,67 +259,30 @@ def _as_exact_sums(v: Any, what: str) -> tuple[tuple[int, int], ...]:
             or len(pair) != 2
             or not all(_is_int(x) and x >= 0 for x in pair)
         ):
-            raise InvalidValueError(f"{what} holds {pair!r}, not a (row, sum) pair of integers")
+            raise InvalidValueError(f"it holds {pair!r}, not a (row, sum) pair of integers")
         out.append((int(pair[0]), int(pair[1])))
     return tuple(out)
 
 
-_READERS: dict[str, Callable[[Any, str], Any]] = {
-    "tuple[tuple[int, int], ...]": _as_exact_sums,
-    "int": _as_int,
-    "float": _as_float,
-    "str": _as_str,
-    "bool": _as_bool,
-}
+# the field types of the records, with the range the binary format reads
+I64 = Annotated[int, _int64]
+F64 = Annotated[float, _finite]
+Text = Annotated[str, _text]
+Flag = Annotated[bool, _flag]
+ExactSums = Annotated[tuple[tuple[int, int], ...], _exact_sums]
 
 _R = TypeVar("_R")
-
-
-_SCHEMAS: dict[type, tuple[tuple[str, Callable[[Any, str], Any], bool], ...]] = {}
-
-
-def _schema(cls: type) -> tuple[tuple[str, Callable[[Any, str], Any], bool], ...]:
-    """(field, reader, may be None) for each field of the record ``cls`` (cached)."""
-    got = _SCHEMAS.get(cls)
-    if got is None:
-        out = []
-        for f in fields(cls):
-            typ = str(f.type)
-            optional = typ.endswith(" | None")
-            out.append((f.name, _READERS[typ.removesuffix(" | None")], optional))
-        got = _SCHEMAS[cls] = tuple(out)
-    return got
-
-
-_READ_BY_KEY: dict[type, dict[str, tuple[Callable[[Any, str], Any], bool]]] = {}
 
 
 def _record(cls: type[_R], d: Any, what: str) -> _R:
     """A ``cls`` record from the decoded mapping ``d``; ValueError naming a bad field.
     Keys that are no field of ``cls`` are skipped (a newer writer's)."""
-    if not isinstance(d, Mapping):
-        raise InvalidValueError(f"{what} is not a mapping")
-    by_key = _READ_BY_KEY.get(cls)
-    if by_key is None:
-        by_key = _READ_BY_KEY[cls] = {n: (r, o) for n, r, o in _schema(cls)}
-    kw: dict[str, Any] = {}
-    for name, v in d.items():  # the keys written (most records leave most fields out)
-        got = by_key.get(name)
-        if got is None:
-            continue
-        read, optional = got
-        if type(v) is int and read is _as_int and _INT64_MIN <= v <= _INT64_MAX:
-            kw[name] = v  # the common case, without building a message
-        elif v is None and optional:
-            kw[name] = None
-        else:
-            kw[name] = read(v, f"{what}[{name!r}]")
-    return cls(**kw)
+    return from_plain(cls, d, where=what, ignore_unknown=True)
 
 
 def _plain(rec: Any) -> dict[str, Any]:
     """A record as the plain mapping the format stores (None fields left out)."""
-    return {n: v for n, _, _ in _schema(type(rec)) if (v := getattr(rec, n)) is not None}
+    return {k: v for k, v in plain(rec).items() if v is not None}
 
 
 def _check_ints(rec: Any, names: Iterable[str], what: str, *, low: int = 0) -> None:
@@ -319,13 +296,13 @@ def _check_ints(rec: Any, names: Iterable[str], what: str, *, low: int = 0) -> N
 class SnapshotConfig:
     """The histogram layout and warm-up / window rules a snapshot was recorded with."""
 
-    lowest_ns: int
-    highest_ns: int
-    significant_figures: int
-    clock: str = "monotonic"
-    warmup_steps: int = 0
-    warmup_ns: int = 0
-    window_steps: int = 0
+    lowest_ns: I64
+    highest_ns: I64
+    significant_figures: I64
+    clock: Text = "monotonic"
+    warmup_steps: I64 = 0
+    warmup_ns: I64 = 0
+    window_steps: I64 = 0
 
     def __post_init__(self) -> None:
         _check_ints(self, ("warmup_steps", "warmup_ns", "window_steps"), "config")
@@ -356,29 +333,29 @@ class SnapshotConfig:
 class Times:
     """When things happened (CLOCK_MONOTONIC ns; -1 / 0: not yet)."""
 
-    start_ns: int = 0
-    steady_start_ns: int = -1
-    last_step_end_ns: int = -1
-    last_write_ns: int = -1
-    taken_ns: int = 0
-    open_phase: int = -1  # index of the phase open when taken, -1 none
-    open_since_ns: int = -1
-    warmup_end_step: int = -1
+    start_ns: I64 = 0
+    steady_start_ns: I64 = -1
+    last_step_end_ns: I64 = -1
+    last_write_ns: I64 = -1
+    taken_ns: I64 = 0
+    open_phase: I64 = -1  # index of the phase open when taken, -1 none
+    open_since_ns: I64 = -1
+    warmup_end_step: I64 = -1
 
 
 @dataclass(frozen=True, slots=True)
 class Totals:
     """Run-wide counts (steps, events, and the values that could not be counted)."""
 
-    steps_begun: int = 0
-    steps_completed: int = 0
-    warmup_steps_done: int = 0
-    events: int = 0
-    overwritten: int = 0
-    out_of_range: int = 0
-    negative: int = 0
-    nonfinite: int = 0
-    saturated: int = 0  # sums / counters held at the int64 limit instead of wrapping
+    steps_begun: I64 = 0
+    steps_completed: I64 = 0
+    warmup_steps_done: I64 = 0
+    events: I64 = 0
+    overwritten: I64 = 0
+    out_of_range: I64 = 0
+    negative: I64 = 0
+    nonfinite: I64 = 0
+    saturated: I64 = 0  # sums / counters held at the int64 limit instead of wrapping
 
     def __post_init__(self) -> None:
         _check_ints(self, _TOTAL_KEYS, "totals")
@@ -389,24 +366,24 @@ class SourceRecord:
     """One source (process, thread, actor) behind a snapshot: its steady time and rate,
     the profiler's own time in it, and where it sits on the wall clock."""
 
-    steady_ns: int = 0
-    warmup_ns: int = 0
-    rate: float = 0.0  # the source's own steady steps per second
-    overhead_ns: float = 0.0  # profiler time within steady_ns
+    steady_ns: I64 = 0
+    warmup_ns: I64 = 0
+    rate: F64 = 0.0  # the source's own steady steps per second
+    overhead_ns: F64 = 0.0  # profiler time within steady_ns
     # of overhead_ns, the patched env-call wrappers' part (wrapper_overhead); None: none
-    wrapper_ns: float | None = None
-    warmup_done: bool = True
-    steady_start_ns: int | None = None  # the steady span (monotonic), when it ran steady steps
-    end_ns: int | None = None
-    pid: int | None = None
-    host: str | None = None
-    label: str | None = None
-    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns
-    merged: int | None = None  # sources folded into this one (an interval of a merge)
-    retired_threads: int | None = None  # finished per_thread threads folded into this one
-    ray_actor_id: str | None = None
-    ray_node_id: str | None = None
-    node_ip: str | None = None
+    wrapper_ns: F64 | None = None
+    warmup_done: Flag = True
+    steady_start_ns: I64 | None = None  # the steady span (monotonic), when it ran steady steps
+    end_ns: I64 | None = None
+    pid: I64 | None = None
+    host: Text | None = None
+    label: Text | None = None
+    unix_offset_ns: I64 | None = None  # Unix-epoch ns minus monotonic ns
+    merged: I64 | None = None  # sources folded into this one (an interval of a merge)
+    retired_threads: I64 | None = None  # finished per_thread threads folded into this one
+    ray_actor_id: Text | None = None
+    ray_node_id: Text | None = None
+    node_ip: Text | None = None
 
     def __post_init__(self) -> None:
         _check_ints(self, ("steady_ns", "warmup_ns", "merged", "retired_threads"), "source")
@@ -435,23 +412,23 @@ class SourceRecord:
 class Meta:
     """Who took a snapshot and how: the fields are all optional."""
 
-    pid: int | None = None
-    host: str | None = None
-    label: str | None = None
-    unix_offset_ns: int | None = None  # Unix-epoch ns minus monotonic ns for the times
-    windows_closed: int | None = None  # rolling windows closed so far (more than kept)
-    merged: int | None = None  # sources merged into this snapshot
-    interval_ns: int | None = None  # set on an ``interval``
-    retired_threads: int | None = None
-    autosave_windows_dropped: int | None = None
-    live_path: str | None = None  # the live segment it was read from
-    ray_actor_id: str | None = None
-    ray_node_id: str | None = None
-    node_ip: str | None = None
+    pid: I64 | None = None
+    host: Text | None = None
+    label: Text | None = None
+    unix_offset_ns: I64 | None = None  # Unix-epoch ns minus monotonic ns for the times
+    windows_closed: I64 | None = None  # rolling windows closed so far (more than kept)
+    merged: I64 | None = None  # sources merged into this snapshot
+    interval_ns: I64 | None = None  # set on an ``interval``
+    retired_threads: I64 | None = None
+    autosave_windows_dropped: I64 | None = None
+    live_path: Text | None = None  # the live segment it was read from
+    ray_actor_id: Text | None = None
+    ray_node_id: Text | None = None
+    node_ip: Text | None = None
     # (histogram row, exact sum) for the sums past the int64 range of the stat / warm
     # tables, which then hold INT64_MAX for them (``gyreprof._checks.exact_sums``)
-    exact_sums: tuple[tuple[int, int], ...] | None = None
-    exact_warm_sums: tuple[tuple[int, int], ...] | None = None
+    exact_sums: ExactSums | None = None
+    exact_warm_sums: ExactSums | None = None
 
     def __post_init__(self) -> None:
         _check_ints(

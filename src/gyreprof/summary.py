@@ -229,7 +229,7 @@ class Summary:
         default=None,
         repr=False,
         compare=False,
-        metadata={"serial_key": "windows", "serial_read": "windows"},
+        metadata={"serial_key": "windows"},  # written as built: see to_dict
     )
     _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
 
@@ -390,6 +390,8 @@ class Summary:
         """JSON-ready dict, format ``gyreprof.summary/2`` (``null`` for a missing figure);
         ``histograms=True`` adds each phase's encoded buckets under ``"histograms"``."""
         out = encode(self)
+        if self.window_list is None:  # built from the snapshot on first use: written so
+            out["windows"] = plain(self.windows)
         if histograms:
             hist = {}
             for name, st in [*self.phases.items(), (STEP, self.step)]:
