@@ -47,7 +47,7 @@ from gyreprof.window import Window
 #: (``gyreprof.snapshot.wrapper_overhead``). A Summary leaves them out of its counters.
 WRAPPER_COUNTER_PREFIX = "gyreprof.wrapper."
 
-if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
+if TYPE_CHECKING:  # a Summary is computed from a Snapshot; gyreprof.snapshot imports this module
     from gyreprof.snapshot import Snapshot
 
 __all__ = [
