@@ -61,6 +61,20 @@ user passed in, say); ``decode(cls, data, ignore_unknown=True)`` skips fields it
 does not know (data from a newer writer) instead of refusing them; and
 :func:`from_plain` reads back an untagged part written by :func:`plain`.
 
+A record class inherits :class:`Record` for its ``to_dict`` / ``from_dict`` /
+``to_json``, declared once here instead of in each class::
+
+    @serial_format("gyreprof.verdict/1")
+    @dataclass(frozen=True)
+    class Verdict(Record): ...
+
+    Verdict.from_dict(verdict.to_dict()) == verdict
+    verdict.to_json("verdict.json")
+
+A tagged class's ``to_dict`` is :func:`encode`, an untagged one's (a part of other
+records) :func:`plain`; ``class Part(Record, ignore_unknown=True)`` declares that
+reading skips fields it does not know (data from a newer writer).
+
 Values a class computes from its fields (``ok``, ``exit_code``, a count) can be
 written beside them for readers of the JSON: ``@serial_format(tag,
 derived=("ok", "exit_code"))`` names properties or methods that take no argument.
@@ -77,17 +91,19 @@ import enum
 import json
 import math
 import numbers
+import os
 import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from pathlib import PurePath
-from typing import Any, TypeVar, Union
+from pathlib import Path, PurePath
+from typing import Any, ClassVar, TypeVar, Union
 
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._version import __version__
 
 __all__ = [
+    "Record",
     "SerialError",
     "decode",
     "dumps",
@@ -99,6 +115,7 @@ __all__ = [
     "readable_formats",
     "serial_derived",
     "serial_format",
+    "write_json",
 ]
 
 T = TypeVar("T")
@@ -203,6 +220,65 @@ def _split_tag(tag: object) -> tuple[str, int]:
         if name and version.isdigit() and version.isascii():
             return name, int(version)
     raise InvalidValueError(f"a format tag must look like 'gyreprof.thing/1', got {tag!r}")
+
+
+# ------------------------------------------------------------------ the record base
+
+_RecordT = TypeVar("_RecordT", bound="Record")
+
+
+class Record:
+    """The base of a record class (a dataclass): its ``to_dict``, ``from_dict`` and
+    ``to_json`` through this codec. A class with a format tag (:func:`serial_format`)
+    writes it first; one without is a part of other records, written as its fields.
+    ``class X(Record, ignore_unknown=True)``: reading skips fields ``X`` does not know."""
+
+    __slots__ = ()
+    __serial_ignore_unknown__: ClassVar[bool] = False
+
+    def __init_subclass__(cls, *, ignore_unknown: bool | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if ignore_unknown is not None:
+            cls.__serial_ignore_unknown__ = ignore_unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields (``null`` for a missing figure), after the format
+        tag when the class has one."""
+        if isinstance(type(self).__dict__.get(_TAG_ATTR), str):
+            return encode(self)
+        out: dict[str, Any] = plain(self)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[_RecordT], data: Mapping[str, Any]) -> _RecordT:
+        """The record again from :meth:`to_dict`'s output; :class:`SerialError` (a
+        ``ValueError``) naming what is wrong and where."""
+        ignore = cls.__serial_ignore_unknown__
+        if isinstance(cls.__dict__.get(_TAG_ATTR), str):
+            return decode(cls, data, ignore_unknown=ignore)
+        return from_plain(cls, data, ignore_unknown=ignore)
+
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return write_json(self.to_dict(), path, indent=indent)
+
+
+def write_json(
+    data: Mapping[str, Any] | list[Any],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    indent: int | None = None,
+) -> str:
+    """``data`` (plain JSON types) as strict JSON text (no NaN or Infinity literals);
+    written to ``path`` as well (atomically, with a final newline) when given."""
+    out = json.dumps(data, indent=indent, allow_nan=False)
+    if path is not None:
+        from gyreprof import _io  # only when it writes: every process's bootstrap imports this
+
+        _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
+    return out
 
 
 # ------------------------------------------------------------------ encode

@@ -36,7 +36,7 @@ from gyreprof import _checks, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, InvalidValueError, UnknownPhaseError
 from gyreprof._format import SUMMARY_HEADERS
-from gyreprof._serial import decode, encode, plain, serial_format
+from gyreprof._serial import Record, decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
 from gyreprof.window import Window
 
@@ -69,7 +69,7 @@ SUMMARY_FORMAT_V1 = "gyreprof.summary/1"
 
 
 @dataclass(frozen=True)
-class PhaseStats:
+class PhaseStats(Record):
     """Steady-state statistics of one phase (durations in ns)."""
 
     count: int
@@ -119,11 +119,6 @@ class PhaseStats:
             )
         return hist.percentile(qf)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as plain JSON types (``null`` for a missing figure)."""
-        out: dict[str, Any] = plain(self)
-        return out
-
     def __str__(self) -> str:
         from gyreprof.render import text as render_text
 
@@ -131,7 +126,7 @@ class PhaseStats:
 
 
 @dataclass(frozen=True)
-class WarmupInfo:
+class WarmupInfo(Record):
     """How warm-up was told apart from steady state, and what it cost."""
 
     rule: str  # "none", "first 100 steps", "first 2.0 s"
@@ -146,10 +141,6 @@ class WarmupInfo:
         from gyreprof.render import text as render_text
 
         return render_text.warmup(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = plain(self)
-        return out
 
 
 # -------------------------------------------------------------------- summary
@@ -200,7 +191,7 @@ def _phase_stats(
 
 @serial_format(SUMMARY_FORMAT, reads=(SUMMARY_FORMAT_V1,), writer="gyreprof")
 @dataclass(frozen=True)
-class Summary:
+class Summary(Record):
     """Steady-state results of a run (durations in ns)."""
 
     phases: dict[str, PhaseStats]
@@ -404,14 +395,6 @@ class Summary:
                     }
             out["histograms"] = hist
         return out
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        from gyreprof.render import json as render_json
-
-        return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Summary:
