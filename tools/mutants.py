@@ -223,6 +223,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("as-snapshot-json-summary-none", _SNAP_BUILD,
            "if snap is None and not summary_only:", "if snap is None and summary_only:",
            _T_SNAP),
+    # -- the snapshot's records through the codec (snapshot/records.py, _serial.py)
+    Mutant("snapshot-record-int64-range", _SNAP_REC,  # a total past int64 read as valid
+           "if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:", "if not _is_int(v):",
+           ("tests/test_snapshot_validation.py",)),
+    Mutant("serial-annotated-reader-ignored", "src/gyreprof/_serial.py",
+           "        if len(reads) == 1:\n            return reads[0], nullable",
+           "        if not reads:\n            return reads[0], nullable",
+           ("tests/test_serial.py", "tests/test_snapshot_validation.py")),
     # -- windows read from snapshots (window.py) and exact ring windows (histogram.py)
     Mutant("win-read-p90-p99-swapped", _WINDOW,
            "float(hw.p90),\n                    float(hw.p99),",

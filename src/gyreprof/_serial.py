@@ -324,15 +324,32 @@ def _key_of(f: dataclasses.Field[Any]) -> str:
     return key
 
 
+# per class: (attribute, key, nested whole) of each field written (see _encode_fields)
+_ENCODE_PLANS: dict[type[Any], tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _encode_plan(cls: type[Any]) -> tuple[tuple[str, str, bool], ...]:
+    plan = _ENCODE_PLANS.get(cls)
+    if plan is None:
+        plan = _ENCODE_PLANS[cls] = tuple(
+            (f.name, _key_of(f), bool(f.metadata.get("serial_whole")))
+            for f in dataclasses.fields(cls)
+            if _written(f)
+        )
+    return plan
+
+
 def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        if not _written(f):
-            continue
-        key = _key_of(f)
-        value = getattr(obj, f.name)
-        if f.metadata.get("serial_whole") and value is not None:
+    for name, key, whole in _encode_plan(type(obj)):
+        value = getattr(obj, name)
+        kind = type(value)
+        if whole and value is not None:
             out[key] = _encode_whole(value, f"{where}.{key}", default)
+        elif value is None or kind is int or kind is str or kind is bool:
+            out[key] = value  # the common case: written as it is, without a path to name
+        elif kind is float:
+            out[key] = _encode_float(value)
         else:
             out[key] = _encode_value(value, f"{where}.{key}", default)
     for name in _derived(type(obj)):
@@ -560,10 +577,20 @@ def _written_hints(cls: type[Any]) -> dict[str, Any]:
     return out
 
 
-# per class: (attribute, key, type, required, nested whole, own reader, null reads as
-# None) of each field read, and every key it knows (fields and derived values)
+# per class: how to read it. ``rows`` (attribute, key, type, required, nested whole, own
+# reader, null reads as None) of each field read, in field order; ``by_key`` the same
+# rows by key; ``required`` the keys that must be present; ``keys`` every key it knows
+# (fields and derived values)
 _Row = tuple[str, str, Any, bool, bool, Callable[[Any], Any] | None, bool]
-_Plan = tuple[tuple[_Row, ...], frozenset[str]]
+
+
+class _Plan(typing.NamedTuple):
+    rows: tuple[_Row, ...]
+    by_key: dict[str, _Row]
+    required: frozenset[str]
+    keys: frozenset[str]
+
+
 _PLANS: dict[type[Any], _Plan] = {}
 
 
@@ -582,8 +609,12 @@ def _plan(cls: type[Any]) -> _Plan:
             tp = hints[f.name]
             read, nullable = _own_reader(tp)
             rows.append((f.name, _key_of(f), tp, required, whole, read, nullable))
-        keys = frozenset(r[1] for r in rows) | frozenset(_derived(cls))
-        plan = _PLANS[cls] = (tuple(rows), keys)
+        plan = _PLANS[cls] = _Plan(
+            rows=tuple(rows),
+            by_key={r[1]: r for r in rows},
+            required=frozenset(r[1] for r in rows if r[3]),
+            keys=frozenset(r[1] for r in rows) | frozenset(_derived(cls)),
+        )
     return plan
 
 
@@ -616,30 +647,61 @@ def _read_with(read: Callable[[Any], Any], value: Any, where: str) -> Any:
 def _decode_dataclass(
     cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...] = ()
 ) -> T:
-    plan, keys = _plan(cls)
+    plan = _plan(cls)
+    if plan.required.issubset(data.keys()):
+        # the common case, data as written: read the keys present (a record may leave most
+        # fields out); on any problem, read again in field order, which names the first
+        kwargs: dict[str, Any] = {}
+        by_key = plan.by_key
+        for key, value in data.items():
+            row = by_key.get(key)
+            if row is None:
+                if key not in plan.keys and key not in skip and not _IGNORE_UNKNOWN.get():
+                    break
+                continue
+            try:
+                kwargs[row[0]] = _read_field(row, value, where)
+            except SerialError:
+                break
+        else:
+            return _construct(cls, kwargs, where)
+    return _decode_in_order(cls, plan, data, where, skip)
+
+
+def _read_field(row: _Row, value: Any, where: str) -> Any:
+    _, key, tp, _, whole, read, nullable = row
+    if read is not None:
+        if value is None and nullable:
+            return None
+        try:
+            return read(value)
+        except ValueError as exc:
+            raise SerialError(f"{where}.{key}: {exc}") from None
+    if whole:
+        return _decode_whole(tp, value, f"{where}.{key}")
+    return _decode_value(tp, value, f"{where}.{key}")
+
+
+def _decode_in_order(
+    cls: type[T], plan: _Plan, data: Mapping[Any, Any], where: str, skip: tuple[str, ...]
+) -> T:
+    """Read ``data`` field by field in the class's order: the first problem is named."""
     kwargs: dict[str, Any] = {}
-    for name, key, tp, required, whole, read, nullable in plan:
+    for row in plan.rows:
+        key = row[1]
         if key not in data:
-            if required:
+            if row[3]:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        value = data[key]
-        if read is not None:
-            if value is None and nullable:
-                kwargs[name] = None
-            else:
-                try:
-                    kwargs[name] = read(value)
-                except ValueError as exc:
-                    raise SerialError(f"{where}.{key}: {exc}") from None
-        elif whole:
-            kwargs[name] = _decode_whole(tp, value, f"{where}.{key}")
-        else:
-            kwargs[name] = _decode_value(tp, value, f"{where}.{key}")
-    unknown = [k for k in data if k not in keys and k not in skip]
+        kwargs[row[0]] = _read_field(row, data[key], where)
+    unknown = [k for k in data if k not in plan.keys and k not in skip]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
         raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
+    return _construct(cls, kwargs, where)
+
+
+def _construct(cls: type[T], kwargs: dict[str, Any], where: str) -> T:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
