@@ -91,6 +91,7 @@ import enum
 import json
 import math
 import numbers
+import operator
 import os
 import sys
 import types
@@ -324,39 +325,69 @@ def _key_of(f: dataclasses.Field[Any]) -> str:
     return key
 
 
-# per class: (attribute, key, nested whole) of each field written (see _encode_fields)
-_ENCODE_PLANS: dict[type[Any], tuple[tuple[str, str, bool], ...]] = {}
+class _EncodePlan(typing.NamedTuple):
+    """How to write a class: the keys of the fields written, a function that reads their
+    values (one C call), and the keys of the fields nested whole."""
+
+    keys: tuple[str, ...]
+    values: Callable[[Any], tuple[Any, ...]]
+    whole: frozenset[str]
 
 
-def _encode_plan(cls: type[Any]) -> tuple[tuple[str, str, bool], ...]:
+_ENCODE_PLANS: dict[type[Any], _EncodePlan] = {}
+
+
+def _encode_plan(cls: type[Any]) -> _EncodePlan:
     plan = _ENCODE_PLANS.get(cls)
     if plan is None:
-        plan = _ENCODE_PLANS[cls] = tuple(
-            (f.name, _key_of(f), bool(f.metadata.get("serial_whole")))
-            for f in dataclasses.fields(cls)
-            if _written(f)
+        written = [f for f in dataclasses.fields(cls) if _written(f)]
+        names = [f.name for f in written]
+        values: Callable[[Any], tuple[Any, ...]]
+        if len(names) > 1:
+            values = operator.attrgetter(*names)
+        else:
+            values = lambda obj: tuple(getattr(obj, n) for n in names)  # noqa: E731
+        plan = _ENCODE_PLANS[cls] = _EncodePlan(
+            keys=tuple(_key_of(f) for f in written),
+            values=values,
+            whole=frozenset(_key_of(f) for f in written if f.metadata.get("serial_whole")),
         )
     return plan
 
 
+# the types of the values written as they are
+_AS_IS = frozenset({int, str, bool, type(None)})
+
+
 def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, key, whole in _encode_plan(type(obj)):
-        value = getattr(obj, name)
-        kind = type(value)
-        if whole and value is not None:
-            out[key] = _encode_whole(value, f"{where}.{key}", default)
-        elif value is None or kind is int or kind is str or kind is bool:
-            out[key] = value  # the common case: written as it is, without a path to name
-        elif kind is float:
-            out[key] = _encode_float(value)
-        else:
-            out[key] = _encode_value(value, f"{where}.{key}", default)
+    plan = _encode_plan(type(obj))
+    values = plan.values(obj)
+    if _AS_IS.issuperset(map(type, values)):  # every value as it is: no per-field work
+        out = dict(zip(plan.keys, values, strict=True))
+    else:
+        out = _encode_each(plan, values, where, default)
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):
             value = value()
         out[name] = _encode_value(value, f"{where}.{name}", default)
+    return out
+
+
+def _encode_each(
+    plan: _EncodePlan, values: tuple[Any, ...], where: str, default: Default | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in zip(plan.keys, values, strict=True):
+        kind = type(value)
+        if kind is int or kind is str or value is None or kind is bool:
+            out[key] = value  # the common case: written as it is, without a path to name
+        elif kind is float:
+            out[key] = value if math.isfinite(value) else None  # the NaN rule
+        elif key in plan.whole:
+            out[key] = _encode_whole(value, f"{where}.{key}", default)
+        else:
+            out[key] = _encode_value(value, f"{where}.{key}", default)
     return out
 
 
@@ -659,9 +690,15 @@ def _decode_dataclass(
                 if key not in plan.keys and key not in skip and not _IGNORE_UNKNOWN.get():
                     break
                 continue
+            name, key, tp, _, whole, read, nullable = row
             try:
-                kwargs[row[0]] = _read_field(row, value, where)
-            except SerialError:
+                if read is not None:
+                    kwargs[name] = None if value is None and nullable else read(value)
+                elif whole:
+                    kwargs[name] = _decode_whole(tp, value, where)
+                else:
+                    kwargs[name] = _decode_value(tp, value, where)
+            except (ValueError, TypeError):  # said again, with where, by the reading in order
                 break
         else:
             return _construct(cls, kwargs, where)
