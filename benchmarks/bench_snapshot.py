@@ -1,5 +1,5 @@
-"""Snapshot encode / decode of one snapshot, a merge of 64, and a Summary's JSON round
-trip, through the public API.
+"""Snapshot encode / decode of one snapshot and of a merge of 64 sources, a merge of 64,
+and a Summary's JSON round trip, through the public API.
 
 The read model is typed records (issue 21); these are the costs it must not raise.
 
@@ -11,7 +11,7 @@ CI runs it once in quick mode (--benchmark-disable is the default in pyproject).
 Timing script (best of ``--rounds``, microseconds per call); it uses only the public
 API, so the same file times another checkout too (before / after a change)::
 
-    python benchmarks/bench_snapshot.py [--rounds 15]
+    python benchmarks/bench_snapshot.py [--rounds 15] [--cpu]
     PYTHONPATH=/path/to/other/src python benchmarks/bench_snapshot.py
 """
 
@@ -51,11 +51,15 @@ def cases() -> dict[str, Callable[[], object]]:
     many = [
         gp.Snapshot.from_bytes(make_snapshot(seed=i, steps=200).to_bytes()) for i in range(N_MERGE)
     ]
+    merged = gp.merge(many)
+    merged_data = merged.to_bytes()  # 64 source records: the records' codec per source
     summary = snap.summary()
     text = summary.to_json()
     return {
         "encode": lambda: snap.to_bytes(),
         "decode": lambda: gp.Snapshot.from_bytes(data),
+        f"encode merged{N_MERGE}": lambda: merged.to_bytes(),
+        f"decode merged{N_MERGE}": lambda: gp.Snapshot.from_bytes(merged_data),
         f"merge{N_MERGE}": lambda: gp.merge(many),
         f"merge{N_MERGE}+summary": lambda: gp.merge(many).summary(),
         "summary to_json": lambda: summary.to_json(),
@@ -77,6 +81,8 @@ def _case(name: str) -> Callable[[], object]:
     [
         "encode",
         "decode",
+        f"encode merged{N_MERGE}",
+        f"decode merged{N_MERGE}",
         f"merge{N_MERGE}",
         f"merge{N_MERGE}+summary",
         "summary to_json",
@@ -93,16 +99,22 @@ def test_snapshot_cost(benchmark: Any, name: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time the thread's CPU time, not the wall clock (steadier on a loaded machine)",
+    )
     args = ap.parse_args()
-    print(f"gyreprof from {gp.__file__}")
+    clock = time.thread_time if args.cpu else time.perf_counter
+    print(f"gyreprof from {gp.__file__}" + (" (thread CPU time)" if args.cpu else ""))
     for name, fn in cases().items():
         fn()
         best = float("inf")
         for _ in range(args.rounds):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            best = min(best, time.perf_counter() - t0)
-        print(f"{name:>18}: {best * 1e6:10.1f} us")
+            best = min(best, clock() - t0)
+        print(f"{name:>20}: {best * 1e6:10.1f} us")
 
 
 if __name__ == "__main__":

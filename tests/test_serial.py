@@ -7,7 +7,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pytest
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import gyreprof
 from gyreprof._errors import CorruptDataError
 from gyreprof._serial import (
+    Record,
     SerialError,
     decode,
     dumps,
@@ -562,3 +563,49 @@ def test_a_record_nested_whole_keeps_its_own_tag_and_is_checked_by_it() -> None:
         decode(Holder, {**data, "part": {"format": "gyreprof.test-part/2", "n": 1}})
     with pytest.raises(SerialError, match=r"\.part: gyreprof.test-part/3\.n: expected an integer"):
         decode(Holder, {**data, "part": {"format": "gyreprof.test-part/3", "n": "x"}})
+
+
+# ------------------------------------------------------------------ the Record base
+
+
+def _positive(v: Any) -> int:
+    if type(v) is not int or v <= 0:
+        raise ValueError(f"{v!r} is not a positive integer")
+    return v
+
+
+@dataclass(frozen=True)
+class Leaf(Record, ignore_unknown=True):
+    size: Annotated[int, _positive]
+    name: str | None = None
+
+
+@serial_format("gyreprof.test-tree/1")
+@dataclass(frozen=True)
+class Tree(Record):
+    leaves: list[Leaf]
+    ratio: float = math.nan
+
+
+def test_a_record_writes_reads_and_saves_through_the_codec(tmp_path: Path) -> None:
+    tree = Tree([Leaf(3, "a"), Leaf(1)], ratio=0.5)
+    data = tree.to_dict()
+    assert data == encode(tree) and data["format"] == "gyreprof.test-tree/1"
+    assert Tree.from_dict(data) == tree
+    assert Leaf(2).to_dict() == {"size": 2, "name": None}  # untagged: its fields only
+    assert Leaf.from_dict({"size": 2, "newer": True}) == Leaf(2)  # ignore_unknown=True
+    with pytest.raises(SerialError, match="unknown field"):
+        Tree.from_dict({**data, "newer": 1})  # the base reads strictly
+    text = Tree([Leaf(1)]).to_json(tmp_path / "t.json")
+    assert json.loads(text) == {"format": "gyreprof.test-tree/1", "leaves": [
+        {"size": 1, "name": None}], "ratio": None}  # fmt: skip
+    assert (tmp_path / "t.json").read_text() == text + "\n"
+
+
+def test_an_annotated_reader_checks_a_field_and_the_error_names_it() -> None:
+    data = Tree([Leaf(3)]).to_dict()
+    data["leaves"][0]["size"] = -4
+    with pytest.raises(SerialError, match=r"\.leaves\[0\]\.size: -4 is not a positive integer"):
+        Tree.from_dict(data)
+    with pytest.raises(SerialError, match=r"Leaf\.size: 'x' is not a positive integer"):
+        Leaf.from_dict({"size": "x"})

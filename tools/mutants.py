@@ -76,7 +76,10 @@ _REC = f"{_CORE_DIR}/recorder.pyx"
 _HDR = f"{_CORE_DIR}/hdr.pxd"
 _HIST = f"{_CORE_DIR}/histogram.pyx"
 _CODEC = f"{_CORE_DIR}/codec.pyx"
-_SNAP = "src/gyreprof/snapshot.py"
+_SNAP = "src/gyreprof/snapshot/algebra.py"  # merge and interval
+_SNAP_REC = "src/gyreprof/snapshot/records.py"
+_SNAP_MODEL = "src/gyreprof/snapshot/model.py"
+_SNAP_BUILD = "src/gyreprof/snapshot/build.py"
 _WINDOW = "src/gyreprof/window.py"
 _HISTPY = "src/gyreprof/histogram.py"
 _COUNT = "src/gyreprof/_sample_count.py"
@@ -186,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("codec-ninth-byte-7bit", _CODEC,
            "u |= (<uint64_t>data[pos]) << 56", "u |= (<uint64_t>(data[pos] & 0x7F)) << 56",
            _T_HIST),
-    # -- merge (snapshot.py)
+    # -- merge (snapshot/algebra.py; the wall span: snapshot/records.py)
     Mutant("merge-totals", _SNAP,  # issue 15: 5 + 7 steps merged to 7
            "totals[k] += getattr(s.totals, k)", "totals[k] = getattr(s.totals, k)", _T_MERGE),
     Mutant("merge-reordered-drops-step-row", _SNAP,  # issue 15: step buckets hold half
@@ -211,18 +214,26 @@ MUTANTS: tuple[Mutant, ...] = (
            "counters[k] = counters.get(k, 0) + v", "counters[k] = v", _T_MERGE),
     Mutant("merge-first-fastest", _SNAP,
            "f > first[dst]", "f < first[dst]", _T_MERGE),
-    Mutant("merge-time-adds-seconds", _SNAP,  # parallel sources' seconds counted twice
+    Mutant("merge-time-adds-seconds", _SNAP_REC,  # parallel sources' seconds counted twice
            "return max(longest, hi - lo)", "return sum(b - a for _, a, b in spans)", _T_SNAP),
-    # -- interval and as_snapshot (snapshot.py)
+    # -- interval (snapshot/algebra.py) and as_snapshot (snapshot/build.py)
     Mutant("interval-sum-whole-run", _SNAP,
            "sums[h] = max(0, sa - sb) if sa is not None and sb is not None else None",
            "sums[h] = sa", _T_SNAP),
     Mutant("interval-min-whole-run", _SNAP,
            "stat[h, 2] = a_min if (b_min < 0 or a_min < b_min) else max(int(lo[i0]), a_min)",
            "stat[h, 2] = a_min", _T_SNAP),
-    Mutant("as-snapshot-json-summary-none", _SNAP,
+    Mutant("as-snapshot-json-summary-none", _SNAP_BUILD,
            "if snap is None and not summary_only:", "if snap is None and summary_only:",
            _T_SNAP),
+    # -- the snapshot's records through the codec (snapshot/records.py, _serial.py)
+    Mutant("snapshot-record-int64-range", _SNAP_REC,  # a total past int64 read as valid
+           "if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:", "if not _is_int(v):",
+           ("tests/test_snapshot_validation.py",)),
+    Mutant("serial-annotated-reader-ignored", "src/gyreprof/_serial.py",
+           "        if len(reads) == 1:\n            return reads[0], nullable",
+           "        if not reads:\n            return reads[0], nullable",
+           ("tests/test_serial.py", "tests/test_snapshot_validation.py")),
     # -- windows read from snapshots (window.py) and exact ring windows (histogram.py)
     Mutant("win-read-p90-p99-swapped", _WINDOW,
            "float(hw.p90),\n                    float(hw.p99),",
@@ -375,12 +386,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "if not abs(with_it - without) >= MIN_MOVE:", "if False:", _T_STARTUP),
     Mutant("startup-too-few-steps", _STARTUP,
            "if rest.count < MIN_REST:", "if rest.count < 1:", _T_STARTUP),
-    Mutant("first-step-rate-counts-it", _SNAP,
+    Mutant("first-step-rate-counts-it", _SNAP_MODEL,
            "rate=(steps - 1) / (steady / 1e9)", "rate=steps / (steady / 1e9)", _T_STARTUP),
-    Mutant("first-step-max-from-buckets", _SNAP,
+    Mutant("first-step-max-from-buckets", _SNAP_MODEL,
            "top = later_max[h] if later_max is not None else", "top = -1 if False else",
            _T_STARTUP),
-    Mutant("first-step-open-step-refused", _SNAP,  # a killed run's live segment
+    Mutant("first-step-open-step-refused", _SNAP_MODEL,  # a killed run's live segment
            "open_step = 1 if totals.steps_begun == totals.steps_completed + 1 else 0",
            "open_step = 0", _T_STARTUP),
     Mutant("first-step-window-left-steady", "src/gyreprof/_block.py",

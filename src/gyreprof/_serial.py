@@ -45,10 +45,11 @@ does not need a new version; a field with ``metadata={"serial": False}`` is neve
 written (it must have a default) and fields with ``init=False`` are left to the
 class to compute; a private field (its name starts with an underscore: a cache, the
 object a value was computed from) is never written either.
+A field typed ``Annotated[T, read]`` is read by ``read(value, where)``, which returns
+the value or raises ``ValueError`` saying what is wrong (a record whose values have
+a narrower range than their type: a 64-bit integer, a finite float).
 ``metadata={"serial_key": "name"}`` writes and reads a field under another name
-than its attribute's, and ``metadata={"serial_read": "attr"}`` writes
-the value of another attribute (a property that fills the field in when it was
-left empty) in the field's place. ``metadata={"serial_whole": True}`` nests another
+than its attribute's. ``metadata={"serial_whole": True}`` nests another
 tagged record *whole*, with its own tag and version (through its class's ``to_dict()``
 / ``from_dict()`` when it has them, so a record with parts outside its fields keeps
 them), where a nested dataclass is otherwise written as its fields only.
@@ -59,6 +60,20 @@ has no rule for as ``fn(value)``, like ``json.dumps``'s ``default`` (for setting
 user passed in, say); ``decode(cls, data, ignore_unknown=True)`` skips fields it
 does not know (data from a newer writer) instead of refusing them; and
 :func:`from_plain` reads back an untagged part written by :func:`plain`.
+
+A record class inherits :class:`Record` for its ``to_dict`` / ``from_dict`` /
+``to_json``, declared once here instead of in each class::
+
+    @serial_format("gyreprof.verdict/1")
+    @dataclass(frozen=True)
+    class Verdict(Record): ...
+
+    Verdict.from_dict(verdict.to_dict()) == verdict
+    verdict.to_json("verdict.json")
+
+A tagged class's ``to_dict`` is :func:`encode`, an untagged one's (a part of other
+records) :func:`plain`; ``class Part(Record, ignore_unknown=True)`` declares that
+reading skips fields it does not know (data from a newer writer).
 
 Values a class computes from its fields (``ok``, ``exit_code``, a count) can be
 written beside them for readers of the JSON: ``@serial_format(tag,
@@ -76,17 +91,20 @@ import enum
 import json
 import math
 import numbers
+import operator
+import os
 import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from pathlib import PurePath
-from typing import Any, TypeVar, Union
+from pathlib import Path, PurePath
+from typing import Any, ClassVar, TypeVar, Union
 
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
 from gyreprof._version import __version__
 
 __all__ = [
+    "Record",
     "SerialError",
     "decode",
     "dumps",
@@ -98,6 +116,7 @@ __all__ = [
     "readable_formats",
     "serial_derived",
     "serial_format",
+    "write_json",
 ]
 
 T = TypeVar("T")
@@ -204,6 +223,65 @@ def _split_tag(tag: object) -> tuple[str, int]:
     raise InvalidValueError(f"a format tag must look like 'gyreprof.thing/1', got {tag!r}")
 
 
+# ------------------------------------------------------------------ the record base
+
+_RecordT = TypeVar("_RecordT", bound="Record")
+
+
+class Record:
+    """The base of a record class (a dataclass): its ``to_dict``, ``from_dict`` and
+    ``to_json`` through this codec. A class with a format tag (:func:`serial_format`)
+    writes it first; one without is a part of other records, written as its fields.
+    ``class X(Record, ignore_unknown=True)``: reading skips fields ``X`` does not know."""
+
+    __slots__ = ()
+    __serial_ignore_unknown__: ClassVar[bool] = False
+
+    def __init_subclass__(cls, *, ignore_unknown: bool | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if ignore_unknown is not None:
+            cls.__serial_ignore_unknown__ = ignore_unknown
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict of the fields (``null`` for a missing figure), after the format
+        tag when the class has one."""
+        if isinstance(type(self).__dict__.get(_TAG_ATTR), str):
+            return encode(self)
+        out: dict[str, Any] = plain(self)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[_RecordT], data: Mapping[str, Any]) -> _RecordT:
+        """The record again from :meth:`to_dict`'s output; :class:`SerialError` (a
+        ``ValueError``) naming what is wrong and where."""
+        ignore = cls.__serial_ignore_unknown__
+        if isinstance(cls.__dict__.get(_TAG_ATTR), str):
+            return decode(cls, data, ignore_unknown=ignore)
+        return from_plain(cls, data, ignore_unknown=ignore)
+
+    def to_json(
+        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
+    ) -> str:
+        """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
+        return write_json(self.to_dict(), path, indent=indent)
+
+
+def write_json(
+    data: Mapping[str, Any] | list[Any],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    indent: int | None = None,
+) -> str:
+    """``data`` (plain JSON types) as strict JSON text (no NaN or Infinity literals);
+    written to ``path`` as well (atomically, with a final newline) when given."""
+    out = json.dumps(data, indent=indent, allow_nan=False)
+    if path is not None:
+        from gyreprof import _io  # only when it writes: every process's bootstrap imports this
+
+        _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
+    return out
+
+
 # ------------------------------------------------------------------ encode
 
 
@@ -247,23 +325,69 @@ def _key_of(f: dataclasses.Field[Any]) -> str:
     return key
 
 
-def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        if not _written(f):
-            continue
-        key = _key_of(f)
-        attr = f.metadata.get("serial_read", f.name)
-        value = getattr(obj, attr)
-        if f.metadata.get("serial_whole") and value is not None:
-            out[key] = _encode_whole(value, f"{where}.{key}", default)
+class _EncodePlan(typing.NamedTuple):
+    """How to write a class: the keys of the fields written, a function that reads their
+    values (one C call), and the keys of the fields nested whole."""
+
+    keys: tuple[str, ...]
+    values: Callable[[Any], tuple[Any, ...]]
+    whole: frozenset[str]
+
+
+_ENCODE_PLANS: dict[type[Any], _EncodePlan] = {}
+
+
+def _encode_plan(cls: type[Any]) -> _EncodePlan:
+    plan = _ENCODE_PLANS.get(cls)
+    if plan is None:
+        written = [f for f in dataclasses.fields(cls) if _written(f)]
+        names = [f.name for f in written]
+        values: Callable[[Any], tuple[Any, ...]]
+        if len(names) > 1:
+            values = operator.attrgetter(*names)
         else:
-            out[key] = _encode_value(value, f"{where}.{key}", default)
+            values = lambda obj: tuple(getattr(obj, n) for n in names)  # noqa: E731
+        plan = _ENCODE_PLANS[cls] = _EncodePlan(
+            keys=tuple(_key_of(f) for f in written),
+            values=values,
+            whole=frozenset(_key_of(f) for f in written if f.metadata.get("serial_whole")),
+        )
+    return plan
+
+
+# the types of the values written as they are
+_AS_IS = frozenset({int, str, bool, type(None)})
+
+
+def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, Any]:
+    plan = _encode_plan(type(obj))
+    values = plan.values(obj)
+    if _AS_IS.issuperset(map(type, values)):  # every value as it is: no per-field work
+        out = dict(zip(plan.keys, values, strict=True))
+    else:
+        out = _encode_each(plan, values, where, default)
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):
             value = value()
         out[name] = _encode_value(value, f"{where}.{name}", default)
+    return out
+
+
+def _encode_each(
+    plan: _EncodePlan, values: tuple[Any, ...], where: str, default: Default | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in zip(plan.keys, values, strict=True):
+        kind = type(value)
+        if kind is int or kind is str or value is None or kind is bool:
+            out[key] = value  # the common case: written as it is, without a path to name
+        elif kind is float:
+            out[key] = value if math.isfinite(value) else None  # the NaN rule
+        elif key in plan.whole:
+            out[key] = _encode_whole(value, f"{where}.{key}", default)
+        else:
+            out[key] = _encode_value(value, f"{where}.{key}", default)
     return out
 
 
@@ -434,7 +558,9 @@ def _hints(cls: type[Any]) -> dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
         try:
-            hints = typing.get_type_hints(cls, localns=_ModuleNames(cls.__module__))
+            hints = typing.get_type_hints(
+                cls, localns=_ModuleNames(cls.__module__), include_extras=True
+            )
         except NameError:  # a field not written (serial=False) may name a TYPE_CHECKING type
             hints = _written_hints(cls)
         _HINTS[cls] = hints
@@ -477,14 +603,25 @@ def _written_hints(cls: type[Any]) -> dict[str, Any]:
             if f is None or not _written(f):
                 continue
             out[name] = typing.get_type_hints(
-                type("_One", (), {"__annotations__": {name: ann}}), names
+                type("_One", (), {"__annotations__": {name: ann}}), names, include_extras=True
             )[name]
     return out
 
 
-# per class: (attribute, key, type, required, nested whole) of each field read, and
-# every key it knows (fields and derived values)
-_Plan = tuple[tuple[tuple[str, str, Any, bool, bool], ...], frozenset[str]]
+# per class: how to read it. ``rows`` (attribute, key, type, required, nested whole, own
+# reader, null reads as None) of each field read, in field order; ``by_key`` the same
+# rows by key; ``required`` the keys that must be present; ``keys`` every key it knows
+# (fields and derived values)
+_Row = tuple[str, str, Any, bool, bool, Callable[[Any], Any] | None, bool]
+
+
+class _Plan(typing.NamedTuple):
+    rows: tuple[_Row, ...]
+    by_key: dict[str, _Row]
+    required: frozenset[str]
+    keys: frozenset[str]
+
+
 _PLANS: dict[type[Any], _Plan] = {}
 
 
@@ -500,30 +637,108 @@ def _plan(cls: type[Any]) -> _Plan:
                 f.default_factory is dataclasses.MISSING
             )
             whole = bool(f.metadata.get("serial_whole"))
-            rows.append((f.name, _key_of(f), hints[f.name], required, whole))
-        keys = frozenset(r[1] for r in rows) | frozenset(_derived(cls))
-        plan = _PLANS[cls] = (tuple(rows), keys)
+            tp = hints[f.name]
+            read, nullable = _own_reader(tp)
+            rows.append((f.name, _key_of(f), tp, required, whole, read, nullable))
+        plan = _PLANS[cls] = _Plan(
+            rows=tuple(rows),
+            by_key={r[1]: r for r in rows},
+            required=frozenset(r[1] for r in rows if r[3]),
+            keys=frozenset(r[1] for r in rows) | frozenset(_derived(cls)),
+        )
     return plan
+
+
+def _own_reader(tp: Any) -> tuple[Callable[[Any], Any] | None, bool]:
+    """The reader a field typed ``Annotated[T, read]`` (or that ``| None``) declares, and
+    whether null reads as None; (None, False) for any other type."""
+    nullable = False
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        arms = [a for a in args if a is not type(None)]
+        if len(arms) != 1 or len(arms) == len(args):
+            return None, False
+        tp, nullable = arms[0], True
+    if typing.get_origin(tp) is typing.Annotated:
+        reads = [m for m in tp.__metadata__ if callable(m)]
+        if len(reads) == 1:
+            return reads[0], nullable
+    return None, False
+
+
+def _read_with(read: Callable[[Any], Any], value: Any, where: str) -> Any:
+    try:
+        return read(value)
+    except SerialError:
+        raise
+    except ValueError as exc:
+        raise SerialError(f"{where}: {exc}") from None
 
 
 def _decode_dataclass(
     cls: type[T], data: Mapping[Any, Any], where: str, skip: tuple[str, ...] = ()
 ) -> T:
-    plan, keys = _plan(cls)
+    plan = _plan(cls)
+    if plan.required.issubset(data.keys()):
+        # the common case, data as written: read the keys present (a record may leave most
+        # fields out); on any problem, read again in field order, which names the first
+        kwargs: dict[str, Any] = {}
+        by_key = plan.by_key
+        for key, value in data.items():
+            row = by_key.get(key)
+            if row is None:
+                if key not in plan.keys and key not in skip and not _IGNORE_UNKNOWN.get():
+                    break
+                continue
+            name, key, tp, _, whole, read, nullable = row
+            try:
+                if read is not None:
+                    kwargs[name] = None if value is None and nullable else read(value)
+                elif whole:
+                    kwargs[name] = _decode_whole(tp, value, where)
+                else:
+                    kwargs[name] = _decode_value(tp, value, where)
+            except (ValueError, TypeError):  # said again, with where, by the reading in order
+                break
+        else:
+            return _construct(cls, kwargs, where)
+    return _decode_in_order(cls, plan, data, where, skip)
+
+
+def _read_field(row: _Row, value: Any, where: str) -> Any:
+    _, key, tp, _, whole, read, nullable = row
+    if read is not None:
+        if value is None and nullable:
+            return None
+        try:
+            return read(value)
+        except ValueError as exc:
+            raise SerialError(f"{where}.{key}: {exc}") from None
+    if whole:
+        return _decode_whole(tp, value, f"{where}.{key}")
+    return _decode_value(tp, value, f"{where}.{key}")
+
+
+def _decode_in_order(
+    cls: type[T], plan: _Plan, data: Mapping[Any, Any], where: str, skip: tuple[str, ...]
+) -> T:
+    """Read ``data`` field by field in the class's order: the first problem is named."""
     kwargs: dict[str, Any] = {}
-    for name, key, tp, required, whole in plan:
+    for row in plan.rows:
+        key = row[1]
         if key not in data:
-            if required:
+            if row[3]:
                 raise SerialError(f"{where}: missing field {key!r}")
             continue
-        if whole:
-            kwargs[name] = _decode_whole(tp, data[key], f"{where}.{key}")
-        else:
-            kwargs[name] = _decode_value(tp, data[key], f"{where}.{key}")
-    unknown = [k for k in data if k not in keys and k not in skip]
+        kwargs[row[0]] = _read_field(row, data[key], where)
+    unknown = [k for k in data if k not in plan.keys and k not in skip]
     if unknown and not _IGNORE_UNKNOWN.get():
         shown = ", ".join(repr(k) for k in unknown[:5])
         raise SerialError(f"{where}: unknown field(s) {shown} for {cls.__name__}")
+    return _construct(cls, kwargs, where)
+
+
+def _construct(cls: type[T], kwargs: dict[str, Any], where: str) -> T:
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -554,6 +769,11 @@ def _decode_value(tp: Any, value: Any, where: str) -> Any:
     args = typing.get_args(tp)
     if origin is Union or origin is types.UnionType:
         return _decode_union(args, value, where)
+    if origin is typing.Annotated:
+        read, _ = _own_reader(tp)
+        if read is not None:
+            return _read_with(read, value, where)
+        return _decode_value(args[0], value, where)
     if origin is typing.Literal:
         for option in args:
             if value == option and type(value) is type(option):

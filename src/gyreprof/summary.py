@@ -36,7 +36,7 @@ from gyreprof import _checks, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, InvalidValueError, UnknownPhaseError
 from gyreprof._format import SUMMARY_HEADERS
-from gyreprof._serial import decode, encode, plain, serial_format
+from gyreprof._serial import Record, decode, encode, plain, serial_format
 from gyreprof.histogram import STEP, HistogramView, PhaseRow, check_percentile
 from gyreprof.window import Window
 
@@ -47,7 +47,7 @@ from gyreprof.window import Window
 #: (``gyreprof.snapshot.wrapper_overhead``). A Summary leaves them out of its counters.
 WRAPPER_COUNTER_PREFIX = "gyreprof.wrapper."
 
-if TYPE_CHECKING:  # a Summary is computed from a Snapshot; snapshot.py imports this module
+if TYPE_CHECKING:  # a Summary is computed from a Snapshot; gyreprof.snapshot imports this module
     from gyreprof.snapshot import Snapshot
 
 __all__ = [
@@ -69,7 +69,7 @@ SUMMARY_FORMAT_V1 = "gyreprof.summary/1"
 
 
 @dataclass(frozen=True)
-class PhaseStats:
+class PhaseStats(Record):
     """Steady-state statistics of one phase (durations in ns)."""
 
     count: int
@@ -119,11 +119,6 @@ class PhaseStats:
             )
         return hist.percentile(qf)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The figures as plain JSON types (``null`` for a missing figure)."""
-        out: dict[str, Any] = plain(self)
-        return out
-
     def __str__(self) -> str:
         from gyreprof.render import text as render_text
 
@@ -131,7 +126,7 @@ class PhaseStats:
 
 
 @dataclass(frozen=True)
-class WarmupInfo:
+class WarmupInfo(Record):
     """How warm-up was told apart from steady state, and what it cost."""
 
     rule: str  # "none", "first 100 steps", "first 2.0 s"
@@ -146,10 +141,6 @@ class WarmupInfo:
         from gyreprof.render import text as render_text
 
         return render_text.warmup(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = plain(self)
-        return out
 
 
 # -------------------------------------------------------------------- summary
@@ -200,7 +191,7 @@ def _phase_stats(
 
 @serial_format(SUMMARY_FORMAT, reads=(SUMMARY_FORMAT_V1,), writer="gyreprof")
 @dataclass(frozen=True)
-class Summary:
+class Summary(Record):
     """Steady-state results of a run (durations in ns)."""
 
     phases: dict[str, PhaseStats]
@@ -229,7 +220,7 @@ class Summary:
         default=None,
         repr=False,
         compare=False,
-        metadata={"serial_key": "windows", "serial_read": "windows"},
+        metadata={"serial_key": "windows"},  # written as built: see to_dict
     )
     _snapshot: Snapshot | None = field(default=None, repr=False, compare=False)
 
@@ -390,6 +381,8 @@ class Summary:
         """JSON-ready dict, format ``gyreprof.summary/2`` (``null`` for a missing figure);
         ``histograms=True`` adds each phase's encoded buckets under ``"histograms"``."""
         out = encode(self)
+        if self.window_list is None:  # built from the snapshot on first use: written so
+            out["windows"] = plain(self.windows)
         if histograms:
             hist = {}
             for name, st in [*self.phases.items(), (STEP, self.step)]:
@@ -402,14 +395,6 @@ class Summary:
                     }
             out["histograms"] = hist
         return out
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """The strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        from gyreprof.render import json as render_json
-
-        return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Summary:

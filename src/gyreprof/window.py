@@ -15,20 +15,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from gyreprof._block import decode_windows
 from gyreprof._errors import InvalidValueError
-from gyreprof._serial import plain, serial_derived
+from gyreprof._serial import Record, serial_derived
 from gyreprof.histogram import STEP, exact_percentiles
 
 __all__ = ["Window", "WindowStats", "rolling_windows", "windows_from_events"]
 
 
 @dataclass(frozen=True)
-class WindowStats:
+class WindowStats(Record):
     """One phase within one window (ns)."""
 
     count: int
@@ -39,14 +38,10 @@ class WindowStats:
     max: float
     share: float
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = plain(self)
-        return out
-
 
 @serial_derived("steps_per_s")
 @dataclass(frozen=True)
-class Window:
+class Window(Record):
     """A stretch of the run: its steps, whether it was warm-up, and per-phase stats.
 
     ``source`` is ``"rolling"`` for the fixed-memory windows the recorder closes
@@ -72,11 +67,6 @@ class Window:
     def steps_per_s(self) -> float:
         d = self.duration_s
         return self.steps / d if d > 0 else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        """The window as plain JSON types (its ``steps_per_s`` beside the fields)."""
-        out: dict[str, Any] = plain(self)
-        return out
 
     def __str__(self) -> str:
         from gyreprof.render import text as render_text

@@ -40,9 +40,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Any
 
-from gyreprof._serial import serial_format
+from gyreprof._serial import Record, serial_format
 
 FORMAT = "gyreprof.rollouts/1"
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -283,7 +282,7 @@ class EndpointReport:
 
 @serial_format(FORMAT)
 @dataclass(frozen=True)
-class RolloutReport:
+class RolloutReport(Record):
     """HTTP rollout requests of a run (format ``gyreprof.rollouts/1``): per endpoint
     figures, the batches (the slowest listed) and their run-level tail figures."""
 
@@ -304,17 +303,6 @@ class RolloutReport:
     @property
     def requests(self) -> int:
         return sum(e.requests for e in self.endpoints)
-
-    def to_dict(self) -> dict[str, Any]:
-        from gyreprof._serial import encode
-
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Any) -> RolloutReport:
-        from gyreprof._serial import decode
-
-        return decode(cls, data)
 
     def __str__(self) -> str:
         from gyreprof.render import text as render_text

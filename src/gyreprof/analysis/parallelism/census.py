@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,12 +25,11 @@ import psutil
 
 from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
-from gyreprof._serial import decode, encode, serial_derived, serial_format
+from gyreprof._serial import Record, serial_derived, serial_format
 from gyreprof._threadname import OWN_PREFIX
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
-from gyreprof.render import json as render_json
 
 CENSUS_FORMAT = "gyreprof.census/1"
 # what a process is that builds a role's envs and steps them itself (no worker process)
@@ -205,7 +204,7 @@ class ProcessGroup:
     derived=("cores_available", "num_processes", "num_threads", "roles", "main_envs", "groups"),
 )
 @dataclass(frozen=True)
-class Census:
+class Census(Record):
     """The process tree under ``pid`` as read at ``taken_at_s`` (Unix time).
 
     ``processes`` lists the processes that could be read (the root first).
@@ -325,22 +324,6 @@ class Census:
         root_label = self.root.label if self.root is not None else None
         groups.sort(key=lambda g: (g.label != root_label, -g.count, g.label))
         return groups
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.census/1``: the fields, then the counts,
-        roles and groups computed from them."""
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Census:
-        """The census again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
-        return decode(cls, data)
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         threads = self.num_threads

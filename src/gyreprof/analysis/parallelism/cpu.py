@@ -16,19 +16,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
 
 from gyreprof._errors import InvalidValueError
 from gyreprof._format import fmt_count
-from gyreprof._serial import plain
+from gyreprof._serial import Record
 
 __all__ = ["CpuLimits", "cpu_limits", "parse_cpu_max", "cgroup_quota_cores"]
 
 
 @dataclass(frozen=True)
-class CpuLimits:
+class CpuLimits(Record):
     """CPU capacity available to one process.
 
     ``cores_available`` is the smaller of ``affinity`` (CPUs the process may be
@@ -57,11 +56,6 @@ class CpuLimits:
             f"{fmt_count(self.cores_available)} cores available "
             f"(affinity {self.affinity} of {self.cpu_count} CPUs, {quota})"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields."""
-        out: dict[str, Any] = plain(self)
-        return out
 
 
 def parse_cpu_max(text: str) -> float | None:

@@ -29,11 +29,10 @@ import psutil
 
 from gyreprof._errors import InvalidValueError
 from gyreprof._format import safe_text
-from gyreprof._serial import decode, encode, serial_format
+from gyreprof._serial import Record, serial_format
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
 from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
-from gyreprof.render import json as render_json
 
 __all__ = [
     "PARALLELISM_FORMAT",
@@ -95,7 +94,7 @@ class WorkerThreads:
 
 @serial_format(PARALLELISM_FORMAT, derived=("exit_code", "findings", "roles"))
 @dataclass(frozen=True)
-class ParallelismReport:
+class ParallelismReport(Record):
     """Result of ``check_parallelism``: ``ok`` when nothing was found.
 
     ``observed`` maps each role (expected or registered) to the number of
@@ -159,21 +158,6 @@ class ParallelismReport:
     def roles(self) -> dict[str, str]:
         """What was seen of each observed role, in plain words (:meth:`describe`)."""
         return {role: self.describe(role) for role in self.observed}
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.parallelism/1``, the census nested in it."""
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ParallelismReport:
-        """The report again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
-        return decode(cls, data)
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return render_json.write(self.to_dict(), path, indent=indent)
 
     def __str__(self) -> str:
         head = f"parallelism check of pid {self.pid}: " + (

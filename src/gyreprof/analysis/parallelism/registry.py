@@ -43,7 +43,7 @@ from typing import Any
 import psutil
 
 from gyreprof._errors import CorruptDataError, InvalidValueError
-from gyreprof._serial import decode, encode, serial_format
+from gyreprof._serial import Record, decode, serial_format
 from gyreprof.live._layout import folder_trusted_for, process_uid
 
 __all__ = [
@@ -207,7 +207,7 @@ def _make_private(directory: Path) -> None:
 
 @serial_format(FORMAT)
 @dataclass(frozen=True)
-class WorkerRecord:
+class WorkerRecord(Record):
     """One worker's registration, as written by ``register_worker``.
 
     ``config`` holds the values the worker read (JSON types only).
@@ -292,10 +292,6 @@ class WorkerRecord:
         if derived.get(key) is not None:
             return True, derived[key]
         return False, None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof-worker/1`` (as written to the registry)."""
-        return encode(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str | None = None) -> WorkerRecord:

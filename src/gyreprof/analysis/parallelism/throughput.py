@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
-from gyreprof._serial import plain
+from gyreprof._serial import Record
 
 if TYPE_CHECKING:
     from gyreprof.summary import Summary
@@ -17,7 +17,7 @@ __all__ = ["ThroughputComparison", "compare_throughput"]
 
 
 @dataclass(frozen=True)
-class ThroughputComparison:
+class ThroughputComparison(Record):
     """Env-step throughput at two worker counts.
 
     ``rate_a_per_s`` / ``rate_b_per_s`` are env steps per second: env steps per
@@ -43,11 +43,6 @@ class ThroughputComparison:
     ok: bool
     loop_steps_per_s: tuple[float | None, float | None]
     message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields."""
-        out: dict[str, Any] = plain(self)
-        return out
 
     def __str__(self) -> str:
         return self.message

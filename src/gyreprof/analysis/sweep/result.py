@@ -19,7 +19,7 @@ from typing import Any
 
 from gyreprof import _io
 from gyreprof._errors import InvalidValueError, MissingKeyError
-from gyreprof._serial import SerialError, decode, encode, from_plain, plain, serial_format
+from gyreprof._serial import Record, SerialError, decode, encode, from_plain, plain, serial_format
 from gyreprof.analysis.sweep.record import (
     FIGURE_NAMES,
     RunResult,
@@ -27,7 +27,6 @@ from gyreprof.analysis.sweep.record import (
     drop_summaries,
 )
 from gyreprof.render import csv as render_csv
-from gyreprof.render import json as render_json
 
 FORMAT = "gyreprof.sweep/2"
 #: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
@@ -45,7 +44,7 @@ def _num(x: Any) -> float:
 
 
 @dataclass(frozen=True)
-class Figure:
+class Figure(Record, ignore_unknown=True):
     """One figure over the repeats of a value: median and spread (min..max) of ``n`` runs."""
 
     median: float
@@ -65,20 +64,12 @@ class Figure:
         """max - min (0 with one run; NaN with none)."""
         return self.max - self.min
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = plain(self)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Figure:
-        return from_plain(cls, d, ignore_unknown=True)
-
 
 _NO_FIGURE = Figure(math.nan, math.nan, math.nan, 0)
 
 
 @dataclass(frozen=True)
-class PhaseFigures:
+class PhaseFigures(Record, ignore_unknown=True):
     """A sampler phase at one value: time per call (ns), share of call time, event p50/p99."""
 
     per_call_ns: Figure
@@ -87,17 +78,9 @@ class PhaseFigures:
     p99_ns: Figure
     count_per_call: Figure
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = plain(self)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> PhaseFigures:
-        return from_plain(cls, d, ignore_unknown=True)
-
 
 @dataclass(frozen=True)
-class SweepRun(RunResult):
+class SweepRun(RunResult, Record, ignore_unknown=True):
     """One run of a sweep: a :class:`RunResult` labelled with its value and repeat."""
 
     value: int | float = 0
@@ -124,13 +107,9 @@ class SweepRun(RunResult):
         out: dict[str, Any] = plain(self, default=as_json_value)
         return out if summary else drop_summaries(out)
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SweepRun:
-        return from_plain(cls, d, ignore_unknown=True)
-
 
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(Record):
     """One value of the swept setting, over its repeats.
 
     ``samples_per_s`` and ``peak_rss_bytes`` (the measuring process alone; see
@@ -240,7 +219,7 @@ class SweepPoint:
 
 @serial_format(FORMAT, reads=(FORMAT_V1,), writer="gyreprof")
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(Record):
     """What a sweep measured and decided. ``str(result)`` is the table and the report."""
 
     param: str
@@ -313,14 +292,6 @@ class SweepResult:
             drop_summaries(out)
         out["report"] = self.report()
         return out
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """The strict JSON text of :meth:`to_dict` (without the runs' summaries; write
-        ``to_dict(summaries=True)`` with :func:`gyreprof.render.json.write` for those);
-        written to ``path`` as well when given."""
-        return render_json.write(self.to_dict(), path, indent=indent)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SweepResult:
