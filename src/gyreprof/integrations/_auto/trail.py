@@ -21,7 +21,7 @@ How exceptions are seen: one tracer per Python version, no fallback. On 3.12+,
 ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED). On 3.10-3.11, the bounded way: a trace
 function in C (``gyreprof._core.trace``,
 installed with ``PyEval_SetTrace``; new threads get it through
-``threading.settrace`` and a shim that puts it in place at the thread's first
+``threading.settrace``, set when ``threading`` is imported, and a shim that puts it in place at the thread's first
 call). It turns line events off in every frame it sees called, ignores frames of
 the standard library and of gyreprof (decided once per code object), and calls
 back into Python only for the exceptions it records: at most
