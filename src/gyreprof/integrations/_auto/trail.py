@@ -19,26 +19,25 @@ a hang, a SIGKILL or a crash):
 
 How exceptions are seen: one tracer per Python version, no fallback. On 3.12+,
 ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED). On 3.10-3.11, the bounded way: a trace
-function in C (``gyreprof._core.trace``,
-installed with ``PyEval_SetTrace``; new threads get it through
-``threading.settrace``, set when ``threading`` is imported, and a shim that puts it in place at the thread's first
-call). It turns line events off in every frame it sees called, ignores frames of
-the standard library and of gyreprof (decided once per code object), and calls
-back into Python only for the exceptions it records: at most
-:data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES` frames followed for each (an
-exception raised in the standard library is named at the first frame of the
-user's or a library's code it reaches); where the extension is not built, importing
-this module is an ImportError that says how to build it. Tracing pauses, in the importing thread,
-while any module of a library (site-packages) or of the standard library runs its
-body, submodules included: any trace function makes 3.11 run every bytecode of
-its thread through its tracing dispatch, and those imports are most of a
-start-up; an exception a library raises and swallows inside its own import is
+function in C (``gyreprof._core.trace``, installed with ``PyEval_SetTrace``; new threads
+get it through ``threading.settrace``, set when ``threading`` is imported (this module
+does not import it), and a shim that puts it in place at the thread's first call). It
+turns line events off in every frame it sees called, ignores frames of the standard
+library and of gyreprof (decided once per code object), and calls back into Python only
+for the exceptions it records: at most :data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES`
+frames followed for each (an exception raised in the standard library is named at the
+first frame of the user's or a library's code it reaches); where the extension is not
+built, importing this module is an ImportError that says how to build it. Tracing
+pauses, in the importing thread, while any module of a library (site-packages) or of the
+standard library runs its body, submodules included: any trace function makes 3.11 run
+every bytecode of its thread through its tracing dispatch, and those imports are most of
+a start-up; an exception a library raises and swallows inside its own import is
 therefore not seen (one that reaches the user's code is, named there). What stays
-traced: the user's own modules and functions and the library code they call.
-Exceptions the import machinery handles, ``StopIteration`` and ``GeneratorExit``
-are not recorded. The trace function is switched off for good at the first record
-(each thread drops it at its next call), so nothing of it runs in the loop. See
-the README ("gyreprof run: start-up") for its cost.
+traced: the user's own modules and functions and the library code they call. Exceptions
+the import machinery handles, ``StopIteration`` and ``GeneratorExit`` are not recorded.
+The trace function is switched off for good at the first record (each thread drops it at
+its next call), so nothing of it runs in the loop. See the README ("gyreprof run:
+start-up") for its cost.
 """
 
 from __future__ import annotations
