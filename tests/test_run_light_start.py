@@ -81,6 +81,19 @@ def test_a_child_that_imports_no_known_library_loads_no_patch(tmp_path: Path) ->
     assert "numpy" not in found and "gyreprof.profiler" not in found
 
 
+def test_a_child_adds_at_most_20_modules_before_the_users_code(tmp_path: Path) -> None:
+    """Issue 33: the bootstrap and the start-up trail load no more than 20 modules a bare
+    interpreter lacks (13 today: gyreprof's own, the C tracer, ``_json``, ``faulthandler``)."""
+    found = _modules_at_start(tmp_path)
+    script = tmp_path / "probe.py"
+    out = tmp_path / "bare.json"
+    subprocess.run([sys.executable, str(script)], env={**_env(), "PROBE_OUT": str(out)}, check=True)
+    added = sorted(set(found) - set(json.loads(out.read_text())))
+    assert "gyreprof.integrations._auto.trail" in added
+    assert len(added) <= 20, added
+    assert not {"json", "pathlib", "sysconfig", "typing", "threading", "importlib"} & set(added)
+
+
 def test_the_first_watched_import_loads_and_patches_it(tmp_path: Path) -> None:
     """``queue`` imported after the start goes through the trigger: its patches load and
     ``queue.Queue.get`` is the patched one."""

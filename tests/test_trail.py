@@ -13,7 +13,10 @@ on 3.12+.
   seen), and tracing comes back for the user's code after it;
 - tracing ends at the start-up time limit in a process that never records;
 - the C tracer loads without ``gyreprof._core``'s ``__init__`` (no numpy before the
-  user's code).
+  user's code), and starting the trail loads no module but it, ``_json`` and
+  ``faulthandler`` (no json, pathlib, sysconfig, typing, threading, importlib);
+- a line written without json reads back as json writes it; the standard library's
+  folders worked out without sysconfig include sysconfig's.
 """
 
 from __future__ import annotations
@@ -242,10 +245,17 @@ except ValueError:
 
 
 @pytest.mark.parametrize("tracer", TRACERS)
+@pytest.mark.parametrize(
+    "before",
+    # threading loaded before the trail starts (settrace at once), or first by the user
+    # (the trail does not import it: settrace when it is imported)
+    ["import threading", "assert 'threading' not in sys.modules"],
+    ids=["threading-before", "threading-after"],
+)
 def test_a_thread_started_in_start_up_is_traced_until_the_first_record(
-    tmp_path: Path, tracer: str
+    tmp_path: Path, tracer: str, before: str
 ) -> None:
-    lines = _run(tmp_path, tracer, THREADS)
+    lines = _run(tmp_path, tracer, THREADS, before=before)
     excs = _excs(lines)
     assert [(e["msg"], e["thread"], e["main"]) for e in excs] == [
         ("'in-thread'", "worker-1", False)
@@ -381,3 +391,69 @@ def test_a_missing_c_tracer_is_an_import_error_saying_how_to_build(
     monkeypatch.setattr(trail, "_GYREPROF", str(tmp_path) + "/")
     with pytest.raises(ImportError, match=r"start-up tracer .*pip install"):
         trail._load_native()
+
+
+LIGHT = """
+import sys
+before = set(sys.modules)
+from gyreprof.integrations._auto import trail
+trail.start(sys.argv[1])
+import _thread
+added = sorted(set(sys.modules) - before)
+print(" ".join(added))
+"""
+
+
+def test_starting_the_trail_loads_almost_nothing(tmp_path: Path) -> None:
+    """What runs before the user's code loads no module a bare interpreter lacks but the
+    trail's own, its C tracer, ``_json`` and ``faulthandler``."""
+    out = subprocess.run(
+        [sys.executable, "-c", LIGHT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
+    allowed = {"_json", "faulthandler", "__future__", "_cython_3_3_1", "cython_runtime"}
+    allowed |= {"gyreprof._core.trace"} if NATIVE else set()
+    extra = [m for m in out if not m.startswith("gyreprof") or m == "gyreprof._core"]
+    extra = [m for m in extra if m not in allowed and not m.startswith("_cython_")]
+    assert not extra, extra
+    assert "gyreprof.integrations._auto.trail" in out
+    assert not {"json", "pathlib", "sysconfig", "typing", "threading", "importlib"} & set(out)
+    (path,) = tmp_path.glob("*.trail")
+    (launch,) = [json.loads(t) for t in path.read_text().splitlines()]
+    assert launch["ev"] == "launch" and launch["pid"] > 0
+    assert launch["main_thread"] > 0 and launch["argv"] == ["-c", str(tmp_path)]
+
+
+class _Odd:
+    def __repr__(self) -> str:
+        return "<odd \u00e9>"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"ev": "launch", "t": 0.0123, "pid": 12, "argv": ["a", "é", 'q"\\\n\t'], "x": None},
+        {"ok": True, "no": False, "big": 10**30, "neg": -3, "f": -1.5e-7, "tup": (1, "2")},
+        {"nan": float("nan"), "inf": float("inf"), "ninf": -float("inf"), "e": {}, "l": []},
+        {"env": {"CUDA_VISIBLE_DEVICES": "0,1", "OMP_NUM_THREADS": "\u2603"}, "o": _Odd()},
+        {1: "int key", 2.5: "float key", None: "none", False: "bool", "nest": [[{"a": [1]}]]},
+        "plain \x00 text \U0001f600",
+    ],
+)
+def test_a_line_is_written_as_json_writes_it(value: Any) -> None:
+    assert trail._dumps(value) == json.dumps(value, default=repr, ensure_ascii=True)
+
+
+def test_the_standard_library_folders_include_sysconfigs() -> None:
+    import os
+    import sysconfig
+
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths()[key]
+        assert os.path.realpath(p) + os.sep in trail._STDLIB
+        assert p + os.sep in trail._STDLIB
+    assert trail._is_stdlib(json.__file__)
+    assert not trail._is_stdlib(pytest.__file__)  # site-packages

@@ -203,7 +203,7 @@ def start() -> bool:
         os.environ[ENV_MAIN_PID] = str(os.getpid())
     from gyreprof.integrations._auto import trail
 
-    trail.start(_as_path(run_dir))  # before anything else of the user's can run
+    trail.start(run_dir)  # before anything else of the user's can run
     if _TRIGGER not in sys.meta_path:
         sys.meta_path.insert(0, _TRIGGER)
     if any(name in sys.modules for name in WATCHED):  # imported before us (a .pth file)
@@ -214,9 +214,3 @@ def start() -> bool:
     except OSError:
         pass
     return True
-
-
-def _as_path(text: str) -> Any:
-    from pathlib import Path  # the trail imports it anyway
-
-    return Path(text)

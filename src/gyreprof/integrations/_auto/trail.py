@@ -19,42 +19,46 @@ a hang, a SIGKILL or a crash):
 
 How exceptions are seen: one tracer per Python version, no fallback. On 3.12+,
 ``sys.monitoring`` (RAISE, EXCEPTION_HANDLED). On 3.10-3.11, the bounded way: a trace
-function in C (``gyreprof._core.trace``,
-installed with ``PyEval_SetTrace``; new threads get it through
-``threading.settrace`` and a shim that puts it in place at the thread's first
-call). It turns line events off in every frame it sees called, ignores frames of
-the standard library and of gyreprof (decided once per code object), and calls
-back into Python only for the exceptions it records: at most
-:data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES` frames followed for each (an
-exception raised in the standard library is named at the first frame of the
-user's or a library's code it reaches); where the extension is not built, importing
-this module is an ImportError that says how to build it. Tracing pauses, in the importing thread,
-while any module of a library (site-packages) or of the standard library runs its
-body, submodules included: any trace function makes 3.11 run every bytecode of
-its thread through its tracing dispatch, and those imports are most of a
-start-up; an exception a library raises and swallows inside its own import is
+function in C (``gyreprof._core.trace``, installed with ``PyEval_SetTrace``; new threads
+get it through ``threading.settrace``, set when ``threading`` is imported (this module
+does not import it), and a shim that puts it in place at the thread's first call). It
+turns line events off in every frame it sees called, ignores frames of the standard
+library and of gyreprof (decided once per code object), and calls back into Python only
+for the exceptions it records: at most :data:`MAX_EXCEPTIONS`, and :data:`MAX_UP_LINES`
+frames followed for each (an exception raised in the standard library is named at the
+first frame of the user's or a library's code it reaches); where the extension is not
+built, importing this module is an ImportError that says how to build it. Tracing
+pauses, in the importing thread, while any module of a library (site-packages) or of the
+standard library runs its body, submodules included: any trace function makes 3.11 run
+every bytecode of its thread through its tracing dispatch, and those imports are most of
+a start-up; an exception a library raises and swallows inside its own import is
 therefore not seen (one that reaches the user's code is, named there). What stays
-traced: the user's own modules and functions and the library code they call.
-Exceptions the import machinery handles, ``StopIteration`` and ``GeneratorExit``
-are not recorded. The trace function is switched off for good at the first record
-(each thread drops it at its next call), so nothing of it runs in the loop. See
-the README ("gyreprof run: start-up") for its cost.
+traced: the user's own modules and functions and the library code they call. Exceptions
+the import machinery handles, ``StopIteration`` and ``GeneratorExit`` are not recorded.
+The trace function is switched off for good at the first record (each thread drops it at
+its next call), so nothing of it runs in the loop. See the README ("gyreprof run:
+start-up") for its cost.
 """
 
 from __future__ import annotations
 
+import _thread
 import faulthandler
-import json
 import os
 import sys
-import sysconfig
-import threading
 import time
-from pathlib import Path
-from types import FrameType, ModuleType
-from typing import Any
+from _json import encode_basestring_ascii as _json_str
 
-from gyreprof.integrations._auto.hooks import spec_from_others
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import FrameType, ModuleType
+    from typing import Any
+
+# What runs before the user's code (the writing half of this module) imports only
+# modules a bare interpreter has loaded, and ``_json`` and ``faulthandler``: no json,
+# pathlib, sysconfig, typing, threading or importlib (tests/test_trail.py counts them).
+# The reading half imports json and pathlib where it needs them.
 
 ENV_STARTUP_TIMEOUT = "GYREPROF_STARTUP_TIMEOUT"
 MAX_EXCEPTIONS = 64
@@ -78,9 +82,17 @@ def trail_path(run_dir: Path, pid: int) -> Path:
 
 
 def _library_roots() -> tuple[str, ...]:
+    """The standard library's folders: where ``os`` lies, and sysconfig's ``stdlib`` and
+    ``platstdlib`` (``{base}/{platlibdir}/pythonX.Y``), worked out from ``sys`` (sysconfig
+    itself costs 3 modules and a few ms)."""
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    libdir = getattr(sys, "platlibdir", "lib")
     roots = set()
-    for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
+    for p in (
+        os.path.dirname(os.__file__),
+        os.path.join(sys.base_prefix, libdir, version),
+        os.path.join(sys.exec_prefix, libdir, version),
+    ):
         if p:
             roots.add(os.path.realpath(p) + os.sep)
             roots.add(p + os.sep)
@@ -103,8 +115,55 @@ def _is_stdlib(filename: str) -> bool:
     return filename.startswith(_STDLIB) and "-packages" not in filename
 
 
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, default=repr, ensure_ascii=True)`` for what a trail line holds,
+    without importing json before the user's code (tests/test_trail.py compares them)."""
+    if isinstance(value, str):
+        return _json_str(value)  # type: ignore[no-any-return]
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = []
+        for k, v in value.items():
+            if isinstance(k, str):
+                key = k
+            elif k is None or isinstance(k, (bool, int, float)):
+                key = _dumps(k)
+            else:
+                raise TypeError(f"keys must be str, int, float, bool or None, not {type(k)}")
+            items.append(_json_str(key) + ": " + _dumps(v))
+        return "{" + ", ".join(items) + "}"
+    return _dumps(repr(value))
+
+
+def _thread_name() -> str:
+    """This thread's name, from ``threading`` where it is loaded (a thread started without
+    it is the main thread, or one ``_thread`` started: named by its id)."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        return str(threading.current_thread().name)
+    return "MainThread" if _thread.get_ident() == _main_ident else f"Thread-{_thread.get_ident()}"
+
+
+_main_ident = _thread.get_ident()  # the main thread: the bootstrap runs there; set again in a fork
+
+
 class _Trail:
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.fd = -1
         self.pid = 0
@@ -113,10 +172,10 @@ class _Trail:
         self.exceptions = 0
         self.import_lines = 0
         self.depth = 0
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.last: tuple[int, int] = (0, 0)  # (id of the exception, its number)
         self.ups = 0
-        self.tls = threading.local()
+        self.tls = _thread._local()
         self.armed = 0  # the pid that armed faulthandler's start-up dump
         self.stop_at = self.t0 + _trace_limit_s()
 
@@ -124,7 +183,7 @@ class _Trail:
     def open(self) -> None:
         self.pid = os.getpid()
         self.fd = os.open(
-            trail_path(self.run_dir, self.pid),
+            os.path.join(self.run_dir, f"{self.pid}.trail"),
             os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC,
             0o600,
         )
@@ -134,9 +193,9 @@ class _Trail:
             return
         fields = {"ev": ev, "t": round(time.monotonic() - self.t0, 4), **fields}
         try:
-            line = json.dumps(fields, default=repr, ensure_ascii=True) + "\n"
+            line = _dumps(fields) + "\n"
             os.write(self.fd, line.encode())
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, RecursionError):
             pass
 
     def launch(self) -> None:
@@ -154,7 +213,7 @@ class _Trail:
             virtualenv=env.get("VIRTUAL_ENV")
             or (sys.prefix if sys.prefix != sys.base_prefix else None),
             conda=env.get("CONDA_PREFIX"),
-            main_thread=threading.main_thread().ident,
+            main_thread=_main_ident,
             env={k: v for k, v in env.items() if k.startswith("CUDA_") or k in _THREAD_VARS},
             wall=time.time(),
         )
@@ -202,7 +261,6 @@ class _Trail:
             text = str(exc)
         except Exception:  # noqa: BLE001 - a broken __str__ is still an exception
             text = "<unprintable>"
-        thread = threading.current_thread()
         fields: dict[str, Any] = dict(
             id=n,
             type=type(exc).__qualname__,
@@ -211,9 +269,9 @@ class _Trail:
             repr=_short_repr(exc),
             at=_where(frame),
             func=_func(frame),
-            thread=thread.name,
-            tid=threading.get_native_id(),
-            main=thread is threading.main_thread(),
+            thread=_thread_name(),
+            tid=_thread.get_native_id(),
+            main=_thread.get_ident() == _main_ident,
         )
         if isinstance(exc, ImportError):
             fields["name"] = exc.name
@@ -224,17 +282,14 @@ class _Trail:
     def import_begin(self, name: str) -> float:
         depth = getattr(self.tls, "depth", 0)
         self.tls.depth = depth + 1
-        if (
-            self.import_lines < MAX_IMPORT_LINES
-            and threading.current_thread() is threading.main_thread()
-        ):
+        if self.import_lines < MAX_IMPORT_LINES and _thread.get_ident() == _main_ident:
             self.import_lines += 1
             self.write("import", name=name, depth=depth)
         return time.monotonic()
 
     def import_end(self, name: str, began: float, error: BaseException | None) -> None:
         self.tls.depth = max(0, getattr(self.tls, "depth", 1) - 1)
-        if threading.current_thread() is not threading.main_thread():
+        if _thread.get_ident() != _main_ident:
             return
         took = round(time.monotonic() - began, 4)
         if error is not None:
@@ -267,18 +322,42 @@ def _short_repr(exc: BaseException) -> str:
     return text[:MAX_MESSAGE]
 
 
+def _spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
+    """The spec the first finder on ``sys.meta_path`` other than ``me`` gives for
+    ``fullname``; None when none finds it (``hooks.spec_from_others``, kept here: hooks
+    loads threading and typing, and nothing of that may run before the user's code)."""
+    for finder in sys.meta_path:
+        if finder is me or not hasattr(finder, "find_spec"):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
+def _give_threads_the_tracer(threading: Any) -> None:
+    """``threading`` was just imported (or was before the trail started): threads it
+    starts from now on get the C trace function at their first call, while tracing is on."""
+    native = _native
+    t = _trail
+    if native is not None and t is not None and t.on:
+        threading.settrace(native.tracer)
+
+
 class _ImportFinder:
     """First on ``sys.meta_path``: finds nothing itself, times the module's execution."""
 
     def __init__(self, trail: _Trail) -> None:
         self.trail = trail
-        self.busy = threading.local()
+        self.busy = _thread._local()
         self.library_tops: set[str] = set()  # top-level packages of libraries / the stdlib
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         trail = self.trail
         if not trail.on:
             return None
+        if fullname == "threading" and _native is not None:
+            return self.threading_spec(fullname, path, target)
         top, dot, _ = fullname.partition(".")
         if dot and top in self.library_tops and not _tracing_here():
             return None  # a library's submodule (never timed), nothing to pause: most imports
@@ -292,7 +371,7 @@ class _ImportFinder:
             return None
         busy.add(fullname)
         try:
-            spec = spec_from_others(self, fullname, path, target)
+            spec = _spec_from_others(self, fullname, path, target)
         finally:
             busy.discard(fullname)
         if spec is None:
@@ -330,6 +409,41 @@ class _ImportFinder:
                     _resume(trail)
             if timed:
                 trail.import_end(fullname, began, None)
+
+        try:
+            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
+        except (AttributeError, TypeError):
+            pass
+        return spec
+
+    def threading_spec(self, fullname: str, path: Any, target: Any) -> Any:
+        """3.10-3.11: ``threading``'s spec, its loader set to give the threads it starts the
+        tracer once it has run (the trail does not import threading itself: it costs
+        ``python -c pass`` 3 modules)."""
+        busy: set[str] | None = getattr(self.busy, "names", None)
+        if busy is None:
+            busy = self.busy.names = set()
+        if fullname in busy:
+            return None
+        busy.add(fullname)
+        try:
+            spec = _spec_from_others(self, fullname, path, target)
+        finally:
+            busy.discard(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+            return spec  # a frozen or built-in threading: given the tracer at the first record
+        original = loader.exec_module
+        trail = self.trail
+
+        def exec_module(module: ModuleType) -> None:
+            paused = _PAUSE_IMPORTS and _tracing_here() and _pause(trail)
+            try:
+                original(module)
+            finally:
+                if paused:
+                    _resume(trail)
+            _give_threads_the_tracer(module)
 
         try:
             setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
@@ -387,10 +501,13 @@ def _load_native() -> Any:
     mod = sys.modules.get(name)
     if mod is not None:
         return mod
-    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
-    from importlib.util import module_from_spec, spec_from_loader
+    # the import system's own frozen modules, loaded in every interpreter (importlib.util
+    # and importlib.machinery would add 6 modules)
+    import _frozen_importlib as bootstrap
+    import _frozen_importlib_external as external
+    import _imp
 
-    for suffix in EXTENSION_SUFFIXES:
+    for suffix in _imp.extension_suffixes():
         path = os.path.join(_GYREPROF, "_core", "trace" + suffix)
         if os.path.isfile(path):
             break
@@ -400,11 +517,11 @@ def _load_native() -> Any:
             name=name,
         )
     try:
-        loader = ExtensionFileLoader(name, path)
-        spec = spec_from_loader(name, loader, origin=path)
+        loader = external.ExtensionFileLoader(name, path)
+        spec = bootstrap.spec_from_loader(name, loader, origin=path)
         if spec is None:
             raise ImportError(f"no module spec for {path}", name=name)
-        mod = module_from_spec(spec)
+        mod = bootstrap.module_from_spec(spec)
         loader.exec_module(mod)
     except (ImportError, OSError) as exc:
         raise ImportError(
@@ -426,11 +543,13 @@ _trail: _Trail | None = None
 _finder: _ImportFinder | None = None
 
 
-def start(run_dir: Path) -> None:
+def start(run_dir: str | os.PathLike[str]) -> None:
     """Open this process's trail, write the launch line, start the start-up tracing."""
-    global _trail, _finder
-    _OWN.append(str(run_dir) + os.sep)
-    t = _Trail(run_dir)
+    global _trail, _finder, _main_ident
+    folder = os.fspath(run_dir)
+    _OWN.append(folder + os.sep)
+    _main_ident = _thread.get_ident()
+    t = _Trail(folder)
     try:
         t.open()
     except OSError:
@@ -487,7 +606,11 @@ def _trace_on(t: _Trail) -> None:
         MAX_EXCEPTIONS,
         MAX_UP_LINES,
     )
-    threading.settrace(native.tracer)  # a new thread's first call installs the C one
+    # a new thread's first call installs the C one: through threading.settrace, now if
+    # threading is loaded, else when it is (_ImportFinder.threading_spec)
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        _give_threads_the_tracer(threading)
 
 
 _TOOL = 4  # a sys.monitoring tool id free of debuggers (0-2) and coverage (1, 3)
@@ -561,7 +684,9 @@ def stop(t: _Trail, why: str | None) -> None:
             except ValueError:
                 pass
     else:
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading.settrace(None)
         native = _native
         if native is not None:
             native.stop()  # every other thread drops it at its next call
@@ -572,16 +697,18 @@ def stop(t: _Trail, why: str | None) -> None:
         except ValueError:
             pass
     if why is None:
-        t.write("first-record", thread=threading.current_thread().name)
+        t.write("first-record", thread=_thread_name())
     else:
         t.write("trace-off", why=why)
 
 
 def _after_fork_in_child() -> None:
     """A forked child writes a trail of its own (same tracing state as its parent)."""
+    global _main_ident
     t = _trail
     if t is None:
         return
+    _main_ident = _thread.get_ident()  # the forking thread is the child's main thread
     try:
         os.close(t.fd)
     except OSError:
@@ -589,7 +716,7 @@ def _after_fork_in_child() -> None:
     t.fd = -1
     t.exceptions = 0
     t.import_lines = 0
-    t.lock = threading.Lock()
+    t.lock = _thread.allocate_lock()
     if _native is not None:
         _native.forked()
     try:
@@ -638,6 +765,12 @@ class TrailInfo:
         return out
 
 
+def _json_loads(text: str) -> Any:
+    import json
+
+    return json.loads(text)
+
+
 def read_trail(path: Path, max_bytes: int = 4 << 20) -> TrailInfo | None:
     """The trail at ``path`` read back, or None if it cannot be read."""
     try:
@@ -651,7 +784,7 @@ def read_trail(path: Path, max_bytes: int = 4 << 20) -> TrailInfo | None:
     for raw in data.decode("utf-8", "replace").splitlines():
         if raw.startswith("{"):
             try:
-                line = json.loads(raw)
+                line = _json_loads(raw)
             except ValueError:
                 line = None
             if isinstance(line, dict):
@@ -713,6 +846,8 @@ def find_trail(pid: int, run_dir: Path | None = None) -> Path | None:
         prefix = b"GYREPROF_RUN_DIR="
         for item in environ.split(b"\0"):
             if item.startswith(prefix):
+                from pathlib import Path
+
                 run_dir = Path(os.fsdecode(item[len(prefix) :]))
                 break
         else:
