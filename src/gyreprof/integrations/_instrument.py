@@ -95,7 +95,7 @@ def _defines(cls: type, name: str) -> bool:
     return callable(fn) and not getattr(fn, "__isabstractmethod__", False)
 
 
-def _tree(cls: type) -> list[type]:
+def class_tree(cls: type) -> list[type]:
     """``cls`` and its subclasses, each once."""
     out: list[type] = []
     todo = [cls]
@@ -160,7 +160,7 @@ class Patches:
         """Wrap each method ``name`` of ``wrappers`` wherever ``cls`` or a subclass defines
         it itself: now, and in every subclass defined later (a ``__init_subclass__`` on
         ``cls``, itself undone by :meth:`undo`); ``hot`` as :meth:`wrap`'s."""
-        for sub in _tree(cls):
+        for sub in class_tree(cls):
             for name, wrapper in wrappers.items():
                 if _defines(sub, name):
                     self.wrap(sub, name, wrapper, hot=hot)

@@ -14,25 +14,12 @@ later. Each wrapper is marked, so patching twice changes nothing.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gyreprof.integrations._instrument import Callback, warn, when_imported
+from gyreprof.integrations._instrument import Callback, class_tree, warn, when_imported
 
 MARK = "__gyreprof_wrapped__"
-
-
-def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
-    """The spec the first finder on ``sys.meta_path`` other than ``me`` (a wrapping
-    finder) gives for ``fullname``; None when none finds it."""
-    for finder in sys.meta_path:
-        if finder is me or not hasattr(finder, "find_spec"):
-            continue
-        spec = finder.find_spec(fullname, path, target)
-        if spec is not None:
-            return spec
-    return None
 
 
 def is_wrapped(fn: object) -> bool:
@@ -67,28 +54,11 @@ def _patch_one(cls: type, names: Sequence[str], make: Make) -> None:
             pass
 
 
-def _all_subclasses(cls: type) -> list[type]:
-    out: list[type] = []
-    todo = [cls]
-    seen: set[int] = set()
-    while todo:
-        c = todo.pop()
-        if id(c) in seen:
-            continue
-        seen.add(id(c))
-        out.append(c)
-        try:
-            todo.extend(c.__subclasses__())
-        except TypeError:  # type.__subclasses__ needs an argument
-            pass
-    return out
-
-
 def patch_methods(
     cls: type, names: Sequence[str], make: Make, *, skip: Sequence[type] = ()
 ) -> None:
     """Wrap ``names`` wherever ``cls`` or a subclass (now or later) defines them."""
-    for c in _all_subclasses(cls):
+    for c in class_tree(cls):
         if c not in skip:
             _patch_one(c, names, make)
     key = f"__gyreprof_subclass_hook_{'_'.join(names)}__"
@@ -117,7 +87,6 @@ __all__ = [
     "is_wrapped",
     "mark",
     "patch_methods",
-    "spec_from_others",
     "warn",
     "when_imported",
 ]

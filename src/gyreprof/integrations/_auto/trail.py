@@ -324,8 +324,8 @@ def _short_repr(exc: BaseException) -> str:
 
 def _spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
     """The spec the first finder on ``sys.meta_path`` other than ``me`` gives for
-    ``fullname``; None when none finds it (``hooks.spec_from_others``, kept here: hooks
-    loads threading and typing, and nothing of that may run before the user's code)."""
+    ``fullname``; None when none finds it (kept here, not shared: what the trail imports
+    runs before the user's code, and the instrumentors' helpers load threading and typing)."""
     for finder in sys.meta_path:
         if finder is me or not hasattr(finder, "find_spec"):
             continue
