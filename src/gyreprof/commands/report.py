@@ -373,7 +373,6 @@ def _report_record(args: argparse.Namespace, path: Path, record: Any, html_out: 
     """The run's report again from its ``--json`` record: the same verdict, wait report,
     summaries and processes, so the same shares and loop shape as the run printed."""
     from gyreprof.integrations._auto import collect
-    from gyreprof.render import text as render_text
 
     report = collect.RunReport(
         command=[],
@@ -389,17 +388,27 @@ def _report_record(args: argparse.Namespace, path: Path, record: Any, html_out: 
         rollouts=record.rollouts,
         start_up=record.start_up,
     )
+    head = f"gyreprof report: gyreprof run --json record {path} (exit code {record.exit_code})"
+    return _show_run(report, args, html_out, path, head)
+
+
+def _show_run(
+    report: Any, args: argparse.Namespace, html_out: Path | None, source: Path, head: str
+) -> int:
+    """One run's report through the door ``args`` asked for: HTML beside any of the
+    others, then JSON, Markdown or the text headed by ``head``."""
+    from gyreprof.render import text as render_text
+
     if html_out is not None:
         from gyreprof.export import html_report
 
-        html_report(report, html_out, title=f"gyreprof report: {path}")
+        html_report(report, html_out, title=f"gyreprof report: {source}")
         print(f"wrote {html_out}", file=sys.stderr)
     if args.json:
         print(report.to_json(indent=2))
     elif args.markdown:
         _print(report.to_markdown())
     else:
-        head = f"gyreprof report: gyreprof run --json record {path} (exit code {record.exit_code})"
         _print(head + "\n" + render_text.run_report(report))
     return 0
 
@@ -409,21 +418,8 @@ def _print(text: str) -> None:
 
 
 def _report_folder(args: argparse.Namespace, folder: Path, html_out: Path | None) -> int:
-    from gyreprof.render import text as render_text
-
     report = saved_run(folder, args.loop)
-    if html_out is not None:
-        from gyreprof.export import html_report
-
-        html_report(report, html_out, title=f"gyreprof report: {folder}")
-        print(f"wrote {html_out}", file=sys.stderr)
-    if args.json:
-        print(report.to_json(indent=2))
-    elif args.markdown:
-        _print(report.to_markdown())
-    else:
-        _print(f"gyreprof report: saved run {folder}\n" + render_text.run_report(report))
-    return 0
+    return _show_run(report, args, html_out, folder, f"gyreprof report: saved run {folder}")
 
 
 def run(args: argparse.Namespace) -> int:
