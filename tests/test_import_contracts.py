@@ -1,0 +1,142 @@
+"""The folders are the floors: import-linter's contracts in pyproject.toml hold.
+
+``[tool.importlinter]`` in pyproject.toml names the floors of the package, bottom-up
+(``_core``; the small helpers; the model; recording; analysis; render and export;
+diagnostics; integrations; commands and the command line) and forbids an import up a
+floor. An import that still runs upward is listed in the contract's ``ignore_imports``
+with a ``# debt:`` comment; import-linter fails on an ignore line that matches no import,
+so paying a debt also means deleting its line.
+
+The root package ``gyreprof`` (its ``__init__`` imports every floor) is in no floor; the
+last test keeps modules below the commands from importing it, apart from the listed debt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import grimp
+import pytest
+
+import gyreprof
+
+SRC = Path(gyreprof.__file__).resolve().parent.parent
+ROOT = SRC.parent
+PYPROJECT = ROOT / "pyproject.toml"
+
+pytestmark = pytest.mark.skipif(
+    not PYPROJECT.is_file(), reason="needs the source checkout's pyproject.toml"
+)
+
+_RUN = (
+    "import sys\n"
+    "from importlinter.cli import lint_imports\n"
+    "sys.exit(lint_imports(config_filenames=(sys.argv[1],), no_cache=True, no_logo=True))\n"
+)
+
+
+def _lint(config: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    """Run import-linter on ``config`` in a fresh interpreter with ``paths`` importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    return subprocess.run(
+        [sys.executable, "-c", _RUN, str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=config.parent,
+        timeout=120,
+    )
+
+
+def test_contracts_are_kept() -> None:
+    out = _lint(PYPROJECT, SRC)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout, out.stdout
+
+
+def test_every_floor_contract_is_configured() -> None:
+    text = PYPROJECT.read_text()
+    for contract in ("core-independent", "floors", "results-below-integrations", "cli-on-top"):
+        assert f'id = "{contract}"' in text, contract
+    # every ignored import carries its reason
+    section = text[text.index("[tool.importlinter]") :]
+    for block in re.findall(r"ignore_imports = \[(.*?)\n\]", section, re.S):
+        for line in block.strip().splitlines():
+            line = line.strip()
+            assert line.startswith(("#", '"')), line
+        assert "# debt:" in block
+
+
+def test_an_upward_import_breaks_the_floors(tmp_path: Path) -> None:
+    """A tiny package with a low floor importing a high one fails the same kind of contract."""
+    pkg = tmp_path / "src" / "floorpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "low.py").write_text("def f():\n    from floorpkg import high\n    return high\n")
+    (pkg / "high.py").write_text("from floorpkg import low\n")
+    config = tmp_path / "pyproject.toml"
+    body = textwrap.dedent(
+        """
+        [tool.importlinter]
+        root_package = "floorpkg"
+
+        [[tool.importlinter.contracts]]
+        id = "floors"
+        name = "floors"
+        type = "layers"
+        layers = ["floorpkg.high", "floorpkg.low"]
+        """
+    )
+    config.write_text(body)
+    out = _lint(config, tmp_path / "src")
+    assert out.returncode != 0, out.stdout
+    assert "floorpkg.low -> floorpkg.high" in out.stdout, out.stdout
+    # the same edge listed as debt is kept
+    config.write_text(body + 'ignore_imports = ["floorpkg.low -> floorpkg.high"]\n')
+    out = _lint(config, tmp_path / "src")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_debt_line_removed_is_reported(tmp_path: Path) -> None:
+    """Deleting one ignore line of the real contract makes its upward import fail."""
+    text = PYPROJECT.read_text()
+    lines = [
+        ln for ln in text.splitlines() if ln.strip().startswith('"gyreprof.') and "->" in ln
+    ]
+    assert lines, "no debt left: use another known edge or drop this test"
+    edge = lines[0]
+    config = tmp_path / "pyproject.toml"
+    config.write_text(text.replace(edge + "\n", "", 1))
+    out = _lint(config, SRC)
+    assert out.returncode != 0, out.stdout
+    importer, imported = (p.strip() for p in edge.strip().strip(",").strip('"').split("->"))
+    assert importer in out.stdout and imported in out.stdout, out.stdout
+
+
+# Modules below the commands that still import the root package ``gyreprof`` (which
+# imports every floor). Each entry must still do so: once it stops, delete it here.
+TOP = ("gyreprof.commands", "gyreprof.cli", "gyreprof.__main__")
+ROOT_IMPORT_DEBT = {
+    "gyreprof.analysis.sweep.isolate",
+    "gyreprof.diagnostics.selfcheck",
+    "gyreprof.integrations._auto.collect",
+    "gyreprof.integrations._auto.session",
+    "gyreprof.integrations._auto.state",
+}
+
+
+def test_only_the_top_imports_the_root_package() -> None:
+    graph = grimp.build_graph("gyreprof", include_external_packages=False)
+    importers = {
+        m
+        for m in graph.find_modules_that_directly_import("gyreprof")
+        if not m.startswith(TOP) and m != "gyreprof"
+    }
+    assert importers - ROOT_IMPORT_DEBT == set(), "new imports of the root package"
+    assert ROOT_IMPORT_DEBT - importers == set(), "paid debt: delete it from ROOT_IMPORT_DEBT"
