@@ -106,9 +106,7 @@ def test_an_upward_import_breaks_the_floors(tmp_path: Path) -> None:
 def test_a_debt_line_removed_is_reported(tmp_path: Path) -> None:
     """Deleting one ignore line of the real contract makes its upward import fail."""
     text = PYPROJECT.read_text()
-    lines = [
-        ln for ln in text.splitlines() if ln.strip().startswith('"gyreprof.') and "->" in ln
-    ]
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith('"gyreprof.') and "->" in ln]
     assert lines, "no debt left: use another known edge or drop this test"
     edge = lines[0]
     config = tmp_path / "pyproject.toml"
