@@ -138,3 +138,75 @@ def test_only_the_top_imports_the_root_package() -> None:
     }
     assert importers - ROOT_IMPORT_DEBT == set(), "new imports of the root package"
     assert ROOT_IMPORT_DEBT - importers == set(), "paid debt: delete it from ROOT_IMPORT_DEBT"
+
+
+_FRESH = """
+import json, sys
+from pathlib import Path
+from gyreprof.summary import Summary
+
+out = Path(sys.argv[1])
+assert not [m for m in sys.modules if m.startswith("gyreprof.render")], "render loaded early"
+s = Summary.from_json(out / "summary.json")
+s.to_csv(out / "child.csv")
+s.to_json(out / "child.json")
+forms = {
+    "str": str(s),
+    "markdown": s.to_markdown(),
+    "csv": s.to_csv(),
+    "metrics": repr(sorted(s.to_metrics().items())),
+    "phase": str(s["env"]),
+}
+(out / "child.forms.json").write_text(json.dumps(forms))
+"""
+
+
+def test_a_result_module_alone_still_renders(tmp_path: Path) -> None:
+    """Results do not import their renderers, yet ``print(summary)``, ``to_markdown``,
+    ``to_csv``, ``to_json`` and ``to_metrics`` work with only gyreprof.summary imported."""
+    import json
+
+    prof = gyreprof.Profiler(["env", "fwd"])
+    for i in range(20):
+        prof.begin()
+        prof.record("env", 5_000 + 10 * i)
+        prof.record("fwd", 1_000)
+    prof.begin()
+    s = prof.summary()
+    s.to_json(tmp_path / "summary.json")
+    s = gyreprof.Summary.from_json(tmp_path / "summary.json")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    forms = json.loads((tmp_path / "child.forms.json").read_text())
+    assert forms == {
+        "str": str(s),
+        "markdown": s.to_markdown(),
+        "csv": s.to_csv(),
+        "metrics": repr(sorted(s.to_metrics().items())),
+        "phase": str(s["env"]),
+    }
+    assert (tmp_path / "child.csv").read_bytes().decode() == s.to_csv()
+    assert (tmp_path / "child.json").read_text() == s.to_json() + "\n"
+
+
+def test_a_form_registered_twice_is_refused() -> None:
+    from gyreprof import _forms
+    from gyreprof.render import text as render_text
+
+    _forms.register("text", render_text.summary)  # the same function again: no change
+
+    def summary(s: object) -> str:  # another function under a registered name
+        return ""
+
+    with pytest.raises(ValueError, match="'text.summary'"):
+        _forms.register("text", summary)
+    assert _forms.text("text.summary", gyreprof.Profiler(["a"]).summary()) != ""
+    with pytest.raises(LookupError, match="'text.no_such_form'"):
+        _forms.text("text.no_such_form")
