@@ -15,8 +15,6 @@ imported, and the renderers still load only when something is written.
 
 from __future__ import annotations
 
-from gyreprof._errors import InvalidValueError, MissingKeyError
-
 # typing.TYPE_CHECKING without importing typing: `import gyreprof` imports this module
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,6 +35,8 @@ def register(module: str, *functions: Callable[..., Any]) -> None:
         name = f"{module}.{fn.__name__}"
         held = _FORMS.setdefault(name, fn)
         if held is not fn:
+            from gyreprof._errors import InvalidValueError  # here: `import gyreprof` loads _forms
+
             raise InvalidValueError(f"form {name!r} is already registered by {held.__module__}")
 
 
@@ -52,6 +52,8 @@ def _find(name: str) -> Callable[..., Any]:
         _loader(name.partition(".")[0])
         fn = _FORMS.get(name)
     if fn is None:
+        from gyreprof._errors import MissingKeyError
+
         raise MissingKeyError(f"no renderer is registered for {name!r}: import gyreprof.render")
     return fn
 
