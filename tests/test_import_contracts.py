@@ -13,6 +13,7 @@ last test keeps modules below the commands from importing it, apart from the lis
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -200,5 +201,7 @@ def test_a_form_registered_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="'text.summary'"):
         _forms.register("text", summary)
     assert _forms.text("text.summary", gyreprof.Profiler(["a"]).summary()) != ""
+    importlib.reload(render_text)  # a module imported again replaces its own forms
+    assert _forms._FORMS["text.summary"] is render_text.summary
     with pytest.raises(LookupError, match="'text.no_such_form'"):
         _forms.text("text.no_such_form")

@@ -29,15 +29,20 @@ _loader: Callable[[str], object] | None = None
 
 
 def register(module: str, *functions: Callable[..., Any]) -> None:
-    """Register ``functions`` as ``"<module>.<function name>"``; a name already taken
-    by another function raises ValueError naming it."""
+    """Register ``functions`` as ``"<module>.<function name>"``. A module imported again
+    (a reload) replaces its own functions; a name taken by a function defined elsewhere
+    raises ValueError naming it."""
     for fn in functions:
         name = f"{module}.{fn.__name__}"
-        held = _FORMS.setdefault(name, fn)
-        if held is not fn:
+        held = _FORMS.get(name)
+        if held is not None and (held.__module__, held.__qualname__) != (
+            fn.__module__,
+            fn.__qualname__,
+        ):
             from gyreprof._errors import InvalidValueError  # here: `import gyreprof` loads _forms
 
             raise InvalidValueError(f"form {name!r} is already registered by {held.__module__}")
+        _FORMS[name] = fn
 
 
 def set_loader(loader: Callable[[str], object]) -> None:
