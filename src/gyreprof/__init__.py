@@ -12,6 +12,7 @@ module ``_LAZY`` maps it to, on first use. The two lists must name the same thin
 
 from __future__ import annotations
 
+from gyreprof import _forms
 from gyreprof._version import __version__
 
 # typing.TYPE_CHECKING without importing typing (most of `import gyreprof`'s time);
@@ -115,6 +116,15 @@ __all__ = [
     "wait_report",
 ]
 
+
+def _load_renderer(module: str) -> None:
+    """Import ``gyreprof.render.<module>``, which registers its forms (gyreprof._forms)."""
+    import importlib
+
+    importlib.import_module(f"gyreprof.render.{module}")
+
+
+_forms.set_loader(_load_renderer)
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt gp.X is an error there
 

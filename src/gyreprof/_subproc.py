@@ -64,6 +64,11 @@ _POLL_S = 0.05
 # ------------------------------------------------------------------ parent side
 
 
+def package_root() -> str:
+    """The folder that holds the ``gyreprof`` package (a child's ``PYTHONPATH`` entry)."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a child that calls :func:`bind_to_parent`."""
     env = dict(os.environ if base is None else base)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _checks, _io, _limits
+from gyreprof import _checks, _forms, _io, _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info, percentiles_from_counts
 from gyreprof._errors import CorruptDataError, InvalidValueError, UnknownPhaseError
 from gyreprof._format import SUMMARY_HEADERS
@@ -120,9 +120,7 @@ class PhaseStats(Record):
         return hist.percentile(qf)
 
     def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.phase_stats(self)
+        return _forms.text("text.phase_stats", self)
 
 
 @dataclass(frozen=True)
@@ -138,9 +136,7 @@ class WarmupInfo(Record):
     max_ns: dict[str, float]
 
     def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.warmup(self)
+        return _forms.text("text.warmup", self)
 
 
 # -------------------------------------------------------------------- summary
@@ -343,37 +339,25 @@ class Summary(Record):
     def table_rows(self) -> list[list[str]]:
         """The summary table as formatted cells, one row per phase and one for whole steps
         (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
-        from gyreprof.render import text as render_text
-
-        return render_text.summary_rows(self)
+        return _forms.rows("text.summary_rows", self)
 
     def table(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.summary_table(self)
+        return _forms.text("text.summary_table", self)
 
     def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.summary(self)
+        return _forms.text("text.summary", self)
 
     def to_markdown(self) -> str:
-        from gyreprof.render import markdown as render_markdown
-
-        return render_markdown.summary(self)
+        return _forms.text("markdown.summary", self)
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per phase (and the whole step): name, count, mean, min, max, pXX, share."""
-        from gyreprof.render import csv as render_csv
-
-        return render_csv.write(render_csv.summary(self), path)
+        return _forms.text("csv.write", _forms.text("csv.summary", self), path)
 
     def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
         """Flat ``{name: number}`` for any logger's ``log(dict)`` (TensorBoard, W&B, ...);
         the keys: :func:`gyreprof.render.metrics.summary`."""
-        from gyreprof.render import metrics as render_metrics
-
-        return render_metrics.summary(self, prefix)
+        return _forms.metrics("metrics.summary", self, prefix)
 
     # -- JSON (gyreprof._serial) ---------------------------------------------------
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gyreprof import _forms
 from gyreprof._block import decode_windows
 from gyreprof._errors import InvalidValueError
 from gyreprof._serial import Record, serial_derived
@@ -69,9 +70,7 @@ class Window(Record):
         return self.steps / d if d > 0 else math.nan
 
     def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.window(self)
+        return _forms.text("text.window", self)
 
 
 def rolling_windows(

@@ -41,6 +41,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from gyreprof import _forms
 from gyreprof._serial import Record, serial_format
 
 FORMAT = "gyreprof.rollouts/1"
@@ -305,14 +306,10 @@ class RolloutReport(Record):
         return sum(e.requests for e in self.endpoints)
 
     def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.rollouts(self)
+        return _forms.text("text.rollouts", self)
 
     def to_markdown(self) -> str:
-        from gyreprof.render import markdown as render_markdown
-
-        return render_markdown.rollouts(self)
+        return _forms.text("markdown.rollouts", self)
 
 
 # ------------------------------------------------------------------- analysis

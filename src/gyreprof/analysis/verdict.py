@@ -69,16 +69,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _advice, _notes
+from gyreprof import _advice, _forms, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_fraction, check_positive_int
 from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
-from gyreprof.render import json as render_json
-from gyreprof.render import markdown as render_markdown
-from gyreprof.render import metrics as render_metrics
-from gyreprof.render import text as render_text
 from gyreprof.source import Source, resolve
 from gyreprof.summary import Summary
 
@@ -272,20 +268,20 @@ class Verdict:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return render_json.write(self.to_dict(), path, indent=indent)
+        return _forms.text("json.write", self.to_dict(), path, indent=indent)
 
     @property
     def headline(self) -> str:
-        return render_text.verdict_headline(self)
+        return _forms.text("text.verdict_headline", self)
 
     def to_markdown(self) -> str:
-        return render_markdown.verdict(self)
+        return _forms.text("markdown.verdict", self)
 
     def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
-        return render_metrics.verdict(self, prefix)
+        return _forms.metrics("metrics.verdict", self, prefix)
 
     def __str__(self) -> str:
-        return render_text.verdict(self)
+        return _forms.text("text.verdict", self)
 
 
 # ------------------------------------------------------------------ helpers

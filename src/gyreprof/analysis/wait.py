@@ -40,14 +40,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from gyreprof import _advice, _notes
+from gyreprof import _advice, _forms, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
 from gyreprof._serial import decode, encode, serial_derived, serial_format
 from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
-from gyreprof.render import json as render_json
-from gyreprof.render import markdown as render_markdown
-from gyreprof.render import metrics as render_metrics
-from gyreprof.render import text as render_text
 from gyreprof.snapshot import Snapshot
 from gyreprof.source import Source, is_profiler, resolve
 from gyreprof.summary import Summary
@@ -227,16 +223,16 @@ class WaitReport:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return render_json.write(self.to_dict(), path, indent=indent)
+        return _forms.text("json.write", self.to_dict(), path, indent=indent)
 
     def to_markdown(self) -> str:
-        return render_markdown.wait_report(self)
+        return _forms.text("markdown.wait_report", self)
 
     def to_metrics(self, prefix: str = "gyreprof/") -> dict[str, float]:
-        return render_metrics.wait_report(self, prefix)
+        return _forms.metrics("metrics.wait_report", self, prefix)
 
     def __str__(self) -> str:
-        return render_text.wait_report(self)
+        return _forms.text("text.wait_report", self)
 
 
 # ------------------------------------------------------------------ internals

@@ -55,9 +55,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import gyreprof
 from gyreprof._errors import InvalidValueError
-from gyreprof._subproc import ChildTree, request_stacks, sigterm_unwinds
+from gyreprof._subproc import ChildTree, package_root, request_stacks, sigterm_unwinds
 from gyreprof._validate import check_positive_number
 
 EXIT_OK = 0
@@ -247,10 +246,10 @@ def selfcheck(
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"kwargs must be JSON-serialisable: {exc}") from None
 
-    package_root = str(Path(gyreprof.__file__).resolve().parent.parent)
+    root = package_root()
     # the package path goes first: a gyreprof/ folder in the current one must not shadow it
     bootstrap = (
-        "import sys; sys.path.insert(0, " + repr(package_root) + "); "
+        "import sys; sys.path.insert(0, " + repr(root) + "); "
         "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[3]); "
         "from gyreprof.diagnostics._selfcheck_child import main; "
         "sys.exit(main(sys.argv[1:3] + sys.argv[4:]))"

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gyreprof import _forms
+
 __all__ = ["text", "write"]
 
 
@@ -35,3 +37,7 @@ def write(
 
         _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
     return out
+
+
+# the result classes find these by name (gyreprof._forms): they sit below this floor
+_forms.register("json", write)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gyreprof import _forms
 from gyreprof._format import fmt_bytes, fmt_ns, fmt_pct, markdown_table, safe_name
 from gyreprof.render import text
 
@@ -201,3 +202,7 @@ def rollouts(r: RolloutReport) -> str:
     if r.notes:
         lines += ["", *(f"- note: {safe_name(n)}" for n in r.notes)]
     return "\n".join(lines) + "\n"
+
+
+# the result classes find these by name (gyreprof._forms): they sit below this floor
+_forms.register("markdown", summary, rollouts, verdict, wait_report)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from gyreprof import _forms
 from gyreprof._errors import ArgumentTypeError
 
 if TYPE_CHECKING:
@@ -94,3 +95,7 @@ def verdict(v: Verdict, prefix: str = "gyreprof/") -> dict[str, float]:
     for name, share in v.sampler_shares.items():
         out[f"{base}share/{name}"] = float(share)
     return out
+
+
+# the result classes find these by name (gyreprof._forms): they sit below this floor
+_forms.register("metrics", summary, verdict, wait_report)

@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._subproc import ChildTree, request_stacks
+from gyreprof._subproc import ChildTree, package_root, request_stacks
 from gyreprof.analysis.sweep.factory import STAGE_WORDS, where_it_was
 from gyreprof.analysis.sweep.record import RunResult
 
@@ -40,12 +40,6 @@ _BOOTSTRAP = (
     "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[1]); "
     "from gyreprof.analysis.sweep.worker import main; sys.exit(main(sys.argv[1:]))"
 )
-
-
-def _package_root() -> str:
-    import gyreprof
-
-    return str(Path(gyreprof.__file__).resolve().parent.parent)
 
 
 def _tree_rss(procs: Sequence[psutil.Process]) -> int:
@@ -253,7 +247,7 @@ def run_isolated(
         (run_dir / "stage").write_text("start", encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
-        argv = [sys.executable, "-c", _BOOTSTRAP.format(root=_package_root()), str(run_dir)]
+        argv = [sys.executable, "-c", _BOOTSTRAP.format(root=package_root()), str(run_dir)]
         oom_before = cgroup_oom_kills()
         out_path = run_dir / "output.txt"
         t0 = time.monotonic()

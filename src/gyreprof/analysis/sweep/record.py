@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gyreprof import _forms
 from gyreprof._serial import SerialError, encode, loads, serial_format
 
 RUN_FORMAT = "gyreprof.sweep-run/1"
@@ -189,9 +190,7 @@ class RunResult:
     ) -> str:
         """The tagged JSON the worker writes (summary included); written to ``path`` as
         well (atomically) when given."""
-        from gyreprof.render import json as render_json
-
-        return render_json.write(encode(self, default=as_json_value), path, indent=indent)
+        return _forms.text("json.write", encode(self, default=as_json_value), path, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> RunResult:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _io
+from gyreprof import _forms, _io
 from gyreprof._errors import InvalidValueError, MissingKeyError
 from gyreprof._serial import Record, SerialError, decode, encode, from_plain, plain, serial_format
 from gyreprof.analysis.sweep.record import (
@@ -26,7 +26,6 @@ from gyreprof.analysis.sweep.record import (
     as_json_value,
     drop_summaries,
 )
-from gyreprof.render import csv as render_csv
 
 FORMAT = "gyreprof.sweep/2"
 #: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
@@ -261,26 +260,18 @@ class SweepResult(Record):
 
     def report(self) -> str:
         """The result in plain words, phrased as a controlled result."""
-        from gyreprof.render import sweep as render_sweep
-
-        return render_sweep.report_text(self)
+        return _forms.text("sweep.report_text", self)
 
     def headline(self) -> str:
         """The one-sentence summary (first line of ``report()``)."""
-        from gyreprof.render import sweep as render_sweep
-
-        return render_sweep.headline(self)
+        return _forms.text("sweep.headline", self)
 
     def table(self) -> str:
         """Aligned text table: one row per value, then the phase breakdown if any."""
-        from gyreprof.render import sweep as render_sweep
-
-        return render_sweep.table_text(self)
+        return _forms.text("sweep.table_text", self)
 
     def __str__(self) -> str:
-        from gyreprof.render import sweep as render_sweep
-
-        return render_sweep.text(self)
+        return _forms.text("sweep.text", self)
 
     # -- machine-readable ----------------------------------------------------------
 
@@ -321,16 +312,12 @@ class SweepResult(Record):
 
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """One row per value: medians and spreads of every figure, then per-phase columns."""
-        from gyreprof.render import sweep as render_sweep
-
-        return render_csv.write(render_sweep.csv_text(self), path)
+        return _forms.text("csv.write", _forms.text("sweep.csv_text", self), path)
 
     def to_plot(self, path: str | os.PathLike[str]) -> Path:
         """Write a PNG: samples/s (median, min-max bars) and peak memory against the value,
         the stop point and the recommendation marked. Needs matplotlib (``gyreprof[plot]``)."""
-        from gyreprof.render import sweep as render_sweep
-
-        return render_sweep.plot(self, path)
+        return _forms.path("sweep.plot", self, path)
 
 
 # ------------------------------------------------------------------ sizes

@@ -334,7 +334,8 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
     either, and the launcher of ``python -c pass`` loads no numpy."""
     if not started_any:
         return {}
-    import gyreprof as gp
+    from gyreprof import live
+    from gyreprof.snapshot import merge
 
     out: dict[int, dict[str, Any]] = {}
     names = {rec.segment_name(run_id, side): side for side in ("sampler", "trainer")}
@@ -342,7 +343,7 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
 
     try:
         # per_thread profilers: threads folded into a retired segment are read there only
-        entries = drop_folded(gp.live.list())
+        entries = drop_folded(live.list())
     except Exception:  # noqa: BLE001 - one bad segment must not cost the report
         return out
     for e in entries:
@@ -351,9 +352,9 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
             continue
         if e.pid in pids:  # a live one: a process still running after the launcher's wait
             try:
-                snap = gp.live.attach(e.path).snapshot()
+                snap = live.attach(e.path).snapshot()
                 slot = out.setdefault(e.pid, {})
-                slot[side] = gp.merge([slot[side], snap]) if side in slot else snap
+                slot[side] = merge([slot[side], snap]) if side in slot else snap
             except Exception:  # noqa: BLE001 - a segment that cannot be read is not read
                 continue
         if not e.alive:
@@ -365,12 +366,12 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
 
 
 def _merge(snaps: list[Any]) -> Any:
-    import gyreprof as gp
+    from gyreprof.snapshot import merge
 
     snaps = [s for s in snaps if _has_data(s)]
     if not snaps:
         return None
-    return gp.merge(snaps)
+    return merge(snaps)
 
 
 _PHASES = {"sampler": rec.SAMPLER_PHASES, "trainer": rec.TRAINER_PHASES}
@@ -396,8 +397,8 @@ def _merge_noting(snaps: list[Any], side: str, notes: list[str]) -> Any:
 def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     """The snapshot a process saved, or None: a missing file silently, a file that is not
     this side's snapshot (truncated, another format, other phase names) with a note."""
-    import gyreprof as gp
     from gyreprof._io import read_bytes
+    from gyreprof.snapshot import Snapshot
 
     try:
         data = read_bytes(path, "snapshot")
@@ -407,7 +408,7 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
         _skipped(notes, path, exc)
         return None
     try:
-        snap = gp.Snapshot.from_bytes(data)
+        snap = Snapshot.from_bytes(data)
         if tuple(snap.phases) != _PHASES[side] and tuple(snap.phases) not in _EARLIER[side]:
             raise InvalidValueError(
                 f"phases {list(snap.phases)[:8]}, not the run's {side} phases {list(_PHASES[side])}"
@@ -605,8 +606,8 @@ USER_SNAP = ".user-"
 def read_user_profiles(folder: Path, notes: list[str], prefix: str = "") -> list[UserProfile]:
     """The user's Profilers saved in ``folder`` (``<prefix><pid>.user-<n>.snap``), in pid
     and creation order; a file that is not a readable snapshot is skipped with a note."""
-    import gyreprof as gp
     from gyreprof._io import read_bytes
+    from gyreprof.snapshot import Snapshot
 
     found = []
     for path in folder.glob(f"{prefix}*{USER_SNAP}*.snap"):
@@ -614,7 +615,7 @@ def read_user_profiles(folder: Path, notes: list[str], prefix: str = "") -> list
         if not (head.isdigit() and tail.isdigit()):
             continue
         try:
-            snap = gp.Snapshot.from_bytes(read_bytes(path, "snapshot"))
+            snap = Snapshot.from_bytes(read_bytes(path, "snapshot"))
             snap.summary()  # decoded, but does it read back?
         except Exception as exc:  # noqa: BLE001 - a record is never worth the report
             _skipped(notes, path, exc)
@@ -833,7 +834,8 @@ def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
 
 
 def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
-    import gyreprof as gp
+    from gyreprof.analysis.verdict import diagnose
+    from gyreprof.analysis.wait import wait_report
 
     trainer = whole = report.trainer
     if trainer is not None:
@@ -847,7 +849,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         else:
             trainer = _start_up(report, trainer)
             try:
-                report.wait = gp.wait_report(trainer)
+                report.wait = wait_report(trainer)
             except ValueError as exc:
                 report.notes.append(f"no wait ratio: {exc}")
                 trainer = None
@@ -864,7 +866,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     loop_kw: dict[str, Any] = {}
     try:
         loop_kw = _declared_loop(report) or _loop_kwargs(got)
-        report.verdict = gp.diagnose(sampler=sampler, trainer=trainer, **loop_kw)
+        report.verdict = diagnose(sampler=sampler, trainer=trainer, **loop_kw)
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
     if report.start_up is not None:
@@ -898,12 +900,12 @@ def _judge_with_start_up(
     among the verdict's reasons."""
     import dataclasses
 
-    import gyreprof as gp
     from gyreprof._format import fmt_ns, fmt_pct
+    from gyreprof.analysis.verdict import diagnose
 
     su = report.start_up
     try:
-        bound_with = gp.diagnose(sampler=sampler, trainer=whole, **loop_kw).bound
+        bound_with = diagnose(sampler=sampler, trainer=whole, **loop_kw).bound
     except ValueError:
         bound_with = None
     su = dataclasses.replace(su, bound_with=bound_with)

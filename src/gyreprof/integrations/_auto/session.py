@@ -30,13 +30,13 @@ class Session:
     def _snapshots(self) -> tuple[Any, Any]:
         if self._final is not None:
             return self._final
-        import gyreprof as gp
+        from gyreprof.snapshot import merge
 
         ts = st.threads_since(self._mark)
         out = []
         for side in ("sampler", "trainer"):
             snaps = [getattr(t, side).snapshot() for t in ts]
-            out.append(gp.merge(snaps))
+            out.append(merge(snaps))
         return out[0], out[1]
 
     def snapshot(self) -> tuple[Any, Any]:

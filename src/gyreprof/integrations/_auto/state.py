@@ -412,8 +412,8 @@ def save(how: str, key: int | str | None = None) -> bool:
     name = pid if key is None else key
     written: list[Path] = []
     try:
-        from gyreprof import merge
         from gyreprof._io import write_atomic
+        from gyreprof.snapshot import merge
 
         close_open_steps(ts)
         for side in ("sampler", "trainer"):
