@@ -26,6 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
+#: the name of the whole-step row, everywhere (here, not in ``histogram``: a renderer that
+#: names it must not load numpy, which the launcher's report would pay for an empty run)
+STEP = "(step)"
+
 
 def fmt_ns(value: float | int | None) -> str:
     """A duration in ns as a short ASCII string: '850 ns', '12.3 us', '4.56 ms', '1.20 s'."""

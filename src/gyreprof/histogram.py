@@ -27,6 +27,7 @@ import numpy as np
 
 from gyreprof._core import bucket_edges, percentiles_from_counts
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._format import STEP  # re-exported: the name of the whole-step row
 
 __all__ = [
     "STEP",
@@ -36,8 +37,6 @@ __all__ = [
     "exact_percentiles",
     "layout_edges",
 ]
-
-STEP = "(step)"  # the name of the whole-step row, everywhere
 
 
 @functools.lru_cache(maxsize=32)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from gyreprof import _advice, _forms, _notes
 from gyreprof._format import (
+    STEP,
     SUMMARY_HEADERS,
     fmt_factor,
     fmt_ns,
@@ -21,7 +22,6 @@ from gyreprof._format import (
     safe_name,
     text_table,
 )
-from gyreprof.histogram import STEP
 
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import Percentiles, RolloutReport

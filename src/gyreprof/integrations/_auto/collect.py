@@ -366,11 +366,11 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
 
 
 def _merge(snaps: list[Any]) -> Any:
-    from gyreprof.snapshot import merge
-
     snaps = [s for s in snaps if _has_data(s)]
     if not snaps:
         return None
+    from gyreprof.snapshot import merge
+
     return merge(snaps)
 
 
@@ -398,7 +398,6 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     """The snapshot a process saved, or None: a missing file silently, a file that is not
     this side's snapshot (truncated, another format, other phase names) with a note."""
     from gyreprof._io import read_bytes
-    from gyreprof.snapshot import Snapshot
 
     try:
         data = read_bytes(path, "snapshot")
@@ -407,6 +406,8 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     except (OSError, ValueError) as exc:
         _skipped(notes, path, exc)
         return None
+    from gyreprof.snapshot import Snapshot  # (numpy) only where a process saved one
+
     try:
         snap = Snapshot.from_bytes(data)
         if tuple(snap.phases) != _PHASES[side] and tuple(snap.phases) not in _EARLIER[side]:
@@ -607,13 +608,14 @@ def read_user_profiles(folder: Path, notes: list[str], prefix: str = "") -> list
     """The user's Profilers saved in ``folder`` (``<prefix><pid>.user-<n>.snap``), in pid
     and creation order; a file that is not a readable snapshot is skipped with a note."""
     from gyreprof._io import read_bytes
-    from gyreprof.snapshot import Snapshot
 
     found = []
     for path in folder.glob(f"{prefix}*{USER_SNAP}*.snap"):
         head, _, tail = path.name[len(prefix) : -len(".snap")].partition(USER_SNAP)
         if not (head.isdigit() and tail.isdigit()):
             continue
+        from gyreprof.snapshot import Snapshot  # (numpy) only where a user's profile is
+
         try:
             snap = Snapshot.from_bytes(read_bytes(path, "snapshot"))
             snap.summary()  # decoded, but does it read back?
