@@ -485,7 +485,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",
            "        self._done.append((owner, name, _MISSING, True))",
-           ("tests/test_http_instrumentors.py",)),
+           ("tests/test_instrument_patches.py",)),
     Mutant("undo-leaves-hot-function", "src/gyreprof/integrations/_instrument.py",
            "                else:\n                    setattr(owner, name, what)",
            "                else:\n                    pass", ("tests/test_http_instrumentors.py",)),
