@@ -26,8 +26,10 @@ import pytest
 
 import gyreprof
 
-SRC = Path(gyreprof.__file__).resolve().parent.parent
-ROOT = SRC.parent
+SRC = (
+    Path(gyreprof.__file__).resolve().parent.parent
+)  # the gyreprof imported: a checkout or site-packages
+ROOT = Path(__file__).resolve().parent.parent  # the checkout whose contracts these are
 PYPROJECT = ROOT / "pyproject.toml"
 
 pytestmark = pytest.mark.skipif(

@@ -158,8 +158,9 @@ def test_sigterm_in_python_code_saves_and_keeps_the_signal_status(tmp_path: Path
         import sys
         import gyreprof as gp
         prof = gp.Profiler(["env"], autosave=sys.argv[1])
-        prof.begin(); prof.lap(0)
-        print("ready", flush=True)  # a step is recorded: the signal finds the loop in Python
+        for _ in range(3):  # begin() closes the step before it: two steps are complete
+            prof.begin(); prof.lap(0)
+        print("ready", flush=True)  # steps are recorded: the signal finds the loop in Python
         while True:
             prof.begin(); prof.lap(0)
         """,
