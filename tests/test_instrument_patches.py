@@ -60,3 +60,26 @@ def test_a_wrapped_classmethod_and_module_function_come_back_as_they_were() -> N
     p.undo()
     assert Base.__dict__["make"] is raw and Child.make() == "Child"
     assert mod.f is f and mod.f(1) == 2
+
+
+def test_wrap_tree_reaches_a_subclass_defined_later_and_undo_removes_the_hook() -> None:
+    class Root:
+        def go(self) -> str:
+            return "go"
+
+    p = Patches()
+    p.wrap_tree(Root, {"go": _shout})
+
+    class Late(Root):
+        def go(self) -> str:
+            return "late"
+
+    assert Root().go() == "GO" and Late().go() == "LATE"
+    p.undo()
+    assert "__init_subclass__" not in Root.__dict__
+
+    class After(Root):
+        def go(self) -> str:
+            return "after"
+
+    assert Root().go() == "go" and After().go() == "after"

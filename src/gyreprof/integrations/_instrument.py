@@ -38,7 +38,7 @@ from typing import Any
 Callback = Callable[[ModuleType], None]
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
-__all__ = ["Callback", "Patches", "Wrapper", "warn", "when_imported"]
+__all__ = ["Callback", "Patches", "Wrapper", "class_tree", "subclass_hook", "warn", "when_imported"]
 
 
 def warn(text: str) -> None:
@@ -113,6 +113,26 @@ def class_tree(cls: type) -> list[type]:
     return out
 
 
+def subclass_hook(cls: type, each: Callable[[type], None]) -> classmethod[Any, Any, None]:
+    """An ``__init_subclass__`` for ``cls`` that runs the one ``cls`` had (or its parent's),
+    then ``each(sub)`` for every subclass defined from now on; a failure of ``each`` is a
+    warning, never an error of the user's class definition."""
+    previous = cls.__dict__.get("__init_subclass__")
+    owner: Any = cls
+
+    def __init_subclass__(sub: Any, /, **kwargs: Any) -> None:
+        if previous is not None:
+            previous.__get__(None, sub)(**kwargs)
+        else:
+            super(owner, sub).__init_subclass__(**kwargs)
+        try:
+            each(sub)
+        except Exception as exc:  # noqa: BLE001 - never break a class definition
+            warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
+
+    return classmethod(__init_subclass__)
+
+
 class Patches:
     """The patches one instrumentor installed, each undone by :meth:`undo` (see the
     module doc). Not thread-safe: an instrumentor installs and undoes under its lock."""
@@ -164,23 +184,13 @@ class Patches:
             for name, wrapper in wrappers.items():
                 if _defines(sub, name):
                     self.wrap(sub, name, wrapper, hot=hot)
-        previous = cls.__dict__.get("__init_subclass__")
-        patches = self
-        owner: Any = cls
 
-        def __init_subclass__(sub: Any, /, **kwargs: Any) -> None:
-            if previous is not None:
-                previous.__get__(None, sub)(**kwargs)
-            else:
-                super(owner, sub).__init_subclass__(**kwargs)
-            try:
-                for name, wrapper in wrappers.items():
-                    if _defines(sub, name):
-                        patches.wrap(sub, name, wrapper, hot=hot)
-            except Exception as exc:  # noqa: BLE001 - never break a class definition
-                warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
+        def each(sub: type) -> None:
+            for name, wrapper in wrappers.items():
+                if _defines(sub, name):
+                    self.wrap(sub, name, wrapper, hot=hot)
 
-        self.set(cls, "__init_subclass__", classmethod(__init_subclass__))
+        self.set(cls, "__init_subclass__", subclass_hook(cls, each))
 
     def set(self, owner: Any, name: str, value: Any) -> bool:
         """Set the plain attribute ``owner.name`` to ``value``; undone by :meth:`undo`."""

@@ -17,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gyreprof.integrations._instrument import Callback, class_tree, warn, when_imported
+from gyreprof.integrations._instrument import (
+    Callback,
+    class_tree,
+    subclass_hook,
+    warn,
+    when_imported,
+)
 
 MARK = "__gyreprof_wrapped__"
 
@@ -64,20 +70,8 @@ def patch_methods(
     key = f"__gyreprof_subclass_hook_{'_'.join(names)}__"
     if cls.__dict__.get(key):
         return
-    previous = cls.__dict__.get("__init_subclass__")
-    owner: Any = cls
-
-    def __init_subclass__(sub: Any, /, **kwargs: Any) -> None:
-        if previous is not None:
-            previous.__get__(None, sub)(**kwargs)
-        else:
-            super(owner, sub).__init_subclass__(**kwargs)
-        try:
-            _patch_one(sub, names, make)
-        except Exception as exc:  # noqa: BLE001 - never break a class definition
-            warn(f"instrumenting {sub.__qualname__} failed ({exc!r})")
-
-    setattr(cls, "__init_subclass__", classmethod(__init_subclass__))  # noqa: B010
+    hook = subclass_hook(cls, lambda sub: _patch_one(sub, names, make))
+    setattr(cls, "__init_subclass__", hook)  # noqa: B010
     setattr(cls, key, True)
 
 
