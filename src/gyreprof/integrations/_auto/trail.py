@@ -364,16 +364,7 @@ class _ImportFinder:
         timing = trail.import_lines < MAX_IMPORT_LINES
         if not timing and not _tracing_here():
             return None
-        busy: set[str] | None = getattr(self.busy, "names", None)
-        if busy is None:
-            busy = self.busy.names = set()
-        if fullname in busy:
-            return None
-        busy.add(fullname)
-        try:
-            spec = _spec_from_others(self, fullname, path, target)
-        finally:
-            busy.discard(fullname)
+        spec = self.others_spec(fullname, path, target)
         if spec is None:
             return None
         loader = spec.loader
@@ -416,10 +407,9 @@ class _ImportFinder:
             pass
         return spec
 
-    def threading_spec(self, fullname: str, path: Any, target: Any) -> Any:
-        """3.10-3.11: ``threading``'s spec, its loader set to give the threads it starts the
-        tracer once it has run (the trail does not import threading itself: it costs
-        ``python -c pass`` 3 modules)."""
+    def others_spec(self, fullname: str, path: Any, target: Any) -> Any:
+        """The spec the other finders give for ``fullname``, or None; None too when this
+        thread is already asking them for it (a finder that imports what it finds)."""
         busy: set[str] | None = getattr(self.busy, "names", None)
         if busy is None:
             busy = self.busy.names = set()
@@ -427,9 +417,15 @@ class _ImportFinder:
             return None
         busy.add(fullname)
         try:
-            spec = _spec_from_others(self, fullname, path, target)
+            return _spec_from_others(self, fullname, path, target)
         finally:
             busy.discard(fullname)
+
+    def threading_spec(self, fullname: str, path: Any, target: Any) -> Any:
+        """3.10-3.11: ``threading``'s spec, its loader set to give the threads it starts the
+        tracer once it has run (the trail does not import threading itself: it costs
+        ``python -c pass`` 3 modules)."""
+        spec = self.others_spec(fullname, path, target)
         loader = spec.loader if spec is not None else None
         if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
             return spec  # a frozen or built-in threading: given the tracer at the first record
