@@ -188,3 +188,4 @@ def test_a_client_imported_later_is_patched_only_while_instrumented() -> None:
     finally:
         http._instrumentor = real  # type: ignore[assignment]
         http.uninstrument()
+    assert rl.first_request_hook is None  # the last uninstrument undoes it too

@@ -456,9 +456,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "            if outer.client != \"openai\" or request is None:\n"
            "                return wrapped(*args, **kwargs)  # another layer owns it",
            ("tests/test_http_rollouts.py",)),
-    Mutant("ps-4xx-is-ok", _PS,
-           "\"5xx\" if status >= 500 else \"4xx\" if status >= 400 else \"ok\"",
-           "\"5xx\" if status >= 500 else \"4xx\" if status >= 600 else \"ok\"", _T_RL),
+    Mutant("ps-4xx-is-ok", _RL,  # the status classes every path (plain send included) reads
+           "    if 400 <= status:\n        return \"4xx\"",
+           "    if 600 <= status:\n        return \"4xx\"", _T_RL),
     Mutant("ps-layer-left-set", _PS,
            "        if token is not None:\n            active.reset(token)\n        try:\n"
            "            status = resp.status_code",

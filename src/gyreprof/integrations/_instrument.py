@@ -180,16 +180,14 @@ class Patches:
         """Wrap each method ``name`` of ``wrappers`` wherever ``cls`` or a subclass defines
         it itself: now, and in every subclass defined later (a ``__init_subclass__`` on
         ``cls``, itself undone by :meth:`undo`); ``hot`` as :meth:`wrap`'s."""
-        for sub in class_tree(cls):
-            for name, wrapper in wrappers.items():
-                if _defines(sub, name):
-                    self.wrap(sub, name, wrapper, hot=hot)
 
         def each(sub: type) -> None:
             for name, wrapper in wrappers.items():
                 if _defines(sub, name):
                     self.wrap(sub, name, wrapper, hot=hot)
 
+        for sub in class_tree(cls):
+            each(sub)
         self.set(cls, "__init_subclass__", subclass_hook(cls, each))
 
     def set(self, owner: Any, name: str, value: Any) -> bool:

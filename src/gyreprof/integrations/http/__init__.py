@@ -120,6 +120,9 @@ def uninstrument() -> None:
             mod = sys.modules.get(f"gyreprof.integrations.http.{name}")
             if mod is not None:
                 mod.uninstrument()
+        rl: Any = sys.modules.get("gyreprof.integrations._auto.rollout_log")
+        if rl is not None:  # what _install set: a later request no longer starts recording
+            rl.first_request_hook = None
 
 
 class HttpProfile:

@@ -236,7 +236,7 @@ class PlainSend:
             active.reset(token)
         try:
             status = resp.status_code
-            outcome = "5xx" if status >= 500 else "4xx" if status >= 400 else "ok"
+            outcome = rl.status_class(status)
             data = getattr(resp, "_content", None)
             end = log.record_plain(
                 ep, self.client, start, retried, outcome,
