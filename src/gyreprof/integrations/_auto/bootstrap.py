@@ -129,14 +129,9 @@ class _Trigger:
         self.busy.add(key)
         try:
             load()
-            for finder in list(sys.meta_path):
-                find = getattr(finder, "find_spec", None)
-                if finder is self or find is None:
-                    continue
-                spec = find(fullname, path, target)
-                if spec is not None:
-                    return spec
-            return None
+            from gyreprof.integrations._auto.trail import spec_from_others
+
+            return spec_from_others(self, fullname, path, target)
         finally:
             self.busy.discard(key)
 
@@ -176,16 +171,12 @@ def _here() -> str:
 
 
 def _findable(name: str) -> bool:
-    for finder in sys.meta_path:
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        try:
-            if find(name, None) is not None:
-                return True
-        except (ImportError, ValueError):
-            return False
-    return False
+    from gyreprof.integrations._auto.trail import spec_from_others
+
+    try:
+        return spec_from_others(None, name, None) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def start() -> bool:

@@ -322,10 +322,10 @@ def _short_repr(exc: BaseException) -> str:
     return text[:MAX_MESSAGE]
 
 
-def _spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
+def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
     """The spec the first finder on ``sys.meta_path`` other than ``me`` gives for
-    ``fullname``; None when none finds it (kept here, not shared: what the trail imports
-    runs before the user's code, and the instrumentors' helpers load threading and typing)."""
+    ``fullname``; None when none finds it. Here, where the bootstrap's finder finds it too:
+    what runs before the user's code loads no more (hooks loads threading and typing)."""
     for finder in sys.meta_path:
         if finder is me or not hasattr(finder, "find_spec"):
             continue
@@ -417,7 +417,7 @@ class _ImportFinder:
             return None
         busy.add(fullname)
         try:
-            return _spec_from_others(self, fullname, path, target)
+            return spec_from_others(self, fullname, path, target)
         finally:
             busy.discard(fullname)
 
