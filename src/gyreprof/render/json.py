@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from gyreprof import _forms
+from gyreprof._serial import write_json
 
 __all__ = ["text", "write"]
 
@@ -30,13 +30,8 @@ def write(
     indent: int | None = None,
 ) -> str:
     """The strict JSON text of ``data``; written to ``path`` as well (atomically, with a
-    final newline) when given."""
-    out = text(data, indent=indent)
-    if path is not None:
-        from gyreprof import _io  # only when it writes: gyreprof run's bootstrap imports this
-
-        _io.write_atomic(Path(path), (out + "\n").encode("utf-8"))
-    return out
+    final newline) when given: the one writer, ``_serial.write_json``."""
+    return write_json(data, path, indent=indent)
 
 
 # the result classes find these by name (gyreprof._forms): they sit below this floor
