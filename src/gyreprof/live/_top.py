@@ -272,6 +272,8 @@ def ended_run(pid: int) -> str | None:
     try:
         with open(path, "rb") as f:
             note = json.loads(f.read(65536))
+        if not isinstance(note, dict) or note.get("format") != ENDED_FORMAT:
+            return None  # another program's file, or a later format: not read as ours
         ended = float(note["ended_unix_s"])
         command = [str(c) for c in note["command"]]
         records = {str(k): str(v) for k, v in dict(note["records"]).items()}

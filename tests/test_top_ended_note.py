@@ -1,0 +1,40 @@
+"""The note ``gyreprof run`` leaves for ``gyreprof top PID`` once the run has ended
+(``live/_top.py``: ``remember_run`` / ``ended_run``), read back only as what it is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gyreprof.live import _layout as lay
+from gyreprof.live import _top
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_run_that_ended_names_its_command_and_records(tmp_path: Path) -> None:
+    pid = _dead_pid()
+    out = tmp_path / "run.json"
+    _top.remember_run([pid], ["python", "train.py"], 0, {"--json": str(out), "--save": None})
+    said = _top.ended_run(pid)
+    assert said is not None
+    assert "python train.py" in said and "exit code 0" in said and str(out) in said
+
+
+def test_a_note_of_another_format_is_not_read_as_ours() -> None:
+    pid = _dead_pid()
+    path = lay.segment_dir(create=True) / f"{_top.ENDED_PREFIX}{pid}.json"
+    note = {"command": ["x"], "exit_code": 0, "ended_unix_s": time.time(), "records": {}}
+    path.write_text(json.dumps({**note, "format": "gyreprof.run-ended/99"}))
+    assert _top.ended_run(pid) is None
+    path.write_text(json.dumps([1, 2]))  # not even an object
+    assert _top.ended_run(pid) is None
+    path.write_text(json.dumps({**note, "format": _top.ENDED_FORMAT}))
+    assert _top.ended_run(pid) is not None
