@@ -29,6 +29,10 @@ from collections.abc import Collection
 #: the name of the whole-step row, everywhere (here, not in ``histogram``: a renderer that
 #: names it must not load numpy, which the launcher's report would pay for an empty run)
 STEP = "(step)"
+#: the rows of a sampler's wall time no phase timed, and the time it sat idle handing its
+#: data over (the keys of ``Verdict.sampler_shares``; the run report and ``top`` name them)
+UNTIMED = "(untimed)"
+IDLE = "(idle)"
 
 
 def fmt_ns(value: float | int | None) -> str:

@@ -71,7 +71,7 @@ import numpy as np
 
 from gyreprof import _advice, _forms, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
-from gyreprof._format import fmt_ns, fmt_pct, fmt_speedup
+from gyreprof._format import IDLE, UNTIMED, fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_fraction, check_positive_int
 from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
@@ -188,10 +188,6 @@ BAND_MIN_WINDOWS = 4
 BOUNDS = ("trainer", "sampler", "balanced", "unknown")
 #: loop shapes: collect-then-train, or a sampler feeding a queue while the trainer computes
 LOOPS = ("sync", "overlapped")
-#: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
-UNTIMED = "(untimed)"
-#: the key of the sampler's idle wall time in ``Verdict.sampler_shares`` (see IDLE_COUNTER)
-IDLE = "(idle)"
 #: the sampler counter of ns it spent idle, handing its data over while nobody took it (a
 #: put into a full queue: waiting for the trainer, not work); ``gyreprof run`` counts it
 #: on every sampling thread, a hand-made sampler may count it too (``prof.count``)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gyreprof._errors import InvalidValueError
-from gyreprof._format import fmt_ns, fmt_pct, fmt_rate, safe_name, text_table
+from gyreprof._format import UNTIMED, fmt_ns, fmt_pct, fmt_rate, safe_name, text_table
 from gyreprof._serial import encode, plain, serial_format
 from gyreprof.histogram import STEP
 from gyreprof.live import _layout as lay
@@ -526,10 +526,6 @@ def _headline(v: ProcessView) -> str:
     if v.error:
         parts.append(safe_name(v.error))
     return " | ".join(parts)
-
-
-#: the row of a segment's wall time that no phase timed (as the run's report names it)
-UNTIMED = "(untimed)"
 
 
 def _walls(v: ProcessView, frame: Frame) -> tuple[float, float | None] | None:

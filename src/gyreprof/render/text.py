@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 
 from gyreprof import _advice, _forms, _notes
 from gyreprof._format import (
+    IDLE,
     STEP,
     SUMMARY_HEADERS,
+    UNTIMED,
     fmt_factor,
     fmt_ns,
     fmt_pct,
@@ -57,9 +59,6 @@ __all__ = [
 
 #: the columns of the summary table (text, Markdown and HTML)
 
-#: the key of the sampler's untimed wall time in ``Verdict.sampler_shares``
-UNTIMED = "(untimed)"
-
 
 # ------------------------------------------------------------------- summary
 
@@ -88,10 +87,6 @@ def summary_rows(s: Summary) -> list[list[str]]:
 
 def summary_table(s: Summary) -> str:
     return text_table(list(SUMMARY_HEADERS), summary_rows(s))
-
-
-#: the rows of a sampler's wall time that no phase timed (``Verdict.sampler_shares``)
-IDLE = "(idle)"
 
 
 def wall_shares(s: Summary, v: Verdict | None = None) -> tuple[dict[str, float], str]:
