@@ -51,6 +51,7 @@ from _json import encode_basestring_ascii as _json_str
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from types import FrameType, ModuleType
     from typing import Any
@@ -322,6 +323,23 @@ def _short_repr(exc: BaseException) -> str:
     return text[:MAX_MESSAGE]
 
 
+def _wrappable(spec: Any) -> Any:
+    """The loader of ``spec`` whose ``exec_module`` can be replaced, or None (no spec, or a
+    built-in or frozen module: a class for a loader)."""
+    loader = spec.loader if spec is not None else None
+    if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+        return None
+    return loader
+
+
+def _set_exec(loader: Any, exec_module: Callable[[ModuleType], None]) -> None:
+    """Give ``loader`` (this import's instance) ``exec_module``; one that refuses runs as it is."""
+    try:
+        setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
+    except (AttributeError, TypeError):
+        pass
+
+
 def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
     """The spec the first finder on ``sys.meta_path`` other than ``me`` gives for
     ``fullname``; None when none finds it. Here, where the bootstrap's finder finds it too:
@@ -367,8 +385,8 @@ class _ImportFinder:
         spec = self.others_spec(fullname, path, target)
         if spec is None:
             return None
-        loader = spec.loader
-        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+        loader = _wrappable(spec)
+        if loader is None:
             return spec  # built-in and frozen modules (a class for a loader) run untouched
         origin = spec.origin
         stdlib = origin is None or origin in ("built-in", "frozen") or _is_stdlib(origin)
@@ -401,10 +419,7 @@ class _ImportFinder:
             if timed:
                 trail.import_end(fullname, began, None)
 
-        try:
-            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
-        except (AttributeError, TypeError):
-            pass
+        _set_exec(loader, exec_module)
         return spec
 
     def others_spec(self, fullname: str, path: Any, target: Any) -> Any:
@@ -426,8 +441,8 @@ class _ImportFinder:
         tracer once it has run (the trail does not import threading itself: it costs
         ``python -c pass`` 3 modules)."""
         spec = self.others_spec(fullname, path, target)
-        loader = spec.loader if spec is not None else None
-        if loader is None or isinstance(loader, type) or not hasattr(loader, "exec_module"):
+        loader = _wrappable(spec)
+        if loader is None:
             return spec  # a frozen or built-in threading: given the tracer at the first record
         original = loader.exec_module
         trail = self.trail
@@ -441,10 +456,7 @@ class _ImportFinder:
                     _resume(trail)
             _give_threads_the_tracer(module)
 
-        try:
-            setattr(loader, "exec_module", exec_module)  # noqa: B010 - an instance attribute
-        except (AttributeError, TypeError):
-            pass
+        _set_exec(loader, exec_module)
         return spec
 
 
