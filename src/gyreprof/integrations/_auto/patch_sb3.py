@@ -76,14 +76,15 @@ def _forward(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             t = st.tls.t
         except AttributeError:
             t = st.new_thread()
-        if not t.in_collect or t.inside:
+        b = t.guard_binding  # the nesting flag the C env guard reads: one lookup a forward
+        if not t.in_collect or b.inside:
             return original(self, *args, **kwargs)
-        t.inside = True
+        b.inside = True
         try:
             with t.fwd:
                 return original(self, *args, **kwargs)
         finally:
-            t.inside = False
+            b.inside = False
 
     return forward
 
