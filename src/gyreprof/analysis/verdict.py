@@ -60,7 +60,6 @@ concluded (``bound="unknown"`` without a trainer profile).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -72,7 +71,7 @@ import numpy as np
 from gyreprof import _advice, _forms, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
 from gyreprof._format import IDLE, UNTIMED, fmt_ns, fmt_pct, fmt_speedup
-from gyreprof._serial import decode, encode, serial_format
+from gyreprof._serial import Record, serial_format
 from gyreprof._validate import check_fraction, check_positive_int
 from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
 from gyreprof.source import Source, resolve
@@ -196,7 +195,7 @@ IDLE_COUNTER = "idle_ns"
 
 @serial_format(VERDICT_FORMAT, reads=(VERDICT_FORMAT_V1,))
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """The bottleneck, in plain words.
 
     ``bound`` is ``"trainer"`` (tune compute), ``"sampler"`` (the trainer
@@ -249,22 +248,6 @@ class Verdict:
     band: float | None = None  # half-width of the balanced band around the threshold
     band_basis: str | None = None  # what the band was taken from
     ceilings: dict[str, float] = field(default_factory=dict)  # sampler_2x, trainer_2x
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.verdict/2``; the wait report is nested in it."""
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
-        """The verdict again from :meth:`to_dict` (``/2`` or ``/1``); ``CorruptDataError``
-        naming what is wrong."""
-        return decode(cls, data)
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return _forms.text("json.write", self.to_dict(), path, indent=indent)
 
     @property
     def headline(self) -> str:

@@ -33,7 +33,6 @@ Default thresholds (all fields of :class:`WaitOptions`, each also a keyword of
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,7 +41,7 @@ import numpy as np
 
 from gyreprof import _advice, _forms, _notes
 from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
-from gyreprof._serial import decode, encode, serial_derived, serial_format
+from gyreprof._serial import Record, serial_derived, serial_format
 from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
 from gyreprof.snapshot import Snapshot
 from gyreprof.source import Source, is_profiler, resolve
@@ -163,7 +162,7 @@ class OtherPhase:
 
 @serial_format(WAIT_REPORT_FORMAT, reads=(WAIT_REPORT_FORMAT_V1,))
 @dataclass(frozen=True)
-class WaitReport:
+class WaitReport(Record):
     """How much of its time the trainer spends waiting for batches (ns; ratios 0..1).
 
     ``ratio`` is wait / (wait + compute) over steady state. ``window_ratios``
@@ -208,22 +207,6 @@ class WaitReport:
         return 1.0 / (1.0 - self.ratio) if self.ratio < 1.0 else math.inf
 
     # -- forms (gyreprof._serial, gyreprof.render) --------------------------------
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, format ``gyreprof.wait_report/2`` (``null`` for a missing figure)."""
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WaitReport:
-        """The report again from :meth:`to_dict` (``/2`` or ``/1``); ``CorruptDataError``
-        naming what is wrong."""
-        return decode(cls, data)
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return _forms.text("json.write", self.to_dict(), path, indent=indent)
 
     def to_markdown(self) -> str:
         return _forms.text("markdown.wait_report", self)
