@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyreprof import _forms
-from gyreprof._serial import SerialError, encode, loads, serial_format
+from gyreprof._serial import SerialError, encode, loads, serial_format, write_json
 
 RUN_FORMAT = "gyreprof.sweep-run/1"
 
@@ -190,7 +189,7 @@ class RunResult:
     ) -> str:
         """The tagged JSON the worker writes (summary included); written to ``path`` as
         well (atomically) when given."""
-        return _forms.text("json.write", encode(self, default=as_json_value), path, indent=indent)
+        return write_json(encode(self, default=as_json_value), path, indent=indent)
 
     @classmethod
     def from_json(cls, text: str) -> RunResult:
