@@ -263,13 +263,14 @@ def main_thread_wakeups(pid: int) -> int | None:
 
 def thread_samples(pid: int) -> list[ThreadSample]:
     """Every thread of ``pid`` now (psutil: the threads and their CPU time; ``/proc``:
-    the rest); an empty list where unreadable."""
+    the rest); the main thread first, then the others in tid order (tids wrap, so the
+    main thread's need not be the smallest); an empty list where unreadable."""
     try:
         threads = psutil.Process(pid).threads()
     except (psutil.Error, OSError):
         return []
     out: list[ThreadSample] = []
-    for th in sorted(threads, key=lambda t: t.id):
+    for th in sorted(threads, key=lambda t: (t.id != pid, t.id)):
         base = f"/proc/{pid}/task/{th.id}"
         # by hand: psutil has no per-thread scheduler state, name or system call
         stat_line = _read(f"{base}/stat")
