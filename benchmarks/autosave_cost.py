@@ -5,7 +5,7 @@
 Prints the best and median wall time of ``save_autosave()`` and, in a second
 pass under tracemalloc, the peak Python-traced allocation, plus the growth of
 the process's peak RSS. The stats block of this configuration is ~121 MB;
-the save reads it in place (see gyreprof._autosave), so the extra memory is a
+the save reads it in place (see gyreprof.recording._autosave), so the extra memory is a
 few MB, not a copy of the block. Before the in-place encoder (a full
 snapshot copy and its rolling windows as JSON) the same save took ~17-28 s
 and ~230 MB.

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import gyreprof as gp
-from gyreprof.snapshot import Snapshot
+from gyreprof.model.snapshot import Snapshot
 
 PHASES = ["env", "obs", "policy", "sample", "xfer", "queue", "reward", "reset"]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from gyreprof.integrations._auto import records as rec
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._auto.thread_state import ThreadState
-from gyreprof.profiler import Profiler
+from gyreprof.recording.profiler import Profiler
 
 N = 20_000
 

@@ -28,7 +28,7 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv
 
 import gyreprof as gp
-from gyreprof._format import fmt_ns, fmt_rate
+from gyreprof._support.format import fmt_ns, fmt_rate
 
 NUM_WORKERS = 4
 

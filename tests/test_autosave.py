@@ -342,7 +342,7 @@ def test_the_helper_thread_names_itself_without_opening_a_file(
     import builtins
     import threading
 
-    from gyreprof import _threadname
+    from gyreprof._support import threadname as _threadname
 
     _threadname.prepare()  # as _start_helper does, in the starting thread
     opened: list[object] = []
@@ -383,7 +383,7 @@ def test_gyreprof_notices_its_wakeup_pipe_closed_and_stops_using_it(tmp_path: Pa
         f"""
         import os, signal, time
         import gyreprof as gp
-        from gyreprof import _autosave
+        from gyreprof.recording import _autosave
         prof = gp.Profiler(["x"], autosave={str(tmp_path / "a.snap")!r})
         prof.record("x", 1000)
         assert _autosave._HELPER["pid"] == os.getpid()

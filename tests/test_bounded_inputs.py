@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 
 import gyreprof as gp
-from gyreprof import _io, _limits
 from gyreprof._core import Recorder
-from gyreprof._errors import CorruptDataError
+from gyreprof._support import io as _io
+from gyreprof._support import limits as _limits
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis.sweep import SweepResult
 from gyreprof.diagnostics.doctor import read_log_tail
 from gyreprof.diagnostics.envcheck import envcheck
 from gyreprof.export.hdrlog import decode_histogram, hdr_log, read_hdr_log
-from gyreprof.snapshot import interval
+from gyreprof.model.snapshot import interval
 
 from conftest import run_cli
 
@@ -364,6 +365,6 @@ def test_bad_wall_clock_fields_of_a_source_are_corrupt(key: str, value: Any) -> 
     def edit(h: dict[str, Any]) -> None:
         h["sources"][1][key] = value
 
-    # the field named in the codec's path style (gyreprof._serial): sources[1].host
+    # the field named in the codec's path style (gyreprof.model._serial): sources[1].host
     with pytest.raises(CorruptDataError, match=rf"sources\[1\]\.{key}\b"):
         gp.Snapshot.from_bytes(_edit_header(blob, edit))

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from gyreprof._block import StatsBlock
 from gyreprof._core import Recorder
 from gyreprof._core import recorder as _rec
+from gyreprof._support.block import StatsBlock
 
 from helpers.reference import RefLayout
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
-from gyreprof._block import StatsBlock, decode_windows
 from gyreprof._core import Recorder
-from gyreprof.snapshot import merge
+from gyreprof._support.block import StatsBlock, decode_windows
+from gyreprof.model.snapshot import merge
 
 INT64_MAX = (1 << 63) - 1
 

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
-from gyreprof._block import StatsBlock
 from gyreprof._core import Recorder, monotonic_ns, tsc_invariant
 from gyreprof._core import recorder as R
+from gyreprof._support.block import StatsBlock
 
 from helpers.reference import RefRing
 

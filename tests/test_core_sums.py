@@ -20,7 +20,7 @@ import pytest
 import gyreprof as gp
 from gyreprof._core import recorder as _rec
 from gyreprof.live import _layout as lay
-from gyreprof.snapshot import Snapshot
+from gyreprof.model.snapshot import Snapshot
 
 HOUR = 3600 * 10**9
 N = 3_000_000  # 3M x 1 h = 1.08e19 ns, past INT64_MAX (9.22e18)

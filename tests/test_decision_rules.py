@@ -21,10 +21,10 @@ import psutil
 import pytest
 
 import gyreprof as gp
-from gyreprof._sample_count import count_samples
+from gyreprof._support.sample_count import count_samples
 from gyreprof.analysis.verdict import diagnose
 from gyreprof.diagnostics.doctor import SPIN_CPU_SHARE, _Progress, _state
-from gyreprof.export.events import EventsFile
+from gyreprof.recording.events import EventsFile
 
 MS = 1_000_000
 T0 = 10**12  # an arbitrary monotonic start, ns

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 import gyreprof as gp
-from gyreprof._errors import CorruptDataError
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.doctor import EXIT_CODES, ProcessDiagnosis, doctor
 

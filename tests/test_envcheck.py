@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import gyreprof
-from gyreprof._errors import CorruptDataError
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.cli import main as cli_main
 from gyreprof.diagnostics.envcheck import (
     STATUS_EXTRAS,

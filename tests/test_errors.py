@@ -1,4 +1,4 @@
-"""gyreprof._errors: one exception type per kind, each also the built-in callers catch."""
+"""gyreprof._support.errors: one exception type per kind, each also the built-in callers catch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gyreprof._errors import (
+from gyreprof._support.errors import (
     ArgumentTypeError,
     CorruptDataError,
     GyreprofError,
@@ -44,7 +44,7 @@ def test_each_kind_is_also_the_builtin_people_catch() -> None:
 
 def test_there_is_one_unknown_phase_error_and_every_lookup_raises_it() -> None:
     import gyreprof as gp
-    from gyreprof import profiler
+    from gyreprof.recording import profiler
 
     assert profiler.UnknownPhaseError is UnknownPhaseError  # the one class, re-exported
     prof = gp.Profiler(["env", "fwd"])
@@ -58,7 +58,7 @@ def test_there_is_one_unknown_phase_error_and_every_lookup_raises_it() -> None:
 
 
 def test_the_other_named_errors_are_gyreprof_errors() -> None:
-    from gyreprof._sample_count import NotACount
+    from gyreprof._support.sample_count import NotACount
     from gyreprof.analysis.sweep.factory import SweepUsageError
     from gyreprof.live._layout import SegmentReadError, UntrustedSegmentError
 
@@ -98,7 +98,7 @@ def test_integrations_raise_missing_extra_when_their_package_is_absent(module: s
     blocked = {"gym": "gymnasium", "torch": "torch"}[module]
     code = (
         f"import sys; sys.modules[{blocked!r}] = None\n"
-        "from gyreprof._errors import MissingExtraError\n"
+        "from gyreprof._support.errors import MissingExtraError\n"
         "try:\n"
         f"    import gyreprof.integrations.{module}\n"
         "except MissingExtraError as e:\n"

@@ -1,4 +1,4 @@
-"""gyreprof._format: one spelling per kind of number, and the edge cases of each."""
+"""gyreprof._support.format: one spelling per kind of number, and the edge cases of each."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gyreprof._format import (
+from gyreprof._support.format import (
     fmt_bytes,
     fmt_bytes_range,
     fmt_change_pct,

@@ -12,7 +12,7 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._errors import UnknownPhaseError  # noqa: E402
+from gyreprof._support.errors import UnknownPhaseError  # noqa: E402
 from gyreprof.integrations.gym import (  # noqa: E402
     ProfiledEnv,
     ProfiledVectorEnv,

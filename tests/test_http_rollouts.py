@@ -22,7 +22,7 @@ httpx = pytest.importorskip("httpx")
 
 pytestmark = pytest.mark.stacks  # the HTTP clients come with the `stacks` extra
 
-from gyreprof._errors import CorruptDataError  # noqa: E402
+from gyreprof._support.errors import CorruptDataError  # noqa: E402
 from gyreprof.analysis import rollouts as ar  # noqa: E402
 from gyreprof.integrations import http  # noqa: E402
 from gyreprof.integrations._auto import rollout_log as rl  # noqa: E402
@@ -290,8 +290,9 @@ def test_gather_with_one_slow_request_has_a_long_tail(llm: LLMServer) -> None:
     assert report is not None and report.batch_count == 1
     [b] = report.batches
     assert b.requests == 10 and b.tail_requests == 1 and b.tokens == 20
-    assert b.slowest_ms >= 600 and b.median_ms < 300
-    # the nine fast ones end within ~the first third of the batch: the tail is its rest
+    # the slow one is the tail, whatever the load does to the fast ones' latency
+    assert b.slowest_ms >= 600 and b.median_ms < b.slowest_ms / 2
+    # the nine fast ones end well before the slow one: the tail is the batch's rest
     assert b.tail_share > 0.5
     assert b.words.startswith("the batch waited ") and b.words.endswith("its last 1 of 10 requests")
     assert report.tail_dominates
@@ -469,7 +470,7 @@ def test_endpoint_folding() -> None:
 
 def test_core_spans_in_flight_gauge() -> None:
     from gyreprof._core.recorder import Spans
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     prof = Profiler(["request"])
     spans = Spans(prof.recorder)

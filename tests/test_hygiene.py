@@ -310,7 +310,7 @@ def test_isolated_sweep_from_a_worker_thread_runs_to_the_end() -> None:
 
 
 def test_sigterm_unwinds_only_where_sigterm_has_its_default_action() -> None:
-    from gyreprof._subproc import sigterm_unwinds
+    from gyreprof._support.subproc import sigterm_unwinds
 
     saved = signal.getsignal(signal.SIGTERM)
     try:
@@ -334,13 +334,13 @@ def test_a_run_child_ends_the_orphans_it_adopted_when_it_exits(tmp_path: Path) -
     """A daemon the sampler starts is re-parented to the run's child (a subreaper). When
     the child exits normally the daemon dies with it, even where no parent polled the
     tree in time (here nobody polls at all): it would pass to init and hold the pipes."""
-    from gyreprof._subproc import PARENT_PID_ENV
+    from gyreprof._support.subproc import PARENT_PID_ENV
 
     pid_file = tmp_path / "daemon.pid"
     script = textwrap.dedent(
         f"""
         import os, subprocess, sys, time
-        from gyreprof._subproc import bind_to_parent
+        from gyreprof._support.subproc import bind_to_parent
         assert bind_to_parent() is not None
         sys.path.insert(0, {str(TESTS)!r})
         from helpers.sweep_samplers.hygiene import _DAEMONIZE, _HELPER
@@ -381,7 +381,7 @@ def test_run_folder_goes_when_a_multithreaded_parent_dies_by_sigkill(
         pytest.skip(f"the exit syscall number of {platform.machine()} is not listed here")
     pid_dir, tmpdir = dirs
     child = (  # with a process of its own, which it kills first when its parent dies
-        "import os, subprocess, sys, time; from gyreprof._subproc import bind_to_parent; "
+        "import os, subprocess, sys, time; from gyreprof._support.subproc import bind_to_parent; "
         "bind_to_parent(sys.argv[1]); "
         "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
         "open(sys.argv[2] + '.tmp', 'w').write(f'{os.getpid()} {p.pid}'); "
@@ -391,7 +391,7 @@ def test_run_folder_goes_when_a_multithreaded_parent_dies_by_sigkill(
         f"""
         import ctypes, os, sys, tempfile, threading, time
         from pathlib import Path
-        from gyreprof._subproc import ChildTree
+        from gyreprof._support.subproc import ChildTree
         run_dir = tempfile.mkdtemp(prefix="gyreprof-sweep-")
         pid_file = Path({str(pid_dir / "child.pid")!r})
         threading.Thread(target=time.sleep, args=(300,)).start()  # the process lives on

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof._format import plot_text, safe_name, safe_text
+from gyreprof._support.format import plot_text, safe_name, safe_text
 from gyreprof.cli import main as cli_main
 
 EVIL = "env\x1b[2J\x07"  # clears the screen and rings the bell when printed raw

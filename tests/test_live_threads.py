@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof._recorders import FOLD_AFTER as _FOLD_AFTER
 from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
+from gyreprof.recording._recorders import FOLD_AFTER as _FOLD_AFTER
 
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "helpers" / "live_procs" / "thread_writer.py"

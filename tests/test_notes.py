@@ -1,11 +1,11 @@
-"""gyreprof._notes: the data-quality notes, worded once, and where they are used."""
+"""gyreprof._support.notes: the data-quality notes, worded once, and where they are used."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import gyreprof as gp
-from gyreprof import _notes
+from gyreprof._support import notes as _notes
 
 
 @dataclass

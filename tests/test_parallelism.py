@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 import gyreprof as gp
-from gyreprof._errors import CorruptDataError
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis.parallelism import (
     Census,
     ParallelismReport,

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
-import gyreprof.files
-from gyreprof.profiler import UnknownPhaseError
+import gyreprof.model.files
+from gyreprof.recording.profiler import UnknownPhaseError
 
 
 def _loop(prof: gp.Profiler, n: int, sleep_env: float = 0.0) -> None:
@@ -297,7 +297,7 @@ def test_autosave_on_exit_exception_and_sigterm(tmp_path: Path) -> None:
             )
             assert (r.returncode != 0) == (mode == "raise"), r.stderr
         assert out.exists(), mode
-        s = gyreprof.files.load(out)
+        s = gyreprof.model.files.load(out)
         assert s.phases["env"].count >= 99
 
 

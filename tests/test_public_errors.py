@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 import gyreprof as gp
-from gyreprof import files
-from gyreprof._errors import GyreprofError
+from gyreprof._support.errors import GyreprofError
 from gyreprof.export import (
     chrome_trace,
     decode_histogram,
@@ -30,6 +29,7 @@ from gyreprof.export import (
     read_hdr_log,
     save_events,
 )
+from gyreprof.model import files
 
 NAN, INF = math.nan, math.inf
 

@@ -20,10 +20,10 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install gyreprof[ray])")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._errors import UnknownPhaseError  # noqa: E402
+from gyreprof._support.errors import UnknownPhaseError  # noqa: E402
 from gyreprof.analysis.wait import WaitReport  # noqa: E402
 from gyreprof.integrations import ray as gpray  # noqa: E402
-from gyreprof.summary import Summary  # noqa: E402
+from gyreprof.model.summary import Summary  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

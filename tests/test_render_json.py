@@ -23,6 +23,7 @@ import pytest
 import gyreprof as gp
 from gyreprof.analysis.parallelism.census import Census
 from gyreprof.analysis.parallelism.findings import ParallelismReport
+from gyreprof.analysis.run import ProcessEntry, RunRecord, RunReport
 from gyreprof.analysis.sweep.record import RunResult
 from gyreprof.analysis.sweep.result import SweepResult
 from gyreprof.analysis.verdict import Verdict
@@ -30,15 +31,14 @@ from gyreprof.analysis.wait import WaitReport
 from gyreprof.diagnostics.doctor import ProcessDiagnosis
 from gyreprof.diagnostics.envcheck import EnvReport
 from gyreprof.diagnostics.selfcheck import SelfCheckResult
-from gyreprof.integrations._auto.collect import ProcessEntry, RunRecord, RunReport
 from gyreprof.integrations._auto.records import ProcessRecord
 from gyreprof.integrations.ray.fleet import FleetSummary
+from gyreprof.model.summary import PhaseStats, Summary, WarmupInfo
+from gyreprof.model.window import Window
 from gyreprof.render import csv as render_csv
 from gyreprof.render import markdown as render_markdown
 from gyreprof.render import metrics as render_metrics
 from gyreprof.render import text as render_text
-from gyreprof.summary import PhaseStats, Summary, WarmupInfo
-from gyreprof.window import Window
 
 DATA = Path(__file__).parent / "data"
 SWEEP_V1 = Path(__file__).parent / "helpers" / "sweep_samplers" / "sweep_v1.json"
@@ -296,7 +296,7 @@ _RENDER_METHODS = (
 def test_the_data_classes_keep_no_rendering_of_their_own(cls: type) -> None:
     """Every rendering method of a result class is one call into gyreprof.render (after
     its docstring and a deferred import), directly or through a form looked up by name in
-    gyreprof._forms (the results below the render floor): the words live in one place."""
+    gyreprof._support.forms (the results below the render floor): the words live in one place."""
     checked = 0
     for name in _RENDER_METHODS:
         member = cls.__dict__.get(name)

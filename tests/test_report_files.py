@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof._format import fmt_pct
+from gyreprof._support.format import fmt_pct
 
 from conftest import run_cli
 

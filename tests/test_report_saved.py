@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("matplotlib")
 
-from gyreprof._format import fmt_pct  # noqa: E402
+from gyreprof._support.format import fmt_pct  # noqa: E402
 
 from helpers.run_scripts.runhelp import gyreprof_run, script  # noqa: E402
 

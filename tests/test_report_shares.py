@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("gymnasium")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._format import fmt_ns  # noqa: E402
+from gyreprof._support.format import fmt_ns  # noqa: E402
 
 from helpers.run_scripts.runhelp import gyreprof_run, script  # noqa: E402
 

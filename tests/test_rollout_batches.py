@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gyreprof._errors import CorruptDataError
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis import rollouts as ar
 
 from helpers.spans import span_row

@@ -186,7 +186,7 @@ def test_record_json_is_the_serial_layout(n: int) -> None:
     # and reads back row for row
     import json
 
-    from gyreprof._serial import dumps
+    from gyreprof.model._serial import dumps
 
     r = _record(3, n)
     r.gauges.append({"in_flight": float("nan"), "max_in_flight": 2.0})

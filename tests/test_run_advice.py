@@ -23,9 +23,9 @@ import pytest
 pytest.importorskip("gymnasium")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._advice import advice_for  # noqa: E402
+from gyreprof._support.advice import advice_for  # noqa: E402
+from gyreprof.analysis.run import HAND_MARKING  # noqa: E402
 from gyreprof.analysis.verdict import diagnose  # noqa: E402
-from gyreprof.integrations._auto.collect import HAND_MARKING  # noqa: E402
 
 from helpers.run_scripts.runhelp import (  # noqa: E402
     check_format,

@@ -21,7 +21,7 @@ pytest.importorskip("gymnasium")
 pytest.importorskip("torch")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._format import fmt_pct  # noqa: E402
+from gyreprof._support.format import fmt_pct  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "helpers" / "run_scripts"))

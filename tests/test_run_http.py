@@ -56,7 +56,7 @@ def test_run_reports_rollouts_of_an_unmodified_client(tmp_path: Path) -> None:
     assert "rollout requests" in proc.stdout + proc.stderr
     assert "nothing recognised" not in proc.stdout + proc.stderr
     # the record reads back whole; the page has the section and its pictures
-    from gyreprof.integrations._auto.collect import RunRecord
+    from gyreprof.analysis.run import RunRecord
 
     again = RunRecord.from_dict(data)
     assert again.rollouts is not None and again.rollouts.requests == BATCHES * 10
@@ -67,7 +67,7 @@ def test_run_reports_rollouts_of_an_unmodified_client(tmp_path: Path) -> None:
 
 
 def test_old_run_records_without_rollouts_still_read() -> None:
-    from gyreprof.integrations._auto.collect import RunRecord
+    from gyreprof.analysis.run import RunRecord
 
     old = {
         "format": "gyreprof.run/1",

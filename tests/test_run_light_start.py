@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import gyreprof
-from gyreprof import profiler
 from gyreprof.integrations._auto import bootstrap
 from gyreprof.integrations._auto import records as rec
+from gyreprof.recording import profiler
 
 SRC = Path(gyreprof.__file__).resolve().parent
 RUN = [sys.executable, "-m", "gyreprof", "run", "--"]
@@ -68,7 +68,7 @@ def test_every_module_a_patch_waits_for_is_watched() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
     ).stdout.split()
-    assert "gymnasium" in out and "gyreprof.profiler" in out and "httpx" in out
+    assert "gymnasium" in out and "gyreprof.recording.profiler" in out and "httpx" in out
     assert set(out) <= bootstrap.WATCHED, set(out) - bootstrap.WATCHED
 
 
@@ -78,7 +78,7 @@ def test_a_child_that_imports_no_known_library_loads_no_patch(tmp_path: Path) ->
     loaded = [m for m in found if m.startswith("gyreprof.integrations._auto.")]
     assert not [m for m in loaded if m.rpartition(".")[2].startswith("patch_")], loaded
     assert "gyreprof.integrations._auto.state" not in found
-    assert "numpy" not in found and "gyreprof.profiler" not in found
+    assert "numpy" not in found and "gyreprof.recording.profiler" not in found
 
 
 def test_a_child_adds_at_most_20_modules_before_the_users_code(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""gyreprof._serial: one encoder/decoder for result dataclasses; round trips and bad data."""
+"""gyreprof.model._serial: one encoder/decoder for result dataclasses; round trips and bad data."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gyreprof
-from gyreprof._errors import CorruptDataError
-from gyreprof._serial import (
+from gyreprof._support.errors import CorruptDataError
+from gyreprof.model._serial import (
     Record,
     SerialError,
     decode,

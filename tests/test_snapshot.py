@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gyreprof as gp
-import gyreprof.files
+import gyreprof.model.files
 
 
 def _prof(durations: dict[str, list[int]], steps: int = 0, **kw) -> gp.Profiler:
@@ -75,22 +75,22 @@ def test_summary_json_file(tmp_path) -> None:
     p = tmp_path / "s.json"
     s.to_json(p)
     assert gp.Summary.from_json(p).phases["env"].count == 3
-    assert gyreprof.files.load(p).phases["env"].count == 3
-    assert isinstance(gyreprof.files.read(p), gp.Summary)
+    assert gyreprof.model.files.load(p).phases["env"].count == 3
+    assert isinstance(gyreprof.model.files.read(p), gp.Summary)
 
 
 def test_saved_files_are_told_apart_by_their_content(tmp_path) -> None:
     snap = _prof({"env": [5, 6, 7]}).snapshot()
     p = snap.save(tmp_path / "run.json")  # a misleading suffix: the bytes decide
-    read = gyreprof.files.read(p)
+    read = gyreprof.model.files.read(p)
     assert isinstance(read, gp.Snapshot) and read.totals == snap.totals
-    loaded = gyreprof.files.load(p)
+    loaded = gyreprof.model.files.load(p)
     assert isinstance(loaded, gp.Summary) and loaded.phases["env"].count == 3
     assert loaded.snapshot is not None  # computed from the snapshot, not a JSON summary
     bad = tmp_path / "notes.txt"
     bad.write_text("steps: 3")
     with pytest.raises(ValueError, match="neither a gyreprof summary"):
-        gyreprof.files.load(bad)
+        gyreprof.model.files.load(bad)
 
 
 def test_csv_and_markdown_and_metrics() -> None:
@@ -458,7 +458,7 @@ def test_per_thread_summary_counts_wall_time() -> None:
 
 
 def test_interval_before_after_and_restarts() -> None:
-    from gyreprof.snapshot import as_snapshot, interval
+    from gyreprof.model.snapshot import as_snapshot, interval
 
     prof = gp.Profiler(["x"])
     for _ in range(10):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
-from gyreprof.histogram import layout_edges
-from gyreprof.snapshot import as_snapshot, interval
+from gyreprof.model.histogram import layout_edges
+from gyreprof.model.snapshot import as_snapshot, interval
 
 
 def _profiler(values: list[int]) -> gp.Profiler:

@@ -11,8 +11,8 @@ import pytest
 
 import gyreprof as gp
 from gyreprof._core import encode_counts
-from gyreprof._errors import CorruptDataError
-from gyreprof.histogram import layout_edges
+from gyreprof._support.errors import CorruptDataError
+from gyreprof.model.histogram import layout_edges
 
 from helpers.crafted import as_version_1, join_snapshot, split_snapshot
 

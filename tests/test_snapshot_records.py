@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
-from gyreprof.histogram import STEP
-from gyreprof.snapshot import Meta, SourceRecord, Times, Totals
+from gyreprof.model.histogram import STEP
+from gyreprof.model.snapshot import Meta, SourceRecord, Times, Totals
 
 DATA = Path(__file__).parent / "data"
 
@@ -154,8 +154,8 @@ def test_a_bad_window_block_is_a_corrupt_data_error(how: str) -> None:
     import struct
     import zlib
 
-    from gyreprof._errors import CorruptDataError
-    from gyreprof._limits import BudgetError
+    from gyreprof._support.errors import CorruptDataError
+    from gyreprof._support.limits import BudgetError
 
     from helpers.crafted import join_snapshot, split_snapshot
 

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 import gyreprof as gp
 from gyreprof._core import encode_counts
-from gyreprof._errors import CorruptDataError
-from gyreprof.histogram import STEP
-from gyreprof.snapshot import COUNT_CAP
+from gyreprof._support.errors import CorruptDataError
+from gyreprof.model.histogram import STEP
+from gyreprof.model.snapshot import COUNT_CAP
 
 from helpers.crafted import join_snapshot, split_snapshot
 
@@ -138,7 +138,7 @@ def test_a_copy_taken_mid_write_is_settled_against_its_buckets() -> None:
     prof.end()
     rec = prof.recorder
     stats = rec.stats_array()
-    from gyreprof._block import StatsBlock
+    from gyreprof._support.block import StatsBlock
 
     block = StatsBlock(stats, rec.offsets, rec.n_phases)
     block.stat[0, 1:] = [0, -1, -1]  # counted in the buckets, sum and extremes not yet

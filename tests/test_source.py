@@ -1,5 +1,5 @@
 """Inputs are resolved once: each public entry point turns what it was given into one
-``gyreprof.source.Source`` at its door, and nothing deeper asks again.
+``gyreprof.recording.source.Source`` at its door, and nothing deeper asks again.
 
 Resolutions are counted on real Profilers: a wrapper around ``Profiler.snapshot`` (a
 Profiler is snapshotted exactly when it is resolved) and around ``_rings.read_rings``
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof import _rings
-from gyreprof._errors import GyreprofError
+from gyreprof._support.errors import GyreprofError
 from gyreprof.export import chrome_trace, hdr_log, openmetrics, save_events
-from gyreprof.profiler import Profiler
-from gyreprof.source import Source, resolve
+from gyreprof.recording import _rings
+from gyreprof.recording.profiler import Profiler
+from gyreprof.recording.source import Source, resolve
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import pytest
 
 import gyreprof as gp
 from gyreprof.analysis import startup
+from gyreprof.analysis.run import RunRecord
 from gyreprof.analysis.verdict import diagnose
-from gyreprof.histogram import STEP
-from gyreprof.integrations._auto.collect import RunRecord
+from gyreprof.model.histogram import STEP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from helpers.run_scripts.runhelp import (  # noqa: E402

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import gyreprof
-from gyreprof._block import StatsBlock
 from gyreprof._core import Recorder
 from gyreprof._core import recorder as R
+from gyreprof._support.block import StatsBlock
 
 SRC = Path(gyreprof.__file__).resolve().parent
 ALLOWED = {SRC / "_block.py"}
@@ -97,7 +97,7 @@ def test_only_block_reads_raw_stats_words() -> None:
         if v:
             bad[str(path.relative_to(SRC))] = v
     assert not bad, (
-        f"read a stats block through gyreprof._block (StatsBlock), not by raw words: {bad}"
+        f"read a stats block through gyreprof._support.block (StatsBlock), not by raw words: {bad}"
     )
 
 

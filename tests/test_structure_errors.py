@@ -1,6 +1,6 @@
 """Every refusal the library raises on purpose is a GyreprofError (issue 21 item 5).
 
-The error classes of ``gyreprof._errors`` are also the builtins they stand for
+The error classes of ``gyreprof._support.errors`` are also the builtins they stand for
 (``InvalidValueError`` is a ValueError, ``ArgumentTypeError`` a TypeError,
 ``MissingKeyError`` a KeyError), so a caller can catch either. A bare
 ``raise ValueError(...)`` in the source is a refusal that a caller catching
@@ -37,8 +37,8 @@ def test_no_bare_builtin_refusals() -> None:
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if BARE.search(line) and (rel, line.strip()) not in ALLOWED:
                 found.append(f"{rel}:{i}: {line.strip()}")
-    assert found == [], "raise a gyreprof._errors class (also the builtin) instead:\n" + "\n".join(
-        found
+    assert found == [], (
+        "raise a gyreprof._support.errors class (also the builtin) instead:\n" + "\n".join(found)
     )
 
 

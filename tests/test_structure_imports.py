@@ -336,21 +336,21 @@ def test_public_face_lists_every_lazy_name_for_type_checkers() -> None:
 # must still import it: once it does not, the test says to delete the entry.
 KNOWN_CORE_IMPORTS: dict[str, str] = {
     # the HdrHistogram codec re-encodes counts through the native histogram and codec;
-    # moving that behind gyreprof.histogram is its own change
+    # moving that behind gyreprof.model.histogram is its own change
     "gyreprof.export.hdrlog": "Histogram, encode_counts/decode_counts, layout_info",
 }
 
 
 def _reaches_into_the_core(target: str) -> bool:
     return (
-        target == "gyreprof._block"
+        target == "gyreprof._support.block"
         or target == "gyreprof._core"
         or target.startswith("gyreprof._core.")
     )
 
 
 def test_analysis_and_export_never_import_the_core_or_the_stats_block() -> None:
-    """Analysis and export read a ``gyreprof.source.Source``; only the profiler side
+    """Analysis and export read a ``gyreprof.recording.source.Source``; only the profiler side
     (profiler, _rings, snapshot, live) touches Recorders and stats blocks."""
     edges = import_graph(SRC / "gyreprof")
     read_side = ("gyreprof.analysis", "gyreprof.export")
@@ -375,9 +375,9 @@ def test_the_core_import_rule_sees_a_deferred_import(tmp_path: Path) -> None:
         (init / "__init__.py").write_text("")
     (pkg / "_block.py").write_text("")
     (pkg / "analysis" / "sneaky.py").write_text(
-        "def f():\n    from gyreprof._block import StatsBlock\n    return StatsBlock\n"
+        "def f():\n    from gyreprof._support.block import StatsBlock\n    return StatsBlock\n"
     )
     edges = import_graph(pkg)
     hits = [e for e in edges if e.source == "gyreprof.analysis.sneaky"]
-    assert [(e.target, e.kind) for e in hits] == [("gyreprof._block", "deferred")]
+    assert [(e.target, e.kind) for e in hits] == [("gyreprof._support.block", "deferred")]
     assert _reaches_into_the_core(hits[0].target)

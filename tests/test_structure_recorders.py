@@ -1,5 +1,5 @@
 """One owner of recordings (issue 21): a Profiler's recorders, its identity and its
-finished threads live in its RecorderSet (gyreprof._recorders); thread retirement,
+finished threads live in its RecorderSet (gyreprof.recording._recorders); thread retirement,
 autosave and live publishing share that set instead of keeping a view of their own."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 import gyreprof
 import gyreprof as gp
-from gyreprof._recorders import RecorderSet
 from gyreprof.live import _layout as lay
+from gyreprof.recording._recorders import RecorderSet
 
 SRC = Path(gyreprof.__file__).resolve().parent
 HOME = SRC / "_recorders.py"

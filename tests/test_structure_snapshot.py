@@ -12,8 +12,8 @@ import typing
 from pathlib import Path
 
 import gyreprof
-import gyreprof.snapshot as snapshot_mod
-from gyreprof.histogram import PhaseRow
+import gyreprof.model.snapshot as snapshot_mod
+from gyreprof.model.histogram import PhaseRow
 
 SRC = Path(gyreprof.__file__).resolve().parent
 ROOT = SRC.parent.parent
@@ -58,7 +58,7 @@ def test_only_the_snapshot_module_builds_a_snapshot() -> None:
         for name in ("Snapshot", "from_stats")
         for i in _calls(p, name)
     ]
-    assert found == [], f"Snapshot built outside gyreprof/snapshot/: {found}"
+    assert found == [], f"Snapshot built outside gyreprof/model/snapshot/: {found}"
 
 
 def test_one_place_builds_a_snapshot_from_a_stats_block() -> None:

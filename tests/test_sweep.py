@@ -960,7 +960,7 @@ def test_a_foreign_result_file_is_an_error_for_that_value(payload: str, match: s
 
 
 def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult) -> None:
-    """The sweep writes through gyreprof._serial: no NaN literals (a strict JSON reader
+    """The sweep writes through gyreprof.model._serial: no NaN literals (a strict JSON reader
     takes the file), and a run's summary read back is the summary written."""
 
     def refuse(name: str) -> None:
@@ -979,7 +979,7 @@ def test_written_json_is_strict_and_summaries_come_back(flat_sweep: SweepResult)
 
 def test_settings_json_cannot_hold_are_written_as_their_repr() -> None:
     """A fixed setting with no JSON form (isolate=False takes any object) is written as
-    its repr, as before the sweep used gyreprof._serial, and the file reads back."""
+    its repr, as before the sweep used gyreprof.model._serial, and the file reads back."""
 
     class Device:
         def __repr__(self) -> str:
@@ -1072,7 +1072,7 @@ def test_selfcheck_counts_the_sweep_examples_return_as_samples() -> None:
 def test_count_samples_rules() -> None:
     import numpy as np
 
-    from gyreprof._sample_count import NotACount, count_samples
+    from gyreprof._support.sample_count import NotACount, count_samples
 
     assert count_samples(8).n == 8 and count_samples(np.int64(8)).rule == "int"
     assert count_samples(None).n == 0

@@ -13,7 +13,7 @@ import pytest
 
 from gyreprof.integrations._auto import records as rec
 from gyreprof.integrations._auto.timeline import Timeline
-from gyreprof.profiler import Profiler
+from gyreprof.recording.profiler import Profiler
 
 FWD = rec.SAMPLER_PHASES.index("fwd")
 

@@ -1,5 +1,5 @@
 """The note ``gyreprof run`` leaves for ``gyreprof top PID`` once the run has ended
-(``live/_top.py``: ``remember_run`` / ``ended_run``), read back only as what it is."""
+(``live/_ended.py``: ``remember_run`` / ``ended_run``), read back only as what it is."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from gyreprof.live import _ended as _top
 from gyreprof.live import _layout as lay
-from gyreprof.live import _top
 
 
 def _dead_pid() -> int:

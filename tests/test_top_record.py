@@ -1,4 +1,4 @@
-"""``gyreprof top --json`` writes a typed gyreprof.top/1 record through gyreprof._serial."""
+"""``gyreprof top --json`` writes a typed gyreprof.top/1 record through gyreprof.model._serial."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof._serial import SerialError, decode, loads
 from gyreprof.live import _layout as lay
 from gyreprof.live._top import TopModel, TopRecord
+from gyreprof.model._serial import SerialError, decode, loads
 
 
 def test_a_refresh_round_trips_and_reads_back_checked(

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from gyreprof.integrations._auto import trail
+from gyreprof.model import trail_file
 
 NATIVE = trail._native is not None
 MONITORING = sys.version_info >= (3, 12)
@@ -79,10 +80,10 @@ def _excs(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in lines if e["ev"] == "exc"]
 
 
-def _info(tmp: Path, lines: list[dict[str, Any]]) -> trail.TrailInfo:
+def _info(tmp: Path, lines: list[dict[str, Any]]) -> trail_file.TrailInfo:
     path = tmp / "copy.trail"
     path.write_text("".join(json.dumps(e) + "\n" for e in lines))
-    info = trail.read_trail(path)
+    info = trail_file.read_trail(path)
     assert info is not None
     return info
 
@@ -137,7 +138,7 @@ def test_swallowed_exception_names_where_raised_and_caught(tmp_path: Path, trace
     assert len(ups) == 2 or MONITORING  # 3.12+: and EXCEPTION_HANDLED's line
     loop = [x for x in excs if x["at"] == f"{user}:24"]
     assert [x["msg"] for x in loop] == ["0", "1", "2", "3", "4"], excs
-    words = " ".join(trail.describe(info, alive=True))
+    words = " ".join(trail_file.describe(info, alive=True))
     assert "KeyError('GYRE_TEST_UNSET_VAR') raised at" in words and "user.py:6" in words
     assert "caught at" in words and "user.py:15" in words
 

@@ -1,4 +1,4 @@
-"""gyreprof._validate: the argument checks behind the public entry points."""
+"""gyreprof._support.validate: the argument checks behind the public entry points."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gyreprof._core import Recorder
-from gyreprof._errors import ArgumentTypeError, GyreprofError, InvalidValueError
-from gyreprof._validate import (
+from gyreprof._support.errors import ArgumentTypeError, GyreprofError, InvalidValueError
+from gyreprof._support.validate import (
     check_fraction,
     check_input_path,
     check_int,

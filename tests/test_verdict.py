@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import gyreprof as gp
-from gyreprof._errors import CorruptDataError
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis.verdict import BOUNDS, DEFAULT_ENV_PHASES, Verdict, diagnose
-from gyreprof.summary import Summary
+from gyreprof.model.summary import Summary
 
 MS = 1_000_000
 US = 1_000

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gyreprof as gp
-from gyreprof._errors import CorruptDataError, UnknownPhaseError
+from gyreprof._support.errors import CorruptDataError, UnknownPhaseError
 from gyreprof.analysis.wait import (
     DEFAULT_SPIKE_FACTOR,
     DEFAULT_SPIKE_MIN_SHARE,
@@ -18,7 +18,7 @@ from gyreprof.analysis.wait import (
     _busy_before,
     wait_report,
 )
-from gyreprof.summary import Summary
+from gyreprof.model.summary import Summary
 
 MS = 1_000_000
 US = 1_000

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import pytest
 
 import gyreprof as gp
-from gyreprof.diagnostics.watchdog import Watchdog
+from gyreprof.recording.watchdog import Watchdog
 
 from helpers.waiting import wait_for
 

@@ -26,8 +26,8 @@ gym = pytest.importorskip("gymnasium")
 from gyreprof._core import guard  # noqa: E402
 from gyreprof.integrations._auto import hooks, patch_gym  # noqa: E402
 from gyreprof.integrations._auto import state as st  # noqa: E402
-from gyreprof.snapshot import wrapper_overhead  # noqa: E402
-from gyreprof.summary import WRAPPER_COUNTER_PREFIX  # noqa: E402
+from gyreprof.model.snapshot import wrapper_overhead  # noqa: E402
+from gyreprof.model.summary import WRAPPER_COUNTER_PREFIX  # noqa: E402
 
 from helpers import gym_reference  # noqa: E402
 
@@ -378,7 +378,7 @@ def test_the_wrappers_warm_up_calls_are_not_priced_as_steady() -> None:
 
 
 def test_the_wrapper_part_survives_a_save_and_an_interval() -> None:
-    from gyreprof.snapshot import Snapshot, interval
+    from gyreprof.model.snapshot import Snapshot, interval
 
     t = fresh()
     e = Layer(Echo())
@@ -399,7 +399,7 @@ def test_the_wrapper_part_survives_a_save_and_an_interval() -> None:
 def test_a_state_of_another_type_is_read_by_attribute() -> None:
     # what the guard does if ThreadState stops being a __slots__ class of these names
     from gyreprof.integrations._auto import records as rec
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     class Loose:
         pass

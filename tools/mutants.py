@@ -76,13 +76,13 @@ _REC = f"{_CORE_DIR}/recorder.pyx"
 _HDR = f"{_CORE_DIR}/hdr.pxd"
 _HIST = f"{_CORE_DIR}/histogram.pyx"
 _CODEC = f"{_CORE_DIR}/codec.pyx"
-_SNAP = "src/gyreprof/snapshot/algebra.py"  # merge and interval
-_SNAP_REC = "src/gyreprof/snapshot/records.py"
-_SNAP_MODEL = "src/gyreprof/snapshot/model.py"
-_SNAP_BUILD = "src/gyreprof/snapshot/build.py"
-_WINDOW = "src/gyreprof/window.py"
-_HISTPY = "src/gyreprof/histogram.py"
-_COUNT = "src/gyreprof/_sample_count.py"
+_SNAP = "src/gyreprof/model/snapshot/algebra.py"  # merge and interval
+_SNAP_REC = "src/gyreprof/model/snapshot/records.py"
+_SNAP_MODEL = "src/gyreprof/model/snapshot/model.py"
+_SNAP_BUILD = "src/gyreprof/model/snapshot/build.py"
+_WINDOW = "src/gyreprof/model/window.py"
+_HISTPY = "src/gyreprof/model/histogram.py"
+_COUNT = "src/gyreprof/_support/sample_count.py"
 _WAIT = "src/gyreprof/analysis/wait.py"
 _VERDICT = "src/gyreprof/analysis/verdict.py"
 _RULE = "src/gyreprof/analysis/sweep/rule.py"
@@ -230,7 +230,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("snapshot-record-int64-range", _SNAP_REC,  # a total past int64 read as valid
            "if not _is_int(v) or not _INT64_MIN <= v <= _INT64_MAX:", "if not _is_int(v):",
            ("tests/test_snapshot_validation.py",)),
-    Mutant("serial-annotated-reader-ignored", "src/gyreprof/_serial.py",
+    Mutant("serial-annotated-reader-ignored", "src/gyreprof/model/_serial.py",
            "        if len(reads) == 1:\n            return reads[0], nullable",
            "        if not reads:\n            return reads[0], nullable",
            ("tests/test_serial.py", "tests/test_snapshot_validation.py")),
@@ -394,7 +394,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("first-step-open-step-refused", _SNAP_MODEL,  # a killed run's live segment
            "open_step = 1 if totals.steps_begun == totals.steps_completed + 1 else 0",
            "open_step = 0", _T_STARTUP),
-    Mutant("first-step-window-left-steady", "src/gyreprof/_block.py",
+    Mutant("first-step-window-left-steady", "src/gyreprof/_support/block.py",
            "out[(first <= through_step) &", "out[(first < through_step) &", _T_STARTUP),
     Mutant("bootstrap-lacking-unchecked", "src/gyreprof/integrations/_auto/bootstrap.py",
            "missing = lacking()", "missing = None", ("tests/test_run_uninstrumented.py",)),
@@ -407,7 +407,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("trail-line-list-not-json", "src/gyreprof/integrations/_auto/trail.py",
            'return "[" + ", ".join(_dumps(v) for v in value) + "]"',
            'return "[" + ",".join(_dumps(v) for v in value) + "]"', ("tests/test_trail.py",)),
-    Mutant("profiler-create-hooks-not-called", "src/gyreprof/profiler.py",
+    Mutant("profiler-create-hooks-not-called", "src/gyreprof/recording/profiler.py",
            "        for hook in _on_create:", "        for hook in ():",
            ("tests/test_run_light_start.py",)),
     # -- the training timeline (Python): blocks, trainer steps, the request wait's gate

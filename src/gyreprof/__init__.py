@@ -12,7 +12,7 @@ module ``_LAZY`` maps it to, on first use. The two lists must name the same thin
 
 from __future__ import annotations
 
-from gyreprof import _forms
+from gyreprof._support import forms as _forms
 from gyreprof._version import __version__
 
 # typing.TYPE_CHECKING without importing typing (most of `import gyreprof`'s time);
@@ -44,23 +44,23 @@ if TYPE_CHECKING:  # what _LAZY and _SUBMODULES load, as type checkers should se
     from gyreprof.diagnostics.doctor import doctor as doctor
     from gyreprof.diagnostics.envcheck import envcheck as envcheck
     from gyreprof.diagnostics.selfcheck import selfcheck as selfcheck
-    from gyreprof.profiler import Profiler as Profiler
-    from gyreprof.snapshot import Snapshot as Snapshot
-    from gyreprof.snapshot import merge as merge
-    from gyreprof.summary import PhaseStats as PhaseStats
-    from gyreprof.summary import Summary as Summary
-    from gyreprof.window import Window as Window
-    from gyreprof.window import WindowStats as WindowStats
+    from gyreprof.model.snapshot import Snapshot as Snapshot
+    from gyreprof.model.snapshot import merge as merge
+    from gyreprof.model.summary import PhaseStats as PhaseStats
+    from gyreprof.model.summary import Summary as Summary
+    from gyreprof.model.window import Window as Window
+    from gyreprof.model.window import WindowStats as WindowStats
+    from gyreprof.recording.profiler import Profiler as Profiler
 
 # public name -> module that defines it (loaded on first attribute access)
 _LAZY: dict[str, str] = {
-    "Profiler": "gyreprof.profiler",
-    "Summary": "gyreprof.summary",
-    "PhaseStats": "gyreprof.summary",
-    "Snapshot": "gyreprof.snapshot",
-    "Window": "gyreprof.window",
-    "WindowStats": "gyreprof.window",
-    "merge": "gyreprof.snapshot",
+    "Profiler": "gyreprof.recording.profiler",
+    "Summary": "gyreprof.model.summary",
+    "PhaseStats": "gyreprof.model.summary",
+    "Snapshot": "gyreprof.model.snapshot",
+    "Window": "gyreprof.model.window",
+    "WindowStats": "gyreprof.model.window",
+    "merge": "gyreprof.model.snapshot",
     "wait_report": "gyreprof.analysis.wait",
     "WaitReport": "gyreprof.analysis.wait",
     "diagnose": "gyreprof.analysis.verdict",
@@ -118,7 +118,7 @@ __all__ = [
 
 
 def _load_renderer(module: str) -> None:
-    """Import ``gyreprof.render.<module>``, which registers its forms (gyreprof._forms)."""
+    """Import ``gyreprof.render.<module>``, which registers its forms (gyreprof._support.forms)."""
     import importlib
 
     importlib.import_module(f"gyreprof.render.{module}")

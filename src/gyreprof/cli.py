@@ -15,8 +15,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from gyreprof._errors import MissingExtraError, UsageError
-from gyreprof._format import safe_text
+from gyreprof._support.errors import MissingExtraError, UsageError
+from gyreprof._support.format import safe_text
 from gyreprof._version import __version__
 
 # Display order in --help; commands not listed follow alphabetically.
@@ -111,7 +111,7 @@ def _quiet_broken_pipe() -> int:
     return 141
 
 
-# UsageError lives in gyreprof._errors; it stays importable from here for old callers.
+# UsageError lives in gyreprof._support.errors; it stays importable from here for old callers.
 __all__ = ["UsageError", "build_parser", "main"]
 
 if __name__ == "__main__":  # pragma: no cover

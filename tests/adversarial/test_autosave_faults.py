@@ -281,7 +281,7 @@ def test_a_guessed_temp_name_fails_instead_of_following_the_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even an attacker who guessed the 64 random bits finds O_EXCL | O_NOFOLLOW."""
-    from gyreprof import _io
+    from gyreprof._support import io as _io
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")

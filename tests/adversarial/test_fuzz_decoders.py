@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gyreprof as gp
-from gyreprof import _limits
 from gyreprof._core import decode_counts, encode_counts, layout_info
+from gyreprof._support import limits as _limits
 from gyreprof.export.hdrlog import decode_histogram, hdr_log, parse_hdr_log
 
 from helpers.crafted import crafted_snapshot, join_snapshot, split_snapshot

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import gyreprof as gp
 from gyreprof.export.hdrlog import parse_hdr_log
 from gyreprof.live import _layout as lay
-from gyreprof.snapshot import merge
+from gyreprof.model.snapshot import merge
 
 FUZZ = settings(
     max_examples=150,
@@ -218,7 +218,7 @@ def test_tampered_summary_json_is_refused_or_usable(
     import copy
     import json
 
-    from gyreprof.summary import Summary
+    from gyreprof.model.summary import Summary
 
     d = copy.deepcopy(summary_dict)
     target = d["step"] if where == "step" else d["phases"][where]  # type: ignore[index]
@@ -243,8 +243,8 @@ def test_tampered_summary_json_is_refused_or_usable(
 
 
 def test_summary_from_json_text_is_not_taken_as_a_path() -> None:
-    from gyreprof._errors import CorruptDataError
-    from gyreprof.summary import Summary
+    from gyreprof._support.errors import CorruptDataError
+    from gyreprof.model.summary import Summary
 
     # "no such file" before: the text was taken as a path
     with pytest.raises(CorruptDataError, match="not a valid gyreprof summary"):

@@ -18,7 +18,7 @@ import pytest
 
 import gyreprof as gp
 from gyreprof._core import Recorder
-from gyreprof._limits import BudgetError
+from gyreprof._support.limits import BudgetError
 from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
 

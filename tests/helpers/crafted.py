@@ -75,7 +75,7 @@ def as_version_1(blob: bytes) -> bytes:
     shape = header.pop("rolling_shape", None)
     if shape is not None:
         block = rows.pop()
-        k = len(block) // 8  # 8 byte planes of k values (gyreprof.snapshot._window_planes)
+        k = len(block) // 8  # 8 byte planes of k values (gyreprof.model.snapshot._window_planes)
         raw = bytes(block[j * k + i] for i in range(k) for j in range(8))
         flat = list(struct.unpack(f"<{k}q", raw))
         w = shape[1]

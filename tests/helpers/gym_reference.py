@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gyreprof.integrations._auto import patch_gym
-from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
+from gyreprof.model.summary import WRAPPER_COUNTER_PREFIX as P
 
 Thread = Callable[[], Any]
 

@@ -38,7 +38,7 @@ from gyreprof._core.hdr cimport HdrLayout
 # The stats block layout, declared once: the C enum below is where each word's value
 # lives. The write path and the fold's C code use its GYRE_* constants; ``cpdef enum``
 # makes each name a module-level int of gyreprof._core.recorder as well (Python code
-# reads a block through gyreprof._block, never by these words directly).
+# reads a block through gyreprof._support.block, never by these words directly).
 cdef extern from *:
     """
     enum {

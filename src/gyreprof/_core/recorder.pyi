@@ -5,7 +5,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-# the stats block's words: recorder.pxd declares them (cpdef enum); gyreprof._block reads them
+# the stats block's words: recorder.pxd declares them (cpdef enum); gyreprof._support.block reads them
 LAYOUT_VERSION: int
 H_STEP: int
 H_OPEN_PHASE: int

@@ -41,8 +41,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
-from gyreprof import _forms
-from gyreprof._serial import Record, serial_format
+from gyreprof._support import forms as _forms
+from gyreprof.model._serial import Record, serial_format
 
 FORMAT = "gyreprof.rollouts/1"
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")

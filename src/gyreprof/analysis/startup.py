@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gyreprof._errors import InvalidValueError
-from gyreprof.snapshot import Snapshot
+from gyreprof._support.errors import InvalidValueError
+from gyreprof.model.snapshot import Snapshot
 
 __all__ = ["MIN_MOVE", "MIN_REST", "OVER_MAX", "OVER_MEDIAN", "StartUp", "find"]
 

@@ -68,21 +68,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof import _advice, _forms, _notes
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
-from gyreprof._format import IDLE, UNTIMED, fmt_ns, fmt_pct, fmt_speedup
-from gyreprof._serial import Record, serial_format
-from gyreprof._validate import check_fraction, check_positive_int
+from gyreprof._support import advice as _advice
+from gyreprof._support import forms as _forms
+from gyreprof._support import notes as _notes
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.format import IDLE, UNTIMED, fmt_ns, fmt_pct, fmt_speedup
+from gyreprof._support.validate import check_fraction, check_positive_int
 from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
-from gyreprof.source import Source, resolve
-from gyreprof.summary import Summary
+from gyreprof.model._serial import Record, serial_format
+from gyreprof.model.summary import Summary
+from gyreprof.recording.source import Source, resolve
 
 if TYPE_CHECKING:
-    from gyreprof.profiler import Profiler
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.model.snapshot import Snapshot
+    from gyreprof.recording.profiler import Profiler
 
 VERDICT_FORMAT = "gyreprof.verdict/2"
-#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof.model._serial)
 VERDICT_FORMAT_V1 = "gyreprof.verdict/1"
 
 #: phase names that mean "stepping the environment" (compared in lower case);

@@ -39,23 +39,30 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from gyreprof import _advice, _forms, _notes
-from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
-from gyreprof._serial import Record, serial_derived, serial_format
-from gyreprof._validate import check_int, check_number, check_positive_int, check_positive_number
-from gyreprof.snapshot import Snapshot
-from gyreprof.source import Source, is_profiler, resolve
-from gyreprof.summary import Summary
-from gyreprof.window import Window
+from gyreprof._support import advice as _advice
+from gyreprof._support import forms as _forms
+from gyreprof._support import notes as _notes
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
+from gyreprof._support.validate import (
+    check_int,
+    check_number,
+    check_positive_int,
+    check_positive_number,
+)
+from gyreprof.model._serial import Record, serial_derived, serial_format
+from gyreprof.model.snapshot import Snapshot
+from gyreprof.model.summary import Summary
+from gyreprof.model.window import Window
+from gyreprof.recording.source import Source, is_profiler, resolve
 
 if TYPE_CHECKING:
-    from gyreprof._rings import Rings
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording._rings import Rings
+    from gyreprof.recording.profiler import Profiler
 
 _Opts = TypeVar("_Opts")
 
 WAIT_REPORT_FORMAT = "gyreprof.wait_report/2"
-#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof.model._serial)
 WAIT_REPORT_FORMAT_V1 = "gyreprof.wait_report/1"
 
 DEFAULT_SPIKE_FACTOR = 3.0
@@ -206,7 +213,7 @@ class WaitReport(Record):
         """How much faster training could get with an infinitely fast sampler (1/(1-ratio))."""
         return 1.0 / (1.0 - self.ratio) if self.ratio < 1.0 else math.inf
 
-    # -- forms (gyreprof._serial, gyreprof.render) --------------------------------
+    # -- forms (gyreprof.model._serial, gyreprof.render) --------------------------------
 
     def to_markdown(self) -> str:
         return _forms.text("markdown.wait_report", self)
@@ -307,7 +314,7 @@ def _ring_windows(
     notes: list[str],
 ) -> tuple[list[_Win], str]:
     """Exact windows from the profiler's ring; steps are numbered by wait calls if unmarked."""
-    from gyreprof.window import windows_from_events
+    from gyreprof.model.window import windows_from_events
 
     ev = rings.events
     if len(ev) == 0:
@@ -743,7 +750,7 @@ def wait_report(
     ----------
     trainer: the trainer-side ``Profiler`` (exact windows from its ring), or a
         ``Snapshot`` / ``Summary`` of it (its rolling windows); resolved once, here
-        (``gyreprof.source.resolve``).
+        (``gyreprof.recording.source.resolve``).
     wait / compute: the names of the phase around the batch fetch and of the
         train step.
     window_steps / window_s: window size in trainer steps or seconds (at most
@@ -781,7 +788,7 @@ def report_of(
     compute: str = "compute",
     options: WaitOptions | None = None,
 ) -> WaitReport:
-    """:func:`wait_report` of a resolved trainer :class:`~gyreprof.source.Source` (the
+    """:func:`wait_report` of a resolved trainer :class:`~gyreprof.recording.source.Source` (the
     form ``diagnose`` calls, so each input is resolved once, at the public door)."""
     o = options or WaitOptions()
     _check_options(wait, compute, o)

@@ -73,7 +73,7 @@ def require_extra(
     output) when the optional ``module`` that ``feature`` needs cannot be imported."""
     import importlib
 
-    from gyreprof._errors import MissingExtraError
+    from gyreprof._support.errors import MissingExtraError
 
     try:
         importlib.import_module(module)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from gyreprof.integrations._auto.trail import TrailInfo
+    from gyreprof.model.trail_file import TrailInfo
 
 #: the trail's name for it (``trail.ENV_STARTUP_TIMEOUT``; tests/test_run_light_start.py
 #: checks that they agree): the trail is read only if the watch has something to say, so
@@ -69,7 +69,7 @@ class Watch:
         return sorted(out, key=lambda p: int(p.name[:-6]))
 
     def report(self) -> str:
-        from gyreprof.integrations._auto import trail
+        from gyreprof.model import trail_file as trail
 
         elapsed = time.monotonic() - self.started
         lines = [
@@ -98,7 +98,7 @@ class Watch:
         return "\n".join(lines)
 
     def _wait_for_dumps(self, paths: list[Path]) -> None:
-        from gyreprof.integrations._auto import trail
+        from gyreprof.model import trail_file as trail
 
         end = time.monotonic() + _DUMP_WAIT_S
         waiting = list(paths)

@@ -9,8 +9,8 @@ import sys
 import threading
 from typing import Any, cast
 
-from gyreprof._errors import UsageError
-from gyreprof._format import safe_text
+from gyreprof._support.errors import UsageError
+from gyreprof._support.format import safe_text
 
 
 def register(sub: Any) -> None:

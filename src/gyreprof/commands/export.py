@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import UsageError
+from gyreprof._support.errors import UsageError
 from gyreprof.commands import _args
 
 _FORMATS = ("chrome", "openmetrics", "hdrlog", "metrics")

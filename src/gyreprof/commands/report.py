@@ -13,7 +13,7 @@ wait ratio and the verdict whenever the phases allow; draw them.
   its rollouts section included, from the folder's ``rollouts.json``; ``--json`` its
   ``gyreprof.run/1`` layout).
 
-The advice is worded for this command (``gyreprof._advice``): for files, its options
+The advice is worded for this command (``gyreprof._support.advice``): for files, its options
 and the lines of the script that saved them; for a folder, the launcher's options.
 """
 
@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import UsageError
-from gyreprof._format import safe_text
+from gyreprof._support.errors import UsageError
+from gyreprof._support.format import safe_text
 
 #: what ``--json`` prints for profiles that gave a verdict (a single non-trainer file
 #: prints its summary JSON as before)
@@ -129,7 +129,8 @@ def _why_not_a_trainer(source: Any, wait: str = "wait", compute: str = "compute"
 
 def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
     """The processes of a ``--save`` folder, each with the snapshots it saved."""
-    from gyreprof import _io
+    from gyreprof._support import io as _io
+    from gyreprof.analysis import run as run_result
     from gyreprof.integrations._auto import collect
 
     index = folder / PROCESSES_JSON
@@ -157,7 +158,7 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             collect._load_snap(folder / f"{role}-{pid}.{side}.snap", side, notes)
             for side in ("sampler", "trainer")
         ]
-        entry = collect.ProcessEntry(pid, role, contributed, how, loops, *snaps)
+        entry = run_result.ProcessEntry(pid, role, contributed, how, loops, *snaps)
         users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
         collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
         entries.append(entry)
@@ -176,7 +177,7 @@ def _has_data(snap: Any) -> bool:
 def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
     """What the folder keeps of the run itself (``run.json``; none in a folder saved
     before it was written): command, exit code, how it ended, the declared loop, notes."""
-    from gyreprof import _io
+    from gyreprof._support import io as _io
 
     path = folder / RUN_JSON
     try:
@@ -216,7 +217,8 @@ def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
 def saved_run(folder: Path, loop: str | None = None) -> Any:
     """The RunReport of a ``gyreprof run --save`` folder, judged as the run was (with
     the loop it declared, or ``loop`` in its place)."""
-    from gyreprof._advice import advice_for
+    from gyreprof._support.advice import advice_for
+    from gyreprof.analysis import run as run_result
     from gyreprof.integrations._auto import collect
 
     notes: list[str] = []
@@ -224,7 +226,7 @@ def saved_run(folder: Path, loop: str | None = None) -> Any:
     facts = _run_facts(folder, notes)
     notes[0:0] = facts.get("notes", [])
     got = [e for e in entries if e.contributed]
-    report = collect.RunReport(
+    report = run_result.RunReport(
         command=facts.get("command", []),
         exit_code=facts.get("exit_code"),
         processes=entries,
@@ -271,6 +273,7 @@ def _recorded_shape(trainer: Any, path: str) -> dict[str, Any]:
     training thread's collect blocks it counted (``loop.own`` / ``loop.fed``), else the
     shape its ``--save`` folder's index declared for the process; ``{}`` when neither
     tells (the verdict then says the shape was not detected)."""
+    from gyreprof.analysis import run as run_result
     from gyreprof.integrations._auto import collect
 
     snap = getattr(trainer, "snapshot", None)
@@ -278,7 +281,7 @@ def _recorded_shape(trainer: Any, path: str) -> dict[str, Any]:
         return {}
     role, pid = _saved_as(Path(path))
     loops = _declared_loops(Path(path).parent, role, pid) if role else ()
-    entry = collect.ProcessEntry(pid, role or "main", True, "saved", loops, None, snap)
+    entry = run_result.ProcessEntry(pid, role or "main", True, "saved", loops, None, snap)
     return collect._loop_kwargs([entry])
 
 
@@ -352,8 +355,8 @@ class _Held:
 def _run_record(path: Path) -> Any:
     """The record in a file ``gyreprof run --json`` wrote (format ``gyreprof.run/1``), or
     None for any other file (read as a profile as before)."""
-    from gyreprof import _io
-    from gyreprof.integrations._auto import collect
+    from gyreprof._support import io as _io
+    from gyreprof.analysis import run as run_result
 
     try:
         if _io.read_head(path, 1) != b"{":
@@ -361,10 +364,10 @@ def _run_record(path: Path) -> Any:
         data = json.loads(_io.read_bytes(path, "snapshot", what="gyreprof run --json"))
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("format") != collect.FORMAT:
+    if not isinstance(data, dict) or data.get("format") != run_result.FORMAT:
         return None
     try:
-        return collect.RunRecord.from_dict(data)
+        return run_result.RunRecord.from_dict(data)
     except ValueError as exc:
         raise UsageError(f"{path}: not a readable gyreprof run --json record: {exc}") from None
 
@@ -372,9 +375,9 @@ def _run_record(path: Path) -> Any:
 def _report_record(args: argparse.Namespace, path: Path, record: Any, html_out: Path | None) -> int:
     """The run's report again from its ``--json`` record: the same verdict, wait report,
     summaries and processes, so the same shares and loop shape as the run printed."""
-    from gyreprof.integrations._auto import collect
+    from gyreprof.analysis import run as run_result
 
-    report = collect.RunReport(
+    report = run_result.RunReport(
         command=[],
         exit_code=record.exit_code,
         processes=list(record.processes),
@@ -448,7 +451,7 @@ def run(args: argparse.Namespace) -> int:
                 "as it was (give its --save folder to judge it again)"
             )
         return _report_record(args, Path(paths[0]), record, html_out)
-    from gyreprof._advice import advice_for
+    from gyreprof._support.advice import advice_for
 
     with advice_for("report"):  # "next" lines name this command's options and files
         return _report_files(args, paths, plot_out, html_out)
@@ -458,7 +461,7 @@ def _report_files(
     args: argparse.Namespace, paths: list[str], plot_out: Path | None, html_out: Path | None
 ) -> int:
     from gyreprof.analysis.verdict import diagnose
-    from gyreprof.source import resolve
+    from gyreprof.recording.source import resolve
 
     # read once, resolved once: the plot, the HTML page and the verdict take the same Source
     sources = [resolve(_load_source(p), what="gyreprof report") for p in paths]

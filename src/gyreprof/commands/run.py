@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import UsageError
+from gyreprof._support.errors import UsageError
 
 SITECUSTOMIZE = '''"""Written by `gyreprof run`: instrument this process, then run any other sitecustomize."""
 
@@ -186,7 +186,7 @@ def _warmup_steps(text: str) -> int:
 
 
 def _warmup_seconds(text: str) -> float:
-    from gyreprof._validate import MAX_WARMUP_S
+    from gyreprof._support.validate import MAX_WARMUP_S
 
     try:
         s = float(text)
@@ -257,7 +257,7 @@ def _resolve(command: list[str]) -> list[str] | int:
 
 def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     import gyreprof
-    from gyreprof._io import write_atomic
+    from gyreprof._support.io import write_atomic
 
     env = dict(os.environ)
     site = run_dir / "site"
@@ -285,7 +285,7 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
 def _save_raw(report: Any, directory: Path) -> list[Path]:
     import json
 
-    from gyreprof._io import check_target, write_atomic
+    from gyreprof._support.io import check_target, write_atomic
 
     check_target(directory)  # a link planted at DIR in a shared folder
     directory.mkdir(parents=True, exist_ok=True)
@@ -327,7 +327,7 @@ def _save_run_facts(report: Any, directory: Path) -> Path:
     settings that change the verdict, and the report's notes."""
     import json
 
-    from gyreprof._io import write_atomic
+    from gyreprof._support.io import write_atomic
 
     first = report.nothing_recognised() if not report.recognised else None
     facts = {
@@ -494,8 +494,8 @@ def _run_and_report(
             f"{args.warmup_steps} steps; the sampler marks no steps and keeps its warm-up "
             "(--warmup-s excludes the first seconds of both)"
         )
-    from gyreprof._format import safe_text
-    from gyreprof._io import write_atomic
+    from gyreprof._support.format import safe_text
+    from gyreprof._support.io import write_atomic
     from gyreprof.integrations._auto.collect import collect_run
 
     try:
@@ -531,7 +531,7 @@ def _run_and_report(
             _save_raw(report, Path(args.save))
         except OSError as exc:
             print(f"gyreprof run: --save {args.save}: {exc}", file=sys.stderr)
-    from gyreprof.live._top import remember_run  # gyreprof top PID: where the run went
+    from gyreprof.live._ended import remember_run  # gyreprof top PID: where the run went
 
     kept = {"--json": args.json, "--save": args.save, "--html": args.html}
     remember_run([os.getpid(), *(p.pid for p in report.processes)], command, exit_code, kept)
@@ -743,7 +743,7 @@ def _write_html(report: Any, path: str, command: list[str]) -> None:
         print(f"gyreprof run: --html {path}: no sampler phases to show", file=sys.stderr)
         return
     try:
-        from gyreprof._io import write_atomic
+        from gyreprof._support.io import write_atomic
         from gyreprof.export import html_report
 
         text = html_report(report, None, title="gyreprof run: " + " ".join(command))

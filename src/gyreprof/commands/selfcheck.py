@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
-from gyreprof._errors import UsageError
-from gyreprof._format import safe_text
+from gyreprof._support.errors import UsageError
+from gyreprof._support.format import safe_text
 from gyreprof.commands import _args
 
 

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from gyreprof._format import safe_text
+from gyreprof._support.format import safe_text
 from gyreprof.commands import _args
 
 

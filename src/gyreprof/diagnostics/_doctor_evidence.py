@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from gyreprof import _io
+from gyreprof._support import io as _io
 from gyreprof.diagnostics import _procfs
 from gyreprof.diagnostics._doctor_rules import (
     BUSY_CPU_SHARE,
@@ -39,7 +39,7 @@ from gyreprof.diagnostics._doctor_rules import (
 )
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
-    from gyreprof._block import Progress
+    from gyreprof._support.block import Progress
 
 _SLEEP_CALLS = frozenset(
     {
@@ -923,10 +923,8 @@ def _startup_trail(pid: int) -> list[str]:
     """What the process's start-up trail says (a process of a ``gyreprof run``: its run
     folder is named in its environment): stuck in start-up, the exceptions swallowed,
     the import in progress, failed imports."""
-    try:
-        from gyreprof.integrations._auto import trail
-    except ImportError:
-        return []
+    from gyreprof.model import trail_file as trail
+
     path = trail.find_trail(pid)
     if path is None:
         return []

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 from gyreprof.diagnostics import _loglines
 
 #: No progress (or no progress signal) and at least this share of one core busy ->

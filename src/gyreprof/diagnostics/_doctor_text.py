@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gyreprof._format import shorten
+from gyreprof._support.format import shorten
 from gyreprof.diagnostics import _procfs
 from gyreprof.diagnostics._doctor_evidence import ThreadWait
 

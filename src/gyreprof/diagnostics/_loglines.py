@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 
 #: at most this many bytes of what a file gained are read per observation
 MAX_READ_BYTES = 256 * 1024

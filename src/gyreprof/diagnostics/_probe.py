@@ -23,7 +23,7 @@ import urllib.request
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 
 MAX_PROBES = 4
 PROBE_TIMEOUT_S = 5.0

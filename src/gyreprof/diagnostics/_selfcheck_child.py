@@ -6,7 +6,7 @@ Run by :func:`gyreprof.diagnostics.selfcheck.selfcheck` in a fresh interpreter a
 
 The bootstrap puts the package's path first on ``sys.path`` (a ``gyreprof/`` folder
 in the current one cannot shadow it), binds the process to its parent
-(:func:`gyreprof._subproc.bind_to_parent`: RUN_DIR is removed and the process group
+(:func:`gyreprof._support.subproc.bind_to_parent`: RUN_DIR is removed and the process group
 killed if the parent dies) and calls :func:`main` with the other arguments.
 
 Each stage appends one JSON line to EVENTS_FILE (``build``, ``built``, ``call``,
@@ -45,7 +45,7 @@ import traceback
 from types import FrameType
 from typing import IO, Any
 
-from gyreprof._sample_count import NotACount, count_samples
+from gyreprof._support.sample_count import NotACount, count_samples
 
 _ENDPOINT_ATTRS = ("endpoint", "url", "base_url", "address", "server_url")
 
@@ -332,7 +332,7 @@ def endpoint_of(obj: Any) -> str | None:
 def count_of(result: Any) -> tuple[int | None, str, str]:
     """How many samples ``result`` stands for, the rule's name and its words.
 
-    The one reading ``gyreprof sweep`` uses too (:func:`gyreprof._sample_count.count_samples`);
+    The one reading ``gyreprof sweep`` uses too (:func:`gyreprof._support.sample_count.count_samples`);
     a value that is no count gives ``(None, "refused", why)``.
     """
     try:

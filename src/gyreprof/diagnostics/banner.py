@@ -36,8 +36,8 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import IO, Any
 
-from gyreprof._format import fmt_bytes
-from gyreprof._validate import check_output_path
+from gyreprof._support.format import fmt_bytes
+from gyreprof._support.validate import check_output_path
 from gyreprof._version import __version__
 
 #: Distributions whose versions the banner lists (when installed).

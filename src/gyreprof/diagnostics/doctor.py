@@ -101,9 +101,8 @@ from typing import Any
 
 import psutil
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._serial import decode, encode, serial_format
-from gyreprof._validate import check_positive_number
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.validate import check_positive_number
 from gyreprof.diagnostics import _doctor_text, _loglines, _probe, _procfs
 from gyreprof.diagnostics._doctor_evidence import (
     ThreadWait,
@@ -148,6 +147,7 @@ from gyreprof.diagnostics._doctor_rules import (
     is_busy,
     only_failures,
 )
+from gyreprof.model._serial import decode, encode, serial_format
 
 __all__ = [
     "BUSY_CPU_SHARE",

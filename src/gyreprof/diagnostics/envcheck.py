@@ -41,10 +41,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _io
-from gyreprof._checks import json_depth
-from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
-from gyreprof._serial import decode, encode, serial_format
+from gyreprof._support import io as _io
+from gyreprof._support.checks import json_depth
+from gyreprof._support.errors import ArgumentTypeError, CorruptDataError, InvalidValueError
+from gyreprof.model._serial import decode, encode, serial_format
 
 try:
     from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName

@@ -14,7 +14,7 @@
    call raised), each with its type, message, where it was raised and where caught;
    and for an empty result the returned object's top-level keys or fields with their
    sizes (the server answered under another key). The count follows the one reading ``gyreprof sweep`` uses
-   (:mod:`gyreprof._sample_count`): an int is the number of samples (a sampler that
+   (:mod:`gyreprof._support.sample_count`): an int is the number of samples (a sampler that
    returns 8 produced 8 samples), an array counts its first dimension, a dict of arrays
    their common length, another sized container its ``len``, ``None`` is 0. A bool,
    text, an iterator or any other object is no count: the check says why and fails.
@@ -24,7 +24,7 @@ after ``timeout_s`` (covering build and call) every thread's stack is taken with
 faulthandler, then the process group is terminated -- the check never hangs.
 Whatever the factory started (env workers, a server that holds our stdout) is
 ended with the check, and nothing is left behind when the check itself is
-interrupted (SIGINT, SIGTERM) or its process dies (see :mod:`gyreprof._subproc`).
+interrupted (SIGINT, SIGTERM) or its process dies (see :mod:`gyreprof._support.subproc`).
 
 Exit codes (``SelfCheckResult.exit_code`` and the command):
 
@@ -55,9 +55,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._subproc import ChildTree, package_root, request_stacks, sigterm_unwinds
-from gyreprof._validate import check_positive_number
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.subproc import ChildTree, package_root, request_stacks, sigterm_unwinds
+from gyreprof._support.validate import check_positive_number
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -250,7 +250,7 @@ def selfcheck(
     # the package path goes first: a gyreprof/ folder in the current one must not shadow it
     bootstrap = (
         "import sys; sys.path.insert(0, " + repr(root) + "); "
-        "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[3]); "
+        "from gyreprof._support.subproc import bind_to_parent; bind_to_parent(sys.argv[3]); "
         "from gyreprof.diagnostics._selfcheck_child import main; "
         "sys.exit(main(sys.argv[1:3] + sys.argv[4:]))"
     )

@@ -26,10 +26,9 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
 from gyreprof.export._source import write_text
 from gyreprof.export.chrome import chrome_trace, windows_trace
-from gyreprof.export.events import EventsFile, load_events, save_events
 from gyreprof.export.hdrlog import (
     HdrHistogramData,
     HdrInterval,
@@ -57,6 +56,7 @@ from gyreprof.export.prometheus import (
     default_buckets_s,
     openmetrics,
 )
+from gyreprof.recording.events import EventsFile, load_events, save_events
 
 FORMATS = ("chrome", "openmetrics", "hdrlog", "metrics")
 

@@ -1,9 +1,9 @@
-"""What an export reads: a :class:`gyreprof.source.Source`, resolved once at the exporter's door.
+"""What an export reads: a :class:`gyreprof.recording.source.Source`, resolved once at the exporter's door.
 
 Every exporter goes through :func:`resolve`, so they all accept the same
 inputs (a Profiler, a Snapshot, a Summary, an events file, the path of a saved
 one, or a Source) and fail the same way on an empty profiler or a file of the
-wrong kind. The Source itself lives in :mod:`gyreprof.source`; this module adds
+wrong kind. The Source itself lives in :mod:`gyreprof.recording.source`; this module adds
 what only exports need (the "nothing recorded" rule, rows, writing text).
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import InvalidValueError
-from gyreprof.export.events import current_unix_offset_ns, unix_offset_ns
-from gyreprof.histogram import STEP
-from gyreprof.source import Source, load_file
-from gyreprof.source import resolve as resolve_source
-from gyreprof.summary import PhaseStats, Summary
+from gyreprof._support.errors import InvalidValueError
+from gyreprof.model.histogram import STEP
+from gyreprof.model.summary import PhaseStats, Summary
+from gyreprof.recording.events import current_unix_offset_ns, unix_offset_ns
+from gyreprof.recording.source import Source, load_file
+from gyreprof.recording.source import resolve as resolve_source
 
 __all__ = [
     "Resolved",
@@ -32,12 +32,12 @@ __all__ = [
     "write_text",
 ]
 
-#: the name exporters used before the Source moved to ``gyreprof.source``
+#: the name exporters used before the Source moved to ``gyreprof.recording.source``
 Resolved = Source
 
 
 def resolve(source: Any, *, what: str, allow_empty: bool = False) -> Source:
-    """``gyreprof.source.resolve(source)``; ``what`` names the export in error messages.
+    """``gyreprof.recording.source.resolve(source)``; ``what`` names the export in error messages.
 
     Raises ``InvalidValueError`` (a ValueError) when nothing was recorded (unless
     ``allow_empty``).
@@ -93,7 +93,7 @@ def write_text(text: str, path: Any) -> str | Path | None:
     if hasattr(path, "write"):
         path.write(text)
         return None
-    from gyreprof._io import write_atomic
+    from gyreprof._support.io import write_atomic
 
     p = Path(path)
     write_atomic(p, text.encode("utf-8"))

@@ -25,19 +25,19 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._validate import check_positive_int
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.validate import check_positive_int
 from gyreprof._version import __version__
-from gyreprof.export.events import NO_EVENTS, EventsFile, load_events, save_events
-from gyreprof.snapshot import unix_offset_ns
-from gyreprof.source import resolve
+from gyreprof.model.snapshot import unix_offset_ns
+from gyreprof.recording.events import NO_EVENTS, EventsFile, load_events, save_events
+from gyreprof.recording.source import resolve
 
 if TYPE_CHECKING:
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
 
 def _events_of(source: Any) -> EventsFile:
-    """The raw events of ``source``, resolved once (``gyreprof.source.resolve``)."""
+    """The raw events of ``source``, resolved once (``gyreprof.recording.source.resolve``)."""
     res = resolve(source, what="chrome_trace")
     raw = res.raw
     if raw is None:
@@ -170,7 +170,7 @@ def chrome_trace(
     if hasattr(path, "write"):
         _write(ef, path, chunk_events)  # type: ignore[arg-type]
         return None
-    from gyreprof._io import atomic_open
+    from gyreprof._support.io import atomic_open
 
     p = Path(path)  # type: ignore[arg-type]
     with atomic_open(p, "w") as fh:
@@ -306,7 +306,7 @@ def windows_trace(
     if hasattr(path, "write"):
         path.write(text)  # type: ignore[union-attr]
         return None
-    from gyreprof._io import write_atomic
+    from gyreprof._support.io import write_atomic
 
     p = Path(path)  # type: ignore[arg-type]
     write_atomic(p, text.encode("utf-8"))

@@ -37,7 +37,6 @@ from typing import IO, Any
 
 import numpy as np
 
-from gyreprof import _checks, _io, _limits
 from gyreprof._core import (
     Histogram,
     decode_counts,
@@ -45,16 +44,19 @@ from gyreprof._core import (
     layout_info,
     percentiles_from_counts,
 )
-from gyreprof._errors import (
+from gyreprof._support import checks as _checks
+from gyreprof._support import io as _io
+from gyreprof._support import limits as _limits
+from gyreprof._support.errors import (
     ArgumentTypeError,
     CorruptDataError,
     InvalidValueError,
     MissingFileError,
 )
-from gyreprof._validate import check_positive_number
+from gyreprof._support.validate import check_positive_number
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve, write_text
-from gyreprof.histogram import STEP, layout_edges
+from gyreprof.model.histogram import STEP, layout_edges
 
 ENCODING_COOKIE_BASE = 0x1C849303
 COMPRESSION_COOKIE_BASE = 0x1C849304
@@ -206,7 +208,7 @@ def decode_histogram(data: str | bytes) -> HdrHistogramData:
     what is wrong, ``BudgetError`` (a ValueError) says when it would not fit the memory budget.
 
     Cost: the declared layout is checked against the memory budget
-    (``gyreprof._limits``) before the counts array is allocated, and the zlib
+    (``gyreprof._support.limits``) before the counts array is allocated, and the zlib
     body may inflate only to what that layout can hold (40 header bytes plus at
     most 9 bytes per bucket).
     """
@@ -408,7 +410,7 @@ def _float(text: str, name: str, n: int, what: str) -> float:
 def read_hdr_log(source: str | os.PathLike[str] | IO[str]) -> HdrLog:
     """Read an HdrHistogram interval log from a path or an open text stream.
 
-    A path must name a regular file of at most ``gyreprof._io.INPUT_CAPS["hdr_log"]``
+    A path must name a regular file of at most ``gyreprof._support.io.INPUT_CAPS["hdr_log"]``
     bytes (FIFOs, devices and larger files: ValueError); a stream is read up to
     that cap. The histograms decoded from one log share one memory budget.
     """

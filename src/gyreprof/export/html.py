@@ -14,15 +14,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _io, _notes
-from gyreprof._errors import InvalidValueError
-from gyreprof._format import fmt_ns, fmt_pct, safe_name
+from gyreprof._support import io as _io
+from gyreprof._support import notes as _notes
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.format import fmt_ns, fmt_pct, safe_name
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, resolve, rows
-from gyreprof.histogram import STEP
+from gyreprof.model.histogram import STEP
+from gyreprof.model.snapshot import Snapshot
+from gyreprof.model.summary import Summary
 from gyreprof.render import text as render_text
-from gyreprof.snapshot import Snapshot
-from gyreprof.summary import Summary
 
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
@@ -196,8 +197,8 @@ def html_report(
     ratio. ``steps=``/``seconds=`` (live Profiler): exact windows from the ring for the
     time series instead of the rolling windows. Needs the ``plot`` extra.
     """
+    from gyreprof.analysis.run import RunReport
     from gyreprof.export.plots import _mpl
-    from gyreprof.integrations._auto.collect import RunReport
 
     _mpl()
     run = source if isinstance(source, RunReport) else None

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
-from gyreprof._format import plot_text
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.format import plot_text
 from gyreprof.export._source import Resolved, require_histograms, resolve
-from gyreprof.histogram import STEP
-from gyreprof.window import Window
+from gyreprof.model.histogram import STEP
+from gyreprof.model.window import Window
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -72,7 +72,7 @@ def _new_figure(size_px: tuple[int, int], dpi: int) -> Figure:
 
 def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
     if path is not None:
-        from gyreprof._io import write_atomic
+        from gyreprof._support.io import write_atomic
 
         write_atomic(Path(path), figure_png(fig))
     return fig
@@ -211,7 +211,7 @@ def windows_of(
         if res.profiler is not None:
             return res.profiler.windows(steps=steps, seconds=seconds)
         if res.events is not None:
-            from gyreprof.window import windows_from_events
+            from gyreprof.model.window import windows_from_events
 
             ef = res.events
             ev = ef.events[np.argsort(ef.events["start_ns"], kind="stable")]

@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 from gyreprof._version import __version__
 from gyreprof.export._source import Resolved, require_histograms, resolve
-from gyreprof.source import is_profiler
-from gyreprof.summary import PhaseStats, Summary
+from gyreprof.model.summary import PhaseStats, Summary
+from gyreprof.recording.source import is_profiler
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import ArgumentTypeError, MissingExtraError, UnknownPhaseError
+from gyreprof._support.errors import ArgumentTypeError, MissingExtraError, UnknownPhaseError
 
 try:
     import gymnasium as gym
@@ -32,7 +32,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise MissingExtraError("gyreprof.integrations.gym", "gymnasium", extra="gym") from exc
 
-from gyreprof.profiler import Profiler
+from gyreprof.recording.profiler import Profiler
 
 __all__ = ["ProfiledEnv", "ProfiledVectorEnv", "phase_names", "profile_env"]
 

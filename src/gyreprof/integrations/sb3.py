@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import ArgumentTypeError, MissingExtraError
+from gyreprof._support.errors import ArgumentTypeError, MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_sb3
 from gyreprof.integrations._auto.session import Session
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError, MissingExtraError
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError, MissingExtraError
 
 try:
     import torch
@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         note="(or install torch for your CUDA version from pytorch.org)",
     ) from exc
 
-from gyreprof.profiler import Profiler
+from gyreprof.recording.profiler import Profiler
 
 __all__ = [
     "CudaPhase",

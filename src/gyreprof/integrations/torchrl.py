@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import ArgumentTypeError, MissingExtraError
+from gyreprof._support.errors import ArgumentTypeError, MissingExtraError
 from gyreprof.integrations._auto import patch_gym, patch_torchrl
 from gyreprof.integrations._auto.session import Session
 

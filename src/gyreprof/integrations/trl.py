@@ -33,8 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError, MissingExtraError
-from gyreprof.integrations._auto import collect, patch_queue, patch_torch, patch_transformers
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError, MissingExtraError
+from gyreprof.analysis import run as run_result
+from gyreprof.integrations._auto import patch_queue, patch_torch, patch_transformers
 from gyreprof.integrations._auto.session import Session
 
 __all__ = ["TrlSession", "profile"]
@@ -54,7 +55,7 @@ class TrlSession(Session):
     def _rollouts(self) -> Any:
         return self._http.report()
 
-    def report(self) -> collect.RunReport:
+    def report(self) -> run_result.RunReport:
         report = super().report()
         report.notes += [n for n in self._notes if n not in report.notes]
         return report

@@ -22,23 +22,59 @@ still do to a segment, is in ``gyreprof.live._layout``.
 
 from __future__ import annotations
 
-from gyreprof.live._layout import (
-    LIVE_VERSION,
-    SegmentReadError,
-    UntrustedSegmentError,
-    segment_dir,
-)
-from gyreprof.live.reader import (
-    LiveCollection,
-    LiveEntry,
-    LiveGroupReader,
-    LiveReader,
-    attach,
-    clean,
-    collect,
-    interval,
-)
-from gyreprof.live.reader import list_segments as list  # noqa: A001 - the public name
+# every name loads on first use: the launcher's end-of-run note (``live._ended``) and a
+# Profiler's publishing side import this package without the reader and numpy
+_LAZY = {
+    "LIVE_VERSION": "gyreprof.live._layout",
+    "SegmentReadError": "gyreprof.live._layout",
+    "UntrustedSegmentError": "gyreprof.live._layout",
+    "segment_dir": "gyreprof.live._layout",
+    "LiveCollection": "gyreprof.live.reader",
+    "LiveEntry": "gyreprof.live.reader",
+    "LiveGroupReader": "gyreprof.live.reader",
+    "LiveReader": "gyreprof.live.reader",
+    "attach": "gyreprof.live.reader",
+    "clean": "gyreprof.live.reader",
+    "collect": "gyreprof.live.reader",
+    "interval": "gyreprof.live.reader",
+    "list": "gyreprof.live.reader",
+}
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gyreprof.live._layout import (
+        LIVE_VERSION,
+        SegmentReadError,
+        UntrustedSegmentError,
+        segment_dir,
+    )
+    from gyreprof.live.reader import (
+        LiveCollection,
+        LiveEntry,
+        LiveGroupReader,
+        LiveReader,
+        attach,
+        clean,
+        collect,
+        interval,
+    )
+    from gyreprof.live.reader import list_segments as list  # noqa: A001 - the public name
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), "list_segments" if name == "list" else name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "LIVE_VERSION",

@@ -100,10 +100,9 @@ from typing import Any
 
 import psutil
 
-from gyreprof._block import block_words
-from gyreprof._checks import loads_bounded
-from gyreprof._errors import CorruptDataError, InvalidValueError
-from gyreprof._limits import BudgetError, memory_budget
+from gyreprof._support.checks import loads_bounded
+from gyreprof._support.errors import CorruptDataError, InvalidValueError
+from gyreprof._support.limits import BudgetError, memory_budget
 
 LIVE_MAGIC = b"GYRELIVE"
 LIVE_VERSION = 1
@@ -121,7 +120,7 @@ RETIRED_SUFFIX = ".ret"
 FILE_RE = re.compile(r"^gyreprof-live-(\d+)-(\d+)\.(?:seg|ret)$")
 KIND_RETIRED = "retired"
 ENV_DIR = "GYREPROF_LIVE_DIR"
-MAX_COUNTERS = 4096  # the most counter slots a Recorder has (``gyreprof._limits``)
+MAX_COUNTERS = 4096  # the most counter slots a Recorder has (``gyreprof._support.limits``)
 META_CAP = 1 << 20  # bytes of metadata JSON a reader parses at most
 #: bytes of header (fixed part, metadata, counter-name table) a reader reads at most;
 #: checked from the header-size field before anything past the fixed part is read
@@ -594,6 +593,8 @@ def parse_header(buf: Buffer, size: int, where: str) -> Header:
         or not isinstance(cfg.get("offsets"), dict)
     ):
         raise InvalidValueError(f"{where} is corrupted: phases and recorder config disagree")
+    from gyreprof._support.block import block_words  # numpy: readers only, not the end note
+
     try:
         words = block_words(cfg)
         cfg_counters = int(cfg["max_counters"])
@@ -627,7 +628,7 @@ def _check_declared_layout(
     cfg: dict[str, Any], words: int, stats_bytes: int, *, retired: bool, where: str
 ) -> None:
     """The stats block the config declares is the one a Recorder with those settings
-    has, and a reader may copy it within the memory budget (``gyreprof._limits``):
+    has, and a reader may copy it within the memory budget (``gyreprof._support.limits``):
     CorruptDataError / BudgetError, checked before anything is allocated."""
     need = stats_bytes if retired else 8 * words
     budget = memory_budget()

@@ -48,7 +48,7 @@ A ``per_thread=True`` profiler gets a :class:`LiveThreadGroup` as ``prof.live``:
 each thread's Recorder is published in a segment of its own when the thread
 first records (all of them carry the same ``meta["group"]``), and the
 finished threads that the profiler folds into one snapshot (see
-``gyreprof.profiler``) are published in one *retired* segment, rewritten at
+``gyreprof.recording.profiler``) are published in one *retired* segment, rewritten at
 each fold before the folded threads' own segments are closed (its
 ``meta["folded"]`` lists them, so a reader never counts one twice and never
 loses one). ``gp.live.attach(pid)`` and ``gp.live.collect`` merge the group
@@ -70,9 +70,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from gyreprof._block import block_words
 from gyreprof._core import monotonic_ns
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.block import block_words
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
 from gyreprof._version import __version__
 from gyreprof.live import _layout as lay
 
@@ -156,7 +156,7 @@ class LivePublication:
     ) -> None:
         self._rec = recorder
         self._extra_meta = dict(extra_meta or {})
-        # the Profiler's RecorderSet (gyreprof._recorders): its identity and counter names
+        # the Profiler's RecorderSet (gyreprof.recording._recorders): its identity and counter names
         self._recordings = recordings
         self.name = name
         self._counter_names: list[str] = list(recordings.counter_names)
@@ -394,7 +394,7 @@ class LiveThreadGroup:
 
     def __init__(self, recordings: Any, name: str) -> None:
         self.name = name
-        # the Profiler's RecorderSet (gyreprof._recorders): recorders, identity, counter names
+        # the Profiler's RecorderSet (gyreprof.recording._recorders): recorders, identity, counter names
         self._recordings = recordings
         self._lock = threading.RLock()
         self._pubs: dict[int, LivePublication] = {}  # id(recorder) -> its publication
@@ -627,7 +627,7 @@ def publish_profiler(prof: Any, name: str | None = None) -> LivePublication | Li
     (default: the profiler's label, else the script's file name). A
     ``per_thread`` profiler gets a :class:`LiveThreadGroup` (a segment per thread).
     """
-    recordings = prof._recs  # the Profiler's RecorderSet (gyreprof._recorders)
+    recordings = prof._recs  # the Profiler's RecorderSet (gyreprof.recording._recorders)
     seg_name = _check_name(name) if name is not None else _default_name(recordings.identity.label)
     if getattr(prof, "per_thread", False):
         group = LiveThreadGroup(recordings, seg_name)

@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gyreprof import _checks, _limits
-from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
-from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
-from gyreprof._limits import decode_errors
+from gyreprof._support import checks as _checks
+from gyreprof._support import limits as _limits
+from gyreprof._support.block import Progress, StatsBlock, block_words
+from gyreprof._support.errors import ArgumentTypeError, CorruptDataError, InvalidValueError
+from gyreprof._support.limits import decode_errors
 from gyreprof.live import _layout as lay
-from gyreprof.snapshot import (
+from gyreprof.model.snapshot import (
     ProfilerIdentity,
     Snapshot,
     build_snapshot,
@@ -45,7 +46,7 @@ from gyreprof.snapshot import (
     layout_edges,
     merge,
 )
-from gyreprof.summary import Summary
+from gyreprof.model.summary import Summary
 
 try:
     import pwd
@@ -661,7 +662,7 @@ class LiveReader:
 
     def progress(self) -> Progress:
         """Step counters, the open phase and the counters, read without copying the whole
-        block (see :class:`gyreprof._block.Progress`; times are CLOCK_MONOTONIC ns)."""
+        block (see :class:`gyreprof._support.block.Progress`; times are CLOCK_MONOTONIC ns)."""
         self._require()
         if self.retired:
             snap = self._reload_retired()

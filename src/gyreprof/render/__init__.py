@@ -8,13 +8,13 @@ from it; what a reader sees is written here, one module per format:
 - :mod:`gyreprof.render.markdown`: ``to_markdown()``;
 - :mod:`gyreprof.render.csv`: ``to_csv()``;
 - :mod:`gyreprof.render.json`: ``to_json(path=None, *, indent=None)``, strict JSON
-  written atomically (the record itself comes from :mod:`gyreprof._serial`);
+  written atomically (the record itself comes from :mod:`gyreprof.model._serial`);
 - :mod:`gyreprof.render.metrics`: flat ``{name: number}`` dicts for loggers;
 - :mod:`gyreprof.render.sweep`: a sweep result's text, CSV and plot.
 
 The HTML report (:mod:`gyreprof.export.html`) takes its words from the same place.
-The wording of notes and caveats lives in :mod:`gyreprof._notes`, numbers are
-formatted by :mod:`gyreprof._format`. A renderer knows the result types by their
+The wording of notes and caveats lives in :mod:`gyreprof._support.notes`, numbers are
+formatted by :mod:`gyreprof._support.format`. A renderer knows the result types by their
 fields only (it imports none of them), so any layer may use it.
 """
 

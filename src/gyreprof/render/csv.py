@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gyreprof import _forms, _io
-from gyreprof.histogram import STEP
+from gyreprof._support import forms as _forms
+from gyreprof._support import io as _io
+from gyreprof.model.histogram import STEP
 from gyreprof.render.text import phase_rows
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Summary
-    from gyreprof.window import Window
+    from gyreprof.model.summary import Summary
+    from gyreprof.model.window import Window
 
 __all__ = ["PHASE_COLUMNS", "WINDOW_COLUMNS", "summary", "windows", "write"]
 
@@ -72,5 +73,5 @@ def write(text: str, path: str | os.PathLike[str] | None) -> str:
     return text
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
 _forms.register("csv", summary, write)

@@ -1,6 +1,6 @@
 """JSON: the one ``to_json(path=None, *, indent=None)`` of every result type.
 
-The record is the result's ``to_dict()`` (the generic codec, :mod:`gyreprof._serial`);
+The record is the result's ``to_dict()`` (the generic codec, :mod:`gyreprof.model._serial`);
 this writes it as strict JSON (``null`` for a missing figure, never a ``NaN`` or
 ``Infinity`` literal) and, given a path, writes the file atomically.
 """
@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from gyreprof import _forms
-from gyreprof._serial import write_json
+from gyreprof._support import forms as _forms
+from gyreprof.model._serial import write_json
 
 __all__ = ["text", "write"]
 
@@ -34,5 +34,5 @@ def write(
     return write_json(data, path, indent=indent)
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
 _forms.register("json", write)

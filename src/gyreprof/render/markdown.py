@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gyreprof import _forms
-from gyreprof._format import fmt_bytes, fmt_ns, fmt_pct, markdown_table, safe_name
+from gyreprof._support import forms as _forms
+from gyreprof._support.format import fmt_bytes, fmt_ns, fmt_pct, markdown_table, safe_name
 from gyreprof.render import text
 
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import RolloutReport
+    from gyreprof.analysis.run import RunReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.integrations._auto.collect import RunReport
-    from gyreprof.summary import Summary
+    from gyreprof.model.summary import Summary
 
 __all__ = ["rollouts", "run_report", "summary", "verdict", "wait_report"]
 
@@ -58,7 +58,7 @@ def wait_report(r: WaitReport) -> str:
 def run_report(r: RunReport) -> str:
     """The run's report; its advice worded for where it is read (``r.advice_for``), as
     the text's."""
-    from gyreprof import _advice
+    from gyreprof._support import advice as _advice
 
     with _advice.advice_for(r.advice_for):
         return _run_report(r)
@@ -93,7 +93,7 @@ def _run_report(r: RunReport) -> str:
 def user_profiles(r: RunReport) -> list[str]:
     """The tables of the user's own Profilers (those that do not stand for the trainer),
     as the text report shows them (at most ``text.USER_TABLES``)."""
-    from gyreprof import _advice
+    from gyreprof._support import advice as _advice
 
     parts: list[str] = []
     shown = [(p, u) for p in r.contributed for u in p.user if not u.as_trainer]
@@ -204,5 +204,5 @@ def rollouts(r: RolloutReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
-_forms.register("markdown", summary, rollouts, verdict, wait_report)
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
+_forms.register("markdown", summary, rollouts, verdict, wait_report, run_report)

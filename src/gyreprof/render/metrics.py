@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gyreprof import _forms
-from gyreprof._errors import ArgumentTypeError
+from gyreprof._support import forms as _forms
+from gyreprof._support.errors import ArgumentTypeError
 
 if TYPE_CHECKING:
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.summary import Summary
+    from gyreprof.model.summary import Summary
 
 __all__ = ["summary", "verdict", "wait_report"]
 
@@ -97,5 +97,5 @@ def verdict(v: Verdict, prefix: str = "gyreprof/") -> dict[str, float]:
     return out
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
 _forms.register("metrics", summary, verdict, wait_report)

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof import _forms
-from gyreprof._format import (
+from gyreprof._support import forms as _forms
+from gyreprof._support.format import (
     byte_unit,
     fmt_bytes,
     fmt_bytes_range,
@@ -527,11 +527,11 @@ def plot(result: SweepResult, path: str | os.PathLike[str]) -> Path:
     ext = out.suffix.lstrip(".").lower()
     buf = io.BytesIO()
     fig.savefig(buf, format=ext if ext in ("png", "svg", "pdf") else "png")
-    from gyreprof import _io
+    from gyreprof._support import io as _io
 
     _io.write_atomic(out, buf.getvalue())  # never through a planted link
     return out
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
 _forms.register("sweep", report_text, headline, table_text, text, csv_text, plot)

@@ -1,7 +1,7 @@
 """Plain text: what ``print(result)`` shows for every result type.
 
 Each function takes the result and returns the text; the classes' ``__str__`` call
-these. Names a user chose go through :func:`gyreprof._format.safe_name`, so the
+these. Names a user chose go through :func:`gyreprof._support.format.safe_name`, so the
 text is safe to print.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gyreprof import _advice, _forms, _notes
-from gyreprof._format import (
+from gyreprof._support import advice as _advice
+from gyreprof._support import forms as _forms
+from gyreprof._support import notes as _notes
+from gyreprof._support.format import (
     IDLE,
     STEP,
     SUMMARY_HEADERS,
@@ -27,11 +29,11 @@ from gyreprof._format import (
 
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import Percentiles, RolloutReport
+    from gyreprof.analysis.run import ProcessEntry, RunReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.integrations._auto.collect import ProcessEntry, RunReport
-    from gyreprof.summary import PhaseStats, Summary, WarmupInfo
-    from gyreprof.window import Window
+    from gyreprof.model.summary import PhaseStats, Summary, WarmupInfo
+    from gyreprof.model.window import Window
 
 __all__ = [
     "SUMMARY_HEADERS",
@@ -73,7 +75,7 @@ def phase_rows(s: Summary) -> list[tuple[str, PhaseStats]]:
 
 def summary_rows(s: Summary) -> list[list[str]]:
     """The summary table as formatted cells, one row per phase and one for whole steps
-    (names through :func:`~gyreprof._format.safe_name`: safe to print)."""
+    (names through :func:`~gyreprof._support.format.safe_name`: safe to print)."""
     return [
         [
             safe_name(name),
@@ -159,7 +161,7 @@ def phase_stats(st: PhaseStats, name: str = "phase") -> str:
 
 
 def warmup(w: WarmupInfo, *, steps_marked: bool = True) -> str:
-    """The warm-up line; its advice is worded for where it is read (gyreprof._advice).
+    """The warm-up line; its advice is worded for where it is read (gyreprof._support.advice).
     ``steps_marked``: the profile marks steps (a warm-up in steps can end)."""
     if w.rule == "none":
         if _advice.where() == "code" and steps_marked:
@@ -661,7 +663,7 @@ def batch_lines(r: RolloutReport) -> list[str]:
 def rollouts(r: RolloutReport) -> str:
     """The HTTP rollout requests: per endpoint requests, outcomes, latency, tokens,
     streams and in-flight figures, then the batches and their tail."""
-    from gyreprof._format import fmt_bytes
+    from gyreprof._support.format import fmt_bytes
 
     lines = [f"rollout requests ({r.requests} over {len(r.endpoints)} endpoint(s)):"]
     for e in r.endpoints:
@@ -710,7 +712,7 @@ def rollouts(r: RolloutReport) -> str:
     return "\n".join(lines)
 
 
-# the result classes find these by name (gyreprof._forms): they sit below this floor
+# the result classes find these by name (gyreprof._support.forms): they sit below this floor
 _forms.register(
     "text",
     phase_stats,
@@ -723,4 +725,6 @@ _forms.register(
     verdict_headline,
     verdict,
     wait_report,
+    run_processes,
+    run_report,
 )

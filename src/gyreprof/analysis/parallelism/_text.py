@@ -1,7 +1,7 @@
 """Plain-text helpers shared by the census and the check: pid lists, spans, plurals.
 
 Numbers (bytes, percentages, counts), tables and shortened text are spelled by
-:mod:`gyreprof._format`.
+:mod:`gyreprof._support.format`.
 """
 
 from __future__ import annotations

@@ -23,13 +23,13 @@ from typing import Any
 
 import psutil
 
-from gyreprof._errors import InvalidValueError, MissingKeyError
-from gyreprof._format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
-from gyreprof._serial import Record, serial_derived, serial_format
-from gyreprof._threadname import OWN_PREFIX
+from gyreprof._support.errors import InvalidValueError, MissingKeyError
+from gyreprof._support.format import fmt_bytes, fmt_pct, safe_text, shorten, text_table
+from gyreprof._support.threadname import OWN_PREFIX
 from gyreprof.analysis.parallelism._text import fmt_pids, plural, span
 from gyreprof.analysis.parallelism.cpu import CpuLimits, cpu_limits
 from gyreprof.analysis.parallelism.registry import WorkerRecord, read_registry, registry_dir
+from gyreprof.model._serial import Record, serial_derived, serial_format
 
 CENSUS_FORMAT = "gyreprof.census/1"
 # what a process is that builds a role's envs and steps them itself (no worker process)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import psutil
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._format import fmt_count
-from gyreprof._serial import Record
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.format import fmt_count
+from gyreprof.model._serial import Record
 
 __all__ = ["CpuLimits", "cpu_limits", "parse_cpu_max", "cgroup_quota_cores"]
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import psutil
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._format import safe_text
-from gyreprof._serial import Record, serial_format
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.format import safe_text
 from gyreprof.analysis.parallelism._text import fmt_pids, plural
 from gyreprof.analysis.parallelism.census import Census, ProcessInfo, census, check_seconds
 from gyreprof.analysis.parallelism.registry import THREAD_ENV_VARS, WorkerRecord
+from gyreprof.model._serial import Record, serial_format
 
 __all__ = [
     "PARALLELISM_FORMAT",

@@ -42,9 +42,9 @@ from typing import Any
 
 import psutil
 
-from gyreprof._errors import CorruptDataError, InvalidValueError
-from gyreprof._serial import Record, decode, serial_format
+from gyreprof._support.errors import CorruptDataError, InvalidValueError
 from gyreprof.live._layout import folder_trusted_for, process_uid
+from gyreprof.model._serial import Record, decode, serial_format
 
 __all__ = [
     "FORMAT",

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
-from gyreprof._serial import Record
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError, UnknownPhaseError
+from gyreprof.model._serial import Record
 
 if TYPE_CHECKING:
-    from gyreprof.summary import Summary
+    from gyreprof.model.summary import Summary
 
 __all__ = ["ThroughputComparison", "compare_throughput"]
 
@@ -50,8 +50,8 @@ class ThroughputComparison(Record):
 
 def _as_summary(run: object, which: str) -> Summary:
     """A run's Summary: as given, or computed from a Snapshot or a Profiler (resolved
-    once, ``gyreprof.source.resolve``)."""
-    from gyreprof.source import resolve  # only here: census needs no compiled core
+    once, ``gyreprof.recording.source.resolve``)."""
+    from gyreprof.recording.source import resolve  # only here: census needs no compiled core
 
     what = f"run {which}"
     try:

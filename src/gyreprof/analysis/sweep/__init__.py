@@ -27,7 +27,7 @@ The sampler
 how many samples it produced: an int, or the batch itself (an array counts its
 first dimension, a dict of arrays their common length, a list its length).
 ``gyreprof selfcheck`` reads the return value by the same rules
-(:mod:`gyreprof._sample_count`), and both say which rule they used; a call
+(:mod:`gyreprof._support.sample_count`), and both say which rule they used; a call
 that returns no samples, a bool, text or any other object is reported as
 invalid for that value. A sampler with a ``close()``
 method is closed after its run. To see where the time goes inside a call, the
@@ -67,7 +67,7 @@ own, killed with everything it started when the run ends, when the sweep is
 interrupted (Ctrl-C; SIGTERM, after which the process still dies by SIGTERM)
 and, through a parent-death signal, when the sweeping process itself is
 killed or crashes; the run's temporary folder goes with it
-(:mod:`gyreprof._subproc`).
+(:mod:`gyreprof._support.subproc`).
 
 Decisions
 ---------

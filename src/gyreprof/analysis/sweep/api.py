@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
-from gyreprof._format import fmt_change_pct, fmt_count
-from gyreprof._subproc import sigterm_unwinds
-from gyreprof._validate import check_int, check_positive_number
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.format import fmt_change_pct, fmt_count
+from gyreprof._support.subproc import sigterm_unwinds
+from gyreprof._support.validate import check_int, check_positive_number
 from gyreprof.analysis.sweep.decide import (
     finish_points,
     recommend,

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gyreprof._format import fmt_bytes, fmt_change_pct
+from gyreprof._support.format import fmt_bytes, fmt_change_pct
 from gyreprof.analysis.sweep.result import SweepPoint
 from gyreprof.analysis.sweep.rule import distinguishable, noise
 from gyreprof.analysis.sweep.words import fmt_value

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gyreprof._errors import GyreprofError
-from gyreprof.histogram import STEP
+from gyreprof._support.errors import GyreprofError
+from gyreprof.model.histogram import STEP
 
 RESERVED = ("prof",)
 _IDENT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"

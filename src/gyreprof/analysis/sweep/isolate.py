@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from gyreprof._subproc import ChildTree, package_root, request_stacks
+from gyreprof._support.subproc import ChildTree, package_root, request_stacks
 from gyreprof.analysis.sweep.factory import STAGE_WORDS, where_it_was
 from gyreprof.analysis.sweep.record import RunResult
 
@@ -37,7 +37,7 @@ _OUTPUT_TAIL = 2000  # characters of the run's own output kept with a failure
 
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, {root!r}); "
-    "from gyreprof._subproc import bind_to_parent; bind_to_parent(sys.argv[1]); "
+    "from gyreprof._support.subproc import bind_to_parent; bind_to_parent(sys.argv[1]); "
     "from gyreprof.analysis.sweep.worker import main; sys.exit(main(sys.argv[1:]))"
 )
 

@@ -8,7 +8,7 @@ isolated sweep as JSON tagged ``RUN_FORMAT``, and is parsed once, by
 ValueError the sweep reports for that value.
 
 Every dataclass of the sweep serialises through the project's one codec,
-:mod:`gyreprof._serial` (a type lists its fields once). Non-finite floats are
+:mod:`gyreprof.model._serial` (a type lists its fields once). Non-finite floats are
 written as ``null`` (strict JSON, the NaN rule); files with ``"nan"`` strings or
 ``NaN`` literals, as older versions wrote them, still read. Fields a newer writer adds are skipped
 on reading. The run's gyreprof summary is written under the key ``summary`` and
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyreprof._serial import SerialError, encode, loads, serial_format, write_json
+from gyreprof.model._serial import SerialError, encode, loads, serial_format, write_json
 
 RUN_FORMAT = "gyreprof.sweep-run/1"
 
@@ -52,7 +52,7 @@ FIGURE_NAMES = (
 
 
 def as_json_value(v: Any) -> Any:
-    """What the sweep writes for a value ``gyreprof._serial`` has no rule for: a setting
+    """What the sweep writes for a value ``gyreprof.model._serial`` has no rule for: a setting
     the user passed in, or an attribute read off the sampler. A scalar with ``.item()``
     (a torch or jax scalar) is its number; anything else its ``repr``."""
     item = getattr(v, "item", None)
@@ -100,7 +100,7 @@ class RunResult:
     can overstate the simultaneous total, never understate a polled one.
 
     ``count_rule`` says how the sampler's return values were read as sample
-    counts (see :func:`gyreprof._sample_count.count_samples`).
+    counts (see :func:`gyreprof._support.sample_count.count_samples`).
     """
 
     status: str

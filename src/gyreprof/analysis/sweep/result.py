@@ -1,7 +1,7 @@
 """What a sweep measured: runs, points, the whole result and its JSON form.
 
 Every type here lists its fields once; ``to_dict``/``from_dict`` go through the
-project's codec, :mod:`gyreprof._serial` (the JSON schema is in the package
+project's codec, :mod:`gyreprof.model._serial` (the JSON schema is in the package
 docstring; see :mod:`gyreprof.analysis.sweep.record` for what the sweep adds).
 """
 
@@ -17,18 +17,27 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gyreprof import _forms, _io
-from gyreprof._errors import InvalidValueError, MissingKeyError
-from gyreprof._serial import Record, SerialError, decode, encode, from_plain, plain, serial_format
+from gyreprof._support import forms as _forms
+from gyreprof._support import io as _io
+from gyreprof._support.errors import InvalidValueError, MissingKeyError
 from gyreprof.analysis.sweep.record import (
     FIGURE_NAMES,
     RunResult,
     as_json_value,
     drop_summaries,
 )
+from gyreprof.model._serial import (
+    Record,
+    SerialError,
+    decode,
+    encode,
+    from_plain,
+    plain,
+    serial_format,
+)
 
 FORMAT = "gyreprof.sweep/2"
-#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof._serial)
+#: /1 wrote a missing figure as the string "nan"; /2 writes null (gyreprof.model._serial)
 FORMAT_V1 = "gyreprof.sweep/1"
 READABLE_FORMATS = (FORMAT, FORMAT_V1)
 
@@ -98,7 +107,7 @@ class SweepRun(RunResult, Record, ignore_unknown=True):
         """The run's gyreprof ``Summary`` (per-call histogram, phases, warm-up), or None."""
         if self.summary_data is None:
             return None
-        from gyreprof.summary import Summary
+        from gyreprof.model.summary import Summary
 
         return Summary.from_dict(self.summary_data)
 

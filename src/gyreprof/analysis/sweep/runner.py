@@ -4,14 +4,14 @@ The same code runs inside the fresh subprocess of an isolated sweep (see
 ``worker``) and in the calling process when ``isolate=False``, so both modes
 measure exactly the same way:
 
-* a :class:`~gyreprof.profiler.Profiler` marks one *step* per sampler call
+* a :class:`~gyreprof.recording.profiler.Profiler` marks one *step* per sampler call
   (``begin()`` right before the call, ``end()`` right after it), so the step
   histogram holds the time spent inside the sampler and nothing else;
 * the first ``warmup`` calls are the profiler's warm-up steps (reported apart);
 * a factory that takes a ``prof`` keyword gets that Profiler, built with the
   phase names the factory declares, and records its own phases inside each call;
 * each call's return value is read as a sample count by
-  :func:`gyreprof._sample_count.count_samples` (the rule ``selfcheck`` uses too);
+  :func:`gyreprof._support.sample_count.count_samples` (the rule ``selfcheck`` uses too);
 * the sampler's worker processes are polled for memory while it runs.
 
 The result is one :class:`~gyreprof.analysis.sweep.record.RunResult`.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gyreprof._sample_count import NotACount, count_samples
+from gyreprof._support.sample_count import NotACount, count_samples
 from gyreprof.analysis.sweep.factory import FactoryInfo, describe_exc, user_traceback
 from gyreprof.analysis.sweep.probe import (
     WorkerMemoryWatch,
@@ -36,7 +36,7 @@ from gyreprof.analysis.sweep.probe import (
     reset_gpu_peak,
 )
 from gyreprof.analysis.sweep.record import RunResult
-from gyreprof.histogram import STEP
+from gyreprof.model.histogram import STEP
 
 
 class _Stop(Exception):
@@ -109,7 +109,7 @@ def _slow_count(n: Any, i: int, warmup: int, calls: _Calls) -> int:
     """Read a return value that is not a plain positive int (the fast path)."""
     hint = (
         "a sampler call must return how many samples it produced: a positive int, or the "
-        "batch itself (see gyreprof._sample_count for the rules)"
+        "batch itself (see gyreprof._support.sample_count for the rules)"
     )
     try:
         count = count_samples(n)
@@ -275,7 +275,7 @@ def run_once(
     progress. Everything that goes wrong in the factory or the sampler is a
     result (``status`` ``"error"`` or ``"invalid"``), never an exception.
     """
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     if in_process:
         reset_gpu_peak()

@@ -1,6 +1,6 @@
 """How the sweep writes a swept value (ASCII only).
 
-Sizes, gains and other numbers use the project's one spelling, :mod:`gyreprof._format`
+Sizes, gains and other numbers use the project's one spelling, :mod:`gyreprof._support.format`
 (``fmt_bytes``, ``fmt_bytes_range``, ``fmt_change_pct``, ...); only the value of the
 swept setting is written the sweep's own way.
 """

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gyreprof._io import write_atomic
+from gyreprof._support.io import write_atomic
 from gyreprof.analysis.sweep.factory import (
     SweepUsageError,
     describe_exc,

@@ -28,14 +28,14 @@ ENV_MAIN_PID = "GYREPROF_RUN_MAIN_PID"
 
 #: the modules whose import loads the patches: every name a patch module passes to
 #: ``hooks.when_imported`` from its ``register()`` (tests/test_run_light_start.py checks it), and
-#: ``gyreprof.profiler``, whose Profilers join the run (:func:`_join_user_profilers`)
+#: ``gyreprof.recording.profiler``, whose Profilers join the run (:func:`_join_user_profilers`)
 WATCHED = frozenset(
     {
         "aiohttp",
         "asyncio",
         "concurrent.futures._base",
         "gymnasium",
-        "gyreprof.profiler",
+        "gyreprof.recording.profiler",
         "http.client",
         "httpx",
         "httpx2",
@@ -91,7 +91,7 @@ def install_all() -> None:
     http.instrument()
     patch_torch.register()
     patch_queue.register()
-    hooks.when_imported("gyreprof.profiler", _join_user_profilers)
+    hooks.when_imported("gyreprof.recording.profiler", _join_user_profilers)
 
 
 _loaded = False

@@ -10,318 +10,21 @@ trainer's over those whose training thread completed steps. The verdict comes fr
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._advice import advice_for
-from gyreprof._errors import InvalidValueError
-from gyreprof._serial import decode, encode, loads, plain, serial_format
+from gyreprof._support.advice import advice_for
+from gyreprof._support.errors import InvalidValueError
+from gyreprof.analysis.run import (  # the result's types, read here and by the sessions
+    ProcessEntry,
+    RunReport,
+    UserProfile,
+    _ending_notes,
+)
 from gyreprof.integrations._auto import records as rec
 
 if TYPE_CHECKING:
-    from gyreprof.analysis.rollouts import RolloutReport
-    from gyreprof.analysis.startup import StartUp
-    from gyreprof.analysis.verdict import Verdict
-    from gyreprof.analysis.wait import WaitReport
-    from gyreprof.summary import Summary
-
-FORMAT = "gyreprof.run/1"
-#: how to mark a trainer by hand, as the report prints it: the set-up lines go at the top
-#: of the script, the loop lines inside its training loop. Under ``gyreprof run`` the
-#: Profiler joins the run's report; ``gyreprof report trainer.snap`` reads it again.
-HAND_MARKING_SETUP = (
-    "import gyreprof as gp",
-    'tp = gp.Profiler(["wait", "compute"], autosave="trainer.snap")',
-)
-HAND_MARKING_LOOP = (
-    'with tp.phase("wait"): batch = next(batches)',
-    'with tp.phase("compute"): update(batch)',
-)
-HAND_MARKING = (
-    *HAND_MARKING_SETUP,
-    "# and in the training loop, around fetching a batch and around the update:",
-    *HAND_MARKING_LOOP,
-)
-#: signals that mean a crash (the others that end a command stop it from outside)
-CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL", "SIGSYS", "SIGTRAP"})
-
-
-@dataclass(frozen=True)
-class UserProfile:
-    """A Profiler the user created in a process of the run (``<pid>.user-<n>.snap``).
-
-    ``as_trainer``: it stands for the process's trainer (phases ``wait`` and ``compute``,
-    while no automatic trainer recorded anything in the run)."""
-
-    pid: int
-    index: int
-    snapshot: Any  # Snapshot
-    as_trainer: bool = False
-
-    @property
-    def name(self) -> str:
-        """The profiler as the report names it: its label, else its phases."""
-        from gyreprof._format import safe_name
-
-        label = self.snapshot.meta.label
-        if label:
-            return safe_name(label)
-        return "Profiler([" + ", ".join(repr(safe_name(p)) for p in self.snapshot.phases) + "])"
-
-
-@dataclass
-class ProcessEntry:
-    """One process of the run: did its numbers reach the report, and how."""
-
-    pid: int
-    role: str
-    contributed: bool
-    source: str  # exit | sigterm | mp-exit | live segment | none
-    loops: tuple[str, ...] = field(default=(), metadata={"serial": False})
-    sampler: Any = field(default=None, metadata={"serial": False})  # Snapshot
-    trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
-    # the Profilers the user created in the process (gyreprof run reads them too)
-    user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
-
-    def to_dict(self) -> dict[str, Any]:
-        """``pid``, ``role``, ``contributed``, ``source`` (gyreprof._serial)."""
-        out: dict[str, Any] = plain(self)
-        return out
-
-
-#: a part of the run record nested whole, with its own format tag and version
-_WHOLE = {"serial_whole": True}
-
-
-def __getattr__(name: str) -> Any:
-    # the types of RunRecord's parts, imported when a record is first read (gyreprof._serial
-    # resolves them here), so importing this module (sb3, torchrl sessions) stays light
-    if name == "Verdict":
-        from gyreprof.analysis.verdict import Verdict
-
-        return Verdict
-    if name == "WaitReport":
-        from gyreprof.analysis.wait import WaitReport
-
-        return WaitReport
-    if name == "Summary":
-        from gyreprof.summary import Summary
-
-        return Summary
-    if name == "RolloutReport":
-        from gyreprof.analysis.rollouts import RolloutReport
-
-        return RolloutReport
-    if name == "StartUp":
-        from gyreprof.analysis.startup import StartUp
-
-        return StartUp
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@serial_format(FORMAT)
-@dataclass(frozen=True)
-class RunRecord:
-    """What ``gyreprof run --json`` writes, format ``gyreprof.run/1``: the verdict, the
-    wait report and the two merged summaries, each nested whole with its own format tag
-    (a summary with its histograms), then the processes, the exit code and the notes."""
-
-    verdict: Verdict | None = field(metadata=_WHOLE)
-    wait: WaitReport | None = field(metadata=_WHOLE)
-    sampler: Summary | None = field(metadata=_WHOLE)
-    trainer: Summary | None = field(metadata=_WHOLE)
-    processes: list[ProcessEntry]
-    exit_code: int | None
-    notes: list[str]
-    rollouts: RolloutReport | None = field(default=None, metadata=_WHOLE)  # HTTP requests
-    # the trainer's first step, left out of its steady state as start-up (analysis.startup)
-    start_up: StartUp | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """The record again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
-        return decode(cls, data)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> RunRecord:
-        return loads(cls, text)
-
-
-@dataclass
-class RunReport:
-    """Everything ``gyreprof run`` reports; ``to_dict()`` is format ``gyreprof.run/1``."""
-
-    command: list[str]
-    exit_code: int | None
-    processes: list[ProcessEntry]
-    sampler: Any = None  # merged Snapshot or None
-    trainer: Any = None  # merged Snapshot or None
-    wait: Any = None  # WaitReport or None
-    verdict: Any = None  # Verdict or None
-    notes: list[str] = field(default_factory=list)
-    python_processes: int = 0
-    ended_by: str | None = None  # the signal that ended the command ("SIGSEGV"), if one did
-    # where the report is read, for the wording of its advice (gyreprof._advice)
-    advice_for: str = "code"
-    loop: str | None = None  # the loop's shape as declared (gyreprof run --loop)
-    received: tuple[str, ...] = ()  # signals gyreprof run received while the command ran
-    rollouts: Any = None  # RolloutReport of the HTTP rollout requests, or None
-    # the launcher was given a warm-up rule (--warmup-steps / --warmup-s, 0 included): the
-    # trainer's first step is then never told apart as start-up
-    warmup_given: bool = False
-    start_up: Any = None  # analysis.startup.StartUp: the first step told apart, or None
-    # pid -> why its Python could not be instrumented (``<pid>.uninstrumented``)
-    uninstrumented: dict[int, str] = field(default_factory=dict)
-
-    @property
-    def contributed(self) -> list[ProcessEntry]:
-        return [p for p in self.processes if p.contributed]
-
-    @property
-    def missing(self) -> list[ProcessEntry]:
-        return [p for p in self.processes if not p.contributed]
-
-    @property
-    def recognised(self) -> bool:
-        return (
-            self.sampler is not None
-            or self.trainer is not None
-            or self.rollouts is not None
-            or any(e.user for e in self.contributed)
-        )
-
-    def record(self) -> RunRecord:
-        """What is written of the report (:class:`RunRecord`)."""
-        return RunRecord(
-            verdict=self.verdict,
-            wait=self.wait,
-            sampler=self.sampler.summary() if self.sampler is not None else None,
-            trainer=self.trainer.summary() if self.trainer is not None else None,
-            processes=list(self.processes),
-            exit_code=self.exit_code,
-            notes=list(self.notes),
-            rollouts=self.rollouts,
-            start_up=self.start_up,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Format ``gyreprof.run/1`` (:class:`RunRecord`; strict JSON: ``null`` for a
-        missing figure)."""
-        return self.record().to_dict()
-
-    def to_json(
-        self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
-    ) -> str:
-        """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        from gyreprof.render import json as render_json  # here: sessions import this module
-
-        return render_json.write(self.to_dict(), path, indent=indent)
-
-    def processes_line(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.run_processes(self)
-
-    def to_markdown(self) -> str:
-        from gyreprof.render import markdown as render_markdown
-
-        return render_markdown.run_report(self)
-
-    def __str__(self) -> str:
-        from gyreprof.render import text as render_text
-
-        return render_text.run_report(self)
-
-    def nothing_recognised(self) -> str:
-        """Why the report has no numbers, and what to do: a crash, a stop from outside and a
-        failed command each in their own words (pointing at the start-up trail notes);
-        the hand-marking hint only for a command that ran to its end."""
-        ended = _ended_early(self)
-        if ended is not None:
-            return ended
-        if self.uninstrumented and self.python_processes == 0:
-            pid, why = next(iter(sorted(self.uninstrumented.items())))
-            return (
-                f"nothing recorded: the command's Python could not be instrumented (pid {pid}: "
-                f"{why}); install gyreprof with its dependencies (numpy, psutil) in that "
-                "Python, or run the command with the Python gyreprof is installed in"
-            )
-        if self.python_processes == 0:
-            why = f"no Python process of this command was instrumented ({_NOT_PYTHON})"
-        else:
-            why = (
-                f"{self.python_processes} Python process(es) ran, but none stepped a gymnasium "
-                "env, ran a stable-baselines3 algorithm or iterated a TorchRL collector"
-            )
-        return (
-            f"nothing recognised: {why}. Mark the phases by hand in your script (under gyreprof "
-            "run the Profiler joins this report; gyreprof report trainer.snap reads it "
-            "again):\n    " + "\n    ".join(HAND_MARKING)
-        )
-
-
-_NOT_PYTHON = "is it a Python program? `python -I`, `-E` and `-S` skip the start-up hook"
-
-
-def _trail_pointer(report: RunReport) -> str:
-    """Where the report's own evidence of the failure is: the trail notes, if any (a trail
-    that holds nothing beyond the launch adds no note)."""
-    if any("start-up trail" in n or "its stacks" in n for n in report.notes):
-        return "; what its start-up trail shows is in the notes below"
-    return ""
-
-
-def _ended_early(report: RunReport) -> str | None:
-    """The words for a command that did not run to its end before recording anything: a
-    crash (a fatal signal), a stop from outside (SIGINT, SIGTERM, SIGKILL: interrupted or
-    timed out), a non-zero exit code; None for a command that ran to completion."""
-    before = "before any step or phase was recorded"
-    code = "" if report.exit_code is None else f", exit code {report.exit_code}"
-    where = _trail_pointer(report)
-    name = report.ended_by
-    if name is not None:
-        if name in CRASH_SIGNALS or not name.startswith("SIG"):
-            return (
-                f"nothing recorded: the command crashed ({name}{code}) {before}, so there is "
-                f"nothing to judge; fix the crash first{where}"
-            )
-        return (
-            f"nothing recorded: the command was stopped by {name}{code} {before}: it was "
-            "interrupted or timed out while starting up, before its loop recorded anything"
-            f"{where}"
-        )
-    if report.exit_code not in (None, 0):
-        if report.python_processes == 0:
-            return (
-                f"nothing recorded: the command exited with code {report.exit_code}, and no "
-                f"Python process of it was instrumented ({_NOT_PYTHON})"
-            )
-        if report.received:
-            got = ", ".join(report.received)
-            return (
-                f"nothing recorded: the command was interrupted (gyreprof run received {got}) "
-                f"and exited with code {report.exit_code} {before}{where}"
-            )
-        return (
-            f"nothing recorded: the command failed (exit code {report.exit_code}) {before}: "
-            f"it ended before its loop started (its own error output above says why){where}"
-        )
-    return None
-
-
-def _ending_notes(report: RunReport) -> list[str]:
-    """For a run that recorded something but did not end well: what the numbers cover."""
-    if not report.recognised or report.exit_code in (None, 0) or report.ended_by is not None:
-        return []
-    return [
-        f"the command exited with code {report.exit_code}: the numbers cover what it "
-        "recorded until then"
-    ]
+    pass
 
 
 def _has_data(snap: Any) -> bool:
@@ -335,7 +38,7 @@ def _read_live(run_id: str, pids: set[int], started_any: bool = True) -> dict[in
     if not started_any:
         return {}
     from gyreprof import live
-    from gyreprof.snapshot import merge
+    from gyreprof.model.snapshot import merge
 
     out: dict[int, dict[str, Any]] = {}
     names = {rec.segment_name(run_id, side): side for side in ("sampler", "trainer")}
@@ -369,7 +72,7 @@ def _merge(snaps: list[Any]) -> Any:
     snaps = [s for s in snaps if _has_data(s)]
     if not snaps:
         return None
-    from gyreprof.snapshot import merge
+    from gyreprof.model.snapshot import merge
 
     return merge(snaps)
 
@@ -397,7 +100,7 @@ def _merge_noting(snaps: list[Any], side: str, notes: list[str]) -> Any:
 def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     """The snapshot a process saved, or None: a missing file silently, a file that is not
     this side's snapshot (truncated, another format, other phase names) with a note."""
-    from gyreprof._io import read_bytes
+    from gyreprof._support.io import read_bytes
 
     try:
         data = read_bytes(path, "snapshot")
@@ -406,7 +109,7 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     except (OSError, ValueError) as exc:
         _skipped(notes, path, exc)
         return None
-    from gyreprof.snapshot import Snapshot  # (numpy) only where a process saved one
+    from gyreprof.model.snapshot import Snapshot  # (numpy) only where a process saved one
 
     try:
         snap = Snapshot.from_bytes(data)
@@ -464,7 +167,7 @@ def _pids(run_dir: Path, suffix: str) -> set[int]:
 
 def _uninstrumented(run_dir: Path) -> dict[int, str]:
     """pid -> why its Python was not instrumented (the launcher's sitecustomize wrote it)."""
-    from gyreprof._format import safe_text
+    from gyreprof._support.format import safe_text
 
     out = {}
     for pid in sorted(_pids(run_dir, ".uninstrumented")):
@@ -607,14 +310,14 @@ USER_SNAP = ".user-"
 def read_user_profiles(folder: Path, notes: list[str], prefix: str = "") -> list[UserProfile]:
     """The user's Profilers saved in ``folder`` (``<prefix><pid>.user-<n>.snap``), in pid
     and creation order; a file that is not a readable snapshot is skipped with a note."""
-    from gyreprof._io import read_bytes
+    from gyreprof._support.io import read_bytes
 
     found = []
     for path in folder.glob(f"{prefix}*{USER_SNAP}*.snap"):
         head, _, tail = path.name[len(prefix) : -len(".snap")].partition(USER_SNAP)
         if not (head.isdigit() and tail.isdigit()):
             continue
-        from gyreprof.snapshot import Snapshot  # (numpy) only where a user's profile is
+        from gyreprof.model.snapshot import Snapshot  # (numpy) only where a user's profile is
 
         try:
             snap = Snapshot.from_bytes(read_bytes(path, "snapshot"))
@@ -630,7 +333,7 @@ def _main_of(run_dir: Path, main_pid: int | None) -> int | None:
     """The command's main process: given, or the one the launcher started (its trail)."""
     if main_pid is not None:
         return main_pid
-    from gyreprof.integrations._auto import trail
+    from gyreprof.model import trail_file as trail
 
     for p in run_dir.glob("*.trail"):
         info = trail.read_trail(p)
@@ -734,7 +437,7 @@ def _signal_name(num: int) -> str:
 def _trail_notes(run_dir: Path, signal_num: int | None, report: RunReport) -> list[str]:
     """What the processes' start-up trails say of a crash or of a start-up that never
     ended: the fatal signal and the stacks faulthandler wrote, the exceptions swallowed."""
-    from gyreprof.integrations._auto import trail
+    from gyreprof.model import trail_file as trail
 
     out: list[str] = []
     infos = []
@@ -836,10 +539,15 @@ def _loop_kwargs(got: list[ProcessEntry]) -> dict[str, Any]:
 
 
 def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
+    trainer = whole = report.trainer
+    if trainer is None and report.sampler is None:
+        line = _rollout_wait_line(report)
+        if line is not None:
+            report.notes.append(line)
+        return  # nothing to judge: the analysis (and numpy) stay unloaded
     from gyreprof.analysis.verdict import diagnose
     from gyreprof.analysis.wait import wait_report
 
-    trainer = whole = report.trainer
     if trainer is not None:
         t = trainer.summary()
         if t.phases["wait"].count == 0 or t.phases["compute"].count == 0:
@@ -902,7 +610,7 @@ def _judge_with_start_up(
     among the verdict's reasons."""
     import dataclasses
 
-    from gyreprof._format import fmt_ns, fmt_pct
+    from gyreprof._support.format import fmt_ns, fmt_pct
     from gyreprof.analysis.verdict import diagnose
 
     su = report.start_up

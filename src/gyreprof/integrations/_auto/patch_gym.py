@@ -15,7 +15,7 @@ keep a Python reference of what they do, ``tests/helpers/gym_reference.py``). Ev
 call of a wrapper is counted per kind in the thread's sampler counters
 (``gyreprof.wrapper.<kind>.timed`` / ``.inner``), and :func:`wrapper_costs`
 calibrates what one call of each kind adds, once per process: ``overhead_share``
-prices the calls with it (:func:`gyreprof.snapshot.wrapper_overhead`).
+prices the calls with it (:func:`gyreprof.model.snapshot.wrapper_overhead`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _guard() -> Any:
 def counter_names() -> tuple[str, ...]:
     """The sampler counters of the wrappers' calls: (timed, inner) per kind, in the
     guard's order (``guard.KINDS``)."""
-    from gyreprof.summary import WRAPPER_COUNTER_PREFIX as P
+    from gyreprof.model.summary import WRAPPER_COUNTER_PREFIX as P
 
     return tuple(f"{P}{k}.{w}" for k in _KINDS for w in ("timed", "inner"))
 
@@ -85,7 +85,7 @@ def _bind_counters(t: Any) -> tuple[Any, tuple[int, ...]] | None:
     """Where the C guard counts thread ``t``'s calls: its sampler's Recorder and the
     counter slots (-1: a counter the profiler has no room for: not counted). The
     wrappers' calibrated costs join the sampler's form costs here, so its snapshots
-    price the calls (``gyreprof.snapshot.wrapper_overhead``)."""
+    price the calls (``gyreprof.model.snapshot.wrapper_overhead``)."""
     prof = t.sampler
     slots = []
     for name in counter_names():
@@ -192,7 +192,7 @@ def _measure(
     state)`` returns: another wrapper to price, e.g. the tests' Python reference), bound to
     ``state`` (a ThreadState of its own: its timer records into a throwaway profiler, its
     calls are counted in that profiler's counters, as a thread's are). Like the recording forms
-    (``gyreprof.profiler._measure_form_costs``), each call between copies of 32 KB (the
+    (``gyreprof.recording.profiler._measure_form_costs``), each call between copies of 32 KB (the
     cache traffic of a real loop), here with a little Python work as well
     (:func:`_env_like_pad`: a wrapper call is mostly interpreter code, which a real
     step's Python evicts). Timed on the thread's CPU time (a loaded machine's preemptions
@@ -249,7 +249,7 @@ def _measure(
 def _calibration_state() -> Any:
     """A ThreadState that records into throwaway profilers (registered nowhere)."""
     from gyreprof.integrations._auto import records as rec
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     sampler = Profiler(rec.SAMPLER_PHASES, capacity=1 << 10, label="gyreprof-calibration")
     trainer = Profiler(
@@ -270,7 +270,7 @@ def wrapper_costs() -> dict[str, float]:
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
             st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
             _COSTS.update(dict.fromkeys(counter_names(), 0.0))
-        from gyreprof.profiler import add_form_costs
+        from gyreprof.recording.profiler import add_form_costs
 
         add_form_costs(_COSTS)  # the thread profilers made from now on carry them
     return dict(_COSTS)

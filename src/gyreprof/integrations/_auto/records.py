@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from gyreprof._errors import CorruptDataError, InvalidValueError
+from gyreprof._support.errors import CorruptDataError, InvalidValueError
 
 RECORD_VERSION = 1
 RECORD_FORMAT = "gyreprof.run-record/1"
@@ -41,7 +41,7 @@ _MAX_RECORD_BYTES = 1 << 20
 class ProcessRecord:
     """One process's entry (start or done file): a declared type with a version.
 
-    Its format tag is set as the class variable ``gyreprof._serial`` reads (not with
+    Its format tag is set as the class variable ``gyreprof.model._serial`` reads (not with
     ``@serial_format``): every process of a run imports this module at start-up, and
     the serialiser (dataclass and type machinery) loads only when a record is written
     or read."""
@@ -65,8 +65,8 @@ class ProcessRecord:
     def to_json(
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
-        """The record as strict JSON (format ``gyreprof.run-record/1``, gyreprof._serial)."""
-        from gyreprof._serial import encode
+        """The record as strict JSON (format ``gyreprof.run-record/1``, gyreprof.model._serial)."""
+        from gyreprof.model._serial import encode
         from gyreprof.render import json as render_json
 
         return render_json.write(encode(self), path, indent=indent)
@@ -74,7 +74,7 @@ class ProcessRecord:
     @classmethod
     def from_json(cls, text: str) -> ProcessRecord:
         """Parse a record; ValueError (``SerialError``) for anything that is not one."""
-        from gyreprof._serial import loads
+        from gyreprof.model._serial import loads
 
         return loads(cls, text)
 

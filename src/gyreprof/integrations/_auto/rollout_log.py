@@ -42,7 +42,7 @@ import time
 from typing import Any
 
 from gyreprof._core.bodyscan import scan_body as _scan
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -441,7 +441,7 @@ class ThreadLog:
             return
         try:
             from gyreprof._core.recorder import Spans
-            from gyreprof.profiler import Profiler
+            from gyreprof.recording.profiler import Profiler
 
             # the Profiler owns the Recorder (its RecorderSet); made once per thread
             self.prof = Profiler(PHASES, capacity=1 << 12, label="gyreprof-http")

@@ -1,6 +1,6 @@
 """One process's HTTP rollout requests as a file: ``<pid>.rollouts.json`` in the run folder.
 
-Format ``gyreprof.rollout-record/1`` (``gyreprof._serial``): the pid, the kept spans
+Format ``gyreprof.rollout-record/1`` (``gyreprof.model._serial``): the pid, the kept spans
 as rows (the columns are ``analysis.rollouts.SPAN_FIELDS``, named once in the
 record's ``fields``), the totals of folded requests per endpoint, each
 thread's in-flight gauge from the core, and the groups of requests waited on
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import CorruptDataError
-from gyreprof._serial import serial_format
+from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis import rollouts as ar
 from gyreprof.integrations._auto import rollout_log as rl
+from gyreprof.model._serial import serial_format
 
 FORMAT = "gyreprof.rollout-record/1"
 MAX_RECORD_BYTES = 64 << 20
@@ -133,7 +133,7 @@ class RolloutRecord:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RolloutRecord:
-        from gyreprof._serial import loads
+        from gyreprof.model._serial import loads
 
         try:
             return loads(cls, text)
@@ -179,7 +179,7 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
 
 def save(run_dir: Path, key: int | str) -> Path | None:
     """Write this process's record into the run folder (atomically); its path or None."""
-    from gyreprof._io import write_atomic
+    from gyreprof._support.io import write_atomic
     from gyreprof.integrations._auto import records as rec
 
     with _flush_lock:  # a flush in progress ends first; none starts after this save
@@ -264,7 +264,7 @@ def start_flusher(run_dir: Path, saved_pid: Callable[[], int]) -> bool:
     interval = flush_interval()
     if _flusher_pid == pid or interval <= 0:
         return False
-    from gyreprof._io import write_atomic  # not in the thread (see _autosave's helper)
+    from gyreprof._support.io import write_atomic  # not in the thread (see _autosave's helper)
 
     _flusher_pid = pid
 
@@ -333,7 +333,7 @@ def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple
 
 def _with_blocks(head: RolloutRecord, blocks: list[str]) -> str:
     """``head`` (its spans empty) as JSON, with ``blocks`` as its span rows."""
-    from gyreprof._serial import encode
+    from gyreprof.model._serial import encode
 
     data = encode(head)
     del data["spans"]
@@ -446,8 +446,8 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def save_report(report: ar.RolloutReport, directory: Path) -> Path:
     """The run's rollout report into a ``--save`` folder (``rollouts.json``)."""
-    from gyreprof._io import write_atomic
-    from gyreprof._serial import dumps
+    from gyreprof._support.io import write_atomic
+    from gyreprof.model._serial import dumps
 
     path = directory / FOLDER_FILE
     write_atomic(path, (dumps(report, indent=2) + "\n").encode())
@@ -457,8 +457,8 @@ def save_report(report: ar.RolloutReport, directory: Path) -> Path:
 def read_report(folder: Path, notes: list[str]) -> ar.RolloutReport | None:
     """The rollout report a ``--save`` folder keeps; None when it has none (a run with
     no requests, or a folder saved before it was kept); a bad one is a note."""
-    from gyreprof import _io
-    from gyreprof._serial import loads
+    from gyreprof._support import io as _io
+    from gyreprof.model._serial import loads
 
     path = folder / FOLDER_FILE
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gyreprof.analysis import run as run_result
 from gyreprof.integrations._auto import collect
 from gyreprof.integrations._auto import state as st
 
@@ -30,7 +31,7 @@ class Session:
     def _snapshots(self) -> tuple[Any, Any]:
         if self._final is not None:
             return self._final
-        from gyreprof.snapshot import merge
+        from gyreprof.model.snapshot import merge
 
         ts = st.threads_since(self._mark)
         out = []
@@ -43,16 +44,16 @@ class Session:
         """``(sampler, trainer)`` Snapshots, all threads of the session merged."""
         return self._snapshots()
 
-    def report(self) -> collect.RunReport:
+    def report(self) -> run_result.RunReport:
         """The report ``gyreprof run`` would print, for this process."""
         import os
 
         sampler, trainer = self._snapshots()
         loops = (self._loop,) if self._loop else ()
-        entry = collect.ProcessEntry(
+        entry = run_result.ProcessEntry(
             os.getpid(), "main", True, "in-process", loops, sampler, trainer
         )
-        report = collect.RunReport(
+        report = run_result.RunReport(
             command=[self.what],
             exit_code=None,
             processes=[entry],

@@ -260,7 +260,7 @@ def close_open_steps(ts: list[ThreadState]) -> None:
 
 def new_thread() -> ThreadState:
     """Create (and register) the calling thread's profilers: the slow path of ``tls.t``."""
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     live_s: bool | str = False
     live_t: bool | str = False
@@ -294,7 +294,7 @@ def preload() -> None:
     """Import what recording needs now (called when a recognised library is imported), so
     the first timed call inside the training loop does not pay for the imports."""
     try:  # only a head start: new_thread() imports what it needs anyway
-        import gyreprof.profiler  # noqa: F401
+        import gyreprof.recording.profiler  # noqa: F401
 
         if run_id is not None:
             import gyreprof.live.publish  # noqa: F401
@@ -385,7 +385,9 @@ def _on_first_record() -> None:
     from gyreprof.integrations._auto import trail
 
     trail.first_record()  # the start-up tracing ends here: nothing of it runs in the loop
-    from gyreprof._io import write_atomic  # here: the bootstrap of every process stays light
+    from gyreprof._support.io import (
+        write_atomic,  # here: the bootstrap of every process stays light
+    )
 
     try:
         write_atomic(rec.start_path(run_dir, pid), _record("started").to_json().encode())
@@ -412,8 +414,8 @@ def save(how: str, key: int | str | None = None) -> bool:
     name = pid if key is None else key
     written: list[Path] = []
     try:
-        from gyreprof._io import write_atomic
-        from gyreprof.snapshot import merge
+        from gyreprof._support.io import write_atomic
+        from gyreprof.model.snapshot import merge
 
         close_open_steps(ts)
         for side in ("sampler", "trainer"):
@@ -570,7 +572,7 @@ def _exec_failed(key: str | None) -> None:
         _unlink(rec.snap_path(run_dir, key, side))
     _saved_pid = 0
     try:
-        from gyreprof._io import write_atomic
+        from gyreprof._support.io import write_atomic
 
         start = rec.start_path(run_dir, os.getpid())
         write_atomic(start, _record("started").to_json().encode())
@@ -582,7 +584,7 @@ def _install_exit_hooks() -> None:
     """Save at exit, on SIGTERM and at a multiprocessing child's exit through the
     autosave's handlers (one SIGTERM handler per process, whoever came first: a user's
     ``Profiler(autosave=...)`` and the run both save)."""
-    from gyreprof import _autosave  # imported with the profiler already
+    from gyreprof.recording import _autosave  # imported with the profiler already
 
     _autosave.on_exit(_save_on_exit)
     _patch_process_exits()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gyreprof._core.recorder import Recorder, monotonic_ns
-from gyreprof._errors import ArgumentTypeError, InvalidValueError
+from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
 
 WAIT = 0  # trainer phase ids (records.TRAINER_PHASES)
 COMPUTE = 1

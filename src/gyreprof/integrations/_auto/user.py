@@ -1,12 +1,12 @@
 """The user's own Profilers under ``gyreprof run``: they join the run's report.
 
 A ``gp.Profiler(...)`` created in a process of the run calls :func:`join_run` (the
-bootstrap adds it to ``gyreprof.profiler.on_create`` when ``gyreprof.profiler`` is
+bootstrap adds it to ``gyreprof.recording.profiler.on_create`` when ``gyreprof.recording.profiler`` is
 imported; the Profiler itself knows nothing of runs), which registers one more
 autosave for it: the snapshot goes to ``<run dir>/<pid>.user-<n>.snap`` (``n``: the
 profiler's number in its process) through the autosave's own handlers, so it is written at normal exit,
 when the profiler is collected, on SIGTERM and at a multiprocessing child's exit,
-atomically (see gyreprof._autosave). A forked child writes under its own pid, and
+atomically (see gyreprof.recording._autosave). A forked child writes under its own pid, and
 only if it recorded after the fork. ``collect.read_user_profiles`` reads them back:
 a profiler with ``wait`` and ``compute`` phases becomes its process's trainer when
 the run's automatic trainer recorded nothing; the others are shown as tables of
@@ -40,7 +40,7 @@ def join_run(prof: Any) -> Path | None:
     run_dir = os.environ.get(rec.ENV_RUN_DIR)
     if not run_dir or (prof.label or "").startswith(AUTO_LABEL):
         return None
-    from gyreprof import _autosave
+    from gyreprof.recording import _autosave
 
     n = next(_numbers)
     folder = run_dir.replace("{", "{{").replace("}", "}}")

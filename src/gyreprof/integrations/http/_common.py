@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gyreprof._errors import InvalidValueError
+from gyreprof._support.errors import InvalidValueError
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.integrations._auto import state as st
 

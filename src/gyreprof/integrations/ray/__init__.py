@@ -34,7 +34,7 @@ periodic monitor).
 
 from __future__ import annotations
 
-from gyreprof._errors import MissingExtraError
+from gyreprof._support.errors import MissingExtraError
 
 try:
     import ray as _ray  # noqa: F401 - fail here, with the install hint, not deep inside

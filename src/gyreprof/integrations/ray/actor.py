@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import ray
 
-from gyreprof._errors import ArgumentTypeError, GyreprofError
+from gyreprof._support.errors import ArgumentTypeError, GyreprofError
 
 if TYPE_CHECKING:
-    from gyreprof.profiler import Profiler
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.model.snapshot import Snapshot
+    from gyreprof.recording.profiler import Profiler
 
 __all__ = [
     "CONCURRENCY_GROUP",
@@ -44,7 +44,7 @@ def attach_profiler(
     in the actor's ``__init__`` (or later, e.g. once the env is built); the
     ``gyreprof_snapshot`` method of :class:`ProfiledActor` reads it.
     """
-    from gyreprof.profiler import Profiler
+    from gyreprof.recording.profiler import Profiler
 
     if isinstance(phases, Profiler):
         if profiler_kwargs:
@@ -97,7 +97,7 @@ def snapshot_bytes(source: Profiler | Snapshot, *, windows: bool = False) -> byt
     learner sends them (``windows=True``) so its wait report can show windows.
     Use this from a custom ``gyreprof_snapshot`` method.
     """
-    from gyreprof.snapshot import as_snapshot
+    from gyreprof.model.snapshot import as_snapshot
 
     try:
         snap = as_snapshot(source, what="snapshot_bytes")

@@ -13,14 +13,14 @@ import ray
 from ray import exceptions as _rex
 from ray.actor import ActorHandle
 
-from gyreprof._errors import ArgumentTypeError
-from gyreprof._validate import check_number
+from gyreprof._support.errors import ArgumentTypeError
+from gyreprof._support.validate import check_number
 from gyreprof.integrations.ray.actor import NoProfilerError
 from gyreprof.integrations.ray.fleet import ActorStats, FleetSummary, MissingActor
 
 if TYPE_CHECKING:
-    from gyreprof.snapshot import Snapshot
-    from gyreprof.summary import Summary
+    from gyreprof.model.snapshot import Snapshot
+    from gyreprof.model.summary import Summary
 
 __all__ = ["collect"]
 
@@ -230,7 +230,7 @@ class Gatherer:
 
 
 def _decode(ans: _Answer) -> tuple[Snapshot | None, MissingActor | None]:
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.model.snapshot import Snapshot
 
     if ans.error is not None:
         reason, detail = _explain(ans.error)
@@ -256,7 +256,7 @@ def _learner_summary(
 ) -> Snapshot | Summary | None:
     """The learner's snapshot (actor, or a local Profiler, Snapshot or Summary), or None; a
     Summary loaded from JSON (no snapshot behind it) as it is."""
-    from gyreprof.snapshot import as_snapshot
+    from gyreprof.model.snapshot import as_snapshot
 
     if learner is None:
         return None
@@ -305,7 +305,7 @@ def build_fleet(
     started: float,
 ) -> FleetSummary:
     """Decode the answers, keep the fleet's layout, merge; add the learner's wait report."""
-    from gyreprof.snapshot import Snapshot, merge
+    from gyreprof.model.snapshot import Snapshot, merge
 
     keep = _common_layout(_decoded(answers, missing), missing)
     per_actor = {ans.name: _actor_stats(ans, snap) for ans, snap in keep}

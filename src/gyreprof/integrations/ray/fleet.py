@@ -9,16 +9,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gyreprof._errors import UnknownPhaseError
-from gyreprof._format import fmt_ns, fmt_rate, text_table
-from gyreprof._serial import decode, encode, plain, serial_format
-from gyreprof.histogram import STEP
+from gyreprof._support.errors import UnknownPhaseError
+from gyreprof._support.format import fmt_ns, fmt_rate, text_table
+from gyreprof.model._serial import decode, encode, plain, serial_format
+from gyreprof.model.histogram import STEP
 from gyreprof.render import json as render_json
 
 if TYPE_CHECKING:
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.snapshot import Snapshot
-    from gyreprof.summary import Summary
+    from gyreprof.model.snapshot import Snapshot
+    from gyreprof.model.summary import Summary
 
 __all__ = [
     "FLEET_FORMAT",
@@ -34,7 +34,7 @@ __all__ = [
 
 FLEET_FORMAT = "gyreprof.fleet/1"
 
-STEP_PHASE = STEP  # the whole-step row, named as everywhere (gyreprof.snapshot.STEP)
+STEP_PHASE = STEP  # the whole-step row, named as everywhere (gyreprof.model.snapshot.STEP)
 """Phase name that selects whole steps in the fleet views."""
 
 # Why an actor is in FleetSummary.missing

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import ray
 
-from gyreprof._errors import InvalidValueError
-from gyreprof._format import fmt_ns, fmt_rate
-from gyreprof._serial import decode, encode, serial_format
-from gyreprof._validate import check_positive_int, check_positive_number
+from gyreprof._support.errors import InvalidValueError
+from gyreprof._support.format import fmt_ns, fmt_rate
+from gyreprof._support.validate import check_positive_int, check_positive_number
 from gyreprof.integrations.ray.collect import Gatherer, build_fleet, check_timeout
 from gyreprof.integrations.ray.fleet import STEP_PHASE, FleetSummary
-from gyreprof.snapshot import interval
+from gyreprof.model._serial import decode, encode, serial_format
+from gyreprof.model.snapshot import interval
 
 if TYPE_CHECKING:
-    from gyreprof.snapshot import Snapshot
+    from gyreprof.model.snapshot import Snapshot
 
 __all__ = ["FLEET_POINT_FORMAT", "FleetMonitor", "FleetPoint", "IntervalStats"]
 
