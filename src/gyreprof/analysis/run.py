@@ -6,12 +6,11 @@ the renderers and ``gyreprof report`` read it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gyreprof._support import forms as _forms
-from gyreprof.model._serial import decode, encode, loads, plain, serial_format, write_json
+from gyreprof.model._serial import Record, loads, serial_format
 
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import RolloutReport
@@ -65,7 +64,7 @@ class UserProfile:
 
 
 @dataclass
-class ProcessEntry:
+class ProcessEntry(Record):
     """One process of the run: did its numbers reach the report, and how."""
 
     pid: int
@@ -77,11 +76,6 @@ class ProcessEntry:
     trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
     # the Profilers the user created in the process (gyreprof run reads them too)
     user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
-
-    def to_dict(self) -> dict[str, Any]:
-        """``pid``, ``role``, ``contributed``, ``source`` (gyreprof.model._serial)."""
-        out: dict[str, Any] = plain(self)
-        return out
 
 
 #: a part of the run record nested whole, with its own format tag and version
@@ -116,7 +110,7 @@ def __getattr__(name: str) -> Any:
 
 @serial_format(FORMAT)
 @dataclass(frozen=True)
-class RunRecord:
+class RunRecord(Record):
     """What ``gyreprof run --json`` writes, format ``gyreprof.run/1``: the verdict, the
     wait report and the two merged summaries, each nested whole with its own format tag
     (a summary with its histograms), then the processes, the exit code and the notes."""
@@ -131,14 +125,6 @@ class RunRecord:
     rollouts: RolloutReport | None = field(default=None, metadata=_WHOLE)  # HTTP requests
     # the trainer's first step, left out of its steady state as start-up (analysis.startup)
     start_up: StartUp | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return encode(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunRecord:
-        """The record again from :meth:`to_dict`; ``CorruptDataError`` naming what is wrong."""
-        return decode(cls, data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunRecord:
@@ -211,7 +197,7 @@ class RunReport:
         self, path: str | os.PathLike[str] | None = None, *, indent: int | None = None
     ) -> str:
         """Strict JSON text of :meth:`to_dict`; written to ``path`` as well when given."""
-        return write_json(self.to_dict(), path, indent=indent)
+        return _forms.text("json.write", self.to_dict(), path, indent=indent)
 
     def processes_line(self) -> str:
         return _forms.text("text.run_processes", self)

@@ -98,8 +98,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from gyreprof._support.checks import loads_bounded
 from gyreprof._support.errors import CorruptDataError, InvalidValueError
 from gyreprof._support.limits import BudgetError, memory_budget
@@ -283,6 +281,8 @@ def boot_id() -> str:
 
 def process_uid(pid: int) -> int | None:
     """The effective uid of process ``pid``; None when gone or unknown."""
+    import psutil  # here: the launcher's end-of-run note imports this module without it
+
     try:
         return int(psutil.Process(pid).uids().effective)
     except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError):
@@ -328,6 +328,8 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
 
 def process_identity(pid: int) -> ProcessIdentity | None:
     """Identity of a running process; None when there is no such process (or a zombie)."""
+    import psutil
+
     st = _proc_stat(pid) if sys.platform.startswith("linux") else None
     try:
         proc = psutil.Process(pid)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from gyreprof._support.errors import UnknownPhaseError
 from gyreprof._support.format import fmt_ns, fmt_rate, text_table
-from gyreprof.model._serial import decode, encode, plain, serial_format
+from gyreprof.model._serial import Record, encode, plain, serial_format
 from gyreprof.model.histogram import STEP
 from gyreprof.render import json as render_json
 
@@ -120,7 +120,7 @@ class ActorRecord:
 
 
 @dataclass(frozen=True)
-class MissingActor:
+class MissingActor(Record):
     """An actor whose snapshot is not in the merge, and why (see ``REASONS``)."""
 
     name: str
@@ -132,14 +132,9 @@ class MissingActor:
     def __str__(self) -> str:
         return f"{self.name} ({_short(self.actor_id)}): {self.reason} - {self.detail}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields."""
-        out: dict[str, Any] = plain(self)
-        return out
-
 
 @dataclass(frozen=True)
-class Spread:
+class Spread(Record):
     """How much actors differ in one percentile of one phase, and in throughput.
 
     Stragglers (actors whose value exceeds ``straggler_factor`` x the median)
@@ -181,15 +176,10 @@ class Spread:
             )
         return text
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields (undefined numbers as ``"nan"``)."""
-        out: dict[str, Any] = plain(self)
-        return out
-
 
 @serial_format(FLEET_FORMAT)
 @dataclass(frozen=True)
-class FleetRecord:
+class FleetRecord(Record):
     """What ``FleetSummary.to_dict()`` writes, format ``gyreprof.fleet/1``; read it back with
     :meth:`from_dict`. Summaries and the wait report are nested as their own ``to_dict()``
     mappings (``merged``, ``learner``, ``wait``); snapshots are not written."""
@@ -207,12 +197,6 @@ class FleetRecord:
     learner: dict[str, Any] | None
     wait: dict[str, Any] | None
     notes: list[str]
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FleetRecord:
-        """The record again from ``FleetSummary.to_dict()``; ``CorruptDataError`` naming what
-        is wrong."""
-        return decode(cls, data)
 
 
 @dataclass(frozen=True)
