@@ -278,6 +278,18 @@ def test_selfcheck_child_puts_the_package_first(tmp_path: Path) -> None:
     assert r.endpoint == gyreprof.__file__
 
 
+def test_the_package_root_is_the_folder_that_holds_gyreprof() -> None:
+    """A child's path entry: the folder whose ``gyreprof/`` is the package imported here
+    (the helper moved one floor down once and pointed inside the package)."""
+    import gyreprof
+    from gyreprof._support.subproc import package_root
+
+    assert (
+        Path(package_root(), "gyreprof", "__init__.py").resolve()
+        == Path(gyreprof.__file__).resolve()
+    )
+
+
 def test_isolated_sweep_from_a_worker_thread_runs_to_the_end() -> None:
     """The parent-death signal is tied to the thread that started the run; a sweep
     called from a thread keeps that thread alive until its run ends, so the run is not

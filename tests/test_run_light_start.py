@@ -114,7 +114,7 @@ def test_the_first_watched_import_loads_and_patches_it(tmp_path: Path) -> None:
 def test_a_users_profiler_reaches_the_run_through_the_hook(tmp_path: Path) -> None:
     body = (
         "import gyreprof as gp\n"
-        "from gyreprof import profiler\n"
+        "from gyreprof.recording import profiler\n"
         "print('HOOKS', [h.__name__ for h in profiler._on_create])\n"
         "p = gp.Profiler(['a'])\n"
         "with p.phase('a'):\n"
@@ -147,7 +147,7 @@ def test_a_hook_added_twice_runs_once() -> None:
 
 
 def test_the_profiler_reads_no_launcher_environment() -> None:
-    source = (SRC / "profiler.py").read_text()
+    source = (SRC / "recording" / "profiler.py").read_text()
     assert "GYREPROF_RUN" not in source
     imported = set()
     for node in ast.walk(ast.parse(source)):

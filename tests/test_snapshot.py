@@ -366,7 +366,7 @@ def _source(steps: int, start_s: float, end_s: float, *, mono_base_s: float, hos
         overhead_ns=0.0,
         unix_offset_ns=None if offset is None else int(offset(mono_base_s)),
     )
-    return snap.replace(rolling=None, sources=(src,), meta=gp.snapshot.Meta(host=host))
+    return snap.replace(rolling=None, sources=(src,), meta=gp.model.snapshot.Meta(host=host))
 
 
 @pytest.mark.parametrize("clocks", ["unix_offsets", "one_host"])

@@ -16,7 +16,7 @@ from gyreprof._core import recorder as R
 from gyreprof._support.block import StatsBlock
 
 SRC = Path(gyreprof.__file__).resolve().parent
-ALLOWED = {SRC / "_block.py"}
+ALLOWED = {SRC / "_support" / "block.py"}
 
 # every word name the layout declares (recorder.pxd's cpdef enum), read from the module itself
 _PREFIXES = ("H_", "HOT_", "STAT_", "WCUR_", "WARM_", "WIN_")

@@ -19,7 +19,7 @@ BARE = re.compile(r"\braise (ValueError|TypeError|KeyError)\(")
 #: (file, the raising line): raised and caught inside the same function, or a mapping's
 #: own "no such key" that typing.get_type_hints expects
 ALLOWED = {
-    ("_serial.py", "raise KeyError(name)"),
+    ("model/_serial.py", "raise KeyError(name)"),
     ("live/_layout.py", 'raise ValueError("out of range")'),
     # the start-up trail's JSON writer answers as json.dumps does for a key it cannot
     # write; the trail loads no other gyreprof module before the user's code runs

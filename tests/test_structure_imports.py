@@ -371,9 +371,10 @@ def test_the_core_import_rule_sees_a_deferred_import(tmp_path: Path) -> None:
     pkg = tmp_path / "gyreprof"
     (pkg / "_core").mkdir(parents=True)
     (pkg / "analysis").mkdir()
-    for init in (pkg, pkg / "_core", pkg / "analysis"):
+    (pkg / "_support").mkdir()
+    for init in (pkg, pkg / "_core", pkg / "analysis", pkg / "_support"):
         (init / "__init__.py").write_text("")
-    (pkg / "_block.py").write_text("")
+    (pkg / "_support" / "block.py").write_text("")
     (pkg / "analysis" / "sneaky.py").write_text(
         "def f():\n    from gyreprof._support.block import StatsBlock\n    return StatsBlock\n"
     )

@@ -17,8 +17,11 @@ from gyreprof.live import _layout as lay
 from gyreprof.recording._recorders import RecorderSet
 
 SRC = Path(gyreprof.__file__).resolve().parent
-HOME = SRC / "_recorders.py"
-SHARERS = ("_autosave.py", "live/publish.py")  # they get the set, never the Profiler's parts
+HOME = SRC / "recording" / "_recorders.py"
+SHARERS = (
+    "recording/_autosave.py",
+    "live/publish.py",
+)  # they get the set, never the Profiler's parts
 
 
 def _modules() -> list[Path]:
@@ -98,7 +101,7 @@ def test_only_the_recorder_set_enumerates_a_profilers_recorders() -> None:
                 if not (p.name == "publish.py" and n.attr == "recorder"):
                     found.append(f"{p.relative_to(SRC)}:{n.lineno} .{n.attr}")
     assert found == [], f"recorders enumerated outside the RecorderSet: {found}"
-    prop = _tree(SRC / "profiler.py")
+    prop = _tree(SRC / "recording" / "profiler.py")
     body = next(
         n for n in ast.walk(prop) if isinstance(n, ast.FunctionDef) and n.name == "recorders"
     )
@@ -111,7 +114,7 @@ def test_the_profilers_identity_is_built_once() -> None:
     found = sorted(
         f"{p.relative_to(SRC)}" for p in _modules() for _ in _calls_of(_tree(p), "ProfilerIdentity")
     )
-    assert found == ["live/reader.py", "profiler.py"], found
+    assert found == ["live/reader.py", "recording/profiler.py"], found
     for rel in SHARERS:
         tree = _tree(SRC / rel)
         copied = [

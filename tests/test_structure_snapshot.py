@@ -17,7 +17,7 @@ from gyreprof.model.histogram import PhaseRow
 
 SRC = Path(gyreprof.__file__).resolve().parent
 ROOT = SRC.parent.parent
-HOME = SRC / "snapshot"  # the package: records, model, binary, algebra, overhead, build
+HOME = SRC / "model" / "snapshot"  # the package: records, model, binary, algebra, overhead, build
 
 # a snapshot's packed tables read by column number: snap.stat[i, 1], s.warm[:, 0], ...
 _COLUMNS = re.compile(r"\b(?!block\b|st\b)\w+\.(stat|warm)\[[^\]]*,\s*-?\d+\s*\]")
@@ -77,7 +77,7 @@ def test_one_place_builds_a_snapshot_from_a_stats_block() -> None:
         for p in SRC.rglob("*.py")
         if not _home(p) and _calls(p, "build_snapshot")
     )
-    assert callers == ["_recorders.py", "live/reader.py"], callers
+    assert callers == ["live/reader.py", "recording/_recorders.py"], callers
 
 
 def _public_hints(cls: type) -> dict[str, object]:

@@ -66,7 +66,7 @@ _POLL_S = 0.05
 
 def package_root() -> str:
     """The folder that holds the ``gyreprof`` package (a child's ``PYTHONPATH`` entry)."""
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parent.parent.parent)
 
 
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
