@@ -37,14 +37,13 @@ once an HTTP client has been patched (its request log is loaded).
 
 from __future__ import annotations
 
-import contextvars
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._instrument import Instrumentor, is_wrapped, mark
@@ -54,10 +53,12 @@ _modules = sys.modules
 _now = time.monotonic_ns  # the request log's clock
 _get_ident = threading.get_ident
 
+if TYPE_CHECKING:
+    import contextvars
+
 #: a group (gather, wait, TaskGroup) is open in this context: groups inside it are its own
-_grouping: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "gyreprof_batch_group", default=False
-)
+#: (made by :func:`install`: ``contextvars`` loads with asyncio, not with every process)
+_grouping: contextvars.ContextVar[bool]
 
 
 class _Idle(threading.local):
@@ -290,6 +291,11 @@ def install(asyncio: ModuleType) -> None:
     import asyncio.selector_events
     import asyncio.tasks
 
+    global _grouping
+    if "_grouping" not in globals():
+        import contextvars
+
+        _grouping = contextvars.ContextVar("gyreprof_batch_group", default=False)
     patches = _inst.patches
     if patches.replace(asyncio.selector_events.BaseSelectorEventLoop, "__init__", _loop_init):
         patches.on_undo(_unwrap_selectors)
