@@ -38,6 +38,7 @@ profilers need, and says what it lacks rather than failing on the import.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import FunctionType, ModuleType
@@ -344,6 +345,13 @@ class Instrumentor:
         self.lock = threading.RLock()  # re-entrant: an install may import what it hooks
         self.depth = 0
         self._registered: set[tuple[str, Callback]] = set()
+        # a child forked while another thread held the lock would never get it
+        os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self) -> None:
+        import threading
+
+        self.lock = threading.RLock()
 
     @property
     def active(self) -> bool:
