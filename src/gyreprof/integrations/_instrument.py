@@ -28,7 +28,8 @@ whose import installs them, and a count of ``instrument()`` calls not yet undone
 finished importing (at once when it already has), through wrapt's post-import hooks.
 A callback never raises into the importing code: a failure is a warning on stderr and
 the library runs uninstrumented. wrapt's hooks cannot be removed: an instrumentor that
-was undone makes its callback do nothing (see ``gyreprof.integrations.http``).
+was undone makes its callback do nothing (:class:`Instrumentor`, and
+``gyreprof.integrations.http``).
 
 wrapt is imported on first use, not with this module: the launcher's bootstrap imports
 this module in every process before it checks that the process's Python has what the
