@@ -3,7 +3,7 @@
     python benchmarks/bench_guard_cost.py
 
 - the calibrated costs ``gyreprof run`` prices the calls with
-  (``patch_gym.measure_costs``): the least of 7 runs;
+  (``libs.gymnasium.measure_costs``): the least of 7 runs;
 - a 4-deep stack of guarded ``step`` methods (``W(W(W(Inner)))``) in a tight loop,
   against the same stack bare: ns of thread CPU time per outer call, the least of 9
   runs of 20,000 calls.
@@ -21,8 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from gyreprof.integrations._auto import patch_gym
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations.libs import gymnasium as gym_lib
 
 P = "gyreprof.wrapper."
 N = 20_000
@@ -49,8 +49,8 @@ def _loop(step: Callable[[int], Any]) -> float:
 
 
 def main() -> None:
-    patch_gym.install(gym)  # Inner and W are patched now (gym.Env's subclass hook)
-    runs = [patch_gym.measure_costs() for _ in range(7)]
+    gym_lib.instrument()  # Inner and W are patched now (gym.Env's subclass hook)
+    runs = [gym_lib.measure_costs() for _ in range(7)]
     for k in ("env_step.timed", "env_step.inner", "step_async.timed"):
         print(f"calibrated {k:18s} {min(r[P + k] for r in runs):7.1f} ns")
     env = W(W(W(Inner())))

@@ -41,8 +41,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from gyreprof.integrations._auto import patch_gym
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations.libs import gymnasium as gym_lib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers import gym_reference  # noqa: E402  (the Python reference of the wrappers)
@@ -80,7 +80,7 @@ class Modes:
         self.py: dict[tuple[type, str], Any] = {}
         for cls, name, g in self.methods:
             guarded = g.guarded
-            self.py[(cls, name)] = gym_reference.wrap(g.fn, g.kind, guarded, patch_gym._thread)
+            self.py[(cls, name)] = gym_reference.wrap(g.fn, g.kind, guarded, gym_lib._thread)
 
     def set(self, mode: str) -> None:
         for cls, name, g in self.methods:
@@ -240,12 +240,12 @@ def main() -> None:
     if args.wall:
         CLOCK = time.perf_counter_ns
     rounds, scale = (8, 0.5) if args.quick else (args.rounds, 1.0)
-    patch_gym.install(gym)
+    gym_lib.instrument()
     try:
         import stable_baselines3  # noqa: F401  (its env classes exist before the swap)
     except ImportError:
         CASES.pop("dummyvec", None)
-    print(f"wrapper costs (ns per call): {patch_gym.wrapper_costs()}")
+    print(f"wrapper costs (ns per call): {gym_lib.wrapper_costs()}")
     PY_COSTS.update(gym_reference.measure_costs())
     print(f"Python reference costs (ns per call): {PY_COSTS}")
     head = (

@@ -1,4 +1,4 @@
-"""``hooks.when_imported`` (wrapt's post-import hooks, ``integrations/_instrument.py``): a
+"""``when_imported`` (wrapt's post-import hooks, ``integrations/_instrument.py``): a
 callback runs once its module has finished importing, or at once when it already has; a
 callback that fails is a warning, never an error in the importing code."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gyreprof.integrations._auto import hooks
+from gyreprof.integrations._instrument import when_imported
 
 
 def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
@@ -25,11 +25,11 @@ def test_a_callback_runs_after_the_import_or_at_once(
     name = "gyreprof_hook_probe_a"
     _module(tmp_path, monkeypatch, name)
     seen: list[Any] = []
-    hooks.when_imported(name, lambda m: seen.append(m.VALUE))
+    when_imported(name, lambda m: seen.append(m.VALUE))
     assert seen == []  # not imported yet
     __import__(name)
     assert seen == [42]  # the module had finished executing
-    hooks.when_imported(name, lambda m: seen.append(("now", m.VALUE)))
+    when_imported(name, lambda m: seen.append(("now", m.VALUE)))
     assert seen == [42, ("now", 42)]  # already imported: at once
 
 
@@ -42,7 +42,7 @@ def test_a_failing_callback_is_a_warning(
     def boom(module: Any) -> None:
         raise RuntimeError("no")
 
-    hooks.when_imported(name, boom)
+    when_imported(name, boom)
     module = __import__(name)  # the import itself succeeds
     assert module.VALUE == 42
     err = capsys.readouterr().err

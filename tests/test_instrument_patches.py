@@ -83,3 +83,62 @@ def test_wrap_tree_reaches_a_subclass_defined_later_and_undo_removes_the_hook() 
             return "after"
 
     assert Root().go() == "go" and After().go() == "after"
+
+
+def _twice(original: Any, name: str) -> Any:
+    def method(self: Any) -> Any:
+        return original(self) * 2
+
+    return method
+
+
+def _plus_one(original: Any, name: str) -> Any:
+    def method(self: Any) -> Any:
+        return original(self) + 1
+
+    return method
+
+
+def test_replace_tree_twice_on_one_class_reaches_later_subclasses_with_both() -> None:
+    """Two trees on one class (stable-baselines3's ``collect_rollouts`` and ``train``, the
+    queue's ``get`` and ``put``) share one ``__init_subclass__``: a subclass defined later
+    gets both; the undo removes both and the hook, and the methods are the originals."""
+
+    class Root:
+        def a(self) -> int:
+            return 1
+
+        def b(self) -> int:
+            return 10
+
+    raw_a, raw_b = Root.__dict__["a"], Root.__dict__["b"]
+    p = Patches()
+    p.replace_tree(Root, ("a",), _twice)
+    p.replace_tree(Root, ("b",), _plus_one, skip=(Root,))
+    assert Root().a() == 2 and Root().b() == 10  # b: Root itself skipped
+    assert Root.__dict__["a"].__wrapped__ is raw_a
+
+    class Late(Root):
+        def a(self) -> int:
+            return 3
+
+        def b(self) -> int:
+            return 30
+
+    assert Late().a() == 6 and Late().b() == 31
+    assert not p.replace(Late, "a", _twice)  # a wrapper already: not wrapped again
+    p.undo()
+    assert Root.__dict__["a"] is raw_a and Root.__dict__["b"] is raw_b
+    assert "__init_subclass__" not in Root.__dict__
+    assert Late().a() == 3 and Late().b() == 30
+
+
+def test_on_undo_runs_with_the_patches() -> None:
+    ran: list[str] = []
+    p = Patches()
+    p.on_undo(lambda: ran.append("first"))
+    assert p.replace(Child, "own", _plus_one)
+    p.on_undo(lambda: ran.append("second"))
+    assert Child().own() == 2
+    p.undo()
+    assert ran == ["second", "first"] and Child().own() == 1 and len(p) == 0

@@ -1,4 +1,4 @@
-"""The blocking ``put`` of a sampling thread (``integrations._auto.patch_queue``), driven
+"""The blocking ``put`` of a sampling thread (``integrations.libs.queues``), driven
 directly on real queues and threads: the time a put into a full queue blocked is counted
 in the thread's sampler ``idle_ns``; a put with room, a non-blocking one, one on a thread
 with no state or on the default trainer is not; the original's arguments (by position or
@@ -16,20 +16,21 @@ from typing import Any
 
 import pytest
 
-from gyreprof.integrations._auto import hooks, patch_queue
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import mark
+from gyreprof.integrations.libs import queues
 
 from helpers.threads import in_thread
 
 
 def _patched(base: type, full: Callable[[Any], bool]) -> type:
     original = base.__dict__["put"]
-    put = hooks.mark(patch_queue.Queue.make_put(full)(original, "put"), original)
+    put = mark(queues.Queue.make_put(full)(original, "put"), original)
     return type(f"Patched{base.__name__}", (base,), {"put": put})
 
 
 def _idle(t: st.ThreadState) -> int:
-    return int(t.sampler.snapshot().counters.get(patch_queue.IDLE_NS, 0))
+    return int(t.sampler.snapshot().counters.get(queues.IDLE_NS, 0))
 
 
 def _take_later(q: Any, after_s: float) -> threading.Thread:
@@ -39,7 +40,7 @@ def _take_later(q: Any, after_s: float) -> threading.Thread:
 
 
 def test_a_sampling_threads_blocked_put_is_idle_time() -> None:
-    Q = _patched(queue.Queue, patch_queue._queue_full)
+    Q = _patched(queue.Queue, queues._queue_full)
 
     def body() -> tuple[int, int, int]:
         t = st.thread_state()  # a sampling thread (not the default trainer, never trained)
@@ -60,7 +61,7 @@ def test_a_sampling_threads_blocked_put_is_idle_time() -> None:
 
 
 def test_what_is_not_idle_and_the_originals_behaviour() -> None:
-    Q = _patched(queue.Queue, patch_queue._queue_full)
+    Q = _patched(queue.Queue, queues._queue_full)
 
     def no_state() -> None:
         q = Q(maxsize=1)
@@ -105,7 +106,7 @@ def test_what_is_not_idle_and_the_originals_behaviour() -> None:
 
 def test_a_multiprocessing_queue_put_by_its_own_names() -> None:
     ctx = mp.get_context("spawn")
-    Q = _patched(type(ctx.Queue()), patch_queue._mp_queue_full)
+    Q = _patched(type(ctx.Queue()), queues._mp_queue_full)
 
     def body() -> int:
         t = st.thread_state()

@@ -53,8 +53,8 @@ def test_the_bootstrap_names_the_run_as_the_records_do() -> None:
 
 
 def test_every_module_a_patch_waits_for_is_watched() -> None:
-    """The trigger loads the patches on the first import of a watched module: a module a
-    patch registers for and the trigger does not know would never be patched."""
+    """The trigger loads the patches on the first import of a watched module: a module an
+    instrumentor waits for and the trigger does not know would never be patched."""
     code = (
         "import wrapt\n"
         "from gyreprof.integrations._auto import bootstrap\n"
@@ -75,8 +75,13 @@ def test_every_module_a_patch_waits_for_is_watched() -> None:
 def test_a_child_that_imports_no_known_library_loads_no_patch(tmp_path: Path) -> None:
     found = _modules_at_start(tmp_path)
     assert "gyreprof.integrations._auto.bootstrap" in found
-    loaded = [m for m in found if m.startswith("gyreprof.integrations._auto.")]
-    assert not [m for m in loaded if m.rpartition(".")[2].startswith("patch_")], loaded
+    loaded = [m for m in found if m.startswith("gyreprof.integrations.")]
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(("gyreprof.integrations.libs", "gyreprof.integrations.http"))
+    ], loaded
+    assert "gyreprof.integrations._instrument" not in found
     assert "gyreprof.integrations._auto.state" not in found
     assert "numpy" not in found and "gyreprof.recording.profiler" not in found
 
@@ -99,8 +104,8 @@ def test_the_first_watched_import_loads_and_patches_it(tmp_path: Path) -> None:
     ``queue.Queue.get`` is the patched one."""
     body = (
         "import queue\n"
-        "from gyreprof.integrations._auto import hooks\n"
-        "print('PATCHED', hooks.is_wrapped(queue.Queue.get))\n"
+        "from gyreprof.integrations._instrument import is_wrapped\n"
+        "print('PATCHED', is_wrapped(queue.Queue.get))\n"
     )
     script = tmp_path / "q.py"
     script.write_text(body)
@@ -215,8 +220,8 @@ def test_the_trigger_alone_gives_the_hooked_spec(tmp_path: Path) -> None:
         "assert 'queue' not in sys.modules\n"
         "sys.meta_path.insert(0, bootstrap._TRIGGER)\n"
         "import queue\n"
-        "from gyreprof.integrations._auto import hooks\n"
-        "print(hooks.is_wrapped(queue.Queue.get), bootstrap._TRIGGER in sys.meta_path)\n"
+        "from gyreprof.integrations._instrument import is_wrapped\n"
+        "print(is_wrapped(queue.Queue.get), bootstrap._TRIGGER in sys.meta_path)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
@@ -234,8 +239,8 @@ def test_a_patch_loaded_halfway_through_a_standard_import_breaks_nothing(tmp_pat
     script.write_text(
         "import concurrent.futures\n"
         "import asyncio, queue\n"
-        "from gyreprof.integrations._auto import hooks\n"
-        "print('OK', concurrent.futures.FIRST_COMPLETED, hooks.is_wrapped(queue.Queue.get))\n"
+        "from gyreprof.integrations._instrument import is_wrapped\n"
+        "print('OK', concurrent.futures.FIRST_COMPLETED, is_wrapped(queue.Queue.get))\n"
     )
     r = subprocess.run(
         [*RUN, sys.executable, str(script)], env=_env(), capture_output=True, text=True

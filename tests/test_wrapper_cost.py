@@ -1,7 +1,7 @@
 """The C env-call guard (``gyreprof._core.guard``) on real gymnasium envs, and what its
 calls add to ``overhead_share``.
 
-The guard is patch_gym's only wrapper; a Python reference of what it does
+The guard is the gymnasium instrumentor's only wrapper; a Python reference of what it does
 (``helpers/gym_reference.py``) is what these tests compare it with (same events, same
 counts).
 """
@@ -24,8 +24,9 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 from gyreprof._core import guard  # noqa: E402
-from gyreprof.integrations._auto import hooks, patch_gym  # noqa: E402
 from gyreprof.integrations._auto import state as st  # noqa: E402
+from gyreprof.integrations._instrument import is_wrapped, mark  # noqa: E402
+from gyreprof.integrations.libs import gymnasium as gym_lib  # noqa: E402
 from gyreprof.model.snapshot import wrapper_overhead  # noqa: E402
 from gyreprof.model.summary import WRAPPER_COUNTER_PREFIX  # noqa: E402
 
@@ -36,9 +37,10 @@ P = WRAPPER_COUNTER_PREFIX
 
 @pytest.fixture(autouse=True)
 def patched() -> Iterator[None]:
-    patch_gym.install(gym)  # idempotent; in-process, as gyreprof.integrations.sb3 does
+    gym_lib.instrument()  # in-process, as gyreprof.integrations.sb3 does
     assert isinstance(gym.Wrapper.__dict__["step"], guard.Guard)  # the C guard, always
     yield
+    gym_lib.uninstrument()
 
 
 def fresh() -> Any:
@@ -114,7 +116,7 @@ def test_the_thread_state_owns_the_binding_the_guard_reads() -> None:
 def test_the_patch_installs_c_guards_that_look_like_the_methods() -> None:
     for cls in (Echo, Layer, gym.Wrapper, gym.wrappers.TimeLimit):
         g = cls.__dict__["step"]
-        assert isinstance(g, guard.Guard) and hooks.is_wrapped(g)
+        assert isinstance(g, guard.Guard) and is_wrapped(g)
         assert g.__wrapped__ is g.fn and g.__name__ == "step"
         assert inspect.signature(g) == inspect.signature(g.fn)
     e = Echo()
@@ -269,11 +271,11 @@ def test_a_forked_child_records_into_its_own_state() -> None:
 def test_a_guard_pickles_by_reference_or_rebuilt_around_its_function() -> None:
     g = Echo.__dict__["step"]
     assert pickle.loads(pickle.dumps(g)) is g  # by name, as the Python wrapper does
-    loose = hooks.mark(guard.Guard(_loose_step, "env_reset", True), _loose_step)
+    loose = mark(guard.Guard(_loose_step, "env_reset", True), _loose_step)
     back = pickle.loads(pickle.dumps(loose))  # its name finds the function: rebuilt
     assert isinstance(back, guard.Guard) and back is not loose
     assert back.fn is _loose_step and back.kind == "env_reset" and back.guarded
-    assert hooks.is_wrapped(back) and back.__wrapped__ is _loose_step
+    assert is_wrapped(back) and back.__wrapped__ is _loose_step
 
 
 def _loose_step(self: Any, action: Any) -> Any:
@@ -325,8 +327,8 @@ def test_bad_guard_arguments_are_type_and_value_errors() -> None:
 
 
 def test_each_kind_is_calibrated_and_a_timed_call_costs_more_than_a_passed_one() -> None:
-    costs = patch_gym.wrapper_costs()
-    assert set(costs) == set(patch_gym.counter_names())
+    costs = gym_lib.wrapper_costs()
+    assert set(costs) == set(gym_lib.counter_names())
     for name in ("env_step.timed", "env_step.inner", "step_async.timed"):
         assert 1.0 <= costs[P + name] < 100_000  # ns per call, measured
     # a timed call is never priced under a passed one (under load the calibration's
@@ -345,7 +347,7 @@ def test_overhead_share_includes_the_wrappers_calls() -> None:
     snap = t.sampler.snapshot()
     src = snap.sources[0]
     s = snap.summary()
-    costs = patch_gym.wrapper_costs()
+    costs = gym_lib.wrapper_costs()
     want = sum(v * costs.get(k, 0.0) for k, v in snap.counters.items() if k.startswith(P))
     # no warm-up here: every counted call is a steady one, priced at its kind's cost
     assert src.wrapper_ns == pytest.approx(want, rel=0.01)
@@ -440,7 +442,7 @@ def test_a_thread_profiler_carries_the_wrapper_costs_in_its_config() -> None:
     # wrappers' counted calls as well: the segment's config is taken at its creation
     t = fresh()
     cfg = t.sampler.recorder.config()["form_cost_ns"]
-    for name, cost in patch_gym.wrapper_costs().items():
+    for name, cost in gym_lib.wrapper_costs().items():
         assert cfg[name] == cost
 
 

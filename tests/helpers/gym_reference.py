@@ -1,5 +1,5 @@
 """The env-call wrappers written in Python: the obviously-correct reference that the C
-guard (``gyreprof._core.guard.Guard``, what ``patch_gym`` installs) is compared with.
+guard (``gyreprof._core.guard.Guard``, what ``libs.gymnasium`` installs) is compared with.
 
 Each wrapper does what the guard's contract says: the thread's ThreadState (``thread()``),
 the nesting flag ``inside`` (only the outermost guarded call is timed), the kind's phase
@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from gyreprof.integrations._auto import patch_gym
+from gyreprof.integrations.libs import gymnasium as gym_lib
 from gyreprof.model.summary import WRAPPER_COUNTER_PREFIX as P
 
 Thread = Callable[[], Any]
@@ -103,9 +103,9 @@ def wrap(fn: Callable[..., Any], kind: str, guarded: bool, thread: Thread) -> Ca
 
 
 def env_method(original: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """The reference of what ``patch_gym`` installs for an env's ``step`` / ``reset``."""
+    """The reference of what ``libs.gymnasium`` installs for an env's ``step`` / ``reset``."""
     kind = "env_step" if name == "step" else "env_reset"
-    return wrap(original, kind, True, patch_gym._thread)
+    return wrap(original, kind, True, gym_lib._thread)
 
 
 def measure_costs() -> dict[str, float]:
@@ -114,4 +114,4 @@ def measure_costs() -> dict[str, float]:
     def make(fn: Callable[..., Any], kind: str, guarded: bool, state: Any) -> Any:
         return wrap(fn, kind, guarded, lambda: state)
 
-    return patch_gym.measure_costs(make)
+    return gym_lib.measure_costs(make)

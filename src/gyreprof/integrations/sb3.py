@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from gyreprof._support.errors import ArgumentTypeError, MissingExtraError
-from gyreprof.integrations._auto import patch_gym, patch_sb3
 from gyreprof.integrations._auto.session import Session
+from gyreprof.integrations.libs import gymnasium as gym_lib
+from gyreprof.integrations.libs import sb3 as sb3_lib
 
 __all__ = ["Session", "profile"]
 
@@ -43,6 +44,6 @@ def profile(model: Any) -> Session:
             f"{type(model).__name__}; for a TorchRL collector use "
             "gyreprof.integrations.torchrl.profile(collector)"
         )
-    patch_gym.register()
-    patch_sb3.register()
+    gym_lib.instrument()
+    sb3_lib.instrument()
     return Session(f"stable-baselines3 {type(model).__name__}", "sync")

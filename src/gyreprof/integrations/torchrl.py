@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from gyreprof._support.errors import ArgumentTypeError, MissingExtraError
-from gyreprof.integrations._auto import patch_gym, patch_torchrl
 from gyreprof.integrations._auto.session import Session
+from gyreprof.integrations.libs import gymnasium as gym_lib
+from gyreprof.integrations.libs import torchrl as torchrl_lib
 
 __all__ = ["Session", "profile"]
 
@@ -36,14 +37,14 @@ def profile(collector: Any) -> Session:
         raise MissingExtraError(
             "gyreprof.integrations.torchrl", "torchrl", extra="torchrl"
         ) from exc
-    base = patch_torchrl._base_collector(collectors)
+    base = torchrl_lib._base_collector(collectors)
     if base is None or not isinstance(collector, base):
         raise ArgumentTypeError(
             f"collector must be a TorchRL collector (torchrl.collectors.Collector, ...), got "
             f"{type(collector).__name__}; for stable-baselines3 use "
             "gyreprof.integrations.sb3.profile(model)"
         )
-    patch_gym.register()
-    patch_torchrl.register()
-    sync = type(collector).__name__ in patch_torchrl.SYNC_COLLECTORS
+    gym_lib.instrument()
+    torchrl_lib.instrument()
+    sync = type(collector).__name__ in torchrl_lib.SYNC_COLLECTORS
     return Session(f"TorchRL {type(collector).__name__}", "sync" if sync else None)

@@ -35,8 +35,8 @@ from typing import Any
 
 from gyreprof._support.errors import ArgumentTypeError, InvalidValueError, MissingExtraError
 from gyreprof.analysis import run as run_result
-from gyreprof.integrations._auto import patch_queue, patch_torch, patch_transformers
 from gyreprof.integrations._auto.session import Session
+from gyreprof.integrations.libs import trl as trl_libs
 
 __all__ = ["TrlSession", "profile"]
 
@@ -124,7 +124,5 @@ def profile(trainer: Any) -> TrlSession:
     """Start profiling ``trainer`` (a TRL trainer: ``GRPOTrainer``, ``RLOOTrainer``, ...) in
     this process; use the result as a context manager around ``trainer.train()``."""
     name = _check(trainer)
-    patch_transformers.register()
-    patch_torch.register()
-    patch_queue.register()
+    trl_libs.instrument()
     return TrlSession(f"TRL {name}", _notes(trainer))

@@ -22,6 +22,8 @@ still do to a segment, is in ``gyreprof.live._layout``.
 
 from __future__ import annotations
 
+import builtins
+
 # every name loads on first use: the launcher's end-of-run note (``live._ended``) and a
 # Profiler's publishing side import this package without the reader and numpy
 _LAZY = {
@@ -72,7 +74,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def __dir__() -> list[str]:
+def __dir__() -> builtins.list[str]:  # ``list`` is this package's public name
     return sorted([*globals(), *_LAZY])
 
 

@@ -43,7 +43,7 @@ from gyreprof.model._serial import Record, decode, encode, plain, serial_format
 from gyreprof.model.histogram import STEP, HistogramView, PhaseRow, check_percentile
 from gyreprof.model.window import Window
 
-#: the sampler counters the C env-call guard counts its calls in (``patch_gym``):
+#: the sampler counters the C env-call guard counts its calls in (``libs.gymnasium``):
 #: ``<prefix><kind>.timed`` (outermost calls, timed as phase ``<kind>``) and
 #: ``<prefix><kind>.inner`` (calls the nesting guard passed through); the form costs
 #: hold each one's calibrated ns per call under the same name

@@ -150,7 +150,7 @@ _EXTRA_COSTS: dict[str, float] = {}
 
 def add_form_costs(costs: dict[str, float]) -> None:
     """Per-call costs of this process's instrumentation outside the recorder (the env
-    calls' wrappers of ``gyreprof run``, ``patch_gym.wrapper_costs``), by the counter
+    calls' wrappers of ``gyreprof run``, ``libs.gymnasium.wrapper_costs``), by the counter
     name their calls are counted under: every Profiler made from now on carries them in
     its ``form_cost_ns`` (and so in its live segment's config), and its snapshots price
     those counters with them (``gyreprof.model.snapshot.wrapper_overhead``)."""

@@ -5,9 +5,10 @@ interpreter has already loaded: it checks that this Python can record, notes the
 run's main process in the environment, starts the start-up trail, marks the process
 as booted and puts one small finder on ``sys.meta_path`` (:class:`_Trigger`) that
 knows the names of the modules gyreprof patches (:data:`WATCHED`). The first
-import of one of them loads the rest (:func:`install_all`): this process's state, the
-post-import hooks and every library's patches, registered as before; the import
-that fired it goes on through them. numpy and the compiled core load when a
+import of one of them loads the rest (:func:`install_all`): this process's state and
+every library's instrumentor (``integrations.libs`` and ``integrations.http``), each
+instrumented through its ``instrument()``; the import that fired it goes on through
+their post-import hooks. numpy and the compiled core load when a
 thread first records. A process that imports none of those modules (``python -c
 pass``) loads no patch at all.
 """
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 ENV_RUN_DIR = "GYREPROF_RUN_DIR"
 ENV_MAIN_PID = "GYREPROF_RUN_MAIN_PID"
 
-#: the modules whose import loads the patches: every name a patch module passes to
-#: ``hooks.when_imported`` from its ``register()`` (tests/test_run_light_start.py checks it), and
+#: the modules whose import loads the patches: every module an instrumentor's
+#: ``instrument()`` waits for (tests/test_run_light_start.py checks it), and
 #: ``gyreprof.recording.profiler``, whose Profilers join the run (:func:`_join_user_profilers`)
 WATCHED = frozenset(
     {
@@ -67,31 +68,14 @@ def _join_user_profilers(profiler_module: Any) -> None:
 
 
 def install_all() -> None:
-    """Patch every known library now or when it is imported (idempotent)."""
-    from gyreprof.integrations._auto import (
-        hooks,
-        patch_gym,
-        patch_mp,
-        patch_queue,
-        patch_rllib,
-        patch_sb3,
-        patch_torch,
-        patch_torchrl,
-        patch_transformers,
-    )
+    """Instrument every known library now or when it is imported (once per process: the
+    instrumentors count their ``instrument()`` calls)."""
+    from gyreprof.integrations import http, libs
+    from gyreprof.integrations._instrument import when_imported
 
-    patch_mp.register()
-    patch_gym.register()
-    patch_sb3.register()
-    patch_torchrl.register()
-    patch_transformers.register()
-    patch_rllib.register()
-    from gyreprof.integrations import http  # HTTP rollout clients, each when imported
-
-    http.instrument()
-    patch_torch.register()
-    patch_queue.register()
-    hooks.when_imported("gyreprof.recording.profiler", _join_user_profilers)
+    libs.instrument()
+    http.instrument()  # HTTP rollout clients, each when imported
+    when_imported("gyreprof.recording.profiler", _join_user_profilers)
 
 
 _loaded = False

@@ -394,9 +394,9 @@ def _adopt_trainer(entry: ProcessEntry, mine: list[UserProfile]) -> list[UserPro
 
 def _role_notes(entries: list[ProcessEntry]) -> list[str]:
     """What the processes of a framework's own roles did (RLlib's env runners)."""
-    from gyreprof.integrations._auto import patch_rllib
+    from gyreprof.integrations.libs import rllib
 
-    return patch_rllib.role_notes(entries)
+    return rllib.role_notes(entries)
 
 
 def _rollouts(run_dir: Path, notes: list[str]) -> Any:
@@ -484,7 +484,7 @@ def _trains(e: ProcessEntry) -> bool:
     role (an RLlib learner actor, whose optimizer steps the driver waits on) never is."""
     if e.trainer is None:
         return False
-    from gyreprof.integrations._auto.patch_rllib import WORKER_ROLES
+    from gyreprof.integrations.libs.rllib import WORKER_ROLES
 
     if e.role in WORKER_ROLES:  # an RLlib learner actor: a worker the driver waits on
         return False

@@ -643,8 +643,8 @@ def last_is_probe() -> bool:
 
 # ------------------------------------------------------------ batch groups (issue 23)
 
-#: groups of requests waited on together (``patch_asyncio``: gather, wait, TaskGroup;
-#: ``patch_queue``: Executor.map, futures.wait, as_completed), newest ``GROUP_CAP`` kept
+#: groups of requests waited on together (``libs.asyncio``: gather, wait, TaskGroup;
+#: ``libs.queues``: Executor.map, futures.wait, as_completed), newest ``GROUP_CAP`` kept
 GROUP_CAP = 1 << 14
 Group = tuple[str, int, int, int, tuple[int, ...]]  # rule, start, end, awaited, threads
 _groups: list[Group] = []

@@ -12,7 +12,7 @@ calls (a wrapper's ``step`` calling the wrapped env's ``step``) is timed.
 **The training thread's timeline.** Which thread trains, and the shape of its
 loop, are read per thread from universal signals, never from a process-wide
 flag. An *update signal* (an optimizer step or a backward pass, see
-``patch_torch``; once per minibatch, never on the env-step path) on thread t
+``libs.torch``; once per minibatch, never on the env-step path) on thread t
 ends t's *collect block*: the span from the first sampler write since the last
 update (``Recorder.since_mark_ns``), or the first data wait, to the last
 sampler write or data wait end. The thread's trainer step is then closed

@@ -322,7 +322,7 @@ def _set_exec(loader: Any, exec_module: Callable[[ModuleType], None]) -> None:
 def spec_from_others(me: object, fullname: str, path: Any, target: Any = None) -> Any:
     """The spec the first finder on ``sys.meta_path`` other than ``me`` gives for
     ``fullname``; None when none finds it. Here, where the bootstrap's finder finds it too:
-    what runs before the user's code loads no more (hooks loads threading and typing)."""
+    what runs before the user's code loads no more (the instrumentors load threading and typing)."""
     for finder in sys.meta_path:
         if finder is me or not hasattr(finder, "find_spec"):
             continue

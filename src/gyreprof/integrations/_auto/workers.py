@@ -16,7 +16,9 @@ on an unmodified script while it runs, and the run report names the roles:
   processes") instead of taking the parent for a worker.
 
 Registering never raises into the user's code: a failure becomes a note in the
-run's report. Outside ``gyreprof run`` nothing registers.
+run's report. Outside ``gyreprof run`` nothing registers. The wrappers go in through
+the instrumentor's :class:`~gyreprof.integrations._instrument.Patches` they are given
+(gymnasium's, stable-baselines3's, TorchRL's), which undoes them.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import MARK, Patches
 
 ROLE = "env_worker"
 
@@ -52,23 +54,18 @@ def register_here(envs: int, vector_env: str) -> None:
 
 
 def _wrap_worker(original: Callable[..., Any], vector_env: str) -> Callable[..., Any]:
-    if getattr(original, hooks.MARK, False):
-        return original
-
     @functools.wraps(original)  # same __module__/__qualname__: pickled by name as before
     def worker(*args: Any, **kwargs: Any) -> Any:
         register_here(1, vector_env)
         return original(*args, **kwargs)
 
-    setattr(worker, hooks.MARK, True)
+    setattr(worker, MARK, True)
     return worker
 
 
-def wrap_worker_function(module: ModuleType, name: str, vector_env: str) -> None:
+def wrap_worker_function(patches: Patches, module: ModuleType, name: str, vector_env: str) -> None:
     """Replace ``module.name`` (a worker process's target) by one that registers first."""
-    fn = getattr(module, name, None)
-    if callable(fn):
-        setattr(module, name, _wrap_worker(fn, vector_env))
+    patches.replace(module, name, lambda fn, _: _wrap_worker(fn, vector_env))
 
 
 def _envs_of(obj: Any) -> int:
@@ -79,43 +76,43 @@ def _envs_of(obj: Any) -> int:
         return 0
 
 
-def wrap_init(cls: type, vector_env: str, envs: Callable[[Any], int] = _envs_of) -> None:
+def wrap_init(
+    patches: Patches, cls: type, vector_env: str, envs: Callable[[Any], int] = _envs_of
+) -> None:
     """Register the envs ``cls`` builds in the calling process once its ``__init__`` is
     done (only ``cls`` itself is wrapped: a subclass calling ``super().__init__`` counts
     once)."""
-    original = cls.__dict__.get("__init__")
-    if original is None or getattr(original, hooks.MARK, False):
-        return
 
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        register_here(envs(self), vector_env)
+    def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            register_here(envs(self), vector_env)
 
-    setattr(__init__, hooks.MARK, True)
-    cls.__init__ = __init__  # type: ignore[misc]
+        return __init__
+
+    patches.replace(cls, "__init__", make)
 
 
-def install_gym_sync(module: ModuleType) -> None:
+def install_gym_sync(patches: Patches, module: ModuleType) -> None:
     cls = getattr(module, "SyncVectorEnv", None)
     if isinstance(cls, type):
-        wrap_init(cls, "gymnasium.SyncVectorEnv")
+        wrap_init(patches, cls, "gymnasium.SyncVectorEnv")
 
 
-def install_gym_async(module: ModuleType) -> None:
-    wrap_worker_function(module, "_async_worker", "gymnasium.AsyncVectorEnv")
+def install_gym_async(patches: Patches, module: ModuleType) -> None:
+    wrap_worker_function(patches, module, "_async_worker", "gymnasium.AsyncVectorEnv")
     cls = getattr(module, "AsyncVectorEnv", None)
     if isinstance(cls, type):  # the env it builds in the parent to read the spaces
-        wrap_init(cls, "gymnasium.AsyncVectorEnv (in the parent)", lambda self: 1)
+        wrap_init(patches, cls, "gymnasium.AsyncVectorEnv (in the parent)", lambda self: 1)
 
 
-def install_sb3(subproc: ModuleType, dummy: ModuleType) -> None:
-    wrap_worker_function(subproc, "_worker", "stable_baselines3.SubprocVecEnv")
+def install_sb3(patches: Patches, subproc: ModuleType, dummy: ModuleType) -> None:
+    wrap_worker_function(patches, subproc, "_worker", "stable_baselines3.SubprocVecEnv")
     cls = getattr(dummy, "DummyVecEnv", None)
     if isinstance(cls, type):
-        wrap_init(cls, "stable_baselines3.DummyVecEnv")
+        wrap_init(patches, cls, "stable_baselines3.DummyVecEnv")
 
 
-def install_torchrl(batched: ModuleType) -> None:
+def install_torchrl(patches: Patches, batched: ModuleType) -> None:
     for name in ("_run_worker_pipe_shared_mem", "_run_worker_pipe_direct"):
-        wrap_worker_function(batched, name, "torchrl.ParallelEnv")
+        wrap_worker_function(patches, batched, name, "torchrl.ParallelEnv")

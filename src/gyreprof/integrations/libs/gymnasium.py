@@ -1,4 +1,5 @@
-"""gymnasium: ``step``/``reset`` of the outermost env called, vector-env send/wait.
+"""gymnasium's instrumentor: ``step``/``reset`` of the outermost env called, vector-env
+send/wait (:func:`instrument` / :func:`uninstrument`).
 
 Every ``gymnasium.Env`` subclass that defines ``step`` or ``reset`` gets a
 wrapper; the thread's nesting guard makes only the outermost call count, so a
@@ -25,8 +26,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto import versions, workers
+from gyreprof.integrations._instrument import Instrumentor
 
 #: ``make(fn, kind, guarded, state)``: a wrapper of ``fn`` bound to ``state`` (calibration)
 Make = Callable[[Callable[..., Any], str, bool, Any], Any]
@@ -298,15 +300,15 @@ def measure_costs(make: Make | None = None) -> dict[str, float]:
 
 
 def install(gym: ModuleType) -> None:
-    """Patch gymnasium (idempotent); a version it does not know: a warning, no patch."""
+    """Patch gymnasium (once); a version it does not know: a warning, no patch."""
     problem = versions.check("gymnasium", getattr(gym, "__version__", None))
     if problem is not None:
         st.warn_once("gymnasium", problem)
         return
     _guard()
-    hooks.patch_methods(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
-    hooks.when_imported("gymnasium.vector.async_vector_env", _install_async)
-    hooks.when_imported("gymnasium.vector.sync_vector_env", workers.install_gym_sync)
+    _inst.patches.replace_tree(gym.Env, ("step", "reset"), _make_env_method, skip=(gym.Env,))
+    _inst.when_imported("gymnasium.vector.async_vector_env", _install_async)
+    _inst.when_imported("gymnasium.vector.sync_vector_env", _install_sync)
     st.preload()
     wrapper_costs()  # here, once: not inside the loop's first step
 
@@ -314,9 +316,23 @@ def install(gym: ModuleType) -> None:
 def _install_async(module: ModuleType) -> None:
     cls = getattr(module, "AsyncVectorEnv", None)
     if cls is not None:
-        hooks.patch_methods(cls, ("step_async", "step_wait"), _vector_call)
-    workers.install_gym_async(module)
+        _inst.patches.replace_tree(cls, ("step_async", "step_wait"), _vector_call)
+    workers.install_gym_async(_inst.patches, module)
 
 
-def register() -> None:
-    hooks.when_imported("gymnasium", install)
+def _install_sync(module: ModuleType) -> None:
+    workers.install_gym_sync(_inst.patches, module)
+
+
+_inst = Instrumentor("gymnasium", {"gymnasium": install})
+
+
+def instrument() -> None:
+    """Patch gymnasium now (imported) or when it is imported; undone by one
+    :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

@@ -1,4 +1,5 @@
-"""Blocking waits for data: the training thread's ``wait`` when its data is made elsewhere.
+"""The queues' instrumentor (:func:`instrument` / :func:`uninstrument`): blocking waits for
+data, the training thread's ``wait`` when its data is made elsewhere.
 
 ``queue.Queue.get``, ``multiprocessing``'s ``Queue.get`` and ``SimpleQueue.get``,
 ``concurrent.futures.Future.result`` and ``ray.get`` / ``ray.wait`` (when ray is
@@ -28,7 +29,7 @@ waiting for the trainer to take its data: counted, in ns, in its sampler profile
 future's submission (``Executor.submit`` stamps it) or the ``map`` call to the last
 future's completion, with the threads that completed them (the pool's workers, whose
 requests ``analysis.rollouts`` reads as the batch). asyncio's loop, its queue and its
-groups are in ``patch_asyncio``, loaded when asyncio is imported.
+groups have their own instrumentor (``libs.asyncio``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import Instrumentor, Make
 
 
 def _timed(
@@ -169,7 +170,7 @@ class Queue:
         return get
 
     @staticmethod
-    def make_put(full: Callable[[Any], bool]) -> hooks.Make:
+    def make_put(full: Callable[[Any], bool]) -> Make:
         """The ``Queue.put`` wrapper, with the queue kind's test of being full. Its
         arguments pass on as given (``queue`` names the item ``item``, ``multiprocessing``
         ``obj``); ``block`` is read where the original has it."""
@@ -326,7 +327,7 @@ def _kind_of(fs: list[Any]) -> str:
     return "own" if fs and all(_asked_here(f) for f in fs) else "fed"
 
 
-def _futures_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+def _futures_wait(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``concurrent.futures.wait``: a blocking wait for data (any ``return_when``); with
     ``ALL_COMPLETED`` over 2+ futures also a group."""
 
@@ -340,10 +341,10 @@ def _futures_wait(original: Callable[..., Any]) -> Callable[..., Any]:
                 pass
         return _wait_kind(_kind_of(listed), original, fs, timeout, return_when)
 
-    return hooks.mark(wait, original)
+    return wait
 
 
-def _as_completed(original: Callable[..., Any]) -> Callable[..., Any]:
+def _as_completed(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``concurrent.futures.as_completed``: each wait for the next future is a blocking
     wait for data; over 2+ futures the whole is a group."""
 
@@ -357,7 +358,7 @@ def _as_completed(original: Callable[..., Any]) -> Callable[..., Any]:
                 pass
         return _timed_next(original(fs, timeout), _kind_of(listed))
 
-    return hooks.mark(as_completed, original)
+    return as_completed
 
 
 def _timed_next(it: Any, kind: str) -> Any:
@@ -370,70 +371,74 @@ def _timed_next(it: Any, kind: str) -> Any:
         yield fut
 
 
-def _ray_get(original: Callable[..., Any]) -> Callable[..., Any]:
+def _ray_get(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def get(*args: Any, **kwargs: Any) -> Any:
         return _wait(original, *args, **kwargs)
 
-    return hooks.mark(get, original)
+    return get
 
 
-def _ray_wait(original: Callable[..., Any]) -> Callable[..., Any]:
+def _ray_wait(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def wait(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("timeout") == 0:  # a poll, not a wait
             return original(*args, **kwargs)
         return _wait(original, *args, **kwargs)
 
-    return hooks.mark(wait, original)
+    return wait
 
 
 def _install_queue(module: ModuleType) -> None:
-    hooks.patch_methods(module.Queue, ("get",), Queue.make)
-    hooks.patch_methods(module.Queue, ("put",), Queue.make_put(_queue_full))
+    patches = _inst.patches
+    patches.replace_tree(module.Queue, ("get",), Queue.make)
+    patches.replace_tree(module.Queue, ("put",), Queue.make_put(_queue_full))
 
 
 def _install_mp_queues(module: ModuleType) -> None:
-    hooks.patch_methods(module.Queue, ("get",), Queue.make)
-    hooks.patch_methods(module.Queue, ("put",), Queue.make_put(_mp_queue_full))
-    hooks.patch_methods(module.SimpleQueue, ("get",), SimpleQueue.make)
+    patches = _inst.patches
+    patches.replace_tree(module.Queue, ("get",), Queue.make)
+    patches.replace_tree(module.Queue, ("put",), Queue.make_put(_mp_queue_full))
+    patches.replace_tree(module.SimpleQueue, ("get",), SimpleQueue.make)
 
 
 def _install_futures(module: ModuleType) -> None:
-    hooks.patch_methods(module.Future, ("result",), Future.make)
+    patches = _inst.patches
+    patches.replace_tree(module.Future, ("result",), Future.make)
     # ThreadPoolExecutor / ProcessPoolExecutor (imported lazily: the subclass hook)
-    hooks.patch_methods(module.Executor, ("submit",), Executor.make, skip=(module.Executor,))
-    _patch_one_class(module.Executor, "map", Executor.make_map)  # Executor's own map only
+    patches.replace_tree(module.Executor, ("submit",), Executor.make, skip=(module.Executor,))
+    patches.replace(module.Executor, "map", Executor.make_map)  # Executor's own map only
     pkg = sys.modules.get("concurrent.futures")  # already imported: its copies too
     for name, make in (("wait", _futures_wait), ("as_completed", _as_completed)):
         fn = getattr(module, name, None)
-        if callable(fn) and not hooks.is_wrapped(fn):
-            wrapped = make(fn)
-            setattr(module, name, wrapped)
-            if pkg is not None and getattr(pkg, name, None) is fn:
-                setattr(pkg, name, wrapped)
-
-
-def _patch_one_class(cls: type, name: str, make: hooks.Make) -> None:
-    fn = cls.__dict__.get(name)
-    if callable(fn) and not hooks.is_wrapped(fn):
-        setattr(cls, name, hooks.mark(make(fn, name), fn))
-
-
-def _install_asyncio(module: ModuleType) -> None:
-    from gyreprof.integrations._auto import patch_asyncio  # only where asyncio is imported
-
-    patch_asyncio.install(module)
+        if (
+            patches.replace(module, name, make)
+            and pkg is not None
+            and getattr(pkg, name, None) is fn
+        ):
+            patches.set(pkg, name, getattr(module, name))
 
 
 def _install_ray(ray: ModuleType) -> None:
-    for name, make in (("get", _ray_get), ("wait", _ray_wait)):
-        fn = getattr(ray, name, None)
-        if callable(fn) and not hooks.is_wrapped(fn):
-            setattr(ray, name, make(fn))
+    _inst.patches.replace(ray, "get", _ray_get)
+    _inst.patches.replace(ray, "wait", _ray_wait)
 
 
-def register() -> None:
-    hooks.when_imported("queue", _install_queue)
-    hooks.when_imported("multiprocessing.queues", _install_mp_queues)
-    hooks.when_imported("concurrent.futures._base", _install_futures)
-    hooks.when_imported("ray", _install_ray)
-    hooks.when_imported("asyncio", _install_asyncio)
+_inst = Instrumentor(
+    "queues",
+    {
+        "queue": _install_queue,
+        "multiprocessing.queues": _install_mp_queues,
+        "concurrent.futures._base": _install_futures,
+        "ray": _install_ray,
+    },
+)
+
+
+def instrument() -> None:
+    """Patch the queues, futures and ``ray.get`` / ``ray.wait`` now (each imported) or
+    when each is imported; undone by one :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

@@ -1,4 +1,5 @@
-"""PyTorch: the update signals and the policy forwards of every thread's training timeline.
+"""PyTorch's instrumentor (:func:`instrument` / :func:`uninstrument`): the update signals
+and the policy forwards of every thread's training timeline.
 
 - **Update signals** (``state.update_signal``): torch's global optimizer step
   hooks (``register_optimizer_step_pre_hook`` / ``..._post_hook``, one pair per
@@ -22,10 +23,15 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import Instrumentor
 
-_hooks: list[Any] = []  # the optimizer hook handles of this process image (kept alive)
+_handles: list[Any] = []  # the optimizer hooks' handles while instrumented
+
+
+def _remove_hooks() -> None:
+    while _handles:
+        _handles.pop().remove()
 
 
 def _pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -39,7 +45,7 @@ def _post_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     st.update_end(t, t.now())
 
 
-def _backward(original: Callable[..., Any]) -> Callable[..., Any]:
+def _backward(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def backward(*args: Any, **kwargs: Any) -> Any:
         t = st.thread_state()
         st.update_signal(t, t.now())
@@ -48,20 +54,20 @@ def _backward(original: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             st.update_end(t, t.now())
 
-    return hooks.mark(backward, original)
+    return backward
 
 
-def _enter(original: Callable[..., Any]) -> Callable[..., Any]:
+def _enter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def __enter__(self: Any) -> Any:
         t = getattr(st.tls, "t", None)
         if t is not None and not t.framework:
             st.no_grad_enter(t, t.now())
         return original(self)
 
-    return hooks.mark(__enter__, original)
+    return __enter__
 
 
-def _exit(original: Callable[..., Any]) -> Callable[..., Any]:
+def _exit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def __exit__(self: Any, *exc: Any) -> Any:
         try:
             return original(self, *exc)
@@ -70,32 +76,38 @@ def _exit(original: Callable[..., Any]) -> Callable[..., Any]:
             if t is not None and not t.framework:
                 st.no_grad_exit(t, t.now())
 
-    return hooks.mark(__exit__, original)
+    return __exit__
 
 
 def install(torch: ModuleType) -> None:
-    """Hook the optimizers, wrap the backward pass and the no-grad blocks (idempotent)."""
-    if not _hooks:
-        from torch.optim import optimizer as optim
+    """Hook the optimizers, wrap the backward pass and the no-grad blocks (once)."""
+    from torch.optim import optimizer as optim
 
-        _hooks.append(optim.register_optimizer_step_pre_hook(_pre_step))
-        _hooks.append(optim.register_optimizer_step_post_hook(_post_step))
-    tensor = torch.Tensor
-    fn = tensor.__dict__.get("backward")
-    if fn is not None and not hooks.is_wrapped(fn):
-        tensor.backward = _backward(fn)
-    autograd = torch.autograd
-    fn = getattr(autograd, "backward", None)
-    if fn is not None and not hooks.is_wrapped(fn):
-        autograd.backward = _backward(fn)
+    patches = _inst.patches
+    if not _handles:  # one pair of optimizer hooks, removed at the undo
+        _handles.append(optim.register_optimizer_step_pre_hook(_pre_step))
+        _handles.append(optim.register_optimizer_step_post_hook(_post_step))
+        patches.on_undo(_remove_hooks)
+    patches.replace(torch.Tensor, "backward", _backward)
+    patches.replace(torch.autograd, "backward", _backward)
     for cls in (torch.no_grad, torch.inference_mode):
         enter, leave = cls.__dict__.get("__enter__"), cls.__dict__.get("__exit__")
-        if enter is None or leave is None or hooks.is_wrapped(enter):
+        if enter is None or leave is None:
             continue
-        cls.__enter__ = _enter(enter)
-        cls.__exit__ = _exit(leave)
+        patches.replace(cls, "__enter__", _enter)
+        patches.replace(cls, "__exit__", _exit)
     st.preload()
 
 
-def register() -> None:
-    hooks.when_imported("torch", install)
+_inst = Instrumentor("torch", {"torch": install})
+
+
+def instrument() -> None:
+    """Patch torch now (imported) or when it is imported; undone by one
+    :func:`uninstrument` (the optimizer hooks removed, each attribute its original)."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

@@ -1,8 +1,9 @@
-"""asyncio under ``gyreprof run``: the training thread's wait on rollouts awaited in an event
-loop, and the groups of requests a coroutine waits on together (batches).
+"""asyncio's instrumentor (:func:`instrument` / :func:`uninstrument`): the training thread's
+wait on rollouts awaited in an event loop, and the groups of requests a coroutine waits
+on together (batches).
 
-Loaded when ``asyncio`` is first imported (``patch_queue.register`` watches for it), so
-a process that never imports asyncio pays nothing.
+Patched when ``asyncio`` is first imported, so a process that never imports asyncio
+patches nothing.
 
 **The wait.** A training thread that runs ``asyncio.run(...)`` (or
 ``loop.run_until_complete``) to await its rollout requests waits for them only while
@@ -36,26 +37,28 @@ once an HTTP client has been patched (its request log is loaded).
 
 from __future__ import annotations
 
-import contextvars
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import Instrumentor, is_wrapped, mark
 
 _RL = "gyreprof.integrations._auto.rollout_log"
 _modules = sys.modules
 _now = time.monotonic_ns  # the request log's clock
 _get_ident = threading.get_ident
 
+if TYPE_CHECKING:
+    import contextvars
+
 #: a group (gather, wait, TaskGroup) is open in this context: groups inside it are its own
-_grouping: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "gyreprof_batch_group", default=False
-)
+#: (made by :func:`install`: ``contextvars`` loads with asyncio, not with every process)
+_grouping: contextvars.ContextVar[bool]
 
 
 class _Idle(threading.local):
@@ -122,7 +125,11 @@ class Selector:
                 except Exception:  # noqa: BLE001, S110 - never into the loop
                     pass
 
-        return hooks.mark(select, original)
+        return mark(select, original)
+
+
+#: the selectors whose ``select`` is wrapped (each loop's own): unwrapped at the undo
+_selectors: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _loop_init(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -131,12 +138,21 @@ def _loop_init(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         try:
             sel = self._selector
             fn = sel.select
-            if not hooks.is_wrapped(fn):
+            if not is_wrapped(fn):
                 sel.select = Selector.make(fn)  # this loop's selector only
+                _selectors.add(sel)
         except (AttributeError, TypeError):  # a selector without a __dict__: left alone
             pass
 
     return __init__
+
+
+def _unwrap_selectors() -> None:
+    """The live loops' selectors call their own ``select`` again."""
+    for sel in list(_selectors):
+        if is_wrapped(sel.__dict__.get("select")):
+            del sel.select
+    _selectors.clear()
 
 
 class Queue:
@@ -173,7 +189,7 @@ def _add_group(rule: str, start: int, n: int) -> None:
         rl.add_group(rule, start, _now(), n, (_get_ident(),))
 
 
-def _gather(original: Callable[..., Any]) -> Callable[..., Any]:
+def _gather(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def gather(*aws: Any, **kwargs: Any) -> Any:
         if len(aws) < 2 or _modules.get(_RL) is None or _grouping.get():
             return original(*aws, **kwargs)
@@ -200,10 +216,10 @@ def _gather(original: Callable[..., Any]) -> Callable[..., Any]:
             pass
         return fut
 
-    return hooks.mark(gather, original)
+    return gather
 
 
-def _wait(original: Callable[..., Any]) -> Callable[..., Any]:
+def _wait(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     async def wait(fs: Any, *args: Any, **kwargs: Any) -> Any:
         if _modules.get(_RL) is None or _grouping.get():
             return await original(fs, *args, **kwargs)
@@ -221,7 +237,7 @@ def _wait(original: Callable[..., Any]) -> Callable[..., Any]:
             pass
         return out
 
-    return hooks.mark(wait, original)
+    return wait
 
 
 _TG_START = "_gyreprof_group_start"
@@ -262,12 +278,11 @@ def _tg_aexit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
 def _swap(mods: list[ModuleType], name: str, make: Callable[..., Any]) -> None:
     """Replace function ``name`` in each module that holds the same original."""
     first = getattr(mods[0], name, None)
-    if not callable(first) or hooks.is_wrapped(first):
+    if not _inst.patches.replace(mods[0], name, make):
         return
-    wrapped = make(first)
-    for m in mods:
+    for m in mods[1:]:
         if getattr(m, name, None) is first:
-            setattr(m, name, wrapped)
+            _inst.patches.set(m, name, getattr(mods[0], name))
 
 
 def install(asyncio: ModuleType) -> None:
@@ -276,17 +291,36 @@ def install(asyncio: ModuleType) -> None:
     import asyncio.selector_events
     import asyncio.tasks
 
-    loop_cls = asyncio.selector_events.BaseSelectorEventLoop
-    init = loop_cls.__dict__.get("__init__")
-    if init is not None and not hooks.is_wrapped(init):
-        loop_cls.__init__ = hooks.mark(_loop_init(init, "__init__"), init)  # type: ignore[method-assign]
-    hooks.patch_methods(asyncio.queues.Queue, ("get",), Queue.make)
+    global _grouping
+    if "_grouping" not in globals():
+        import contextvars
+
+        _grouping = contextvars.ContextVar("gyreprof_batch_group", default=False)
+    patches = _inst.patches
+    if patches.replace(asyncio.selector_events.BaseSelectorEventLoop, "__init__", _loop_init):
+        patches.on_undo(_unwrap_selectors)
+    patches.replace_tree(asyncio.queues.Queue, ("get",), Queue.make)
     _swap([asyncio.tasks, asyncio], "gather", _gather)
     _swap([asyncio.tasks, asyncio], "wait", _wait)
     tg = _modules.get("asyncio.taskgroups")
     if tg is not None:
-        hooks.patch_methods(tg.TaskGroup, ("__aenter__",), _tg_aenter)
-        hooks.patch_methods(tg.TaskGroup, ("__aexit__",), _tg_aexit)
+        patches.replace_tree(tg.TaskGroup, ("__aenter__",), _tg_aenter)
+        patches.replace_tree(tg.TaskGroup, ("__aexit__",), _tg_aexit)
 
 
-__all__ = ["install"]
+_inst = Instrumentor("asyncio", {"asyncio": install})
+
+
+def instrument() -> None:
+    """Patch asyncio now (imported) or when it is imported; undone by one
+    :func:`uninstrument` (the loops made meanwhile call their selector's own ``select``
+    again)."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()
+
+
+__all__ = ["install", "instrument", "uninstrument"]

@@ -1,4 +1,5 @@
-"""transformers: ``generate`` of a model is the sampler's ``generate`` phase.
+"""transformers' instrumentor (:func:`instrument` / :func:`uninstrument`): ``generate`` of a
+model is the sampler's ``generate`` phase.
 
 ``GenerationMixin.generate`` and every subclass's own ``generate`` (Whisper,
 MusicGen and the like override it and call ``super().generate``) are wrapped;
@@ -17,8 +18,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto import versions
+from gyreprof.integrations._instrument import Instrumentor
 
 PHASE = "generate"  # one of records.SAMPLER_PHASES
 
@@ -51,7 +53,7 @@ def _generate(original: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def install(utils: ModuleType) -> None:
-    """Patch ``transformers.generation.utils.GenerationMixin`` (idempotent); an unknown
+    """Patch ``transformers.generation.utils.GenerationMixin`` (once); an unknown
     transformers version: a warning, no patch."""
     import sys
 
@@ -68,9 +70,19 @@ def install(utils: ModuleType) -> None:
             "not timed in this run",
         )
         return
-    hooks.patch_methods(mixin, ("generate",), _generate)
+    _inst.patches.replace_tree(mixin, ("generate",), _generate)
     st.preload()
 
 
-def register() -> None:
-    hooks.when_imported("transformers.generation.utils", install)
+_inst = Instrumentor("transformers", {"transformers.generation.utils": install})
+
+
+def instrument() -> None:
+    """Patch transformers' ``generate`` now (imported) or when
+    ``transformers.generation.utils`` is imported; undone by one :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

@@ -1,4 +1,5 @@
-"""stable-baselines3: rollout collection is the trainer's ``wait``, ``train`` its ``compute``.
+"""stable-baselines3's instrumentor (:func:`instrument` / :func:`uninstrument`): rollout
+collection is the trainer's ``wait``, ``train`` its ``compute``.
 
 - ``collect_rollouts`` (on- and off-policy) starts a trainer step and is timed
   as ``wait``; ``train`` (every algorithm's own) closes the step as
@@ -23,9 +24,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
-from gyreprof.integrations._auto.patch_gym import _vector_call
+from gyreprof.integrations._auto import versions, workers
+from gyreprof.integrations._instrument import Instrumentor
+from gyreprof.integrations.libs.gymnasium import _vector_call
 
 WAIT, COMPUTE = st.WAIT, st.COMPUTE
 
@@ -90,7 +92,7 @@ def _forward(original: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def install(sb3: ModuleType) -> None:
-    """Patch stable-baselines3 (idempotent); an unknown version: a warning, no patch."""
+    """Patch stable-baselines3 (once); an unknown version: a warning, no patch."""
     problem = versions.check("stable_baselines3", getattr(sb3, "__version__", None))
     if problem is not None:
         st.warn_once("stable_baselines3", problem)
@@ -99,17 +101,28 @@ def install(sb3: ModuleType) -> None:
     off = importlib.import_module("stable_baselines3.common.off_policy_algorithm")
     pol = importlib.import_module("stable_baselines3.common.policies")
     sub = importlib.import_module("stable_baselines3.common.vec_env.subproc_vec_env")
+    patches = _inst.patches
     for base in (on.OnPolicyAlgorithm, off.OffPolicyAlgorithm):
-        hooks.patch_methods(base, ("collect_rollouts",), _collect)
-        hooks.patch_methods(base, ("train",), _train, skip=(base,))
-    hooks.patch_methods(pol.ActorCriticPolicy, ("forward",), _forward)
-    hooks.patch_methods(off.OffPolicyAlgorithm, ("_sample_action",), _forward)
-    hooks.patch_methods(sub.SubprocVecEnv, ("step_async", "step_wait"), _vector_call)
+        patches.replace_tree(base, ("collect_rollouts",), _collect)
+        patches.replace_tree(base, ("train",), _train, skip=(base,))
+    patches.replace_tree(pol.ActorCriticPolicy, ("forward",), _forward)
+    patches.replace_tree(off.OffPolicyAlgorithm, ("_sample_action",), _forward)
+    patches.replace_tree(sub.SubprocVecEnv, ("step_async", "step_wait"), _vector_call)
     workers.install_sb3(
-        sub, importlib.import_module("stable_baselines3.common.vec_env.dummy_vec_env")
+        patches, sub, importlib.import_module("stable_baselines3.common.vec_env.dummy_vec_env")
     )
     st.preload()
 
 
-def register() -> None:
-    hooks.when_imported("stable_baselines3", install)
+_inst = Instrumentor("stable_baselines3", {"stable_baselines3": install})
+
+
+def instrument() -> None:
+    """Patch stable-baselines3 now (imported) or when it is imported; undone by one
+    :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

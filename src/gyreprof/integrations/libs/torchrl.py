@@ -1,4 +1,5 @@
-"""TorchRL: waiting on a collector's next batch is a data wait of the iterating thread.
+"""TorchRL's instrumentor (:func:`instrument` / :func:`uninstrument`): waiting on a
+collector's next batch is a data wait of the iterating thread.
 
 Iterating any collector (``for batch in collector:``) reports each wait for a
 batch to the thread's training timeline (``state.data_wait``): as the
@@ -20,8 +21,9 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions, workers
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto import versions, workers
+from gyreprof.integrations._instrument import Instrumentor
 
 # collectors whose trainer loop is synchronous: no batch is collected while the body runs
 SYNC_COLLECTORS = ("Collector", "SyncDataCollector", "MultiSyncCollector", "MultiSyncDataCollector")
@@ -71,7 +73,7 @@ def _base_collector(collectors: ModuleType) -> type | None:
 
 
 def install(torchrl: ModuleType) -> None:
-    """Patch TorchRL's collectors (idempotent); an unknown version: a warning, no patch."""
+    """Patch TorchRL's collectors (once); an unknown version: a warning, no patch."""
     problem = versions.check("torchrl", getattr(torchrl, "__version__", None))
     if problem is None:
         collectors = importlib.import_module("torchrl.collectors")
@@ -82,12 +84,26 @@ def install(torchrl: ModuleType) -> None:
                 "torchrl.collectors; torchrl is not instrumented in this run"
             )
         else:
-            hooks.patch_methods(base, ("__iter__",), _iter)
-            hooks.when_imported("torchrl.envs.batched_envs", workers.install_torchrl)
+            _inst.patches.replace_tree(base, ("__iter__",), _iter)
+            _inst.when_imported("torchrl.envs.batched_envs", _install_batched)
             st.preload()
             return
     st.warn_once("torchrl", problem)
 
 
-def register() -> None:
-    hooks.when_imported("torchrl", install)
+def _install_batched(batched: ModuleType) -> None:
+    workers.install_torchrl(_inst.patches, batched)
+
+
+_inst = Instrumentor("torchrl", {"torchrl": install})
+
+
+def instrument() -> None:
+    """Patch TorchRL now (imported) or when it is imported; undone by one
+    :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()

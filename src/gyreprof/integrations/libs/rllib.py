@@ -1,4 +1,5 @@
-"""RLlib on Ray: name the processes of a run by what they do for RLlib.
+"""RLlib's instrumentor (:func:`instrument` / :func:`uninstrument`): name the processes of a
+run on Ray by what they do for RLlib.
 
 - An ``EnvRunner`` (``SingleAgentEnvRunner``, ``MultiAgentEnvRunner``, the old
   stack's ``RolloutWorker``) built in a process other than the run's main one is
@@ -36,8 +37,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks, versions
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto import versions
+from gyreprof.integrations._instrument import Instrumentor
 
 ENV_RUNNER = "rllib_env_runner"
 LEARNER = "rllib_learner"
@@ -107,7 +109,7 @@ def _patch(module: ModuleType, cls_name: str, role: str) -> None:
         return
     cls = getattr(module, cls_name, None)
     if isinstance(cls, type):
-        hooks.patch_methods(cls, ("__init__",), _init(role))
+        _inst.patches.replace_tree(cls, ("__init__",), _init(role))
 
 
 def _ray_version() -> object:
@@ -158,15 +160,19 @@ def _muted_here() -> st.ThreadState | None:
     return _driving.muted if _driving.depth else None
 
 
-def _sync_sample(original: Callable[..., Any]) -> Callable[..., Any]:
+def _sync_sample(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``synchronous_parallel_sample``: the driver asks its env runners for samples and
     waits for them. Inside ``Algorithm.step`` (see :func:`_step`), and elsewhere on a
     thread whose waits count (``state.waiting_thread``: the one that updates), the call
     is one data wait of kind ``own``: the runners sample only on request, and idle while
     the learner updates, so the loop is synchronous (the ``ray.get`` / ``ray.wait``
-    inside it, which alone read as data made elsewhere, are part of it)."""
+    inside it, which alone read as data made elsewhere, are part of it). The algorithms'
+    own copies of the name (imported from the module) stay this wrapper after the undo:
+    it then calls straight through."""
 
     def synchronous_parallel_sample(*args: Any, **kwargs: Any) -> Any:
+        if not _inst.active:
+            return original(*args, **kwargs)
         t = _muted_here() or st.waiting_thread()
         if t is None:
             return original(*args, **kwargs)
@@ -178,7 +184,7 @@ def _sync_sample(original: Callable[..., Any]) -> Callable[..., Any]:
             t.in_wait = nested
             st.data_wait(t, start, t.now(), "own")
 
-    return hooks.mark(synchronous_parallel_sample, original)
+    return synchronous_parallel_sample
 
 
 def _learner_update(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -206,30 +212,51 @@ def _learner_update(original: Callable[..., Any], name: str) -> Callable[..., An
 def _patch_rollout_ops(mod: ModuleType) -> None:
     # patched as the module runs its last line: the algorithms import the name from it
     # afterwards (``from ray.rllib.execution.rollout_ops import synchronous_parallel_sample``)
-    fn = getattr(mod, "synchronous_parallel_sample", None)
-    if callable(fn) and not hooks.is_wrapped(fn):
-        setattr(mod, "synchronous_parallel_sample", _sync_sample(fn))  # noqa: B010
+    _inst.patches.replace(mod, "synchronous_parallel_sample", _sync_sample)
+
+
+def _patch_env_runner(mod: ModuleType) -> None:
+    _patch(mod, "EnvRunner", ENV_RUNNER)
+
+
+def _patch_learner(mod: ModuleType) -> None:
+    _patch(mod, "Learner", LEARNER)
 
 
 def _patch_algorithm(mod: ModuleType) -> None:
     _patch(mod, "Algorithm", ALGORITHM)
     cls = getattr(mod, "Algorithm", None)
     if isinstance(cls, type) and versions.check("ray", _ray_version()) is None:
-        hooks.patch_methods(cls, ("step",), _step)
+        _inst.patches.replace_tree(cls, ("step",), _step)
 
 
 def _patch_learner_group(mod: ModuleType) -> None:
     cls = getattr(mod, "LearnerGroup", None)
     if isinstance(cls, type) and versions.check("ray", _ray_version()) is None:
-        hooks.patch_methods(cls, ("update",), _learner_update)
+        _inst.patches.replace_tree(cls, ("update",), _learner_update)
 
 
-def register() -> None:
-    hooks.when_imported("ray.rllib.execution.rollout_ops", _patch_rollout_ops)
-    hooks.when_imported("ray.rllib.env.env_runner", lambda m: _patch(m, "EnvRunner", ENV_RUNNER))
-    hooks.when_imported("ray.rllib.core.learner.learner", lambda m: _patch(m, "Learner", LEARNER))
-    hooks.when_imported("ray.rllib.algorithms.algorithm", _patch_algorithm)
-    hooks.when_imported("ray.rllib.core.learner.learner_group", _patch_learner_group)
+_inst = Instrumentor(
+    "rllib",
+    {
+        "ray.rllib.execution.rollout_ops": _patch_rollout_ops,
+        "ray.rllib.env.env_runner": _patch_env_runner,
+        "ray.rllib.core.learner.learner": _patch_learner,
+        "ray.rllib.algorithms.algorithm": _patch_algorithm,
+        "ray.rllib.core.learner.learner_group": _patch_learner_group,
+    },
+)
+
+
+def instrument() -> None:
+    """Patch RLlib's classes now (imported) or when each module is imported; undone by
+    one :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()
 
 
 # ------------------------------------------------------------------ the report's lines
@@ -296,4 +323,12 @@ def _runner_notes(entries: Sequence[Any]) -> list[str]:
     ]
 
 
-__all__ = ["ALGORITHM", "ENV_RUNNER", "LEARNER", "WORKER_ROLES", "register", "role_notes"]
+__all__ = [
+    "ALGORITHM",
+    "ENV_RUNNER",
+    "LEARNER",
+    "WORKER_ROLES",
+    "instrument",
+    "role_notes",
+    "uninstrument",
+]

@@ -1,4 +1,5 @@
-"""multiprocessing: a child saves its profile at the end of ``_bootstrap``, before ``os._exit``.
+"""multiprocessing's instrumentor (:func:`instrument` / :func:`uninstrument`): a child
+saves its profile at the end of ``_bootstrap``, before ``os._exit``.
 
 Fork and forkserver children leave through ``os._exit`` (no ``atexit``); spawn
 children through ``sys.exit``. Either way ``BaseProcess._bootstrap`` returns
@@ -11,8 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import hooks
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._instrument import Instrumentor
 
 
 def _bootstrap(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -26,8 +27,18 @@ def _bootstrap(original: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def install(process: ModuleType) -> None:
-    hooks.patch_methods(process.BaseProcess, ("_bootstrap",), _bootstrap)
+    _inst.patches.replace_tree(process.BaseProcess, ("_bootstrap",), _bootstrap)
 
 
-def register() -> None:
-    hooks.when_imported("multiprocessing.process", install)
+_inst = Instrumentor("multiprocessing", {"multiprocessing.process": install})
+
+
+def instrument() -> None:
+    """Patch ``multiprocessing.process`` now (imported) or when it is imported; undone by
+    one :func:`uninstrument`."""
+    _inst.instrument()
+
+
+def uninstrument() -> None:
+    """Undo one :func:`instrument`; at the last, every patched attribute is its original."""
+    _inst.uninstrument()
