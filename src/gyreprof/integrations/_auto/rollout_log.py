@@ -29,7 +29,9 @@ top-level JSON list; a stream whose events never carried a non-empty
 the client has already read (or the user reads) are searched for
 ``"prompt_tokens"``/``"completion_tokens"`` and for the empty result list. A
 body that is not JSON (its first byte is neither ``{`` nor ``[``) is counted as
-``not_json``; a larger one as ``oversized`` and not scanned.
+``not_json``; a larger one as ``oversized`` and not scanned. A stream's chunks are
+scanned as they are read by one ``StreamScan`` (compiled), whose state carries over
+from chunk to chunk: a key or number cut between two chunks is read whole.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import threading
 import time
 from typing import Any
 
+from gyreprof._core.bodyscan import StreamScan
 from gyreprof._core.bodyscan import scan_body as _scan
 from gyreprof._errors import InvalidValueError
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
@@ -211,18 +214,6 @@ def status_class(status: int) -> str:
 
 # ------------------------------------------------------------------- bodies
 
-_NUM = re.compile(rb"\s*:\s*(\d{1,12})")
-_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
-
-
-def _number(body: bytes, key: bytes) -> int:
-    """The integer after the first ``key`` (a quoted JSON key) in ``body``, or -1."""
-    i = body.find(key)
-    if i < 0:
-        return -1
-    m = _NUM.match(body, i + len(key))
-    return int(m.group(1)) if m else -1
-
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, in one
@@ -247,7 +238,7 @@ class Request:
         "last_chunk",
         "finished",
         "span",
-        "saw_choice",
+        "scan",
         "in_call",
         "open_stream",
         "late",
@@ -275,7 +266,7 @@ class Request:
         self.finished = False
         self.span: Request | None = None  # itself, once finished
         self.end = -1
-        self.saw_choice = False
+        self.scan: StreamScan | None = None  # a stream's scan, carried over its chunks
         self.late = False  # its body may be read after it is recorded (urllib, aiohttp)
         self.in_call = False  # the call that opened it has not returned yet
         self.open_stream = False  # its answer is a stream the user has not finished reading
@@ -318,18 +309,10 @@ class Request:
             log.rec.record(INTER_TOKEN, now - self.last_chunk)
         self.last_chunk = now
         self.chunks += 1
-        if not self.saw_choice and b'"choices"' in data:
-            for found in _CHOICES.finditer(data):
-                if not found.group(1):
-                    self.saw_choice = True
-                    break
-        if b"_tokens" in data and n <= BODY_CAP:
-            p = _number(data, b'"prompt_tokens"')
-            if p >= 0:
-                self.prompt_tokens = p
-            c = _number(data, b'"completion_tokens"')
-            if c >= 0:
-                self.completion_tokens = c
+        scan = self.scan
+        if scan is None:
+            scan = self.scan = StreamScan()
+        scan.feed(data)
 
     def fail(self, outcome: str) -> None:
         self.outcome = outcome
@@ -352,7 +335,15 @@ class Request:
         if self.finished:
             return
         self.finished = True
-        if self.stream and self.outcome == "ok" and self.chunks and not self.saw_choice:
+        scan = self.scan
+        saw_choice = False
+        if scan is not None:  # a stream's usage, read across its chunks
+            saw_choice = scan.saw_choice
+            if scan.prompt_tokens >= 0:
+                self.prompt_tokens = scan.prompt_tokens
+            if scan.completion_tokens >= 0:
+                self.completion_tokens = scan.completion_tokens
+        if self.stream and self.outcome == "ok" and self.chunks and not saw_choice:
             self.outcome = "empty"
             self.empty_field = "choices (stream)"
         if self.attempts < 1:

@@ -117,7 +117,8 @@ def is_sse(headers: Any) -> bool:
 
 
 def late_body(span: rl.Span | None, req: rl.Request, data: bytes) -> None:
-    """A body read after the request was recorded (urllib, aiohttp): update its span."""
+    """A body read after the request was recorded (urllib, http.client, a requests stream
+    that is no event stream): update its span."""
     req.body(data)
     if span is None:
         return
