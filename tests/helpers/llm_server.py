@@ -8,7 +8,9 @@ connection (``http.server.ThreadingHTTPServer``):
   ``completion_tokens`` = ``max_tokens`` or 8), or with ``"stream": true`` a
   ``text/event-stream`` of one chunk per completion token, a last chunk with
   ``usage``, then ``data: [DONE]``.
-- ``GET /v1/models``: a model list (``data`` is a JSON list field).
+- ``GET /v1/models``: a model list (``data`` is a JSON list field);
+- ``GET /metrics``: 404 (this server has no metrics page), counted in ``scrapes`` and not
+  logged: it is a profiler's read, not a client's request.
 
 A request whose client left before the answer was written (its timeout) is
 logged as ``gone``.
@@ -119,6 +121,11 @@ class _Handler(JSONHandler):
 
     def _get(self) -> None:
         t0 = time.monotonic()
+        if self.path.split("?", 1)[0] == "/metrics":  # a profiler's read: no log entry
+            self._send_json(404, {"error": {"message": "no metrics"}})
+            with self.server.lock:
+                self.server.scrapes += 1
+            return
         if self.path.startswith("/v1/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
             outcome, status = "ok", 200
@@ -382,6 +389,7 @@ class _Server(ThreadingHTTPServer):
         self.keys: dict[str, int] = {}
         self.delays: list[float] = []
         self.busy = 0  # requests read and not yet answered and logged
+        self.scrapes = 0  # GET /metrics (answered 404, not logged: not a client's request)
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -413,6 +421,11 @@ class LLMServer:
     def log(self) -> list[Entry]:
         with self._srv.lock:
             return list(self._srv.log)
+
+    @property
+    def scrapes(self) -> int:
+        with self._srv.lock:
+            return self._srv.scrapes
 
     def _wait_idle(self, deadline: float) -> None:
         # with self._srv.changed held: until no request is being served

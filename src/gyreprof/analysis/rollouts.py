@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from gyreprof import _forms
 from gyreprof._serial import Record, serial_format
+from gyreprof.analysis.server_metrics import ServerReport
 
 FORMAT = "gyreprof.rollouts/1"
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
@@ -275,6 +276,9 @@ class EndpointReport:
     role: str | None = None
     #: the sum of its kept requests' latencies (ms): the time callers spent blocked on it
     total_ms: float = 0.0
+    #: its server's own figures, from its metrics page (``analysis.server_metrics``);
+    #: None when its server's page was not looked for (a control or weight-sync route)
+    server: ServerReport | None = None
 
     @property
     def failures(self) -> int:

@@ -37,6 +37,7 @@ from typing import Any
 from gyreprof._errors import CorruptDataError
 from gyreprof._serial import serial_format
 from gyreprof.analysis import rollouts as ar
+from gyreprof.analysis import server_metrics as sm
 from gyreprof.integrations._auto import rollout_log as rl
 
 FORMAT = "gyreprof.rollout-record/1"
@@ -83,6 +84,8 @@ class RolloutRecord:
     folded: dict[str, ar.Totals] = field(default_factory=dict)
     gauges: list[dict[str, float]] = field(default_factory=list)
     groups: list[list[Any]] = field(default_factory=list)
+    #: the rollout servers' metrics pages as this process read them
+    servers: list[sm.ServerSeries] = field(default_factory=list)
 
     def group_rows(self) -> list[ar.Group]:
         """The groups, each checked (``CorruptDataError`` naming the bad one)."""
@@ -174,14 +177,29 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
         folded=folded,
         gauges=gauges,
         groups=groups,
+        servers=_server_series(),
     )
+
+
+def _server_series() -> list[sm.ServerSeries]:
+    from gyreprof.integrations.http import server_metrics
+
+    try:
+        return server_metrics.series()
+    except Exception:  # noqa: BLE001 - the requests are kept without them
+        return []
 
 
 def save(run_dir: Path, key: int | str) -> Path | None:
     """Write this process's record into the run folder (atomically); its path or None."""
     from gyreprof._io import write_atomic
     from gyreprof.integrations._auto import records as rec
+    from gyreprof.integrations.http import server_metrics
 
+    try:  # the run's end: the servers' pages read once more (not under the flush lock)
+        server_metrics.final_reads()
+    except Exception:  # noqa: BLE001, S110 - the record is saved without that read
+        pass
     with _flush_lock:  # a flush in progress ends first; none starts after this save
         record = from_logs(rl.logs())
         if record is None:
@@ -229,7 +247,38 @@ def report(records: list[RolloutRecord]) -> ar.RolloutReport | None:
     out = ar.analyse(rows, folded, groups)
     if out is not None and probes is not None:
         out.notes.append(probes)
+    if out is not None:
+        out = with_servers(out, rows, [s for r in records for s in r.servers])
     return out
+
+
+def with_servers(
+    out: ar.RolloutReport, rows: list[ar.SpanRow], series: list[sm.ServerSeries]
+) -> ar.RolloutReport:
+    """``out`` with each generation endpoint's server figures (``EndpointReport.server``)
+    from the metrics pages the processes read (one page's reads merged over them)."""
+    import dataclasses
+
+    by_url: dict[str, list[sm.ServerSeries]] = {}
+    for s in series:
+        by_url.setdefault(s.url, []).append(s)
+    pages = [sm.merged(group) for group in by_url.values()]
+    if not pages:
+        return out
+    first_end: dict[str, int] = {}
+    for r in rows:
+        if r.endpoint not in first_end or r.end < first_end[r.endpoint]:
+            first_end[r.endpoint] = r.end
+    generation = {e.endpoint for e in ar.generation_endpoints(out.endpoints)}
+    endpoints = []
+    for e in out.endpoints:
+        base = e.endpoint.split("://", 1)
+        key = f"{base[0]}://{base[1].split('/', 1)[0]}" if len(base) == 2 else ""
+        page = next((p for p in pages if key in p.endpoints), None)
+        if page is not None and e.endpoint in generation:
+            e = dataclasses.replace(e, server=sm.report(page, first_end.get(e.endpoint)))
+        endpoints.append(e)
+    return dataclasses.replace(out, endpoints=endpoints)
 
 
 # ------------------------------------------------------------ flushed records
@@ -326,7 +375,12 @@ def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple
         return "", kept
     groups = [[r, a, b, n, list(th)] for r, a, b, n, th in rl.groups()]
     head = RolloutRecord(
-        pid=pid, fields=list(ar.SPAN_FIELDS), spans=[], folded=folded, groups=groups
+        pid=pid,
+        fields=list(ar.SPAN_FIELDS),
+        spans=[],
+        folded=folded,
+        groups=groups,
+        servers=_server_series(),
     )
     return _with_blocks(head, blocks), kept
 

@@ -259,5 +259,8 @@ def start_recording() -> None:
 
         # a process killed later keeps its requests up to its last flush
         rollout_record.start_flusher(st.run_dir, lambda: st._saved_pid)
+        from gyreprof.integrations.http import server_metrics
+
+        server_metrics.start()  # the rollout servers' own figures, read off this thread
         if getattr(st.tls, "t", None) is None:
             st.new_thread()
