@@ -122,6 +122,32 @@ def test_pages_by_endpoint() -> None:
         smi.check_url("http://h:notaport/metrics")
 
 
+def test_per_request_metrics_of_the_answers_are_summed() -> None:
+    """Answers carrying their own ``metrics`` object: their times summed per endpoint,
+    with no metrics page (``/metrics`` answers 404 here)."""
+    httpx = pytest.importorskip("httpx")
+    from gyreprof.integrations import http
+    from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations._auto import rollout_record
+
+    with MetricsServer(metrics=False, answer_metrics=True, token_ms=1) as srv:
+        with http.profile() as prof, httpx.Client(base_url=srv.url) as c:
+            for _ in range(3):
+                assert c.post("/v1/completions", json={"max_tokens": 4}).status_code == 200
+        log = srv.log
+    record = rollout_record.from_logs(rl.logs_since(prof._mark))
+    assert record is not None
+    report = rollout_record.report([record])
+    assert report is not None
+    [e] = [e for e in report.endpoints if e.endpoint.endswith("/v1/completions")]
+    s = e.server
+    assert s is not None and s.source is None and s.answers == 3
+    assert s.answer_queue_s == pytest.approx(sum(d.queue_s for d in log))
+    assert s.answer_decode_s == pytest.approx(sum(d.decode_s for d in log))
+    assert s.answer_request_s == pytest.approx(sum(d.e2e_s for d in log))
+    assert "per-request metrics of 3 answers" in str(report)
+
+
 # ------------------------------------------------------------ under gyreprof run
 
 pytest.importorskip("httpx")

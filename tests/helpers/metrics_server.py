@@ -8,6 +8,9 @@ an admitted request takes ``prefill_ms`` (its first token), then ``token_ms`` pe
 completion token (``max_tokens``, default 8). ``warmup_s``: for that long after the
 first request arrives no request is admitted (a server that queues only while it
 starts). ``metrics=False``: ``/metrics`` answers 404 (a server without metrics).
+``answer_metrics=True``: each answer also carries its own ``metrics`` object
+(``queued_time``, ``prefill_time``, ``decode_time``, ``e2e_latency``, seconds), as a
+server with per-request metrics does.
 
 The counters are real: ``vllm:num_requests_running`` and ``vllm:num_requests_waiting``
 are the requests admitted and queued now; the histograms
@@ -28,6 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
+from typing import Any
 
 from helpers.json_http import JSONHandler
 
@@ -92,9 +96,14 @@ class _Handler(JSONHandler):
             return
         tokens = int(body.get("max_tokens") or 8)
         done = self.server.serve(tokens)
+        extra: dict[str, Any] = {}
+        if self.server.answer_metrics:
+            extra["metrics"] = {"queued_time": done.queue_s, "prefill_time": done.prefill_s,
+                                "decode_time": done.decode_s, "e2e_latency": done.e2e_s}  # fmt: skip
         self._send_json(
             200,
             {
+                **extra,
                 "id": "cmpl-1",
                 "object": "text_completion",
                 "model": "tiny",
@@ -123,8 +132,10 @@ class _Server(ThreadingHTTPServer):
         warmup_s: float,
         metrics: bool,
         engines: int,
+        answer_metrics: bool = False,
     ) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.answer_metrics = answer_metrics
         self.lock = threading.Lock()
         self.admit = threading.Condition(self.lock)
         self.max_num_seqs = max_num_seqs
@@ -229,8 +240,11 @@ class MetricsServer:
         warmup_s: float = 0.0,
         metrics: bool = True,
         engines: int = 1,
+        answer_metrics: bool = False,
     ) -> None:
-        self._srv = _Server(max_num_seqs, prefill_ms, token_ms, warmup_s, metrics, engines)
+        self._srv = _Server(
+            max_num_seqs, prefill_ms, token_ms, warmup_s, metrics, engines, answer_metrics
+        )
         self.port: int = self._srv.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._srv.serve_forever, daemon=True)

@@ -28,6 +28,11 @@ Requests running and waiting: the most and the mean over the reads; the same for
 reads after the endpoint's first request ended (``waiting_after_first_*``: a queue
 seen only while the server starts, or while the first batch is admitted, is not one
 that lasts). The reads themselves are kept (``series``), for a verdict to read.
+
+**Per-request figures.** A JSON answer that carries a ``metrics`` object (a server's
+per-request metrics) gives its queue, prefill, decode and request times
+(``rollout_log.ANSWER_METRICS`` names the keys read); they are summed per endpoint
+(``ServerReport.answers`` and ``answer_*``), with or without a metrics page.
 """
 
 from __future__ import annotations
@@ -166,6 +171,30 @@ class ServerReport:
     preemptions: int | None = None
     #: the reads: ``[t_s from the first read, running, waiting, kv]``
     series: list[list[float | None]] = field(default_factory=list)
+    #: the answers that carried a per-request ``metrics`` object, and their queue,
+    #: prefill, decode and request times (seconds, summed; None: none)
+    answers: int = 0
+    answer_queue_s: float | None = None
+    answer_prefill_s: float | None = None
+    answer_decode_s: float | None = None
+    answer_request_s: float | None = None
+
+
+def with_answers(r: ServerReport, totals: list[float] | None) -> ServerReport:
+    """``r`` with the per-request ``metrics`` totals of its endpoint's answers
+    (``[answers, queue_s, prefill_s, decode_s, request_s]``, ``rollout_log``'s)."""
+    import dataclasses
+
+    if not totals or len(totals) != 5 or totals[0] <= 0:
+        return r
+    return dataclasses.replace(
+        r,
+        answers=int(totals[0]),
+        answer_queue_s=totals[1],
+        answer_prefill_s=totals[2],
+        answer_decode_s=totals[3],
+        answer_request_s=totals[4],
+    )
 
 
 def merged(series: list[ServerSeries]) -> ServerSeries:

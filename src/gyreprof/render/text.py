@@ -661,8 +661,22 @@ def batch_lines(r: RolloutReport) -> list[str]:
 
 def server_lines(s: ServerReport) -> list[str]:
     """An endpoint's server as its own metrics tell it (``rollouts.endpoints[].server``)."""
+    answers = []
+    if s.answers:
+        parts = [
+            f"{name} {v:.2f} s"
+            for name, v in (
+                ("queue", s.answer_queue_s),
+                ("prefill", s.answer_prefill_s),
+                ("decode", s.answer_decode_s),
+                ("request", s.answer_request_s),
+            )
+            if v
+        ]
+        answers = [f"      per-request metrics of {s.answers} answers: {', '.join(parts) or '-'}"]
     if s.source is None:
-        return [f"    server: no metrics ({safe_name(s.url)}: {safe_name(s.none or '-')})"]
+        where = f"{safe_name(s.url)}: " if s.url else ""
+        return [f"    server: no metrics ({where}{safe_name(s.none or '-')})", *answers]
 
     def part(name: str, secs: float | None, share: float | None) -> str | None:
         return None if secs is None else f"{name} {secs:.2f} s ({fmt_pct(share)})"
@@ -696,7 +710,7 @@ def server_lines(s: ServerReport) -> list[str]:
     if s.ttft_mean_ms is not None:
         gauges.append(f"TTFT mean {s.ttft_mean_ms:.1f} ms")
     out.append("      " + ", ".join(gauges))
-    return out
+    return out + answers
 
 
 def rollouts(r: RolloutReport) -> str:

@@ -225,6 +225,47 @@ def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     return _scan(body, BODY_CAP)
 
 
+#: the figures of a per-request ``metrics`` object (seconds), by the names servers give
+#: them (vLLM's finished-request stats, and the shorter names); index into the totals
+ANSWER_METRICS: dict[bytes, int] = {
+    b"queued_time": 1,
+    b"queue_time": 1,
+    b"time_in_queue": 1,
+    b"prefill_time": 2,
+    b"decode_time": 3,
+    b"e2e_latency": 4,
+    b"e2e_time": 4,
+}
+_ANSWER_METRIC = re.compile(
+    rb'"(' + b"|".join(ANSWER_METRICS) + rb')"\s*:\s*'
+    rb"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+)
+
+
+def answer_metrics(log: ThreadLog, ep: str, data: bytes) -> None:
+    """A JSON answer with a ``"metrics"`` key (a server's per-request figures, as vLLM's
+    per-request metrics): its queue, prefill, decode and request times (seconds) after
+    that key, added to ``log``'s totals for ``ep`` (an answer with none is not counted)."""
+    at = data.find(b'"metrics"')
+    got = [0.0] * 5
+    seen = False
+    for name, value in _ANSWER_METRIC.findall(data, at):
+        v = float(value)
+        if v == v and v < 1e9:
+            got[ANSWER_METRICS[name]] = v
+            seen = True
+    if not seen:
+        return
+    totals = log.answer_metrics.get(ep)
+    if totals is None:
+        if len(log.answer_metrics) >= ENDPOINT_CAP:
+            return
+        totals = log.answer_metrics[ep] = [0.0] * 5
+    totals[0] += 1
+    for i in range(1, 5):
+        totals[i] += got[i]
+
+
 # -------------------------------------------------------------------- spans
 
 
@@ -286,6 +327,8 @@ class Request:
         self.bytes_in += len(data)
         p, c, empty, flag = _scan(data, BODY_CAP)
         self.body_flag = flag
+        if b'"metrics"' in data and flag == 0:
+            answer_metrics(self.log, self.endpoint, data)
         if p >= 0:
             self.prompt_tokens = p
         if c >= 0:
@@ -410,7 +453,7 @@ class ThreadLog:
     :class:`Request` made) is :meth:`open_plain` and :meth:`record_plain`."""
 
     __slots__ = ("ident", "spans", "core_ok", "spans_core", "folded", "dropped", "rec", "prof",
-                 "span_cap")  # fmt: skip
+                 "span_cap", "answer_metrics")  # fmt: skip
 
     def __init__(self, span_cap: int | None = None, *, core: bool = True) -> None:
         """``span_cap`` spans kept whole before the older half is folded (default
@@ -424,6 +467,9 @@ class ThreadLog:
         self.spans: list[Request | Row] = []
         self.folded: dict[str, Totals] = {}
         self.dropped = 0
+        #: per endpoint, the totals of the per-request ``metrics`` objects its answers
+        #: carried (``answer_metrics``): ``[answers, queue_s, prefill_s, decode_s, request_s]``
+        self.answer_metrics: dict[str, list[float]] = {}
         self.core_ok = False
         self.rec: Any = None
         self.prof: Any = None
@@ -474,6 +520,8 @@ class ThreadLog:
         if data is not None:
             n = len(data)
             p, c, empty, flag = _scan(data, BODY_CAP)
+            if b'"metrics"' in data and flag == 0:
+                answer_metrics(self, ep, data)
             if empty is not None:
                 if outcome == "ok":
                     outcome = "empty"

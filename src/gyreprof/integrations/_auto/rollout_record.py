@@ -86,6 +86,9 @@ class RolloutRecord:
     groups: list[list[Any]] = field(default_factory=list)
     #: the rollout servers' metrics pages as this process read them
     servers: list[sm.ServerSeries] = field(default_factory=list)
+    #: per endpoint, the totals of its answers' per-request ``metrics`` objects
+    #: (``rollout_log.ThreadLog.answer_metrics``)
+    answer_metrics: dict[str, list[float]] = field(default_factory=dict)
 
     def group_rows(self) -> list[ar.Group]:
         """The groups, each checked (``CorruptDataError`` naming the bad one)."""
@@ -178,7 +181,18 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
         gauges=gauges,
         groups=groups,
         servers=_server_series(),
+        answer_metrics=_answer_metrics(logs),
     )
+
+
+def _answer_metrics(logs: list[rl.ThreadLog]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for log in logs:
+        for ep, t in list(log.answer_metrics.items()):
+            mine = out.setdefault(ep, [0.0] * 5)
+            for i, v in enumerate(t[:5]):
+                mine[i] += v
+    return out
 
 
 def _server_series() -> list[sm.ServerSeries]:
@@ -248,22 +262,34 @@ def report(records: list[RolloutRecord]) -> ar.RolloutReport | None:
     if out is not None and probes is not None:
         out.notes.append(probes)
     if out is not None:
-        out = with_servers(out, rows, [s for r in records for s in r.servers])
+        answers: dict[str, list[float]] = {}
+        for r in records:
+            for name, totals in r.answer_metrics.items():
+                if isinstance(totals, list) and len(totals) == 5:
+                    mine = answers.setdefault(name, [0.0] * 5)
+                    for i, v in enumerate(totals):
+                        mine[i] += float(v)
+        out = with_servers(out, rows, [s for r in records for s in r.servers], answers)
     return out
 
 
 def with_servers(
-    out: ar.RolloutReport, rows: list[ar.SpanRow], series: list[sm.ServerSeries]
+    out: ar.RolloutReport,
+    rows: list[ar.SpanRow],
+    series: list[sm.ServerSeries],
+    answers: dict[str, list[float]] | None = None,
 ) -> ar.RolloutReport:
     """``out`` with each generation endpoint's server figures (``EndpointReport.server``)
-    from the metrics pages the processes read (one page's reads merged over them)."""
+    from the metrics pages the processes read (one page's reads merged over them) and
+    the per-request ``metrics`` of its answers (``answers``, per endpoint)."""
     import dataclasses
 
+    answers = answers or {}
     by_url: dict[str, list[sm.ServerSeries]] = {}
     for s in series:
         by_url.setdefault(s.url, []).append(s)
     pages = [sm.merged(group) for group in by_url.values()]
-    if not pages:
+    if not pages and not answers:
         return out
     first_end: dict[str, int] = {}
     for r in rows:
@@ -275,8 +301,15 @@ def with_servers(
         base = e.endpoint.split("://", 1)
         key = f"{base[0]}://{base[1].split('/', 1)[0]}" if len(base) == 2 else ""
         page = next((p for p in pages if key in p.endpoints), None)
-        if page is not None and e.endpoint in generation:
-            e = dataclasses.replace(e, server=sm.report(page, first_end.get(e.endpoint)))
+        if e.endpoint in generation and (page is not None or e.endpoint in answers):
+            if page is None:
+                server = sm.ServerReport(
+                    url="", source=None, reads=0, none="no metrics page was read"
+                )
+            else:
+                server = sm.report(page, first_end.get(e.endpoint))
+            server = sm.with_answers(server, answers.get(e.endpoint))
+            e = dataclasses.replace(e, server=server)
         endpoints.append(e)
     return dataclasses.replace(out, endpoints=endpoints)
 
@@ -381,6 +414,7 @@ def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple
         folded=folded,
         groups=groups,
         servers=_server_series(),
+        answer_metrics=_answer_metrics(logs),
     )
     return _with_blocks(head, blocks), kept
 
