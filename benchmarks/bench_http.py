@@ -223,6 +223,50 @@ def _chunk_costs() -> None:
         )
 
 
+def _server_metrics_costs() -> None:
+    """What reading a rollout server's metrics page costs the reader thread (issue 34):
+    one read of a vLLM-format page (the test server's, 1 and 8 engines; the HTTP GET on
+    127.0.0.1 and the parse of the recognised lines), and a request's bookkeeping when
+    its answer carries a per-request ``metrics`` object, against one without."""
+    import json
+    import timeit
+
+    from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations.http import server_metrics as smi
+
+    from helpers.metrics_server import MetricsServer
+
+    def best(fn: Callable[[], object], number: int = 20) -> float:
+        return min(timeit.repeat(fn, number=number, repeat=30)) / number * 1e6
+
+    for engines in (1, 8):
+        with MetricsServer(engines=engines) as srv:
+            url = srv.url + "/metrics"
+            text = smi.fetch(url)
+            print(
+                f"metrics page, {engines} engine(s) ({len(text.splitlines())} lines, "
+                f"{len(text)} bytes): parse {best(lambda t=text: smi.parse(t)):.0f} us, "
+                f"GET + parse {best(lambda u=url: smi.parse(smi.fetch(u))):.0f} us"
+            )
+    log = rl.thread_log()
+    answer = {"id": "cmpl-1", "object": "chat.completion",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "tok tok"}}],
+              "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}  # fmt: skip
+    timed = {**answer, "metrics": {"queued_time": 0.01, "prefill_time": 0.002,
+                                   "decode_time": 0.3, "e2e_latency": 0.32}}  # fmt: skip
+    ep = "http://h:1/v1/chat/completions"
+    for label, body in (("no metrics object", answer), ("a metrics object", timed)):
+        data = json.dumps(body).encode()
+
+        def one(d: bytes = data) -> None:
+            start, retried = log.open_plain(ep)
+            log.record_plain(ep, "httpx", start, retried, "ok", d, 100)
+
+        print(
+            f"a plain request's row (open_plain + record_plain), {label}: {best(one, 200):.2f} us"
+        )
+
+
 LOOP = """
 import sys, time, openai
 sdk = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="x", max_retries=0)
@@ -523,6 +567,11 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=2000)
     ap.add_argument(
+        "--server-metrics",
+        action="store_true",
+        help="only a metrics page's read and parse, and a request's per-request metrics",
+    )
+    ap.add_argument(
         "--chunks-only",
         action="store_true",
         help="only a streamed chunk's bookkeeping and token scan, against the scan it replaced",
@@ -578,6 +627,9 @@ def main() -> None:
 
     if args.chunks_only:
         _chunk_costs()
+        return
+    if args.server_metrics:
+        _server_metrics_costs()
         return
 
     import httpx

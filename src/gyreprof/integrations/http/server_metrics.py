@@ -24,6 +24,7 @@ report says so.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Any
@@ -154,6 +155,10 @@ def fetch(url: str, timeout: float = TIMEOUT_S) -> str:
     return data.decode("utf-8", "replace")
 
 
+#: a sample line of a known server (its name, then its labels or its value)
+_SAMPLE_LINE = re.compile(r"^((?:vllm|sglang):[A-Za-z0-9_:]*)[{ \t][^\n]*", re.M)
+
+
 def parse(text: str) -> tuple[str, dict[str, float]]:
     """``(source, figures)`` of a metrics page: its server (``vllm``, ``sglang``,
     ``unknown``) and the figures of :data:`analysis.server_metrics.READ_FIELDS` it has.
@@ -162,16 +167,12 @@ def parse(text: str) -> tuple[str, dict[str, float]]:
 
     source = "unknown"
     lines = []
-    for line in text.splitlines():
-        if not line or line[0] == "#":
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
+    for m in _SAMPLE_LINE.finditer(text):
+        name = m.group(1)
         if source == "unknown":
-            for prefix, known in sm.SOURCES:
-                if name.startswith(prefix):
-                    source = known
+            source = "vllm" if name[0] == "v" else "sglang"
         if name in sm.WANTED:
-            lines.append(line)
+            lines.append(m.group(0))
     samples: list[tuple[str, float]] = []
     for family in text_string_to_metric_families("\n".join(lines) + "\n"):
         samples.extend((s.name, float(s.value)) for s in family.samples)
