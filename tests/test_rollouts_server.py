@@ -146,6 +146,12 @@ def test_per_request_metrics_of_the_answers_are_summed() -> None:
     assert s.answer_decode_s == pytest.approx(sum(d.decode_s for d in log))
     assert s.answer_request_s == pytest.approx(sum(d.e2e_s for d in log))
     assert "per-request metrics of 3 answers" in str(report)
+    assert "per-request metrics of 3 answers" in report.to_markdown()
+    # the report reads back from its JSON with the server's figures
+    from gyreprof._serial import dumps, loads
+
+    again = loads(type(report), dumps(report))
+    assert again.endpoints[0].server == s
 
 
 # ------------------------------------------------------------ under gyreprof run
