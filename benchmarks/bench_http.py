@@ -51,6 +51,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -158,6 +159,111 @@ def _bookkeeping(httpx: object) -> None:
         print(
             f"body scan, {label} ({len(data)} bytes): compiled {c:.2f} us, "
             f"Python reference {p:.2f} us"
+        )
+
+
+def _chunk_costs() -> None:
+    """A streamed chunk's bookkeeping (``Request.chunk``: the times, and the token scan
+    carried over from chunk to chunk, ``StreamScan.feed``) against the scan it replaced
+    (issue 34: each chunk searched on its own, so a number cut between two chunks was
+    read short), on OpenAI-style chat completion chunks: a content event, the final
+    usage event, and 16 KiB of events read at once."""
+    import json
+    import re
+    import timeit
+
+    from gyreprof._core.bodyscan import StreamScan
+    from gyreprof.integrations._auto import rollout_log as rl
+
+    num = re.compile(rb"\s*:\s*(\d{1,12})")
+    choices = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
+
+    def number(body: bytes, key: bytes) -> int:
+        i = body.find(key)
+        if i < 0:
+            return -1
+        m = num.match(body, i + len(key))
+        return int(m.group(1)) if m else -1
+
+    def before(data: bytes, state: list[Any]) -> None:  # the per-chunk scan of issue 23
+        if not state[0] and b'"choices"' in data:
+            for found in choices.finditer(data):
+                if not found.group(1):
+                    state[0] = True
+                    break
+        if b"_tokens" in data:
+            p = number(data, b'"prompt_tokens"')
+            if p >= 0:
+                state[1] = p
+            c = number(data, b'"completion_tokens"')
+            if c >= 0:
+                state[2] = c
+
+    event = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+             "model": "tiny", "choices": [{"index": 0, "delta": {"content": "tok "},
+                                           "finish_reason": None}]}  # fmt: skip
+    usage = {**event, "choices": [], "usage": {"prompt_tokens": 31,
+             "completion_tokens": 611178002, "total_tokens": 611178033}}  # fmt: skip
+    content = f"data: {json.dumps(event)}\n\n".encode()
+    last = f"data: {json.dumps(usage)}\n\n".encode()
+    big = content * (16384 // len(content))
+    n = 200
+
+    def best(fn: Callable[[], object]) -> float:
+        return min(timeit.repeat(fn, number=n, repeat=300)) / n * 1e6
+
+    req = rl.Request("http://mock:80/v1/chat/completions", "httpx")
+    scan = StreamScan()
+    state: list[Any] = [False, -1, -1]
+    for label, data in (("content event", content), ("usage event", last), ("16 KiB", big)):
+        print(
+            f"per chunk, {label} ({len(data)} bytes): Request.chunk {best(lambda d=data: req.chunk(d)):.2f} us; "
+            f"StreamScan.feed {best(lambda d=data: scan.feed(d)):.2f} us; "
+            f"the per-chunk scan it replaced {best(lambda d=data: before(d, state)):.2f} us"
+        )
+
+
+def _server_metrics_costs() -> None:
+    """What reading a rollout server's metrics page costs the reader thread (issue 34):
+    one read of a vLLM-format page (the test server's, 1 and 8 engines; the HTTP GET on
+    127.0.0.1 and the parse of the recognised lines), and a request's bookkeeping when
+    its answer carries a per-request ``metrics`` object, against one without."""
+    import json
+    import timeit
+
+    from gyreprof.integrations._auto import rollout_log as rl
+    from gyreprof.integrations.http import server_metrics as smi
+
+    from helpers.metrics_server import MetricsServer
+
+    def best(fn: Callable[[], object], number: int = 20) -> float:
+        return min(timeit.repeat(fn, number=number, repeat=30)) / number * 1e6
+
+    for engines in (1, 8):
+        with MetricsServer(engines=engines) as srv:
+            url = srv.url + "/metrics"
+            text = smi.fetch(url)
+            print(
+                f"metrics page, {engines} engine(s) ({len(text.splitlines())} lines, "
+                f"{len(text)} bytes): parse {best(lambda t=text: smi.parse(t)):.0f} us, "
+                f"GET + parse {best(lambda u=url: smi.parse(smi.fetch(u))):.0f} us"
+            )
+    log = rl.thread_log()
+    answer = {"id": "cmpl-1", "object": "chat.completion",
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "tok tok"}}],
+              "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}}  # fmt: skip
+    timed = {**answer, "metrics": {"queued_time": 0.01, "prefill_time": 0.002,
+                                   "decode_time": 0.3, "e2e_latency": 0.32}}  # fmt: skip
+    ep = "http://h:1/v1/chat/completions"
+    for label, body in (("no metrics object", answer), ("a metrics object", timed)):
+        data = json.dumps(body).encode()
+
+        def one(d: bytes = data) -> None:
+            start, retried = log.open_plain(ep)
+            log.record_plain(ep, "httpx", start, retried, "ok", d, 100)
+
+        print(
+            f"a plain request's row (open_plain + record_plain), {label}: {best(one, 200):.2f} us"
         )
 
 
@@ -460,6 +566,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--chunks", type=int, default=2000)
+    ap.add_argument(
+        "--server-metrics",
+        action="store_true",
+        help="only a metrics page's read and parse, and a request's per-request metrics",
+    )
+    ap.add_argument(
+        "--chunks-only",
+        action="store_true",
+        help="only a streamed chunk's bookkeeping and token scan, against the scan it replaced",
+    )
     ap.add_argument("--run-loop", type=int, default=0, help="openai loop under gyreprof run")
     ap.add_argument(
         "--run-instructions", type=int, default=0, help="the same loop's N, callgrind counts"
@@ -507,6 +623,13 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(10)
+        return
+
+    if args.chunks_only:
+        _chunk_costs()
+        return
+    if args.server_metrics:
+        _server_metrics_costs()
         return
 
     import httpx

@@ -54,7 +54,10 @@ def _targets(client: str) -> list[tuple[type, str]]:
         ]
     if client == "aiohttp":
         aiohttp = pytest.importorskip("aiohttp")
-        return [(aiohttp.ClientSession, "_request"), (aiohttp.ClientResponse, "read")]
+        return [(aiohttp.ClientSession, "_request"), (aiohttp.ClientResponse, "release"),
+                (aiohttp.ClientResponse, "close"),
+                *((aiohttp.StreamReader, name) for name in ("read", "readany", "readline",
+                  "readuntil", "readchunk", "readexactly"))]  # fmt: skip
     openai = pytest.importorskip("openai")
     base = openai._base_client
     # the SDK's attempts are its httpx sends: patched with it when they were not

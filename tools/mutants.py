@@ -106,6 +106,9 @@ _T_STARTUP = ("tests/test_startup.py",)
 _T_TL = ("tests/test_timeline.py",)
 _T_RL = ("tests/test_request_log.py",)
 _T_GATE = ("tests/test_http_passthrough.py",)
+_T_STREAMS = ("tests/test_http_streams.py",)
+_SM = "src/gyreprof/analysis/server_metrics.py"
+_T_SM = ("tests/test_rollouts_server.py",)
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
@@ -481,6 +484,23 @@ MUTANTS: tuple[Mutant, ...] = (
            "        req = None",
            "    except AttributeError:  # noqa: BLE001 - an attribute that raises: not ours\n"
            "        req = None", _T_GATE),
+    # -- streams read across chunks, aiohttp's body, usage at every status (issue 34)
+    Mutant("scan-state-not-carried", f"{_CORE_DIR}/bodyscan.pyx",
+           "        self.state = state\n        self.cand = cand",
+           "        self.state = _IDLE\n        self.cand = cand", _T_STREAMS),
+    Mutant("scan-pending-number-lost", f"{_CORE_DIR}/bodyscan.pyx",
+           "        if self.state == _NUM and self.kind == 2:", "        if False:", _T_STREAMS),
+    Mutant("aio-ends-at-headers", "src/gyreprof/integrations/http/aiohttp.py",
+           "    _open[id(reader)] = body\n    return True",
+           "    _close(body)\n    return True", _T_STREAMS),
+    Mutant("urllib-error-body-unread", _GATE,
+           "            guard(wrap_read, exc, req)\n", "", _T_STREAMS),
+    # -- the servers' own figures (analysis/server_metrics.py)
+    Mutant("sm-restart-counted-negative", _SM,
+           "        total += b - a if b >= a else b", "        total += b - a", _T_SM),
+    Mutant("sm-after-first-is-all", _SM,
+           "        after = [r[2] for r in rows if r[0] is not None and r[0] >= first_end_ns]",
+           "        after = [r[2] for r in rows]", _T_SM),
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",

@@ -8,7 +8,9 @@ connection (``http.server.ThreadingHTTPServer``):
   ``completion_tokens`` = ``max_tokens`` or 8), or with ``"stream": true`` a
   ``text/event-stream`` of one chunk per completion token, a last chunk with
   ``usage``, then ``data: [DONE]``.
-- ``GET /v1/models``: a model list (``data`` is a JSON list field).
+- ``GET /v1/models``: a model list (``data`` is a JSON list field);
+- ``GET /metrics``: 404 (this server has no metrics page), counted in ``scrapes`` and not
+  logged: it is a profiler's read, not a client's request.
 
 A request whose client left before the answer was written (its timeout) is
 logged as ``gone``.
@@ -26,7 +28,15 @@ What a request gets is chosen per request, by a header or by the JSON body
 - ``x-test-empty`` / ``"test_empty"``: a 200 with ``"choices": []``;
 - ``x-test-reset`` / ``"test_reset"``: close the socket with an RST, no answer;
 - ``x-test-body`` / ``"test_body"``: ``"text"`` (a non-JSON 200) or ``"big:N"``
-  (a 200 JSON body of N bytes with ``usage`` at its end).
+  (a 200 JSON body of N bytes with ``usage`` at its end);
+- ``x-test-cuts`` / ``"test_cuts"``: byte offsets (a list, or comma-separated) at which
+  the answer's body (JSON or event stream) is cut into separate writes, each flushed,
+  ``"test_cut_pause_ms"`` (default 1) apart: a client reads the pieces as they come;
+- ``x-test-events`` / ``"test_events"``: content events of a stream, words of an
+  answer (default: one per completion token), so that a large ``max_tokens`` is
+  answered in a few;
+- ``x-test-error-usage`` / ``"test_error_usage"``: an injected error status's JSON
+  carries ``usage`` too.
 
 ``server.schedule(delays_ms)`` queues delays handed out to the next requests in
 arrival order (a long tail: ``[10] * 31 + [500]``).
@@ -111,6 +121,11 @@ class _Handler(JSONHandler):
 
     def _get(self) -> None:
         t0 = time.monotonic()
+        if self.path.split("?", 1)[0] == "/metrics":  # a profiler's read: no log entry
+            self._send_json(404, {"error": {"message": "no metrics"}})
+            with self.server.lock:
+                self.server.scrapes += 1
+            return
         if self.path.startswith("/v1/models"):
             self._send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
             outcome, status = "ok", 200
@@ -169,7 +184,13 @@ class _Handler(JSONHandler):
                 status = 500
         if status is not None and int(status) != 200:
             code = int(status)
-            self._send_json(code, {"error": {"message": "injected", "code": code}})
+            err: dict[str, Any] = {"error": {"message": "injected", "code": code}}
+            if self._knob(body, "error-usage"):
+                err["usage"] = {
+                    "prompt_tokens": _words(body),
+                    "completion_tokens": int(body.get("max_tokens") or 8),
+                }
+            self._send_json(code, err)
             outcome = "5xx" if code >= 500 else "4xx"
             self._log(outcome=outcome, status=code, prompt_tokens=0, completion_tokens=0, **base)
             return
@@ -228,16 +249,18 @@ class _Handler(JSONHandler):
         if stream:
             self._stream(body, chat, prompt, completion, base)
             return
+        words = self._knob(body, "events")  # a large max_tokens answered in a few words
+        words = completion if words is None else int(words)
         if chat:
             choice: dict[str, Any] = {
                 "index": 0,
                 "finish_reason": "length",
-                "message": {"role": "assistant", "content": " ".join(["tok"] * completion)},
+                "message": {"role": "assistant", "content": " ".join(["tok"] * words)},
             }
         else:
-            choice = {"index": 0, "finish_reason": "length", "text": " tok" * completion}
-        self._send_json(
-            200,
+            choice = {"index": 0, "finish_reason": "length", "text": " tok" * words}
+        self._send_cut(
+            body,
             {
                 "id": "cmpl-1",
                 "object": "chat.completion" if chat else "text_completion",
@@ -255,25 +278,61 @@ class _Handler(JSONHandler):
             outcome="ok", status=200, prompt_tokens=prompt, completion_tokens=completion, **base
         )
 
+    def _cuts(self, body: dict[str, Any]) -> tuple[list[int], float]:
+        raw = self._knob(body, "cuts")
+        if isinstance(raw, str):
+            raw = [int(v) for v in raw.split(",") if v.strip()]
+        pause = float(self._knob(body, "cut-pause-ms") or 1.0) / 1000.0
+        return sorted({int(v) for v in raw or ()}), pause
+
+    def _pieces(self, data: bytes, cuts: list[int]) -> list[bytes]:
+        edges = [0, *(c for c in cuts if 0 < c < len(data)), len(data)]
+        return [data[a:b] for a, b in zip(edges, edges[1:], strict=False) if b > a]
+
+    def _send_cut(self, body: dict[str, Any], obj: Any) -> None:
+        """A 200 JSON answer, its body cut where ``test_cuts`` says."""
+        cuts, pause = self._cuts(body)
+        if not cuts:
+            self._send_json(200, obj)
+            return
+        data = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        for i, piece in enumerate(self._pieces(data, cuts)):
+            if i:
+                time.sleep(pause)
+            self._write(piece)
+            self.wfile.flush()
+
     def _stream(
         self, body: dict[str, Any], chat: bool, prompt: int, completion: int, base: dict[str, Any]
     ) -> None:
         chunk_delay = float(self._knob(body, "chunk-delay-ms") or 0.0)
+        cuts, pause = self._cuts(body)
+        events = self._knob(body, "events")
+        events = completion if events is None else int(events)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
+        held: list[bytes] = []  # with cuts: the whole stream, sent once made
 
         def send(obj: Any) -> None:
             text = obj if isinstance(obj, str) else json.dumps(obj)
             data = f"data: {text}\n\n".encode()
+            if cuts:
+                held.append(data)
+                return
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
         kind = "chat.completion.chunk" if chat else "text_completion"
         model = str(body.get("model", "tiny"))
         try:
-            for i in range(completion):
+            for i in range(events):
                 if i and chunk_delay > 0:
                     time.sleep(chunk_delay / 1000.0)
                 if chat:
@@ -300,6 +359,11 @@ class _Handler(JSONHandler):
                 }
             )
             send("[DONE]")
+            for i, piece in enumerate(self._pieces(b"".join(held), cuts)):
+                if i:
+                    time.sleep(pause)
+                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except OSError:  # the client went away mid-stream
@@ -325,6 +389,7 @@ class _Server(ThreadingHTTPServer):
         self.keys: dict[str, int] = {}
         self.delays: list[float] = []
         self.busy = 0  # requests read and not yet answered and logged
+        self.scrapes = 0  # GET /metrics (answered 404, not logged: not a client's request)
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -356,6 +421,11 @@ class LLMServer:
     def log(self) -> list[Entry]:
         with self._srv.lock:
             return list(self._srv.log)
+
+    @property
+    def scrapes(self) -> int:
+        with self._srv.lock:
+            return self._srv.scrapes
 
     def _wait_idle(self, deadline: float) -> None:
         # with self._srv.changed held: until no request is being served

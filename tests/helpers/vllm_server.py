@@ -8,6 +8,8 @@ and payloads here are the ones that client sends and reads:
 - ``GET /health`` (200, empty body), ``GET /v1/models`` (``data[0].id``),
   ``GET /server_info?config_format=json`` (``vllm_config``: ``weight_transfer_config``,
   ``model_config.logprobs_mode``), ``GET /get_world_size`` (``world_size``);
+  ``GET /metrics`` answers 404 and is not logged (a profiler's read of the server's
+  figures, not a client's request);
 - ``POST /v1/completions`` (``VLLMClient.generate``): ``prompt`` a list of token-id
   lists (or strings), ``n`` completions per prompt, ``max_tokens``, ``logprobs``;
   the choices come prompt-major, each with ``prompt_token_ids``, ``token_ids`` and
@@ -104,6 +106,9 @@ class _Handler(JSONHandler):
             self._send_json(200, {"vllm_config": config})
         elif path == "/get_world_size":
             self._send_json(200, {"world_size": 1})
+        elif path == "/metrics":  # a profiler's read of the server's figures: not logged
+            self._send_json(404, {"detail": "Not Found"})
+            return
         else:
             self._send_json(404, {"detail": "Not Found"})
             self._log("GET", path, 404)

@@ -155,3 +155,199 @@ def scan_body(object body, Py_ssize_t cap):
     else:
         return (-1, -1, None, 1)
     return _scan(<const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), cap)
+
+
+# ------------------------------------------------------------------ streams
+
+# the states of StreamScan (what the bytes read so far leave it inside)
+DEF _IDLE = 0     # between keys: the next '"' may open one
+DEF _KEY = 1      # after a '"': reading what may be one of the keys
+DEF _COLON = 2    # after a whole key: whitespace, then ':'
+DEF _VALUE = 3    # after the ':': whitespace, then a digit (tokens) or '[' (choices)
+DEF _NUM = 4      # reading the digits of a token count
+DEF _LIST = 5     # after "choices": [ : whitespace, then ']' (empty) or anything else
+
+# the keys, without their opening quote, closing quote included
+cdef const char* _K_PROMPT = b'prompt_tokens"'
+cdef const char* _K_COMPLETION = b'completion_tokens"'
+cdef const char* _K_CHOICES = b'choices"'
+DEF _LEN_PROMPT = 14
+DEF _LEN_COMPLETION = 18
+DEF _LEN_CHOICES = 8
+DEF _ALL = 7  # candidate bits: 1 prompt, 2 completion, 4 choices
+
+
+cdef class StreamScan:
+    """The token counts and the non-empty result list of a streamed answer, read chunk
+    by chunk as it arrives: the scan's state carries over from one chunk to the next, so
+    a key, its whitespace or a number cut anywhere between two chunks is read whole.
+
+    What it reads is what the regular expressions
+    ``"(prompt|completion)_tokens"\\s*:\\s*(\\d{1,12})`` (every match, the last of each
+    kind winning; a number still being read when the stream ends counts) and
+    ``"choices"\\s*:\\s*\\[\\s*[^\\]\\s]`` (any match: :attr:`saw_choice`) find in the
+    concatenated chunks, whatever the cuts. It reads each byte once, jumping between
+    quotes with ``memchr``, keeps no bytes and never raises for any bytes."""
+
+    cdef int state
+    cdef int cand      # the keys still possible in _KEY
+    cdef int klen      # bytes of the key read after its opening quote
+    cdef int kind      # the key read: 1 prompt, 2 completion, 4 choices
+    cdef bint fresh    # _COLON right after the key's closing quote (it may open a key)
+    cdef int digits
+    cdef int64_t value
+    cdef int64_t _prompt
+    cdef int64_t _completion
+    cdef public bint saw_choice
+
+    def __cinit__(self):
+        self.state = _IDLE
+        self._prompt = -1
+        self._completion = -1
+        self.saw_choice = False
+
+    @property
+    def prompt_tokens(self):
+        """The last prompt token count read (-1: none)."""
+        if self.state == _NUM and self.kind == 1:
+            return self.value
+        return self._prompt
+
+    @property
+    def completion_tokens(self):
+        """The last completion token count read (-1: none)."""
+        if self.state == _NUM and self.kind == 2:
+            return self.value
+        return self._completion
+
+    cpdef void feed(self, object data) noexcept:
+        """Read the next chunk (bytes; a bytearray or memoryview as its bytes; anything
+        else is skipped)."""
+        cdef bytes b
+        if type(data) is bytes:
+            b = <bytes>data
+        elif isinstance(data, (bytearray, memoryview)):
+            try:
+                b = bytes(data)
+            except Exception:  # a memoryview that cannot be read as bytes
+                return
+        else:
+            return
+        self._feed(<const unsigned char*>PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b))
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef void _feed(self, const unsigned char* s, Py_ssize_t n) noexcept nogil:
+        cdef Py_ssize_t i = 0, j
+        cdef const void* at
+        cdef unsigned char ch
+        cdef int state = self.state
+        cdef int cand = self.cand, klen = self.klen
+        while i < n:
+            if state == _IDLE:
+                if self.saw_choice and n - i > 64:
+                    # only the token keys are left to find: to the first '_tokens"' (its
+                    # key's quote is at most 11 bytes before it), else to the bytes at the
+                    # chunk's end where a key may be cut
+                    at = memmem(s + i, <size_t>(n - i), b'_tokens"', 8)
+                    j = (n - _LEN_COMPLETION - 1) if at == NULL else (
+                        (<const unsigned char*>at - s) - 11)
+                    if j > i:
+                        i = j
+                at = memchr(s + i, 34, <size_t>(n - i))  # the next '"'
+                if at == NULL:
+                    break
+                i = (<const unsigned char*>at - s) + 1
+                if i + _LEN_COMPLETION <= n:  # the whole key is here: compared at once
+                    ch = s[i]
+                    if ch == 112 and memcmp(s + i, _K_PROMPT, _LEN_PROMPT) == 0:  # 'p'
+                        self.kind = 1
+                        i += _LEN_PROMPT
+                    elif ch == 99 and memcmp(s + i, _K_COMPLETION, _LEN_COMPLETION) == 0:
+                        self.kind = 2
+                        i += _LEN_COMPLETION
+                    elif ch == 99 and memcmp(s + i, _K_CHOICES, _LEN_CHOICES) == 0:
+                        self.kind = 4
+                        i += _LEN_CHOICES
+                    else:
+                        continue  # no key opens here (a '"' at i is the next one tried)
+                    state = _COLON
+                    self.fresh = True
+                    continue
+                state = _KEY
+                cand = _ALL
+                klen = 0
+                continue
+            ch = s[i]
+            if state == _KEY:
+                if cand & 1 and (klen >= _LEN_PROMPT or _K_PROMPT[klen] != ch):
+                    cand &= ~1
+                if cand & 2 and (klen >= _LEN_COMPLETION or _K_COMPLETION[klen] != ch):
+                    cand &= ~2
+                if cand & 4 and (klen >= _LEN_CHOICES or _K_CHOICES[klen] != ch):
+                    cand &= ~4
+                if cand == 0:
+                    state = _IDLE  # this byte again: a '"' opens the next key
+                    continue
+                klen += 1
+                i += 1
+                if (cand & 1 and klen == _LEN_PROMPT) or (cand & 2 and klen == _LEN_COMPLETION) or (
+                    cand & 4 and klen == _LEN_CHOICES
+                ):
+                    self.kind = cand
+                    state = _COLON
+                    self.fresh = True
+                continue
+            if state == _COLON:
+                if _space(ch):
+                    self.fresh = False
+                    i += 1
+                elif ch == 58:  # ':'
+                    state = _VALUE
+                    i += 1
+                elif self.fresh:  # the key's closing quote opens another key
+                    state = _KEY
+                    cand = _ALL
+                    klen = 0
+                else:
+                    state = _IDLE
+                continue
+            if state == _VALUE:
+                if _space(ch):
+                    i += 1
+                elif self.kind == 4:
+                    if ch == 91:  # '['
+                        state = _LIST
+                        i += 1
+                    else:
+                        state = _IDLE
+                elif 48 <= ch <= 57:
+                    state = _NUM
+                    self.value = ch - 48
+                    self.digits = 1
+                    i += 1
+                else:
+                    state = _IDLE
+                continue
+            if state == _NUM:
+                if 48 <= ch <= 57 and self.digits < 12:
+                    self.value = self.value * 10 + (ch - 48)
+                    self.digits += 1
+                    i += 1
+                    continue
+                if self.kind == 1:
+                    self._prompt = self.value
+                else:
+                    self._completion = self.value
+                state = _IDLE
+                continue
+            # _LIST
+            if _space(ch):
+                i += 1
+                continue
+            if ch != 93:  # not ']': a list with something in it
+                self.saw_choice = True
+            state = _IDLE
+        self.state = state
+        self.cand = cand
+        self.klen = klen

@@ -42,6 +42,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from gyreprof._support import forms as _forms
+from gyreprof.analysis.server_metrics import ServerReport
 from gyreprof.model._serial import Record, serial_format
 
 FORMAT = "gyreprof.rollouts/1"
@@ -275,6 +276,9 @@ class EndpointReport:
     role: str | None = None
     #: the sum of its kept requests' latencies (ms): the time callers spent blocked on it
     total_ms: float = 0.0
+    #: its server's own figures, from its metrics page (``analysis.server_metrics``);
+    #: None when its server's page was not looked for (a control or weight-sync route)
+    server: ServerReport | None = None
 
     @property
     def failures(self) -> int:

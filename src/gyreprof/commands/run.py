@@ -119,7 +119,7 @@ def register(sub: Any) -> None:
             "argument ending in .py runs with this Python. The exit code is COMMAND's."
         ),
         usage="gyreprof run [--json FILE] [--html FILE] [--save DIR] [--warmup-steps N | "
-        "--warmup-s S] [--loop sync|overlapped] -- COMMAND [ARGS...]",
+        "--warmup-s S] [--loop sync|overlapped] [--server-metrics URL] -- COMMAND [ARGS...]",
         epilog="A gp.Profiler the script creates itself (e.g. gp.Profiler(['wait', 'compute']) "
         "around fetching a batch and the update) joins the report: one with 'wait' and "
         "'compute' phases stands for the trainer when no recognised library ran one.",
@@ -156,6 +156,14 @@ def register(sub: Any) -> None:
         "could not be told",
     )
     p.add_argument(
+        "--server-metrics",
+        metavar="URL",
+        type=_server_metrics,
+        help="the rollout servers' Prometheus metrics pages (comma-separated; one URL stands "
+        "for every rollout endpoint), read at the run's start, end and at most once a second "
+        "between; default: /metrics on each rollout endpoint's host and port; 'off': none",
+    )
+    p.add_argument(
         "--startup-timeout",
         metavar="S",
         type=float,
@@ -183,6 +191,21 @@ def _warmup_steps(text: str) -> int:
     if n >= 1 << 63:
         raise argparse.ArgumentTypeError(f"at most {(1 << 63) - 1} steps, got {n}")
     return n
+
+
+def _server_metrics(text: str) -> str:
+    from gyreprof.integrations.http.server_metrics import OFF, check_url
+
+    text = text.strip()
+    if text.lower() == OFF:
+        return OFF
+    urls = [u.strip() for u in text.split(",") if u.strip()]
+    if not urls:
+        raise argparse.ArgumentTypeError("give a metrics page's URL (http://host:port/metrics)")
+    try:
+        return ",".join(check_url(u) for u in urls)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _warmup_seconds(text: str) -> float:
@@ -458,7 +481,7 @@ def _run_and_report(
     from gyreprof.integrations._auto import options
 
     warm = (getattr(args, "warmup_steps", None), getattr(args, "warmup_s", None))
-    env.update(options.environment(*warm))
+    env.update(options.environment(*warm, getattr(args, "server_metrics", None)))
     timeout = float(getattr(args, "startup_timeout", STARTUP_TIMEOUT_S) or 0.0)
     if timeout > 0:
         env[_startup.ENV_STARTUP_TIMEOUT] = f"{timeout:g}"

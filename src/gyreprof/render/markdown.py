@@ -181,6 +181,8 @@ def _endpoint_details(e: Any) -> list[str]:
         )
     if e.not_json or e.oversized:
         out.append(f"bodies not scanned: {e.not_json} not JSON, {e.oversized} larger than the cap")
+    if e.server is not None:  # the text report's lines of its server, on one line
+        out.append(_cell("; ".join(line.strip() for line in text.server_lines(e.server))))
     return [f"- {_code(e.endpoint)}: {line}" for line in out]
 
 

@@ -30,6 +30,7 @@ from gyreprof._support.format import (
 if TYPE_CHECKING:
     from gyreprof.analysis.rollouts import Percentiles, RolloutReport
     from gyreprof.analysis.run import ProcessEntry, RunReport
+    from gyreprof.analysis.server_metrics import ServerReport
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
     from gyreprof.model.summary import PhaseStats, Summary, WarmupInfo
@@ -660,6 +661,60 @@ def batch_lines(r: RolloutReport) -> list[str]:
     return out
 
 
+def server_lines(s: ServerReport) -> list[str]:
+    """An endpoint's server as its own metrics tell it (``rollouts.endpoints[].server``)."""
+    answers = []
+    if s.answers:
+        parts = [
+            f"{name} {v:.2f} s"
+            for name, v in (
+                ("queue", s.answer_queue_s),
+                ("prefill", s.answer_prefill_s),
+                ("decode", s.answer_decode_s),
+                ("request", s.answer_request_s),
+            )
+            if v
+        ]
+        answers = [f"      per-request metrics of {s.answers} answers: {', '.join(parts) or '-'}"]
+    if s.source is None:
+        where = f"{safe_name(s.url)}: " if s.url else ""
+        return [f"    server: no metrics ({where}{safe_name(s.none or '-')})", *answers]
+
+    def part(name: str, secs: float | None, share: float | None) -> str | None:
+        return None if secs is None else f"{name} {secs:.2f} s ({fmt_pct(share)})"
+
+    head = f"    server ({safe_name(s.source)}, {s.reads} reads of {safe_name(s.url)})"
+    times = [
+        p
+        for p in (
+            part("queue", s.queue_s, s.queue_share),
+            part("prefill", s.prefill_s, s.prefill_share),
+            part("decode", s.decode_s, s.decode_share),
+        )
+        if p
+    ]
+    if s.requests is not None and s.request_s is not None:
+        head += f": {s.requests} requests, {s.request_s:.2f} s on it"
+    out = [head + (": " + ", ".join(times) if times else "")]
+
+    def mm(mx: float | None, mean: float | None) -> str:
+        return "-" if mx is None or mean is None else f"max {mx:g} / mean {mean:.1f}"
+
+    gauges = [f"running {mm(s.running_max, s.running_mean)}"]
+    waiting = f"waiting {mm(s.waiting_max, s.waiting_mean)}"
+    if s.after_first_reads:
+        waiting += f" (after the first request: {mm(s.waiting_after_first_max, s.waiting_after_first_mean)})"
+    gauges.append(waiting)
+    if s.kv_max is not None:
+        gauges.append(f"KV cache max {fmt_pct(s.kv_max)}")
+    if s.preemptions is not None:
+        gauges.append(f"preemptions {s.preemptions}")
+    if s.ttft_mean_ms is not None:
+        gauges.append(f"TTFT mean {s.ttft_mean_ms:.1f} ms")
+    out.append("      " + ", ".join(gauges))
+    return out + answers
+
+
 def rollouts(r: RolloutReport) -> str:
     """The HTTP rollout requests: per endpoint requests, outcomes, latency, tokens,
     streams and in-flight figures, then the batches and their tail."""
@@ -696,6 +751,8 @@ def rollouts(r: RolloutReport) -> str:
                 f"    in flight: mean {e.in_flight_mean:.1f}, max {e.in_flight_max} "
                 f"({fmt_pct(e.at_max_share)} of the time at max)"
             )
+        if e.server is not None:
+            lines += server_lines(e.server)
         if e.empty_fields:
             lines.append(
                 "    empty answers read from: "

@@ -7,6 +7,9 @@ in steps would never end there: it is left out of the sampler's profilers.
 ``--warmup-s S`` (``$GYREPROF_RUN_WARMUP_S``): the first S seconds of each automatic
 profiler (sampler and trainer, per thread) are warm-up. The launcher checks the
 values; a process that reads one it cannot use (set by hand) ignores it.
+``--server-metrics URL[,URL...]`` (``$GYREPROF_SERVER_METRICS``; ``off``: none): the
+rollout servers' metrics pages, read by ``integrations.http.server_metrics`` (by
+default each rollout endpoint's ``/metrics``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from typing import Any
 
 ENV_WARMUP_STEPS = "GYREPROF_RUN_WARMUP_STEPS"
 ENV_WARMUP_S = "GYREPROF_RUN_WARMUP_S"
+#: ``--server-metrics URL[,URL...]|off``: the rollout servers' metrics pages
+#: (``integrations.http.server_metrics``, which reads it)
+ENV_SERVER_METRICS = "GYREPROF_SERVER_METRICS"
 
 
 def warmup_kwargs(side: str) -> dict[str, Any]:
@@ -39,11 +45,15 @@ def warmup_kwargs(side: str) -> dict[str, Any]:
     return {}
 
 
-def environment(warmup_steps: int | None, warmup_s: float | None) -> dict[str, str]:
+def environment(
+    warmup_steps: int | None, warmup_s: float | None, server_metrics: str | None = None
+) -> dict[str, str]:
     """The variables that carry the options to the run's processes."""
     env = {}
     if warmup_steps:
         env[ENV_WARMUP_STEPS] = str(warmup_steps)
     if warmup_s:
         env[ENV_WARMUP_S] = repr(float(warmup_s))
+    if server_metrics:
+        env[ENV_SERVER_METRICS] = server_metrics
     return env

@@ -29,7 +29,9 @@ top-level JSON list; a stream whose events never carried a non-empty
 the client has already read (or the user reads) are searched for
 ``"prompt_tokens"``/``"completion_tokens"`` and for the empty result list. A
 body that is not JSON (its first byte is neither ``{`` nor ``[``) is counted as
-``not_json``; a larger one as ``oversized`` and not scanned.
+``not_json``; a larger one as ``oversized`` and not scanned. A stream's chunks are
+scanned as they are read by one ``StreamScan`` (compiled), whose state carries over
+from chunk to chunk: a key or number cut between two chunks is read whole.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import threading
 import time
 from typing import Any
 
+from gyreprof._core.bodyscan import StreamScan
 from gyreprof._core.bodyscan import scan_body as _scan
 from gyreprof._support.errors import InvalidValueError
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
@@ -211,18 +214,6 @@ def status_class(status: int) -> str:
 
 # ------------------------------------------------------------------- bodies
 
-_NUM = re.compile(rb"\s*:\s*(\d{1,12})")
-_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*(\]?)')
-
-
-def _number(body: bytes, key: bytes) -> int:
-    """The integer after the first ``key`` (a quoted JSON key) in ``body``, or -1."""
-    i = body.find(key)
-    if i < 0:
-        return -1
-    m = _NUM.match(body, i + len(key))
-    return int(m.group(1)) if m else -1
-
 
 def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     """``(prompt_tokens, completion_tokens, empty_field, flag)`` of an answer body, in one
@@ -232,6 +223,47 @@ def scan_body(body: bytes) -> tuple[int, int, str | None, int]:
     ``(list)`` for a top-level ``[]``), else None; ``flag`` 0 scanned, 1 not JSON, 2
     oversized (not scanned)."""
     return _scan(body, BODY_CAP)
+
+
+#: the figures of a per-request ``metrics`` object (seconds), by the names servers give
+#: them (vLLM's finished-request stats, and the shorter names); index into the totals
+ANSWER_METRICS: dict[bytes, int] = {
+    b"queued_time": 1,
+    b"queue_time": 1,
+    b"time_in_queue": 1,
+    b"prefill_time": 2,
+    b"decode_time": 3,
+    b"e2e_latency": 4,
+    b"e2e_time": 4,
+}
+_ANSWER_METRIC = re.compile(
+    rb'"(' + b"|".join(ANSWER_METRICS) + rb')"\s*:\s*'
+    rb"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+)
+
+
+def answer_metrics(log: ThreadLog, ep: str, data: bytes) -> None:
+    """A JSON answer with a ``"metrics"`` key (a server's per-request figures, as vLLM's
+    per-request metrics): its queue, prefill, decode and request times (seconds) after
+    that key, added to ``log``'s totals for ``ep`` (an answer with none is not counted)."""
+    at = data.find(b'"metrics"')
+    got = [0.0] * 5
+    seen = False
+    for name, value in _ANSWER_METRIC.findall(data, at):
+        v = float(value)
+        if v == v and v < 1e9:
+            got[ANSWER_METRICS[name]] = v
+            seen = True
+    if not seen:
+        return
+    totals = log.answer_metrics.get(ep)
+    if totals is None:
+        if len(log.answer_metrics) >= ENDPOINT_CAP:
+            return
+        totals = log.answer_metrics[ep] = [0.0] * 5
+    totals[0] += 1
+    for i in range(1, 5):
+        totals[i] += got[i]
 
 
 # -------------------------------------------------------------------- spans
@@ -247,7 +279,7 @@ class Request:
         "last_chunk",
         "finished",
         "span",
-        "saw_choice",
+        "scan",
         "in_call",
         "open_stream",
         "late",
@@ -275,7 +307,7 @@ class Request:
         self.finished = False
         self.span: Request | None = None  # itself, once finished
         self.end = -1
-        self.saw_choice = False
+        self.scan: StreamScan | None = None  # a stream's scan, carried over its chunks
         self.late = False  # its body may be read after it is recorded (urllib, aiohttp)
         self.in_call = False  # the call that opened it has not returned yet
         self.open_stream = False  # its answer is a stream the user has not finished reading
@@ -295,6 +327,8 @@ class Request:
         self.bytes_in += len(data)
         p, c, empty, flag = _scan(data, BODY_CAP)
         self.body_flag = flag
+        if b'"metrics"' in data and flag == 0:
+            answer_metrics(self.log, self.endpoint, data)
         if p >= 0:
             self.prompt_tokens = p
         if c >= 0:
@@ -318,18 +352,10 @@ class Request:
             log.rec.record(INTER_TOKEN, now - self.last_chunk)
         self.last_chunk = now
         self.chunks += 1
-        if not self.saw_choice and b'"choices"' in data:
-            for found in _CHOICES.finditer(data):
-                if not found.group(1):
-                    self.saw_choice = True
-                    break
-        if b"_tokens" in data and n <= BODY_CAP:
-            p = _number(data, b'"prompt_tokens"')
-            if p >= 0:
-                self.prompt_tokens = p
-            c = _number(data, b'"completion_tokens"')
-            if c >= 0:
-                self.completion_tokens = c
+        scan = self.scan
+        if scan is None:
+            scan = self.scan = StreamScan()
+        scan.feed(data)
 
     def fail(self, outcome: str) -> None:
         self.outcome = outcome
@@ -352,7 +378,15 @@ class Request:
         if self.finished:
             return
         self.finished = True
-        if self.stream and self.outcome == "ok" and self.chunks and not self.saw_choice:
+        scan = self.scan
+        saw_choice = False
+        if scan is not None:  # a stream's usage, read across its chunks
+            saw_choice = scan.saw_choice
+            if scan.prompt_tokens >= 0:
+                self.prompt_tokens = scan.prompt_tokens
+            if scan.completion_tokens >= 0:
+                self.completion_tokens = scan.completion_tokens
+        if self.stream and self.outcome == "ok" and self.chunks and not saw_choice:
             self.outcome = "empty"
             self.empty_field = "choices (stream)"
         if self.attempts < 1:
@@ -419,7 +453,7 @@ class ThreadLog:
     :class:`Request` made) is :meth:`open_plain` and :meth:`record_plain`."""
 
     __slots__ = ("ident", "spans", "core_ok", "spans_core", "folded", "dropped", "rec", "prof",
-                 "span_cap")  # fmt: skip
+                 "span_cap", "answer_metrics")  # fmt: skip
 
     def __init__(self, span_cap: int | None = None, *, core: bool = True) -> None:
         """``span_cap`` spans kept whole before the older half is folded (default
@@ -433,6 +467,9 @@ class ThreadLog:
         self.spans: list[Request | Row] = []
         self.folded: dict[str, Totals] = {}
         self.dropped = 0
+        #: per endpoint, the totals of the per-request ``metrics`` objects its answers
+        #: carried (``answer_metrics``): ``[answers, queue_s, prefill_s, decode_s, request_s]``
+        self.answer_metrics: dict[str, list[float]] = {}
         self.core_ok = False
         self.rec: Any = None
         self.prof: Any = None
@@ -483,6 +520,8 @@ class ThreadLog:
         if data is not None:
             n = len(data)
             p, c, empty, flag = _scan(data, BODY_CAP)
+            if b'"metrics"' in data and flag == 0:
+                answer_metrics(self, ep, data)
             if empty is not None:
                 if outcome == "ok":
                     outcome = "empty"

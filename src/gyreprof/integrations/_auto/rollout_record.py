@@ -36,6 +36,7 @@ from typing import Any
 
 from gyreprof._support.errors import CorruptDataError
 from gyreprof.analysis import rollouts as ar
+from gyreprof.analysis import server_metrics as sm
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.model._serial import serial_format
 
@@ -83,6 +84,11 @@ class RolloutRecord:
     folded: dict[str, ar.Totals] = field(default_factory=dict)
     gauges: list[dict[str, float]] = field(default_factory=list)
     groups: list[list[Any]] = field(default_factory=list)
+    #: the rollout servers' metrics pages as this process read them
+    servers: list[sm.ServerSeries] = field(default_factory=list)
+    #: per endpoint, the totals of its answers' per-request ``metrics`` objects
+    #: (``rollout_log.ThreadLog.answer_metrics``)
+    answer_metrics: dict[str, list[float]] = field(default_factory=dict)
 
     def group_rows(self) -> list[ar.Group]:
         """The groups, each checked (``CorruptDataError`` naming the bad one)."""
@@ -174,14 +180,40 @@ def from_logs(logs: list[rl.ThreadLog], pid: int | None = None) -> RolloutRecord
         folded=folded,
         gauges=gauges,
         groups=groups,
+        servers=_server_series(),
+        answer_metrics=_answer_metrics(logs),
     )
+
+
+def _answer_metrics(logs: list[rl.ThreadLog]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for log in logs:
+        for ep, t in list(log.answer_metrics.items()):
+            mine = out.setdefault(ep, [0.0] * 5)
+            for i, v in enumerate(t[:5]):
+                mine[i] += v
+    return out
+
+
+def _server_series() -> list[sm.ServerSeries]:
+    from gyreprof.integrations.http import server_metrics
+
+    try:
+        return server_metrics.series()
+    except Exception:  # noqa: BLE001 - the requests are kept without them
+        return []
 
 
 def save(run_dir: Path, key: int | str) -> Path | None:
     """Write this process's record into the run folder (atomically); its path or None."""
     from gyreprof._support.io import write_atomic
     from gyreprof.integrations._auto import records as rec
+    from gyreprof.integrations.http import server_metrics
 
+    try:  # the run's end: the servers' pages read once more (not under the flush lock)
+        server_metrics.final_reads()
+    except Exception:  # noqa: BLE001, S110 - the record is saved without that read
+        pass
     with _flush_lock:  # a flush in progress ends first; none starts after this save
         record = from_logs(rl.logs())
         if record is None:
@@ -229,7 +261,57 @@ def report(records: list[RolloutRecord]) -> ar.RolloutReport | None:
     out = ar.analyse(rows, folded, groups)
     if out is not None and probes is not None:
         out.notes.append(probes)
+    if out is not None:
+        answers: dict[str, list[float]] = {}
+        for r in records:
+            for name, totals in r.answer_metrics.items():
+                if isinstance(totals, list) and len(totals) == 5:
+                    mine = answers.setdefault(name, [0.0] * 5)
+                    for i, v in enumerate(totals):
+                        mine[i] += float(v)
+        out = with_servers(out, rows, [s for r in records for s in r.servers], answers)
     return out
+
+
+def with_servers(
+    out: ar.RolloutReport,
+    rows: list[ar.SpanRow],
+    series: list[sm.ServerSeries],
+    answers: dict[str, list[float]] | None = None,
+) -> ar.RolloutReport:
+    """``out`` with each generation endpoint's server figures (``EndpointReport.server``)
+    from the metrics pages the processes read (one page's reads merged over them) and
+    the per-request ``metrics`` of its answers (``answers``, per endpoint)."""
+    import dataclasses
+
+    answers = answers or {}
+    by_url: dict[str, list[sm.ServerSeries]] = {}
+    for s in series:
+        by_url.setdefault(s.url, []).append(s)
+    pages = [sm.merged(group) for group in by_url.values()]
+    if not pages and not answers:
+        return out
+    first_end: dict[str, int] = {}
+    for r in rows:
+        if r.endpoint not in first_end or r.end < first_end[r.endpoint]:
+            first_end[r.endpoint] = r.end
+    generation = {e.endpoint for e in ar.generation_endpoints(out.endpoints)}
+    endpoints = []
+    for e in out.endpoints:
+        base = e.endpoint.split("://", 1)
+        key = f"{base[0]}://{base[1].split('/', 1)[0]}" if len(base) == 2 else ""
+        page = next((p for p in pages if key in p.endpoints), None)
+        if e.endpoint in generation and (page is not None or e.endpoint in answers):
+            if page is None:
+                server = sm.ServerReport(
+                    url="", source=None, reads=0, none="no metrics page was read"
+                )
+            else:
+                server = sm.report(page, first_end.get(e.endpoint))
+            server = sm.with_answers(server, answers.get(e.endpoint))
+            e = dataclasses.replace(e, server=server)
+        endpoints.append(e)
+    return dataclasses.replace(out, endpoints=endpoints)
 
 
 # ------------------------------------------------------------ flushed records
@@ -326,7 +408,13 @@ def encode_flush(logs: list[rl.ThreadLog], pid: int, cache: BlockCache) -> tuple
         return "", kept
     groups = [[r, a, b, n, list(th)] for r, a, b, n, th in rl.groups()]
     head = RolloutRecord(
-        pid=pid, fields=list(ar.SPAN_FIELDS), spans=[], folded=folded, groups=groups
+        pid=pid,
+        fields=list(ar.SPAN_FIELDS),
+        spans=[],
+        folded=folded,
+        groups=groups,
+        servers=_server_series(),
+        answer_metrics=_answer_metrics(logs),
     )
     return _with_blocks(head, blocks), kept
 

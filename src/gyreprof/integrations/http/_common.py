@@ -117,7 +117,8 @@ def is_sse(headers: Any) -> bool:
 
 
 def late_body(span: rl.Span | None, req: rl.Request, data: bytes) -> None:
-    """A body read after the request was recorded (urllib, aiohttp): update its span."""
+    """A body read after the request was recorded (urllib, http.client, a requests stream
+    that is no event stream): update its span."""
     req.body(data)
     if span is None:
         return
@@ -258,5 +259,8 @@ def start_recording() -> None:
 
         # a process killed later keeps its requests up to its last flush
         rollout_record.start_flusher(st.run_dir, lambda: st._saved_pid)
+        from gyreprof.integrations.http import server_metrics
+
+        server_metrics.start()  # the rollout servers' own figures, read off this thread
         if getattr(st.tls, "t", None) is None:
             st.new_thread()

@@ -16,7 +16,16 @@ from typing import Any
 
 from gyreprof.integrations._auto import rollout_log as rl
 from gyreprof.integrations._instrument import Patches
-from gyreprof.integrations.http._common import PlainSend, active, ended, guard, is_sse, known, new
+from gyreprof.integrations.http._common import (
+    PlainSend,
+    active,
+    ended,
+    guard,
+    is_sse,
+    known,
+    late_body,
+    new,
+)
 
 MODULES: tuple[str, ...] = ("requests",)
 
@@ -60,6 +69,7 @@ def answer(req: rl.Request, resp: Any, stream: bool) -> bool:
     req.outcome = rl.status_class(resp.status_code)
     if stream:
         if not is_sse(resp.headers):
+            late_reads(req, resp)
             return False
         req.stream = True
         original = resp.iter_content
@@ -84,6 +94,30 @@ def answer(req: rl.Request, resp: Any, stream: bool) -> bool:
     if isinstance(data, bytes):
         req.body(data)
     return False
+
+
+def late_reads(req: rl.Request, resp: Any) -> None:
+    """A streamed answer that is no event stream (a JSON error, say): recorded at its
+    headers, its body scanned once the user has read it through ``iter_content`` (as
+    ``.content`` and ``.json()`` do), ``rollout_log.BODY_CAP`` bytes at most."""
+    req.late = True
+    original = resp.iter_content
+
+    def iter_content(*args: Any, **kwargs: Any) -> Any:
+        got: list[bytes] = []
+        size = 0
+        for chunk in original(*args, **kwargs):
+            if isinstance(chunk, bytes):
+                size += len(chunk)
+                if size <= rl.BODY_CAP:
+                    got.append(chunk)
+            yield chunk
+        if size <= rl.BODY_CAP:
+            guard(late_body, req.span, req, b"".join(got))
+        else:
+            req.bytes_in += size
+
+    resp.iter_content = iter_content
 
 
 def _send(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:

@@ -94,9 +94,10 @@ def _open(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) ->
     except BaseException as exc:
         active.reset(token)
         code = getattr(exc, "code", None)
-        if isinstance(code, int):  # an HTTPError: the status's class
-            guard(req.fail, rl.status_class(code))
+        if isinstance(code, int):  # an HTTPError: the status's class, its body scanned
+            guard(req.fail, rl.status_class(code))  # as the user reads it (its usage)
             ended(req, None)
+            guard(wrap_read, exc, req)
         else:
             ended(req, exc)
         raise
