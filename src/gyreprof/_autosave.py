@@ -73,7 +73,7 @@ import numpy as np
 from gyreprof import _threadname
 from gyreprof._block import StatsBlock
 from gyreprof._errors import ArgumentTypeError, InvalidValueError
-from gyreprof._io import write_atomic
+from gyreprof._io import fd_identity, write_atomic
 from gyreprof._threadname import name_os_thread
 
 if TYPE_CHECKING:
@@ -471,18 +471,10 @@ def _high_pipe() -> tuple[int, int]:
     return r, w
 
 
-def _fd_identity(fd: int) -> tuple[int, int] | None:
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
 def _ours(fd: int, key: str) -> bool:
     """``fd`` is still the pipe end gyreprof made (a program may have closed it and
     opened a file of its own under the same number)."""
-    return fd >= 0 and _HELPER.get(key) is not None and _fd_identity(fd) == _HELPER.get(key)
+    return fd >= 0 and _HELPER.get(key) is not None and fd_identity(fd) == _HELPER.get(key)
 
 
 _PENDING: list[Any] = []  # the C callback Py_AddPendingCall holds (kept alive here)
@@ -531,9 +523,9 @@ def _start_helper() -> None:
         read_fd=r,
         write_fd=w,
         old_fd=old,
-        old_id=_fd_identity(old) if old >= 0 else None,
-        read_id=_fd_identity(r),
-        write_id=_fd_identity(w),
+        old_id=fd_identity(old) if old >= 0 else None,
+        read_id=fd_identity(r),
+        write_id=fd_identity(w),
     )
     threading.Thread(
         target=_helper_loop, args=(r, old), name="gyreprof-sigterm", daemon=True
@@ -560,9 +552,7 @@ def _restart_helper_in_child() -> None:
     except OSError:
         _HELPER["pid"] = -1
         return
-    _HELPER.update(
-        pid=os.getpid(), read_fd=r, read_id=_fd_identity(r), write_id=_fd_identity(w_old)
-    )
+    _HELPER.update(pid=os.getpid(), read_fd=r, read_id=fd_identity(r), write_id=fd_identity(w_old))
     try:
         threading.Thread(
             target=_helper_loop, args=(r, _HELPER["old_fd"]), name="gyreprof-sigterm", daemon=True

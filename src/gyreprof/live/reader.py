@@ -35,6 +35,7 @@ from gyreprof import _checks, _limits
 from gyreprof._block import Progress, StatsBlock, block_words
 from gyreprof._core import monotonic_ns
 from gyreprof._errors import ArgumentTypeError, CorruptDataError, InvalidValueError
+from gyreprof._io import OwnedFd
 from gyreprof._limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.snapshot import (
@@ -338,9 +339,20 @@ class _SegmentFile:
     (a ValueError), never SIGBUS.
     """
 
-    def __init__(self, fd: int, where: str) -> None:
-        self.fd = fd
+    def __init__(self, fd: int | OwnedFd, where: str) -> None:
+        self.owned = fd if isinstance(fd, OwnedFd) else OwnedFd(fd)
         self.where = where
+
+    @property
+    def fd(self) -> int:
+        """The segment's descriptor, proved to still name the segment: a program that
+        closed every descriptor may have a file of its own under that number now."""
+        if not self.owned.ours():
+            raise lay.SegmentReadError(
+                f"{self.where} can no longer be read: its descriptor was closed by the "
+                "program (the number may name another file now); attach again"
+            )
+        return self.owned.fd
 
     def __getitem__(self, key: int | slice) -> Any:
         if isinstance(key, slice):
@@ -404,8 +416,8 @@ class LiveReader:
             os.close(fd)
             raise
         size = fst.st_size
-        self._fd = fd
-        self._mm: _SegmentFile | None = _SegmentFile(fd, where)
+        self._fd = OwnedFd(fd)
+        self._mm: _SegmentFile | None = _SegmentFile(self._fd, where)
         self._header = header
         h = self._header
         self._size = size
@@ -514,7 +526,7 @@ class LiveReader:
 
     def _copy(self) -> tuple[np.ndarray, int]:
         self._require()
-        if os.fstat(self._fd).st_size < self._header.total_bytes:
+        if os.fstat(self._require().fd).st_size < self._header.total_bytes:
             raise InvalidValueError(
                 f"{self.path} was truncated while mapped; it is no longer readable"
             )
@@ -683,9 +695,9 @@ class LiveReader:
         mm, self._mm = self._mm, None
         if mm is not None:
             self._view = np.zeros(0, dtype=np.int64)
-        fd, self._fd = getattr(self, "_fd", -1), -1
-        if fd >= 0:
-            os.close(fd)
+        owned = getattr(self, "_fd", None)
+        if owned is not None:
+            owned.close()  # only while it still names the segment
 
     def __enter__(self) -> LiveReader:
         return self
