@@ -7,9 +7,12 @@ and ``signal.getsignal`` showing gyreprof's handler."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +64,42 @@ def test_a_live_reader_whose_fd_became_a_program_file_neither_reads_nor_closes_i
         assert (tmp_path / "mine.txt").read_text() == "still mine\n"
     finally:
         prof.live.close()
+
+
+# ------------------------------------------------ 2: every process image saved once
+
+
+def _report_json(folder: Path) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "report", str(folder), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout)
+    return out
+
+
+def test_each_image_of_an_exec_under_save_keeps_its_record_and_report_counts_once(
+    tmp_path: Path,
+) -> None:
+    """1000 steps, then ``os.execv`` into 500 more: the saved folder holds both images
+    (same pid, images 0 and 1) and ``gyreprof report DIR`` counts 1500, as the run did
+    (it said 2000: the second image was saved over the first)."""
+    save = tmp_path / "save"
+    proc, data = gyreprof_run(
+        tmp_path, script("exec_steps.py"), "1000", "500", options=("--save", str(save))
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("IMAGE") == 2
+    assert data is not None and data["sampler"]["phases"]["env_step"]["count"] == 1500
+    listed = json.loads((save / "processes.json").read_text())
+    assert sorted((p["pid"], p["image"]) for p in listed) == [
+        (listed[0]["pid"], 0),
+        (listed[0]["pid"], 1),
+    ]
+    assert len(list(save.glob("main-*.sampler.snap"))) == 2
+    report = _report_json(save)
+    assert report["sampler"]["phases"]["env_step"]["count"] == 1500
+    assert sorted(p["source"] for p in report["processes"]) == ["before exec", "exit"]

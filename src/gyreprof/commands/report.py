@@ -150,17 +150,23 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             pid, role = int(item["pid"]), str(item["role"])
             contributed, how = bool(item["contributed"]), str(item.get("source", "saved"))
             loops = tuple(str(x) for x in item.get("loops", ()))
-        except (KeyError, TypeError, ValueError):
+            image = item.get("image", 0)  # absent in a folder saved before images were
+            if not isinstance(image, int) or isinstance(image, bool) or image < 0:
+                raise ValueError("image")
+            if "/" in role or role.startswith("."):
+                raise ValueError("role")
+        except (KeyError, TypeError, ValueError, AttributeError):
             notes.append(f"skipped an entry of {PROCESSES_JSON} that names no pid and role")
             continue
-        snaps = [
-            collect._load_snap(folder / f"{role}-{pid}.{side}.snap", side, notes)
+        entries.append(collect.ProcessEntry(pid, role, contributed, how, loops, image=image))
+    for entry, stem in zip(entries, collect.saved_stems(entries), strict=True):
+        entry.sampler, entry.trainer = (
+            collect._load_snap(folder / f"{stem}.{side}.snap", side, notes)
             for side in ("sampler", "trainer")
-        ]
-        entry = collect.ProcessEntry(pid, role, contributed, how, loops, *snaps)
-        users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
-        collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
-        entries.append(entry)
+        )
+        if stem == f"{entry.role}-{entry.pid}":  # the image that ended the process
+            users = collect.read_user_profiles(folder, notes, prefix=f"{entry.role}-")
+            collect.join_user_profiles([entry], [u for u in users if u.pid == entry.pid], None)
     if any(_has_data(e.trainer) and not any(u.as_trainer for u in e.user) for e in entries):
         for e in entries:  # a user trainer stands in only while no automatic one recorded
             if any(u.as_trainer for u in e.user):

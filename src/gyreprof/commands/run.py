@@ -289,18 +289,21 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
 
     check_target(directory)  # a link planted at DIR in a shared folder
     directory.mkdir(parents=True, exist_ok=True)
+    from gyreprof.integrations._auto.collect import saved_stems
+
     written = []
-    for e in report.processes:
+    # each process image its own name (an exec keeps the pid): none overwrites another
+    for e, stem in zip(report.processes, saved_stems(report.processes), strict=True):
         for side in ("sampler", "trainer"):
             snap = getattr(e, side)
             if side == "trainer" and any(u.as_trainer for u in e.user):
                 continue  # the user's own profiler, saved as such below
             if snap is not None:
-                path = directory / f"{e.role}-{e.pid}.{side}.snap"
+                path = directory / f"{stem}.{side}.snap"
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
         for u in e.user:
-            path = directory / f"{e.role}-{e.pid}.user-{u.index}.snap"
+            path = directory / f"{stem}.user-{u.index}.snap"
             write_atomic(path, u.snapshot.to_bytes())
             written.append(path)
     written.append(_save_run_facts(report, directory))
@@ -310,7 +313,7 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
         written.append(rollout_record.save_report(report.rollouts, directory))
     index = directory / "processes.json"
     # each process's loop shapes too: gyreprof report DIR judges the run as it was
-    rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]
+    rows = [{**e.to_dict(), "loops": list(e.loops), "image": e.image} for e in report.processes]
     text = json.dumps(rows, indent=2) + "\n"
     write_atomic(index, text.encode())
     written.append(index)

@@ -543,7 +543,8 @@ def _save_image() -> str | None:
     global _saved_pid
     if run_dir is None or _saved_pid == os.getpid():
         return None
-    key = rec.exec_key(os.getpid())
+    pid = os.getpid()
+    key = rec.exec_key(pid, len(list(run_dir.glob(f"{pid}-x*.done.json"))))
     if not save("exec", key):
         return None
     # the new image writes its own start file if it records (it may not be Python at all)
