@@ -50,6 +50,12 @@ Paths
 forked from the process that created the Profiler writes only when the path
 holds ``{pid}`` (never its parent's file), and only if it recorded something
 after the fork; its file then also holds the counts inherited from the parent.
+
+Several processes, one path (``spawn`` workers that each create a Profiler
+with the same untemplated name): the first to save writes the path; one that
+finds it written by another process since its own *process* started saves to
+``<stem>.<pid><suffix>`` and prints a line saying so (see ``_claim``). A file
+last written before the process started is a previous run's and is replaced.
 """
 
 from __future__ import annotations
@@ -144,6 +150,46 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+_WROTE: dict[tuple[int, str], tuple[int, ...] | None] = {}  # (pid, path) -> what it saved
+_START_UNIX: list[float] = []  # this process's start, wall clock (per pid: see below)
+
+
+def _process_start_unix() -> float:
+    """When this process started (wall clock): from its start tick in /proc (boot-time
+    clock, 10 ms steps) where there is one, else psutil, else gyreprof's import."""
+    pid = os.getpid()
+    if _START_UNIX and _START_UNIX[0] == pid:
+        return _START_UNIX[1]
+    start = _IMPORTED_UNIX
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ticks = int(f.read().rpartition(b")")[2].split()[19])
+        boot_now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        start = time.time() - (boot_now - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        try:
+            import psutil
+
+            start = psutil.Process(pid).create_time()
+        except Exception:  # noqa: BLE001, S110 - gyreprof's import is the latest bound
+            pass
+    _START_UNIX[:] = [pid, start]
+    return start
+
+
+_IMPORTED_UNIX = time.time()
+
+
+def _written_since_start(path: Path) -> bool:
+    """``path`` was last written after this process started (by a process that ran
+    beside this one, since an autosave is written as its process ends)."""
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return mtime >= _process_start_unix() - 0.02  # the start tick's 10 ms step, and some
 
 
 class _folder_lock:  # noqa: N801 - used as a function
@@ -272,15 +318,24 @@ class AutosaveState:
             with _folder_lock(path.parent):
                 target = self._claim(path)
                 write_atomic(target, data)
-                self.seen[str(target)] = _identity(target)
+                self.seen[str(target)] = _WROTE[(os.getpid(), str(target))] = _identity(target)
         return target
 
     def _claim(self, path: Path) -> Path:
         """``path``, or a name of this process's own when another process wrote ``path``
-        since this one started (8 processes autosaving to one path: none is lost)."""
+        while this one ran (8 processes autosaving to one path: none is lost).
+
+        "While this one ran" is since the *process* started, not the Profiler: a
+        spawned worker whose Profiler is created after a sibling already saved (a
+        short job, a slow import) must not take that sibling's file as a previous
+        run's. A file last written before this process started is a previous run's
+        and is replaced, as a rerun's would be."""
         now = _identity(path)
-        if now is None or str(path) not in self.seen or self.seen[str(path)] == now:
-            return path
+        if now is None or _WROTE.get((os.getpid(), str(path))) == now:
+            return path  # nothing there, or this process's own last save (any Profiler's)
+        changed = str(path) in self.seen and self.seen[str(path)] != now
+        if not changed and not _written_since_start(path):
+            return path  # a previous run's file
         mine = path.with_name(f"{path.stem}.{os.getpid()}{path.suffix}")
         _warn(
             f"autosave: {path} was written by another process while this one ran; "
