@@ -8,6 +8,7 @@ and ``signal.getsignal`` showing gyreprof's handler."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -17,8 +18,12 @@ from typing import Any
 import pytest
 
 import gyreprof as gp
+from gyreprof.commands.report import saved_run
+from gyreprof.live import _layout as lay
+from gyreprof.live.reader import LiveReader
 
 from helpers.run_scripts.runhelp import gyreprof_run, script
+from helpers.segments import segment_parts
 
 # ------------------------------------------------ 1: fds that are no longer gyreprof's
 
@@ -103,3 +108,183 @@ def test_each_image_of_an_exec_under_save_keeps_its_record_and_report_counts_onc
     report = _report_json(save)
     assert report["sampler"]["phases"]["env_step"]["count"] == 1500
     assert sorted(p["source"] for p in report["processes"]) == ["before exec", "exit"]
+
+
+# ------------------------------------------------ 4: decoders refuse the impossible
+
+
+def _summary_dict() -> dict[str, Any]:
+    prof = gp.Profiler(["env", "fwd"], window_steps=10)
+    for _ in range(50):
+        prof.begin()
+        prof.lap(0)
+        prof.lap(1)
+    prof.end()
+    return prof.summary().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda d: d["phases"]["env"].update(share=2.4e10), "share"),
+        (lambda d: d["phases"]["env"].update(share=-0.1), "share"),
+        (lambda d: d["step"].update(share=1.5), "share"),
+        (
+            lambda d: (d["phases"]["env"].update(share=0.7), d["phases"]["fwd"].update(share=0.7)),
+            "add up to 1.4",
+        ),
+        (lambda d: d["phases"]["env"].update(p50=None), "p50"),
+        (lambda d: d["phases"]["env"].update(max=float("nan")), "max"),
+        (lambda d: d.update(steps_per_s=None), "steps_per_s"),
+        (lambda d: d.update(wrapper_share=float("nan")), "wrapper_share"),
+        (lambda d: d["phases"]["env"].pop("p90"), "p90"),
+        (lambda d: d.pop("steps"), "steps"),
+        (lambda d: d["windows"][0]["phases"]["env"].update(share=3.0), "share"),
+        (lambda d: d["windows"][0]["phases"]["env"].update(p99=None), "p99"),
+    ],
+)
+def test_the_summary_decoder_refuses_impossible_shares_nan_and_missing_keys(
+    change: Any, field: str, tmp_path: Path
+) -> None:
+    d = _summary_dict()
+    assert d["windows"], "the summary keeps its windows"
+    gp.Summary.from_dict(d)  # the genuine one reads
+    change(d)
+    with pytest.raises(ValueError, match=field):
+        gp.Summary.from_dict(d)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(d))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "report", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and field in proc.stderr, proc.stderr[-2000:]
+    assert "%" not in proc.stdout
+
+
+def test_durations_given_to_record_never_make_a_share_above_one() -> None:
+    """record() durations tile no step: the shares are then of all phase time, so they
+    stay in [0, 1] and add up to at most 1, and the summary reads back."""
+    prof = gp.Profiler(["env", "x"], window_steps=2)
+    for _ in range(6):
+        prof.begin()
+        prof.lap(0)
+        prof.record("x", 10**9)
+    prof.end()
+    s = prof.summary()
+    shares = [p.share for p in s.phases.values()]
+    assert all(0.0 <= x <= 1.0 for x in shares) and sum(shares) <= 1.0 + 1e-9, shares
+    for w in [*s.windows, *prof.windows(steps=2)]:
+        ws = [p.share for p in w.phases.values() if p.count]
+        assert all(0.0 <= x <= 1.0 for x in ws) and sum(ws) <= 1.0 + 1e-9, ws
+    again = gp.Summary.from_dict(s.to_dict())
+    assert again.phases["x"].share == pytest.approx(s.phases["x"].share)
+
+
+@pytest.fixture
+def live_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    d = tmp_path / "live"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv(lay.ENV_DIR, str(d))
+    return d
+
+
+def _plant_segment(serial: int, change: Any) -> Path:
+    pid = os.getpid()
+    meta, stats, ident = segment_parts(pid)
+    change(meta)
+    head, _, _ = lay.build_header(
+        pid=pid,
+        identity=ident,
+        stats_bytes=len(stats),
+        max_counters=int(meta["config"]["max_counters"]),
+        meta=meta,
+    )
+    path = lay.segment_dir(create=True) / lay.segment_filename(pid, serial)
+    path.write_bytes(head + stats)
+    path.chmod(0o600)
+    return path
+
+
+def test_a_segment_whose_metadata_lacks_a_region_is_a_value_error_never_no_segment(
+    live_dir: Path,
+) -> None:
+    """Metadata without the ``hot`` region (planted by another user, say) was a
+    KeyError from ``snapshot()``, and ``attach(pid)`` raised it: a LookupError, which
+    callers read as "no segment". Now: ValueError naming the field; and a readable
+    segment of the process beside it is the one attached."""
+    bad = _plant_segment(11, lambda m: m["config"]["offsets"].pop("hot"))
+    with pytest.raises(ValueError, match="offsets lacks 'hot'"):
+        LiveReader(bad).snapshot()
+    with pytest.raises(ValueError, match="'hot'") as err:
+        gp.live.attach(os.getpid())
+    assert not isinstance(err.value, LookupError)
+    good = _plant_segment(12, lambda m: None)
+    with gp.live.attach(os.getpid()) as reader:
+        assert reader.path == good
+        assert reader.snapshot().summary().steps == 5
+
+
+def test_shares_read_from_mutated_segments_stay_in_zero_to_one(live_dir: Path) -> None:
+    """Segments with mutated sums (the probe found shares above 1 in 34 of 5,000):
+    each one is refused with a ValueError or reads with every share in [0, 1] and the
+    shares adding up to at most 1."""
+    import random
+
+    prof = gp.Profiler(["env", "fwd"], live=True)
+    for _ in range(200):
+        prof.begin()
+        prof.lap(0)
+        prof.lap(1)
+    prof.end()
+    assert prof.live.path is not None
+    genuine = prof.live.path.read_bytes()
+    header = lay.parse_header(genuine, len(genuine), "genuine")
+    prof.live.close()
+    rng = random.Random(37)
+    path = live_dir / lay.segment_filename(os.getpid(), 99)
+    read = 0
+    for _ in range(500):
+        data = bytearray(genuine)
+        for _ in range(rng.randint(1, 4)):  # a few stats words replaced
+            word = rng.randrange(header.stats_bytes // 8)
+            off = header.header_bytes + 8 * word
+            value = rng.choice([0, 1, -1, 2**62, rng.randrange(2**40), rng.randrange(2**63)])
+            data[off : off + 8] = value.to_bytes(8, "little", signed=True)
+        path.write_bytes(bytes(data))
+        path.chmod(0o600)
+        try:
+            s = LiveReader(path).snapshot().summary()
+        except ValueError:
+            continue
+        read += 1
+        shares = [p.share for p in s.phases.values() if not math.isnan(p.share)]
+        assert all(0.0 <= x <= 1.0 for x in shares), shares
+        assert sum(shares) <= 1.0 + 1e-6, shares
+    assert read > 50  # most mutants still read (and none gave an impossible share)
+
+
+# -------------------------------------------- saved_run: ValueError, printed as before
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"a": 1}', "[1, 2"])
+def test_saved_run_raises_value_error_and_the_cli_prints_it_as_before(
+    tmp_path: Path, content: str | None
+) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    if content is not None:
+        (folder / "processes.json").write_text(content)
+    with pytest.raises(ValueError, match="processes.json|not a gyreprof run --save folder"):
+        saved_run(folder)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "report", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gyreprof report: ") and "error:" not in proc.stderr
+    assert "Traceback" not in proc.stderr

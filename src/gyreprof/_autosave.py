@@ -65,6 +65,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import string
 import sys
 import threading
@@ -183,13 +184,16 @@ _IMPORTED_UNIX = time.time()
 
 
 def _written_since_start(path: Path) -> bool:
-    """``path`` was last written after this process started (by a process that ran
-    beside this one, since an autosave is written as its process ends)."""
+    """``path`` is a file last written after this process started (by a process that
+    ran beside this one: an autosave is written as its process ends). A link or other
+    non-file there is no one's autosave (it is replaced, never followed). The start is
+    read in 10 ms ticks, rounded down: a file written just before may count as after
+    (then it is kept, and the note says so)."""
     try:
-        mtime = os.stat(path).st_mtime
+        st = os.lstat(path)
     except OSError:
         return False
-    return mtime >= _process_start_unix() - 0.02  # the start tick's 10 ms step, and some
+    return stat.S_ISREG(st.st_mode) and st.st_mtime >= _process_start_unix()
 
 
 class _folder_lock:  # noqa: N801 - used as a function

@@ -242,7 +242,10 @@ class Summary(Record):
 
         step_total = total_of(step_row)
         phase_total = float(sum(total_of(r) for r in rows))
-        denom = step_total if step_row.count > 0 else phase_total
+        # a share is of step time; of all phase time when no steps were marked, or when
+        # the phases add up to more than the steps (durations given to record(), which
+        # tile nothing): shares stay in [0, 1] and add up to at most 1
+        denom = _checks.share_base(step_total if step_row.count > 0 else 0.0, phase_total)
         phases = {
             r.name: _phase_stats(snap.counts[i], r, layout, denom) for i, r in enumerate(rows)
         }

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gyreprof._errors import UsageError
+from gyreprof._errors import CorruptDataError, InvalidValueError, UsageError
 from gyreprof._format import safe_text
 
 #: what ``--json`` prints for profiles that gave a verdict (a single non-trainer file
@@ -136,14 +136,14 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
     try:
         listed = json.loads(_io.read_bytes(index, "snapshot", what="gyreprof run --save index"))
     except FileNotFoundError:
-        raise UsageError(
+        raise InvalidValueError(
             f"{folder} is a directory, not a gyreprof run --save folder (no {PROCESSES_JSON}); "
             "give a summary or snapshot file"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {index}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CorruptDataError(f"cannot read {index}: {exc}") from None
     if not isinstance(listed, list):
-        raise UsageError(f"{index} is not a list of processes")
+        raise CorruptDataError(f"{index} is not a list of processes")
     entries = []
     for item in listed:
         try:
@@ -221,7 +221,9 @@ def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
 
 def saved_run(folder: Path, loop: str | None = None) -> Any:
     """The RunReport of a ``gyreprof run --save`` folder, judged as the run was (with
-    the loop it declared, or ``loop`` in its place)."""
+    the loop it declared, or ``loop`` in its place). ValueError when the folder is not
+    one (no ``processes.json``) or its ``processes.json`` is corrupt; a bad entry or
+    snapshot in it is skipped with a note."""
     from gyreprof._advice import advice_for
     from gyreprof.integrations._auto import collect
 
@@ -424,7 +426,10 @@ def _print(text: str) -> None:
 
 
 def _report_folder(args: argparse.Namespace, folder: Path, html_out: Path | None) -> int:
-    report = saved_run(folder, args.loop)
+    try:
+        report = saved_run(folder, args.loop)
+    except (InvalidValueError, CorruptDataError) as exc:  # a usage error at the command line
+        raise UsageError(str(exc)) from None
     return _show_run(report, args, html_out, folder, f"gyreprof report: saved run {folder}")
 
 

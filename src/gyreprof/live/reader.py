@@ -635,15 +635,16 @@ class LiveReader:
         if self.retired:
             self._require()
             return self._reload_retired()
-        names = self.counter_names()
-        stats, taken = self._copy()
-        self._check_copy(stats)
-        self._fix_extremes(stats)
-        self._fix_sums(stats)
-        block = self._block(stats)
-        windows_closed = block.windows_closed
-        if not windows:
-            block.hide_windows()
+        with decode_errors(f"{self.path} is corrupted"):  # never a KeyError: "no segment"
+            names = self.counter_names()
+            stats, taken = self._copy()
+            self._check_copy(stats)
+            self._fix_extremes(stats)
+            self._fix_sums(stats)
+            block = self._block(stats)
+            windows_closed = block.windows_closed
+            if not windows:
+                block.hide_windows()
         label, host = self.meta.get("label"), self.meta.get("host")
         identity = ProfilerIdentity(
             self.phases, label if isinstance(label, str) else None, self.lap_cost_ns
@@ -833,6 +834,12 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
     first one the process published is used. Raises LookupError (no such
     process, or no segment), ValueError (not a gyreprof segment, truncated, or
     an unknown layout version), PermissionError (another user's segment).
+
+    A segment that is there but corrupt (say, metadata without a region of the
+    stats block, planted by another user) is never read as "no segment": when
+    the process has no readable segment beside it, ValueError says what is
+    wrong with it (never a KeyError, which is a LookupError); when it has one,
+    that one is attached.
     """
     if isinstance(target, bool):
         raise ArgumentTypeError(f"attach needs a pid or a segment path, got {target!r}")
