@@ -356,3 +356,37 @@ def test_with_a_terminal_on_stdin_a_group_sigint_still_reaches_the_command_once(
     finally:
         os.close(slave)
         os.close(master)
+
+
+# ------------------------------------------------ 6: signal.getsignal as without gyreprof
+
+
+def _getsignal_lines(tmp_path: Path, mode: str, *, under_run: bool) -> tuple[int, list[str]]:
+    argv = [sys.executable, script("getsignal_check.py"), mode]
+    if under_run:
+        argv = [sys.executable, "-m", "gyreprof", "run", "--json", str(tmp_path / "run.json"),
+                "--", *argv]  # fmt: skip
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL
+    )
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode  # as a shell
+    return code, [x for x in proc.stdout.splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("mode", ["default", "own"])
+def test_getsignal_under_gyreprof_run_shows_what_the_program_would_see(
+    tmp_path: Path, mode: str
+) -> None:
+    """``signal.getsignal(SIGTERM)`` showed gyreprof's handler, so code that installs
+    its own only while SIG_DFL is in place behaved otherwise. Now the program sees (and
+    ``signal.signal`` returns) what it would without gyreprof, with the same exit; and
+    gyreprof's handler still runs first and chains to the program's: the run is saved
+    on SIGTERM."""
+    bare = _getsignal_lines(tmp_path, mode, under_run=False)
+    code, lines = _getsignal_lines(tmp_path, mode, under_run=True)
+    assert (code, lines) == bare
+    assert lines[0] == "SEEN True" and not any(x.endswith("False") for x in lines), lines
+    assert code == (7 if mode == "own" else 128 + signal.SIGTERM)
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert [p["source"] for p in data["processes"]] == ["sigterm"]
+    assert data["sampler"]["phases"]["env_step"]["count"] == 300

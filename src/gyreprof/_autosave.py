@@ -463,7 +463,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def _die_by_sigterm() -> None:
     """Restore SIGTERM's default action and re-raise it (from any thread)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _real_signal(signal.SIGTERM, signal.SIG_DFL)
     else:
         try:
             import ctypes
@@ -496,7 +496,7 @@ def _install_sigterm() -> None:
     global _PREV_SIGTERM
     if threading.current_thread() is not threading.main_thread():
         return
-    prev = signal.getsignal(signal.SIGTERM)
+    prev = _real_getsignal(signal.SIGTERM)
     if prev is _on_sigterm:
         if _HELPER["pid"] != os.getpid():
             _start_helper()
@@ -504,8 +504,75 @@ def _install_sigterm() -> None:
     if prev == signal.SIG_IGN:
         return  # the program chose to ignore SIGTERM
     _PREV_SIGTERM = prev if callable(prev) else None
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    _PROGRAMS[signal.SIGTERM] = prev
+    _real_signal(signal.SIGTERM, _on_sigterm)
     _start_helper()
+
+
+# ------------------------------------------------- what the program sees of the handler
+
+_real_signal = signal.signal
+_real_getsignal = signal.getsignal
+#: signal -> the handler the program would have without gyreprof's (SIG_DFL, its own
+#: callable, or None: set outside Python), while gyreprof's handler is installed
+_PROGRAMS: dict[int, Any] = {}
+_RESTORE: dict[int, Any] = {}  # signal -> the view the program was given when it replaced ours
+
+
+def _view(signalnum: int, handler: Any) -> Any:
+    if handler is _on_sigterm and signalnum == signal.SIGTERM:
+        return _PROGRAMS.get(signalnum, signal.SIG_DFL)
+    return handler
+
+
+def _getsignal(signalnum: Any) -> Any:
+    """``signal.getsignal`` as the program would see it without gyreprof."""
+    return _view(signalnum, _real_getsignal(signalnum))
+
+
+def _signal(signalnum: Any, handler: Any) -> Any:
+    """``signal.signal`` as the program would see it without gyreprof: it returns the
+    program's previous handler, never gyreprof's. Setting the handler the program was
+    shown (SIG_DFL, say) keeps gyreprof's in place, chaining to it; any other replaces
+    gyreprof's, as it would without the hiding; setting again what the program was
+    given when it replaced gyreprof's (restoring the "previous" handler) puts gyreprof's
+    back, chaining to that."""
+    global _PREV_SIGTERM
+    if signalnum == signal.SIGTERM and threading.current_thread() is threading.main_thread():
+        current = _real_getsignal(signalnum)
+        if current is _on_sigterm:
+            shown = _view(signalnum, current)
+            if handler is shown or (handler == shown and not callable(handler)):
+                return shown  # the program sets what it sees: nothing changes for it
+            _real_signal(signalnum, handler)
+            _RESTORE[signalnum] = shown
+            return shown
+        if signalnum in _RESTORE and handler is not _on_sigterm:
+            back = _RESTORE[signalnum]
+            if handler is back or (handler == back and not callable(handler)):
+                del _RESTORE[signalnum]
+                old = _real_signal(signalnum, _on_sigterm)
+                _PREV_SIGTERM = handler if callable(handler) else None
+                _PROGRAMS[signalnum] = handler
+                return old
+    return _real_signal(signalnum, handler)
+
+
+_getsignal.__name__ = _getsignal.__qualname__ = "getsignal"
+_signal.__name__ = _signal.__qualname__ = "signal"
+_getsignal.__doc__ = _real_getsignal.__doc__
+_signal.__doc__ = _real_signal.__doc__
+
+
+def hide_own_handlers() -> None:
+    """Make ``signal.getsignal`` and ``signal.signal`` report the handlers the program
+    would have without gyreprof (``gyreprof run`` calls this in each process it
+    instruments): code that installs a handler only while SIG_DFL is in place behaves
+    as it would without gyreprof. gyreprof's SIGTERM handler stays installed and calls
+    the program's (see :func:`_signal`). Only SIGTERM is hidden: the only signal
+    gyreprof installs a Python handler for in the program."""
+    signal.getsignal = _getsignal
+    signal.signal = _signal
 
 
 _HIGH_FD = 512  # the helper's pipe lives above the fds a daemonising closerange(3, 256) hits
@@ -658,7 +725,7 @@ def _helper_loop(r: int, old_fd: int) -> None:
                 pass
         if signal.SIGTERM not in data:
             continue
-        if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        if _real_getsignal(signal.SIGTERM) is not _on_sigterm:
             continue  # someone else's handler now; theirs to act on
         deadline = time.monotonic() + _SIGTERM_GRACE_S
         while time.monotonic() < deadline and not _TERM_CLAIM.locked():

@@ -586,6 +586,7 @@ def _install_exit_hooks() -> None:
     from gyreprof import _autosave  # imported with the profiler already
 
     _autosave.on_exit(_save_on_exit)
+    _autosave.hide_own_handlers()  # signal.getsignal(SIGTERM) as without gyreprof
     _patch_process_exits()
 
 
