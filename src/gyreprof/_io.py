@@ -278,7 +278,16 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
                 with zf.open(info) as member:  # inflate it all once: CRC and zlib errors here
                     while member.read(1 << 20):
                         pass
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        zlib.error,
+        # flags and versions zipfile cannot read (encrypted, patched, a newer format)
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise CorruptDataError(
             f"{path} is not a gyreprof events file (not a readable .npz: {exc})"
         ) from None
