@@ -151,12 +151,14 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             contributed, how = bool(item["contributed"]), str(item.get("source", "saved"))
             loops = tuple(str(x) for x in item.get("loops", ()))
             image = item.get("image", 0)  # absent in a folder saved before images were
-            if not isinstance(image, int) or isinstance(image, bool) or image < 0:
-                raise ValueError("image")
-            if "/" in role or role.startswith("."):
-                raise ValueError("role")
         except (KeyError, TypeError, ValueError, AttributeError):
             notes.append(f"skipped an entry of {PROCESSES_JSON} that names no pid and role")
+            continue
+        if not isinstance(image, int) or isinstance(image, bool) or image < 0:
+            notes.append(f"skipped an entry of {PROCESSES_JSON} whose image is {image!r}")
+            continue
+        if "/" in role or role.startswith("."):
+            notes.append(f"skipped an entry of {PROCESSES_JSON} whose role {role!r} is no name")
             continue
         entries.append(collect.ProcessEntry(pid, role, contributed, how, loops, image=image))
     for entry, stem in zip(entries, collect.saved_stems(entries), strict=True):
