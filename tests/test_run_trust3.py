@@ -247,7 +247,7 @@ def test_shares_read_from_mutated_segments_stay_in_zero_to_one(live_dir: Path) -
     rng = random.Random(37)
     path = live_dir / lay.segment_filename(os.getpid(), 99)
     read = 0
-    for _ in range(500):
+    for _ in range(300):
         data = bytearray(genuine)
         for _ in range(rng.randint(1, 4)):  # a few stats words replaced
             word = rng.randrange(header.stats_bytes // 8)
@@ -264,7 +264,7 @@ def test_shares_read_from_mutated_segments_stay_in_zero_to_one(live_dir: Path) -
         shares = [p.share for p in s.phases.values() if not math.isnan(p.share)]
         assert all(0.0 <= x <= 1.0 for x in shares), shares
         assert sum(shares) <= 1.0 + 1e-6, shares
-    assert read > 50  # most mutants still read (and none gave an impossible share)
+    assert read > 30  # many mutants still read (and none gave an impossible share)
 
 
 # -------------------------------------------- saved_run: ValueError, printed as before

@@ -80,7 +80,9 @@ class PhaseStats(Record):
     p90: float
     p99: float
     p999: float
-    share: float  # fraction of step time (0..1); of all phase time when no steps were marked
+    # fraction of step time (0..1); of all phase time when no steps were marked or the
+    # phases add up to more (durations given to record()): the shares add up to <= 1
+    share: float
     sum_ns: float = 0.0
     _counts: np.ndarray | None = field(default=None, repr=False, compare=False)
     _layout: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
