@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -396,3 +397,72 @@ def test_gyreprof_notices_its_wakeup_pipe_closed_and_stops_using_it(tmp_path: Pa
         """,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_eight_spawned_workers_on_one_path_keep_every_writers_data(tmp_path: Path) -> None:
+    """8 ``spawn`` workers autosave to one path; 7 of them create their Profiler only
+    after the first one has saved (a short job beside slow imports). Each keeps its
+    data: the first writes the path, each other one its own ``<stem>.<pid>`` file, with
+    a note (those 7 took the first one's file for a previous run's and replaced it)."""
+    target = tmp_path / "shared.snap"
+    body = f"""
+        import multiprocessing as mp, os, sys, time
+        import gyreprof as gp
+
+        TARGET, TMP = {str(target)!r}, {str(tmp_path)!r}
+
+        def wait_for(path):
+            while not os.path.exists(path):
+                time.sleep(0.005)
+
+        def work(i):
+            open(os.path.join(TMP, f"started{{i}}"), "w").close()
+            if i > 0:
+                wait_for(TARGET)  # the first worker has saved
+            prof = gp.Profiler(["x"], autosave=TARGET)
+            for _ in range(100 * (i + 1)):
+                prof.record("x", 1000)
+            if i == 0:
+                for j in range(8):
+                    wait_for(os.path.join(TMP, f"started{{j}}"))
+
+        if __name__ == "__main__":
+            ctx = mp.get_context("spawn")
+            ps = [ctx.Process(target=work, args=(i,)) for i in range(8)]
+            for p in ps:
+                p.start()
+            for p in ps:
+                p.join()
+            sys.exit(max(abs(p.exitcode) for p in ps))
+    """
+    proc = run_py(tmp_path, body, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    files = sorted(tmp_path.glob("shared*.snap"))
+    assert len(files) == 8, [f.name for f in files]
+    assert sum(load(f).phases["x"].count for f in files) == sum(100 * (i + 1) for i in range(8))
+    assert proc.stderr.count("was written by another process") == 7, proc.stderr[-3000:]
+
+
+def test_a_previous_runs_file_is_replaced_without_a_note(tmp_path: Path) -> None:
+    """A file written before the process started is a previous run's: replaced, as a
+    rerun replaces it, and no note; so is this process's own earlier save (a second
+    function-local Profiler of the same path)."""
+    target = tmp_path / "again.snap"
+    target.write_bytes(b"a previous run")
+    os.utime(target, (time.time() - 60, time.time() - 60))  # a minute ago
+    proc = run_py(
+        tmp_path,
+        f"""
+        import gyreprof as gp
+        def one(n):
+            prof = gp.Profiler(["x"], autosave={str(target)!r})
+            for _ in range(n):
+                prof.record("x", 1000)
+        one(3)
+        one(5)
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "written by another process" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.glob("again*")) == ["again.snap"]
+    assert load(target).phases["x"].count == 5

@@ -38,6 +38,7 @@ from gyreprof._support import limits as _limits
 from gyreprof.export.hdrlog import decode_histogram, hdr_log, parse_hdr_log
 
 from helpers.crafted import crafted_snapshot, join_snapshot, split_snapshot
+from helpers.fuzzing import deep
 
 FUZZ = settings(
     max_examples=120,
@@ -46,6 +47,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,
 )
+DEEP = deep(FUZZ)  # the slow twins: a few thousand examples each (helpers/fuzzing.py)
 MB = 1 << 20
 
 
@@ -192,6 +194,13 @@ def test_fuzz_snapshot_bytes(data: st.DataObject) -> None:
     _check_snapshot_bytes(_bytes_mutation(data, blob))
 
 
+@pytest.mark.slow
+@DEEP
+@given(st.data())
+def test_fuzz_snapshot_bytes_deep(data: st.DataObject) -> None:
+    test_fuzz_snapshot_bytes.hypothesis.inner_test(data)
+
+
 @FUZZ
 @given(st.data())
 def test_fuzz_snapshot_header_fields(data: st.DataObject) -> None:
@@ -212,6 +221,13 @@ def test_fuzz_snapshot_header_fields(data: st.DataObject) -> None:
         i = data.draw(st.integers(0, len(rows) - 1))
         rows[i] = data.draw(st.binary(max_size=24))
     _check_snapshot_bytes(_join(prefix, header, rows))
+
+
+@pytest.mark.slow
+@DEEP
+@given(st.data())
+def test_fuzz_snapshot_header_fields_deep(data: st.DataObject) -> None:
+    test_fuzz_snapshot_header_fields.hypothesis.inner_test(data)
 
 
 @contextmanager
@@ -287,12 +303,26 @@ def test_fuzz_summary_fields(data: st.DataObject) -> None:
         _printable_summary(result)
 
 
+@pytest.mark.slow
+@DEEP
+@given(st.data())
+def test_fuzz_summary_fields_deep(data: st.DataObject) -> None:
+    test_fuzz_summary_fields.hypothesis.inner_test(data)
+
+
 @FUZZ
 @given(st.data())
 def test_fuzz_summary_text(data: st.DataObject) -> None:
     text = json.dumps(data.draw(st.sampled_from(SEED_SUMMARIES)))
     blob = _bytes_mutation(data, text.encode())
     _check_summary_text("{" + blob.decode("utf-8", "replace").lstrip("{"))
+
+
+@pytest.mark.slow
+@DEEP
+@given(st.data())
+def test_fuzz_summary_text_deep(data: st.DataObject) -> None:
+    test_fuzz_summary_text.hypothesis.inner_test(data)
 
 
 # --------------------------------------------------------------- HDR logs
@@ -316,6 +346,13 @@ def _check_hdr_text(text: str, budget: int = 0) -> None:
 def test_fuzz_hdr_log_text(data: st.DataObject) -> None:
     text = data.draw(st.sampled_from(SEED_LOGS))
     _check_hdr_text(_bytes_mutation(data, text.encode()).decode("utf-8", "replace"))
+
+
+@pytest.mark.slow
+@DEEP
+@given(st.data())
+def test_fuzz_hdr_log_text_deep(data: st.DataObject) -> None:
+    test_fuzz_hdr_log_text.hypothesis.inner_test(data)
 
 
 def _histogram_b64(
@@ -342,17 +379,20 @@ def _histogram_b64(
     return base64.b64encode(struct.pack(">II", 0x1C849314, len(comp)) + comp).decode()
 
 
+_HDR_HEADERS: dict[str, st.SearchStrategy[Any]] = {
+    "sf": st.integers(-(2**31), 2**31 - 1) | st.integers(0, 6),
+    "lowest": st.integers(-(2**63), 2**63 - 1) | st.sampled_from([1, 2, 1000]),
+    "highest": st.integers(-(2**63), 2**63 - 1) | st.sampled_from([2**20, 2**62, 2**63 - 1]),
+    "payload": st.binary(max_size=40),
+    "plen": st.none() | st.integers(0, 2**32 - 1),
+    "norm": st.sampled_from([0, 0, 1, -1]),
+    "ratio": st.floats(allow_nan=True, allow_infinity=True) | st.just(1.0),
+    "lines": st.integers(1, 40),
+}
+
+
 @FUZZ
-@given(
-    sf=st.integers(-(2**31), 2**31 - 1) | st.integers(0, 6),
-    lowest=st.integers(-(2**63), 2**63 - 1) | st.sampled_from([1, 2, 1000]),
-    highest=st.integers(-(2**63), 2**63 - 1) | st.sampled_from([2**20, 2**62, 2**63 - 1]),
-    payload=st.binary(max_size=40),
-    plen=st.none() | st.integers(0, 2**32 - 1),
-    norm=st.sampled_from([0, 0, 1, -1]),
-    ratio=st.floats(allow_nan=True, allow_infinity=True) | st.just(1.0),
-    lines=st.integers(1, 40),
-)
+@given(**_HDR_HEADERS)
 def test_fuzz_hdr_histogram_headers(
     sf: int,
     lowest: int,
@@ -367,6 +407,13 @@ def test_fuzz_hdr_histogram_headers(
     text = "".join(f"Tag=t{i % 3},{i}.0,1.0,1.0,{b64}\n" for i in range(lines))
     with _budget("256M"):  # what declared layouts may take, all lines together
         _check_hdr_text(text, budget=256 * MB)
+
+
+@pytest.mark.slow
+@DEEP
+@given(**_HDR_HEADERS)
+def test_fuzz_hdr_histogram_headers_deep(**kw: Any) -> None:
+    test_fuzz_hdr_histogram_headers.hypothesis.inner_test(**kw)
 
 
 # ------------------------------------------------------------ events files
@@ -398,6 +445,33 @@ def test_fuzz_events_file(
         _printable_summary(result.snapshot.summary())
 
 
+@pytest.mark.slow
+@DEEP
+@given(data=st.data())
+def test_fuzz_events_file_deep(
+    data: st.DataObject, events_blob: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    test_fuzz_events_file.hypothesis.inner_test(data, events_blob, tmp_path_factory)
+
+
+@pytest.mark.parametrize("flag", [0x01, 0x20, 0x40])  # encrypted, patched, strong encryption
+def test_an_events_file_zipfile_cannot_read_is_a_value_error(
+    events_blob: bytes, tmp_path: Path, flag: int
+) -> None:
+    """Members flagged as encrypted or patched made ``zipfile`` raise RuntimeError or
+    NotImplementedError (found by the slow fuzzer): a ValueError now."""
+    data = bytearray(events_blob)
+    for magic, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        i = data.find(magic)
+        while i >= 0:
+            data[i + at] |= flag
+            i = data.find(magic, i + 4)
+    path = tmp_path / "flagged.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="not a gyreprof events file"):
+        gp.export.load_events(path)
+
+
 def test_events_file_declaring_a_huge_array_is_refused(tmp_path: Path) -> None:
     """np.load allocates a .npy member's declared shape before reading: 745 GiB here."""
     head = io.BytesIO()
@@ -424,6 +498,13 @@ def test_fuzz_codec_decode(data: bytes, length: int) -> None:
     if not isinstance(result, ValueError):
         assert result.shape == (length,) and (result >= 0).all()
         assert np.array_equal(decode_counts(encode_counts(result), length), result)
+
+
+@pytest.mark.slow
+@DEEP
+@given(data=st.binary(max_size=200), length=st.integers(0, 1 << 16))
+def test_fuzz_codec_decode_deep(data: bytes, length: int) -> None:
+    test_fuzz_codec_decode.hypothesis.inner_test(data, length)
 
 
 # ------------------------------------------------------- crafted regressions

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,11 +21,16 @@ from hypothesis import strategies as st
 from gyreprof.diagnostics.envcheck import envcheck
 from gyreprof.integrations._auto.records import ProcessRecord, read_record
 
+from helpers.fuzzing import deep
+
 FAST = settings(
     max_examples=150,
     deadline=None,
+    derandomize=True,  # the same inputs on every run
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+DEEP = deep(FAST)  # the slow twins: a few thousand examples each (helpers/fuzzing.py)
 
 GOOD = ProcessRecord(pid=4242, role="child", ppid=1, how="exit").to_json()
 
@@ -73,6 +79,13 @@ def test_a_run_record_is_read_whole_or_refused_as_a_value_error(data: bytes) -> 
         assert ProcessRecord.from_json(rec.to_json()) == rec
 
 
+@pytest.mark.slow
+@DEEP
+@given(data=_mutations())
+def test_a_run_record_is_read_whole_or_refused_as_a_value_error_deep(data: bytes) -> None:
+    test_a_run_record_is_read_whole_or_refused_as_a_value_error.hypothesis.inner_test(data)
+
+
 def test_deep_and_non_finite_records_are_refused(tmp_path: Path) -> None:
     for text in ("[" * 50_000 + "]" * 50_000, GOOD.replace('"ppid": 1', '"ppid": Infinity')):
         p = tmp_path / "1.start.json"
@@ -102,10 +115,14 @@ _lines = st.lists(
 )
 
 
+_DECLARATIONS: dict[str, st.SearchStrategy[Any]] = {
+    "lines": _lines,
+    "name": st.sampled_from(["requirements.txt", "environment.yml", "pyproject.toml"]),
+}
+
+
 @FAST
-@given(
-    lines=_lines, name=st.sampled_from(["requirements.txt", "environment.yml", "pyproject.toml"])
-)
+@given(**_DECLARATIONS)
 def test_envcheck_reads_any_declaration_or_refuses_it_as_a_value_error(
     lines: list[str], name: str
 ) -> None:
@@ -125,3 +142,14 @@ def test_envcheck_reads_any_declaration_or_refuses_it_as_a_value_error(
         # accepted: the report renders and serialises
         assert isinstance(str(report), str)
         assert json.loads(report.to_json())["format"].startswith("gyreprof.envcheck")
+
+
+@pytest.mark.slow
+@DEEP
+@given(**_DECLARATIONS)
+def test_envcheck_reads_any_declaration_or_refuses_it_as_a_value_error_deep(
+    lines: list[str], name: str
+) -> None:
+    test_envcheck_reads_any_declaration_or_refuses_it_as_a_value_error.hypothesis.inner_test(
+        lines, name
+    )

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,11 +23,16 @@ from gyreprof.export.hdrlog import parse_hdr_log
 from gyreprof.live import _layout as lay
 from gyreprof.model.snapshot import merge
 
+from helpers.fuzzing import deep
+
 FUZZ = settings(
     max_examples=150,
     deadline=None,
+    derandomize=True,  # the same inputs on every run
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+DEEP = deep(FUZZ)  # the slow twins: a few thousand examples each (helpers/fuzzing.py)
 
 
 def _usable(snap: gp.Snapshot) -> None:
@@ -88,11 +94,14 @@ _WORDS = st.one_of(
 )
 
 
+_STATS_EDITS: dict[str, st.SearchStrategy[Any]] = {
+    "region": st.sampled_from(["hot", "warm", "counts", "header", "counters", "sumhi"]),
+    "edits": st.lists(st.tuples(st.integers(0, 200), _WORDS), min_size=1, max_size=6),
+}
+
+
 @FUZZ
-@given(
-    region=st.sampled_from(["hot", "warm", "counts", "header", "counters", "sumhi"]),
-    edits=st.lists(st.tuples(st.integers(0, 200), _WORDS), min_size=1, max_size=6),
-)
+@given(**_STATS_EDITS)
 # a maximum just below the int64 limit, read back as a float that rounds past it
 @example(region="hot", edits=[(4, 9_223_372_036_854_775_296)])
 def test_tampered_stats_blocks_are_refused_or_usable(
@@ -126,6 +135,20 @@ def test_tampered_stats_blocks_are_refused_or_usable(
     _usable(snap)
 
 
+@pytest.mark.slow
+@DEEP
+@given(**_STATS_EDITS)
+def test_tampered_stats_blocks_are_refused_or_usable_deep(
+    segment: tuple[bytes, int, dict[str, int]],
+    tmp_path_factory: pytest.TempPathFactory,
+    region: str,
+    edits: list[tuple[int, int]],
+) -> None:
+    test_tampered_stats_blocks_are_refused_or_usable.hypothesis.inner_test(
+        segment, tmp_path_factory, region, edits
+    )
+
+
 @pytest.fixture(scope="module")
 def hdr_text() -> str:
     from gyreprof.export import hdr_log
@@ -140,13 +163,16 @@ def hdr_text() -> str:
     return text
 
 
+_HDR_EDITS: dict[str, st.SearchStrategy[Any]] = {
+    "scale": st.sampled_from([1, 3, 2**20, 2**40, 2**61, 2**62]),
+    "neg": st.booleans(),
+    "length": st.sampled_from(["1.0", "-1.0", "0.0"]),
+    "mx": st.sampled_from(["0.5", "-3", "1e300"]),
+}
+
+
 @FUZZ
-@given(
-    scale=st.sampled_from([1, 3, 2**20, 2**40, 2**61, 2**62]),
-    neg=st.booleans(),
-    length=st.sampled_from(["1.0", "-1.0", "0.0"]),
-    mx=st.sampled_from(["0.5", "-3", "1e300"]),
-)
+@given(**_HDR_EDITS)
 def test_tampered_hdr_logs_are_refused_or_usable(
     hdr_text: str, scale: int, neg: bool, length: str, mx: str
 ) -> None:
@@ -177,6 +203,17 @@ def test_tampered_hdr_logs_are_refused_or_usable(
         assert interval.length_s >= 0 and interval.max_value >= 0
 
 
+@pytest.mark.slow
+@DEEP  # a small space: it ends when every combination was tried
+@given(**_HDR_EDITS)
+def test_tampered_hdr_logs_are_refused_or_usable_deep(
+    hdr_text: str, scale: int, neg: bool, length: str, mx: str
+) -> None:
+    test_tampered_hdr_logs_are_refused_or_usable.hypothesis.inner_test(
+        hdr_text, scale, neg, length, mx
+    )
+
+
 @pytest.fixture(scope="module")
 def summary_dict() -> dict[str, object]:
     prof = gp.Profiler(["env", "fwd"])
@@ -197,15 +234,18 @@ _VALUES = st.one_of(
 )
 
 
-@FUZZ
-@given(
-    where=st.sampled_from(["env", "fwd", "step"]),
-    edits=st.lists(st.tuples(st.sampled_from(_FIELDS), _VALUES), min_size=1, max_size=4),
-    top=st.one_of(
+_SUMMARY_EDITS: dict[str, st.SearchStrategy[Any]] = {
+    "where": st.sampled_from(["env", "fwd", "step"]),
+    "edits": st.lists(st.tuples(st.sampled_from(_FIELDS), _VALUES), min_size=1, max_size=4),
+    "top": st.one_of(
         st.none(),
         st.tuples(st.sampled_from(["steps", "overhead_share", "elapsed_s", "negative"]), _VALUES),
     ),
-)
+}
+
+
+@FUZZ
+@given(**_SUMMARY_EDITS)
 # a NaN literal (or null) where gyreprof always writes a finite share
 @example(where="env", edits=[("count", 300)], top=("overhead_share", float("nan")))
 @example(where="env", edits=[("count", 300)], top=("overhead_share", None))
@@ -240,6 +280,20 @@ def test_tampered_summary_json_is_refused_or_usable(
             assert ph.min <= ph.mean * (1 + 1e-9) and ph.mean <= ph.max * (1 + 1e-9)
         if ph.count > 0:
             ph.percentile(50.0)
+
+
+@pytest.mark.slow
+@DEEP
+@given(**_SUMMARY_EDITS)
+def test_tampered_summary_json_is_refused_or_usable_deep(
+    summary_dict: dict[str, object],
+    where: str,
+    edits: list[tuple[str, object]],
+    top: tuple[str, object] | None,
+) -> None:
+    test_tampered_summary_json_is_refused_or_usable.hypothesis.inner_test(
+        summary_dict, where, edits, top
+    )
 
 
 def test_summary_from_json_text_is_not_taken_as_a_path() -> None:

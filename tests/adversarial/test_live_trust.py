@@ -9,6 +9,7 @@ checks of ``gyreprof.live._layout.check_trust`` keep it from believing them.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,6 +37,7 @@ from helpers.crossuser import (
     shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
     victim,
 )
+from helpers.fuzzing import deep
 from helpers.waiting import wait_for
 
 
@@ -264,17 +267,23 @@ def genuine_segment() -> Iterator[bytes]:
     yield data
 
 
-@settings(
+_SEGMENT_FUZZ = settings(
     max_examples=120,
     deadline=2000,
+    derandomize=True,  # the same inputs on every run
+    database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(
-    cut=st.one_of(st.none(), st.integers(min_value=0, max_value=1 << 20)),
-    flips=st.lists(
+_SEGMENT_EDITS: dict[str, st.SearchStrategy[Any]] = {
+    "cut": st.one_of(st.none(), st.integers(min_value=0, max_value=1 << 20)),
+    "flips": st.lists(
         st.tuples(st.integers(min_value=0, max_value=8191), st.integers(0, 255)), max_size=8
     ),
-)
+}
+
+
+@_SEGMENT_FUZZ
+@given(**_SEGMENT_EDITS)
 def test_fuzzed_segments_give_value_errors_only(
     genuine_segment: bytes, cut: int | None, flips: list[tuple[int, int]]
 ) -> None:
@@ -292,11 +301,22 @@ def test_fuzzed_segments_give_value_errors_only(
         with gp.live.attach(path) as r:
             r.counter_names()
             r.progress()
-            r.snapshot().summary()
+            s = r.snapshot().summary()
     except (ValueError, LookupError):
-        pass
+        return
     finally:
         path.unlink()
+    shares = [p.share for p in s.phases.values() if not math.isnan(p.share)]
+    assert all(0.0 <= x <= 1.0 for x in shares) and sum(shares) <= 1.0 + 1e-6, shares
+
+
+@pytest.mark.slow
+@deep(_SEGMENT_FUZZ)
+@given(**_SEGMENT_EDITS)
+def test_fuzzed_segments_give_value_errors_only_deep(
+    genuine_segment: bytes, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    test_fuzzed_segments_give_value_errors_only.hypothesis.inner_test(genuine_segment, cut, flips)
 
 
 def test_a_symlinked_segment_is_not_followed(tmp_path: Path) -> None:

@@ -237,6 +237,46 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+#: how far above 1 shares may add up (each was rounded on its own, then printed)
+SHARE_ROUNDING = 1e-6
+#: the figures of a phase with events that are never missing (mean, share and sum are
+#: missing when the exact sum is not known)
+_REQUIRED_WITH_EVENTS = ("min", "max", "p50", "p90", "p99", "p999")
+
+
+def share_base(step_total: float, phase_total: float) -> float:
+    """What phase shares are fractions of: the step time, or all phase time where that
+    is more (no steps marked; durations given to ``record()``, which tile nothing), so
+    that shares stay in [0, 1] and add up to at most 1. NaN when either is unknown."""
+    if math.isnan(step_total) or math.isnan(phase_total):
+        return math.nan
+    return max(step_total, phase_total)
+
+
+def check_shares(shares: Mapping[str, Any], *, what: str) -> None:
+    """The phase shares of one source are possible: each a number in [0, 1] (null or
+    NaN: missing) and together at most 1 (within rounding); CorruptDataError naming the
+    share that is not."""
+    total = 0.0
+    for name, v in shares.items():
+        if v is None:
+            continue
+        if not _num(v):
+            raise CorruptDataError(f"{what}: the share of {name!r} is {v!r}, not a number")
+        f = float(v)
+        if math.isnan(f):
+            continue
+        if not 0.0 <= f <= 1.0 + SHARE_ROUNDING:
+            raise CorruptDataError(
+                f"{what}: the share of {name!r} is {v!r}, outside [0, 1] (a fraction of the time)"
+            )
+        total += f
+    if total > 1.0 + SHARE_ROUNDING * max(1, len(shares)):
+        raise CorruptDataError(
+            f"{what}: the phase shares add up to {total:.6g}, above 1 (all of the time)"
+        )
+
+
 def check_phase_values(pd: Any, *, what: str) -> None:
     """One phase of a summary dict (``PhaseStats.to_dict()``) is possible: an integer
     count >= 0, numbers (NaN or null allowed: missing) that are not infinite or negative,
@@ -263,8 +303,16 @@ def check_phase_values(pd: Any, *, what: str) -> None:
         if k in _ORDER and f >= 2.0**63:
             raise CorruptDataError(f"{what}: {k} is {v!r} ns, past the int64 range of a duration")
         vals[k] = f
+    share = vals.get("share")
+    if share is not None and share > 1.0 + SHARE_ROUNDING:
+        raise CorruptDataError(f"{what}: share is {pd['share']!r}, above 1 (all of the time)")
     if count == 0:
         return
+    for k in _REQUIRED_WITH_EVENTS:
+        if k in vals and math.isnan(vals[k]):
+            raise CorruptDataError(
+                f"{what}: {k} is {pd[k]!r} for {count} events; a number is required"
+            )
     known = [(k, vals[k]) for k in _ORDER if k in vals and not math.isnan(vals[k])]
     for (ka, a), (kb, b) in zip(known, known[1:], strict=False):
         if a > b * (1 + 1e-12):
@@ -283,6 +331,43 @@ def check_phase_values(pd: Any, *, what: str) -> None:
                 )
 
 
+_WINDOW_FIGURES = ("p50", "p90", "p99", "max")
+
+
+def check_window_values(w: Any, *, what: str) -> None:
+    """One window of a summary dict (``Window.to_dict()``): each phase's count an
+    integer >= 0, its figures numbers >= 0 (a phase with events has all of p50, p90,
+    p99 and max), its share in [0, 1] and the shares together at most 1."""
+    if not hasattr(w, "get"):
+        return  # the decoder says it is not a mapping
+    phases = w.get("phases")
+    if not hasattr(phases, "items"):
+        return
+    for name, ws in [*phases.items(), ("(step)", w.get("step"))]:
+        if ws is None or not hasattr(ws, "get"):
+            continue
+        count = ws.get("count")
+        if not _is_int(count) or count < 0:
+            raise CorruptDataError(f"{what}, {name!r}: count is {count!r}, not an integer >= 0")
+        for k in ("mean", *_WINDOW_FIGURES, "share"):
+            v = ws.get(k)
+            if v is None:
+                f = math.nan
+            elif _num(v):
+                f = float(v)
+            else:
+                raise CorruptDataError(f"{what}, {name!r}: {k} is {v!r}, not a number")
+            if math.isnan(f):
+                if count and k in _WINDOW_FIGURES:
+                    raise CorruptDataError(
+                        f"{what}, {name!r}: {k} is missing for {count} events; a number is required"
+                    )
+                continue
+            if math.isinf(f) or f < 0:
+                raise CorruptDataError(f"{what}, {name!r}: {k} is {v!r}, not a finite number >= 0")
+    check_shares({n: ws.get("share") for n, ws in phases.items() if hasattr(ws, "get")}, what=what)
+
+
 _SUMMARY_COUNTS = ("steps", "overwritten", "out_of_range", "negative", "nonfinite", "events")
 
 
@@ -297,8 +382,14 @@ def check_summary_values(d: Any) -> None:
     if hasattr(phases, "items"):
         for name, pd in phases.items():
             check_phase_values(pd, what=f"phase {name!r}")
+        check_shares(
+            {name: pd.get("share") for name, pd in phases.items()}, what="the phases' shares"
+        )
     if d.get("step") is not None:
         check_phase_values(d["step"], what="the step")
+    windows = d.get("windows")
+    for i, w in enumerate(windows if isinstance(windows, list) else ()):
+        check_window_values(w, what=f"window {i}")
     for k in _SUMMARY_COUNTS:
         v = d.get(k, 0)
         if not _is_int(v) or v < 0:
@@ -311,3 +402,6 @@ def check_summary_values(d: Any) -> None:
     share = d.get("overhead_share", 0.0)
     if _num(share) and float(share) > 1:
         raise CorruptDataError(f"overhead share {share!r} is above 1 (all of the time)")
+    wrapper = d.get("wrapper_share", 0.0)
+    if not _num(wrapper) or not 0.0 <= float(wrapper) <= 1.0:
+        raise CorruptDataError(f"wrapper_share is {wrapper!r}, not a number in [0, 1]")

@@ -278,7 +278,16 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
                 with zf.open(info) as member:  # inflate it all once: CRC and zlib errors here
                     while member.read(1 << 20):
                         pass
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        zlib.error,
+        # flags and versions zipfile cannot read (encrypted, patched, a newer format)
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
         raise CorruptDataError(
             f"{path} is not a gyreprof events file (not a readable .npz: {exc})"
         ) from None
@@ -426,3 +435,55 @@ def _write_no_sigxfsz(fd: int, data: memoryview) -> int:
         return os.write(fd, data)
     finally:
         signal.signal(sigxfsz, previous)
+
+
+# ------------------------------------------------------------------ descriptors of our own
+
+
+def fd_identity(fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of what ``fd`` names now, or None for a closed number."""
+    if fd < 0:
+        return None
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+class OwnedFd:
+    """A descriptor gyreprof opened, remembered with the file it named then.
+
+    A program may close every descriptor (a daemon's ``os.closerange(3, ...)``)
+    and open files of its own, which then get the same numbers. Every descriptor
+    gyreprof keeps open past the call that opened it (the autosave helper's pipe,
+    a live reader's segment) is closed, written and read only while :meth:`ours`
+    proves it still names the same file (same device and inode); otherwise the
+    number is the program's, and gyreprof forgets it without touching it.
+    """
+
+    __slots__ = ("fd", "ident")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.ident = fd_identity(fd)
+
+    def ours(self) -> bool:
+        return self.ident is not None and fd_identity(self.fd) == self.ident
+
+    def forget(self) -> None:
+        self.fd, self.ident = -1, None
+
+    def close(self) -> bool:
+        """Close the descriptor if it is still ours (True); forget the number either way."""
+        fd, mine = self.fd, self.ours()
+        self.forget()
+        if mine:
+            try:
+                os.close(fd)
+            except OSError:
+                return False
+        return mine
+
+    def __repr__(self) -> str:
+        return f"OwnedFd({self.fd}, ident={self.ident})"

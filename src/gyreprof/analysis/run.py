@@ -76,6 +76,10 @@ class ProcessEntry(Record):
     trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
     # the Profilers the user created in the process (gyreprof run reads them too)
     user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
+    # the process image within the pid: 0, then one more after each exec (os.execv keeps
+    # the pid), so each image of an exec chain is a record of its own (a --save folder's
+    # processes.json keeps it; the run JSON names the images by their source)
+    image: int = field(default=0, metadata={"serial": False})
 
 
 #: a part of the run record nested whole, with its own format tag and version

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gyreprof._support.errors import UsageError
+from gyreprof._support.errors import CorruptDataError, InvalidValueError, UsageError
 from gyreprof._support.format import safe_text
 
 #: what ``--json`` prints for profiles that gave a verdict (a single non-trainer file
@@ -137,31 +137,39 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
     try:
         listed = json.loads(_io.read_bytes(index, "snapshot", what="gyreprof run --save index"))
     except FileNotFoundError:
-        raise UsageError(
+        raise InvalidValueError(
             f"{folder} is a directory, not a gyreprof run --save folder (no {PROCESSES_JSON}); "
             "give a summary or snapshot file"
         ) from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {index}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CorruptDataError(f"cannot read {index}: {exc}") from None
     if not isinstance(listed, list):
-        raise UsageError(f"{index} is not a list of processes")
+        raise CorruptDataError(f"{index} is not a list of processes")
     entries = []
     for item in listed:
         try:
             pid, role = int(item["pid"]), str(item["role"])
             contributed, how = bool(item["contributed"]), str(item.get("source", "saved"))
             loops = tuple(str(x) for x in item.get("loops", ()))
-        except (KeyError, TypeError, ValueError):
+            image = item.get("image", 0)  # absent in a folder saved before images were
+        except (KeyError, TypeError, ValueError, AttributeError):
             notes.append(f"skipped an entry of {PROCESSES_JSON} that names no pid and role")
             continue
-        snaps = [
-            collect._load_snap(folder / f"{role}-{pid}.{side}.snap", side, notes)
+        if not isinstance(image, int) or isinstance(image, bool) or image < 0:
+            notes.append(f"skipped an entry of {PROCESSES_JSON} whose image is {image!r}")
+            continue
+        if "/" in role or role.startswith("."):
+            notes.append(f"skipped an entry of {PROCESSES_JSON} whose role {role!r} is no name")
+            continue
+        entries.append(run_result.ProcessEntry(pid, role, contributed, how, loops, image=image))
+    for entry, stem in zip(entries, collect.saved_stems(entries), strict=True):
+        entry.sampler, entry.trainer = (
+            collect._load_snap(folder / f"{stem}.{side}.snap", side, notes)
             for side in ("sampler", "trainer")
-        ]
-        entry = run_result.ProcessEntry(pid, role, contributed, how, loops, *snaps)
-        users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
-        collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
-        entries.append(entry)
+        )
+        if stem == f"{entry.role}-{entry.pid}":  # the image that ended the process
+            users = collect.read_user_profiles(folder, notes, prefix=f"{entry.role}-")
+            collect.join_user_profiles([entry], [u for u in users if u.pid == entry.pid], None)
     if any(_has_data(e.trainer) and not any(u.as_trainer for u in e.user) for e in entries):
         for e in entries:  # a user trainer stands in only while no automatic one recorded
             if any(u.as_trainer for u in e.user):
@@ -216,7 +224,9 @@ def _run_facts(folder: Path, notes: list[str]) -> dict[str, Any]:
 
 def saved_run(folder: Path, loop: str | None = None) -> Any:
     """The RunReport of a ``gyreprof run --save`` folder, judged as the run was (with
-    the loop it declared, or ``loop`` in its place)."""
+    the loop it declared, or ``loop`` in its place). ValueError when the folder is not
+    one (no ``processes.json``) or its ``processes.json`` is corrupt; a bad entry or
+    snapshot in it is skipped with a note."""
     from gyreprof._support.advice import advice_for
     from gyreprof.analysis import run as run_result
     from gyreprof.integrations._auto import collect
@@ -421,7 +431,10 @@ def _print(text: str) -> None:
 
 
 def _report_folder(args: argparse.Namespace, folder: Path, html_out: Path | None) -> int:
-    report = saved_run(folder, args.loop)
+    try:
+        report = saved_run(folder, args.loop)
+    except (InvalidValueError, CorruptDataError) as exc:  # a usage error at the command line
+        raise UsageError(str(exc)) from None
     return _show_run(report, args, html_out, folder, f"gyreprof report: saved run {folder}")
 
 

@@ -312,18 +312,21 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
 
     check_target(directory)  # a link planted at DIR in a shared folder
     directory.mkdir(parents=True, exist_ok=True)
+    from gyreprof.integrations._auto.collect import saved_stems
+
     written = []
-    for e in report.processes:
+    # each process image its own name (an exec keeps the pid): none overwrites another
+    for e, stem in zip(report.processes, saved_stems(report.processes), strict=True):
         for side in ("sampler", "trainer"):
             snap = getattr(e, side)
             if side == "trainer" and any(u.as_trainer for u in e.user):
                 continue  # the user's own profiler, saved as such below
             if snap is not None:
-                path = directory / f"{e.role}-{e.pid}.{side}.snap"
+                path = directory / f"{stem}.{side}.snap"
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
         for u in e.user:
-            path = directory / f"{e.role}-{e.pid}.user-{u.index}.snap"
+            path = directory / f"{stem}.user-{u.index}.snap"
             write_atomic(path, u.snapshot.to_bytes())
             written.append(path)
     written.append(_save_run_facts(report, directory))
@@ -333,7 +336,7 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
         written.append(rollout_record.save_report(report.rollouts, directory))
     index = directory / "processes.json"
     # each process's loop shapes too: gyreprof report DIR judges the run as it was
-    rows = [{**e.to_dict(), "loops": list(e.loops)} for e in report.processes]
+    rows = [{**e.to_dict(), "loops": list(e.loops), "image": e.image} for e in report.processes]
     text = json.dumps(rows, indent=2) + "\n"
     write_atomic(index, text.encode())
     written.append(index)
@@ -491,7 +494,7 @@ def _run_and_report(
     if isinstance(supervised, str):
         print(f"gyreprof run: cannot start {argv[0]}: {supervised}", file=sys.stderr)
         return 126
-    code, passed, shared = supervised
+    code, passed, shared, grouped = supervised
     elapsed = time.monotonic() - started
     notes = []
     if passed:
@@ -502,6 +505,12 @@ def _run_and_report(
         notes.append(
             f"gyreprof run received {names} from the terminal, which sent it to the command "
             "too (not passed on a second time)"
+        )
+    if grouped:
+        names = ", ".join(dict.fromkeys(signal.Signals(s).name for s in grouped))
+        notes.append(
+            f"gyreprof run received {names} sent to its process group, which the command "
+            "is in too (its standard input is a terminal): not passed on a second time"
         )
     left = _wait_for_run(run_dir, run_id, _GRACE_S)
     if left:
@@ -530,7 +539,9 @@ def _run_and_report(
             notes=notes,
             signal_num=-code if code < 0 else None,
             loop=getattr(args, "loop", None),
-            received=tuple(dict.fromkeys(signal.Signals(s).name for s in [*passed, *shared])),
+            received=tuple(
+                dict.fromkeys(signal.Signals(s).name for s in [*passed, *shared, *grouped])
+            ),
             warmup_given=warm != (None, None),
         )
     except Exception as exc:  # noqa: BLE001 - the command's exit code matters more
@@ -590,25 +601,42 @@ def _death_signal_setter() -> Any:
 
 def _supervise(
     argv: list[str], env: dict[str, str], watch: Any = None
-) -> tuple[int, list[int], list[int]] | str:
+) -> tuple[int, list[int], list[int], list[int]] | str:
     """Run ``argv`` to its end: (its wait status, signals passed on, signals it got from the
-    terminal itself), or why it could not start.
+    terminal itself, signals a process sent to the group it shares with the launcher), or
+    why it could not start.
 
-    The launcher blocks the signals it forwards and takes them with ``sigtimedwait``,
-    which tells who sent each one: a signal the kernel sent (the terminal's ^C) while
-    the command is in the launcher's process group reached the command already, and
-    is not sent a second time. The child gets the launcher's death as SIGTERM
-    (``PR_SET_PDEATHSIG``), so it never runs on unnoticed when the launcher is killed.
+    The launcher blocks the signals it forwards and takes them with ``sigtimedwait``.
+    Each signal reaches the command once, whoever sent it (see :func:`_take`):
+
+    - Without a terminal on its standard input the command runs in a process group
+      of its own. A signal sent to the launcher's group (``kill -INT -PGID``, what
+      process managers, job schedulers and scripts send) or to its pid alone then
+      reaches the launcher only, which passes it on: once either way.
+    - With a terminal there, the command stays in the terminal's foreground group
+      (so it reads the terminal, and the terminal's ^C reaches it). A signal the
+      kernel sent (the terminal's ^C, ^\\, hangup) reached it already and is not sent
+      again. A SIGINT or SIGQUIT that a process sent cannot be told apart from one
+      sent to the whole group, which reached the command too: the group's wins, and
+      it is not sent again (a SIGINT sent to the launcher's pid alone then does not
+      reach the command: send it to the command, or to the group). Other signals
+      are passed on unless the command has them pending already.
+
+    The child gets the launcher's death as SIGTERM (``PR_SET_PDEATHSIG``), so it never
+    runs on unnoticed when the launcher is killed.
     """
     if not hasattr(signal, "sigtimedwait"):
         return _supervise_with_handlers(argv, env)  # no start-up watch there
     parent = os.getpid()
     prctl = _death_signal_setter()
     wanted = {*FORWARDED, signal.SIGCHLD}
+    own_group = not _terminal_on_stdin()
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
 
     def in_child() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if own_group:
+            os.setpgid(0, 0)
         if prctl is not None:
             prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
             if os.getppid() != parent:  # the launcher died before the call above
@@ -616,11 +644,17 @@ def _supervise(
 
     passed: list[int] = []
     shared: list[int] = []
+    grouped: list[int] = []
     try:
         try:
             child = subprocess.Popen(argv, env=env, preexec_fn=in_child)  # noqa: PLW1509
         except (OSError, subprocess.SubprocessError) as exc:
             return str(getattr(exc, "strerror", None) or exc)
+        if own_group:
+            try:  # here too: a signal that comes before the child's own call finds it moved
+                os.setpgid(child.pid, child.pid)
+            except OSError:
+                pass  # it exec'd already (its own call did it) or has ended
         try:
             pgid = os.getpgid(child.pid)
         except OSError:
@@ -639,14 +673,14 @@ def _supervise(
                 pgid = os.getpgid(child.pid)
             except OSError:
                 pass
-            _take(info, child, pgid, passed, shared)
+            _take(info, child, pgid, passed, shared, grouped)
         while True:  # what came in as the command ended: noted, not delivered to us later
             info = signal.sigtimedwait(wanted, 0)
             if info is None:
                 break
             if info.si_signo != signal.SIGCHLD:
                 (shared if _from_terminal(info, pgid) else passed).append(info.si_signo)
-        return code, passed, shared
+        return code, passed, shared, grouped
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
@@ -657,11 +691,48 @@ def _from_terminal(info: Any, pgid: int) -> bool:
     return bool(info.si_code == _SI_KERNEL and pgid == os.getpgrp())
 
 
+def _terminal_on_stdin() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
+
+
+#: signals a terminal, tmux or a shell sends to a whole process group
+_GROUP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGQUIT") if hasattr(signal, n))
+
+
+def _pending_in(pid: int, signo: int) -> bool:
+    """``signo`` waits to be delivered to process ``pid`` (its own or its threads')."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith(("SigPnd:", "ShdPnd:")):
+                    if int(line.split()[1], 16) >> (signo - 1) & 1:
+                        return True
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def _take(
-    info: Any, child: subprocess.Popen[bytes], pgid: int, passed: list[int], shared: list[int]
+    info: Any,
+    child: subprocess.Popen[bytes],
+    pgid: int,
+    passed: list[int],
+    shared: list[int],
+    grouped: list[int],
 ) -> None:
+    """Pass ``info``'s signal on, or not when the command has it already (see
+    :func:`_supervise`): ``shared`` gets the terminal's, ``grouped`` those a process
+    sent to the group the command shares with the launcher."""
     if _from_terminal(info, pgid):
         shared.append(info.si_signo)
+        return
+    if pgid == os.getpgrp() and (
+        info.si_signo in _GROUP_SIGNALS or _pending_in(child.pid, info.si_signo)
+    ):
+        grouped.append(info.si_signo)
         return
     passed.append(info.si_signo)
     try:
@@ -672,7 +743,7 @@ def _take(
 
 def _supervise_with_handlers(
     argv: list[str], env: dict[str, str]
-) -> tuple[int, list[int], list[int]] | str:
+) -> tuple[int, list[int], list[int], list[int]] | str:
     """Without ``sigtimedwait`` (not Linux): forward SIGTERM, SIGHUP, SIGUSR1/2; SIGINT
     and SIGQUIT only when the command has its own process group (it never does here)."""
     passed: list[int] = []
@@ -698,7 +769,7 @@ def _supervise_with_handlers(
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    return code, passed, shared
+    return code, passed, shared, []
 
 
 def _wait_for_run(run_dir: Path, run_id: str, grace_s: float) -> list[int]:

@@ -641,8 +641,14 @@ def _check_declared_layout(
         )
     if retired:
         return
-    from gyreprof._core import Recorder
+    from gyreprof._core import Recorder, stats_layout
 
+    offsets = cfg.get("offsets")
+    if not isinstance(offsets, dict):
+        raise CorruptDataError(f"{where} is corrupted: config.offsets is not an object")
+    for key in stats_layout(1, 1, 1, 1, 1):  # every region a stats block has
+        if key not in offsets:
+            raise CorruptDataError(f"{where} is corrupted: config.offsets lacks {key!r}")
     try:
         n_phases = int(cfg["n_phases"])
         settings = {k: int(cfg[k]) for k in _LAYOUT_KEYS}

@@ -139,6 +139,70 @@ def _reserve(fd: int, size: int) -> None:
     os.ftruncate(fd, size)
 
 
+class _SharedMap:
+    """A shared, writable mapping of a segment file that keeps no descriptor.
+
+    ``mmap.mmap`` keeps a duplicate of the file's descriptor and closes that
+    number in ``close()``, whatever it names by then: a program that closed
+    every descriptor (``os.closerange``) and opened files of its own would have
+    one of them closed under it at exit. So the file is mapped without keeping
+    one (``trackfd=False`` where Python has it, else ``mmap(2)`` through ctypes),
+    its descriptor is closed right after, and the pages are unmapped when the
+    last view of them is released (a ``stats_view()`` a caller still holds keeps
+    them mapped, as an ``mmap`` with exports would).
+    """
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.size = size
+        self._owner: Any
+        if sys.version_info >= (3, 13):
+            self._owner = mmap.mmap(  # type: ignore[call-arg,unused-ignore]
+                fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE, trackfd=False
+            )
+        else:
+            self._owner = _ctypes_map(fd, size)
+        self.view: memoryview | None = memoryview(self._owner).cast("B")
+
+    def close(self) -> None:
+        """Drop this object's hold on the pages (unmapped once no view holds them)."""
+        view, self.view = self.view, None
+        owner, self._owner = self._owner, None
+        if view is not None:
+            view.release()
+        if isinstance(owner, mmap.mmap):
+            try:
+                owner.close()
+            except BufferError:  # a stats_view() still holds it; unmapped with that view
+                pass
+
+
+def _ctypes_map(fd: int, size: int) -> Any:
+    """``size`` bytes of ``fd`` mapped shared and writable, as a ctypes array whose
+    collection unmaps them (no descriptor is kept)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    )
+    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    addr = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    arr = (ctypes.c_ubyte * size).from_address(addr)
+    # not at exit: a recorder may write into the pages until the process is gone
+    weakref.finalize(arr, libc.munmap, addr, size).atexit = False
+    return arr
+
+
 class LivePublication:
     """A profiler's stats block published in a shared-memory segment (``prof.live``).
 
@@ -164,7 +228,8 @@ class LivePublication:
         self.pid = os.getpid()
         self.path: Path | None = None
         self.active = False
-        self._mm: mmap.mmap | None = None
+        self._map: _SharedMap | None = None
+        self._mm: memoryview | None = None  # the whole segment, bytes
         self._stats_mv: memoryview | None = None
         self._names_offset = 0
         self._max_counters = int(recorder.config()["max_counters"])
@@ -208,7 +273,7 @@ class LivePublication:
         directory = final.parent
         try:
             _reserve(fd, total)
-            mm = mmap.mmap(fd, total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            shared = _SharedMap(fd, total)
         except OSError as exc:
             os.close(fd)
             os.unlink(tmp)
@@ -221,12 +286,14 @@ class LivePublication:
             os.close(fd)
             os.unlink(tmp)
             raise
-        os.close(fd)
+        os.close(fd)  # the mapping keeps no descriptor (see _SharedMap)
+        mm = shared.view
+        assert mm is not None
         try:
             mm[:header_bytes] = head
             for slot, cname in enumerate(self._counter_names[: self._max_counters]):
                 self._write_slot(mm, names_offset, slot, cname)
-            stats_mv = memoryview(mm)[header_bytes:total]
+            stats_mv = mm[header_bytes:total]
             rec.rebind(stats_mv)
             os.rename(tmp, final)
         except BaseException:
@@ -234,7 +301,9 @@ class LivePublication:
                 rec.rebind(None)
             finally:
                 os.unlink(tmp)
+                shared.close()
             raise
+        self._map = shared
         self._mm = mm
         self._stats_mv = stats_mv
         self._names_offset = names_offset
@@ -244,7 +313,7 @@ class LivePublication:
         self._register_exit_hooks()
 
     @staticmethod
-    def _write_slot(mm: mmap.mmap, names_offset: int, slot: int, name: str) -> None:
+    def _write_slot(mm: memoryview, names_offset: int, slot: int, name: str) -> None:
         data = lay.encode_name_slot(name)
         off = names_offset + slot * lay.NAME_SLOT_BYTES
         mm[off + 1 : off + len(data)] = data[1:]  # the bytes first, the length byte last
@@ -315,19 +384,17 @@ class LivePublication:
 
     def _release_mapping(self) -> None:
         mv, self._stats_mv = self._stats_mv, None
-        mm, self._mm = self._mm, None
+        shared, self._map = self._map, None
+        self._mm = None
         self.active = False
         self.path = None
         if mv is not None:
             try:
                 mv.release()
             except BufferError:  # a stats_view() still holds it; freed with that view
-                return
-        if mm is not None:
-            try:
-                mm.close()
-            except BufferError:
                 pass
+        if shared is not None:
+            shared.close()
 
     def _after_fork_in_child(self) -> None:
         if self.active and self.pid != os.getpid():

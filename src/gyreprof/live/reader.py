@@ -36,6 +36,7 @@ from gyreprof._support import checks as _checks
 from gyreprof._support import limits as _limits
 from gyreprof._support.block import Progress, StatsBlock, block_words
 from gyreprof._support.errors import ArgumentTypeError, CorruptDataError, InvalidValueError
+from gyreprof._support.io import OwnedFd
 from gyreprof._support.limits import decode_errors
 from gyreprof.live import _layout as lay
 from gyreprof.model.snapshot import (
@@ -339,9 +340,20 @@ class _SegmentFile:
     (a ValueError), never SIGBUS.
     """
 
-    def __init__(self, fd: int, where: str) -> None:
-        self.fd = fd
+    def __init__(self, fd: int | OwnedFd, where: str) -> None:
+        self.owned = fd if isinstance(fd, OwnedFd) else OwnedFd(fd)
         self.where = where
+
+    @property
+    def fd(self) -> int:
+        """The segment's descriptor, proved to still name the segment: a program that
+        closed every descriptor may have a file of its own under that number now."""
+        if not self.owned.ours():
+            raise lay.SegmentReadError(
+                f"{self.where} can no longer be read: its descriptor was closed by the "
+                "program (the number may name another file now); attach again"
+            )
+        return self.owned.fd
 
     def __getitem__(self, key: int | slice) -> Any:
         if isinstance(key, slice):
@@ -405,8 +417,8 @@ class LiveReader:
             os.close(fd)
             raise
         size = fst.st_size
-        self._fd = fd
-        self._mm: _SegmentFile | None = _SegmentFile(fd, where)
+        self._fd = OwnedFd(fd)
+        self._mm: _SegmentFile | None = _SegmentFile(self._fd, where)
         self._header = header
         h = self._header
         self._size = size
@@ -515,7 +527,7 @@ class LiveReader:
 
     def _copy(self) -> tuple[np.ndarray, int]:
         self._require()
-        if os.fstat(self._fd).st_size < self._header.total_bytes:
+        if os.fstat(self._require().fd).st_size < self._header.total_bytes:
             raise InvalidValueError(
                 f"{self.path} was truncated while mapped; it is no longer readable"
             )
@@ -624,15 +636,16 @@ class LiveReader:
         if self.retired:
             self._require()
             return self._reload_retired()
-        names = self.counter_names()
-        stats, taken = self._copy()
-        self._check_copy(stats)
-        self._fix_extremes(stats)
-        self._fix_sums(stats)
-        block = self._block(stats)
-        windows_closed = block.windows_closed
-        if not windows:
-            block.hide_windows()
+        with decode_errors(f"{self.path} is corrupted"):  # never a KeyError: "no segment"
+            names = self.counter_names()
+            stats, taken = self._copy()
+            self._check_copy(stats)
+            self._fix_extremes(stats)
+            self._fix_sums(stats)
+            block = self._block(stats)
+            windows_closed = block.windows_closed
+            if not windows:
+                block.hide_windows()
         label, host = self.meta.get("label"), self.meta.get("host")
         identity = ProfilerIdentity(
             self.phases, label if isinstance(label, str) else None, self.lap_cost_ns
@@ -684,9 +697,9 @@ class LiveReader:
         mm, self._mm = self._mm, None
         if mm is not None:
             self._view = np.zeros(0, dtype=np.int64)
-        fd, self._fd = getattr(self, "_fd", -1), -1
-        if fd >= 0:
-            os.close(fd)
+        owned = getattr(self, "_fd", None)
+        if owned is not None:
+            owned.close()  # only while it still names the segment
 
     def __enter__(self) -> LiveReader:
         return self
@@ -822,6 +835,12 @@ def attach(target: int | str | os.PathLike[str], name: str | None = None) -> Liv
     first one the process published is used. Raises LookupError (no such
     process, or no segment), ValueError (not a gyreprof segment, truncated, or
     an unknown layout version), PermissionError (another user's segment).
+
+    A segment that is there but corrupt (say, metadata without a region of the
+    stats block, planted by another user) is never read as "no segment": when
+    the process has no readable segment beside it, ValueError says what is
+    wrong with it (never a KeyError, which is a LookupError); when it has one,
+    that one is attached.
     """
     if isinstance(target, bool):
         raise ArgumentTypeError(f"attach needs a pid or a segment path, got {target!r}")

@@ -85,7 +85,9 @@ class PhaseStats(Record):
     p90: float
     p99: float
     p999: float
-    share: float  # fraction of step time (0..1); of all phase time when no steps were marked
+    # fraction of step time (0..1); of all phase time when no steps were marked or the
+    # phases add up to more (durations given to record()): the shares add up to <= 1
+    share: float
     sum_ns: float = 0.0
     _counts: np.ndarray | None = field(default=None, repr=False, compare=False)
     _layout: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
@@ -247,7 +249,10 @@ class Summary(Record):
 
         step_total = total_of(step_row)
         phase_total = float(sum(total_of(r) for r in rows))
-        denom = step_total if step_row.count > 0 else phase_total
+        # a share is of step time; of all phase time when no steps were marked, or when
+        # the phases add up to more than the steps (durations given to record(), which
+        # tile nothing): shares stay in [0, 1] and add up to at most 1
+        denom = _checks.share_base(step_total if step_row.count > 0 else 0.0, phase_total)
         phases = {
             r.name: _phase_stats(snap.counts[i], r, layout, denom) for i, r in enumerate(rows)
         }

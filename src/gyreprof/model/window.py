@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gyreprof._support import checks as _checks
 from gyreprof._support import forms as _forms
 from gyreprof._support.block import decode_windows
 from gyreprof._support.errors import InvalidValueError
@@ -88,7 +89,11 @@ def rolling_windows(
     nan = math.nan
     out = []
     for i, rec in enumerate(decode_windows(rolling, nphase)):
-        step_sum = float(rec.histograms[nphase].sum)
+        # shares of the step time, or of all phase time where that is more (record())
+        step_sum = _checks.share_base(
+            float(rec.histograms[nphase].sum) if rec.histograms[nphase].count else 0.0,
+            float(sum(hw.sum for hw in rec.histograms[:nphase])),
+        )
         stats = {}
         for name, hw in zip(names, rec.histograms, strict=True):
             if hw.count:
@@ -169,10 +174,15 @@ def windows_from_events(
         k = int(chunk_keys[0])
         is_step = chunk["phase"] == -1
         step_d = chunk["duration_ns"][is_step].astype(np.float64)
-        step_sum = float(step_d.sum())
+        per_phase = [
+            chunk["duration_ns"][chunk["phase"] == i].astype(np.float64) for i in range(len(phases))
+        ]
+        # shares of the step time, or of all phase time where that is more (record())
+        step_sum = _checks.share_base(
+            float(step_d.sum()), float(sum(float(d.sum()) for d in per_phase))
+        )
         stats: dict[str, WindowStats] = {}
-        for i, name in enumerate(phases):
-            d = chunk["duration_ns"][chunk["phase"] == i].astype(np.float64)
+        for name, d in zip(phases, per_phase, strict=True):
             stats[name] = _window_stats(d, step_sum)
         first_step = int(chunk["step"].min()) if len(chunk) else 0
         warm = still_warming or (warmup_end_step >= 0 and first_step <= warmup_end_step)

@@ -50,6 +50,12 @@ Paths
 forked from the process that created the Profiler writes only when the path
 holds ``{pid}`` (never its parent's file), and only if it recorded something
 after the fork; its file then also holds the counts inherited from the parent.
+
+Several processes, one path (``spawn`` workers that each create a Profiler
+with the same untemplated name): the first to save writes the path; one that
+finds it written by another process since its own *process* started saves to
+``<stem>.<pid><suffix>`` and prints a line saying so (see ``_claim``). A file
+last written before the process started is a previous run's and is replaced.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import string
 import sys
 import threading
@@ -73,7 +80,7 @@ import numpy as np
 from gyreprof._support import threadname as _threadname
 from gyreprof._support.block import StatsBlock
 from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
-from gyreprof._support.io import write_atomic
+from gyreprof._support.io import fd_identity, write_atomic
 from gyreprof._support.threadname import name_os_thread
 
 if TYPE_CHECKING:
@@ -144,6 +151,49 @@ def _identity(path: Path) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+_WROTE: dict[tuple[int, str], tuple[int, ...] | None] = {}  # (pid, path) -> what it saved
+_START_UNIX: list[float] = []  # this process's start, wall clock (per pid: see below)
+
+
+def _process_start_unix() -> float:
+    """When this process started (wall clock): from its start tick in /proc (boot-time
+    clock, 10 ms steps) where there is one, else psutil, else gyreprof's import."""
+    pid = os.getpid()
+    if _START_UNIX and _START_UNIX[0] == pid:
+        return _START_UNIX[1]
+    start = _IMPORTED_UNIX
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ticks = int(f.read().rpartition(b")")[2].split()[19])
+        boot_now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        start = time.time() - (boot_now - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        try:
+            import psutil
+
+            start = psutil.Process(pid).create_time()
+        except Exception:  # noqa: BLE001, S110 - gyreprof's import is the latest bound
+            pass
+    _START_UNIX[:] = [pid, start]
+    return start
+
+
+_IMPORTED_UNIX = time.time()
+
+
+def _written_since_start(path: Path) -> bool:
+    """``path`` is a file last written after this process started (by a process that
+    ran beside this one: an autosave is written as its process ends). A link or other
+    non-file there is no one's autosave (it is replaced, never followed). The start is
+    read in 10 ms ticks, rounded down: a file written just before may count as after
+    (then it is kept, and the note says so)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_mtime >= _process_start_unix()
 
 
 class _folder_lock:  # noqa: N801 - used as a function
@@ -272,15 +322,24 @@ class AutosaveState:
             with _folder_lock(path.parent):
                 target = self._claim(path)
                 write_atomic(target, data)
-                self.seen[str(target)] = _identity(target)
+                self.seen[str(target)] = _WROTE[(os.getpid(), str(target))] = _identity(target)
         return target
 
     def _claim(self, path: Path) -> Path:
         """``path``, or a name of this process's own when another process wrote ``path``
-        since this one started (8 processes autosaving to one path: none is lost)."""
+        while this one ran (8 processes autosaving to one path: none is lost).
+
+        "While this one ran" is since the *process* started, not the Profiler: a
+        spawned worker whose Profiler is created after a sibling already saved (a
+        short job, a slow import) must not take that sibling's file as a previous
+        run's. A file last written before this process started is a previous run's
+        and is replaced, as a rerun's would be."""
         now = _identity(path)
-        if now is None or str(path) not in self.seen or self.seen[str(path)] == now:
-            return path
+        if now is None or _WROTE.get((os.getpid(), str(path))) == now:
+            return path  # nothing there, or this process's own last save (any Profiler's)
+        changed = str(path) in self.seen and self.seen[str(path)] != now
+        if not changed and not _written_since_start(path):
+            return path  # a previous run's file
         mine = path.with_name(f"{path.stem}.{os.getpid()}{path.suffix}")
         _warn(
             f"autosave: {path} was written by another process while this one ran; "
@@ -404,7 +463,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def _die_by_sigterm() -> None:
     """Restore SIGTERM's default action and re-raise it (from any thread)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _real_signal(signal.SIGTERM, signal.SIG_DFL)
     else:
         try:
             import ctypes
@@ -437,7 +496,7 @@ def _install_sigterm() -> None:
     global _PREV_SIGTERM
     if threading.current_thread() is not threading.main_thread():
         return
-    prev = signal.getsignal(signal.SIGTERM)
+    prev = _real_getsignal(signal.SIGTERM)
     if prev is _on_sigterm:
         if _HELPER["pid"] != os.getpid():
             _start_helper()
@@ -445,8 +504,75 @@ def _install_sigterm() -> None:
     if prev == signal.SIG_IGN:
         return  # the program chose to ignore SIGTERM
     _PREV_SIGTERM = prev if callable(prev) else None
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    _PROGRAMS[signal.SIGTERM] = prev
+    _real_signal(signal.SIGTERM, _on_sigterm)
     _start_helper()
+
+
+# ------------------------------------------------- what the program sees of the handler
+
+_real_signal = signal.signal
+_real_getsignal = signal.getsignal
+#: signal -> the handler the program would have without gyreprof's (SIG_DFL, its own
+#: callable, or None: set outside Python), while gyreprof's handler is installed
+_PROGRAMS: dict[int, Any] = {}
+_RESTORE: dict[int, Any] = {}  # signal -> the view the program was given when it replaced ours
+
+
+def _view(signalnum: int, handler: Any) -> Any:
+    if handler is _on_sigterm and signalnum == signal.SIGTERM:
+        return _PROGRAMS.get(signalnum, signal.SIG_DFL)
+    return handler
+
+
+def _getsignal(signalnum: Any) -> Any:
+    """``signal.getsignal`` as the program would see it without gyreprof."""
+    return _view(signalnum, _real_getsignal(signalnum))
+
+
+def _signal(signalnum: Any, handler: Any) -> Any:
+    """``signal.signal`` as the program would see it without gyreprof: it returns the
+    program's previous handler, never gyreprof's. Setting the handler the program was
+    shown (SIG_DFL, say) keeps gyreprof's in place, chaining to it; any other replaces
+    gyreprof's, as it would without the hiding; setting again what the program was
+    given when it replaced gyreprof's (restoring the "previous" handler) puts gyreprof's
+    back, chaining to that."""
+    global _PREV_SIGTERM
+    if signalnum == signal.SIGTERM and threading.current_thread() is threading.main_thread():
+        current = _real_getsignal(signalnum)
+        if current is _on_sigterm:
+            shown = _view(signalnum, current)
+            if handler is shown or (handler == shown and not callable(handler)):
+                return shown  # the program sets what it sees: nothing changes for it
+            _real_signal(signalnum, handler)
+            _RESTORE[signalnum] = shown
+            return shown
+        if signalnum in _RESTORE and handler is not _on_sigterm:
+            back = _RESTORE[signalnum]
+            if handler is back or (handler == back and not callable(handler)):
+                del _RESTORE[signalnum]
+                old = _real_signal(signalnum, _on_sigterm)
+                _PREV_SIGTERM = handler if callable(handler) else None
+                _PROGRAMS[signalnum] = handler
+                return old
+    return _real_signal(signalnum, handler)
+
+
+_getsignal.__name__ = _getsignal.__qualname__ = "getsignal"
+_signal.__name__ = _signal.__qualname__ = "signal"
+_getsignal.__doc__ = _real_getsignal.__doc__
+_signal.__doc__ = _real_signal.__doc__
+
+
+def hide_own_handlers() -> None:
+    """Make ``signal.getsignal`` and ``signal.signal`` report the handlers the program
+    would have without gyreprof (``gyreprof run`` calls this in each process it
+    instruments): code that installs a handler only while SIG_DFL is in place behaves
+    as it would without gyreprof. gyreprof's SIGTERM handler stays installed and calls
+    the program's (see :func:`_signal`). Only SIGTERM is hidden: the only signal
+    gyreprof installs a Python handler for in the program."""
+    signal.getsignal = _getsignal
+    signal.signal = _signal
 
 
 _HIGH_FD = 512  # the helper's pipe lives above the fds a daemonising closerange(3, 256) hits
@@ -471,18 +597,10 @@ def _high_pipe() -> tuple[int, int]:
     return r, w
 
 
-def _fd_identity(fd: int) -> tuple[int, int] | None:
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
 def _ours(fd: int, key: str) -> bool:
     """``fd`` is still the pipe end gyreprof made (a program may have closed it and
     opened a file of its own under the same number)."""
-    return fd >= 0 and _HELPER.get(key) is not None and _fd_identity(fd) == _HELPER.get(key)
+    return fd >= 0 and _HELPER.get(key) is not None and fd_identity(fd) == _HELPER.get(key)
 
 
 _PENDING: list[Any] = []  # the C callback Py_AddPendingCall holds (kept alive here)
@@ -531,9 +649,9 @@ def _start_helper() -> None:
         read_fd=r,
         write_fd=w,
         old_fd=old,
-        old_id=_fd_identity(old) if old >= 0 else None,
-        read_id=_fd_identity(r),
-        write_id=_fd_identity(w),
+        old_id=fd_identity(old) if old >= 0 else None,
+        read_id=fd_identity(r),
+        write_id=fd_identity(w),
     )
     threading.Thread(
         target=_helper_loop, args=(r, old), name="gyreprof-sigterm", daemon=True
@@ -560,9 +678,7 @@ def _restart_helper_in_child() -> None:
     except OSError:
         _HELPER["pid"] = -1
         return
-    _HELPER.update(
-        pid=os.getpid(), read_fd=r, read_id=_fd_identity(r), write_id=_fd_identity(w_old)
-    )
+    _HELPER.update(pid=os.getpid(), read_fd=r, read_id=fd_identity(r), write_id=fd_identity(w_old))
     try:
         threading.Thread(
             target=_helper_loop, args=(r, _HELPER["old_fd"]), name="gyreprof-sigterm", daemon=True
@@ -609,7 +725,7 @@ def _helper_loop(r: int, old_fd: int) -> None:
                 pass
         if signal.SIGTERM not in data:
             continue
-        if signal.getsignal(signal.SIGTERM) is not _on_sigterm:
+        if _real_getsignal(signal.SIGTERM) is not _on_sigterm:
             continue  # someone else's handler now; theirs to act on
         deadline = time.monotonic() + _SIGTERM_GRACE_S
         while time.monotonic() < deadline and not _TERM_CLAIM.locked():

@@ -57,12 +57,19 @@ def gyreprof_run(
 def gyreprof_popen(
     tmp_path: Path, *command: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[str], Path]:
-    """``gyreprof run --json FILE -- COMMAND`` started, not waited for (stdout and stderr
-    piped, text); the process and where its JSON will be."""
+    """``gyreprof run --json FILE -- COMMAND`` started, not waited for (stdin from
+    /dev/null, stdout and stderr piped, text); the process and where its JSON will be."""
     out = tmp_path / "run.json"
     argv, full_env = _argv_env(out, command, (), env)
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env
+        argv,
+        # no terminal on stdin, whatever runs the tests: the command then has a process
+        # group of its own, and a signal to the launcher reaches it the same way each time
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
     )
     return proc, out
 

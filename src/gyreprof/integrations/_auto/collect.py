@@ -156,6 +156,28 @@ def _exec_images(run_dir: Path, notes: list[str], main_pid: int | None) -> list[
     return out
 
 
+def number_images(entries: list[ProcessEntry]) -> None:
+    """Number each pid's images in the order they ran: those replaced by exec first (in
+    the order of their records' names), then the one that ended the process."""
+    seen: dict[int, int] = {}
+    for e in sorted(entries, key=lambda e: e.source != "before exec"):  # stable
+        e.image = seen.get(e.pid, 0)
+        seen[e.pid] = e.image + 1
+
+
+def saved_stems(entries: list[ProcessEntry]) -> list[str]:
+    """The name each entry's snapshots have in a ``--save`` folder: ``<role>-<pid>`` for
+    the image that ended the process (the only one where nothing exec'd), and
+    ``<role>-<pid>.<image>`` for an image an exec replaced."""
+    last: dict[int, int] = {}
+    for e in entries:
+        last[e.pid] = max(last.get(e.pid, 0), e.image)
+    return [
+        f"{e.role}-{e.pid}" if e.image == last[e.pid] else f"{e.role}-{e.pid}.{e.image}"
+        for e in entries
+    ]
+
+
 def _pids(run_dir: Path, suffix: str) -> set[int]:
     out = set()
     for p in run_dir.glob(f"*{suffix}"):
@@ -248,6 +270,7 @@ def collect_run(
             entry = ProcessEntry(pid, role, False, "none")
         entries.append(entry)
     entries += _exec_images(run_dir, all_notes, main_pid)
+    number_images(entries)
     join_user_profiles(entries, read_user_profiles(run_dir, all_notes), _main_of(run_dir, main_pid))
     all_notes += _role_notes(entries)
     got = [e for e in entries if e.contributed]

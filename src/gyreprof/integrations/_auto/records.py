@@ -115,12 +115,13 @@ def snap_path(run_dir: Path, pid: int | str, side: str) -> Path:
     return run_dir / f"{pid}.{side}.snap"
 
 
-def exec_key(pid: int) -> str:
+def exec_key(pid: int, seq: int = 0) -> str:
     """The record name of a process image replaced by ``exec`` (the new image keeps the pid's
-    own name): ``<pid>-x<random hex>``."""
+    own name): ``<pid>-x<seq, 6 digits><random hex>``, ``seq`` the image's place among the
+    pid's images replaced before it (so the names sort in the order the images ran)."""
     import secrets
 
-    return f"{pid}-x{secrets.token_hex(6)}"
+    return f"{pid}-x{seq:06d}{secrets.token_hex(6)}"
 
 
 def parse_exec_key(key: str) -> int | None:

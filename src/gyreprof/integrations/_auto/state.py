@@ -545,7 +545,8 @@ def _save_image() -> str | None:
     global _saved_pid
     if run_dir is None or _saved_pid == os.getpid():
         return None
-    key = rec.exec_key(os.getpid())
+    pid = os.getpid()
+    key = rec.exec_key(pid, len(list(run_dir.glob(f"{pid}-x*.done.json"))))
     if not save("exec", key):
         return None
     # the new image writes its own start file if it records (it may not be Python at all)
@@ -587,6 +588,7 @@ def _install_exit_hooks() -> None:
     from gyreprof.recording import _autosave  # imported with the profiler already
 
     _autosave.on_exit(_save_on_exit)
+    _autosave.hide_own_handlers()  # signal.getsignal(SIGTERM) as without gyreprof
     _patch_process_exits()
 
 

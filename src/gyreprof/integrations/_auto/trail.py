@@ -142,10 +142,21 @@ def _thread_name() -> str:
 _main_ident = _thread.get_ident()  # the main thread: the bootstrap runs there; set again in a fork
 
 
+def _fd_ident(fd: int) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of what ``fd`` names now: the rule of ``gyreprof._support.io.OwnedFd``,
+    written here because this half of the module imports nothing of gyreprof's."""
+    try:
+        st = os.fstat(fd)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 class _Trail:
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.fd = -1
+        self.ident: tuple[int, int] | None = None  # the trail file the fd named when opened
         self.pid = 0
         self.t0 = time.monotonic()
         self.on = False
@@ -167,9 +178,18 @@ class _Trail:
             os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC,
             0o600,
         )
+        self.ident = _fd_ident(self.fd)
+
+    def ours(self) -> bool:
+        """The fd still names this trail: a program that closed every fd (a daemon's
+        ``os.closerange``) may have opened a file of its own under the number."""
+        return self.fd >= 0 and self.ident is not None and _fd_ident(self.fd) == self.ident
 
     def write(self, ev: str, **fields: Any) -> None:
         if self.fd < 0:
+            return
+        if not self.ours():
+            self.fd, self.ident = -1, None  # the number is the program's now
             return
         fields = {"ev": ev, "t": round(time.monotonic() - self.t0, 4), **fields}
         try:
@@ -696,11 +716,12 @@ def _after_fork_in_child() -> None:
     if t is None:
         return
     _main_ident = _thread.get_ident()  # the forking thread is the child's main thread
-    try:
-        os.close(t.fd)
-    except OSError:
-        pass
-    t.fd = -1
+    if t.ours():
+        try:
+            os.close(t.fd)
+        except OSError:
+            pass
+    t.fd, t.ident = -1, None
     t.exceptions = 0
     t.import_lines = 0
     t.lock = _thread.allocate_lock()
