@@ -725,7 +725,8 @@ def _thread_findings(state: str, waits: Sequence[ThreadWait], pid: int) -> list[
 
 
 def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str, int, int]]:
-    """(path, start, end) of what the log and the stdout / stderr files found gained."""
+    """(path, start, end) of what the log and every file found open for writing (stdout,
+    stderr, the logs it writes) gained; files that are not text are left out when read."""
     first, last = taken[0], taken[-1]
     regions: list[tuple[str, int, int]] = []
     seen: set[str] = set()
@@ -742,7 +743,7 @@ def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str,
         for path, f in sample.files.items():
             starts.setdefault(path, f.size)
     for path, f in last.files.items():
-        if "std" not in f.role or os.path.realpath(path) in seen:
+        if os.path.realpath(path) in seen:
             continue
         seen.add(os.path.realpath(path))
         if f.size > starts.get(path, f.size):

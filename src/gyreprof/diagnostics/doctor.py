@@ -27,10 +27,12 @@ returns a :class:`ProcessDiagnosis`:
                  counter does not; or the thread count grows and the new threads all
                  wait on the same thing. Names the kind, the count, the last line and
                  the endpoint a line gives; the endpoints are probed (see below).
-``progressing``  the step counter, the launcher's records, or progress lines (step, loss,
-                 iteration, rate, or ``progress=`` REGEX) in the log or a file the
-                 process writes. Growth alone is not progress when the lines it added
-                 are failures.
+``progressing``  a counter that moves: the step counter, the launcher's records, or
+                 lines added to the log or a file the process writes that carry a step,
+                 iteration, epoch, sample count or loss whose value changed since the
+                 previous such line (or match ``progress=`` REGEX). Growth alone, a
+                 repeated value or a heartbeat is never progress ("alive, writes, no
+                 step moves").
 
 Progress evidence, best first (the diagnosis says which one it used):
 
@@ -40,8 +42,9 @@ Progress evidence, best first (the diagnosis says which one it used):
 3. ``log=``: the log file's size and modification time, and the lines it gained;
 4. found without being named (Linux ``/proc``): the process's stdout and stderr when
    redirected to a regular file, and the other regular files it holds open for
-   writing (logs, TensorBoard event files, checkpoints). One that grows is progress
-   (unless the lines stdout / stderr gained are only failures).
+   writing (logs, TensorBoard event files, checkpoints). The lines the log and each
+   text file found gained are read (see :mod:`._loglines`): one whose counter moved
+   is progress, and growth without one is not ("alive, writes, no step moves").
    One that does not grow is *not* taken as proof of a stall -- a training loop may
    print once a minute -- so a busy process whose found files stay quiet is ``busy``
    (the files are listed), not ``spinning``; name the file with ``log=`` to make its
@@ -53,8 +56,8 @@ Under ``gyreprof run`` the launcher records env steps and trainer phases in live
 segments without marking sampler steps: the events it records are the progress
 evidence there (never advice to wait longer for step marks that cannot come).
 
-Lines read: what the log and the stdout / stderr files found gained during the
-observation, at most ``_loglines.MAX_READ_BYTES`` per file, lines cut at
+Lines read: what the log and the text files found gained during the observation, at
+most the last ``_loglines.MAX_READ_BYTES`` (1 MiB) of each file, lines cut at
 ``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout / stderr is a
 file or a pipe, that has written nothing and runs without ``-u`` or
 ``PYTHONUNBUFFERED``, is said to be block-buffered.
@@ -146,7 +149,6 @@ from gyreprof.diagnostics._doctor_rules import (
     Facts,
     decide,
     is_busy,
-    only_failures,
 )
 
 __all__ = [
@@ -442,6 +444,54 @@ def _state(
     return decision.state, decision.why
 
 
+def _counter_progress(
+    progress: _Progress, lines: _loglines.LineReport, evidence: list[str]
+) -> _Progress:
+    """Progress is a counter that moves: growth of the log or of the files found is not
+    progress unless a line it added carries a step / iteration / epoch / sample count /
+    loss whose value changed (or matches ``--progress``); such lines are progress
+    whatever the other evidence says. Adds the words that say which."""
+    if lines.progress and not progress.progressed:
+        src = progress.source if progress.source in ("log", "files") else "log"
+        words = (
+            f"{lines.progress} added line(s) carry a counter that moved: {lines.last_progress!r}"
+        )
+        evidence.append(words)
+        return _Progress(src, True, progress.evidence + [words], progress.steps, progress.watched)
+    if progress.progressed and lines.failure_count and lines.progress:
+        evidence.append(
+            f"{lines.failure_count} failure line(s) among {lines.progress} progress lines: "
+            "a loop that retries now and then but moves"
+        )
+    if not progress.progressed or progress.source not in ("log", "files") or lines.progress:
+        return progress
+    # it grew, but no counter moved: alive, not progressing
+    if lines.still:
+        why = (
+            f"its step lines repeat the same value ({lines.last_still!r}): a heartbeat, not a step"
+        )
+    elif lines.failure_count:
+        why = "the lines it added are failures"
+    elif lines.lines:
+        why = (
+            "the lines it added carry no step, iteration, epoch, sample count or loss; pass "
+            "--progress REGEX to name the process's own"
+        )
+    else:
+        why = "no text line was added (growth alone is not progress)"
+    evidence.append(f"alive, writes, no step moves: {why}")
+    # a named log, or lines read whose counter stood still: it stood still; growth of a
+    # found file with no counter to read is no signal either way
+    stood = progress.source == "log" or bool(lines.still) or bool(lines.failure_count)
+    return _Progress(
+        progress.source,
+        False if stood else None,
+        progress.evidence,
+        progress.steps,
+        progress.watched,
+    )
+
+
 def _classify(
     pid: int,
     command: str | None,
@@ -468,26 +518,7 @@ def _classify(
     lines = _loglines.read_lines(_line_regions(taken, log), opts.progress_rx)
     evidence = list(progress.evidence) + live.skipped
     evidence += _loglines.describe(lines)
-    if only_failures(lines) and progress.source in ("log", "files") and progress.progressed:
-        # it grew, but with failures only: growth is not progress
-        progress = _Progress(
-            progress.source, False, progress.evidence, progress.steps, progress.watched
-        )
-    elif progress.progressed and lines.failure_count and lines.progress:
-        evidence.append(
-            f"{lines.failure_count} failure line(s) among {lines.progress} progress lines: "
-            "a loop that retries now and then but moves"
-        )
-    elif (
-        progress.progressed
-        and progress.source in ("log", "files")
-        and lines.lines
-        and not lines.progress
-    ):
-        evidence.append(
-            "the lines it added are not recognised as progress (step, loss, iteration, rate); "
-            "pass --progress REGEX to name the process's own"
-        )
+    progress = _counter_progress(progress, lines, evidence)
     if cpu_share is not None:
         evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
     else:

@@ -9,7 +9,10 @@ python nothing_moves.py MODE READY_FILE LOG_FILE [ARG]
 - ``storm``: logs only INFO lines: no rollouts yet, retrying (attempt N), every 10 ms;
 - ``poll``: logs one line, then polls an empty batch source and sleeps 50 ms each time;
 - ``buffered``: prints (to stdout, block-buffered) and waits forever without flushing;
-- ``healthy``: logs a step line every 10 ms, and a retry line every 10th step.
+- ``healthy``: logs a step line every 10 ms, and a retry line every 10th step;
+- ``heartbeat``: logs the same ``step=0 ... waiting`` line every 20 ms;
+- ``ranks``: logs ``waiting for ranks 1/2`` every 20 ms;
+- ``slow``: logs ``step N (working)`` every 20 ms; N moves every 0.25 s.
 
 READY_FILE is written once the loop runs.
 """
@@ -71,6 +74,15 @@ def main() -> None:
                 if n % 10 == 0:
                     say("WARNING request failed, retrying (attempt 1)")
                 time.sleep(0.01)
+            elif mode == "heartbeat":
+                say("INFO step=0 loss=nan waiting for the learner")
+                time.sleep(0.02)
+            elif mode == "ranks":
+                say("INFO waiting for ranks 1/2")
+                time.sleep(0.02)
+            elif mode == "slow":
+                say(f"INFO step {int(n * 0.02 / 0.25)} (working)")
+                time.sleep(0.02)
             else:
                 raise SystemExit(f"unknown mode {mode!r}")
 
