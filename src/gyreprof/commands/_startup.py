@@ -139,7 +139,7 @@ def _doctor_lines(pid: int) -> list[str]:
     except Exception as exc:  # noqa: BLE001 - one process that cannot be read
         return [f"doctor: could not look ({type(exc).__name__}: {exc})"]
     out = [f"doctor: {d.state.upper()}"]
-    out += [e for e in d.evidence if e.startswith(("main thread", "CPU"))][:3]
+    out += [e for e in d.evidence if e.startswith(("retrying", "main thread", "CPU"))][:4]
     return out
 
 

@@ -751,6 +751,9 @@ def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str,
     return regions
 
 
+_LOCAL_END = re.compile(r"on fd \d+ = (\w+) socket \S+ -> ")
+
+
 def _new_thread_wait(
     first: _Sample, waits: Sequence[ThreadWait], trend: str
 ) -> tuple[int, str] | None:
@@ -765,6 +768,8 @@ def _new_thread_wait(
     for w in new:
         what = w.waits_on or (f"in {w.syscall}" if w.syscall else None)
         if what:
+            # each new connection has its own local port: the peer is what they share
+            what = _LOCAL_END.sub(r"on a \1 socket to ", what)
             groups[what] = groups.get(what, 0) + 1
     if not groups:
         return None
@@ -918,6 +923,149 @@ def _stuck_endpoints(
         elif c.status == "ESTABLISHED" and (io_moved is None or io_moved < IDLE_IO_BYTES):
             out.append((c.raddr.ip, c.raddr.port, "connected, no bytes moving"))
     return out, peers
+
+
+class _SocketWatch:
+    """The process's TCP connections, looked at often between the doctor's samples: each
+    connection attempt (``SYN_SENT``) and each socket that came and went, by peer."""
+
+    #: a look costs this share of the time between looks at most (a big socket table)
+    COST_SHARE = 0.25
+
+    def __init__(self, proc: psutil.Process) -> None:
+        self.proc = proc
+        self.looks = 0
+        self.seen: dict[tuple[str, int], set[int]] = {}  # peer -> local ports seen
+        self.syn: dict[tuple[str, int], set[int]] = {}  # peer -> local ports seen connecting
+        self.last: set[tuple[str, int, int]] = set()  # (peer host, peer port, local port)
+        self.cost_s = 0.0
+        self.ok = True
+
+    def look(self) -> None:
+        if not self.ok:
+            return
+        getter = getattr(self.proc, "net_connections", None) or getattr(
+            self.proc, "connections", None
+        )
+        t0 = time.monotonic()
+        try:
+            conns = getter(kind="tcp") if getter is not None else []
+        except (psutil.Error, OSError):
+            self.ok = False
+            return
+        self.cost_s = time.monotonic() - t0
+        self.looks += 1
+        now: set[tuple[str, int, int]] = set()
+        for c in conns:
+            if not c.raddr or not c.laddr:
+                continue
+            peer = (str(c.raddr.ip), int(c.raddr.port))
+            now.add((peer[0], peer[1], int(c.laddr.port)))
+            self.seen.setdefault(peer, set()).add(int(c.laddr.port))
+            if c.status == "SYN_SENT":
+                self.syn.setdefault(peer, set()).add(int(c.laddr.port))
+        self.last = now
+
+    def sleep_until(self, target: float) -> None:
+        """Sleep until ``target`` (monotonic), looking at the sockets on the way."""
+        while True:
+            left = target - time.monotonic()
+            if left <= 0:
+                return
+            gap = max(0.05, self.cost_s / self.COST_SHARE)
+            if left < gap or not self.ok:
+                time.sleep(left)
+                return
+            time.sleep(gap)
+            self.look()
+
+    def attempts(self, stood_still: bool) -> tuple[str, int, str] | None:
+        """(peer, attempts, words) for the peer most tried: connection attempts seen in
+        ``SYN_SENT`` on two sockets or more, or (``stood_still``: no progress) three
+        sockets or more to one peer that came and went. None otherwise."""
+        best: tuple[str, int, str] | None = None
+        for peer, ports in self.seen.items():
+            host = f"[{peer[0]}]" if ":" in peer[0] else peer[0]
+            where = f"{host}:{peer[1]}"
+            syn = self.syn.get(peer, set())
+            gone = {p for p in ports if (peer[0], peer[1], p) not in self.last}
+            if len(syn) >= 2:
+                n, words = (
+                    len(syn),
+                    (
+                        f"{len(syn)} connection attempts to {where} seen connecting (SYN_SENT "
+                        f"sockets appearing and vanishing) in {self.looks} looks at its sockets"
+                    ),
+                )
+            elif stood_still and len(gone) >= 3:
+                n, words = (
+                    len(ports),
+                    (
+                        f"{len(ports)} sockets to {where} opened and closed again in "
+                        f"{self.looks} looks at its sockets, with no progress"
+                    ),
+                )
+            else:
+                continue
+            if best is None or n > best[1]:
+                best = (where, n, words)
+        return best
+
+
+#: swallowed exceptions that are a connection failing (by the type's name)
+_CONNECT_ERRORS = (
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "TimeoutError",
+    "timeout",
+    "ConnectTimeout",
+    "ConnectTimeoutError",
+    "ConnectError",
+    "NewConnectionError",
+    "MaxRetryError",
+    "URLError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+    "RemoteDisconnected",
+    "gaierror",
+)
+
+
+def _trail_attempts(pid: int) -> tuple[str | None, int, str] | None:
+    """(endpoint or None, count, words) when the start-up trail of a ``gyreprof run``
+    process holds two or more swallowed connection errors of one kind; None otherwise."""
+    try:
+        from gyreprof.integrations._auto import trail
+    except ImportError:
+        return None
+    path = trail.find_trail(pid)
+    info = trail.read_trail(path) if path is not None else None
+    if info is None:
+        return None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in info.swallowed:
+        if str(e.get("type")) in _CONNECT_ERRORS:
+            groups.setdefault(str(e.get("type")), []).append(e)
+    if not groups:
+        return None
+    kind, excs = max(groups.items(), key=lambda kv: len(kv[1]))
+    if len(excs) < 2:
+        return None
+    peers = [str(e["peer"]) for e in excs if e.get("peer")]
+    peer = max(set(peers), key=peers.count) if peers else None
+    last = excs[-1]
+    cwd = info.launch.get("cwd") if info.launch else None
+    at = str(last.get("caught") or last.get("at") or "?")
+    if cwd and at.startswith(cwd.rstrip(os.sep) + os.sep):
+        at = at[len(cwd.rstrip(os.sep)) + 1 :]
+    words = (
+        f"the run's trail holds {len(excs)} swallowed {kind}"
+        + (f" against {peer}" if peer else "")
+        + f" (last caught at {at}): it keeps trying to connect, logging nothing"
+    )
+    return peer, len(excs), words
 
 
 def _startup_trail(pid: int) -> list[str]:

@@ -127,12 +127,14 @@ from gyreprof.diagnostics._doctor_evidence import (
     _sample,
     _share_words,
     _socket_map,
+    _SocketWatch,
     _startup_trail,
     _stuck_endpoints,
     _thread_count_words,
     _thread_findings,
     _thread_trend,
     _thread_waits,
+    _trail_attempts,
     read_log_tail,
 )
 from gyreprof.diagnostics._doctor_rules import (
@@ -388,13 +390,15 @@ def doctor(
         command = None
 
     live = _LiveProbe(pid)
+    watch = _SocketWatch(proc)
     t0 = time.monotonic()
     taken: list[_Sample] = []
     try:
         for i in range(samples):
             if i:
-                target = t0 + interval_s * i / (samples - 1)
-                time.sleep(max(0.0, target - time.monotonic()))
+                watch.sleep_until(t0 + interval_s * i / (samples - 1))
+            else:
+                watch.look()
             edge = i in (0, samples - 1)
             taken.append(_sample(proc, pid, live, log_path, step_path, t0, launcher=edge))
     except _Gone:
@@ -409,7 +413,18 @@ def doctor(
     live.close()
     sockets = _socket_map(proc)
     return _classify(
-        pid, command, interval_s, taken, live, log_path, step_path, sockets, proc, stacks, opts
+        pid,
+        command,
+        interval_s,
+        taken,
+        live,
+        log_path,
+        step_path,
+        sockets,
+        proc,
+        stacks,
+        opts,
+        watch,
     )
 
 
@@ -504,6 +519,7 @@ def _classify(
     proc: psutil.Process,
     want_stacks: bool,
     opts: _Options | None = None,
+    watch: _SocketWatch | None = None,
 ) -> ProcessDiagnosis:
     """Gather the evidence of the looks ``taken``, let the rule table decide the state,
     and assemble the diagnosis."""
@@ -528,6 +544,18 @@ def _classify(
     counts = [s.num_threads for s in taken if s.num_threads is not None]
     trend = _thread_trend(counts)
     waits = _thread_waits(first, last, pid, sockets)
+    attempt_words: list[str] = []
+    attempt_peers: list[str] = []
+    if progress.progressed is not True:
+        seen = watch.attempts(progress.progressed is False) if watch is not None else None
+        if seen is not None:
+            attempt_peers.append(seen[0])
+            attempt_words.append(seen[2])
+        trailed = _trail_attempts(pid)
+        if trailed is not None:
+            if trailed[0] is not None:
+                attempt_peers.append(trailed[0])
+            attempt_words.append(trailed[2])
     facts = Facts(
         pid=pid,
         status=last.status,
@@ -538,6 +566,7 @@ def _classify(
         lines=lines,
         wall_s=wall_s,
         retry_counters=retry_counters,
+        attempts="; ".join(attempt_words) if attempt_words else None,
         thread_retry=_new_thread_wait(first, waits, trend),
         poll_spin=_poll_spin(taken, pid, wall_s, cpu_share),
         quiet_output=_quiet_output(last, opts.quiet_after_s),
@@ -565,6 +594,11 @@ def _classify(
         for host, port, how in stuck:
             endpoints.append(f"{host}:{port} ({how})")
             targets.append((host, port))
+        for peer in dict.fromkeys(attempt_peers):
+            host, _, port_text = peer.rpartition(":")
+            if port_text.isdigit() and (host.strip("[]"), int(port_text)) not in targets:
+                endpoints.append(f"{peer} (repeated connection attempts)")
+                targets.append((host.strip("[]"), int(port_text)))
         for ep, n in sorted(lines.endpoints.items(), key=lambda kv: -kv[1]):
             endpoints.append(f"{ep} (named by {n} failure line{'s' if n > 1 else ''})")
             targets.append((ep.host, ep.port))
