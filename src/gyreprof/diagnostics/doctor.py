@@ -107,7 +107,7 @@ import psutil
 from gyreprof._errors import InvalidValueError
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_positive_number
-from gyreprof.diagnostics import _doctor_text, _loglines, _probe, _procfs
+from gyreprof.diagnostics import _doctor_text, _feeders, _loglines, _probe, _procfs
 from gyreprof.diagnostics._doctor_evidence import (
     ThreadWait,
     _activity_words,
@@ -580,6 +580,8 @@ def _classify(
     evidence += _startup_trail(pid)
     if state != "progressing":
         evidence += _block_buffered(pid, proc)
+        # what should feed a waiting main thread and died: said first
+        evidence[:0] = _feeders.dead_feeders(pid, proc, _feeders.main_waits_on(waits, pid), log)
 
     endpoints: list[str] = []
     probes: list[str] = []
