@@ -387,6 +387,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "if True:",
            ("tests/test_run_stall.py::"
             "test_a_trainer_whose_feeder_died_gets_nothing_moved_and_the_report_says_so_first",)),
+    Mutant("doctor-deadlock-needs-both-ways", "src/gyreprof/diagnostics/_deadlock.py",
+           "if a.waits[0] in b.holds and b.waits[0] in a.holds:",
+           "if a.waits[0] in b.holds or b.waits[0] in a.holds:",
+           ("tests/test_doctor_deadlock.py::test_a_chain_of_waits_is_no_cycle",)),
+    Mutant("doctor-possible-deadlock-any-wait", "src/gyreprof/diagnostics/_deadlock.py",
+           'if getattr(w, "syscall", None) not in ("futex", "futex_waitv"):',
+           "if False:",
+           ("tests/test_doctor_deadlock.py::"
+            "test_a_possible_deadlock_needs_every_thread_asleep_on_a_lock",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",

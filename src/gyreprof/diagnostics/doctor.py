@@ -107,7 +107,7 @@ import psutil
 from gyreprof._errors import InvalidValueError
 from gyreprof._serial import decode, encode, serial_format
 from gyreprof._validate import check_positive_number
-from gyreprof.diagnostics import _doctor_text, _feeders, _loglines, _probe, _procfs
+from gyreprof.diagnostics import _deadlock, _doctor_text, _feeders, _loglines, _probe, _procfs
 from gyreprof.diagnostics._doctor_evidence import (
     ThreadWait,
     _activity_words,
@@ -507,6 +507,29 @@ def _counter_progress(
     )
 
 
+def _deadlock_words(
+    pid: int,
+    proc: psutil.Process,
+    stacks: str | None,
+    waits: Sequence[ThreadWait],
+    evidence: Sequence[str],
+) -> list[str]:
+    """A lock-order deadlock the stacks show; without one, and with no dead feeder said,
+    a possible deadlock where every thread sleeps on a lock."""
+    if stacks:
+        try:
+            cwd: str | None = proc.cwd()
+        except (psutil.Error, OSError):
+            cwd = None
+        named = _deadlock.lock_order_deadlock(stacks, cwd)
+        if named is not None:
+            return [named]
+    if evidence and ("which died" in evidence[0] or "is dead (a zombie" in evidence[0]):
+        return []
+    possible = _deadlock.possible_deadlock(waits, pid)
+    return [possible] if possible is not None else []
+
+
 def _classify(
     pid: int,
     command: str | None,
@@ -621,6 +644,8 @@ def _classify(
             stacks, hint = _py_spy(pid)
         else:
             hint = f"not collected (run: py-spy dump --pid {pid})"
+    if state == "blocked":
+        evidence[:0] = _deadlock_words(pid, proc, stacks, waits, evidence)
 
     return ProcessDiagnosis(
         pid=pid,
