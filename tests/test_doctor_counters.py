@@ -133,3 +133,18 @@ def test_values_before_the_added_lines_are_read(tmp_path: Path) -> None:
     b = tmp_path / "events"
     b.write_bytes(b"step 1\n\0step 2\n")
     assert _loglines.read_lines([(str(b), 0, b.stat().st_size)], None).lines == 0
+
+
+@WITH_LOG
+def test_a_buffered_slow_start_is_busy_not_spinning(tmp_path: Path, named: bool) -> None:
+    """An empty, block-buffered stdout of a busy process is a reason (run python -u),
+    not evidence of a spin; stderr, line-buffered since Python 3.9, gets no hint."""
+    out = tmp_path / "train.out"
+    with moves(tmp_path, "loading", stdout=out, unbuffered=False) as (proc, _):
+        d = _look(proc.pid, out, named, 0.6)
+    assert out.stat().st_size == 0
+    assert d.state == "busy", str(d)
+    assert d.exit_code == 6
+    text = str(d)
+    assert "stdout (" in text and "never written: output is block-buffered" in text, text
+    assert "stderr (" not in text, text

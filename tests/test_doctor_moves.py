@@ -59,7 +59,7 @@ def moves(
     try:
         wait_for(lambda: ready.exists() or proc.poll() is not None, f"{mode} to start")
         assert proc.poll() is None, f"nothing_moves.py {mode} exited with {proc.returncode}"
-        if mode not in ("buffered", "poll"):
+        if mode not in ("buffered", "loading", "poll"):
             wait_for(lambda: log.exists() and log.stat().st_size > 0, f"{mode} to log")
         yield proc, log
     finally:

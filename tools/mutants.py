@@ -396,6 +396,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "if False:",
            ("tests/test_doctor_deadlock.py::"
             "test_a_possible_deadlock_needs_every_thread_asleep_on_a_lock",)),
+    Mutant("doctor-empty-buffered-log-is-a-stall", "src/gyreprof/diagnostics/doctor.py",
+           'progress = _Progress("log", None, progress.evidence, progress.steps, progress.watched)',
+           "pass",
+           ("tests/test_doctor_counters.py::test_a_buffered_slow_start_is_busy_not_spinning",)),
+    Mutant("doctor-stderr-called-block-buffered", _DOCTOR_EVIDENCE,
+           'streams = ((1, "stdout"),)', "pass",
+           ("tests/test_doctor_counters.py::test_a_buffered_slow_start_is_busy_not_spinning",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",

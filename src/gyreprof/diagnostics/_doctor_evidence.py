@@ -859,9 +859,24 @@ def _python_unbuffered(argv: Sequence[str], env: Mapping[str, str]) -> bool | No
     return False
 
 
+def _python_version(proc: psutil.Process) -> tuple[int, int] | None:
+    """(major, minor) of a Python interpreter process, from its executable's name (the
+    link resolved: ``python3.11``); None where it does not say."""
+    try:
+        exe = proc.exe()
+    except (psutil.Error, OSError):
+        return None
+    for name in (os.path.basename(exe), os.path.basename(os.path.realpath(exe))):
+        m = re.fullmatch(r"python(\d)\.(\d+)[a-z]?", name)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
 def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
     """Words for each stdout / stderr of a live Python process that is a file or a pipe,
-    has received nothing, while the process runs block-buffered."""
+    has received nothing, while the process runs block-buffered. Since Python 3.9 stderr
+    is line-buffered even when redirected: only stdout is said to be, there."""
     try:
         argv = proc.cmdline()
         env = proc.environ()
@@ -869,9 +884,13 @@ def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
         return []
     if _python_unbuffered(argv, env) is not False:
         return []
+    version = _python_version(proc)
+    streams: tuple[tuple[int, str], ...] = ((1, "stdout"), (2, "stderr"))
+    if version is None or version >= (3, 9):
+        streams = ((1, "stdout"),)
     out: list[str] = []
     wrote: int | None = None
-    for fd, name in ((1, "stdout"), (2, "stderr")):
+    for fd, name in streams:
         try:
             # by hand: psutil lists regular files only, and a pipe is asked about here
             target = os.readlink(f"/proc/{pid}/fd/{fd}")

@@ -58,9 +58,11 @@ evidence there (never advice to wait longer for step marks that cannot come).
 
 Lines read: what the log and the text files found gained during the observation, at
 most the last ``_loglines.MAX_READ_BYTES`` (1 MiB) of each file, lines cut at
-``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout / stderr is a
-file or a pipe, that has written nothing and runs without ``-u`` or
-``PYTHONUNBUFFERED``, is said to be block-buffered.
+``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout is a file or a
+pipe, that has written nothing and runs without ``-u`` or ``PYTHONUNBUFFERED``, is
+said to be block-buffered (stderr too before Python 3.9; since then it is
+line-buffered). That is a reason, not evidence: an empty ``log=`` of such a process
+is no progress signal either way, and CPU (and stacks) decide its state.
 
 Endpoint probes: each endpoint the process is connecting to (``SYN_SENT``) or
 connected to with no bytes moving, and each endpoint named in failure lines,
@@ -558,6 +560,16 @@ def _classify(
     evidence = list(progress.evidence) + live.skipped
     evidence += _loglines.describe(lines)
     progress = _counter_progress(progress, lines, evidence)
+    if progress.source == "log" and progress.progressed is False and last.log_size == 0:
+        buffered = _block_buffered(pid, proc)
+        if buffered:
+            # an empty log of a block-buffered process: the output sits in its buffer, so
+            # the silence says nothing; CPU (and stacks) decide
+            evidence.append(
+                "the log is still empty, but the output is block-buffered: its silence is "
+                "no evidence of a stall (a reason to run `python -u`, not a symptom)"
+            )
+            progress = _Progress("log", None, progress.evidence, progress.steps, progress.watched)
     if cpu_share is not None:
         evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
     else:

@@ -9,6 +9,7 @@ python nothing_moves.py MODE READY_FILE LOG_FILE [ARG]
 - ``storm``: logs only INFO lines: no rollouts yet, retrying (attempt N), every 10 ms;
 - ``poll``: logs one line, then polls an empty batch source and sleeps 50 ms each time;
 - ``buffered``: prints (to stdout, block-buffered) and waits forever without flushing;
+- ``loading``: prints (block-buffered) and burns the CPU for good (a slow model load);
 - ``healthy``: logs a step line every 10 ms, and a retry line every 10th step;
 - ``heartbeat``: logs the same ``step=0 ... waiting`` line every 20 ms;
 - ``ranks``: logs ``waiting for ranks 1/2`` every 20 ms;
@@ -31,9 +32,13 @@ arg = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 def main() -> None:
-    if mode == "buffered":
+    if mode in ("buffered", "loading"):
         print("loading the model ...")  # stays in the buffer: stdout is a file, no -u
         ready.write_text("ready")
+        if mode == "loading":
+            x = 0
+            while True:
+                x += 1
         threading.Event().wait()
         return
     with open(log_path, "a", encoding="utf-8") as log:
