@@ -403,6 +403,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("doctor-stderr-called-block-buffered", _DOCTOR_EVIDENCE,
            'streams = ((1, "stdout"),)', "pass",
            ("tests/test_doctor_counters.py::test_a_buffered_slow_start_is_busy_not_spinning",)),
+    Mutant("selfcheck-frozen-catches-counted", "src/gyreprof/diagnostics/_selfcheck_child.py",
+           'if caught.startswith("<") or (', "if (",
+           ("tests/test_selfcheck.py::"
+            "test_an_http_answer_under_other_keys_shows_the_status_and_keys",)),
+    Mutant("selfcheck-empty-fields-are-a-failure", "src/gyreprof/diagnostics/_selfcheck_child.py",
+           'if rule == "refused" and empty_sequences(result):', "if False:",
+           ("tests/test_selfcheck.py::"
+            "test_an_object_whose_list_field_is_empty_is_empty_not_a_failure",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",
