@@ -411,6 +411,13 @@ MUTANTS: tuple[Mutant, ...] = (
            'if rule == "refused" and empty_sequences(result):', "if False:",
            ("tests/test_selfcheck.py::"
             "test_an_object_whose_list_field_is_empty_is_empty_not_a_failure",)),
+    Mutant("doctor-probe-without-ctypes-setns", "src/gyreprof/diagnostics/_probe.py",
+           'return getattr(os, "setns", None) or _libc_setns()',
+           'return getattr(os, "setns", None)',
+           ("tests/test_doctor_netns.py",)),
+    Mutant("doctor-probe-from-the-host-namespace", "src/gyreprof/diagnostics/_probe.py",
+           "    if not enter:\n        return", "    if True:\n        return",
+           ("tests/test_doctor_netns.py",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",
