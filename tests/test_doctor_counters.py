@@ -148,3 +148,42 @@ def test_a_buffered_slow_start_is_busy_not_spinning(tmp_path: Path, named: bool)
     text = str(d)
     assert "stdout (" in text and "never written: output is block-buffered" in text, text
     assert "stderr (" not in text, text
+
+
+def test_doctor_answers_within_5_s_reading_at_most_1_mib_of_a_flooded_log(
+    tmp_path: Path,
+) -> None:
+    """The default look (2 s) at a process that adds 40 MiB/s to its log: the last 1 MiB
+    of the file is read, and the answer comes within 5 s."""
+    import time
+
+    from gyreprof.diagnostics import _loglines
+
+    assert _loglines.MAX_READ_BYTES == 1024 * 1024
+    with moves(tmp_path, "flood") as (proc, log):
+        t0 = time.monotonic()
+        d = doctor(proc.pid)
+        took = time.monotonic() - t0
+    assert took < 5.0, (took, str(d))
+    assert d.state == "progressing", str(d)
+    assert any("the last 1024 KiB of the file" in e for e in d.evidence), str(d)
+
+
+def test_a_cut_read_still_compares_with_the_value_before_the_added_lines(
+    tmp_path: Path,
+) -> None:
+    """More was added than is read: the counter's value just before the added lines is
+    read too (within the 1 MiB), so one new step line is a move, not a heartbeat."""
+    from gyreprof.diagnostics import _loglines
+
+    f = tmp_path / "train.log"
+    f.write_text("step 1\n")
+    start = f.stat().st_size
+    with f.open("a") as fh:
+        fh.write(("x" * 999 + "\n") * 1500 + "step 2\n")
+    end = f.stat().st_size
+    report = _loglines.read_lines([(str(f), start, end)], None)
+    assert report.truncated and (report.progress, report.still) == (1, 0), report
+    head, text, cut = _loglines.read_region(f, start, end)
+    assert cut and len(head.encode()) + len(text.encode()) <= _loglines.MAX_READ_BYTES
+    assert head == "step 1\n" and text.endswith("step 2\n")

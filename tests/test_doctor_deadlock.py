@@ -138,3 +138,17 @@ def test_a_possible_deadlock_needs_every_thread_asleep_on_a_lock() -> None:
     assert _deadlock.possible_deadlock([wait(1, "futex"), wait(2, "futex")], 1) is not None
     assert _deadlock.possible_deadlock([wait(1, "clock_nanosleep"), wait(2, "futex")], 1) is None
     assert _deadlock.possible_deadlock([wait(1, "futex"), wait(2, "futex", 0.2)], 1) is None
+
+
+def test_with_the_real_py_spy_a_two_lock_deadlock_is_named() -> None:
+    """Where py-spy is installed and may read the process (ptrace)."""
+    from gyreprof.diagnostics._doctor_evidence import _find_py_spy, _py_spy
+
+    with deadlocked() as proc:
+        if _find_py_spy(proc.pid) is None or _py_spy(proc.pid)[0] is None:
+            pytest.skip("py-spy is missing or may not read the process here")
+        d = doctor(proc.pid, interval_s=0.5)
+    first = d.evidence[0]
+    assert first.startswith("lock-order deadlock: thread `"), str(d)
+    assert f"two_locks.py:{_line_of('with lock_b:')}" in first, first
+    assert f"two_locks.py:{_line_of('with lock_a:', 2)}" in first, first

@@ -60,7 +60,7 @@ _SLEEP_CALLS = frozenset(
 #: refused, backoff, failures, empty batches, errors)
 _RETRY_WORDS = ("retr", "reconnect", "timeout", "refus", "backoff", "fail", "empty", "error")
 _LOG_TAIL_LINES = 20
-_PY_SPY_TIMEOUT_S = 20.0
+_PY_SPY_TIMEOUT_S = 3.0  # a dump takes well under a second; the doctor answers in 5 s
 
 
 @dataclass(frozen=True)
@@ -397,13 +397,22 @@ def _py_spy(pid: int) -> tuple[str | None, str]:
             "gp.banner(faulthandler=True), which dump every thread's stack via faulthandler"
         )
     try:
+        # full file names: the deadlock finder reads the source the lines point at
         res = subprocess.run(
-            [exe, "dump", "--pid", str(pid)],
+            [exe, "dump", "--pid", str(pid), "--full-filenames"],
             capture_output=True,
             text=True,
             timeout=_PY_SPY_TIMEOUT_S,
             check=False,
         )
+        if res.returncode != 0 and "full-filenames" in (res.stderr or ""):  # an old py-spy
+            res = subprocess.run(
+                [exe, "dump", "--pid", str(pid)],
+                capture_output=True,
+                text=True,
+                timeout=_PY_SPY_TIMEOUT_S,
+                check=False,
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"py-spy dump failed ({exc})"
     if res.returncode != 0:

@@ -32,6 +32,9 @@ from gyreprof._errors import InvalidValueError
 
 #: at most this many bytes (the last ones) of a file are read per observation
 MAX_READ_BYTES = 1024 * 1024
+#: of which, where more was added than is read, this many just before the added ones
+#: (the counters' previous values)
+HEAD_BYTES = 64 * 1024
 #: each line is cut to this many characters before it is classified or quoted
 MAX_LINE_CHARS = 400
 
@@ -248,24 +251,31 @@ def read_region(path: str | os.PathLike[str], start: int, end: int) -> tuple[str
     nothing was added."""
     if end <= start:
         return "", "", False
-    begin = max(0, end - MAX_READ_BYTES)
-    cut = begin > start
+    cut = end - start > MAX_READ_BYTES
     try:
         with open(path, "rb") as fh:
-            fh.seek(begin)
-            data = fh.read(end - begin)
+            if cut:  # more was added than is read: the lines just before it give the values
+                first = max(0, start - HEAD_BYTES)
+                fh.seek(first)
+                before = fh.read(start - first)
+                begin = end - (MAX_READ_BYTES - len(before))
+                fh.seek(begin)
+                added = fh.read(end - begin)
+            else:
+                first = max(0, end - MAX_READ_BYTES)
+                fh.seek(first)
+                blob = fh.read(end - first)
+                before, added = blob[: start - first], blob[start - first :]
     except (OSError, ValueError):
         return "", "", False
-    if b"\0" in data:
+    if b"\0" in before or b"\0" in added:
         return "", "", False
-    split = max(0, start - begin)
-    head = data[:split].decode("utf-8", errors="replace")
-    text = data[split:].decode("utf-8", errors="replace")
-    if begin > 0:  # the first line read is partial
-        if head:
-            head = head.split("\n", 1)[1] if "\n" in head else ""
-        else:
-            text = text.split("\n", 1)[1] if "\n" in text else ""
+    head = before.decode("utf-8", errors="replace")
+    text = added.decode("utf-8", errors="replace")
+    if first > 0:  # the first line before the added ones is partial
+        head = head.split("\n", 1)[1] if "\n" in head else ""
+    if cut:  # so is the first added line read
+        text = text.split("\n", 1)[1] if "\n" in text else ""
     return head, text, cut
 
 

@@ -13,7 +13,8 @@ python nothing_moves.py MODE READY_FILE LOG_FILE [ARG]
 - ``healthy``: logs a step line every 10 ms, and a retry line every 10th step;
 - ``heartbeat``: logs the same ``step=0 ... waiting`` line every 20 ms;
 - ``ranks``: logs ``waiting for ranks 1/2`` every 20 ms;
-- ``slow``: logs ``step N (working)`` every 20 ms; N moves every 0.25 s.
+- ``slow``: logs ``step N (working)`` every 20 ms; N moves every 0.25 s;
+- ``flood``: logs 2 MiB of lines (a step line every 200 of them) every 50 ms.
 
 READY_FILE is written once the loop runs.
 """
@@ -85,6 +86,11 @@ def main() -> None:
             elif mode == "ranks":
                 say("INFO waiting for ranks 1/2")
                 time.sleep(0.02)
+            elif mode == "flood":
+                for k in range(10):
+                    log.write(("DEBUG " + "x" * 1000 + "\n") * 200 + f"step {n * 10 + k}\n")
+                log.flush()
+                time.sleep(0.05)
             elif mode == "slow":
                 say(f"INFO step {int(n * 0.02 / 0.25)} (working)")
                 time.sleep(0.02)
