@@ -183,3 +183,46 @@ def test_under_gyreprof_run_the_trails_swallowed_connection_errors_are_retrying(
         "swallowed ConnectionRefusedError" in e and f"127.0.0.1:{port}" in e for e in d.evidence
     ), str(d)
     assert any(e.startswith(f"127.0.0.1:{port}") for e in d.endpoints), d.endpoints
+
+
+def test_gyreprof_runs_start_up_report_says_retrying_and_names_the_endpoint(
+    tmp_path: Path,
+) -> None:
+    """The launcher's own report saw the swallowed ConnectionRefusedError three times and
+    still printed "doctor: BLOCKED"."""
+    from helpers.waiting import wait_for
+
+    port = _free_port()
+    err = tmp_path / "stderr.txt"
+    with open(err, "wb") as fh:
+        run = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gyreprof",
+                "run",
+                "--startup-timeout",
+                "1",
+                "--",
+                sys.executable,
+                str(PROCS / "backoff.py"),
+                "127.0.0.1",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            env=_env(),
+            cwd=tmp_path,
+        )
+    try:
+        wait_for(lambda: "doctor:" in err.read_text(), "the start-up report", 60)
+    finally:
+        run.send_signal(signal.SIGTERM)
+        try:
+            run.wait(30)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait(10)
+    text = err.read_text()
+    assert "doctor: RETRYING" in text, text
+    assert f"swallowed ConnectionRefusedError against 127.0.0.1:{port}" in text, text
