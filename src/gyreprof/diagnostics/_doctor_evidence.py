@@ -37,6 +37,7 @@ from gyreprof.diagnostics._doctor_rules import (
     RETRY_NEW_THREADS,
     SPIN_CPU_SHARE,
 )
+from gyreprof.diagnostics._feeders import Death
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
     from gyreprof._block import Progress
@@ -1094,6 +1095,29 @@ def _trail_attempts(pid: int) -> tuple[str | None, int, str] | None:
         + f" (last caught at {at}): it keeps trying to connect, logging nothing"
     )
     return peer, len(excs), words
+
+
+def _trail_deaths(pid: int) -> tuple[list[Death], str | None]:
+    """Threads of a ``gyreprof run`` process that raised and have exited since (its
+    start-up trail), and where its main thread waits by the trail's last stack dump."""
+    try:
+        from gyreprof.integrations._auto import trail
+    except ImportError:
+        return [], None
+    path = trail.find_trail(pid)
+    info = trail.read_trail(path) if path is not None else None
+    if info is None:
+        return [], None
+    cwd = str(info.launch.get("cwd") or "") if info.launch else ""
+    out: list[Death] = []
+    for e in info.exceptions.values():
+        if e.get("main") or not trail._thread_gone(pid, e.get("tid")):
+            continue
+        at = str(e.get("at"))
+        if cwd and at.startswith(cwd.rstrip(os.sep) + os.sep):
+            at = at[len(cwd.rstrip(os.sep)) + 1 :]
+        out.append(Death(str(e.get("type")), str(e.get("msg") or ""), at, str(e.get("thread"))))
+    return out, trail.main_thread_wait(info)
 
 
 def _startup_trail(pid: int) -> list[str]:

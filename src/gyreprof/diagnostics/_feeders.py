@@ -130,33 +130,6 @@ def tracebacks(text: str, cwd: str | None = None) -> list[Death]:
     return out
 
 
-def _trail_deaths(pid: int) -> tuple[list[Death], str | None]:
-    """Threads of a ``gyreprof run`` process that raised and have exited (its trail), and
-    where its main thread waits by the trail's last stack dump."""
-    try:
-        from gyreprof.integrations._auto import trail
-    except ImportError:
-        return [], None
-    path = trail.find_trail(pid)
-    info = trail.read_trail(path) if path is not None else None
-    if info is None:
-        return [], None
-    cwd = info.launch.get("cwd") if info.launch else None
-    out: list[Death] = []
-    for e in info.exceptions.values():
-        if e.get("main") or not trail._thread_gone(pid, e.get("tid")):
-            continue
-        out.append(
-            Death(
-                str(e.get("type")),
-                str(e.get("msg") or ""),
-                _short(str(e.get("at")), cwd),
-                str(e.get("thread")),
-            )
-        )
-    return out, trail.main_thread_wait(info)
-
-
 def _exit_status(pid: int) -> str | None:
     """A zombie's exit status, from the last field of ``/proc/PID/stat``."""
     try:
@@ -198,15 +171,21 @@ def _main_wait(main_waits_on: str | None, trail_wait: str | None) -> str:
 
 
 def dead_feeders(
-    pid: int, proc: psutil.Process, main_waits_on: str | None, log: Path | None
+    pid: int,
+    proc: psutil.Process,
+    main_waits_on: str | None,
+    log: Path | None,
+    trailed: tuple[list[Death], str | None] = ([], None),
 ) -> list[str]:
     """Words for each thread that died with an exception and each zombie child, saying
-    what the main thread waits on; empty when none is found."""
+    what the main thread waits on; empty when none is found. ``trailed``: the threads
+    a ``gyreprof run`` process's start-up trail saw die, and where its main thread waits
+    by the trail (read by the evidence module, which may read the trail)."""
     try:
         cwd: str | None = proc.cwd()
     except (psutil.Error, OSError):
         cwd = None
-    deaths, trail_wait = _trail_deaths(pid)
+    deaths, trail_wait = list(trailed[0]), trailed[1]
     texts = [_tail(p) for p in output_files(pid, log)]
     printed = [d for t in texts for d in tracebacks(t, cwd)]
     seen = {d.thread for d in deaths}

@@ -137,6 +137,7 @@ from gyreprof.diagnostics._doctor_evidence import (
     _thread_trend,
     _thread_waits,
     _trail_attempts,
+    _trail_deaths,
     read_log_tail,
 )
 from gyreprof.diagnostics._doctor_rules import (
@@ -616,7 +617,9 @@ def _classify(
     if state != "progressing":
         evidence += _block_buffered(pid, proc)
         # what should feed a waiting main thread and died: said first
-        evidence[:0] = _feeders.dead_feeders(pid, proc, _feeders.main_waits_on(waits, pid), log)
+        evidence[:0] = _feeders.dead_feeders(
+            pid, proc, _feeders.main_waits_on(waits, pid), log, _trail_deaths(pid)
+        )
 
     endpoints: list[str] = []
     probes: list[str] = []
