@@ -418,6 +418,10 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("doctor-probe-from-the-host-namespace", "src/gyreprof/diagnostics/_probe.py",
            "    if not enter:\n        return", "    if True:\n        return",
            ("tests/test_doctor_netns.py",)),
+    Mutant("verdict-shares-past-100", _VERDICT,
+           "    elif timed_ns > wall:\n", "    elif False:\n",
+           ("tests/test_verdict.py::"
+            "test_sampler_shares_sum_to_100_when_its_phases_run_a_little_past_the_wall",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",
