@@ -226,3 +226,27 @@ def test_gyreprof_runs_start_up_report_says_retrying_and_names_the_endpoint(
     text = err.read_text()
     assert "doctor: RETRYING" in text, text
     assert f"swallowed ConnectionRefusedError against 127.0.0.1:{port}" in text, text
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["plain", "log"])
+def test_debug_only_backoff_against_a_refused_loopback_is_retrying_from_the_stacks(
+    tmp_path: Path, named: bool
+) -> None:
+    """Refused at once on loopback, no attempt shows on a socket and nothing is logged:
+    the main thread sleeps in a frame that holds the caught ConnectionRefusedError
+    (py-spy's locals), with the host and port it tried."""
+    from gyreprof.diagnostics._doctor_evidence import _find_py_spy, _py_spy
+
+    log = tmp_path / "client.log"
+    log.write_text("")
+    port = _free_port()
+    with started("127.0.0.1", str(port)) as proc:
+        if _find_py_spy(proc.pid) is None or _py_spy(proc.pid)[0] is None:
+            pytest.skip("py-spy is missing or may not read the process here")
+        d = doctor(proc.pid, log=log if named else None, interval_s=1.0)
+    assert d.state == "retrying", str(d)
+    assert any(
+        "holding a caught ConnectionRefusedError" in e and f"127.0.0.1:{port}" in e
+        for e in d.evidence
+    ), str(d)
+    assert any(f"nothing listens on 127.0.0.1:{port}" in p for p in d.probes), d.probes

@@ -422,6 +422,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "    elif timed_ns > wall:\n", "    elif False:\n",
            ("tests/test_verdict.py::"
             "test_sampler_shares_sum_to_100_when_its_phases_run_a_little_past_the_wall",)),
+    Mutant("doctor-held-connection-error-ignored", _DOCTOR_EVIDENCE,
+           "held = next((h for h in map(_HELD_ERROR.match, local.values()) if h), None)",
+           "held = None",
+           ("tests/test_doctor_attempts.py::"
+            "test_debug_only_backoff_against_a_refused_loopback_is_retrying_from_the_stacks",)),
     Mutant("doctor-read-only-file-watched", "src/gyreprof/diagnostics/_procfs.py",
            "if fd > 2 and (flags is None or (flags & 0o3) not in (0o1, 0o2)):",
            "if fd > 2 and flags is None:",

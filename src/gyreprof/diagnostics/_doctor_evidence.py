@@ -426,6 +426,88 @@ def _py_spy(pid: int) -> tuple[str | None, str]:
     return res.stdout, "from py-spy dump"
 
 
+_LOCAL_LINE = re.compile(r"^\s{8,}(?P<name>\w+): (?P<value>.*)$")
+_HELD_ERROR = re.compile(
+    r"^<(?P<type>\w*(?:Connection\w*Error|ConnectionError|TimeoutError|Timeout|timeout|"
+    r"ConnectError|URLError|MaxRetryError|gaierror|RemoteDisconnected)) at 0x"
+)
+_URL_VALUE = re.compile(r"\w+://(?:[^/@\s\"']*@)?(?P<netloc>[\w.\-]+:\d{1,5})")
+_SLEEPING = frozenset({"nanosleep", "clock_nanosleep", "select", "pselect6", "poll", "ppoll"})
+
+
+def _held_retry(pid: int, exe: str | None = None) -> tuple[str, str | None] | None:
+    """(words, endpoint) when the main thread sleeps in a frame that holds a caught
+    connection error in a local (``except OSError as exc: ... time.sleep(delay)``): a
+    retry with backoff that may log nothing. Read from ``py-spy dump --locals``; the
+    endpoint from that frame's or its callers' ``host`` / ``port`` locals, an
+    ``(host, port)`` tuple or a URL. None where py-spy is missing or shows none."""
+    exe = exe or _find_py_spy(pid)
+    if exe is None:
+        return None
+    try:
+        res = subprocess.run(
+            [exe, "dump", "--pid", str(pid), "--locals", "--full-filenames"],
+            capture_output=True,
+            text=True,
+            timeout=_PY_SPY_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if res.returncode != 0:
+        return None
+    frames: list[tuple[str, dict[str, str]]] = []  # the main thread's: (where, locals)
+    inside = False
+    for raw in res.stdout.splitlines():
+        if raw.startswith("Thread "):
+            inside = raw.rstrip().endswith('"MainThread"')
+            continue
+        if not inside:
+            continue
+        m = re.match(r"^    (?P<func>\S.*?) \((?P<where>[^()]+:\d+)\)\s*$", raw)
+        if m:
+            frames.append((m.group("where"), {}))
+            continue
+        v = _LOCAL_LINE.match(raw)
+        if v and frames:
+            frames[-1][1].setdefault(v.group("name"), v.group("value").strip())
+    for i, (where, local) in enumerate(frames):
+        held = next((h for h in map(_HELD_ERROR.match, local.values()) if h), None)
+        if held is None:
+            continue
+        endpoint = None
+        for _, names in frames[i:]:
+            endpoint = _endpoint_of_locals(names)
+            if endpoint:
+                break
+        short = os.path.basename(where.rpartition(":")[0]) + ":" + where.rpartition(":")[2]
+        words = (
+            f"the main thread waits at {short} holding a caught {held.group('type')} in a "
+            "local: a connection retry with backoff, which may log nothing"
+            + (f", against {endpoint}" if endpoint else "")
+        )
+        return words, endpoint
+    return None
+
+
+def _endpoint_of_locals(names: Mapping[str, str]) -> str | None:
+    host, port = names.get("host", "").strip("\"'"), names.get("port", "")
+    if host and port.isdigit():
+        return f"{host}:{port}"
+    for value in names.values():
+        t = re.match(r"^\(\s*\"([^\"]+)\",\s*(\d{1,5})\s*\)$", value)
+        if t:
+            return f"{t.group(1)}:{t.group(2)}"
+        u = _URL_VALUE.search(value)
+        if u:
+            return u.group("netloc")
+    return None
+
+
+def _main_sleeps(waits: Sequence[ThreadWait], pid: int) -> bool:
+    return any(w.tid == pid and w.syscall in _SLEEPING for w in waits)
+
+
 def _share_words(share: float) -> str:
     pct = f"{100.0 * share:.0f}% of one core"
     if share < IDLE_CPU_SHARE:

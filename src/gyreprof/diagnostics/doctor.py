@@ -116,8 +116,10 @@ from gyreprof.diagnostics._doctor_evidence import (
     _block_buffered,
     _counter_findings,
     _Gone,
+    _held_retry,
     _line_regions,
     _LiveProbe,
+    _main_sleeps,
     _new_thread_wait,
     _poll_spin,
     _Progress,
@@ -609,7 +611,15 @@ def _classify(
     )
     decision = decide(facts)
     state = decision.state
-    evidence += decision.why
+    if state in ("blocked", "busy") and want_stacks and _main_sleeps(waits, pid):
+        # a sleep between connection attempts that log nothing: the stacks' locals say
+        held = _held_retry(pid)
+        if held is not None:
+            state = "retrying"
+            evidence.append(f"retrying: {held[0]}")
+            if held[1]:
+                attempt_peers.append(held[1])
+    evidence += decision.why if state == decision.state else []
     evidence += words
     evidence += _thread_count_words(counts, trend, wall_s)
     evidence += _thread_findings(state, waits, pid)
