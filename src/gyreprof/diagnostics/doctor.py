@@ -18,15 +18,21 @@ returns a :class:`ProcessDiagnosis`:
                  moving no data and making no progress (a poll loop on an empty queue),
                  with or without ``log=``.
 ``blocked``      alive, little CPU, no progress; each thread's kernel wait channel and
-                 system call (and the socket or file it waits on) where readable.
+                 system call (and the socket or file it waits on) where readable. Said
+                 first where found: a thread that died while the main thread waits on
+                 what it fed, a zombie child, a lock-order (or possible) deadlock.
 ``busy``         alive, burning CPU, and no progress signal at all: nothing tells useful
                  work from a loop that spins (pass ``--log`` or publish a live segment).
 ``retrying``     alive and adding lines, but only failure lines (connection refused,
                  timeouts, HTTP 5xx/4xx, empty results, retry/backoff, tracebacks) and
                  no progress line; or a retry-like live counter rises while the step
                  counter does not; or the thread count grows and the new threads all
-                 wait on the same thing. Names the kind, the count, the last line and
-                 the endpoint a line gives; the endpoints are probed (see below).
+                 wait on the same peer; or repeated connection attempts to one
+                 endpoint seen below the log (SYN_SENT sockets coming and going, new
+                 sockets to one peer, a ``gyreprof run`` trail's swallowed connection
+                 errors, a main thread sleeping while it holds a caught connection
+                 error, by py-spy's locals). Names the kind, the count, the last line
+                 and the endpoint; the endpoints are probed (see below).
 ``progressing``  a counter that moves: the step counter, the launcher's records, or
                  lines added to the log or a file the process writes that carry a step,
                  iteration, epoch, sample count or loss whose value changed since the
