@@ -33,12 +33,14 @@ FAILING = _loglines.LineReport(
 MIXED = _loglines.LineReport(lines=5, progress=1, failures={"timeout": 4})
 QUIET_WORDS = "busy, yet its output has not changed for 6.0 min: spinning"
 POLL_WORDS = "spinning (low CPU): the main thread woke 20 times a second"
+ATTEMPTS = "3 connection attempts to 10.0.0.5:8000 seen connecting (SYN_SENT)"
 
 #: one set of facts per rule that reaches it (and no rule before it)
 REACHES: dict[str, Facts] = {
     "stopped": Facts(pid=7, status=STOPPED, progressed=True, busy=True),
     "progress": Facts(pid=7, status=RUNNING, progressed=True, lines=MIXED),
     "failure-lines": Facts(pid=7, status=RUNNING, progressed=False, busy=True, lines=FAILING),
+    "connect-attempts": Facts(pid=7, status=RUNNING, progressed=None, attempts=ATTEMPTS),
     "retry-counters": Facts(pid=7, status=RUNNING, progressed=False, retry_counters=True),
     "piling-threads": Facts(pid=7, status=RUNNING, progressed=None, thread_retry=(4, "in connect")),
     "poll-spin": Facts(pid=7, status=RUNNING, progressed=False, poll_spin=POLL_WORDS),
@@ -181,6 +183,8 @@ def _ladder(f: Facts) -> tuple[str, list[str]]:
         state, why = ("spinning" if f.busy else "blocked"), []
     if only_failures(f.lines):
         return "retrying", ["failures"]
+    if f.attempts is not None:
+        return "retrying", ["attempts"]
     if f.retry_counters:
         return "retrying", why
     if f.thread_retry is not None:
@@ -199,6 +203,7 @@ def _kind(words: list[str]) -> list[str]:
     first = words[0]
     for needle, label in (
         ("failure lines", "failures"),
+        ("connection attempts", "attempts"),
         ("threads started", "threads"),
         ("CPU busy, no progress signal", "busy"),
         ("works through them", "activity"),
@@ -218,6 +223,7 @@ def test_the_table_agrees_with_the_ladder_on_every_combination() -> None:
         activity,
         lines,
         counters,
+        attempts,
         threads,
         poll,
         quiet,
@@ -229,6 +235,7 @@ def test_the_table_agrees_with_the_ladder_on_every_combination() -> None:
         ((), ("moved data",)),
         (None, FAILING, MIXED),
         (False, True),
+        (None, ATTEMPTS),
         (None, (3, "in connect")),
         (None, POLL_WORDS),
         (None, QUIET_WORDS),
@@ -247,6 +254,7 @@ def test_the_table_agrees_with_the_ladder_on_every_combination() -> None:
             activity=activity,
             lines=lines,
             retry_counters=counters,
+            attempts=attempts,
             thread_retry=threads,
             poll_spin=poll,
             quiet_output=quiet,

@@ -189,3 +189,24 @@ def test_ok_result_counts_no_swallowed_exceptions_from_the_standard_library() ->
     r = check("make_ok", kwargs={"batch_size": 3})
     assert r.status == "ok" and r.swallowed == []
     assert r.result_fields == []
+
+
+def test_an_object_whose_list_field_is_empty_is_empty_not_a_failure() -> None:
+    """It has no count of its own; the old check said FAILED [1]: no sample count."""
+    r = selfcheck("sc_empty:make_empty_fields", cwd=PROCS, timeout_s=30)
+    assert r.status == "empty" and r.exit_code == 2 and r.count == 0, str(r)
+    assert r.count_rule == "empty fields"
+    assert r.result_fields is not None and "items (list, 0 items)" in r.result_fields
+    assert "source (str 'rollout-server')" in r.result_fields
+    assert "result: EMPTY RESULT -- see its fields above" in str(r)
+
+
+def test_an_http_answer_under_other_keys_shows_the_status_and_keys() -> None:
+    r = selfcheck("sc_empty:make_http", cwd=PROCS, timeout_s=30)
+    assert r.status == "empty" and r.exit_code == 2, str(r)
+    assert r.http_status == 200 and r.http_keys == ["api_version", "data"], str(r)
+    text = str(r)
+    assert "last HTTP response: status 200, top-level keys: api_version, data" in text
+    assert "see the response's keys above" in text and "swallowed exceptions" not in text
+    for sw in r.swallowed or []:  # the import machinery's catches are not the user's
+        assert not sw["caught_at"].startswith("<"), sw

@@ -687,3 +687,23 @@ def test_idle_sampler_time_is_idle_not_untimed() -> None:
     capped = diagnose(sampler=sp, trainer=tp, loop="sync")
     assert capped.sampler_shares["(idle)"] == pytest.approx(0.55)
     assert capped.sampler_shares["(untimed)"] == 0.0 and capped.coverage == pytest.approx(1.0)
+
+
+def test_sampler_shares_sum_to_100_when_its_phases_run_a_little_past_the_wall() -> None:
+    """A block still open when the trainer's waits were last closed (a run stopped mid
+    collect): the sampler's phases add up to 2% more than the wall. Its shares summed to
+    102%; they fill the wall instead."""
+    from gyreprof.render import text as render_text
+
+    tp = trainer(wait_ns=2 * MS, compute_ns=1 * MS)  # the sampler's wall: 200 x 2 ms of wait
+    sp = gp.Profiler(["env_step", "fwd"])
+    for _ in range(200):
+        sp.record("env_step", 1530 * US)
+        sp.record("fwd", 510 * US)
+    v = diagnose(sampler=sp, trainer=tp, loop="sync")
+    assert sum(v.sampler_shares.values()) == pytest.approx(1.0)
+    assert v.sampler_shares["env_step"] == pytest.approx(0.75)
+    shares, _ = render_text.wall_shares(sp.summary(), v)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    alone, _ = render_text.wall_shares(sp.summary())
+    assert sum(alone.values()) == pytest.approx(1.0)

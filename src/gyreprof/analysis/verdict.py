@@ -863,6 +863,10 @@ def _sampler_wall(
             "shares are of the timed time"
         )
         wall, basis = timed_ns, "its timed phases (see the caveat)"
+    elif timed_ns > wall:
+        # a little more than the wall (a block still open when the steps or the waits
+        # were last closed, at the end of a run): the phases fill it; shares sum to 100%
+        wall = timed_ns
     # idle time is outside the timed phases: at most the wall time they leave
     idle_ns = 0.0
     if wall > 0:

@@ -24,12 +24,14 @@ def register(subparsers: Any) -> None:
             "no progress), blocked (CPU idle, no progress; each thread's kernel wait channel, "
             "system call and socket where readable), busy (CPU busy and no progress signal "
             "to tell work from spinning) or progressing (step counter, log or output file "
-            "advancing). Progress evidence, best first: a gyreprof live segment's step "
-            "counter, --step-file, the --log file's size and mtime, then files found in "
-            "/proc: stdout/stderr redirected to a file and files open for writing (their "
-            "growth is progress; their silence is not taken as a stall). CPU time alone "
-            "never counts as progress. "
-            "The lines the log and the found stdout/stderr gained are read: only failure "
+            "advancing). Progress is a counter that moves: a gyreprof live segment's step "
+            "counter, --step-file, gyreprof run's records, or lines added to the --log "
+            "file or to files found in /proc (stdout/stderr redirected to a file, files "
+            "open for writing) that carry a step, iteration, epoch, sample count or loss "
+            "whose value changed, or match --progress. Growth alone, a repeated value or "
+            "a heartbeat is never progress; the silence of a found file is not taken as a "
+            "stall. CPU time alone never counts as progress. "
+            "The last 1 MiB of each log is read: only failure "
             "lines (connection refused, timeouts, HTTP 5xx/4xx, empty results, retries, "
             "tracebacks) and no progress line is retrying, which names the kind, the count, "
             "the last line and the endpoint; endpoints it is stuck on are probed with one TCP "
@@ -64,8 +66,9 @@ def register(subparsers: Any) -> None:
         "--progress",
         metavar="REGEX",
         default=None,
-        help="a regular expression for the process's own progress lines (besides step, loss, "
-        "iteration and rate lines)",
+        help="a regular expression for the process's own progress lines: a line it matches "
+        "is progress (besides step, iteration, epoch, sample-count and loss lines whose value "
+        "moves)",
     )
     parser.add_argument(
         "--probe",

@@ -172,6 +172,15 @@ def register(sub: Any) -> None:
         "is doing (its start-up trail, its state, where its main thread waits); the run goes "
         f"on (default {STARTUP_TIMEOUT_S:g}; 0: never)",
     )
+    p.add_argument(
+        "--stall-s",
+        metavar="S",
+        type=float,
+        default=60.0,
+        help="once started, when no trainer step and no sampler progress is recorded for S "
+        "seconds, print what each process is doing (a dead feeder first, where its threads "
+        "wait); the final report then says so first (default 60; 0: never)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
     p.set_defaults(func=run)
 
@@ -390,6 +399,9 @@ def run(args: argparse.Namespace) -> int:
     timeout = getattr(args, "startup_timeout", STARTUP_TIMEOUT_S)
     if timeout is None or not (timeout >= 0) or timeout == float("inf"):
         raise UsageError(f"--startup-timeout {timeout}: give a number of seconds >= 0")
+    stall = getattr(args, "stall_s", 60.0)
+    if stall is None or not (stall >= 0) or stall == float("inf"):
+        raise UsageError(f"--stall-s {stall}: give a number of seconds >= 0")
     argv = _resolve(command)
     if isinstance(argv, int):
         return argv
@@ -489,7 +501,8 @@ def _run_and_report(
     if timeout > 0:
         env[_startup.ENV_STARTUP_TIMEOUT] = f"{timeout:g}"
     started = time.monotonic()
-    watch = _startup.Watch(run_dir, timeout, started) if timeout > 0 else None
+    stall_s = float(getattr(args, "stall_s", _startup.STALL_S) or 0.0)
+    watch = _startup.Watch(run_dir, timeout, started, stall_s) if timeout or stall_s else None
     supervised = _supervise(argv, env, watch)
     if isinstance(supervised, str):
         print(f"gyreprof run: cannot start {argv[0]}: {supervised}", file=sys.stderr)
@@ -552,6 +565,9 @@ def _run_and_report(
         )
         return exit_code
 
+    stalled = watch.final_words(elapsed) if watch is not None else []
+    if stalled:  # said first: the numbers below do not cover the time nothing moved
+        print("\ngyreprof run: " + "\n  ".join(safe_text(t) for t in stalled), file=sys.stderr)
     print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:

@@ -37,6 +37,7 @@ from gyreprof.diagnostics._doctor_rules import (
     RETRY_NEW_THREADS,
     SPIN_CPU_SHARE,
 )
+from gyreprof.diagnostics._feeders import Death
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
     from gyreprof._support.block import Progress
@@ -60,7 +61,7 @@ _SLEEP_CALLS = frozenset(
 #: refused, backoff, failures, empty batches, errors)
 _RETRY_WORDS = ("retr", "reconnect", "timeout", "refus", "backoff", "fail", "empty", "error")
 _LOG_TAIL_LINES = 20
-_PY_SPY_TIMEOUT_S = 20.0
+_PY_SPY_TIMEOUT_S = 3.0  # a dump takes well under a second; the doctor answers in 5 s
 
 
 @dataclass(frozen=True)
@@ -397,13 +398,22 @@ def _py_spy(pid: int) -> tuple[str | None, str]:
             "gp.banner(faulthandler=True), which dump every thread's stack via faulthandler"
         )
     try:
+        # full file names: the deadlock finder reads the source the lines point at
         res = subprocess.run(
-            [exe, "dump", "--pid", str(pid)],
+            [exe, "dump", "--pid", str(pid), "--full-filenames"],
             capture_output=True,
             text=True,
             timeout=_PY_SPY_TIMEOUT_S,
             check=False,
         )
+        if res.returncode != 0 and "full-filenames" in (res.stderr or ""):  # an old py-spy
+            res = subprocess.run(
+                [exe, "dump", "--pid", str(pid)],
+                capture_output=True,
+                text=True,
+                timeout=_PY_SPY_TIMEOUT_S,
+                check=False,
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"py-spy dump failed ({exc})"
     if res.returncode != 0:
@@ -414,6 +424,88 @@ def _py_spy(pid: int) -> tuple[str | None, str]:
             "run as the same user with ptrace allowed, or with sudo)"
         )
     return res.stdout, "from py-spy dump"
+
+
+_LOCAL_LINE = re.compile(r"^\s{8,}(?P<name>\w+): (?P<value>.*)$")
+_HELD_ERROR = re.compile(
+    r"^<(?P<type>\w*(?:Connection\w*Error|ConnectionError|TimeoutError|Timeout|timeout|"
+    r"ConnectError|URLError|MaxRetryError|gaierror|RemoteDisconnected)) at 0x"
+)
+_URL_VALUE = re.compile(r"\w+://(?:[^/@\s\"']*@)?(?P<netloc>[\w.\-]+:\d{1,5})")
+_SLEEPING = frozenset({"nanosleep", "clock_nanosleep", "select", "pselect6", "poll", "ppoll"})
+
+
+def _held_retry(pid: int, exe: str | None = None) -> tuple[str, str | None] | None:
+    """(words, endpoint) when the main thread sleeps in a frame that holds a caught
+    connection error in a local (``except OSError as exc: ... time.sleep(delay)``): a
+    retry with backoff that may log nothing. Read from ``py-spy dump --locals``; the
+    endpoint from that frame's or its callers' ``host`` / ``port`` locals, an
+    ``(host, port)`` tuple or a URL. None where py-spy is missing or shows none."""
+    exe = exe or _find_py_spy(pid)
+    if exe is None:
+        return None
+    try:
+        res = subprocess.run(
+            [exe, "dump", "--pid", str(pid), "--locals", "--full-filenames"],
+            capture_output=True,
+            text=True,
+            timeout=_PY_SPY_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if res.returncode != 0:
+        return None
+    frames: list[tuple[str, dict[str, str]]] = []  # the main thread's: (where, locals)
+    inside = False
+    for raw in res.stdout.splitlines():
+        if raw.startswith("Thread "):
+            inside = raw.rstrip().endswith('"MainThread"')
+            continue
+        if not inside:
+            continue
+        m = re.match(r"^    (?P<func>\S.*?) \((?P<where>[^()]+:\d+)\)\s*$", raw)
+        if m:
+            frames.append((m.group("where"), {}))
+            continue
+        v = _LOCAL_LINE.match(raw)
+        if v and frames:
+            frames[-1][1].setdefault(v.group("name"), v.group("value").strip())
+    for i, (where, local) in enumerate(frames):
+        held = next((h for h in map(_HELD_ERROR.match, local.values()) if h), None)
+        if held is None:
+            continue
+        endpoint = None
+        for _, names in frames[i:]:
+            endpoint = _endpoint_of_locals(names)
+            if endpoint:
+                break
+        short = os.path.basename(where.rpartition(":")[0]) + ":" + where.rpartition(":")[2]
+        words = (
+            f"the main thread waits at {short} holding a caught {held.group('type')} in a "
+            "local: a connection retry with backoff, which may log nothing"
+            + (f", against {endpoint}" if endpoint else "")
+        )
+        return words, endpoint
+    return None
+
+
+def _endpoint_of_locals(names: Mapping[str, str]) -> str | None:
+    host, port = names.get("host", "").strip("\"'"), names.get("port", "")
+    if host and port.isdigit():
+        return f"{host}:{port}"
+    for value in names.values():
+        t = re.match(r"^\(\s*\"([^\"]+)\",\s*(\d{1,5})\s*\)$", value)
+        if t:
+            return f"{t.group(1)}:{t.group(2)}"
+        u = _URL_VALUE.search(value)
+        if u:
+            return u.group("netloc")
+    return None
+
+
+def _main_sleeps(waits: Sequence[ThreadWait], pid: int) -> bool:
+    return any(w.tid == pid and w.syscall in _SLEEPING for w in waits)
 
 
 def _share_words(share: float) -> str:
@@ -725,7 +817,8 @@ def _thread_findings(state: str, waits: Sequence[ThreadWait], pid: int) -> list[
 
 
 def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str, int, int]]:
-    """(path, start, end) of what the log and the stdout / stderr files found gained."""
+    """(path, start, end) of what the log and every file found open for writing (stdout,
+    stderr, the logs it writes) gained; files that are not text are left out when read."""
     first, last = taken[0], taken[-1]
     regions: list[tuple[str, int, int]] = []
     seen: set[str] = set()
@@ -742,12 +835,15 @@ def _line_regions(taken: Sequence[_Sample], log: Path | None) -> list[tuple[str,
         for path, f in sample.files.items():
             starts.setdefault(path, f.size)
     for path, f in last.files.items():
-        if "std" not in f.role or os.path.realpath(path) in seen:
+        if os.path.realpath(path) in seen:
             continue
         seen.add(os.path.realpath(path))
         if f.size > starts.get(path, f.size):
             regions.append((path, starts[path], f.size))
     return regions
+
+
+_LOCAL_END = re.compile(r"on fd \d+ = (\w+) socket \S+ -> ")
 
 
 def _new_thread_wait(
@@ -764,6 +860,8 @@ def _new_thread_wait(
     for w in new:
         what = w.waits_on or (f"in {w.syscall}" if w.syscall else None)
         if what:
+            # each new connection has its own local port: the peer is what they share
+            what = _LOCAL_END.sub(r"on a \1 socket to ", what)
             groups[what] = groups.get(what, 0) + 1
     if not groups:
         return None
@@ -853,9 +951,24 @@ def _python_unbuffered(argv: Sequence[str], env: Mapping[str, str]) -> bool | No
     return False
 
 
+def _python_version(proc: psutil.Process) -> tuple[int, int] | None:
+    """(major, minor) of a Python interpreter process, from its executable's name (the
+    link resolved: ``python3.11``); None where it does not say."""
+    try:
+        exe = proc.exe()
+    except (psutil.Error, OSError):
+        return None
+    for name in (os.path.basename(exe), os.path.basename(os.path.realpath(exe))):
+        m = re.fullmatch(r"python(\d)\.(\d+)[a-z]?", name)
+        if m:
+            return int(m.group(1)), int(m.group(2))
+    return None
+
+
 def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
     """Words for each stdout / stderr of a live Python process that is a file or a pipe,
-    has received nothing, while the process runs block-buffered."""
+    has received nothing, while the process runs block-buffered. Since Python 3.9 stderr
+    is line-buffered even when redirected: only stdout is said to be, there."""
     try:
         argv = proc.cmdline()
         env = proc.environ()
@@ -863,9 +976,13 @@ def _block_buffered(pid: int, proc: psutil.Process) -> list[str]:
         return []
     if _python_unbuffered(argv, env) is not False:
         return []
+    version = _python_version(proc)
+    streams: tuple[tuple[int, str], ...] = ((1, "stdout"), (2, "stderr"))
+    if version is None or version >= (3, 9):
+        streams = ((1, "stdout"),)
     out: list[str] = []
     wrote: int | None = None
-    for fd, name in ((1, "stdout"), (2, "stderr")):
+    for fd, name in streams:
         try:
             # by hand: psutil lists regular files only, and a pipe is asked about here
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
@@ -917,6 +1034,172 @@ def _stuck_endpoints(
         elif c.status == "ESTABLISHED" and (io_moved is None or io_moved < IDLE_IO_BYTES):
             out.append((c.raddr.ip, c.raddr.port, "connected, no bytes moving"))
     return out, peers
+
+
+class _SocketWatch:
+    """The process's TCP connections, looked at often between the doctor's samples: each
+    connection attempt (``SYN_SENT``) and each socket that came and went, by peer."""
+
+    #: a look costs this share of the time between looks at most (a big socket table)
+    COST_SHARE = 0.25
+
+    def __init__(self, proc: psutil.Process) -> None:
+        self.proc = proc
+        self.looks = 0
+        self.seen: dict[tuple[str, int], set[int]] = {}  # peer -> local ports seen
+        self.syn: dict[tuple[str, int], set[int]] = {}  # peer -> local ports seen connecting
+        self.last: set[tuple[str, int, int]] = set()  # (peer host, peer port, local port)
+        self.cost_s = 0.0
+        self.ok = True
+
+    def look(self) -> None:
+        if not self.ok:
+            return
+        getter = getattr(self.proc, "net_connections", None) or getattr(
+            self.proc, "connections", None
+        )
+        t0 = time.monotonic()
+        try:
+            conns = getter(kind="tcp") if getter is not None else []
+        except (psutil.Error, OSError):
+            self.ok = False
+            return
+        self.cost_s = time.monotonic() - t0
+        self.looks += 1
+        now: set[tuple[str, int, int]] = set()
+        for c in conns:
+            if not c.raddr or not c.laddr:
+                continue
+            peer = (str(c.raddr.ip), int(c.raddr.port))
+            now.add((peer[0], peer[1], int(c.laddr.port)))
+            self.seen.setdefault(peer, set()).add(int(c.laddr.port))
+            if c.status == "SYN_SENT":
+                self.syn.setdefault(peer, set()).add(int(c.laddr.port))
+        self.last = now
+
+    def sleep_until(self, target: float) -> None:
+        """Sleep until ``target`` (monotonic), looking at the sockets on the way."""
+        while True:
+            left = target - time.monotonic()
+            if left <= 0:
+                return
+            gap = max(0.05, self.cost_s / self.COST_SHARE)
+            if left < gap or not self.ok:
+                time.sleep(left)
+                return
+            time.sleep(gap)
+            self.look()
+
+    def attempts(self, stood_still: bool) -> tuple[str, int, str] | None:
+        """(peer, attempts, words) for the peer most tried: connection attempts seen in
+        ``SYN_SENT`` on two sockets or more, or (``stood_still``: no progress) three
+        sockets or more to one peer that came and went. None otherwise."""
+        best: tuple[str, int, str] | None = None
+        for peer, ports in self.seen.items():
+            host = f"[{peer[0]}]" if ":" in peer[0] else peer[0]
+            where = f"{host}:{peer[1]}"
+            syn = self.syn.get(peer, set())
+            gone = {p for p in ports if (peer[0], peer[1], p) not in self.last}
+            if len(syn) >= 2:
+                n, words = (
+                    len(syn),
+                    (
+                        f"{len(syn)} connection attempts to {where} seen connecting (SYN_SENT "
+                        f"sockets appearing and vanishing) in {self.looks} looks at its sockets"
+                    ),
+                )
+            elif stood_still and len(gone) >= 3:
+                n, words = (
+                    len(ports),
+                    (
+                        f"{len(ports)} sockets to {where} opened and closed again in "
+                        f"{self.looks} looks at its sockets, with no progress"
+                    ),
+                )
+            else:
+                continue
+            if best is None or n > best[1]:
+                best = (where, n, words)
+        return best
+
+
+#: swallowed exceptions that are a connection failing (by the type's name)
+_CONNECT_ERRORS = (
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "ConnectionError",
+    "TimeoutError",
+    "timeout",
+    "ConnectTimeout",
+    "ConnectTimeoutError",
+    "ConnectError",
+    "NewConnectionError",
+    "MaxRetryError",
+    "URLError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+    "RemoteDisconnected",
+    "gaierror",
+)
+
+
+def _trail_attempts(pid: int) -> tuple[str | None, int, str] | None:
+    """(endpoint or None, count, words) when the start-up trail of a ``gyreprof run``
+    process holds two or more swallowed connection errors of one kind; None otherwise."""
+    try:
+        from gyreprof.model import trail_file as trail
+    except ImportError:
+        return None
+    path = trail.find_trail(pid)
+    info = trail.read_trail(path) if path is not None else None
+    if info is None:
+        return None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in info.swallowed:
+        if str(e.get("type")) in _CONNECT_ERRORS:
+            groups.setdefault(str(e.get("type")), []).append(e)
+    if not groups:
+        return None
+    kind, excs = max(groups.items(), key=lambda kv: len(kv[1]))
+    if len(excs) < 2:
+        return None
+    peers = [str(e["peer"]) for e in excs if e.get("peer")]
+    peer = max(set(peers), key=peers.count) if peers else None
+    last = excs[-1]
+    cwd = info.launch.get("cwd") if info.launch else None
+    at = str(last.get("caught") or last.get("at") or "?")
+    if cwd and at.startswith(cwd.rstrip(os.sep) + os.sep):
+        at = at[len(cwd.rstrip(os.sep)) + 1 :]
+    words = (
+        f"the run's trail holds {len(excs)} swallowed {kind}"
+        + (f" against {peer}" if peer else "")
+        + f" (last caught at {at}): it keeps trying to connect, logging nothing"
+    )
+    return peer, len(excs), words
+
+
+def _trail_deaths(pid: int) -> tuple[list[Death], str | None]:
+    """Threads of a ``gyreprof run`` process that raised and have exited since (its
+    start-up trail), and where its main thread waits by the trail's last stack dump."""
+    try:
+        from gyreprof.model import trail_file as trail
+    except ImportError:
+        return [], None
+    path = trail.find_trail(pid)
+    info = trail.read_trail(path) if path is not None else None
+    if info is None:
+        return [], None
+    cwd = str(info.launch.get("cwd") or "") if info.launch else ""
+    out: list[Death] = []
+    for e in info.exceptions.values():
+        if e.get("main") or not trail._thread_gone(pid, e.get("tid")):
+            continue
+        at = str(e.get("at"))
+        if cwd and at.startswith(cwd.rstrip(os.sep) + os.sep):
+            at = at[len(cwd.rstrip(os.sep)) + 1 :]
+        out.append(Death(str(e.get("type")), str(e.get("msg") or ""), at, str(e.get("thread"))))
+    return out, trail.main_thread_wait(info)
 
 
 def _startup_trail(pid: int) -> list[str]:

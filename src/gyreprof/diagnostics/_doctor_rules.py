@@ -12,19 +12,23 @@ whose condition holds gives the state and the cause; the last one always holds.
                                         debugger), whatever its other evidence
 2   progress               progressing  the progress evidence moved
 3   failure-lines          retrying     it added failure lines and no progress line
-4   retry-counters         retrying     a retry-like live counter rose, steps did not
-5   piling-threads         retrying     threads started during the watch all wait on
+4   connect-attempts       retrying     repeated connection attempts to one endpoint,
+                                        seen below the log: SYN_SENT sockets coming and
+                                        going, new sockets to one peer, the ``gyreprof
+                                        run`` trail's swallowed connection errors
+5   retry-counters         retrying     a retry-like live counter rose, steps did not
+6   piling-threads         retrying     threads started during the watch all wait on
                                         one thing
-6   poll-spin              spinning     little CPU, yet its main thread wakes often in
+7   poll-spin              spinning     little CPU, yet its main thread wakes often in
                                         short sleeps or polls, moving no data
-7   quiet-output           spinning     no progress signal, busy, and every output file
+8   quiet-output           spinning     no progress signal, busy, and every output file
                                         found has been quiet for ``quiet_after_s``
-8   busy-no-signal         busy         no progress signal, CPU busy
-9   working-through-them   busy         no progress signal, own CPU idle, but moving
+9   busy-no-signal         busy         no progress signal, CPU busy
+10  working-through-them   busy         no progress signal, own CPU idle, but moving
                                         data or driving busy children
-10  idle-no-signal         blocked      no progress signal, idle
-11  stood-still-busy       spinning     the progress evidence stood still, CPU busy
-12  stood-still            blocked      the progress evidence stood still, idle
+11  idle-no-signal         blocked      no progress signal, idle
+12  stood-still-busy       spinning     the progress evidence stood still, CPU busy
+13  stood-still            blocked      the progress evidence stood still, idle
 ==  =====================  ===========  ==============================================
 
 Why this order:
@@ -35,8 +39,8 @@ Why this order:
   moves is progressing.
 - the *retrying* rules come before the CPU rules: a loop that fails fast is busy (or
   idle between attempts) too, and the failures say why it makes no progress.
-- *poll-spin* comes before the idle rules (10, 12), which would call a loop that
-  polls an empty queue blocked; it needs little CPU (rule 11 takes a busy one).
+- *poll-spin* comes before the idle rules (11, 13), which would call a loop that
+  polls an empty queue blocked; it needs little CPU (rule 12 takes a busy one).
 - *quiet-output* comes before *busy-no-signal*, which would otherwise take every busy
   process whose only evidence is files found open for writing.
 """
@@ -94,14 +98,15 @@ def only_failures(lines: _loglines.LineReport | None) -> bool:
 class Facts:
     """What one observation showed, as the rules read it.
 
-    ``progressed``: True when the progress evidence moved, False when it stood still,
-    None without any progress signal; ``source`` names that evidence. ``busy``: see
-    :func:`is_busy`. ``activity``: what an idle process did besides its own CPU
-    (data moved, wakeups, busy children), in words. ``lines``: the lines the log and
-    the output files gained (None: none read). ``retry_counters``: a retry-like live
-    counter rose while the step counter did not. ``thread_retry``: (how many, on what)
-    when the threads started during the watch all wait on one thing. ``poll_spin`` and
-    ``quiet_output``: the words of those findings where they were seen.
+        ``progressed``: True when the progress evidence moved, False when it stood still,
+        None without any progress signal; ``source`` names that evidence. ``busy``: see
+        :func:`is_busy`. ``activity``: what an idle process did besides its own CPU
+        (data moved, wakeups, busy children), in words. ``lines``: the lines the log and
+        the output files gained (None: none read). ``retry_counters``: a retry-like live
+        counter rose while the step counter did not. ``attempts``: the words naming repeated
+    connection attempts to one endpoint seen below the log. ``thread_retry``: (how many, on what)
+        when the threads started during the watch all wait on one thing. ``poll_spin`` and
+        ``quiet_output``: the words of those findings where they were seen.
     """
 
     pid: int
@@ -113,6 +118,7 @@ class Facts:
     lines: _loglines.LineReport | None = None
     wall_s: float = 0.0
     retry_counters: bool = False
+    attempts: str | None = None
     thread_retry: tuple[int, str] | None = None
     poll_spin: str | None = None
     quiet_output: str | None = None
@@ -198,6 +204,8 @@ RULES: tuple[Rule, ...] = (
     Rule("stopped", "blocked", lambda f: f.stopped, _stopped_words),
     Rule("progress", "progressing", lambda f: f.progressed is True, _no_words),
     Rule("failure-lines", "retrying", lambda f: only_failures(f.lines), _failure_line_words),
+    Rule("connect-attempts", "retrying", lambda f: f.attempts is not None,
+         lambda f: [f"retrying: {f.attempts}"]),
     # the counter findings already say which counters rose
     Rule("retry-counters", "retrying", lambda f: f.retry_counters, _no_words),
     Rule("piling-threads", "retrying", lambda f: f.thread_retry is not None,

@@ -1,15 +1,24 @@
 """Read the lines a process added to its log during the doctor's observation, and
 classify each one (private helper of the doctor).
 
-A line is *progress* (a step, loss, iteration, epoch or rate line, or a match of the
-user's ``--progress REGEX``), a *failure* of one kind (``refused``, ``timeout``,
-``http 5xx``, ``http 4xx``, ``empty``, ``retry``, ``traceback``) or neither. A line
-that reads as progress is progress even if it also says "retry" (``step 12 ...
-retries=0``); a failure line is one that reads as no progress at all.
+A line reads as a *progress line* (a step, loss, iteration, epoch, sample-count or
+rate line), a *failure* of one kind (``refused``, ``timeout``, ``http 5xx``,
+``http 4xx``, ``empty``, ``retry``, ``traceback``) or neither. A line that reads as
+progress is progress even if it also says "retry" (``step 12 ... retries=0``); a
+failure line is one that reads as no progress at all.
 
-Bounded: at most :data:`MAX_READ_BYTES` of what was added are read per file and
-observation (the last ones, where more was added), and each line is cut at
-:data:`MAX_LINE_CHARS` characters before it is matched.
+A progress line only *counts* as progress when a counter it carries (``step=12``,
+``epoch 3``, ``loss: 0.31``, ``120/1000 [``, ``35 it/s``) has a value that changed
+since the previous line of the same file carrying that counter (the lines just
+before the added ones are read for those values), or when it matches the user's
+``--progress REGEX``. A heartbeat (``step=0 ... waiting``) repeats its value: it is
+a *still* line, never progress.
+
+Bounded: at most :data:`MAX_READ_BYTES` are read per file and observation (the last
+ones of the file: the added lines, and before them the lines that give the counters'
+previous values), and each line is cut at :data:`MAX_LINE_CHARS` characters before it
+is matched. A file whose bytes hold a NUL (an event file, a checkpoint) is not text:
+its lines are not read.
 """
 
 from __future__ import annotations
@@ -21,8 +30,11 @@ from dataclasses import dataclass, field
 
 from gyreprof._support.errors import InvalidValueError
 
-#: at most this many bytes of what a file gained are read per observation
-MAX_READ_BYTES = 256 * 1024
+#: at most this many bytes (the last ones) of a file are read per observation
+MAX_READ_BYTES = 1024 * 1024
+#: of which, where more was added than is read, this many just before the added ones
+#: (the counters' previous values)
+HEAD_BYTES = 64 * 1024
 #: each line is cut to this many characters before it is classified or quoted
 MAX_LINE_CHARS = 400
 
@@ -38,6 +50,32 @@ _PROGRESS = re.compile(
 )
 
 #: (kind, pattern), first match wins
+#: (name, value) of a counter a line carries: a named step / iteration / epoch / sample
+#: count / loss, an SB3 table row, a tqdm bar's ``done/total [``, a rate's ``N it/s``
+_COUNTERS = re.compile(
+    r"\b(?P<name>step|steps|global_step|iter|iters|iteration|iterations|epoch|epochs|episode|"
+    r"episodes|update|updates|timesteps|total_timesteps|num_timesteps|batch|samples|"
+    r"num_samples|n_samples|frames|sample_count|loss|\w+_loss|reward|ep_rew_mean|return|"
+    r"accuracy|acc|n_updates|ep_len_mean)\b\s*(?:[:=#|]\s*|\s)(?P<value>-?\d[\d.,]*(?:e[-+]?\d+)?|nan|inf)"
+    r"|(?P<done>\d+)\s*/\s*\d+\s*\["
+    r"|(?P<rate>\d[\d.,]*)\s*(?P<unit>it|steps|samples|frames|fps|tok(?:ens)?|batches)\s*/\s*s\b",
+    re.IGNORECASE,
+)
+
+
+def counters(line: str) -> dict[str, str]:
+    """The counters a line carries, by name (lower case), with their values as written."""
+    out: dict[str, str] = {}
+    for m in _COUNTERS.finditer(line):
+        if m.group("name"):
+            out.setdefault(m.group("name").lower(), m.group("value").lower())
+        elif m.group("done"):
+            out.setdefault("(done)", m.group("done"))
+        else:
+            out.setdefault(f"{m.group('unit').lower()}/s", m.group("rate"))
+    return out
+
+
 _FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "refused",
@@ -144,7 +182,9 @@ class LineReport:
     """What the added lines of every file read said, taken together."""
 
     lines: int = 0  # lines read
-    progress: int = 0
+    progress: int = 0  # lines whose counter moved (or matching --progress)
+    still: int = 0  # progress-looking lines whose counters repeated their previous values
+    last_still: str | None = None
     failures: dict[str, int] = field(default_factory=dict)  # kind -> count
     last_failure: str | None = None  # the last failure line, cut
     last_progress: str | None = None
@@ -162,16 +202,32 @@ class LineReport:
             return None
         return max(self.failures.items(), key=lambda kv: kv[1])[0]
 
-    def add(self, text: str, progress_rx: re.Pattern[str] | None) -> None:
+    def add(
+        self,
+        text: str,
+        progress_rx: re.Pattern[str] | None,
+        before: dict[str, str] | None = None,
+    ) -> None:
+        """Classify the lines of ``text``; ``before``: each counter's value in the lines
+        before them (updated as lines are read)."""
+        last = before if before is not None else {}
         for raw in text.splitlines():
             line = raw.rstrip("\r")[:MAX_LINE_CHARS]
             if not line.strip():
                 continue
             self.lines += 1
             kind = classify(line, progress_rx)
-            if kind == "progress":
+            seen = counters(line)
+            moved = any(name in last and last[name] != v for name, v in seen.items())
+            last.update(seen)
+            if kind == "progress" and progress_rx is not None and progress_rx.search(line):
+                moved = True
+            if kind == "progress" and moved:
                 self.progress += 1
                 self.last_progress = line
+            elif kind == "progress":
+                self.still += 1
+                self.last_still = line
             elif kind is not None:
                 self.failures[kind] = self.failures.get(kind, 0) + 1
                 self.last_failure = line
@@ -183,35 +239,68 @@ class LineReport:
 def read_added(path: str | os.PathLike[str], start: int, end: int) -> tuple[str, bool]:
     """The text a file gained from byte ``start`` to ``end`` (at most MAX_READ_BYTES,
     the last ones; the first partial line dropped when cut). ``("", False)`` when
-    unreadable or when the file shrank (rotated or truncated)."""
+    unreadable, not text, or when the file shrank (rotated or truncated)."""
+    _, text, cut = read_region(path, start, end)
+    return text, cut
+
+
+def read_region(path: str | os.PathLike[str], start: int, end: int) -> tuple[str, str, bool]:
+    """(the text just before byte ``start``, the text from ``start`` to ``end``, whether
+    the added text was cut), reading at most MAX_READ_BYTES: the last ones up to
+    ``end``. Empty texts when unreadable, when the bytes hold a NUL (not text) or when
+    nothing was added."""
     if end <= start:
-        return "", False
+        return "", "", False
     cut = end - start > MAX_READ_BYTES
-    begin = end - MAX_READ_BYTES if cut else start
     try:
         with open(path, "rb") as fh:
-            fh.seek(begin)
-            data = fh.read(end - begin)
+            if cut:  # more was added than is read: the lines just before it give the values
+                first = max(0, start - HEAD_BYTES)
+                fh.seek(first)
+                before = fh.read(start - first)
+                begin = end - (MAX_READ_BYTES - len(before))
+                fh.seek(begin)
+                added = fh.read(end - begin)
+            else:
+                first = max(0, end - MAX_READ_BYTES)
+                fh.seek(first)
+                blob = fh.read(end - first)
+                before, added = blob[: start - first], blob[start - first :]
     except (OSError, ValueError):
-        return "", False
-    text = data.decode("utf-8", errors="replace")
-    if cut:
+        return "", "", False
+    if b"\0" in before or b"\0" in added:
+        return "", "", False
+    head = before.decode("utf-8", errors="replace")
+    text = added.decode("utf-8", errors="replace")
+    if first > 0:  # the first line before the added ones is partial
+        head = head.split("\n", 1)[1] if "\n" in head else ""
+    if cut:  # so is the first added line read
         text = text.split("\n", 1)[1] if "\n" in text else ""
-    return text, cut
+    return head, text, cut
+
+
+def _values_before(head: str, lines: int = 2000) -> dict[str, str]:
+    """Each counter's last value in ``head`` (its last ``lines`` lines, newest first)."""
+    last: dict[str, str] = {}
+    for raw in reversed(head.splitlines()[-lines:]):
+        for name, value in counters(raw[:MAX_LINE_CHARS]).items():
+            last.setdefault(name, value)
+    return last
 
 
 def read_lines(
     regions: Iterable[tuple[str, int, int]], progress_rx: re.Pattern[str] | None
 ) -> LineReport:
-    """Classify the lines added to each ``(path, start, end)`` region."""
+    """Classify the lines added to each ``(path, start, end)`` region; a counter's value
+    is compared with its previous value in the same file."""
     report = LineReport()
     for path, start, end in regions:
-        text, cut = read_added(path, start, end)
+        head, text, cut = read_region(path, start, end)
         if not text:
             continue
         report.truncated |= cut
         report.sources.append(f"{path} (+{end - start} bytes)")
-        report.add(text, progress_rx)
+        report.add(text, progress_rx, _values_before(head))
     return report
 
 
@@ -237,7 +326,10 @@ def describe(report: LineReport) -> list[str]:
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(report.failures.items(), key=lambda kv: -kv[1]))
     head = f"read {report.lines} added line{'s' if report.lines != 1 else ''}"
     if report.truncated:
-        head += f" (the last {MAX_READ_BYTES // 1024} KiB of what was added)"
-    parts = [f"{report.progress} progress"] + ([kinds] if kinds else [])
+        head += f" (the last {MAX_READ_BYTES // 1024} KiB of the file)"
+    parts = [f"{report.progress} progress (a counter moved)"]
+    if report.still:
+        parts.append(f"{report.still} with a counter that did not move")
+    parts += [kinds] if kinds else []
     out.append(f"{head}: {', '.join(parts)}")
     return out

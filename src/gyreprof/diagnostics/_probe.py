@@ -3,9 +3,13 @@ the doctor).
 
 Only loopback addresses and the addresses the target itself is connected to are
 ever probed (one TCP connect each, at most :data:`MAX_PROBES`): never a scan.
-The connect is made from the target's network namespace where this process may
-enter it (``setns`` needs ``CAP_SYS_ADMIN``); where the namespaces are the same
-that is ours, and otherwise the words say it was probed from ours.
+The connect is made from the target's network namespace: where the namespaces are
+the same, that is ours; otherwise a thread of the doctor enters the target's
+(``os.setns`` on Python 3.12+, the C library's ``setns`` through ``ctypes`` on
+3.10-3.11; a thread's network namespace is its own, so the rest of the process stays
+in ours) and makes the connect there. ``setns`` needs ``CAP_SYS_ADMIN``: where it
+cannot be entered, nothing is probed and the words say the probe is not valid for
+that process -- the host's answer is never given as the target's.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from dataclasses import dataclass
 from gyreprof._support.errors import InvalidValueError
 
 MAX_PROBES = 4
-PROBE_TIMEOUT_S = 5.0
+#: each probe waits this long at most; the probes run side by side, so the doctor
+#: answers within its interval plus about this (``gyreprof doctor`` answers in 5 s)
+PROBE_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -62,18 +68,47 @@ def namespace_words(pid: int) -> tuple[str, bool]:
     return "the target has its own network namespace", True
 
 
+_CLONE_NEWNET = 0x40000000
+
+
+def _libc_setns() -> Callable[[int, int], None] | None:
+    """``setns(fd, nstype)`` of the C library through ``ctypes`` (Python before 3.12 has
+    no ``os.setns``), raising OSError as ``os.setns`` does; None where there is none."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        call = libc.setns
+    except (ImportError, OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_int]
+    call.restype = ctypes.c_int
+
+    def setns(fd: int, nstype: int) -> None:
+        if call(fd, nstype) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+    return setns
+
+
+def _setns() -> Callable[[int, int], None] | None:
+    return getattr(os, "setns", None) or _libc_setns()
+
+
 def _in_namespace(pid: int, work: Callable[[], object]) -> tuple[object, str | None]:
     """Run ``work()`` in a thread that entered ``pid``'s network namespace; (result, why not)."""
-    setns = getattr(os, "setns", None)
+    setns = _setns()
     if setns is None:
-        return None, "os.setns is not available (Python 3.12+ on Linux)"
+        return None, "no setns here (neither os.setns nor the C library's)"
     box: dict[str, object] = {}
 
     def run() -> None:
         try:
             fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY)  # setns needs the file itself
             try:
-                setns(fd, getattr(os, "CLONE_NEWNET", 0x40000000))
+                setns(fd, getattr(os, "CLONE_NEWNET", _CLONE_NEWNET))
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -168,18 +203,10 @@ def probe_all(
             continue
         if (host, port) not in todo:
             todo.append((host, port))
+    jobs: list[tuple[str, Callable[..., ProbeResult], tuple[object, ...]]] = []
     for host, port in todo[:MAX_PROBES]:
-        res: ProbeResult | None = None
-        note = ns_words
-        if enter:
-            got, why = _in_namespace(pid, functools.partial(tcp_probe, host, port, timeout_s))
-            if isinstance(got, ProbeResult):
-                res, note = got, "probed from the target's network namespace"
-            else:
-                note = f"probed from ours: {why}"
-        if res is None:
-            res = tcp_probe(host, port, timeout_s)
-        out.append(f"probe: {res.words} [{note}]")
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        jobs.append((where, tcp_probe, (host, port, timeout_s)))
     for url in urls:
         host = urllib.parse.urlsplit(url).hostname or ""
         if not (is_loopback(host) or host in allowed):
@@ -188,7 +215,38 @@ def probe_all(
                 "connected to are probed)"
             )
             continue
-        out.append(
-            f"probe: {http_probe(url, timeout_s).words} [{ns_words if not enter else 'probed from ours'}]"
-        )
-    return out
+        jobs.append((url, http_probe, (url, timeout_s)))
+    if not jobs:
+        return out
+    # side by side: n probes that get no answer take one timeout, not n
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="gyreprof-probe") as pool:
+        done = [
+            pool.submit(_probe_there, pid, enter, ns_words, what, probe, *args)
+            for what, probe, args in jobs
+        ]
+        return out + [f.result() for f in done]
+
+
+def _probe_there(
+    pid: int,
+    enter: bool,
+    ns_words: str,
+    what: str,
+    probe: Callable[..., ProbeResult],
+    *args: object,
+) -> str:
+    """One probe, from the target's network namespace: ours where it is the same, entered
+    otherwise; where it cannot be entered, no probe (the host's answer is not the
+    target's)."""
+    if not enter:
+        return f"probe: {probe(*args).words} [{ns_words}]"
+    got, why = _in_namespace(pid, functools.partial(probe, *args))
+    if isinstance(got, ProbeResult):
+        return f"probe: {got.words} [probed from the target's network namespace]"
+    return (
+        f"probe of {what} not valid for this process: it has its own network namespace and "
+        f"{why or 'the probe gave no answer'}; what this host answers says nothing about it, "
+        f"so nothing was probed (run the probe inside it: nsenter -t {pid} -n ...)"
+    )

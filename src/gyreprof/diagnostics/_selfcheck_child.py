@@ -23,8 +23,12 @@ file:line of the last frame it reached, where it was caught. Bounded: at most
 :data:`MAX_EXCEPTION_EVENTS` events are looked at and :data:`MAX_SWALLOWED` distinct
 exceptions kept, with a count each; those caught inside the standard library
 (``hasattr``, importlib, ``getattr`` defaults) and ``StopIteration`` are not counted.
-For an empty result the ``done`` event carries the returned object's top-level keys
-or fields with their sizes (``"the server answered under another key"``).  SIGUSR1
+Caught in ``<frozen ...>`` modules counts as the standard library too. For an empty
+result the ``done`` event carries the returned object's top-level keys or fields with
+their sizes (``"the server answered under another key"``); an object that is no count
+but has empty sequences among its fields is an empty result (rule ``empty fields``).
+For an HTTP sampler, the last response's status and the top-level keys of the last
+JSON document decoded during the call (``http``).  SIGUSR1
 makes faulthandler write every thread's stack to STACKS_FILE, which the parent
 asks for before abandoning a call that timed out.
 """
@@ -215,8 +219,12 @@ class _SwallowWatch:
         for exc, raised, caught in self._live.values():
             if exc is escaped or _in_chain(exc, escaped):
                 continue
-            if caught.startswith(self._skip) and not caught.startswith(self._libraries):
-                continue  # caught by the standard library (hasattr, importlib): not swallowed
+            if caught.startswith("<") or (
+                caught.startswith(self._skip) and not caught.startswith(self._libraries)
+            ):
+                # caught by the standard library (hasattr, importlib, <frozen os>): not
+                # swallowed by the user's code
+                continue
             key = (_type_name(exc), str(exc)[:300], raised, caught)
             if key in kept:
                 kept[key]["count"] += 1
@@ -229,6 +237,106 @@ class _SwallowWatch:
                     "count": 1,
                 }
         return sorted(kept.values(), key=lambda d: -int(d["count"]))
+
+
+class _HttpWatch:
+    """The last HTTP response seen during the call: its status (``http.client``, under
+    urllib, requests and urllib3; ``httpx`` when loaded) and the top-level keys of the
+    last JSON document decoded (``json.loads`` / ``json.load``: what ``.json()`` calls).
+    ``install`` / ``remove`` around the call."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.keys: list[str] | None = None
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def _patch(self, owner: Any, name: str, make: Any) -> None:
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        self._undo.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def _saw_json(self, value: Any) -> None:
+        if isinstance(value, dict):
+            self.keys = [str(k)[:60] for k in list(value)[:MAX_FIELDS]]
+        elif isinstance(value, list):
+            self.keys = [f"(a list of {len(value)} items, no keys)"]
+
+    def install(self) -> None:
+        import http.client
+        import json as json_module
+
+        watch = self
+
+        def begin(original: Any) -> Any:
+            def wrapped(resp: Any, *args: Any, **kwargs: Any) -> Any:
+                out = original(resp, *args, **kwargs)
+                watch.status = getattr(resp, "status", None)
+                return out
+
+            return wrapped
+
+        def decoding(original: Any) -> Any:
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                out = original(*args, **kwargs)
+                if watch.status is not None:
+                    watch._saw_json(out)
+                return out
+
+            return wrapped
+
+        self._patch(http.client.HTTPResponse, "begin", begin)
+        self._patch(json_module, "loads", decoding)
+        self._patch(json_module, "load", decoding)
+        httpx = sys.modules.get("httpx")
+        if httpx is not None:
+
+            def send(original: Any) -> Any:
+                def wrapped(*args: Any, **kwargs: Any) -> Any:
+                    resp = original(*args, **kwargs)
+                    watch.status = getattr(resp, "status_code", None)
+                    return resp
+
+                return wrapped
+
+            self._patch(getattr(httpx, "Client", None), "send", send)
+
+    def remove(self) -> None:
+        for owner, name, original in reversed(self._undo):
+            setattr(owner, name, original)
+        self._undo.clear()
+
+    def event(self) -> dict[str, Any] | None:
+        if self.status is None:
+            return None
+        return {"status": self.status, "keys": self.keys}
+
+
+def empty_sequences(obj: Any) -> bool:
+    """Whether an object that is no count has empty sequences among its fields (a result
+    whose ``items`` came back empty): then it is an empty result, not a failure."""
+    if isinstance(obj, (str, bytes, dict)) or obj is None:
+        return False
+    items: list[Any] = []
+    try:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            items = [getattr(obj, f.name, None) for f in dataclasses.fields(obj)]
+        elif isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            items = list(obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            items = [v for k, v in vars(obj).items() if not k.startswith("_")]
+    except Exception:
+        return False
+    for value in items:
+        if isinstance(value, (str, bytes)):
+            continue
+        try:
+            if hasattr(value, "__getitem__") and len(value) == 0:
+                return True
+        except Exception:
+            continue
+    return False
 
 
 def _in_chain(exc: BaseException, escaped: BaseException | None) -> bool:
@@ -419,23 +527,34 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
         )
     _emit(events, stage="call", method=method)
     watch = _SwallowWatch()
+    http = _HttpWatch()
     t1 = time.perf_counter()
+    try:
+        http.install()
+    except Exception:  # an http.client or json of another shape: no HTTP view
+        http.remove()
     watch.install()
     try:
         result = call()
     except BaseException as exc:
         watch.remove()
+        http.remove()
         raise _Failed(
             "call",
             f"{method}() raised {type(exc).__name__}: {exc}",
             exc,
             call_s=time.perf_counter() - t1,
             swallowed=watch.swallowed(exc),
+            http=http.event(),
         ) from None
-    how = watch.how
+    hook = watch.how
     watch.remove()
+    http.remove()
     call_s = time.perf_counter() - t1
     count, rule, how = count_of(result)
+    if rule == "refused" and empty_sequences(result):
+        count, rule = 0, "empty fields"
+        how = "an object with empty sequences among its fields (see them below)"
     _emit(
         events,
         stage="done",
@@ -445,8 +564,9 @@ def _check(events: IO[str], target: str, method: str, kwargs_json: str) -> None:
         count_rule=rule,
         counted_as=how,
         swallowed=watch.swallowed(None),
-        exception_watch=how,
+        exception_watch=hook,
         result_fields=fields_of(result) if not count else [],
+        http=http.event(),
     )
 
 

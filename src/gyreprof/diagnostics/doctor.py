@@ -18,19 +18,27 @@ returns a :class:`ProcessDiagnosis`:
                  moving no data and making no progress (a poll loop on an empty queue),
                  with or without ``log=``.
 ``blocked``      alive, little CPU, no progress; each thread's kernel wait channel and
-                 system call (and the socket or file it waits on) where readable.
+                 system call (and the socket or file it waits on) where readable. Said
+                 first where found: a thread that died while the main thread waits on
+                 what it fed, a zombie child, a lock-order (or possible) deadlock.
 ``busy``         alive, burning CPU, and no progress signal at all: nothing tells useful
                  work from a loop that spins (pass ``--log`` or publish a live segment).
 ``retrying``     alive and adding lines, but only failure lines (connection refused,
                  timeouts, HTTP 5xx/4xx, empty results, retry/backoff, tracebacks) and
                  no progress line; or a retry-like live counter rises while the step
                  counter does not; or the thread count grows and the new threads all
-                 wait on the same thing. Names the kind, the count, the last line and
-                 the endpoint a line gives; the endpoints are probed (see below).
-``progressing``  the step counter, the launcher's records, or progress lines (step, loss,
-                 iteration, rate, or ``progress=`` REGEX) in the log or a file the
-                 process writes. Growth alone is not progress when the lines it added
-                 are failures.
+                 wait on the same peer; or repeated connection attempts to one
+                 endpoint seen below the log (SYN_SENT sockets coming and going, new
+                 sockets to one peer, a ``gyreprof run`` trail's swallowed connection
+                 errors, a main thread sleeping while it holds a caught connection
+                 error, by py-spy's locals). Names the kind, the count, the last line
+                 and the endpoint; the endpoints are probed (see below).
+``progressing``  a counter that moves: the step counter, the launcher's records, or
+                 lines added to the log or a file the process writes that carry a step,
+                 iteration, epoch, sample count or loss whose value changed since the
+                 previous such line (or match ``progress=`` REGEX). Growth alone, a
+                 repeated value or a heartbeat is never progress ("alive, writes, no
+                 step moves").
 
 Progress evidence, best first (the diagnosis says which one it used):
 
@@ -40,8 +48,9 @@ Progress evidence, best first (the diagnosis says which one it used):
 3. ``log=``: the log file's size and modification time, and the lines it gained;
 4. found without being named (Linux ``/proc``): the process's stdout and stderr when
    redirected to a regular file, and the other regular files it holds open for
-   writing (logs, TensorBoard event files, checkpoints). One that grows is progress
-   (unless the lines stdout / stderr gained are only failures).
+   writing (logs, TensorBoard event files, checkpoints). The lines the log and each
+   text file found gained are read (see :mod:`._loglines`): one whose counter moved
+   is progress, and growth without one is not ("alive, writes, no step moves").
    One that does not grow is *not* taken as proof of a stall -- a training loop may
    print once a minute -- so a busy process whose found files stay quiet is ``busy``
    (the files are listed), not ``spinning``; name the file with ``log=`` to make its
@@ -53,11 +62,13 @@ Under ``gyreprof run`` the launcher records env steps and trainer phases in live
 segments without marking sampler steps: the events it records are the progress
 evidence there (never advice to wait longer for step marks that cannot come).
 
-Lines read: what the log and the stdout / stderr files found gained during the
-observation, at most ``_loglines.MAX_READ_BYTES`` per file, lines cut at
-``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout / stderr is a
-file or a pipe, that has written nothing and runs without ``-u`` or
-``PYTHONUNBUFFERED``, is said to be block-buffered.
+Lines read: what the log and the text files found gained during the observation, at
+most the last ``_loglines.MAX_READ_BYTES`` (1 MiB) of each file, lines cut at
+``_loglines.MAX_LINE_CHARS``. A live Python process whose stdout is a file or a
+pipe, that has written nothing and runs without ``-u`` or ``PYTHONUNBUFFERED``, is
+said to be block-buffered (stderr too before Python 3.9; since then it is
+line-buffered). That is a reason, not evidence: an empty ``log=`` of such a process
+is no progress signal either way, and CPU (and stacks) decide its state.
 
 Endpoint probes: each endpoint the process is connecting to (``SYN_SENT``) or
 connected to with no bytes moving, and each endpoint named in failure lines,
@@ -103,15 +114,17 @@ import psutil
 
 from gyreprof._support.errors import InvalidValueError
 from gyreprof._support.validate import check_positive_number
-from gyreprof.diagnostics import _doctor_text, _loglines, _probe, _procfs
+from gyreprof.diagnostics import _deadlock, _doctor_text, _feeders, _loglines, _probe, _procfs
 from gyreprof.diagnostics._doctor_evidence import (
     ThreadWait,
     _activity_words,
     _block_buffered,
     _counter_findings,
     _Gone,
+    _held_retry,
     _line_regions,
     _LiveProbe,
+    _main_sleeps,
     _new_thread_wait,
     _poll_spin,
     _Progress,
@@ -123,12 +136,15 @@ from gyreprof.diagnostics._doctor_evidence import (
     _sample,
     _share_words,
     _socket_map,
+    _SocketWatch,
     _startup_trail,
     _stuck_endpoints,
     _thread_count_words,
     _thread_findings,
     _thread_trend,
     _thread_waits,
+    _trail_attempts,
+    _trail_deaths,
     read_log_tail,
 )
 from gyreprof.diagnostics._doctor_rules import (
@@ -145,7 +161,6 @@ from gyreprof.diagnostics._doctor_rules import (
     Facts,
     decide,
     is_busy,
-    only_failures,
 )
 from gyreprof.model._serial import decode, encode, serial_format
 
@@ -386,13 +401,15 @@ def doctor(
         command = None
 
     live = _LiveProbe(pid)
+    watch = _SocketWatch(proc)
     t0 = time.monotonic()
     taken: list[_Sample] = []
     try:
         for i in range(samples):
             if i:
-                target = t0 + interval_s * i / (samples - 1)
-                time.sleep(max(0.0, target - time.monotonic()))
+                watch.sleep_until(t0 + interval_s * i / (samples - 1))
+            else:
+                watch.look()
             edge = i in (0, samples - 1)
             taken.append(_sample(proc, pid, live, log_path, step_path, t0, launcher=edge))
     except _Gone:
@@ -407,7 +424,18 @@ def doctor(
     live.close()
     sockets = _socket_map(proc)
     return _classify(
-        pid, command, interval_s, taken, live, log_path, step_path, sockets, proc, stacks, opts
+        pid,
+        command,
+        interval_s,
+        taken,
+        live,
+        log_path,
+        step_path,
+        sockets,
+        proc,
+        stacks,
+        opts,
+        watch,
     )
 
 
@@ -442,6 +470,77 @@ def _state(
     return decision.state, decision.why
 
 
+def _counter_progress(
+    progress: _Progress, lines: _loglines.LineReport, evidence: list[str]
+) -> _Progress:
+    """Progress is a counter that moves: growth of the log or of the files found is not
+    progress unless a line it added carries a step / iteration / epoch / sample count /
+    loss whose value changed (or matches ``--progress``); such lines are progress
+    whatever the other evidence says. Adds the words that say which."""
+    if lines.progress and not progress.progressed:
+        src = progress.source if progress.source in ("log", "files") else "log"
+        words = (
+            f"{lines.progress} added line(s) carry a counter that moved: {lines.last_progress!r}"
+        )
+        evidence.append(words)
+        return _Progress(src, True, progress.evidence + [words], progress.steps, progress.watched)
+    if progress.progressed and lines.failure_count and lines.progress:
+        evidence.append(
+            f"{lines.failure_count} failure line(s) among {lines.progress} progress lines: "
+            "a loop that retries now and then but moves"
+        )
+    if not progress.progressed or progress.source not in ("log", "files") or lines.progress:
+        return progress
+    # it grew, but no counter moved: alive, not progressing
+    if lines.still:
+        why = (
+            f"its step lines repeat the same value ({lines.last_still!r}): a heartbeat, not a step"
+        )
+    elif lines.failure_count:
+        why = "the lines it added are failures"
+    elif lines.lines:
+        why = (
+            "the lines it added carry no step, iteration, epoch, sample count or loss; pass "
+            "--progress REGEX to name the process's own"
+        )
+    else:
+        why = "no text line was added (growth alone is not progress)"
+    evidence.append(f"alive, writes, no step moves: {why}")
+    # a named log, or lines read whose counter stood still: it stood still; growth of a
+    # found file with no counter to read is no signal either way
+    stood = progress.source == "log" or bool(lines.still) or bool(lines.failure_count)
+    return _Progress(
+        progress.source,
+        False if stood else None,
+        progress.evidence,
+        progress.steps,
+        progress.watched,
+    )
+
+
+def _deadlock_words(
+    pid: int,
+    proc: psutil.Process,
+    stacks: str | None,
+    waits: Sequence[ThreadWait],
+    evidence: Sequence[str],
+) -> list[str]:
+    """A lock-order deadlock the stacks show; without one, and with no dead feeder said,
+    a possible deadlock where every thread sleeps on a lock."""
+    if stacks:
+        try:
+            cwd: str | None = proc.cwd()
+        except (psutil.Error, OSError):
+            cwd = None
+        named = _deadlock.lock_order_deadlock(stacks, cwd)
+        if named is not None:
+            return [named]
+    if evidence and ("which died" in evidence[0] or "is dead (a zombie" in evidence[0]):
+        return []
+    possible = _deadlock.possible_deadlock(waits, pid)
+    return [possible] if possible is not None else []
+
+
 def _classify(
     pid: int,
     command: str | None,
@@ -454,6 +553,7 @@ def _classify(
     proc: psutil.Process,
     want_stacks: bool,
     opts: _Options | None = None,
+    watch: _SocketWatch | None = None,
 ) -> ProcessDiagnosis:
     """Gather the evidence of the looks ``taken``, let the rule table decide the state,
     and assemble the diagnosis."""
@@ -468,26 +568,17 @@ def _classify(
     lines = _loglines.read_lines(_line_regions(taken, log), opts.progress_rx)
     evidence = list(progress.evidence) + live.skipped
     evidence += _loglines.describe(lines)
-    if only_failures(lines) and progress.source in ("log", "files") and progress.progressed:
-        # it grew, but with failures only: growth is not progress
-        progress = _Progress(
-            progress.source, False, progress.evidence, progress.steps, progress.watched
-        )
-    elif progress.progressed and lines.failure_count and lines.progress:
-        evidence.append(
-            f"{lines.failure_count} failure line(s) among {lines.progress} progress lines: "
-            "a loop that retries now and then but moves"
-        )
-    elif (
-        progress.progressed
-        and progress.source in ("log", "files")
-        and lines.lines
-        and not lines.progress
-    ):
-        evidence.append(
-            "the lines it added are not recognised as progress (step, loss, iteration, rate); "
-            "pass --progress REGEX to name the process's own"
-        )
+    progress = _counter_progress(progress, lines, evidence)
+    if progress.source == "log" and progress.progressed is False and last.log_size == 0:
+        buffered = _block_buffered(pid, proc)
+        if buffered:
+            # an empty log of a block-buffered process: the output sits in its buffer, so
+            # the silence says nothing; CPU (and stacks) decide
+            evidence.append(
+                "the log is still empty, but the output is block-buffered: its silence is "
+                "no evidence of a stall (a reason to run `python -u`, not a symptom)"
+            )
+            progress = _Progress("log", None, progress.evidence, progress.steps, progress.watched)
     if cpu_share is not None:
         evidence.append(f"CPU: {_share_words(cpu_share)} over {wall_s:.1f} s")
     else:
@@ -497,6 +588,18 @@ def _classify(
     counts = [s.num_threads for s in taken if s.num_threads is not None]
     trend = _thread_trend(counts)
     waits = _thread_waits(first, last, pid, sockets)
+    attempt_words: list[str] = []
+    attempt_peers: list[str] = []
+    if progress.progressed is not True:
+        seen = watch.attempts(progress.progressed is False) if watch is not None else None
+        if seen is not None:
+            attempt_peers.append(seen[0])
+            attempt_words.append(seen[2])
+        trailed = _trail_attempts(pid)
+        if trailed is not None:
+            if trailed[0] is not None:
+                attempt_peers.append(trailed[0])
+            attempt_words.append(trailed[2])
     facts = Facts(
         pid=pid,
         status=last.status,
@@ -507,19 +610,32 @@ def _classify(
         lines=lines,
         wall_s=wall_s,
         retry_counters=retry_counters,
+        attempts="; ".join(attempt_words) if attempt_words else None,
         thread_retry=_new_thread_wait(first, waits, trend),
         poll_spin=_poll_spin(taken, pid, wall_s, cpu_share),
         quiet_output=_quiet_output(last, opts.quiet_after_s),
     )
     decision = decide(facts)
     state = decision.state
-    evidence += decision.why
+    if state in ("blocked", "busy") and want_stacks and _main_sleeps(waits, pid):
+        # a sleep between connection attempts that log nothing: the stacks' locals say
+        held = _held_retry(pid)
+        if held is not None:
+            state = "retrying"
+            evidence.append(f"retrying: {held[0]}")
+            if held[1]:
+                attempt_peers.append(held[1])
+    evidence += decision.why if state == decision.state else []
     evidence += words
     evidence += _thread_count_words(counts, trend, wall_s)
     evidence += _thread_findings(state, waits, pid)
     evidence += _startup_trail(pid)
     if state != "progressing":
         evidence += _block_buffered(pid, proc)
+        # what should feed a waiting main thread and died: said first
+        evidence[:0] = _feeders.dead_feeders(
+            pid, proc, _feeders.main_waits_on(waits, pid), log, _trail_deaths(pid)
+        )
 
     endpoints: list[str] = []
     probes: list[str] = []
@@ -534,6 +650,11 @@ def _classify(
         for host, port, how in stuck:
             endpoints.append(f"{host}:{port} ({how})")
             targets.append((host, port))
+        for peer in dict.fromkeys(attempt_peers):
+            host, _, port_text = peer.rpartition(":")
+            if port_text.isdigit() and (host.strip("[]"), int(port_text)) not in targets:
+                endpoints.append(f"{peer} (repeated connection attempts)")
+                targets.append((host.strip("[]"), int(port_text)))
         for ep, n in sorted(lines.endpoints.items(), key=lambda kv: -kv[1]):
             endpoints.append(f"{ep} (named by {n} failure line{'s' if n > 1 else ''})")
             targets.append((ep.host, ep.port))
@@ -554,6 +675,8 @@ def _classify(
             stacks, hint = _py_spy(pid)
         else:
             hint = f"not collected (run: py-spy dump --pid {pid})"
+    if state == "blocked":
+        evidence[:0] = _deadlock_words(pid, proc, stacks, waits, evidence)
 
     return ProcessDiagnosis(
         pid=pid,

@@ -13,8 +13,10 @@
    ``except`` around a numpy-2 ``AttributeError`` returns an empty batch while every
    call raised), each with its type, message, where it was raised and where caught;
    and for an empty result the returned object's top-level keys or fields with their
-   sizes (the server answered under another key). The count follows the one reading ``gyreprof sweep`` uses
-   (:mod:`gyreprof._support.sample_count`): an int is the number of samples (a sampler that
+   sizes (the server answered under another key); for an HTTP sampler the last
+   response's status and the top-level keys of its JSON answer. Catches inside the
+   standard library (``<frozen ...>`` modules included) are not counted. The count
+   follows the one reading ``gyreprof sweep`` uses (:mod:`gyreprof._support.sample_count`): an int is the number of samples (a sampler that
    returns 8 produced 8 samples), an array counts its first dimension, a dict of arrays
    their common length, another sized container its ``len``, ``None`` is 0. A bool,
    text, an iterator or any other object is no count: the check says why and fails.
@@ -32,7 +34,8 @@ Exit codes (``SelfCheckResult.exit_code`` and the command):
 0   the call returned a non-empty result (count > 0)
 1   an exception: import, build or call failed (the full traceback is kept); or the
     call returned something that is no sample count (``count_rule == "refused"``)
-2   the call returned an empty result (count == 0, or None)
+2   the call returned an empty result (count == 0, or None, or an object with empty
+    sequences among its fields: rule ``empty fields``)
 3   timed out: the call was abandoned
 ==  ===================================================================
 
@@ -93,6 +96,8 @@ class SelfCheckResult:
     swallowed: list[dict[str, Any]] | None = None
     result_fields: list[str] | None = None  # an empty result's top-level keys / fields
     exception_watch: str | None = None  # the hook that watched the call (settrace slows it)
+    http_status: int | None = None  # an HTTP sampler's last response status during the call
+    http_keys: list[str] | None = None  # ... and the top-level keys of its JSON answer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,6 +132,9 @@ class SelfCheckResult:
             lines.append(
                 f"  counted by rule: {self.count_rule} (the same reading as gyreprof sweep)"
             )
+        if self.http_status is not None:
+            keys = ", ".join(self.http_keys) if self.http_keys else "no JSON decoded"
+            lines.append(f"  last HTTP response: status {self.http_status}, top-level keys: {keys}")
         if self.status == "empty" and self.result_fields:
             lines.append(
                 f"  the empty {self.result_type} has: {', '.join(self.result_fields)} "
@@ -159,8 +167,14 @@ class SelfCheckResult:
             "empty": "EMPTY RESULT",
             "timeout": "TIMED OUT (abandoned)",
         }[self.status]
-        if self.swallowed and self.status != "ok":
+        if self.status == "empty" and self.http_keys:
+            verdict += (
+                " -- see the response's keys above (did the server answer under another key?)"
+            )
+        elif self.swallowed and self.status != "ok":
             verdict += " -- see the swallowed exceptions above"
+        elif self.status == "empty" and self.result_fields:
+            verdict += " -- see its fields above"
         lines.append(f"result: {verdict} after {self.elapsed_s:.2f} s (exit code {self.exit_code})")
         return "\n".join(lines)
 
@@ -324,6 +338,16 @@ def _swallowed(value: Any) -> list[dict[str, Any]] | None:
     return out
 
 
+def _http(value: Any) -> dict[str, Any]:
+    """The child's HTTP event, checked at the boundary: ``http_status`` and ``http_keys``."""
+    if not isinstance(value, dict):
+        return {}
+    status = value.get("status")
+    if not isinstance(status, int) or isinstance(status, bool):
+        return {}
+    return {"http_status": status, "http_keys": _strings(value.get("keys"))}
+
+
 def _result(
     target: str,
     method: str,
@@ -362,6 +386,7 @@ def _result(
                 exception_watch=(
                     str(ev["exception_watch"])[:40] if ev.get("exception_watch") else None
                 ),
+                **_http(ev.get("http")),
             )
         elif name == "error":
             info.update(
@@ -369,6 +394,7 @@ def _result(
                 traceback=ev.get("traceback"),
                 call_s=ev.get("call_s"),
                 swallowed=_swallowed(ev.get("swallowed")),
+                **_http(ev.get("http")),
             )
             stage = str(ev.get("where", stage))
     common: dict[str, Any] = {

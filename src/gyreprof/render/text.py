@@ -108,6 +108,8 @@ def wall_shares(s: Summary, v: Verdict | None = None) -> tuple[dict[str, float],
     whole = sum(v for v in timed.values() if math.isfinite(v))
     if wall <= 0 or whole > 1.05 * wall:
         wall, basis = whole, "its timed phases (they add up to more than its wall time)"
+    elif whole > wall:  # a block still open at the end: the phases fill the wall
+        wall = whole
     if wall <= 0:
         return {**dict.fromkeys(timed, 0.0), UNTIMED: 0.0}, basis
     shares = {n: x / wall for n, x in timed.items()}

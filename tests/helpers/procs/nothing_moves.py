@@ -9,7 +9,12 @@ python nothing_moves.py MODE READY_FILE LOG_FILE [ARG]
 - ``storm``: logs only INFO lines: no rollouts yet, retrying (attempt N), every 10 ms;
 - ``poll``: logs one line, then polls an empty batch source and sleeps 50 ms each time;
 - ``buffered``: prints (to stdout, block-buffered) and waits forever without flushing;
-- ``healthy``: logs a step line every 10 ms, and a retry line every 10th step.
+- ``loading``: prints (block-buffered) and burns the CPU for good (a slow model load);
+- ``healthy``: logs a step line every 10 ms, and a retry line every 10th step;
+- ``heartbeat``: logs the same ``step=0 ... waiting`` line every 20 ms;
+- ``ranks``: logs ``waiting for ranks 1/2`` every 20 ms;
+- ``slow``: logs ``step N (working)`` every 20 ms; N moves every 0.25 s;
+- ``flood``: logs 2 MiB of lines (a step line every 200 of them) every 50 ms.
 
 READY_FILE is written once the loop runs.
 """
@@ -28,9 +33,13 @@ arg = sys.argv[4] if len(sys.argv) > 4 else ""
 
 
 def main() -> None:
-    if mode == "buffered":
+    if mode in ("buffered", "loading"):
         print("loading the model ...")  # stays in the buffer: stdout is a file, no -u
         ready.write_text("ready")
+        if mode == "loading":
+            x = 0
+            while True:
+                x += 1
         threading.Event().wait()
         return
     with open(log_path, "a", encoding="utf-8") as log:
@@ -71,6 +80,20 @@ def main() -> None:
                 if n % 10 == 0:
                     say("WARNING request failed, retrying (attempt 1)")
                 time.sleep(0.01)
+            elif mode == "heartbeat":
+                say("INFO step=0 loss=nan waiting for the learner")
+                time.sleep(0.02)
+            elif mode == "ranks":
+                say("INFO waiting for ranks 1/2")
+                time.sleep(0.02)
+            elif mode == "flood":
+                for k in range(10):
+                    log.write(("DEBUG " + "x" * 1000 + "\n") * 200 + f"step {n * 10 + k}\n")
+                log.flush()
+                time.sleep(0.05)
+            elif mode == "slow":
+                say(f"INFO step {int(n * 0.02 / 0.25)} (working)")
+                time.sleep(0.02)
             else:
                 raise SystemExit(f"unknown mode {mode!r}")
 

@@ -273,6 +273,10 @@ class _Trail:
             tid=_thread.get_native_id(),
             main=_thread.get_ident() == _main_ident,
         )
+        if isinstance(exc, OSError):  # a connection error: the address it was trying
+            peer = _peer_of(frame)
+            if peer is not None:
+                fields["peer"] = peer
         if isinstance(exc, ImportError):
             fields["name"] = exc.name
             self.write("import-failed", name=exc.name, error=_short_repr(exc), at=fields["at"])
@@ -312,6 +316,38 @@ def _where(frame: FrameType) -> str:
 
 def _func(frame: FrameType) -> str:
     return getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+
+
+def _peer_of(frame: FrameType | None, frames: int = 3, values: int = 32) -> str | None:
+    """``host:port`` of the address a failed connection was trying, from the locals of
+    the frame it reached and of its callers (an ``(host, port)`` tuple, a URL, or
+    ``host`` and ``port`` locals); None where none is seen. Bounded: ``frames`` frames,
+    ``values`` locals each."""
+    for _ in range(frames):
+        if frame is None:
+            return None
+        try:
+            local = dict(list(frame.f_locals.items())[:values])
+        except Exception:  # noqa: BLE001 - a frame whose locals cannot be read
+            local = {}
+        host, port = local.get("host"), local.get("port")
+        if isinstance(host, str) and isinstance(port, int) and 0 < port < 65536:
+            return f"{host}:{port}"
+        for value in local.values():
+            if (
+                isinstance(value, tuple)
+                and len(value) == 2
+                and isinstance(value[0], str)
+                and isinstance(value[1], int)
+                and 0 < value[1] < 65536
+            ):
+                return f"{value[0]}:{value[1]}"
+            if isinstance(value, str) and "://" in value and len(value) < 400:
+                netloc = value.partition("://")[2].partition("/")[0].rpartition("@")[2]
+                if netloc.rpartition(":")[2].isdigit():
+                    return netloc
+        frame = frame.f_back
+    return None
 
 
 def _short_repr(exc: BaseException) -> str:
