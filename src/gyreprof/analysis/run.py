@@ -76,6 +76,8 @@ class ProcessEntry(Record):
     trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
     # the Profilers the user created in the process (gyreprof run reads them too)
     user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
+    # the code sites its stack sampler found (analysis.sites.ProcessSites), or None
+    sites: Any = field(default=None, metadata={"serial": False})
 
 
 #: a part of the run record nested whole, with its own format tag and version

@@ -228,7 +228,11 @@ class Verdict(Record):
     fraction of the time it worked (its wall time minus idle). ``reasons`` are the steps taken, each
     with its numbers; ``advice`` what to do next; ``unknowns`` what cannot be
     concluded from the profiles given; ``caveats`` what may make the numbers
-    mislead.
+    mislead. ``sampler_sites`` / ``compute_sites`` (``gyreprof run``'s stack samples,
+    see ``gyreprof.analysis.sites``): the code the sampler's untimed time and the
+    trainer's compute went to, each ``{"function", "file", "line", "share",
+    "samples"}``, largest share first; a share is of the sampler's (the compute's) wall
+    time, and the sampler's add up to at most its untimed share.
     """
 
     bound: str
@@ -250,6 +254,10 @@ class Verdict(Record):
     band: float | None = None  # half-width of the balanced band around the threshold
     band_basis: str | None = None  # what the band was taken from
     ceilings: dict[str, float] = field(default_factory=dict)  # sampler_2x, trainer_2x
+    # where the sampler's untimed time and the trainer's compute went, from stack samples
+    # (gyreprof run; analysis.sites): {function, file, line, share, samples}, by share
+    sampler_sites: list[dict[str, Any]] = field(default_factory=list)
+    compute_sites: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def headline(self) -> str:

@@ -159,6 +159,7 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             for side in ("sampler", "trainer")
         ]
         entry = run_result.ProcessEntry(pid, role, contributed, how, loops, *snaps)
+        entry.sites = collect.load_sites(folder / f"{role}-{pid}.sites.json", notes)
         users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
         collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
         entries.append(entry)

@@ -7,6 +7,10 @@ in steps would never end there: it is left out of the sampler's profilers.
 ``--warmup-s S`` (``$GYREPROF_RUN_WARMUP_S``): the first S seconds of each automatic
 profiler (sampler and trainer, per thread) are warm-up. The launcher checks the
 values; a process that reads one it cannot use (set by hand) ignores it.
+
+``--stacks-hz N`` / ``--no-stacks`` (``$GYREPROF_RUN_STACKS_HZ``, ``0``: off): the
+rate of the stack sampler each process runs (``stacks.py``), :data:`DEFAULT_STACKS_HZ`
+when unset; a value it cannot use (set by hand) means the default.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import Any
 
 ENV_WARMUP_STEPS = "GYREPROF_RUN_WARMUP_STEPS"
 ENV_WARMUP_S = "GYREPROF_RUN_WARMUP_S"
+ENV_STACKS_HZ = "GYREPROF_RUN_STACKS_HZ"
+DEFAULT_STACKS_HZ = 100.0
+MAX_STACKS_HZ = 1000.0
 
 
 def warmup_kwargs(side: str) -> dict[str, Any]:
@@ -39,11 +46,30 @@ def warmup_kwargs(side: str) -> dict[str, Any]:
     return {}
 
 
-def environment(warmup_steps: int | None, warmup_s: float | None) -> dict[str, str]:
-    """The variables that carry the options to the run's processes."""
+def stacks_hz() -> float:
+    """The stack sampler's rate from the environment (0: off)."""
+    text = os.environ.get(ENV_STACKS_HZ)
+    if not text:
+        return DEFAULT_STACKS_HZ
+    try:
+        hz = float(text)
+    except ValueError:
+        return DEFAULT_STACKS_HZ
+    if hz == 0:
+        return 0.0
+    return hz if math.isfinite(hz) and 0 < hz <= MAX_STACKS_HZ else DEFAULT_STACKS_HZ
+
+
+def environment(
+    warmup_steps: int | None, warmup_s: float | None, stacks_hz: float | None = None
+) -> dict[str, str]:
+    """The variables that carry the options to the run's processes (``stacks_hz``: None
+    for the default rate, 0 for no stack sampler)."""
     env = {}
     if warmup_steps:
         env[ENV_WARMUP_STEPS] = str(warmup_steps)
     if warmup_s:
         env[ENV_WARMUP_S] = repr(float(warmup_s))
+    if stacks_hz is not None:
+        env[ENV_STACKS_HZ] = repr(float(stacks_hz))
     return env
