@@ -92,6 +92,9 @@ def install_all() -> None:
     patch_torch.register()
     patch_queue.register()
     hooks.when_imported("gyreprof.recording.profiler", _join_user_profilers)
+    from gyreprof.integrations._auto import autoreset  # issue 38: said in the report
+
+    hooks.when_imported("gymnasium", autoreset.register)
 
 
 _loaded = False

@@ -322,6 +322,7 @@ def collect_run(
     if report.uninstrumented and report.python_processes:
         for pid, why in sorted(report.uninstrumented.items()):
             report.notes.append(f"pid {pid} ran a Python that could not be instrumented: {why}")
+    _autoreset_note(report)
     report.rollouts = _rollouts(run_dir, all_notes)
     with advice_for(report.advice_for):
         _judge(report, got)
@@ -335,6 +336,23 @@ def collect_run(
         report.notes.insert(0, report.nothing_recognised())
     report.notes += _ending_notes(report) + _user_notes(report)
     return report
+
+
+def _autoreset_note(report: RunReport) -> None:
+    """A process that built a gymnasium vector env with next-step autoreset left
+    ``autoreset.MARK``: say it once, with the run's env_step and env_reset counts."""
+    from gyreprof.integrations._auto import autoreset
+
+    if autoreset.MARK not in report.notes:
+        return
+    report.notes[:] = [n for n in report.notes if n != autoreset.MARK]
+    if report.sampler is None:
+        return
+    phases = report.sampler.summary().phases
+    step, reset = phases.get("env_step"), phases.get("env_reset")
+    if step is None or reset is None or reset.count == 0:
+        return
+    report.notes.append(autoreset.words(int(step.count), int(reset.count)))
 
 
 def _user_notes(report: RunReport) -> list[str]:

@@ -64,6 +64,8 @@ class _Counts:
         self.sampler_samples = 0
         self.compute_samples = 0
         self.tracks: dict[int, _Track] = {}  # id(ThreadState) -> track
+        self.ticks = 0  # looks taken
+        self.cpu_s = 0.0  # the sampler thread's CPU time in them
 
     def in_sampler(self, site: CodeType | None, timed: bool) -> None:
         self.sampler_samples += 1
@@ -201,12 +203,14 @@ def _run(period_s: float) -> None:
 
     draw = random.Random().uniform
     sleep = time.sleep
+    cpu = time.thread_time
     me = threading.get_ident()
     errors = 0
     while True:
         sleep(period_s * draw(0.5, 1.5))
         if _stop.is_set():
             return
+        c0 = cpu()
         try:
             ts = [t for t in state.threads() if t.ident != me]
             frames = sys._current_frames()
@@ -216,6 +220,8 @@ def _run(period_s: float) -> None:
             finally:
                 del frames
             errors = 0
+            _counts.ticks += 1
+            _counts.cpu_s += cpu() - c0
         except Exception as exc:  # noqa: BLE001 - the sampler never costs the run
             errors += 1
             if errors >= _MAX_ERRORS:
