@@ -164,7 +164,7 @@ def register(sub: Any) -> None:
         metavar="N",
         type=_stacks_hz,
         help="the rate of the stack sampler that names the code behind the sampler's "
-        "untimed time and the trainer's compute (default 100 per second per process)",
+        "untimed time and the trainer's compute (default 25 per second per process, at most 1000)",
     )
     stacks.add_argument(
         "--no-stacks",

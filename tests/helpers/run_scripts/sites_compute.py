@@ -1,7 +1,7 @@
 """A queue-fed trainer whose compute has parts of known cost, timed by their own clock:
 a producer thread steps gymnasium CartPole and puts small batches into a queue; the main
-thread takes each batch (its wait) and runs ``update``: ``forward`` (~1 ms),
-``optimizer_step`` (~3 ms) and ``handle_data`` (~0.3 ms), each a fixed amount of work
+thread takes each batch (its wait) and runs ``update``: ``forward`` (~10 ms),
+``optimizer_step`` (~30 ms) and ``handle_data`` (~3 ms), each a fixed amount of work
 sized in time at the start. ``sites_compute.py SECONDS``
 prints its own clock (``CLOCK {...}``): each part's share of the time spent in
 ``update`` (tests/test_run_sites.py)."""
@@ -39,13 +39,18 @@ def produce():
 
 
 def per_second():
-    t0, n = clock(), 0
-    while clock() - t0 < 0.05:
-        x = 0
-        for i in range(1000):  # the helpers' work, to size it in time
-            x += i
-        n += 1000
-    return n / (clock() - t0)
+    """The machine's rate of the helpers' work: the best of a few short tries (a try that
+    another process interrupts reads slow)."""
+    best = 0.0
+    for _ in range(5):
+        t0, n = clock(), 0
+        while clock() - t0 < 0.02:
+            x = 0
+            for i in range(1000):  # the helpers' work, to size it in time
+                x += i
+            n += 1000
+        best = max(best, n / (clock() - t0))
+    return best
 
 
 rate = per_second()
@@ -55,7 +60,7 @@ spent = {"forward": 0.0, "optimizer_step": 0.0, "handle_data": 0.0}
 def forward(batch):
     t0 = clock()
     x = 0
-    for i in range(int(0.001 * rate)):  # a fixed amount of work, inline: this function is the site
+    for i in range(int(0.010 * rate)):  # a fixed amount of work, inline: this function is the site
         x += i
     spent["forward"] += clock() - t0
 
@@ -63,7 +68,7 @@ def forward(batch):
 def optimizer_step():
     t0 = clock()
     x = 0
-    for i in range(int(0.003 * rate)):
+    for i in range(int(0.030 * rate)):
         x += i
     spent["optimizer_step"] += clock() - t0
 
@@ -71,7 +76,7 @@ def optimizer_step():
 def handle_data(batch):
     t0 = clock()
     x = 0
-    for i in range(int(0.0003 * rate)):
+    for i in range(int(0.003 * rate)):
         x += i
     spent["handle_data"] += clock() - t0
 

@@ -15,13 +15,18 @@ spent = {"featurize": 0.0, "tick": 0.0}
 
 
 def per_second():
-    t0, n = clock(), 0
-    while clock() - t0 < 0.05:
-        x = 0
-        for i in range(1000):  # the helpers' work, to size it in time
-            x += i
-        n += 1000
-    return n / (clock() - t0)
+    """The machine's rate of the helpers' work: the best of a few short tries (a try that
+    another process interrupts reads slow)."""
+    best = 0.0
+    for _ in range(5):
+        t0, n = clock(), 0
+        while clock() - t0 < 0.02:
+            x = 0
+            for i in range(1000):  # the helpers' work, to size it in time
+                x += i
+            n += 1000
+        best = max(best, n / (clock() - t0))
+    return best
 
 
 rate = per_second()

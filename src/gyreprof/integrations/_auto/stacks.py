@@ -2,7 +2,7 @@
 sampler's untimed time and the trainer's compute went to.
 
 A daemon thread wakes about ``--stacks-hz`` times a second (``options.stacks_hz``,
-100 by default; each wait drawn between half and one and a half periods, so a loop
+25 by default; each wait drawn between half and one and a half periods, so a loop
 with a period of its own is not sampled in step with it) and reads
 ``sys._current_frames()`` for the threads that record (``state.threads()``). Nothing
 is added to the hot path: what a thread is doing is read from the state its
