@@ -198,6 +198,19 @@ def _sample(c: _Counts, ts: list[Any], frames: dict[int, FrameType]) -> None:
             c.in_compute(_site(f))
 
 
+def _ready() -> None:
+    """Import now what the save at exit needs: a dataclass defined at exit (its methods
+    are made by ``exec`` of a string, which resets the interpreter's note of an
+    uncaught KeyboardInterrupt, so the process would exit 1 instead of by SIGINT;
+    ``state._save_rollouts`` says the same), and an import at exit may find the
+    interpreter half gone."""
+    from gyreprof._support.io import write_atomic  # noqa: F401
+    from gyreprof.analysis.sites import ProcessSites, SiteCount
+
+    ProcessSites(pid=0, hz=1.0, sampler=[SiteCount("f", "f.py", 1, 0)]).to_json()
+    _where_roots()
+
+
 def _run(period_s: float) -> None:
     from gyreprof.integrations._auto import state
 
@@ -239,6 +252,7 @@ def start() -> bool:
     hz = options.stacks_hz()
     if hz <= 0:
         return False
+    _ready()  # here, on the thread that first records: never in a thread racing an exit
     _hz = hz
     _stop.clear()
     th = threading.Thread(target=_run, args=(1.0 / hz,), name="gyreprof-stacks", daemon=True)
@@ -253,6 +267,8 @@ def record() -> Any:
     if _thread is None or _pid != os.getpid():
         return None
     _stop.set()
+    if "gyreprof.analysis.sites" not in sys.modules:
+        return None  # not ready yet (see _ready): no sites rather than imports at exit
     if not _lock.acquire(timeout=1.0):
         return None
     try:
