@@ -212,7 +212,10 @@ def _ready() -> None:
 
 
 def _run(period_s: float) -> None:
+    from gyreprof._support.threadname import name_os_thread
     from gyreprof.integrations._auto import state
+
+    name_os_thread("gyreprof-stacks")  # the census must not count it as the user's
 
     draw = random.Random().uniform
     sleep = time.sleep
@@ -253,6 +256,9 @@ def start() -> bool:
     if hz <= 0:
         return False
     _ready()  # here, on the thread that first records: never in a thread racing an exit
+    from gyreprof._support import threadname
+
+    threadname.prepare()  # what naming the thread needs, loaded by the starting thread
     _hz = hz
     _stop.clear()
     th = threading.Thread(target=_run, args=(1.0 / hz,), name="gyreprof-stacks", daemon=True)
