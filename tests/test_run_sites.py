@@ -297,6 +297,8 @@ def test_the_verdict_names_the_largest_site_first() -> None:
     assert out.advice[0].startswith("look first at featurize (train.py:14)")
     assert not any("time the rest of the sampler step" in a for a in out.advice)
     assert any(r.startswith("sampler: untimed ") for r in out.reasons)
+    assert not any("time the rest next" in r for r in out.reasons)
+    assert any("the stack samples name where it went" in r for r in out.reasons)
     assert "featurize (train.py:14)" in str(out)
     back = type(out).from_dict(out.to_dict())
     assert back.sampler_sites == out.sampler_sites

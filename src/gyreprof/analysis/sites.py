@@ -200,6 +200,13 @@ def _compute_advice(row: dict[str, Any]) -> str:
     )
 
 
+#: the verdict's words asking to time the untimed part by hand (``verdict._sampler_words``),
+#: and what they become once the stack samples name where it went
+_TIME_IT_NEXT = (
+    "time the rest next (the policy forward, buffer writes, observation conversion: "
+    "whatever runs between the timed phases)"
+)
+_NAMED_BELOW = "the stack samples name where it went (below)"
 #: the words of the generic "time the rest yourself" advice (``_support.advice.time_untimed``)
 _TIME_THE_REST = "time the rest of the sampler step"
 
@@ -220,6 +227,7 @@ def attach(v: Verdict, sites: ProcessSites | None) -> Verdict:
     advice = list(out.advice)
     line = sampler_line(out)
     if line is not None:
+        reasons = [r.replace(_TIME_IT_NEXT, _NAMED_BELOW) for r in reasons]
         reasons.append(line)
         if out.dominant_phase == UNTIMED:
             advice = [a for a in advice if _TIME_THE_REST not in a]
