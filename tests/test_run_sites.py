@@ -240,9 +240,11 @@ def test_samples_are_sorted_by_the_threads_timeline() -> None:
     assert c.compute == {a: 1, b: 1}  # the sample at 40 was the update's, as is 50
     t.in_wait = True  # a data wait: the sampler's wall, timed
     look(60)
-    t.in_wait, t.blk_end, t.blk_start = False, 65, 55
+    t.in_wait = False  # the wait ends at 65 and closes the block there (a default trainer)
+    t.blocks, t.prev_end = 2, 65
     stacks._settle(c, c.tracks[id(t)], final=True)
     assert c.sampler_samples == 3 and c.sampler == {a: 1}
+    assert c.compute_samples == 2
 
 
 def test_site_shares_stay_within_the_untimed_share_and_hedge_few_samples() -> None:

@@ -512,6 +512,18 @@ MUTANTS: tuple[Mutant, ...] = (
            "if own > fed and wait is not None and wait.sum_ns > 0:",
            "if own < fed and wait is not None and wait.sum_ns > 0:",
            ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
+    # -- issue 38: code sites from stack samples, two Profilers on one thread
+    Mutant("sites-shares-not-held-to-untimed", "src/gyreprof/analysis/sites.py",
+           "sum(s.samples for s in sites.sampler), max(0.0, untimed))",
+           "sum(s.samples for s in sites.sampler), 1.0)",
+           ("tests/test_run_sites.py::"
+            "test_site_shares_stay_within_the_untimed_share_and_hedge_few_samples",)),
+    Mutant("stacks-closed-block-loses-its-samples", "src/gyreprof/integrations/_auto/stacks.py",
+           "            if x <= cut:", "            if x < 0:",
+           ("tests/test_run_sites.py::test_samples_are_sorted_by_the_threads_timeline",)),
+    Mutant("foreign-takes-the-wait-too", _VERDICT,
+           "    theirs = inside <= 0", "    theirs = inside >= 0",
+           ("tests/test_two_profilers.py",)),
 )
 # fmt: on
 
