@@ -667,6 +667,18 @@ MUTANTS: tuple[Mutant, ...] = (
            "    _autosave.hide_own_handlers()", "    pass",
            ("tests/test_run_trust3.py::"
             "test_getsignal_under_gyreprof_run_shows_what_the_program_would_see",)),
+    # -- issue 38: code sites from stack samples, two Profilers on one thread
+    Mutant("sites-shares-not-held-to-untimed", "src/gyreprof/analysis/sites.py",
+           "sum(s.samples for s in sites.sampler), max(0.0, untimed))",
+           "sum(s.samples for s in sites.sampler), 1.0)",
+           ("tests/test_run_sites.py::"
+            "test_site_shares_stay_within_the_untimed_share_and_hedge_few_samples",)),
+    Mutant("stacks-closed-block-loses-its-samples", "src/gyreprof/integrations/_auto/stacks.py",
+           "            if x <= cut:", "            if x < 0:",
+           ("tests/test_run_sites.py::test_samples_are_sorted_by_the_threads_timeline",)),
+    Mutant("foreign-takes-the-wait-too", _VERDICT,
+           "    theirs = inside <= 0", "    theirs = inside >= 0",
+           ("tests/test_two_profilers.py",)),
 )
 # fmt: on
 

@@ -941,6 +941,13 @@ cdef class Recorder:
         """Let another thread become the writer (e.g. after handing the loop over)."""
         self.owner = 0
 
+    @property
+    def writer_token(self):
+        """The token of the thread that writes this recorder, 0 before its first write:
+        two recorders with the same nonzero token are written by one thread (a token is
+        unique among the live threads; a later thread may reuse an ended one's)."""
+        return self.owner
+
     cdef void _close_step(self, int64_t now) noexcept:
         cdef int64_t* s = self.s
         cdef int64_t start = s[H_STEP_START]

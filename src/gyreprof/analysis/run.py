@@ -80,6 +80,8 @@ class ProcessEntry(Record):
     # the pid), so each image of an exec chain is a record of its own (a --save folder's
     # processes.json keeps it; the run JSON names the images by their source)
     image: int = field(default=0, metadata={"serial": False})
+    # the code sites its stack sampler found (analysis.sites.ProcessSites), or None
+    sites: Any = field(default=None, metadata={"serial": False})
 
 
 #: a part of the run record nested whole, with its own format tag and version

@@ -228,7 +228,11 @@ class Verdict(Record):
     fraction of the time it worked (its wall time minus idle). ``reasons`` are the steps taken, each
     with its numbers; ``advice`` what to do next; ``unknowns`` what cannot be
     concluded from the profiles given; ``caveats`` what may make the numbers
-    mislead.
+    mislead. ``sampler_sites`` / ``compute_sites`` (``gyreprof run``'s stack samples,
+    see ``gyreprof.analysis.sites``): the code the sampler's untimed time and the
+    trainer's compute went to, each ``{"function", "file", "line", "share",
+    "samples"}``, largest share first; a share is of the sampler's (the compute's) wall
+    time, and the sampler's add up to at most its untimed share.
     """
 
     bound: str
@@ -250,6 +254,10 @@ class Verdict(Record):
     band: float | None = None  # half-width of the balanced band around the threshold
     band_basis: str | None = None  # what the band was taken from
     ceilings: dict[str, float] = field(default_factory=dict)  # sampler_2x, trainer_2x
+    # where the sampler's untimed time and the trainer's compute went, from stack samples
+    # (gyreprof run; analysis.sites): {function, file, line, share, samples}, by share
+    sampler_sites: list[dict[str, Any]] = field(default_factory=list)
+    compute_sites: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
@@ -823,6 +831,73 @@ def _trainer_step(
 
 
 @dataclass(frozen=True)
+class _Foreign:
+    """The part of the sampler's marked steps spent in another Profiler's phases on the
+    same thread (phases holding none of the sampler's work: a trainer's ``compute``
+    stepped between two sampler steps), and the words saying so."""
+
+    share: float
+    words: str
+
+
+def _covered_upto(iv: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """How much of the disjoint sorted intervals ``iv`` lies before each time in ``x``."""
+    starts, ends = iv[:, 0], iv[:, 1]
+    cum = np.concatenate(([0.0], np.cumsum(ends - starts)))
+    i = np.searchsorted(starts, x, side="right")
+    prev = np.maximum(i - 1, 0)
+    part = np.clip(x - starts[prev], 0.0, (ends - starts)[prev])
+    out: np.ndarray = np.where(i > 0, cum[prev] + part, 0.0)
+    return out
+
+
+def _foreign(sampler: Source, trainer: Source | None) -> _Foreign | None:
+    """Issue 38 item 5: a sampler Profiler and another Profiler stepped on one thread (both
+    live, one writer each, the same writer thread). The other's phases in which the
+    sampler did no work are that Profiler's time, never the sampler's untimed time: their
+    overlap with the sampler's marked steps (within the span both rings cover) is left
+    out of the sampler's wall time. None when that cannot be told (a Snapshot, a
+    ``per_thread`` Profiler, other threads)."""
+    if trainer is None:
+        return None
+    s, t = sampler.rings, trainer.rings
+    if s is None or t is None or len(s.writers) != 1 or len(t.writers) != 1:
+        return None
+    if not s.writers[0] or s.writers[0] != t.writers[0]:
+        return None
+    sev, tev = s.events, t.events
+    steps, work, other = sev[sev["phase"] < 0], sev[sev["phase"] >= 0], tev[tev["phase"] >= 0]
+    if len(steps) == 0 or len(other) == 0:
+        return None
+    step_iv = _union(_intervals(steps))
+    work_iv = _union(_intervals(work))
+    o_iv = _intervals(other)
+    phase_of = other["phase"][np.argsort(other["start_ns"], kind="stable")]
+    if len(work_iv):
+        inside = _covered_upto(work_iv, o_iv[:, 1]) - _covered_upto(work_iv, o_iv[:, 0])
+    else:
+        inside = np.zeros(len(o_iv))
+    theirs = inside <= 0
+    if not theirs.any():
+        return None
+    lo, hi = max(step_iv[0, 0], o_iv[0, 0]), min(step_iv[-1, 1], o_iv[-1, 1])
+    steps_in = _clip(step_iv, lo, hi)
+    span = _length(steps_in)
+    if span <= 0:
+        return None
+    share = min(1.0, _overlap_ns(steps_in, _clip(_union(o_iv[theirs]), lo, hi)) / span)
+    if share <= 0:
+        return None
+    names = sorted({t.phases[int(p)] for p in phase_of[theirs] if 0 <= int(p) < len(t.phases)})
+    words = (
+        f"the {fmt_pct(share)} of them spent in the other Profiler's "
+        f"{', '.join(repr(n) for n in names)} on the same thread (that Profiler's time, "
+        "not the sampler's untimed time)"
+    )
+    return _Foreign(share, words)
+
+
+@dataclass(frozen=True)
 class _Wall:
     """The sampler's wall time, what it was taken from, and the timed shares of it."""
 
@@ -839,14 +914,22 @@ class _Wall:
 
 
 def _sampler_wall(
-    s_summary: Summary, loop: str | None, report: WaitReport | None, wait: str
+    s_summary: Summary,
+    loop: str | None,
+    report: WaitReport | None,
+    wait: str,
+    foreign: _Foreign | None = None,
 ) -> _Wall:
-    """Step 3: the sampler's wall time and each phase's share of it."""
+    """Step 3: the sampler's wall time and each phase's share of it (``foreign``: the
+    part of its marked steps another Profiler's phases took on the same thread)."""
     live = {n: st for n, st in s_summary.phases.items() if st.count > 0}
     timed = {n: float(st.sum_ns) for n, st in live.items()}
     timed_ns = sum(timed.values())
     if s_summary.steps > 0 and s_summary.step.sum_ns > 0:
         wall, basis = float(s_summary.step.sum_ns), "its marked steps"
+        if foreign is not None and foreign.share > 0:
+            wall *= 1.0 - foreign.share
+            basis += f", less {foreign.words}"
     elif loop == "sync" and report is not None and report.wait_ns > 0:
         wall = float(report.wait_ns)
         basis = (
@@ -1043,6 +1126,7 @@ def _sampler_side(
     env_phases: Sequence[str],
     thresholds: dict[str, float],
     side_kw: dict[str, Any],
+    trainer: Source | None = None,
 ) -> _Wall:
     """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
     s_summary = sampler.summary
@@ -1054,7 +1138,7 @@ def _sampler_side(
             "the sampler profile has no steady-state samples in any phase (phases: "
             f"{list(s_summary.phases)}); {fix}"
         )
-    wall = _sampler_wall(s_summary, loop, report, wait)
+    wall = _sampler_wall(s_summary, loop, report, wait, _foreign(sampler, trainer))
     top = _sampler_step(
         found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
     )
@@ -1233,6 +1317,7 @@ def diagnose(
             env_phases,
             thresholds,
             side_kw,
+            t_src,
         )
     else:
         _no_sampler(found)

@@ -167,6 +167,7 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             collect._load_snap(folder / f"{stem}.{side}.snap", side, notes)
             for side in ("sampler", "trainer")
         )
+        entry.sites = collect.load_sites(folder / f"{stem}.sites.json", notes)
         if stem == f"{entry.role}-{entry.pid}":  # the image that ended the process
             users = collect.read_user_profiles(folder, notes, prefix=f"{entry.role}-")
             collect.join_user_profiles([entry], [u for u in users if u.pid == entry.pid], None)

@@ -12,7 +12,9 @@ signal N ended it); 127 when it is not found.
 The settings the report's advice names are options here: ``--warmup-steps N`` /
 ``--warmup-s S`` (the automatic profilers' warm-up, passed to every process through
 the environment, see ``integrations/_auto/options.py``) and ``--loop sync|overlapped``
-(the loop's shape, when it cannot be told from the timestamps). A ``gp.Profiler``
+(the loop's shape, when it cannot be told from the timestamps); ``--stacks-hz N`` /
+``--no-stacks`` (the stack sampler that names the code behind untimed time,
+``integrations/_auto/stacks.py``). A ``gp.Profiler``
 the script creates itself joins the report (``integrations/_auto/user.py``).
 """
 
@@ -119,7 +121,8 @@ def register(sub: Any) -> None:
             "argument ending in .py runs with this Python. The exit code is COMMAND's."
         ),
         usage="gyreprof run [--json FILE] [--html FILE] [--save DIR] [--warmup-steps N | "
-        "--warmup-s S] [--loop sync|overlapped] [--server-metrics URL] -- COMMAND [ARGS...]",
+        "--warmup-s S] [--loop sync|overlapped] [--server-metrics URL] "
+        "[--stacks-hz N | --no-stacks] -- COMMAND [ARGS...]",
         epilog="A gp.Profiler the script creates itself (e.g. gp.Profiler(['wait', 'compute']) "
         "around fetching a batch and the update) joins the report: one with 'wait' and "
         "'compute' phases stands for the trainer when no recognised library ran one.",
@@ -154,6 +157,19 @@ def register(sub: Any) -> None:
         help="the loop's shape for the verdict (sync: collect, then train; overlapped: a "
         "sampler feeding a queue while the trainer computes), when the report says it "
         "could not be told",
+    )
+    stacks = p.add_mutually_exclusive_group()
+    stacks.add_argument(
+        "--stacks-hz",
+        metavar="N",
+        type=_stacks_hz,
+        help="the rate of the stack sampler that names the code behind the sampler's "
+        "untimed time and the trainer's compute (default 25 per second per process, at most 1000)",
+    )
+    stacks.add_argument(
+        "--no-stacks",
+        action="store_true",
+        help="run no stack sampler (the report names no code sites)",
     )
     p.add_argument(
         "--server-metrics",
@@ -215,6 +231,23 @@ def _server_metrics(text: str) -> str:
         return ",".join(check_url(u) for u in urls)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _stacks_hz(text: str) -> float:
+    from gyreprof.integrations._auto.options import MAX_STACKS_HZ
+
+    try:
+        hz = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"give a rate in samples per second, got {text!r}"
+        ) from None
+    if not (0.0 < hz <= MAX_STACKS_HZ):  # also refuses NaN and infinity
+        raise argparse.ArgumentTypeError(
+            f"give a rate above 0 and at most {MAX_STACKS_HZ:g} per second (--no-stacks turns "
+            f"the sampler off), got {text!r}"
+        )
+    return hz
 
 
 def _warmup_seconds(text: str) -> float:
@@ -311,6 +344,7 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
 
     env.pop(options.ENV_WARMUP_STEPS, None)  # an outer run's settings are not this run's
     env.pop(options.ENV_WARMUP_S, None)
+    env.pop(options.ENV_STACKS_HZ, None)
     return env
 
 
@@ -334,6 +368,10 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
                 path = directory / f"{stem}.{side}.snap"
                 write_atomic(path, snap.to_bytes())
                 written.append(path)
+        if e.sites is not None:  # gyreprof report DIR names the same code sites
+            path = directory / f"{e.role}-{e.pid}.sites.json"
+            write_atomic(path, e.sites.to_json().encode())
+            written.append(path)
         for u in e.user:
             path = directory / f"{stem}.user-{u.index}.snap"
             write_atomic(path, u.snapshot.to_bytes())
@@ -496,7 +534,8 @@ def _run_and_report(
     from gyreprof.integrations._auto import options
 
     warm = (getattr(args, "warmup_steps", None), getattr(args, "warmup_s", None))
-    env.update(options.environment(*warm, getattr(args, "server_metrics", None)))
+    hz = 0.0 if getattr(args, "no_stacks", False) else getattr(args, "stacks_hz", None)
+    env.update(options.environment(*warm, getattr(args, "server_metrics", None), stacks_hz=hz))
     timeout = float(getattr(args, "startup_timeout", STARTUP_TIMEOUT_S) or 0.0)
     if timeout > 0:
         env[_startup.ENV_STARTUP_TIMEOUT] = f"{timeout:g}"

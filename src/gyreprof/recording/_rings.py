@@ -38,6 +38,9 @@ class Rings:
     still_warming: bool  # some recorder is still in warm-up
     overwritten: int  # events the rings dropped, over all recorders
     per_thread: bool
+    # each recorder's writer thread (Recorder.writer_token; 0: never written): two
+    # Profilers whose rings name the same single writer were stepped on one thread
+    writers: tuple[int, ...] = ()
 
     @property
     def tids(self) -> np.ndarray:
@@ -74,4 +77,5 @@ def read_rings(prof: Profiler) -> Rings:
         still_warming=any(r.in_warmup_now for r in recs),
         overwritten=sum(int(r.overwritten) for r in recs),
         per_thread=bool(prof.per_thread),
+        writers=tuple(int(r.writer_token) for r in recs),
     )

@@ -385,7 +385,13 @@ def verdict_headline(v: Verdict) -> str:
         head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
     if v.dominant_phase == UNTIMED and v.coverage is not None:
         untimed = v.sampler_shares.get(UNTIMED, 1.0 - v.coverage)
-        head += f" (look first at the sampler's untimed {fmt_pct(untimed)})"
+        sites = getattr(v, "sampler_sites", None)  # stack samples (gyreprof run)
+        where = ""
+        if sites:
+            from gyreprof.analysis.sites import where as site_where
+
+            where = f": {site_where(sites[0])}"
+        head += f" (look first at the sampler's untimed {fmt_pct(untimed)}{where})"
     elif v.dominant_phase is not None:
         head += f" (look first at {v.dominant_phase!r})"
     if v.loop is not None:

@@ -76,6 +76,9 @@ def install_all() -> None:
     libs.instrument()
     http.instrument()  # HTTP rollout clients, each when imported
     when_imported("gyreprof.recording.profiler", _join_user_profilers)
+    from gyreprof.integrations._auto import autoreset  # issue 38: said in the report
+
+    when_imported("gymnasium", autoreset.register)
 
 
 _loaded = False

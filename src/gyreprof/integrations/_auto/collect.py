@@ -124,6 +124,50 @@ def _load_snap(path: Path, side: str, notes: list[str] | None = None) -> Any:
     return snap
 
 
+def load_sites(path: Path, notes: list[str] | None = None) -> Any:
+    """The code sites a process's stack sampler saved (``analysis.sites.ProcessSites``),
+    or None: a missing file silently, one that is not such a record with a note."""
+    from gyreprof._support.io import read_bytes
+
+    try:
+        data = read_bytes(path, "snapshot", what="stack samples")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        _skipped(notes, path, exc)
+        return None
+    from gyreprof.analysis.sites import ProcessSites
+
+    try:
+        return ProcessSites.from_json(data)
+    except ValueError as exc:
+        _skipped(notes, path, exc)
+        return None
+
+
+def _sites(got: list[ProcessEntry], judged_trainer: bool) -> Any:
+    """The stack samples behind the verdict: the sampler's from the processes whose
+    sampler it judged (those that trained, else the main one), the compute's from
+    those that trained."""
+    from gyreprof.analysis.sites import ProcessSites, merge
+
+    trainers = [e for e in got if _trains(e)]
+    drivers = trainers if judged_trainer else [e for e in got if e.role == "main"]
+    s = merge([e.sites for e in drivers if e.sites is not None])
+    c = merge([e.sites for e in trainers if e.sites is not None])
+    base = s if s is not None else c
+    if base is None:
+        return None
+    return ProcessSites(
+        pid=base.pid,
+        hz=base.hz,
+        sampler_samples=s.sampler_samples if s is not None else 0,
+        compute_samples=c.compute_samples if c is not None else 0,
+        sampler=list(s.sampler) if s is not None else [],
+        compute=list(c.compute) if c is not None else [],
+    )
+
+
 def _skipped(notes: list[str] | None, path: Path, exc: BaseException) -> None:
     if notes is None:
         return
@@ -152,7 +196,9 @@ def _exec_images(run_dir: Path, notes: list[str], main_pid: int | None) -> list[
         role = "main" if main_pid is not None and pid == main_pid else record.role
         sampler = _load_snap(rec.snap_path(run_dir, key, "sampler"), "sampler", notes)
         trainer = _load_snap(rec.snap_path(run_dir, key, "trainer"), "trainer", notes)
-        out.append(ProcessEntry(pid, role, True, "before exec", record.loops, sampler, trainer))
+        entry = ProcessEntry(pid, role, True, "before exec", record.loops, sampler, trainer)
+        entry.sites = load_sites(rec.sites_path(run_dir, key), notes)
+        out.append(entry)
     return out
 
 
@@ -258,6 +304,7 @@ def collect_run(
                 _load_snap(rec.snap_path(run_dir, pid, "sampler"), "sampler", all_notes),
                 _load_snap(rec.snap_path(run_dir, pid, "trainer"), "trainer", all_notes),
             )
+            entry.sites = load_sites(rec.sites_path(run_dir, pid), all_notes)
         elif pid in live:
             segs = live[pid]
             entry = ProcessEntry(
@@ -298,6 +345,7 @@ def collect_run(
     if report.uninstrumented and report.python_processes:
         for pid, why in sorted(report.uninstrumented.items()):
             report.notes.append(f"pid {pid} ran a Python that could not be instrumented: {why}")
+    _autoreset_note(report)
     report.rollouts = _rollouts(run_dir, all_notes)
     with advice_for(report.advice_for):
         _judge(report, got)
@@ -311,6 +359,23 @@ def collect_run(
         report.notes.insert(0, report.nothing_recognised())
     report.notes += _ending_notes(report) + _user_notes(report)
     return report
+
+
+def _autoreset_note(report: RunReport) -> None:
+    """A process that built a gymnasium vector env with next-step autoreset left
+    ``autoreset.MARK``: say it once, with the run's env_step and env_reset counts."""
+    from gyreprof.integrations._auto import autoreset
+
+    if autoreset.MARK not in report.notes:
+        return
+    report.notes[:] = [n for n in report.notes if n != autoreset.MARK]
+    if report.sampler is None:
+        return
+    phases = report.sampler.summary().phases
+    step, reset = phases.get("env_step"), phases.get("env_reset")
+    if step is None or reset is None or reset.count == 0:
+        return
+    report.notes.append(autoreset.words(int(step.count), int(reset.count)))
 
 
 def _user_notes(report: RunReport) -> list[str]:
@@ -602,6 +667,10 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         report.verdict = diagnose(sampler=sampler, trainer=trainer, **loop_kw)
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
+    if report.verdict is not None and any(e.sites is not None for e in got):
+        from gyreprof.analysis.sites import attach
+
+        report.verdict = attach(report.verdict, _sites(got, trainer is not None))
     if report.start_up is not None:
         _judge_with_start_up(report, sampler, whole, loop_kw)
     line = _rollout_wait_line(report)

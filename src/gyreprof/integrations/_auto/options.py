@@ -10,6 +10,10 @@ values; a process that reads one it cannot use (set by hand) ignores it.
 ``--server-metrics URL[,URL...]`` (``$GYREPROF_SERVER_METRICS``; ``off``: none): the
 rollout servers' metrics pages, read by ``integrations.http.server_metrics`` (by
 default each rollout endpoint's ``/metrics``).
+
+``--stacks-hz N`` / ``--no-stacks`` (``$GYREPROF_RUN_STACKS_HZ``, ``0``: off): the
+rate of the stack sampler each process runs (``stacks.py``), :data:`DEFAULT_STACKS_HZ`
+when unset; a value it cannot use (set by hand) means the default.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ ENV_WARMUP_S = "GYREPROF_RUN_WARMUP_S"
 #: ``--server-metrics URL[,URL...]|off``: the rollout servers' metrics pages
 #: (``integrations.http.server_metrics``, which reads it)
 ENV_SERVER_METRICS = "GYREPROF_SERVER_METRICS"
+ENV_STACKS_HZ = "GYREPROF_RUN_STACKS_HZ"
+DEFAULT_STACKS_HZ = 25.0  # <= 1% of CPU on a bare CartPole loop (BENCHMARKS.md, issue 38)
+MAX_STACKS_HZ = 1000.0
 
 
 def warmup_kwargs(side: str) -> dict[str, Any]:
@@ -45,10 +52,28 @@ def warmup_kwargs(side: str) -> dict[str, Any]:
     return {}
 
 
+def stacks_hz() -> float:
+    """The stack sampler's rate from the environment (0: off)."""
+    text = os.environ.get(ENV_STACKS_HZ)
+    if not text:
+        return DEFAULT_STACKS_HZ
+    try:
+        hz = float(text)
+    except ValueError:
+        return DEFAULT_STACKS_HZ
+    if hz == 0:
+        return 0.0
+    return hz if math.isfinite(hz) and 0 < hz <= MAX_STACKS_HZ else DEFAULT_STACKS_HZ
+
+
 def environment(
-    warmup_steps: int | None, warmup_s: float | None, server_metrics: str | None = None
+    warmup_steps: int | None,
+    warmup_s: float | None,
+    server_metrics: str | None = None,
+    stacks_hz: float | None = None,
 ) -> dict[str, str]:
-    """The variables that carry the options to the run's processes."""
+    """The variables that carry the options to the run's processes (``stacks_hz``: None
+    for the default rate, 0 for no stack sampler)."""
     env = {}
     if warmup_steps:
         env[ENV_WARMUP_STEPS] = str(warmup_steps)
@@ -56,4 +81,6 @@ def environment(
         env[ENV_WARMUP_S] = repr(float(warmup_s))
     if server_metrics:
         env[ENV_SERVER_METRICS] = server_metrics
+    if stacks_hz is not None:
+        env[ENV_STACKS_HZ] = repr(float(stacks_hz))
     return env

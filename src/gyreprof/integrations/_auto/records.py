@@ -8,6 +8,8 @@ Per process (``pid``):
 - ``<pid>.sampler.snap`` / ``<pid>.trainer.snap``: ``Snapshot.to_bytes()`` of
   the process's sampler and trainer profilers (all threads merged), written at
   exit.
+- ``<pid>.sites.json``: the code sites its stack sampler found (``stacks.py``), when
+  it ran and saw something.
 - ``<pid>.done.json``: written last, so its presence means the snapshots are
   complete.
 
@@ -140,3 +142,8 @@ def segment_name(run_id: str, side: str) -> str:
 def rollouts_path(run_dir: Path, pid: int | str) -> Path:
     """The process's HTTP rollout requests (``rollout_record``), written at exit."""
     return run_dir / f"{pid}.rollouts.json"
+
+
+def sites_path(run_dir: Path, pid: int | str) -> Path:
+    """The process's stack-sampled code sites (``stacks``), written at exit."""
+    return run_dir / f"{pid}.sites.json"

@@ -394,6 +394,17 @@ def _on_first_record() -> None:
     except OSError as exc:
         print(f"gyreprof run: pid {pid} cannot write to {run_dir}: {exc}", file=sys.stderr)
     _install_exit_hooks()
+    _start_stacks()
+
+
+def _start_stacks() -> None:
+    """The stack sampler (``stacks.py``; not with ``--no-stacks``); a failure costs only it."""
+    try:
+        from gyreprof.integrations._auto import stacks
+
+        stacks.start()
+    except Exception as exc:  # noqa: BLE001 - the run goes on without code sites
+        note(f"pid {os.getpid()} ran no stack sampler: {exc!r}")
 
 
 def save(how: str, key: int | str | None = None) -> bool:
@@ -425,6 +436,7 @@ def save(how: str, key: int | str | None = None) -> bool:
             write_atomic(path, snap.to_bytes())
             written.append(path)
         _save_rollouts(name)
+        _save_sites(name)
         write_atomic(rec.done_path(run_dir, name), _record(how).to_json().encode())
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         for path in written:
@@ -456,6 +468,17 @@ def _save_rollouts(name: int | str) -> None:
         rollout_record.save(run_dir, name)
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
+
+
+def _save_sites(name: int | str) -> None:
+    """The stack sampler's code sites in their own record; a failure costs only them."""
+    stacks = sys.modules.get("gyreprof.integrations._auto.stacks")
+    if stacks is None or run_dir is None:
+        return
+    try:
+        stacks.save(run_dir, name)
+    except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+        print(f"gyreprof run: could not save the stack samples: {exc!r}", file=sys.stderr)
 
 
 def _side_threads(ts: list[ThreadState], side: str) -> list[ThreadState]:
@@ -569,6 +592,7 @@ def _exec_failed(key: str | None) -> None:
         return
     _unlink(rec.done_path(run_dir, key))
     _unlink(rec.rollouts_path(run_dir, key))  # the exit's save writes them again
+    _unlink(rec.sites_path(run_dir, key))
     for side in ("sampler", "trainer"):
         _unlink(rec.snap_path(run_dir, key, side))
     _saved_pid = 0
