@@ -76,6 +76,9 @@ class ProcessEntry(Record):
     trainer: Any = field(default=None, metadata={"serial": False})  # Snapshot
     # the Profilers the user created in the process (gyreprof run reads them too)
     user: tuple[UserProfile, ...] = field(default=(), metadata={"serial": False})
+    # the Ray node the process ran on (a job's worker reached through Ray; "" elsewhere)
+    node_id: str = field(default="", metadata={"serial_sparse": True})
+    node_ip: str = field(default="", metadata={"serial_sparse": True})
 
 
 #: a part of the run record nested whole, with its own format tag and version

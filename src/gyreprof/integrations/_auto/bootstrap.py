@@ -91,6 +91,9 @@ def install_all() -> None:
     http.instrument()
     patch_torch.register()
     patch_queue.register()
+    from gyreprof.integrations._auto import ray_cluster  # a Ray job: its workers on every node
+
+    ray_cluster.register()
     hooks.when_imported("gyreprof.recording.profiler", _join_user_profilers)
 
 

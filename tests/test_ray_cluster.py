@@ -1,0 +1,186 @@
+"""``gyreprof run`` of a Ray job on a cluster it did not start (issue 36): a two-node
+``ray.cluster_utils.Cluster`` (two raylets on this machine, one CPU each, a custom
+resource naming each node), started by the test apart from the launcher, so its
+workers never see the launcher's environment. The job (``helpers/ray_cluster_job.py``)
+joins with ``ray.init(address=...)`` and pins one CartPole runner actor to each node.
+
+Checked against the script's own figures: the job's env steps, every actor listed with
+its node, the loop's shape (synchronous, or a pipeline read as overlapped), the wait
+ratio within 5 points of the script's clock, a runner killed mid-run keeping its last
+periodic record, and a node where gyreprof is not importable named, the job's exit
+code unchanged. Select with ``pytest -m ray``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install gyreprof[ray])")
+pytest.importorskip("gymnasium")
+pytest.importorskip("torch")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from helpers.run_scripts.runhelp import check_format, gyreprof_run  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+HERE = Path(__file__).resolve().parent
+JOB = HERE / "helpers" / "ray_cluster_job.py"
+ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_DEDUP_LOGS": "0",
+    "GYREPROF_RAY_PERIOD_S": "1",
+}
+ITERS = 6
+STEPS = 200
+
+
+def wait_for(cond: Any, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Two raylets (node_a the head, node_b), started before any job and apart from the
+    launcher; shut down after the module."""
+    for k, v in ENV.items():
+        os.environ.setdefault(k, v)
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"node_a": 1}},
+    )
+    try:
+        c.add_node(num_cpus=1, resources={"node_b": 1})
+        c.wait_for_nodes(timeout=120)
+        yield c
+    finally:
+        c.shutdown()
+
+
+class Job:
+    def __init__(self, tmp: Path, cluster: Cluster, mode: str, env: dict[str, str] | None = None):
+        self.proc, data = gyreprof_run(
+            tmp,
+            sys.executable,
+            str(JOB),
+            cluster.address,
+            mode,
+            str(ITERS),
+            str(STEPS),
+            env={**ENV, **(env or {})},
+            timeout=400,
+        )
+        (tmp / "script.stderr").write_text(self.proc.stderr)
+        assert self.proc.returncode == 0, self.proc.stderr[-4000:]
+        assert data is not None, self.proc.stderr[-4000:]
+        check_format(data)
+        self.data: dict[str, Any] = data
+        line = next(ln for ln in self.proc.stdout.splitlines() if ln.startswith("STACK_JSON "))
+        self.own: dict[str, Any] = json.loads(line[len("STACK_JSON ") :])
+
+    def by_pid(self) -> dict[int, dict[str, Any]]:
+        return {int(p["pid"]): p for p in self.data["processes"]}
+
+    def env_steps(self) -> int:
+        return int(self.data["sampler"]["phases"]["env_step"]["count"])
+
+
+@pytest.fixture(scope="module")
+def sync_job(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Job:
+    return Job(tmp_path_factory.mktemp("ray_sync"), cluster, "sync")
+
+
+def test_env_steps_equal_the_script_count(sync_job: Job) -> None:
+    assert sync_job.env_steps() == sync_job.own["asked_steps"] == ITERS * STEPS * 2
+
+
+def test_every_actor_listed_with_its_node(sync_job: Job) -> None:
+    procs = sync_job.by_pid()
+    for name, where in sync_job.own["runners"].items():
+        entry = procs.get(int(where["pid"]))
+        assert entry is not None, (name, sync_job.data["processes"])
+        assert entry["contributed"] and entry["role"] == "Runner", entry
+        assert entry["node_id"] == where["node_id"], entry
+        assert entry["node_ip"], entry
+    nodes = {w["node_id"] for w in sync_job.own["runners"].values()}
+    assert len(nodes) == 2  # one runner on each node
+    driver = procs[sync_job.own["driver_pid"]]
+    assert driver["role"] == "main" and driver["node_id"], driver
+    notes = "\n".join(sync_job.data["notes"])
+    assert "sent their records through Ray from 2 node(s)" in notes, notes
+
+
+def test_loop_synchronous_and_wait_on_the_script_clock(sync_job: Job) -> None:
+    verdict = sync_job.data["verdict"]
+    assert verdict is not None, sync_job.data["notes"]
+    assert verdict["loop"] == "sync", verdict
+    got, own = sync_job.data["wait"]["ratio"], sync_job.own["wait_ratio"]
+    assert abs(got - own) <= 0.05, (got, own)
+
+
+def test_pipelined_driver_read_as_overlapped(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    job = Job(tmp_path_factory.mktemp("ray_pipeline"), cluster, "pipeline")
+    assert job.env_steps() == job.own["asked_steps"]
+    assert job.data["verdict"]["loop"] == "overlapped", job.data["verdict"]
+
+
+def test_killed_worker_keeps_its_last_periodic_record(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    job = Job(tmp_path_factory.mktemp("ray_kill"), cluster, "kill")
+    killed = job.own["runners"]["node_b"]
+    entry = job.by_pid()[int(killed["pid"])]
+    assert entry["contributed"] and entry["source"] == "ray-periodic", entry
+    # every step it made before it was killed, from the record it sent last
+    assert job.env_steps() == job.own["asked_steps"]
+    notes = "\n".join(job.data["notes"])
+    assert "their last periodic record is kept" in notes, notes
+
+
+def test_node_without_gyreprof_is_named_and_the_job_runs_on(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A cluster whose node_b cannot import gyreprof (a package of that name that fails to
+    import comes first on its workers' path): named in the notes, the job's exit code 0,
+    node_a's runner still counted."""
+    shadow = tmp_path_factory.mktemp("no_gyreprof")
+    (shadow / "gyreprof").mkdir()
+    (shadow / "gyreprof" / "__init__.py").write_text(
+        "raise ImportError('gyreprof is not installed on this node')\n"
+    )
+    for k, v in ENV.items():
+        os.environ.setdefault(k, v)
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"node_a": 1}},
+    )
+    try:
+        path = os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")])
+        c.add_node(num_cpus=1, resources={"node_b": 1}, env_vars={"PYTHONPATH": path})
+        c.wait_for_nodes(timeout=120)
+        job = Job(tmp_path_factory.mktemp("ray_missing"), c, "sync")
+    finally:
+        c.shutdown()
+    assert job.data["exit_code"] == 0
+    notes = "\n".join(job.data["notes"])
+    assert "gyreprof is not importable on node" in notes, notes
+    a = job.by_pid()[int(job.own["runners"]["node_a"]["pid"])]
+    assert a["contributed"] and a["node_id"] == job.own["runners"]["node_a"]["node_id"]
+    assert job.env_steps() == ITERS * STEPS  # node_a's runner only
+    assert int(job.own["runners"]["node_b"]["pid"]) not in job.by_pid()
