@@ -73,6 +73,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 class Job:
     def __init__(self, tmp: Path, cluster: Cluster, mode: str, env: dict[str, str] | None = None):
+        self.save = tmp / "raw"
         self.proc, data = gyreprof_run(
             tmp,
             sys.executable,
@@ -81,6 +82,7 @@ class Job:
             mode,
             str(ITERS),
             str(STEPS),
+            options=("--save", str(self.save)),
             env={**ENV, **(env or {})},
             timeout=400,
         )
@@ -122,6 +124,32 @@ def test_every_actor_listed_with_its_node(sync_job: Job) -> None:
     assert driver["role"] == "main" and driver["node_id"], driver
     notes = "\n".join(sync_job.data["notes"])
     assert "sent their records through Ray from 2 node(s)" in notes, notes
+
+
+def _node_table(text: str) -> list[str]:
+    lines = text.splitlines()
+    at = lines.index("per node (sampler time totals of its processes):")
+    return lines[at + 1 : at + 4]
+
+
+def test_report_has_a_per_node_table(sync_job: Job) -> None:
+    """In the run's report and in ``gyreprof report DIR`` of its --save folder: a row per
+    node with its env steps (each runner's STEPS x ITERS)."""
+    import subprocess
+
+    again = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "report", str(sync_job.save)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    for text in (sync_job.proc.stderr, again.stdout):
+        header, *rows = _node_table(text)
+        assert header.split()[:4] == ["node", "processes", "env", "steps"], header
+        for where in sync_job.own["runners"].values():
+            row = next(r for r in rows if where["node_id"][:8] in r)
+            assert str(ITERS * STEPS) in row.split(), row
 
 
 def test_loop_synchronous_and_wait_on_the_script_clock(sync_job: Job) -> None:

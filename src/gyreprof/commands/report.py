@@ -159,6 +159,8 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
             for side in ("sampler", "trainer")
         ]
         entry = run_result.ProcessEntry(pid, role, contributed, how, loops, *snaps)
+        entry.node_id = _text(item.get("node_id"))  # a Ray job's worker: its node
+        entry.node_ip = _text(item.get("node_ip"))
         users = collect.read_user_profiles(folder, notes, prefix=f"{role}-")
         collect.join_user_profiles([entry], [u for u in users if u.pid == pid], None)
         entries.append(entry)
@@ -168,6 +170,12 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
                 e.trainer = None
                 e.user = tuple(dataclasses.replace(u, as_trainer=False) for u in e.user)
     return entries
+
+
+def _text(value: Any) -> str:
+    from gyreprof._support.format import safe_text
+
+    return safe_text(value)[:200] if isinstance(value, str) else ""
 
 
 def _has_data(snap: Any) -> bool:
