@@ -157,15 +157,15 @@ def merge_runtime_env(
     is left as it was. A ``runtime_env`` that already sets Ray's hook variable itself
     gets the variables only (its hook is kept, gyreprof's is not added)."""
     if user is not None and not isinstance(user, Mapping):
-        from gyreprof._support.errors import ArgumentTypeError
+        from gyreprof._support.errors import InvalidValueError
 
-        raise ArgumentTypeError(f"runtime_env must be a dict, got {type(user).__name__}")
+        raise InvalidValueError(f"runtime_env must be a dict, got {type(user).__name__}")
     out = dict(user or {})
     given = out.get("env_vars") or {}
     if not isinstance(given, Mapping):
-        from gyreprof._support.errors import ArgumentTypeError
+        from gyreprof._support.errors import InvalidValueError
 
-        raise ArgumentTypeError(
+        raise InvalidValueError(
             f"runtime_env['env_vars'] must be a dict, got {type(given).__name__}"
         )
     merged = {**dict(env_vars), **dict(given)}
@@ -220,8 +220,8 @@ def _init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
     name = f"gyreprof-inbox-{st.run_id or 'run'}-{os.getpid()}"
     try:
         kwargs = _with_runtime_env(kwargs, name)
-    except ValueError:
-        raise
+    except ValueError:  # not a runtime env: Ray says so in its own words
+        return wrapped(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - the job runs, its workers uninstrumented
         warn(f"could not add gyreprof to the Ray job's runtime_env ({exc!r})")
         return wrapped(*args, **kwargs)
