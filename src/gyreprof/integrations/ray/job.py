@@ -11,8 +11,8 @@ after ``ray.init`` the driver starts the job's *inbox*, a detached named actor
 (:class:`Inbox`, no CPU, on the driver's node when it can), and at the end of the job
 (``ray.shutdown``, or the driver's exit) asks every worker for its final record,
 writes what arrived into its run folder as the launcher's own records
-(``<pid>.start.json``, ``<pid>.sampler.snap``, ``<pid>.trainer.snap``,
-``<pid>.done.json``, each with the worker's node) and ends the inbox.
+(``<pid>.sampler.snap``, ``<pid>.trainer.snap`` when the worker trained, and
+``<pid>.done.json`` with the worker's node) and ends the inbox.
 
 **The hook.** Ray runs the setup hook in each new worker process of the job before
 any task. A hook whose module cannot be imported makes Ray end the worker (so a
@@ -344,10 +344,10 @@ def write_records(
                 )
                 continue
             for side in ("sampler", "trainer"):
-                write_atomic(rec.snap_path(run_dir, pid, side), bytes(p[side]))
-            text = record.to_json().encode()
-            write_atomic(rec.start_path(run_dir, pid), text)
-            write_atomic(rec.done_path(run_dir, pid), text)
+                if p.get(side) is not None:  # a side with no events was not sent
+                    write_atomic(rec.snap_path(run_dir, pid, side), bytes(p[side]))
+            # the done record alone (a start record would say the same): two files a worker
+            write_atomic(rec.done_path(run_dir, pid), record.to_json().encode())
         except (KeyError, TypeError, ValueError, OSError) as exc:
             notes.append(f"Ray: a worker's record could not be written ({exc})")
             continue
@@ -550,8 +550,10 @@ def _payload(final: bool) -> tuple[dict[str, Any] | None, int]:
     events = 0
     for side in ("sampler", "trainer"):
         snap = merge([getattr(t, side).snapshot() for t in st._side_threads(ts, side)])
-        events += int(snap.summary().events)
-        out[side] = snap.to_bytes()
+        n = int(snap.summary().events)
+        events += n
+        # a side that recorded nothing is not sent (most workers never train)
+        out[side] = snap.to_bytes() if n or side == "sampler" else None
     import ray
 
     node_id = ray.get_runtime_context().get_node_id() or ""
