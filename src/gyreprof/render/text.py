@@ -541,10 +541,10 @@ def node_parts(r: RunReport) -> tuple[list[str], list[list[str]], list[str]]:
     and how long its slowest worker made the others wait (its env stepping over the
     node's median worker's); then the stragglers (a worker whose mean env step is
     :data:`STRAGGLER_X` times the median worker's), named. Empty without nodes or
-    snapshots (a report read back from its JSON)."""
+    snapshots (a report read back from its JSON), or when only the driver has one."""
     procs = [p for p in r.contributed if p.node_id]
-    if not procs or not any(p.sampler is not None for p in procs):
-        return [], [], []
+    if not any(p.sampler is not None and p.role != "main" for p in procs):
+        return [], [], []  # no worker came home through Ray (the driver's node alone)
     by_node: dict[str, list[ProcessEntry]] = {}
     for p in procs:
         by_node.setdefault(p.node_id, []).append(p)
