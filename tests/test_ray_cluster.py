@@ -212,3 +212,36 @@ def test_node_without_gyreprof_is_named_and_the_job_runs_on(
     assert a["contributed"] and a["node_id"] == job.own["runners"]["node_a"]["node_id"]
     assert job.env_steps() == ITERS * STEPS  # node_a's runner only
     assert int(job.own["runners"]["node_b"]["pid"]) not in job.by_pid()
+
+
+@pytest.mark.slow
+def test_rllib_ppo_on_two_nodes(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """RLlib PPO joining the cluster: its two env runners (one CPU each) land one on each
+    node; every env step is counted once, as RLlib counts them, and each runner is listed
+    as RLlib's env runner with its node."""
+    pytest.importorskip("ray.rllib")
+    tmp = tmp_path_factory.mktemp("ray_rllib")
+    proc, data = gyreprof_run(
+        tmp,
+        sys.executable,
+        str(HERE / "stacks" / "rllib_ppo.py"),
+        "env",
+        "3",
+        "0.001",
+        env={**ENV, "RLLIB_PPO_ADDRESS": cluster.address},
+        timeout=500,
+    )
+    (tmp / "script.stderr").write_text(proc.stderr)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert data is not None
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("STACK_JSON "))
+    own = json.loads(line[len("STACK_JSON ") :])
+    assert own["env_steps"] == 3 * 200
+    assert int(data["sampler"]["phases"]["env_step"]["count"]) == own["env_steps"]
+    by_pid = {int(p["pid"]): p for p in data["processes"]}
+    runners = [by_pid[int(r["pid"])] for r in own["runners"]]
+    assert {r["role"] for r in runners} == {"rllib_env_runner"}, runners
+    assert len({r["node_id"] for r in runners}) == 2, runners
+    # RLlib's stop kills its runners (ray.kill) before ray.shutdown: each sent a fresh
+    # record first, never only its last periodic one
+    assert {r["source"] for r in runners} == {"ray-kill"}, runners

@@ -9,13 +9,15 @@ figures (env steps it asked for, its clock of the waits, each actor's pid and no
 - ``pipeline``: the next batch is submitted before the update (the runners work while
   the driver trains);
 - ``kill``: sync, and after half the iterations the runner on node_b is killed
-  (``ray.kill``) once it has sent a periodic record (the script waits past a period).
+  (SIGKILL: a crash, as if its node died) once it has sent a periodic record (the
+  script waits past a period).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -65,7 +67,8 @@ def main() -> None:
     for i in range(ITERS):
         if MODE == "kill" and i == ITERS // 2:
             time.sleep(3.0)  # past a period: the runner has sent its periodic record
-            ray.kill(runners["node_b"])
+            # a crash (as if its node died): no exit handler, no fresh record first
+            os.kill(int(where["node_b"]["pid"]), signal.SIGKILL)
             live = [runners["node_a"]]
         if MODE != "pipeline" and i > 0:
             refs = [r.sample.remote(STEPS) for r in live]

@@ -28,7 +28,9 @@ and starts its sender thread.
 ``GYREPROF_RAY_PERIOD_S`` seconds (2 by default); each time, when the process
 recorded something new, it sends its snapshots (all threads merged) and its process
 record to the inbox. Off the hot path: the recording threads are never stopped (the
-Profilers' readers are lock-free). A worker whose node dies keeps what it last sent.
+Profilers' readers are lock-free). An actor the job ends (RLlib stops its env runners
+before ``ray.shutdown``) sends its final record from its exit handlers; a worker
+killed outright, or whose node dies, keeps what it last sent.
 
 **Ray's loop shape.** A ``ray.get`` / ``ray.wait`` on refs that the waiting training
 thread itself submitted (``.remote()``) since its last update is its own collect (a
@@ -262,6 +264,38 @@ def _shutdown(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     return wrapped(*args, **kwargs)
 
 
+REFRESH_WAIT_S = 5.0  # how long a ray.kill waits for the actor's fresh record
+
+
+def _kill(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ray.kill(actor)`` by the driver (RLlib's stop, the user's own): the actor sends a
+    fresh record first (its exit handlers will not run), then it is killed."""
+    inbox = _inbox
+    actor = args[0] if args else kwargs.get("actor")
+    if inbox is not None and actor is not None:
+        try:
+            _refresh(inbox, actor)
+        except Exception:  # noqa: BLE001, S110 - never into the user's code: kill anyway
+            pass
+    return wrapped(*args, **kwargs)
+
+
+def _refresh(inbox: Any, actor: Any) -> None:
+    ray = sys.modules["ray"]
+    aid = getattr(actor, "_actor_id", None)
+    if aid is None:
+        return
+    aid = aid.hex()
+    before = ray.get(inbox.refresh.remote(aid), timeout=REFRESH_WAIT_S)
+    if before < 0:
+        return  # an actor gyreprof does not instrument (its node lacks it, the inbox itself)
+    end = time.monotonic() + REFRESH_WAIT_S
+    while time.monotonic() < end:
+        if ray.get(inbox.sent.remote(aid), timeout=REFRESH_WAIT_S) > before:
+            return
+        time.sleep(0.02)
+
+
 def finish(timeout_s: float = FINAL_WAIT_S) -> int:
     """End the job's collection (once): ask every worker for its final record, wait up to
     ``timeout_s`` for them, write what arrived into the run folder and end the inbox;
@@ -353,7 +387,7 @@ def write_records(
             continue
         written += 1
         nodes.add(record.node_id)
-        periodic += not p.get("final")
+        periodic += record.how == "ray-periodic"
     if written:
         line = (
             f"Ray: {written} worker process(es) of the job sent their records through Ray "
@@ -414,9 +448,14 @@ class Inbox:
         self.records = {}
         self.gone = []
         self.flushed = asyncio.Event()
+        self.asked = {}  # actor id -> Event: the driver wants a fresh record before a kill
+        self.puts = {}  # actor id -> records received
 
     async def put(self, payload):
         key = (str(payload.get("node_id")), int(payload.get("pid", 0)))
+        aid = payload.get("actor_id") or ""
+        if aid:
+            self.puts[aid] = self.puts.get(aid, 0) + 1
         old = self.records.get(key)
         if old is not None and old.get("final") and not payload.get("final"):
             return  # a late periodic send never replaces the final one
@@ -425,12 +464,36 @@ class Inbox:
     async def missing(self, node_id, node_ip, host, pid, why):
         self.gone.append((node_id, node_ip, host, pid, why))
 
-    async def wait_flush(self, timeout_s):
+    async def wait_flush(self, timeout_s, actor_id=""):
+        """"final" once the driver asked for the final records, "refresh" when it wants
+        this actor's record now (it is about to kill it), "" after timeout_s."""
+        waits = [asyncio.ensure_future(self.flushed.wait())]
+        if actor_id:
+            self.puts.setdefault(actor_id, 0)
+            waits.append(asyncio.ensure_future(self.asked.setdefault(actor_id, asyncio.Event()).wait()))
         try:
-            await asyncio.wait_for(self.flushed.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            return False
-        return True
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        if self.flushed.is_set():
+            return "final"
+        ev = self.asked.get(actor_id) if actor_id else None
+        if ev is not None and ev.is_set():
+            ev.clear()
+            return "refresh"
+        return ""
+
+    async def refresh(self, actor_id):
+        """Ask the sender of actor_id for a record now; its count of records so far, or -1
+        when no sender of that actor ever asked (an actor gyreprof does not instrument)."""
+        if actor_id not in self.puts:
+            return -1
+        self.asked.setdefault(actor_id, asyncio.Event()).set()
+        return self.puts[actor_id]
+
+    async def sent(self, actor_id):
+        return self.puts.get(actor_id, -1)
 
     async def flush(self):
         self.flushed.set()
@@ -494,6 +557,30 @@ def setup_worker() -> None:
     threading.Thread(
         target=_send_loop, args=(inbox, _period()), name="gyreprof-ray-sender", daemon=True
     ).start()
+    atexit.register(_send_at_exit, inbox)  # after Ray's own exit handler: runs before it
+
+
+_final_sent = threading.Event()
+
+
+def _send_at_exit(inbox_name: str) -> None:
+    """An actor ended by the job (``__ray_terminate__``, ``exit_actor``: RLlib stops its
+    env runners before ``ray.shutdown``) runs its exit handlers: its final record goes
+    to the inbox now, while Ray is still connected. A process killed outright keeps what
+    it last sent."""
+    ray = sys.modules.get("ray")
+    if _final_sent.is_set() or os.environ.get(ENV_INBOX_HERE) or ray is None:
+        return
+    try:
+        if not ray.is_initialized():
+            return
+        payload, _ = _payload(True, "ray-exit")
+        if payload is not None:
+            inbox = ray.get_actor(inbox_name, namespace=NAMESPACE)
+            ray.get(inbox.put.remote(payload), timeout=10)
+            _final_sent.set()
+    except Exception:  # noqa: BLE001, S110 - on the way out: the last periodic record stays
+        pass
 
 
 def _tell_missing_here(inbox: str, why: str) -> None:
@@ -503,40 +590,53 @@ def _tell_missing_here(inbox: str, why: str) -> None:
 
 
 def _send_loop(inbox_name: str, period: float) -> None:
-    """The sender thread (see the module doc)."""
+    """The sender thread (see the module doc). A record's ``how``: ``ray`` (the final one,
+    at the driver's flush), ``ray-exit`` (an actor the job ended), ``ray-kill`` (sent
+    before the driver's ``ray.kill``), ``ray-periodic`` (the last periodic one)."""
     import ray
 
     inbox = None
     sent_events = -1
-    while not os.environ.get(ENV_INBOX_HERE):
+    while not os.environ.get(ENV_INBOX_HERE) and not _final_sent.is_set():
         if inbox is None:
             try:
                 inbox = ray.get_actor(inbox_name, namespace=NAMESPACE)
             except Exception:  # noqa: BLE001 - not started yet
                 time.sleep(min(period, 1.0))
                 continue
+        aid = _actor_id(ray)
         try:
-            final = bool(ray.get(inbox.wait_flush.remote(period), timeout=period + 60))
+            answer = ray.get(inbox.wait_flush.remote(period, aid), timeout=period + 60)
         except ray.exceptions.GetTimeoutError:
-            final = False
+            answer = ""
         except Exception:  # noqa: BLE001 - the inbox is gone: the job has ended
             return
         if os.environ.get(ENV_INBOX_HERE):
             return
+        final = answer == "final"
         try:
-            payload, events = _payload(final)
-            if payload is not None and (final or events != sent_events):
+            how = {"final": "ray", "refresh": "ray-kill"}.get(answer, "ray-periodic")
+            payload, events = _payload(final, how)
+            if payload is not None and (answer or events != sent_events):
                 ref = inbox.put.remote(payload)
                 sent_events = events
                 if final:
                     ray.get(ref, timeout=60)
+                    _final_sent.set()
         except Exception as exc:  # noqa: BLE001 - the job goes on without this send
             st.note(f"Ray: a send of pid {os.getpid()}'s records failed ({exc!r})")
         if final:
             return
 
 
-def _payload(final: bool) -> tuple[dict[str, Any] | None, int]:
+def _actor_id(ray: Any) -> str:
+    try:
+        return str(ray.get_runtime_context().get_actor_id() or "")
+    except Exception:  # noqa: BLE001 - a task worker
+        return ""
+
+
+def _payload(final: bool, how: str = "") -> tuple[dict[str, Any] | None, int]:
     """This process's records as the inbox keeps them, and the events they hold (a send
     that would repeat the last is skipped); None while it has recorded nothing."""
     ts = st.threads()
@@ -562,12 +662,12 @@ def _payload(final: bool) -> tuple[dict[str, Any] | None, int]:
         pid=os.getpid(),
         role=_role(ray),
         ppid=os.getppid(),
-        how="ray" if final else "ray-periodic",
+        how=how or ("ray" if final else "ray-periodic"),
         notes=tuple(st._notes),
         node_id=node_id,
         node_ip=node_ip,
     )
-    out.update(node_id=node_id, node_ip=node_ip, host=socket.gethostname())
+    out.update(node_id=node_id, node_ip=node_ip, host=socket.gethostname(), actor_id=_actor_id(ray))
     out["record"] = record.to_json()
     return out, events
 
@@ -682,6 +782,7 @@ def install(ray: ModuleType) -> None:
             return
         _patches.wrap(ray, "init", _init)
         _patches.wrap(ray, "shutdown", _shutdown)
+        _patches.wrap(ray, "kill", _kill)
         _patches.wrap(ray, "get", _get)
         _patches.wrap(ray, "wait", _wait)
         from ray import actor, remote_function
