@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,21 +43,23 @@ ITERS = 6
 STEPS = 200
 
 
-def wait_for(cond: Any, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+@pytest.fixture(scope="module", autouse=True)
+def _ray_env() -> Iterator[None]:
+    """The raylets (and so their workers) start with these; put back after the module."""
+    saved = {k: os.environ.get(k) for k in ENV}
+    os.environ.update(ENV)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Two raylets (node_a the head, node_b), started before any job and apart from the
     launcher; shut down after the module."""
-    for k, v in ENV.items():
-        os.environ.setdefault(k, v)
     c = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "resources": {"node_a": 1}},
@@ -192,8 +193,6 @@ def test_node_without_gyreprof_is_named_and_the_job_runs_on(
     (shadow / "gyreprof" / "__init__.py").write_text(
         "raise ImportError('gyreprof is not installed on this node')\n"
     )
-    for k, v in ENV.items():
-        os.environ.setdefault(k, v)
     c = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "resources": {"node_a": 1}},

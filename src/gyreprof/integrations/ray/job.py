@@ -79,6 +79,7 @@ _patches = Patches()
 _lock = threading.Lock()
 _inbox: Any = None  # the driver's inbox handle while a job is open
 _inbox_name = ""
+_jobs = 0  # ray.init calls of this driver that opened a job
 
 
 # ------------------------------------------------------------ the job's runtime env
@@ -219,7 +220,9 @@ def _init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
     ray = sys.modules.get("ray")
     if ray is None or not _is_driver() or ray.is_initialized():
         return wrapped(*args, **kwargs)
-    name = f"gyreprof-inbox-{st.run_id or 'run'}-{os.getpid()}"
+    global _jobs
+    _jobs += 1  # a driver that shuts Ray down and starts again gets a new inbox
+    name = f"gyreprof-inbox-{st.run_id or 'run'}-{os.getpid()}-{_jobs}"
     try:
         kwargs = _with_runtime_env(kwargs, name)
     except ValueError:  # not a runtime env: Ray says so in its own words
