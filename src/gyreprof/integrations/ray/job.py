@@ -694,6 +694,9 @@ def _role(ray: Any) -> str:
 # ------------------------------------------------------------ Ray's loop shape
 
 _asked = threading.local()  # .gen: (thread ident, blocks) when .ids were submitted
+#: refs noted in one collect block at most (a thread that submits without ever waiting
+#: starts over: its later waits read as fed)
+MAX_ASKED = 100_000
 
 
 def _generation() -> tuple[int, int] | None:
@@ -731,7 +734,7 @@ def _submitted(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     try:
         gen = _generation()
         if gen is not None:
-            if getattr(_asked, "gen", None) != gen:
+            if getattr(_asked, "gen", None) != gen or len(_asked.ids) >= MAX_ASKED:
                 _asked.gen, _asked.ids = gen, set()
             for ref in _refs(out):
                 rid = _ref_id(ref)
