@@ -244,3 +244,37 @@ def test_rllib_ppo_on_two_nodes(cluster: Cluster, tmp_path_factory: pytest.TempP
     # RLlib's stop kills its runners (ray.kill) before ray.shutdown: each sent a fresh
     # record first, never only its last periodic one
     assert {r["source"] for r in runners} == {"ray-kill"}, runners
+
+
+OTHER_JOB = """
+import json, os, sys
+import ray
+ray.init(address=sys.argv[1])
+
+@ray.remote(num_cpus=0)
+def look():
+    return {"run": os.environ.get("GYREPROF_RAY_RUN"), "hooked": "gyreprof" in sys.modules,
+            "pid": os.getpid()}
+
+print("OTHER " + json.dumps(ray.get([look.options(resources={n: 0.01}).remote()
+                                    for n in ("node_a", "node_b")])))
+ray.shutdown()
+"""
+
+
+def test_other_jobs_are_never_touched(sync_job: Job, cluster: Cluster) -> None:
+    """A job of the same cluster started without gyreprof (after the instrumented one):
+    its workers on both nodes get neither the run's variables nor gyreprof."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", OTHER_JOB, cluster.address],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("OTHER "))
+    seen = json.loads(line[len("OTHER ") :])
+    assert [s["run"] for s in seen] == [None, None], seen
+    assert [s["hooked"] for s in seen] == [False, False], seen
