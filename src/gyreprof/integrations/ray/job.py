@@ -30,7 +30,8 @@ recorded something new, it sends its snapshots (all threads merged) and its proc
 record to the inbox. Off the hot path: the recording threads are never stopped (the
 Profilers' readers are lock-free). An actor the job ends (RLlib stops its env runners
 before ``ray.shutdown``) sends its final record from its exit handlers; a worker
-killed outright, or whose node dies, keeps what it last sent.
+killed outright, or whose node dies, keeps what it last sent. A worker whose final
+record went home, or that exits, removes its files from its node's run folder.
 
 **Ray's loop shape.** A ``ray.get`` / ``ray.wait`` on refs that the waiting training
 thread itself submitted (``.remote()``) since its last update is its own collect (a
@@ -584,6 +585,27 @@ def _send_at_exit(inbox_name: str) -> None:
             _final_sent.set()
     except Exception:  # noqa: BLE001, S110 - on the way out: the last periodic record stays
         pass
+    finally:
+        _leave_staging()
+
+
+def _leave_staging() -> None:
+    """This worker's files in its node's run folder go (its records went home through
+    Ray, or never will: no one reads that folder), and nothing more is saved there; the
+    folder goes with its last file."""
+    folder = st.run_dir
+    if folder is None or not os.environ.get(ENV_WORKER):
+        return
+    st.run_dir = None
+    for path in folder.glob(f"{os.getpid()}.*"):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def _tell_missing_here(inbox: str, why: str) -> None:
@@ -626,6 +648,7 @@ def _send_loop(inbox_name: str, period: float) -> None:
                 if final:
                     ray.get(ref, timeout=60)
                     _final_sent.set()
+                    _leave_staging()
         except Exception as exc:  # noqa: BLE001 - the job goes on without this send
             st.note(f"Ray: a send of pid {os.getpid()}'s records failed ({exc!r})")
         if final:
