@@ -679,6 +679,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("foreign-takes-the-wait-too", _VERDICT,
            "    theirs = inside <= 0", "    theirs = inside >= 0",
            ("tests/test_two_profilers.py",)),
+    # -- a Ray job (issue 36): the runtime env merged, the records written home
+    Mutant("ray-env-gyreprof-wins", "src/gyreprof/integrations/ray/job.py",
+           "merged = {**dict(env_vars), **dict(given)}",
+           "merged = {**dict(given), **dict(env_vars)}", ("tests/test_ray_job.py",)),
+    Mutant("ray-hook-var-overridden", "src/gyreprof/integrations/ray/job.py",
+           "    if _ray_hook_env() in given:\n        return out",
+           "    if False:\n        return out", ("tests/test_ray_job.py",)),
+    Mutant("ray-periodic-not-counted", "src/gyreprof/integrations/ray/job.py",
+           'periodic += record.how == "ray-periodic"', "periodic += 0",
+           ("tests/test_ray_job.py",)),
+    Mutant("ray-record-overwrites-a-pid", "src/gyreprof/integrations/ray/job.py",
+           "if rec.done_path(run_dir, pid).exists() or rec.start_path(run_dir, pid).exists():",
+           "if False:", ("tests/test_ray_job.py",)),
+    Mutant("serial-sparse-written", "src/gyreprof/model/_serial.py",
+           "        if out.get(key) == value:\n            del out[key]",
+           "        if False:\n            del out[key]", ("tests/test_render_json.py",)),
 )
 # fmt: on
 

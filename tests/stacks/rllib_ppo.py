@@ -5,7 +5,8 @@
 MODE ``env``: each env step sleeps ENV_SLEEP_S in a gymnasium wrapper (the
 sampling is slow); MODE ``train``: the learner runs EPOCHS SGD epochs over a
 wider model (the update is slow). LEARNERS 0 (the default) updates in the driver,
-1 in a learner actor of its own. Prints one line ``STACK_JSON {...}`` with
+1 in a learner actor of its own. With ``RLLIB_PPO_ADDRESS`` set, it joins that cluster
+(``ray.init(address=...)``) instead of starting one. Prints one line ``STACK_JSON {...}`` with
 what the script measured itself: the wall time of each ``algo.train()``, the
 env steps RLlib counted, the env-runner actors' own env-step clock, and
 RLlib's timers from the result dicts (sampling vs the learner update).
@@ -104,7 +105,11 @@ def main() -> int:
     learners = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     if mode not in ("env", "train"):
         raise SystemExit(f"MODE must be env or train, got {mode!r}")
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    address = os.environ.get("RLLIB_PPO_ADDRESS")  # a cluster started before the job
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
     register_env("slow_cartpole", make_env)
     hidden = [256, 256] if mode == "train" else [16]
     config = (

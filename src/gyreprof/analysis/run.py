@@ -82,6 +82,9 @@ class ProcessEntry(Record):
     image: int = field(default=0, metadata={"serial": False})
     # the code sites its stack sampler found (analysis.sites.ProcessSites), or None
     sites: Any = field(default=None, metadata={"serial": False})
+    # the Ray node the process ran on (a job's worker reached through Ray; "" elsewhere)
+    node_id: str = field(default="", metadata={"serial_sparse": True})
+    node_ip: str = field(default="", metadata={"serial_sparse": True})
 
 
 #: a part of the run record nested whole, with its own format tag and version

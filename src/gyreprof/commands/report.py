@@ -161,7 +161,10 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
         if "/" in role or role.startswith("."):
             notes.append(f"skipped an entry of {PROCESSES_JSON} whose role {role!r} is no name")
             continue
-        entries.append(run_result.ProcessEntry(pid, role, contributed, how, loops, image=image))
+        entry = run_result.ProcessEntry(pid, role, contributed, how, loops, image=image)
+        entry.node_id = _text(item.get("node_id"))  # a Ray job's worker: its node
+        entry.node_ip = _text(item.get("node_ip"))
+        entries.append(entry)
     for entry, stem in zip(entries, collect.saved_stems(entries), strict=True):
         entry.sampler, entry.trainer = (
             collect._load_snap(folder / f"{stem}.{side}.snap", side, notes)
@@ -177,6 +180,12 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
                 e.trainer = None
                 e.user = tuple(dataclasses.replace(u, as_trainer=False) for u in e.user)
     return entries
+
+
+def _text(value: Any) -> str:
+    from gyreprof._support.format import safe_text
+
+    return safe_text(value)[:200] if isinstance(value, str) else ""
 
 
 def _has_data(snap: Any) -> bool:

@@ -48,7 +48,8 @@ object a value was computed from) is never written either.
 A field typed ``Annotated[T, read]`` is read by ``read(value, where)``, which returns
 the value or raises ``ValueError`` saying what is wrong (a record whose values have
 a narrower range than their type: a 64-bit integer, a finite float).
-``metadata={"serial_key": "name"}`` writes and reads a field under another name
+``metadata={"serial_sparse": True}`` leaves a field out while it holds its default
+(a field most records leave empty). ``metadata={"serial_key": "name"}`` writes and reads a field under another name
 than its attribute's. ``metadata={"serial_whole": True}`` nests another
 tagged record *whole*, with its own tag and version (through its class's ``to_dict()``
 / ``from_dict()`` when it has them, so a record with parts outside its fields keeps
@@ -334,6 +335,8 @@ class _EncodePlan(typing.NamedTuple):
     keys: tuple[str, ...]
     values: Callable[[Any], tuple[Any, ...]]
     whole: frozenset[str]
+    # key -> default of the fields left out while they hold their default ("serial_sparse")
+    sparse: tuple[tuple[str, Any], ...] = ()
 
 
 _ENCODE_PLANS: dict[type[Any], _EncodePlan] = {}
@@ -353,6 +356,9 @@ def _encode_plan(cls: type[Any]) -> _EncodePlan:
             keys=tuple(_key_of(f) for f in written),
             values=values,
             whole=frozenset(_key_of(f) for f in written if f.metadata.get("serial_whole")),
+            sparse=tuple(
+                (_key_of(f), f.default) for f in written if f.metadata.get("serial_sparse")
+            ),
         )
     return plan
 
@@ -368,6 +374,9 @@ def _encode_fields(obj: Any, where: str, default: Default | None) -> dict[str, A
         out = dict(zip(plan.keys, values, strict=True))
     else:
         out = _encode_each(plan, values, where, default)
+    for key, value in plan.sparse:
+        if out.get(key) == value:
+            del out[key]
     for name in _derived(type(obj)):
         value = getattr(obj, name)
         if callable(value):

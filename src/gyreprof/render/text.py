@@ -540,6 +540,79 @@ def merged_count(r: RunReport) -> int:
     return n
 
 
+#: a worker whose mean env step is this many times the median worker's is a straggler
+STRAGGLER_X = 1.5
+
+
+def node_parts(r: RunReport) -> tuple[list[str], list[list[str]], list[str]]:
+    """The per-node table of a run whose processes carry their node (a Ray job's workers
+    reached through Ray): per node its processes, env steps, the sampler's time by phase
+    and how long its slowest worker made the others wait (its env stepping over the
+    node's median worker's); then the stragglers (a worker whose mean env step is
+    :data:`STRAGGLER_X` times the median worker's), named. Empty without nodes or
+    snapshots (a report read back from its JSON), or when only the driver has one."""
+    procs = [p for p in r.contributed if p.node_id]
+    if not any(p.sampler is not None and p.role != "main" for p in procs):
+        return [], [], []  # no worker came home through Ray (the driver's node alone)
+    by_node: dict[str, list[ProcessEntry]] = {}
+    for p in procs:
+        by_node.setdefault(p.node_id, []).append(p)
+    sums = {p.pid: p.sampler.summary() for p in procs if p.sampler is not None}
+    phases = (
+        [n for n in r.sampler.phases if any(s.phases[n].count for s in sums.values())]
+        if r.sampler is not None
+        else []
+    )
+    headers = ["node", "processes", "env steps", *phases, "slowest worker waited on"]
+    rows: list[list[str]] = []
+    for node, group in sorted(by_node.items(), key=lambda kv: kv[1][0].node_ip):
+        mine = [sums[p.pid] for p in group if p.pid in sums]
+        steps = sum(s.phases["env_step"].count for s in mine if "env_step" in s.phases)
+        cells = [
+            fmt_ns(float(sum(s.phases[n].sum_ns for s in mine if n in s.phases))) for n in phases
+        ]
+        workers = sorted(
+            (_env_ns(sums[p.pid]), p.pid) for p in group if p.pid in sums and _env_ns(sums[p.pid])
+        )
+        held = "-"
+        if len(workers) > 1:
+            median = (
+                workers[len(workers) // 2][0]
+                if len(workers) % 2
+                else ((workers[len(workers) // 2 - 1][0] + workers[len(workers) // 2][0]) / 2)
+            )
+            held = f"{fmt_ns(workers[-1][0] - median)} (pid {workers[-1][1]})"
+        name = f"{safe_name(group[0].node_ip or '?')} {safe_name(node[:8])}"
+        rows.append([name, str(len(group)), str(steps), *cells, held])
+    means = []
+    for p in procs:
+        s = sums.get(p.pid)
+        if s is not None and "env_step" in s.phases and s.phases["env_step"].count:
+            means.append((s.phases["env_step"].sum_ns / s.phases["env_step"].count, p))
+    lines = []
+    if len(means) > 1:
+        ordered = sorted(m for m, _ in means)
+        mid = ordered[len(ordered) // 2]
+        for m, p in sorted(means, key=lambda mp: -mp[0]):
+            if mid > 0 and m >= STRAGGLER_X * mid:
+                lines.append(
+                    f"straggler: {safe_name(p.role)} {p.pid} on node {safe_name(p.node_ip)}: "
+                    f"its mean env step {fmt_ns(m)} is {m / mid:.1f}x the median worker's "
+                    f"({fmt_ns(mid)})"
+                )
+    return headers, rows, lines
+
+
+def nodes(r: RunReport) -> list[str]:
+    """:func:`node_parts` as text lines (empty when the processes carry no node)."""
+    headers, rows, stragglers = node_parts(r)
+    if not rows:
+        return []
+    return ["", "per node (sampler time totals of its processes):", text_table(headers, rows)] + (
+        stragglers
+    )
+
+
 def run_report(r: RunReport) -> str:
     """The run's report; its advice worded for where it is read (``r.advice_for``)."""
     with _advice.advice_for(r.advice_for):
@@ -608,6 +681,7 @@ def _run_report(r: RunReport) -> str:
                 f"(median {fmt_ns(su.rest_p50_ns)}): it is the warm-up above "
                 "(gyreprof run --warmup-steps 0 keeps every step)"
             )
+    lines += nodes(r)
     lines += user_profiles(r)
     if r.wait is not None:
         lines.append("")

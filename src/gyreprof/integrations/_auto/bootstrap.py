@@ -79,6 +79,9 @@ def install_all() -> None:
     from gyreprof.integrations._auto import autoreset  # issue 38: said in the report
 
     when_imported("gymnasium", autoreset.register)
+    from gyreprof.integrations._auto import ray_cluster  # a Ray job: its workers on every node
+
+    ray_cluster.register()  # after the queues' ray.get wrapper: this one goes on top
 
 
 _loaded = False

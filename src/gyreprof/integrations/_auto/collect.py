@@ -315,9 +315,12 @@ def collect_run(
                     entry.role = "env_worker"
         else:
             entry = ProcessEntry(pid, role, False, "none")
+        if record is not None and record.node_id:
+            entry.node_id, entry.node_ip = record.node_id, record.node_ip
         entries.append(entry)
     entries += _exec_images(run_dir, all_notes, main_pid)
     number_images(entries)
+    _ray_job(run_dir, entries, all_notes)
     join_user_profiles(entries, read_user_profiles(run_dir, all_notes), _main_of(run_dir, main_pid))
     all_notes += _role_notes(entries)
     got = [e for e in entries if e.contributed]
@@ -376,6 +379,42 @@ def _autoreset_note(report: RunReport) -> None:
     if step is None or reset is None or reset.count == 0:
         return
     report.notes.append(autoreset.words(int(step.count), int(reset.count)))
+
+
+#: a Ray job's file (``integrations.ray.job.RAY_JOB_FILE``): the driver's node, the notes
+RAY_JOB_FILE = "ray-job.json"
+
+
+def _ray_job(run_dir: Path, entries: list[ProcessEntry], notes: list[str]) -> None:
+    """The Ray job's file, where the driver wrote one: its notes join the run's, and the
+    driver's entry gets its node. A file that is not one is skipped with a note."""
+    path = run_dir / RAY_JOB_FILE
+    if not path.exists():
+        return
+    import json
+
+    from gyreprof._support.format import safe_text
+
+    try:
+        data = json.loads(path.read_bytes()[: 1 << 20])
+        if not isinstance(data, dict) or data.get("format") != "gyreprof.ray-job/1":
+            raise InvalidValueError("not a gyreprof.ray-job/1 record")
+        driver = data.get("driver") or {}
+        lines = data.get("notes") or []
+        if not isinstance(driver, dict) or not isinstance(lines, list):
+            raise InvalidValueError("its driver or notes are not a record and a list")
+    except (OSError, ValueError) as exc:
+        _skipped(notes, path, exc)
+        return
+    for line in lines:
+        text = safe_text(str(line))
+        if text not in notes:
+            notes.append(text)
+    pid = driver.get("pid")
+    for e in entries:
+        if e.pid == pid and not e.node_id and e.source != "before exec":
+            e.node_id = safe_text(str(driver.get("node_id") or ""))
+            e.node_ip = safe_text(str(driver.get("node_ip") or ""))
 
 
 def _user_notes(report: RunReport) -> list[str]:

@@ -59,6 +59,10 @@ class ProcessRecord:
     loops: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     version: int = RECORD_VERSION
+    # a worker of a Ray job whose records came home through Ray (integrations.ray.job):
+    # its node's id and IP address ("" for a process of the launcher's own machine)
+    node_id: str = field(default="", metadata={"serial_sparse": True})
+    node_ip: str = field(default="", metadata={"serial_sparse": True})
 
     def __post_init__(self) -> None:
         if self.version != RECORD_VERSION:
