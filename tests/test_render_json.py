@@ -155,6 +155,8 @@ def test_a_summary_written_as_format_1_still_reads() -> None:
     assert s.steps == 55 and s.counters == {"retry": 9} and len(s.windows) == 6
     assert math.isnan(s["never"].mean) and s["env"].percentile(50) == 1320.0
     assert "env        55  1.32 us" in str(s)
+    # its shares were of the step time and added up past 1: read as /2's (of all phase time)
+    assert sum(p.share for p in s.phases.values() if p.share == p.share) <= 1.0 + 1e-9
     again = _strict(s.to_json())  # written again as /2: strict
     assert again["format"] == "gyreprof.summary/2"
     assert Summary.from_dict(again).to_dict() == again
@@ -167,6 +169,8 @@ def test_a_v1_summary_without_the_fields_older_writers_left_out_reads() -> None:
     del data["warmup"]["max_ns"]
     s = Summary.from_dict(data)
     assert s.events == 0 and s.counters == {} and s.windows == [] and s.warmup.max_ns == {}
+    for pd in data["phases"].values():  # /1's shares of step time (above 1 here): /2's bound
+        pd["share"] = 0.0
     data["format"] = "gyreprof.summary/2"  # /2 writes every field: a missing one is refused
     with pytest.raises(ValueError, match="missing field"):
         Summary.from_dict(data)

@@ -277,7 +277,7 @@ def check_shares(shares: Mapping[str, Any], *, what: str) -> None:
         )
 
 
-def check_phase_values(pd: Any, *, what: str) -> None:
+def check_phase_values(pd: Any, *, what: str, share: bool = True) -> None:
     """One phase of a summary dict (``PhaseStats.to_dict()``) is possible: an integer
     count >= 0, numbers (NaN or null allowed: missing) that are not infinite or negative,
     ``min <= p50 <= p90 <= p99 <= p99.9 <= max`` and ``min <= mean <= max`` when there
@@ -303,8 +303,8 @@ def check_phase_values(pd: Any, *, what: str) -> None:
         if k in _ORDER and f >= 2.0**63:
             raise CorruptDataError(f"{what}: {k} is {v!r} ns, past the int64 range of a duration")
         vals[k] = f
-    share = vals.get("share")
-    if share is not None and share > 1.0 + SHARE_ROUNDING:
+    fraction = vals.get("share")
+    if share and fraction is not None and fraction > 1.0 + SHARE_ROUNDING:
         raise CorruptDataError(f"{what}: share is {pd['share']!r}, above 1 (all of the time)")
     if count == 0:
         return
@@ -334,7 +334,7 @@ def check_phase_values(pd: Any, *, what: str) -> None:
 _WINDOW_FIGURES = ("p50", "p90", "p99", "max")
 
 
-def check_window_values(w: Any, *, what: str) -> None:
+def check_window_values(w: Any, *, what: str, shares: bool = True) -> None:
     """One window of a summary dict (``Window.to_dict()``): each phase's count an
     integer >= 0, its figures numbers >= 0 (a phase with events has all of p50, p90,
     p99 and max), its share in [0, 1] and the shares together at most 1."""
@@ -365,31 +365,37 @@ def check_window_values(w: Any, *, what: str) -> None:
                 continue
             if math.isinf(f) or f < 0:
                 raise CorruptDataError(f"{what}, {name!r}: {k} is {v!r}, not a finite number >= 0")
-    check_shares({n: ws.get("share") for n, ws in phases.items() if hasattr(ws, "get")}, what=what)
+    if shares:
+        check_shares(
+            {n: ws.get("share") for n, ws in phases.items() if hasattr(ws, "get")}, what=what
+        )
 
 
 _SUMMARY_COUNTS = ("steps", "overwritten", "out_of_range", "negative", "nonfinite", "events")
 
 
-def check_summary_values(d: Any) -> None:
+def check_summary_values(d: Any, *, shares: bool = True) -> None:
     """What ``Summary.from_dict`` (or any decoder of summary JSON) should run on the dict
     before building: every phase and the step pass :func:`check_phase_values`, the
     counts are integers >= 0, rates, times and the overhead share are numbers >= 0
-    (the share at most 1). CorruptDataError (a ValueError) saying what is wrong."""
+    (the share at most 1). ``shares=False`` (a ``/1`` file, whose shares were of the
+    step time alone) leaves the phase shares' bounds unchecked. CorruptDataError (a
+    ValueError) saying what is wrong."""
     if not hasattr(d, "get"):
         return  # the decoder says it is not a mapping
     phases = d.get("phases")
     if hasattr(phases, "items"):
         for name, pd in phases.items():
-            check_phase_values(pd, what=f"phase {name!r}")
-        check_shares(
-            {name: pd.get("share") for name, pd in phases.items()}, what="the phases' shares"
-        )
+            check_phase_values(pd, what=f"phase {name!r}", share=shares)
+        if shares:
+            check_shares(
+                {name: pd.get("share") for name, pd in phases.items()}, what="the phases' shares"
+            )
     if d.get("step") is not None:
         check_phase_values(d["step"], what="the step")
     windows = d.get("windows")
     for i, w in enumerate(windows if isinstance(windows, list) else ()):
-        check_window_values(w, what=f"window {i}")
+        check_window_values(w, what=f"window {i}", shares=shares)
     for k in _SUMMARY_COUNTS:
         v = d.get(k, 0)
         if not _is_int(v) or v < 0:

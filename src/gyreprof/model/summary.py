@@ -398,7 +398,11 @@ class Summary(Record):
         ``GYREPROF_MEMORY_BUDGET`` allows."""
         try:
             _limits.check_summary_dict(d)
-            _checks.check_summary_values(d)  # sums, extremes and totals against the counts
+            # sums, extremes and totals against the counts; a /1 file's shares are of its
+            # step time, which record() durations could exceed: they are made /2's on
+            # reading (_v1_shares), and only then held to /2's bounds
+            legacy = hasattr(d, "get") and d.get("format") == SUMMARY_FORMAT_V1
+            _checks.check_summary_values(d, shares=not legacy)
             return cls._from_dict(d)
         except _limits.BudgetError:
             raise
@@ -473,12 +477,51 @@ _V1_OPTIONAL: dict[str, Any] = {
 
 
 def _v1_defaults(data: dict[str, Any]) -> dict[str, Any]:
-    """A ``/1`` summary dict with the fields older writers left out filled in."""
+    """A ``/1`` summary dict with the fields older writers left out filled in, and its
+    shares as ``/2`` has them (see :func:`_v1_shares`)."""
     out = {**_V1_OPTIONAL, **data}
     warm = out.get("warmup")
     if isinstance(warm, Mapping):
         out["warmup"] = {"max_ns": {}, **warm}
+    if isinstance(out.get("phases"), Mapping):
+        out["phases"] = _v1_shares(out["phases"])
+    windows = out.get("windows")
+    if isinstance(windows, list):
+        out["windows"] = [
+            {**w, "phases": _v1_shares(w["phases"])}
+            if isinstance(w, Mapping) and isinstance(w.get("phases"), Mapping)
+            else w
+            for w in windows
+        ]
     return out
+
+
+def _v1_shares(phases: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``/1`` file's shares were of the step time alone, which ``record()`` durations
+    could exceed; ``/2``'s are of the step time or all phase time, whichever is larger
+    (``checks.share_base``). Where the shares add up past 1, the phase time was the
+    larger, and each share over their sum is the ``/2`` share."""
+    shares = [
+        float(pd["share"])
+        for pd in phases.values()
+        if isinstance(pd, Mapping)
+        and isinstance(pd.get("share"), (int, float))
+        and not isinstance(pd.get("share"), bool)
+        and math.isfinite(float(pd["share"]))
+        and pd["share"] >= 0
+    ]
+    total = sum(shares)
+    if total <= 1.0:
+        return dict(phases)
+    return {
+        name: {**pd, "share": float(pd["share"]) / total}
+        if isinstance(pd, Mapping)
+        and isinstance(pd.get("share"), (int, float))
+        and not isinstance(pd.get("share"), bool)
+        and math.isfinite(float(pd["share"]))
+        else pd
+        for name, pd in phases.items()
+    }
 
 
 def default_meta(label: str | None = None) -> dict[str, Any]:
