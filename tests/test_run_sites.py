@@ -133,7 +133,7 @@ def test_stacks_rate_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     for text, hz in (("0", 0.0), ("0.0", 0.0), ("50", 50.0), ("junk", default), ("inf", default)):
         monkeypatch.setenv(options.ENV_STACKS_HZ, text)
         assert options.stacks_hz() == hz, text
-    assert options.environment(None, None, 0.0) == {options.ENV_STACKS_HZ: "0.0"}
+    assert options.environment(None, None, stacks_hz=0.0) == {options.ENV_STACKS_HZ: "0.0"}
     assert options.environment(None, None) == {}
 
 

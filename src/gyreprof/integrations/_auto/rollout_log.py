@@ -85,6 +85,12 @@ OTHER_ENDPOINT = "(other endpoints)"
 _get_ident = threading.get_ident
 _now = time.monotonic_ns  # CLOCK_MONOTONIC: the core's clock, comparable across processes
 
+#: the request the outermost patched HTTP call of this context owns (None: no request
+#: open); the layers under it pass through, and so does gyreprof's own metrics read
+active: contextvars.ContextVar[Request | None] = contextvars.ContextVar(
+    "gyreprof_http_active", default=None
+)
+
 
 # ----------------------------------------------------------------- endpoints
 

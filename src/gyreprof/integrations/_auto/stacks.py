@@ -33,6 +33,7 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -211,9 +212,8 @@ def _ready() -> None:
     _where_roots()
 
 
-def _run(period_s: float) -> None:
+def _run(period_s: float, threads: Callable[[], list[Any]], note: Callable[[str], None]) -> None:
     from gyreprof._support.threadname import name_os_thread
-    from gyreprof.integrations._auto import state
 
     name_os_thread("gyreprof-stacks")  # the census must not count it as the user's
 
@@ -228,7 +228,7 @@ def _run(period_s: float) -> None:
             return
         c0 = cpu()
         try:
-            ts = [t for t in state.threads() if t.ident != me]
+            ts = [t for t in threads() if t.ident != me]
             frames = sys._current_frames()
             try:
                 with _lock:
@@ -241,12 +241,14 @@ def _run(period_s: float) -> None:
         except Exception as exc:  # noqa: BLE001 - the sampler never costs the run
             errors += 1
             if errors >= _MAX_ERRORS:
-                state.note(f"the stack sampler of pid {os.getpid()} stopped: {exc!r}")
+                note(f"the stack sampler of pid {os.getpid()} stopped: {exc!r}")
                 return
 
 
-def start() -> bool:
-    """Start this process's sampler (once per process; not with ``--no-stacks``)."""
+def start(threads: Callable[[], list[Any]], note: Callable[[str], None]) -> bool:
+    """Start this process's sampler (once per process; not with ``--no-stacks``) over
+    ``threads()``, the threads that record (``state.threads``); ``note`` says why it
+    stopped, if it does."""
     global _thread, _pid, _hz
     pid = os.getpid()
     if _pid == pid:
@@ -261,7 +263,9 @@ def start() -> bool:
     threadname.prepare()  # what naming the thread needs, loaded by the starting thread
     _hz = hz
     _stop.clear()
-    th = threading.Thread(target=_run, args=(1.0 / hz,), name="gyreprof-stacks", daemon=True)
+    th = threading.Thread(
+        target=_run, args=(1.0 / hz, threads, note), name="gyreprof-stacks", daemon=True
+    )
     th.start()
     _thread = th
     return True

@@ -402,7 +402,7 @@ def _start_stacks() -> None:
     try:
         from gyreprof.integrations._auto import stacks
 
-        stacks.start()
+        stacks.start(threads, note)
     except Exception as exc:  # noqa: BLE001 - the run goes on without code sites
         note(f"pid {os.getpid()} ran no stack sampler: {exc!r}")
 

@@ -15,7 +15,6 @@ user's code.
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Callable
 from typing import Any
@@ -33,10 +32,9 @@ KNOWN: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "openai": ((1, 0), (4, 0)),
 }
 
-#: the request the outermost patched call of this context owns (None: no request open)
-active: contextvars.ContextVar[rl.Request | None] = contextvars.ContextVar(
-    "gyreprof_http_active", default=None
-)
+#: the request the outermost patched call of this context owns (None: no request open);
+#: kept in the request log, below the server-metrics reader that marks its own reads
+active = rl.active
 
 
 def known(lib: str, version: object) -> bool:

@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from gyreprof._support.errors import InvalidValueError
 from gyreprof.analysis import server_metrics as sm
 from gyreprof.integrations._auto import rollout_log as rl
 
@@ -79,7 +80,7 @@ def check_url(url: str) -> str:
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"server_metrics: {url!r} is not an http(s) URL with a host")
+        raise InvalidValueError(f"server_metrics: {url!r} is not an http(s) URL with a host")
     return url
 
 
@@ -134,24 +135,22 @@ def fetch(url: str, timeout: float = TIMEOUT_S) -> str:
     import http.client
     from urllib.parse import urlsplit
 
-    from gyreprof.integrations.http._common import active
-
     u = urlsplit(url)
     cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
     conn = cls(u.hostname or "", u.port, timeout=timeout)
-    token = active.set(_OWN)  # gyreprof's own request: the instrumentors pass it through
+    token = rl.active.set(_OWN)  # gyreprof's own request: the instrumentors pass it through
     try:
         path = (u.path or "/") + (f"?{u.query}" if u.query else "")
         conn.request("GET", path, headers={"accept": "text/plain"})
         resp = conn.getresponse()
         data = resp.read(MAX_PAGE + 1)
         if resp.status != 200:
-            raise ValueError(f"HTTP {resp.status}")
+            raise InvalidValueError(f"HTTP {resp.status}")
     finally:
-        active.reset(token)
+        rl.active.reset(token)
         conn.close()
     if len(data) > MAX_PAGE:
-        raise ValueError(f"a metrics page larger than {MAX_PAGE} bytes")
+        raise InvalidValueError(f"a metrics page larger than {MAX_PAGE} bytes")
     return data.decode("utf-8", "replace")
 
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from gyreprof._support.errors import InvalidValueError
+
 __all__ = ["LIBRARIES", "instrument", "instrumentor", "uninstrument"]
 
 #: the instrumentors :func:`instrument` drives, in the order they are installed (TRL has
@@ -49,7 +51,7 @@ LIBRARIES: tuple[str, ...] = (
 def instrumentor(name: str) -> Any:
     """The instrumentor module of library ``name`` (one of :data:`LIBRARIES`, or ``trl``)."""
     if name not in (*LIBRARIES, "trl"):
-        raise ValueError(f"library: {name!r} is none of {[*LIBRARIES, 'trl']}")
+        raise InvalidValueError(f"library: {name!r} is none of {[*LIBRARIES, 'trl']}")
     return importlib.import_module(f"gyreprof.integrations.libs.{name}")
 
 

@@ -19,7 +19,7 @@ any task. A hook whose module cannot be imported makes Ray end the worker (so a
 node without gyreprof would lose the job): the hook Ray gets is a small function
 pickled by value (:func:`_hook`), which imports gyreprof itself, and on a node where
 that fails reports the node to the inbox and returns: the worker runs on,
-uninstrumented. Where it imports, :func:`setup_worker` instruments the process as the
+uninstrumented. Where it imports, ``_auto.ray_worker.setup_worker`` instruments the process as the
 launcher's bootstrap does (a run folder of the node's own, under the temp folder)
 and starts its sender thread.
 
@@ -64,7 +64,6 @@ __all__ = [
     "finish",
     "install",
     "merge_runtime_env",
-    "setup_worker",
 ]
 
 ENV_RAY_RUN = "GYREPROF_RAY_RUN"  # the run's id, in each worker of the job
@@ -108,7 +107,7 @@ def gyreprof_worker_setup(_user=None, _inbox="", _namespace=""):
         else:
             _user()
     try:
-        from gyreprof.integrations.ray.job import setup_worker
+        from gyreprof.integrations._auto.ray_worker import setup_worker
     except Exception as exc:  # gyreprof is not importable on this node: the job runs on
         import threading
 
@@ -524,44 +523,6 @@ ENV_INBOX_HERE = "GYREPROF_RAY_INBOX_HERE"
 
 
 # ------------------------------------------------------------ a worker of the job
-
-
-def setup_worker() -> None:
-    """Instrument this worker process of the job (Ray's setup hook calls it): as the
-    launcher's bootstrap does, into a run folder of the node's own, and start the sender.
-    A worker that inherited the launcher's run (a cluster the driver started itself)
-    is instrumented already and saves into the run folder directly: nothing to do."""
-    if os.environ.get(rec.ENV_RUN_DIR):
-        return
-    run_id = os.environ.get(ENV_RAY_RUN)
-    inbox = os.environ.get(ENV_INBOX)
-    if not run_id or not inbox:
-        return
-    import tempfile
-
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in run_id)[:64]
-    folder = Path(tempfile.gettempdir()) / f"gyreprof-ray-{safe}"
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError as exc:
-        _tell_missing_here(inbox, f"cannot make {folder}: {exc}")
-        return
-    os.environ[rec.ENV_RUN_DIR] = str(folder)
-    os.environ[rec.ENV_RUN_ID] = run_id
-    os.environ[rec.ENV_MAIN_PID] = "0"  # no process of a worker's node is the run's main
-    os.environ[ENV_WORKER] = "1"
-    from gyreprof.integrations._auto import bootstrap
-
-    try:
-        bootstrap.start()
-    except ImportError as exc:  # this Python lacks numpy, psutil or the compiled core
-        _tell_missing_here(inbox, str(exc))
-        return
-    bootstrap.load()
-    threading.Thread(
-        target=_send_loop, args=(inbox, _period()), name="gyreprof-ray-sender", daemon=True
-    ).start()
-    atexit.register(_send_at_exit, inbox)  # after Ray's own exit handler: runs before it
 
 
 _final_sent = threading.Event()
