@@ -3,15 +3,16 @@
 The training thread awaits its rollout requests in an event loop (``run_until_complete``
 of a gather of ``AsyncOpenAI`` calls, or a whole ``asyncio.run`` with the update inside
 a coroutine), or a sampler task / thread hands it the batches over an
-``asyncio.Queue`` / ``queue.Queue``. Its wait is the time its loop was idle while its
-requests were in flight (or while it was blocked on the queue), its Adam steps the
-compute; checked against the script's own clock (``/proc/thread-self/schedstat``:
-the time in the batch that the thread neither ran nor waited for a CPU) in both
-directions.
+``asyncio.Queue`` / ``queue.Queue``. Its wait runs from its first request to the moment
+its code has the batch back (the gather, the SDK call, the queue get returned), its
+Adam steps are the compute; checked against the script's own clock around the same
+awaits, within 5 points, in both directions.
 
-The naive rules (a request's span, or the time from the ``await`` to its resumption)
-are wrong where the coroutines compute between their requests: there the wall time of
-the batch is ~all of the step, and the wait is far less."""
+The naive rule (the loop's idle time while requests are in flight) is wrong where the
+coroutines compute on the way to the batch (the answers' parsing, scoring between two
+requests): the training code waits for that work too. That rule's figure, the script's
+``idle_ratio`` (``/proc/thread-self/schedstat``: the time in the batch that the thread
+neither ran nor waited for a CPU), is what these runs must not read."""
 
 from __future__ import annotations
 
@@ -65,10 +66,10 @@ def run_async(
     return own, data, proc.stderr
 
 
-def _check(own: dict[str, Any], data: dict[str, Any], err: str, ref: str, bound: str) -> float:
+def _check(own: dict[str, Any], data: dict[str, Any], err: str, bound: str) -> float:
     assert data["wait"] is not None, err[-4000:]
     ratio = float(data["wait"]["ratio"])
-    assert ratio == pytest.approx(own[ref], abs=0.1), (own, err[-3000:])
+    assert ratio == pytest.approx(own["wait_ratio"], abs=0.05), (own, err[-3000:])
     v = data["verdict"]
     assert v["bound"] == bound, err[-3000:]
     line = next(n for n in data["notes"] if n.startswith("rollouts: the trainer waits"))
@@ -80,7 +81,7 @@ def _check(own: dict[str, Any], data: dict[str, Any], err: str, ref: str, bound:
 def test_asyncio_gather_with_slow_generation_is_sampler_bound(tmp_path: Path) -> None:
     own, data, err = run_async(tmp_path, "run", 8, 800, 20)
     assert own["idle_ratio"] > 0.6  # the script's own clock: generation dominates
-    _check(own, data, err, "idle_ratio", "sampler")
+    _check(own, data, err, "sampler")
     assert data["verdict"]["loop"] == "sync"  # the thread asked for its rollouts itself
     assert data["rollouts"]["batch_rules"] == {"asyncio.gather": STEPS + 1}
 
@@ -88,23 +89,48 @@ def test_asyncio_gather_with_slow_generation_is_sampler_bound(tmp_path: Path) ->
 def test_asyncio_run_with_a_slow_update_inside_the_loop_is_trainer_bound(tmp_path: Path) -> None:
     own, data, err = run_async(tmp_path, "inside", 8, 30, 300)
     assert own["idle_ratio"] < 0.35
-    _check(own, data, err, "idle_ratio", "trainer")
+    _check(own, data, err, "trainer")
 
 
-def test_cpu_work_between_requests_is_not_wait(tmp_path: Path) -> None:
-    """Each coroutine computes 40 ms between its two requests: the batch's wall time is
-    nearly the whole step (the naive rule's wait), the loop idled far less."""
+def test_cpu_work_on_the_way_to_the_batch_is_wait(tmp_path: Path) -> None:
+    """Each coroutine computes 40 ms between its two requests: the loop idles far less
+    than the batch takes (the naive rule's figure), but the training code waits for the
+    whole batch, that work included."""
     own, data, err = run_async(tmp_path, "cpu", 8, 250, 20, 40)
     assert own["wait_ratio"] > 0.85 and own["wait_ratio"] - own["idle_ratio"] > 0.3, own
-    ratio = float(data["wait"]["ratio"])
-    assert ratio == pytest.approx(own["idle_ratio"], abs=0.1), (own, err[-3000:])
-    assert ratio < own["wait_ratio"] - 0.2  # not the wall time of the batch
+    ratio = _check(own, data, err, "sampler")
+    assert ratio > own["idle_ratio"] + 0.2  # not the loop's idle time
+
+
+@pytest.mark.parametrize(
+    ("mode", "n", "delay_ms", "chunk_ms"),
+    [
+        ("stream", 16, 150, 25),  # AsyncOpenAI stream=True, Semaphore(8)
+        ("aiohttp", 8, 150, 25),  # aiohttp SSE read from response.content
+        ("ascompleted", 8, 300, 0),  # asyncio.as_completed over AsyncOpenAI calls
+    ],
+)
+def test_streamed_and_as_completed_batches_wait_until_read(
+    tmp_path: Path, mode: str, n: int, delay_ms: float, chunk_ms: float
+) -> None:
+    """A stream is waited on until it is read to its end; an ``as_completed`` loop until
+    its last result: the naive end (the answer's headers, the last request's end) reads
+    the wait low."""
+    own, data, err = run_async(tmp_path, mode, n, delay_ms, 20, chunk_ms)
+    assert own["wait_ratio"] > 0.6, own
+    _check(own, data, err, "sampler")
+    r = data["rollouts"]
+    if mode != "ascompleted":
+        streams = sum(e["streams"] for e in r["endpoints"])
+        assert streams == (STEPS + 1) * n, r["endpoints"]
+    else:
+        assert r["batch_rules"] == {"asyncio.as_completed": STEPS + 1}, r["batch_rules"]
 
 
 def test_a_sampler_task_handing_batches_over_an_asyncio_queue(tmp_path: Path) -> None:
     own, data, err = run_async(tmp_path, "queue", 8, 800, 20)
     assert own["idle_ratio"] > 0.6
-    _check(own, data, err, "idle_ratio", "sampler")
+    _check(own, data, err, "sampler")
 
 
 def test_a_sampler_thread_feeding_the_trainers_asyncio_queue(tmp_path: Path) -> None:
@@ -112,7 +138,7 @@ def test_a_sampler_thread_feeding_the_trainers_asyncio_queue(tmp_path: Path) -> 
     while its coroutine awaits ``asyncio.Queue.get``, fed from another thread."""
     own, data, err = run_async(tmp_path, "feed", 4, 200, 20)
     assert own["idle_ratio"] > 0.6
-    _check(own, data, err, "idle_ratio", "sampler")
+    _check(own, data, err, "sampler")
 
 
 @pytest.mark.slow
@@ -121,6 +147,16 @@ def test_a_sampler_thread_handing_batches_over_a_queue(tmp_path: Path) -> None:
     sampler thread's loop awaits the requests: the same judgement, from a queue."""
     own, data, err = run_async(tmp_path, "thread", 8, 800, 20)
     assert own["wait_ratio"] > 0.6
-    _check(own, data, err, "wait_ratio", "sampler")
+    _check(own, data, err, "sampler")
     # the batches are the sampler thread's gathers
     assert data["rollouts"]["batch_rules"] == {"asyncio.gather": STEPS + 1}
+
+
+@pytest.mark.parametrize("mode", ["map", "completed"])
+def test_a_thread_pool_of_synchronous_clients(tmp_path: Path, mode: str) -> None:
+    """8 synchronous httpx posts from a thread pool (``pool.map``, or ``submit`` and
+    ``as_completed``): the training thread waits in the pool's futures until the batch
+    is its own."""
+    own, data, err = run_async(tmp_path, mode, 8, 250, 20, 0, 250)
+    assert own["wait_ratio"] > 0.6, own
+    _check(own, data, err, "sampler")

@@ -20,7 +20,12 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   ``asyncio.Queue`` that the trainer coroutine awaits;
 - ``tail``: as ``run``, with request 0 of each batch answered after ``SLOW_MS``;
 - ``map`` / ``completed``: ``N`` synchronous httpx posts from a thread pool, through
-  ``pool.map`` / ``submit`` and ``as_completed``, request 0 answered after ``SLOW_MS``.
+  ``pool.map`` / ``submit`` and ``as_completed``, request 0 answered after ``SLOW_MS``;
+- ``stream``: as ``run``, each ``AsyncOpenAI`` call with ``stream=True`` (its chunks
+  ``CPU_MS`` apart) read to its end, at most 8 at once (an ``asyncio.Semaphore``);
+- ``aiohttp``: as ``run``, ``N`` aiohttp posts with ``"stream": true`` whose SSE
+  answers (chunks ``CPU_MS`` apart) are read line by line from ``response.content``;
+- ``ascompleted``: as ``run``, the batch read through ``asyncio.as_completed``.
 
 ``$GROUP`` says how a coroutine waits on its batch: ``gather`` (the default),
 ``wait`` (``asyncio.wait`` of tasks) or ``taskgroup``.
@@ -122,7 +127,9 @@ def tail_of(start: int) -> None:
 
 
 async def together(aws: list[Any]) -> list[Any]:
-    """The batch awaited as ``$GROUP`` says."""
+    """The batch awaited as ``$GROUP`` says (``as_completed`` in mode ``ascompleted``)."""
+    if mode == "ascompleted":
+        return [await f for f in asyncio.as_completed(aws)]
     if GROUP == "wait":
         tasks = [asyncio.ensure_future(a) for a in aws]
         await asyncio.wait(tasks)
@@ -134,6 +141,43 @@ async def together(aws: list[Any]) -> list[Any]:
     return list(await asyncio.gather(*aws))
 
 
+room: asyncio.Semaphore | None = None  # made in the loop that uses it
+
+
+async def stream_one(sdk: openai.AsyncOpenAI, i: int) -> int:
+    """One streamed completion, read to its end, at most 8 at once."""
+    global room
+    if room is None:
+        room = asyncio.Semaphore(8)
+    async with room:
+        starts.append(time.monotonic_ns())
+        chunks = 0
+        stream = await sdk.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "x"}],
+            max_tokens=6,
+            stream=True,
+            extra_body={"test_delay_ms": delay_ms, "test_chunk_delay_ms": cpu_ms},
+        )
+        async for _ in stream:
+            chunks += 1
+        ends.append(time.monotonic_ns())
+        return chunks
+
+
+async def aiohttp_one(session: Any, i: int) -> int:
+    """One SSE answer through aiohttp, read line by line from ``response.content``."""
+    starts.append(time.monotonic_ns())
+    body = {**BODY, "max_tokens": 6, "stream": True, "test_delay_ms": delay_ms}
+    body["test_chunk_delay_ms"] = cpu_ms
+    lines = 0
+    async with session.post(url + "/v1/chat/completions", json=body) as resp:
+        async for line in resp.content:
+            lines += line.startswith(b"data:")
+    ends.append(time.monotonic_ns())
+    return lines
+
+
 async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
     r = await client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": delay_ms})
     return int(r.json()["usage"]["completion_tokens"])
@@ -141,7 +185,8 @@ async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
 
 async def sdk_batch(sdk: openai.AsyncOpenAI) -> int:
     start = time.monotonic_ns()
-    out = sum(await together([sdk_one(sdk, i) for i in range(n)]))
+    one = stream_one if mode == "stream" else sdk_one
+    out = sum(await together([one(sdk, i) for i in range(n)]))
     tail_of(start)
     return out
 
@@ -184,17 +229,33 @@ class Clock:
 def loop_modes(clock: Clock) -> None:
     loop = asyncio.new_event_loop()
     sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
-    loop.run_until_complete(sdk_batch(sdk))  # warm-up: connections
+    session: Any = None
+    if mode == "aiohttp":
+        import aiohttp
+
+        async def open_session() -> Any:
+            return aiohttp.ClientSession()
+
+        session = loop.run_until_complete(open_session())
+
+    def batch() -> Any:
+        if session is not None:
+            return together([aiohttp_one(session, i) for i in range(n)])
+        return sdk_batch(sdk)
+
+    loop.run_until_complete(batch())  # warm-up: connections
     update()
     for _ in range(steps):
         t0, c0 = time.perf_counter(), busy_s()
-        loop.run_until_complete(sdk_batch(sdk))
+        loop.run_until_complete(batch())
         t1, c1 = time.perf_counter(), busy_s()
         update()
         clock.gen_s += t1 - t0
         clock.gen_cpu_s += c1 - c0
         clock.total_s += time.perf_counter() - t0
     loop.run_until_complete(sdk.close())
+    if session is not None:
+        loop.run_until_complete(session.close())
     loop.close()
 
 
@@ -326,7 +387,7 @@ def pool_mode(clock: Clock) -> None:
 
 
 clock = Clock()
-if mode in ("run", "cpu", "tail"):
+if mode in ("run", "cpu", "tail", "stream", "aiohttp", "ascompleted"):
     loop_modes(clock)
 elif mode == "inside":
     asyncio.run(inside(clock))

@@ -47,6 +47,7 @@ from gyreprof._core.bodyscan import StreamScan
 from gyreprof._core.bodyscan import scan_body as _scan
 from gyreprof._support.errors import InvalidValueError
 from gyreprof.analysis.rollouts import SPAN_FIELDS, SpanRow, Totals
+from gyreprof.integrations._auto import loop_wait as _lw
 
 OUTCOMES: tuple[str, ...] = ("ok", "refused", "timeout", "reset", "4xx", "5xx", "empty", "error")
 FAILURES = frozenset(("refused", "timeout", "reset", "4xx", "5xx", "empty", "error"))
@@ -415,6 +416,8 @@ class Request:
             _last_failure.set((self.endpoint, self.outcome))
         elif _last_failure.get() is not None:
             _last_failure.set(None)
+        if _lw.idle.t is not None:  # a thread whose event loop waited on requests
+            _lw.awaited(self.start)
 
     def row(self) -> Row:
         """The span as a row (``ROW_FIELDS``)."""

@@ -460,12 +460,11 @@ def _save_rollouts(name: int | str) -> None:
     Nothing is imported here unless requests were made (their record's module was loaded
     at the first one: a dataclass defined at exit would reset Python's exit by SIGINT)."""
     log = sys.modules.get("gyreprof.integrations._auto.rollout_log")
-    if log is None or run_dir is None or not log.logs():
+    record = sys.modules.get("gyreprof.integrations._auto.rollout_record")
+    if log is None or record is None or run_dir is None or not log.logs():
         return
     try:
-        from gyreprof.integrations._auto import rollout_record
-
-        rollout_record.save(run_dir, name)
+        record.save(run_dir, name)
     except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
         print(f"gyreprof run: could not save the rollout requests: {exc!r}", file=sys.stderr)
 

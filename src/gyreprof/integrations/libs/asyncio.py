@@ -6,28 +6,28 @@ Patched when ``asyncio`` is first imported, so a process that never imports asyn
 patches nothing.
 
 **The wait.** A training thread that runs ``asyncio.run(...)`` (or
-``loop.run_until_complete``) to await its rollout requests waits for them only while
-its loop is *idle in its selector* with requests in flight: the time the loop spends
-running coroutines (parsing answers, scoring, any CPU work between requests) is the
-thread's own work, not a wait on generation. So the selector's ``select`` of every
-selector event loop is timed, but only on a thread whose waits count
-(``state.waiting_thread``: it trains, or it is the default trainer), with a timeout
-that is not zero (a poll while callbacks are ready is no idle time), and while
+``loop.run_until_complete``) to get its batch waits from its first rollout request to
+the moment its code has the batch back (``integrations._auto.loop_wait`` says how the
+wait is made). Here:
 
-- requests of this thread are in flight (its request log's core in-flight count):
-  a wait of kind ``own`` (the thread asked for these rollouts), or
-- a coroutine of this thread is blocked in ``asyncio.Queue.get`` (a sampler task or
-  a sampler thread hands batches over a queue): kind ``fed``.
+- the selector's ``select`` of every selector event loop is timed, on a thread whose
+  waits count (``state.waiting_thread``: it trains, or it is the default trainer), with
+  a timeout that is not zero (a poll while callbacks are ready is no idle time), while
+  requests of this thread are in flight (its request log's core in-flight count: kind
+  ``own``) or a coroutine of this thread is blocked in ``asyncio.Queue.get`` (kind
+  ``fed``): the loop idled, so the thread waited;
+- the ends of what the training code awaits are reported: a gather, a wait or a
+  ``TaskGroup`` (below), an ``as_completed`` loop's last result, a queue ``get`` that
+  blocked; the request log reports each request's end (``rollout_log.Request.finish``).
 
-The naive rules (each request's span, or the time from an ``await`` to its
-resumption) count the loop's CPU work between requests as waiting; this one does
-not. The idle times of one collect block are summed and reported as one wait of that
-length from the block's first idle moment (``state.data_wait`` keeps a block's
-envelope, and the loop's CPU work inside it is compute, not wait).
+The naive rule (the loop's idle time alone) leaves out what the loop computes on the
+way to the batch: the answers' parsing, the SDK's work, the scoring in the gathered
+coroutines. The training code waits for those as well; a request whose answer came
+while the thread computed is no wait.
 Not covered: event loops that do not use ``selectors`` (uvloop).
 
-**Batches.** ``asyncio.gather`` (2+ awaitables), ``asyncio.wait`` (all completed)
-and ``asyncio.TaskGroup`` record a *group*: the calling thread and the interval from
+**Batches.** ``asyncio.gather`` (2+ awaitables), ``asyncio.wait`` (all completed),
+``asyncio.as_completed`` (read to its last) and ``asyncio.TaskGroup`` record a *group*: the calling thread and the interval from
 the call to the end of the wait (``rollout_log.add_group``), read back by
 ``analysis.rollouts`` as the batch of the requests made in it. A group inside
 another (a gather in a task of a gather) is not recorded: a context variable, which
@@ -42,9 +42,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from types import ModuleType
+from types import GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from gyreprof.integrations._auto import loop_wait as lw
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._instrument import Instrumentor, is_wrapped, mark
 
@@ -61,20 +62,6 @@ if TYPE_CHECKING:
 _grouping: contextvars.ContextVar[bool]
 
 
-class _Idle(threading.local):
-    """Per thread: the loop idle time summed in the open collect block, and the
-    coroutines blocked in ``asyncio.Queue.get``."""
-
-    t: Any = None  # the ThreadState the sum belongs to
-    blocks = -1  # its ``blocks`` when the sum began (a closed block starts a new sum)
-    s0 = -1  # the first idle moment of the block
-    cum = 0  # ns idle so far in the block
-    getters = 0
-
-
-_idle = _Idle()
-
-
 def _requests_in_flight() -> bool:
     """This thread has HTTP rollout requests in flight (read from its request log)."""
     rl = _modules.get(_RL)
@@ -82,19 +69,6 @@ def _requests_in_flight() -> bool:
         return False
     log = getattr(rl._tls, "log", None)
     return bool(log is not None and log.core_ok and log.spans_core.in_flight > 0)
-
-
-def _report(w: st.ThreadState, start: int, end: int, kind: str) -> None:
-    """Loop idle from ``start`` to ``end``: added to the block's sum, reported as one wait."""
-    a = _idle
-    if a.t is w and a.blocks == w.blocks and 0 <= w.blk_start <= a.s0:
-        a.cum += end - start
-    else:
-        a.t = w
-        a.blocks = w.blocks
-        a.s0 = start
-        a.cum = end - start
-    st.data_wait(w, a.s0, a.s0 + a.cum, kind)
 
 
 class Selector:
@@ -112,7 +86,7 @@ class Selector:
                 return original(timeout)
             if _requests_in_flight():
                 kind = "own"
-            elif _idle.getters > 0:
+            elif lw.idle.getters > 0:
                 kind = "fed"
             else:
                 return original(timeout)
@@ -121,7 +95,7 @@ class Selector:
                 return original(timeout)
             finally:
                 try:
-                    _report(w, start, w.now(), kind)
+                    lw.idled(w, start, w.now(), kind)
                 except Exception:  # noqa: BLE001, S110 - never into the loop
                     pass
 
@@ -170,12 +144,18 @@ class Queue:
                 and st.default_trainer_here()
             ):
                 st.thread_state()  # the default trainer's state: its loop's idle time counts
-            a = _idle
+            a = lw.idle
             a.getters += 1
+            start = _now()
             try:
-                return await original(self)
+                out = await original(self)
             finally:
                 a.getters -= 1
+            try:
+                lw.awaited(start, "fed")  # the batch is the trainer's now
+            except Exception:  # noqa: BLE001, S110 - never into the user's code
+                pass
+            return out
 
         return get
 
@@ -207,6 +187,8 @@ def _gather(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             if rl is not None:
                 try:
                     rl.add_group("asyncio.gather", start, _now(), n, (ident,))
+                    if _get_ident() == ident:  # the loop's thread: its code has the batch
+                        lw.awaited(start)
                 except Exception:  # noqa: BLE001, S110 - never into the loop
                     pass
 
@@ -233,11 +215,43 @@ def _wait(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             done, pending = out
             if not pending and len(done) >= 2:
                 _add_group("asyncio.wait", start, len(done))
+            lw.awaited(start)
         except Exception:  # noqa: BLE001, S110 - never into the user's code
             pass
         return out
 
     return wait
+
+
+def _as_completed(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def as_completed(fs: Any, *args: Any, **kwargs: Any) -> Any:
+        if _modules.get(_RL) is None or _grouping.get():
+            return original(fs, *args, **kwargs)
+        start = _now()
+        fs = list(fs)  # read once: an iterator passed in is not read twice
+        it = original(fs, *args, **kwargs)
+        n = len({id(f) for f in fs})
+        if not isinstance(it, GeneratorType) or n < 2:
+            return it  # a later Python's iterator object: its groups are not recorded
+        return _last_timed(it, start, n)
+
+    return as_completed
+
+
+def _last_timed(it: Any, start: int, n: int) -> Any:
+    """``as_completed``'s awaitables, the last one ending the group when awaited."""
+    for i, aw in enumerate(it):
+        yield aw if i < n - 1 else _group_end(aw, start, n)
+
+
+async def _group_end(aw: Any, start: int, n: int) -> Any:
+    out = await aw
+    try:
+        _add_group("asyncio.as_completed", start, n)
+        lw.awaited(start)
+    except Exception:  # noqa: BLE001, S110 - never into the user's code
+        pass
+    return out
 
 
 _TG_START = "_gyreprof_group_start"
@@ -269,6 +283,7 @@ def _tg_aexit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
                 try:
                     _grouping.reset(token)
                     _add_group("asyncio.TaskGroup", start, 0)
+                    lw.awaited(start)
                 except Exception:  # noqa: BLE001, S110 - never into the user's code
                     pass
 
@@ -302,6 +317,7 @@ def install(asyncio: ModuleType) -> None:
     patches.replace_tree(asyncio.queues.Queue, ("get",), Queue.make)
     _swap([asyncio.tasks, asyncio], "gather", _gather)
     _swap([asyncio.tasks, asyncio], "wait", _wait)
+    _swap([asyncio.tasks, asyncio], "as_completed", _as_completed)
     tg = _modules.get("asyncio.taskgroups")
     if tg is not None:
         patches.replace_tree(tg.TaskGroup, ("__aenter__",), _tg_aenter)
