@@ -232,7 +232,10 @@ class Verdict(Record):
     see ``gyreprof.analysis.sites``): the code the sampler's untimed time and the
     trainer's compute went to, each ``{"function", "file", "line", "share",
     "samples"}``, largest share first; a share is of the sampler's (the compute's) wall
-    time, and the sampler's add up to at most its untimed share.
+    time, and the sampler's add up to at most its untimed share. ``rollout_cause``
+    (``gyreprof run`` of a trainer fed by a rollout service, see
+    ``gyreprof.analysis.rollout_cause``): why it waits, ``{"kind", "endpoint", "short",
+    "words", "next"}``.
     """
 
     bound: str
@@ -258,6 +261,9 @@ class Verdict(Record):
     # (gyreprof run; analysis.sites): {function, file, line, share, samples}, by share
     sampler_sites: list[dict[str, Any]] = field(default_factory=list)
     compute_sites: list[dict[str, Any]] = field(default_factory=list)
+    # the sampler is a rollout service (gyreprof run; analysis.rollout_cause): why the
+    # trainer waits on it, {kind, endpoint, short, words, next}; None otherwise
+    rollout_cause: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:

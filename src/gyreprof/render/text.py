@@ -365,6 +365,10 @@ def verdict_headline(v: Verdict) -> str:
             if sync
             else "trainer-bound: the trainer hardly waits; tune compute, not the sampler"
         )
+    elif v.bound == "sampler" and v.rollout_cause is not None:
+        head = (
+            f"sampler-bound: the trainer waits on its rollout service; {v.rollout_cause['short']}"
+        )
     elif v.bound == "sampler":
         head = (
             "sampler-bound: collecting holds the larger share of wall time; tune the sampler"
@@ -381,9 +385,13 @@ def verdict_headline(v: Verdict) -> str:
                 f"; a 2x faster sampler gives at most {fmt_speedup(c['sampler_2x'])}, "
                 f"a 2x faster trainer at most {fmt_speedup(c['trainer_2x'])}"
             )
+        if v.rollout_cause is not None:
+            head += f"; on the rollout side, {v.rollout_cause['short']}"
     else:
         head = "unknown: no trainer profile, so whether the trainer waits cannot be told"
-    if v.dominant_phase == UNTIMED and v.coverage is not None:
+    if v.rollout_cause is not None:
+        pass  # the service's cause is the place to look, not the sampler's phases
+    elif v.dominant_phase == UNTIMED and v.coverage is not None:
         untimed = v.sampler_shares.get(UNTIMED, 1.0 - v.coverage)
         sites = getattr(v, "sampler_sites", None)  # stack samples (gyreprof run)
         where = ""

@@ -27,6 +27,10 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   answers (chunks ``CPU_MS`` apart) are read line by line from ``response.content``;
 - ``ascompleted``: as ``run``, the batch read through ``asyncio.as_completed``.
 
+``URL`` may name several servers, comma-separated (replicas): in the modes that use
+``AsyncOpenAI`` calls, request ``i`` of a batch goes to server ``i`` modulo their
+number.
+
 ``$GROUP`` says how a coroutine waits on its batch: ``gather`` (the default),
 ``wait`` (``asyncio.wait`` of tasks) or ``taskgroup``.
 
@@ -89,7 +93,13 @@ def burn(ms: float) -> None:
         v += sum(range(200))
 
 
+#: one client per server of ``URL`` (replicas), when it names several
+replicas: list[openai.AsyncOpenAI] = []
+
+
 async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
+    if replicas:
+        sdk = replicas[i % len(replicas)]
     starts.append(time.monotonic_ns())
     d = slow_ms if (mode == "tail" and i == 0) else delay_ms
     out = await sdk.chat.completions.create(
@@ -228,7 +238,12 @@ class Clock:
 
 def loop_modes(clock: Clock) -> None:
     loop = asyncio.new_event_loop()
-    sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
+    urls = url.split(",")
+    sdk = openai.AsyncOpenAI(base_url=urls[0] + "/v1", api_key="test", max_retries=0)
+    if len(urls) > 1:
+        replicas.extend(
+            openai.AsyncOpenAI(base_url=u + "/v1", api_key="test", max_retries=0) for u in urls
+        )
     session: Any = None
     if mode == "aiohttp":
         import aiohttp
@@ -254,6 +269,8 @@ def loop_modes(clock: Clock) -> None:
         clock.gen_cpu_s += c1 - c0
         clock.total_s += time.perf_counter() - t0
     loop.run_until_complete(sdk.close())
+    for r in replicas:
+        loop.run_until_complete(r.close())
     if session is not None:
         loop.run_until_complete(session.close())
     loop.close()

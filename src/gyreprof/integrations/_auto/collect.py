@@ -715,6 +715,46 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     line = _rollout_wait_line(report)
     if line is not None:
         report.notes.append(line)
+        _rollout_verdict(report)
+
+
+#: the verdict's words that are about an env loop: said of a trainer fed by a rollout
+#: service, they would send the user to time phases that do not exist there
+_ENV_LOOP_UNKNOWNS = ("which sampler phase to tune", "how the sampler spends its time")
+
+
+def _env_loop(report: RunReport) -> bool:
+    """The run's sampler stepped environments (a rollout service is then not all of it)."""
+    if report.sampler is None:
+        return False
+    phases = report.sampler.summary().phases
+    return any(name.startswith("env") and st.count > 0 for name, st in phases.items())
+
+
+def _rollout_verdict(report: RunReport) -> None:
+    """A trainer that waits on a rollout service: the verdict names why
+    (``analysis.rollout_cause``), and its env-loop advice goes."""
+    import dataclasses
+
+    from gyreprof.analysis import rollout_cause
+
+    verdict, roll = report.verdict, report.rollouts
+    if verdict is None or roll is None or _env_loop(report):
+        return  # the trainer also steps envs: its sampler's phases are real, and judged
+    unknowns = [u for u in verdict.unknowns if not u.startswith(_ENV_LOOP_UNKNOWNS)]
+    if verdict.bound == "trainer":
+        report.verdict = dataclasses.replace(verdict, unknowns=unknowns)
+        return
+    cause = rollout_cause.find(roll)
+    if cause is None:
+        return
+    report.verdict = dataclasses.replace(
+        verdict,
+        rollout_cause=cause.to_dict(),
+        reasons=[*verdict.reasons, f"rollouts: {cause.words}"],
+        advice=[cause.next, *verdict.advice],
+        unknowns=unknowns,
+    )
 
 
 def _start_up(report: RunReport, trainer: Any) -> Any:

@@ -91,9 +91,13 @@ class Selector:
             else:
                 return original(timeout)
             start = w.now()
+            # waiting now: the stack sampler counts this thread's samples as the wait's
+            # (a wait is reported when it ends; the flag holds no other wait meanwhile)
+            w.in_wait = True
             try:
                 return original(timeout)
             finally:
+                w.in_wait = False
                 try:
                     lw.idled(w, start, w.now(), kind)
                 except Exception:  # noqa: BLE001, S110 - never into the loop
