@@ -41,6 +41,8 @@ def _server(**figs: Any) -> ServerReport:
         "decode_share": 0.9,
         "prefill_share": 0.05,
         "itl_mean_ms": 12.0,
+        # [t_s, running, waiting, kv]: the first read before any answer, then at work
+        "series": [[0.0, 0.0, 0.0, 0.0]] + [[t, 2.0, 0.0, 0.03] for t in range(1, 6)],
     }
     base.update(figs)
     return ServerReport(**base)
@@ -103,6 +105,7 @@ def test_a_saturated_server_queues() -> None:
         queue_share=0.78,
         running_max=2.0,
         kv_max=0.4,
+        series=[[0.0, 0.0, 0.0, 0.0]] + [[t, 2.0, 14.0 - 3 * t, 0.4] for t in range(1, 6)],
     )
     c = rc.find(_report(_ep(server=s, in_flight_max=16)))
     assert c is not None and c.kind == "server queueing"
@@ -113,9 +116,39 @@ def test_a_saturated_server_queues() -> None:
     assert "KV-cache memory" in full.next  # more sequences cannot fit a full cache
 
 
+def test_reads_that_missed_the_work_leave_the_queue_to_the_histograms() -> None:
+    """A short run read at its start and end: the gauges saw an idle server (the naive
+    rule: no queue, room for more), its queue-time histogram grew by 67% of the
+    requests' time (as a real vLLM with 2 slots and 16 requests at once reads)."""
+    idle = _server(
+        running_max=1.0,
+        kv_max=0.0,
+        queue_share=0.67,
+        queue_s=6.87,
+        request_s=10.28,
+        reads=2,
+        after_first_reads=1,
+        series=[[0.0, 1.0, 0.0, 0.0], [0.9, 0.0, 0.0, 0.0]],
+    )
+    c = rc.find(_report(_ep(server=idle, in_flight_max=16)))
+    assert c is not None and c.kind == "server queueing", c
+    assert "67% of a request's time" in c.words and "histogram" in c.words
+    # no queue in the histograms either, and a client at its cap: room, by them alone
+    quiet = dataclasses.replace(idle, queue_share=0.01)
+    c = rc.find(_report(_ep(server=quiet)))
+    assert c is not None and c.kind == "under-concurrency", c
+    assert "queueing was 1.0% of its requests' time" in c.words
+    # a client not at a cap (it sent what it had): nothing says more would be served
+    loose = rc.find(_report(_ep(server=quiet, at_max_share=0.2)))
+    assert loose is not None and loose.kind == "generation"
+
+
 def test_a_queue_only_at_start_up_is_not_queueing() -> None:
-    """The naive rule (any waiting request at any read) calls this a queueing server."""
-    s = _server(waiting_max=4.0, waiting_mean=1.5, queue_share=0.35)
+    """The naive rules (any waiting request at any read, or the queue-time histogram
+    alone) call this a queueing server."""
+    start_up = [[0.0, 0.0, 4.0, 0.0], [0.5, 0.0, 4.0, 0.0]]
+    steady = [[t, 2.0, 0.0, 0.03] for t in range(1, 5)]
+    s = _server(waiting_max=4.0, waiting_mean=1.5, queue_share=0.35, series=start_up + steady)
     c = rc.find(_report(_ep(server=s)))
     assert c is not None and c.kind == "under-concurrency", c
     assert "from 2 to about 16" in c.next
@@ -148,7 +181,10 @@ def test_the_long_tail_comes_before_concurrency() -> None:
 def test_the_slow_replica_is_named_with_its_tokens_and_time() -> None:
     fast = _ep("http://127.0.0.1:8001/v1/chat/completions", total_ms=32 * 145.0, requests=32)
     slow_server = _server(
-        waiting_after_first_max=3.0, waiting_after_first_mean=0.8, queue_share=0.6
+        waiting_after_first_max=3.0,
+        waiting_after_first_mean=0.8,
+        queue_share=0.6,
+        series=[[t, 1.0, float(t % 2) * 3, 0.1] for t in range(6)],
     )
     slow = _ep(
         "http://127.0.0.1:8002/v1/chat/completions",

@@ -11,11 +11,14 @@ and names the first cause that holds, in this order:
 2. **the server queues**: after its first request ended (a queue seen only while the
    server starts is not one), requests waited in the server's queue on average at
    least :data:`QUEUE_MEAN` at a read, or its queue held them at least
-   :data:`QUEUE_SHARE` of their time on it;
+   :data:`QUEUE_SHARE` of their time on it, by the reads that caught it at work; when
+   no read after the first answer caught the server at work (a short run, read at its
+   start and end), the queue-time histogram's growth decides alone;
 3. **the long tail**: half the batches wait at least their tail share for their last
    10% of requests (``RolloutReport.tail_dominates``);
-4. **too few requests at once**: the server queued nothing after start-up and its KV
-   cache stayed under :data:`KV_ROOM`: it had room for more than the client sent;
+4. **too few requests at once**: the reads caught the server at work, it queued
+   nothing after start-up and its KV cache stayed under :data:`KV_ROOM`: it had room
+   for more than the client sent;
 5. otherwise **generation itself**: the server's decode (or prefill) time, or the
    requests' latency and tokens/s without a metrics page.
 
@@ -117,26 +120,46 @@ def _slow_replica(eps: list[EndpointReport]) -> RolloutCause | None:
     )
 
 
+def _busy_after_first(s: ServerReport) -> list[list[float | None]]:
+    """The reads after the endpoint's first request ended (the last ``after_first_reads``
+    of the series) that caught the server running requests: the witnesses of its steady
+    state. A short run read at its start and end has none: its histograms then decide."""
+    if s.after_first_reads < 1:
+        return []
+    after = s.series[-s.after_first_reads :]
+    return [r for r in after if len(r) > 2 and (r[1] or 0.0) >= 1]
+
+
 def _queues(s: ServerReport | None) -> bool:
-    if s is None or s.source is None or s.after_first_reads < 1:
+    if s is None or s.source is None:
         return False
-    mean = s.waiting_after_first_mean or 0.0
-    peak = s.waiting_after_first_max or 0.0
-    return mean >= QUEUE_MEAN or (peak >= 1 and (s.queue_share or 0.0) >= QUEUE_SHARE)
+    share = s.queue_share or 0.0
+    busy = _busy_after_first(s)
+    if not busy:
+        return share >= QUEUE_SHARE  # the queue-time histogram's growth alone
+    waiting = [r[2] or 0.0 for r in busy]
+    mean = sum(waiting) / len(waiting)
+    return mean >= QUEUE_MEAN or (max(waiting) >= 1 and share >= QUEUE_SHARE)
 
 
 def _queue_words(s: ServerReport | None) -> str | None:
     if s is None or not _queues(s):
         return None
-    words = (
-        f"queues: {s.waiting_after_first_mean or 0.0:.1f} requests waiting on average after "
-        f"start-up (max {s.waiting_after_first_max or 0.0:.0f})"
+    if _busy_after_first(s):
+        words = (
+            f"queues: {s.waiting_after_first_mean or 0.0:.1f} requests waiting on average "
+            f"after start-up (max {s.waiting_after_first_max or 0.0:.0f})"
+        )
+        if s.queue_share is not None:
+            words += f", {s.queue_share:.0%} of a request's time on the server spent queued"
+        if s.running_max is not None:
+            words += f"; it ran at most {s.running_max:.0f} at once"
+        return words
+    return (
+        f"queues: {s.queue_share or 0.0:.0%} of a request's time on the server was spent "
+        f"queued ({s.queue_s or 0.0:.2f} s of {s.request_s or 0.0:.2f} s, from its "
+        f"queue-time histogram; its {s.reads} reads of the gauges found it idle)"
     )
-    if s.queue_share is not None:
-        words += f", {s.queue_share:.0%} of a request's time on the server spent queued"
-    if s.running_max is not None:
-        words += f"; it ran at most {s.running_max:.0f} at once"
-    return words
 
 
 def _queueing(e: EndpointReport) -> RolloutCause | None:
@@ -186,10 +209,17 @@ def _tail(report: RolloutReport, e: EndpointReport) -> RolloutCause | None:
 
 def _underfed(e: EndpointReport) -> RolloutCause | None:
     s = e.server
-    if s is None or s.source is None or s.after_first_reads < 1:
-        return None  # without the server's queue, room cannot be told
-    if (s.waiting_after_first_max or 0.0) > 0:
+    if s is None or s.source is None:
         return None
+    busy = _busy_after_first(s)
+    if not busy:
+        # no read caught it at work: its histograms must show no queue at all, its KV
+        # cache room, and the client must have sat at its cap
+        capped = (e.at_max_share or 0.0) >= 0.5
+        if s.queue_share is None or s.queue_share >= 0.05 or s.kv_max is None or not capped:
+            return None
+    elif any((r[2] or 0.0) > 0 for r in busy):
+        return None  # (the histograms' queue time may be the start-up's: not asked here)
     if s.kv_max is not None and s.kv_max >= KV_ROOM:
         return None
     have = max(1, e.in_flight_max)
@@ -203,8 +233,13 @@ def _underfed(e: EndpointReport) -> RolloutCause | None:
         short=f"the client sends too few requests at once ({have})",
         words=(
             f"the client keeps at most {have} requests in flight{at_max}; the server "
-            f"({s.source}) queued none after start-up and ran at most "
-            f"{s.running_max or 0:.0f} at once{kv}: it has room for more"
+            f"({s.source}) queued none after start-up"
+            + (
+                f" and ran at most {s.running_max or 0:.0f} at once"
+                if busy
+                else f" (queueing was {s.queue_share or 0.0:.1%} of its requests' time)"
+            )
+            + f"{kv}: it has room for more"
         ),
         next=(
             f"raise the rollout concurrency from {have} to about {want} (the requests sent "

@@ -104,7 +104,7 @@ async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
     d = slow_ms if (mode == "tail" and i == 0) else delay_ms
     out = await sdk.chat.completions.create(
         model="m",
-        messages=[{"role": "user", "content": "x"}],
+        messages=[{"role": "user", "content": "the cat"}],
         max_tokens=4,
         extra_body={"test_delay_ms": d},
     )
@@ -112,7 +112,7 @@ async def sdk_one(sdk: openai.AsyncOpenAI, i: int) -> int:
         burn(cpu_ms)
         out = await sdk.chat.completions.create(
             model="m",
-            messages=[{"role": "user", "content": "x"}],
+            messages=[{"role": "user", "content": "the cat"}],
             max_tokens=4,
             extra_body={"test_delay_ms": d},
         )
@@ -164,7 +164,7 @@ async def stream_one(sdk: openai.AsyncOpenAI, i: int) -> int:
         chunks = 0
         stream = await sdk.chat.completions.create(
             model="m",
-            messages=[{"role": "user", "content": "x"}],
+            messages=[{"role": "user", "content": "the cat"}],
             max_tokens=6,
             stream=True,
             extra_body={"test_delay_ms": delay_ms, "test_chunk_delay_ms": cpu_ms},

