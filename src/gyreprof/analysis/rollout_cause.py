@@ -16,9 +16,11 @@ and names the first cause that holds, in this order:
    start and end), the queue-time histogram's growth decides alone;
 3. **the long tail**: half the batches wait at least their tail share for their last
    10% of requests (``RolloutReport.tail_dominates``);
-4. **too few requests at once**: the reads caught the server at work, it queued
-   nothing after start-up and its KV cache stayed under :data:`KV_ROOM`: it had room
-   for more than the client sent;
+4. **too few requests at once**: its KV cache stayed under :data:`KV_ROOM` and it
+   queued nothing after start-up: by the reads that caught it at work, or, when none
+   did, by its queue-time histogram (under :data:`NO_QUEUE_SHARE`) with the client
+   at its most in flight at least :data:`CAPPED` of the time: it had room for more
+   than the client sent;
 5. otherwise **generation itself**: the server's decode (or prefill) time, or the
    requests' latency and tokens/s without a metrics page.
 
@@ -30,17 +32,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from gyreprof.analysis.rollouts import EndpointReport, RolloutReport, generation_endpoints
 from gyreprof.analysis.server_metrics import ServerReport
 
-__all__ = ["KV_ROOM", "QUEUE_MEAN", "QUEUE_SHARE", "SLOW_REPLICA", "RolloutCause", "find"]
+__all__ = [
+    "CAPPED",
+    "KV_FULL",
+    "KV_ROOM",
+    "NO_QUEUE_SHARE",
+    "QUEUE_MEAN",
+    "QUEUE_SHARE",
+    "SLOW_REPLICA",
+    "RolloutCause",
+    "find",
+]
 
 SLOW_REPLICA = 1.5  # the slowest replica's time a request, against the fastest's
 QUEUE_MEAN = 1.0  # requests waiting in the server's queue, mean over the reads
 QUEUE_SHARE = 0.2  # share of a request's time on the server spent queued
 KV_ROOM = 0.5  # a KV cache peak under this leaves room for more sequences
+KV_FULL = 0.9  # a KV cache peak at or above this is full: more sequences do not fit
+NO_QUEUE_SHARE = 0.05  # queued less than this share of their time: no queue at all
+CAPPED = 0.5  # a client at its most in flight this share of the time sends at a cap
 MIN_REQUESTS = 2  # a replica's requests for its time to be compared
 
 
@@ -56,15 +70,6 @@ class RolloutCause:
     short: str
     words: str
     next: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "endpoint": self.endpoint,
-            "short": self.short,
-            "words": self.words,
-            "next": self.next,
-        }
 
 
 def find(report: RolloutReport) -> RolloutCause | None:
@@ -167,7 +172,7 @@ def _queueing(e: EndpointReport) -> RolloutCause | None:
     queue = _queue_words(s)
     if s is None or queue is None:
         return None
-    full = s.kv_max is not None and s.kv_max >= 0.9
+    full = s.kv_max is not None and s.kv_max >= KV_FULL
     kv = f" and its KV cache peaked at {s.kv_max:.0%}" if s.kv_max is not None else ""
     if full:
         step = (
@@ -215,8 +220,9 @@ def _underfed(e: EndpointReport) -> RolloutCause | None:
     if not busy:
         # no read caught it at work: its histograms must show no queue at all, its KV
         # cache room, and the client must have sat at its cap
-        capped = (e.at_max_share or 0.0) >= 0.5
-        if s.queue_share is None or s.queue_share >= 0.05 or s.kv_max is None or not capped:
+        capped = (e.at_max_share or 0.0) >= CAPPED
+        quiet = s.queue_share is not None and s.queue_share < NO_QUEUE_SHARE
+        if not quiet or s.kv_max is None or not capped:
             return None
     elif any((r[2] or 0.0) > 0 for r in busy):
         return None  # (the histograms' queue time may be the start-up's: not asked here)

@@ -164,6 +164,7 @@ class DiagnoseOptions:
     gpu_hints: Sequence[str] = DEFAULT_GPU_HINTS
     band: float | None = None
     loop_evidence: str | None = None
+    rollout_cause: Mapping[str, Any] | None = None
     wait_options: WaitOptions = field(default_factory=WaitOptions)
 
     def replaced(self, knobs: Mapping[str, Any]) -> DiagnoseOptions:
@@ -1247,7 +1248,12 @@ def diagnose(
     loop_evidence: with ``loop``, the words saying how the shape was read (from the
         training thread's timeline, as ``gyreprof run`` does): the verdict's
         ``loop_source`` is then ``"timeline"`` instead of ``"declared"``.
-    options: the knobs above (``env_phases`` to ``loop_evidence``) as one
+    rollout_cause: the sampler is a rollout service, and this is why the trainer waits on
+        it (``gyreprof.analysis.rollout_cause.RolloutCause`` as a dict: ``kind``,
+        ``endpoint``, ``short``, ``words``, ``next``): a sampler-bound or balanced
+        verdict says it and leads its advice with its ``next``; with no sampler
+        profile, nothing is said about sampler phases (a service has none).
+    options: the knobs above (``env_phases`` to ``rollout_cause``) as one
         :class:`DiagnoseOptions`, the wait report's in its ``wait_options``.
     knobs: any of those knobs as a keyword (``band=0.0``), or one of ``wait_report``'s
         (``window_steps=``, ``other=``, ...): it replaces that field of ``options``.
@@ -1325,10 +1331,15 @@ def diagnose(
             side_kw,
             t_src,
         )
-    else:
+    elif o.rollout_cause is None:
         _no_sampler(found)
-    # 4. caveats are gathered with each side
-    return _verdict(found, report, shape, wall, thresholds)
+    # 4. a rollout service's cause, when the trainer waits on it
+    cause = o.rollout_cause if found.bound in ("sampler", "balanced") else None
+    if cause is not None:
+        found.reasons.append(f"rollouts: {cause['words']}")
+        found.advice.insert(0, str(cause["next"]))
+    # 5. caveats are gathered with each side
+    return _verdict(found, report, shape, wall, thresholds, cause)
 
 
 def _verdict(
@@ -1337,6 +1348,7 @@ def _verdict(
     shape: _Shape | None,
     wall: _Wall | None,
     thresholds: dict[str, float],
+    cause: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The findings of both sides as one Verdict."""
     return Verdict(
@@ -1359,4 +1371,5 @@ def _verdict(
         band=found.band,
         band_basis=found.band_basis,
         ceilings=dict(found.ceilings),
+        rollout_cause=dict(cause) if cause is not None else None,
     )

@@ -9,6 +9,7 @@ trainer's over those whose training thread completed steps. The verdict comes fr
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -703,7 +704,9 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     loop_kw: dict[str, Any] = {}
     try:
         loop_kw = _declared_loop(report) or _loop_kwargs(got)
-        report.verdict = diagnose(sampler=sampler, trainer=trainer, **loop_kw)
+        report.verdict = diagnose(
+            sampler=sampler, trainer=trainer, rollout_cause=_service_cause(report), **loop_kw
+        )
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
     if report.verdict is not None and any(e.sites is not None for e in got):
@@ -715,12 +718,6 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     line = _rollout_wait_line(report)
     if line is not None:
         report.notes.append(line)
-        _rollout_verdict(report)
-
-
-#: the verdict's words that are about an env loop: said of a trainer fed by a rollout
-#: service, they would send the user to time phases that do not exist there
-_ENV_LOOP_UNKNOWNS = ("which sampler phase to tune", "how the sampler spends its time")
 
 
 def _env_loop(report: RunReport) -> bool:
@@ -731,30 +728,15 @@ def _env_loop(report: RunReport) -> bool:
     return any(name.startswith("env") and st.count > 0 for name, st in phases.items())
 
 
-def _rollout_verdict(report: RunReport) -> None:
-    """A trainer that waits on a rollout service: the verdict names why
-    (``analysis.rollout_cause``), and its env-loop advice goes."""
-    import dataclasses
-
+def _service_cause(report: RunReport) -> dict[str, Any] | None:
+    """Why a trainer fed by a rollout service (and stepping no envs) would wait on it
+    (``analysis.rollout_cause``), for the verdict; None for any other run."""
+    if report.rollouts is None or _env_loop(report):
+        return None
     from gyreprof.analysis import rollout_cause
 
-    verdict, roll = report.verdict, report.rollouts
-    if verdict is None or roll is None or _env_loop(report):
-        return  # the trainer also steps envs: its sampler's phases are real, and judged
-    unknowns = [u for u in verdict.unknowns if not u.startswith(_ENV_LOOP_UNKNOWNS)]
-    if verdict.bound == "trainer":
-        report.verdict = dataclasses.replace(verdict, unknowns=unknowns)
-        return
-    cause = rollout_cause.find(roll)
-    if cause is None:
-        return
-    report.verdict = dataclasses.replace(
-        verdict,
-        rollout_cause=cause.to_dict(),
-        reasons=[*verdict.reasons, f"rollouts: {cause.words}"],
-        advice=[cause.next, *verdict.advice],
-        unknowns=unknowns,
-    )
+    cause = rollout_cause.find(report.rollouts)
+    return dataclasses.asdict(cause) if cause is not None else None
 
 
 def _start_up(report: RunReport, trainer: Any) -> Any:
