@@ -346,23 +346,35 @@ def test_asyncio(alone: Callable[[ModuleType], None]) -> None:
         (asyncio, "gather"),
         (asyncio.tasks, "wait"),
         (asyncio, "wait"),
+        (asyncio.tasks, "as_completed"),
+        (asyncio, "as_completed"),
         *_tree(asyncio.taskgroups.TaskGroup, ("__aenter__", "__aexit__")),
     ]
     loops: list[Any] = []
 
     async def two() -> list[int]:
-        return list(await asyncio.gather(asyncio.sleep(0, 1), asyncio.sleep(0, 2)))
+        got = list(await asyncio.gather(asyncio.sleep(0, 1), asyncio.sleep(0, 2)))
+        pair = [asyncio.sleep(0, 3), asyncio.sleep(0, 4)]
+        got += sorted([await f for f in asyncio.as_completed(pair)])
+        one = asyncio.sleep(0, 5)
+        refused = asyncio.as_completed(one)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="expect an iterable of futures"):
+            next(iter(refused))  # asyncio's own refusal, patched or not
+        await one
+        return got
 
     def call() -> Any:
         loop = asyncio.new_event_loop()
         loops.append(loop)
         assert is_wrapped(loop._selector.select)  # type: ignore[attr-defined]
         before = len(rl.groups())
-        assert loop.run_until_complete(two()) == [1, 2]
+        assert loop.run_until_complete(two()) == [1, 2, 3, 4]
         return [g[0] for g in rl.groups()[before:]]
 
     try:
-        assert _round_trip(lib, targets, call, lambda rules: rules == ["asyncio.gather"])
+        assert _round_trip(
+            lib, targets, call, lambda rules: rules == ["asyncio.gather", "asyncio.as_completed"]
+        )
         sel = loops[0]._selector
         assert "select" not in vars(sel)  # the live loop's selector is its own again
         before = len(rl.groups())

@@ -92,6 +92,17 @@ def test_asyncio_run_with_a_slow_update_inside_the_loop_is_trainer_bound(tmp_pat
     _check(own, data, err, "trainer")
 
 
+def test_a_batch_asked_for_before_the_update_is_no_wait_once_answered(tmp_path: Path) -> None:
+    """The next batch goes out before the 300 ms update and is answered (100 ms) while
+    the thread updates: awaited after the update, it is there. The naive rules (each
+    request's span, or the wait from the request's start to its end) bill most of the
+    update to the sampler; the wait is the send and the answers' reading."""
+    own, data, err = run_async(tmp_path, "ahead", 8, 100, 300)
+    assert own["wait_ratio"] < 0.15, own
+    ratio = _check(own, data, err, "trainer")
+    assert ratio < 0.15  # not the request spans: 100 ms of each 310 ms step
+
+
 def test_cpu_work_on_the_way_to_the_batch_is_wait(tmp_path: Path) -> None:
     """Each coroutine computes 40 ms between its two requests: the loop idles far less
     than the batch takes (the naive rule's figure), but the training code waits for the

@@ -9,6 +9,8 @@ Qwen2 built here (``tiny_vllm_model.py``); the server starts in about 30 to 60 s
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import socket
 import subprocess
@@ -21,18 +23,27 @@ from typing import Any
 
 import pytest
 
+from helpers.run_scripts.runhelp import gyreprof_run, script
+
 pytestmark = [pytest.mark.stacks, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 VLLM_PYTHON = os.environ.get("GYREPROF_VLLM_PYTHON", "")
 
 
+@functools.cache
+def _importable(python: str) -> str | None:
+    """None when vLLM imports in ``python``, else why not (asked once: ~10 s)."""
+    ok = subprocess.run([python, "-c", "import vllm"], capture_output=True, timeout=300)
+    return None if ok.returncode == 0 else ok.stderr.decode()[-300:]
+
+
 def _vllm_python() -> str:
     if not VLLM_PYTHON or not Path(VLLM_PYTHON).exists():
         pytest.skip("no vLLM environment ($GYREPROF_VLLM_PYTHON)")
-    ok = subprocess.run([VLLM_PYTHON, "-c", "import vllm"], capture_output=True, timeout=300)
-    if ok.returncode != 0:
-        pytest.skip(f"vLLM does not import: {ok.stderr.decode()[-300:]}")
+    why = _importable(VLLM_PYTHON)
+    if why is not None:
+        pytest.skip(f"vLLM does not import: {why}")
     return VLLM_PYTHON
 
 
@@ -126,16 +137,11 @@ def _run(
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     for name in ("openai", "torch", "prometheus_client"):
         pytest.importorskip(name)
-    sys.path.insert(0, str(HERE.parent))
-    from helpers.run_scripts.runhelp import gyreprof_run, script
-
     proc, data = gyreprof_run(
         tmp_path, script("async_trainer.py"), url, "run", str(steps), str(n), "0", "20", timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert data is not None and data["verdict"] is not None, proc.stderr[-4000:]
-    import json
-
     own = json.loads([ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1])
     return own, data, proc.stdout + proc.stderr
 

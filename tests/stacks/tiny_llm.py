@@ -48,6 +48,18 @@ def tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+#: a plain chat template (each message's content, then a space), so that a model
+#: server can render a conversation
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+
+
+def chat_tokenizer() -> PreTrainedTokenizerFast:
+    """:func:`tokenizer` with :data:`CHAT_TEMPLATE`, for a model a server loads."""
+    tok = tokenizer()
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
 def llama(
     tok: PreTrainedTokenizerFast, shape: dict[str, int], max_positions: int = 256
 ) -> LlamaForCausalLM:

@@ -17,14 +17,11 @@ import tiny_llm  # sets the offline environment first
 
 import torch  # noqa: E402
 
-CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
-
 
 def main() -> int:
     out = sys.argv[1]
     torch.manual_seed(0)
-    tok = tiny_llm.tokenizer()
-    tok.chat_template = CHAT_TEMPLATE
+    tok = tiny_llm.chat_tokenizer()
     model = tiny_llm.llama(tok, tiny_llm.NARROW)
     model.save_pretrained(out)
     tok.save_pretrained(out)

@@ -18,9 +18,8 @@ and names the first cause that holds, in this order:
    10% of requests (``RolloutReport.tail_dominates``);
 4. **too few requests at once**: its KV cache stayed under :data:`KV_ROOM` and it
    queued nothing after start-up: by the reads that caught it at work, or, when none
-   did, by its queue-time histogram (under :data:`NO_QUEUE_SHARE`) with the client
-   at its most in flight at least :data:`CAPPED` of the time: it had room for more
-   than the client sent;
+   did, by its queue-time histogram (under :data:`NO_QUEUE_SHARE`): it had room for
+   more than the client sent;
 5. otherwise **generation itself**: the server's decode (or prefill) time, or the
    requests' latency and tokens/s without a metrics page.
 
@@ -37,7 +36,6 @@ from gyreprof.analysis.rollouts import EndpointReport, RolloutReport, generation
 from gyreprof.analysis.server_metrics import ServerReport
 
 __all__ = [
-    "CAPPED",
     "KV_FULL",
     "KV_ROOM",
     "NO_QUEUE_SHARE",
@@ -54,7 +52,6 @@ QUEUE_SHARE = 0.2  # share of a request's time on the server spent queued
 KV_ROOM = 0.5  # a KV cache peak under this leaves room for more sequences
 KV_FULL = 0.9  # a KV cache peak at or above this is full: more sequences do not fit
 NO_QUEUE_SHARE = 0.05  # queued less than this share of their time: no queue at all
-CAPPED = 0.5  # a client at its most in flight this share of the time sends at a cap
 MIN_REQUESTS = 2  # a replica's requests for its time to be compared
 
 
@@ -135,36 +132,35 @@ def _busy_after_first(s: ServerReport) -> list[list[float | None]]:
     return [r for r in after if len(r) > 2 and (r[1] or 0.0) >= 1]
 
 
-def _queues(s: ServerReport | None) -> bool:
+def _queue_words(s: ServerReport | None) -> str | None:
+    """The words saying that the server queues, with the figures that decided it; None
+    when it does not (see the module doc)."""
     if s is None or s.source is None:
-        return False
+        return None
     share = s.queue_share or 0.0
     busy = _busy_after_first(s)
     if not busy:
-        return share >= QUEUE_SHARE  # the queue-time histogram's growth alone
-    waiting = [r[2] or 0.0 for r in busy]
-    mean = sum(waiting) / len(waiting)
-    return mean >= QUEUE_MEAN or (max(waiting) >= 1 and share >= QUEUE_SHARE)
-
-
-def _queue_words(s: ServerReport | None) -> str | None:
-    if s is None or not _queues(s):
-        return None
-    if _busy_after_first(s):
-        words = (
-            f"queues: {s.waiting_after_first_mean or 0.0:.1f} requests waiting on average "
-            f"after start-up (max {s.waiting_after_first_max or 0.0:.0f})"
+        if share < QUEUE_SHARE:
+            return None
+        return (
+            f"queues: {share:.0%} of a request's time on the server was spent queued "
+            f"({s.queue_s or 0.0:.2f} s of {s.request_s or 0.0:.2f} s, from its queue-time "
+            f"histogram; its {s.reads} reads of the gauges never caught it at work after its "
+            f"first answer)"
         )
-        if s.queue_share is not None:
-            words += f", {s.queue_share:.0%} of a request's time on the server spent queued"
-        if s.running_max is not None:
-            words += f"; it ran at most {s.running_max:.0f} at once"
-        return words
-    return (
-        f"queues: {s.queue_share or 0.0:.0%} of a request's time on the server was spent "
-        f"queued ({s.queue_s or 0.0:.2f} s of {s.request_s or 0.0:.2f} s, from its "
-        f"queue-time histogram; its {s.reads} reads of the gauges found it idle)"
+    waiting = [r[2] or 0.0 for r in busy]
+    mean, peak = sum(waiting) / len(waiting), max(waiting)
+    if not (mean >= QUEUE_MEAN or (peak >= 1 and share >= QUEUE_SHARE)):
+        return None
+    words = (
+        f"queues: {mean:.1f} requests waiting on average (max {peak:.0f}) at the "
+        f"{len(busy)} reads that caught it at work after its first answer"
     )
+    if s.queue_share is not None:
+        words += f", {s.queue_share:.0%} of a request's time on the server spent queued"
+    if s.running_max is not None:
+        words += f"; it ran at most {s.running_max:.0f} at once"
+    return words
 
 
 def _queueing(e: EndpointReport) -> RolloutCause | None:
@@ -218,11 +214,10 @@ def _underfed(e: EndpointReport) -> RolloutCause | None:
         return None
     busy = _busy_after_first(s)
     if not busy:
-        # no read caught it at work: its histograms must show no queue at all, its KV
-        # cache room, and the client must have sat at its cap
-        capped = (e.at_max_share or 0.0) >= CAPPED
+        # no read caught it at work: its histograms must show no queue at all, and its
+        # KV cache's peak must be known (below: under KV_ROOM)
         quiet = s.queue_share is not None and s.queue_share < NO_QUEUE_SHARE
-        if not quiet or s.kv_max is None or not capped:
+        if not quiet or s.kv_max is None:
             return None
     elif any((r[2] or 0.0) > 0 for r in busy):
         return None  # (the histograms' queue time may be the start-up's: not asked here)

@@ -25,7 +25,10 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   ``CPU_MS`` apart) read to its end, at most 8 at once (an ``asyncio.Semaphore``);
 - ``aiohttp``: as ``run``, ``N`` aiohttp posts with ``"stream": true`` whose SSE
   answers (chunks ``CPU_MS`` apart) are read line by line from ``response.content``;
-- ``ascompleted``: as ``run``, the batch read through ``asyncio.as_completed``.
+- ``ascompleted``: as ``run``, the batch read through ``asyncio.as_completed``;
+- ``ahead``: one ``asyncio.run(main())`` that asks for the next batch (a task of ``N``
+  httpx posts), lets it send (a 10 ms ``asyncio.sleep``), then updates inside the
+  coroutine: answers faster than the update have come when the batch is awaited.
 
 ``URL`` may name several servers, comma-separated (replicas): in the modes that use
 ``AsyncOpenAI`` calls, request ``i`` of a batch goes to server ``i`` modulo their
@@ -290,6 +293,25 @@ async def inside(clock: Clock) -> None:
             clock.total_s += time.perf_counter() - t0
 
 
+async def ahead(clock: Clock) -> None:
+    async with httpx.AsyncClient(base_url=url) as client:
+        nxt = asyncio.ensure_future(httpx_batch(client))
+        await nxt
+        update()
+        nxt = asyncio.ensure_future(httpx_batch(client))
+        for _ in range(steps):
+            t0, c0 = time.perf_counter(), busy_s()
+            await nxt  # asked for before the update
+            nxt = asyncio.ensure_future(httpx_batch(client))
+            await asyncio.sleep(0.01)  # the next batch's requests go out
+            t1, c1 = time.perf_counter(), busy_s()
+            update()
+            clock.gen_s += t1 - t0
+            clock.gen_cpu_s += c1 - c0
+            clock.total_s += time.perf_counter() - t0
+        await nxt
+
+
 async def handoff(clock: Clock) -> None:
     q: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
     sdk = openai.AsyncOpenAI(base_url=url + "/v1", api_key="test", max_retries=0)
@@ -408,6 +430,8 @@ if mode in ("run", "cpu", "tail", "stream", "aiohttp", "ascompleted"):
     loop_modes(clock)
 elif mode == "inside":
     asyncio.run(inside(clock))
+elif mode == "ahead":
+    asyncio.run(ahead(clock))
 elif mode == "queue":
     asyncio.run(handoff(clock))
 elif mode == "thread":

@@ -8,9 +8,7 @@ registers the job's patch: here, above both, no import runs back up.
 
 from __future__ import annotations
 
-import atexit
 import os
-import threading
 from pathlib import Path
 
 from gyreprof.integrations._auto import bootstrap
@@ -38,7 +36,7 @@ def setup_worker() -> None:
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
-        job._tell_missing_here(inbox, f"cannot make {folder}: {exc}")
+        job.tell_missing_here(inbox, f"cannot make {folder}: {exc}")
         return
     os.environ[rec.ENV_RUN_DIR] = str(folder)
     os.environ[rec.ENV_RUN_ID] = run_id
@@ -48,10 +46,7 @@ def setup_worker() -> None:
     try:
         bootstrap.start()
     except ImportError as exc:  # this Python lacks numpy, psutil or the compiled core
-        job._tell_missing_here(inbox, str(exc))
+        job.tell_missing_here(inbox, str(exc))
         return
     bootstrap.load()
-    threading.Thread(
-        target=job._send_loop, args=(inbox, job._period()), name="gyreprof-ray-sender", daemon=True
-    ).start()
-    atexit.register(job._send_at_exit, inbox)  # after Ray's own exit handler: runs before it
+    job.start_sender(inbox)

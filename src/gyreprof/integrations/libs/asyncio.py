@@ -229,7 +229,8 @@ def _wait(original: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 def _as_completed(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def as_completed(fs: Any, *args: Any, **kwargs: Any) -> Any:
-        if _modules.get(_RL) is None or _grouping.get():
+        # a single future or coroutine is refused by asyncio itself, with its own words
+        if _modules.get(_RL) is None or _grouping.get() or _is_awaitable_one(fs):
             return original(fs, *args, **kwargs)
         start = _now()
         fs = list(fs)  # read once: an iterator passed in is not read twice
@@ -240,6 +241,11 @@ def _as_completed(original: Callable[..., Any], name: str) -> Callable[..., Any]
         return _last_timed(it, start, n)
 
     return as_completed
+
+
+def _is_awaitable_one(fs: Any) -> bool:
+    aio = _modules["asyncio"]  # patched: loaded
+    return bool(aio.isfuture(fs) or aio.iscoroutine(fs))
 
 
 def _last_timed(it: Any, start: int, n: int) -> Any:

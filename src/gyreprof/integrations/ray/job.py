@@ -19,9 +19,9 @@ any task. A hook whose module cannot be imported makes Ray end the worker (so a
 node without gyreprof would lose the job): the hook Ray gets is a small function
 pickled by value (:func:`_hook`), which imports gyreprof itself, and on a node where
 that fails reports the node to the inbox and returns: the worker runs on,
-uninstrumented. Where it imports, ``_auto.ray_worker.setup_worker`` instruments the process as the
-launcher's bootstrap does (a run folder of the node's own, under the temp folder)
-and starts its sender thread.
+uninstrumented. Where it imports, ``_auto.ray_worker.setup_worker`` instruments the
+process as the launcher's bootstrap does (a run folder of the node's own, under the
+temp folder) and starts its sender thread (:func:`start_sender`).
 
 **The sender** (one daemon thread per worker): a long poll on the inbox
 (``wait_flush``), which returns when the driver asks for the final records or after
@@ -64,6 +64,8 @@ __all__ = [
     "finish",
     "install",
     "merge_runtime_env",
+    "start_sender",
+    "tell_missing_here",
 ]
 
 ENV_RAY_RUN = "GYREPROF_RAY_RUN"  # the run's id, in each worker of the job
@@ -569,10 +571,21 @@ def _leave_staging() -> None:
         pass
 
 
-def _tell_missing_here(inbox: str, why: str) -> None:
+def tell_missing_here(inbox: str, why: str) -> None:
+    """Tell the job's inbox that this worker runs uninstrumented, and why (a thread of
+    its own: the inbox may not be up yet)."""
     hook = _hook(None, inbox)
     tell = hook.__globals__["_tell_missing"]
     threading.Thread(target=tell, args=(inbox, NAMESPACE, why), daemon=True).start()
+
+
+def start_sender(inbox: str) -> None:
+    """Start this instrumented worker's sender thread to the job's ``inbox``, and its
+    final send at exit (an actor the job ended)."""
+    threading.Thread(
+        target=_send_loop, args=(inbox, _period()), name="gyreprof-ray-sender", daemon=True
+    ).start()
+    atexit.register(_send_at_exit, inbox)  # after Ray's own exit handler: runs before it
 
 
 def _send_loop(inbox_name: str, period: float) -> None:
