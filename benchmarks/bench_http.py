@@ -20,7 +20,9 @@ closes a collect block. ``--seeds K`` counts each row in K children (hash seeds 
 and prints the median of the per-seed differences and their range.
 
 ``--clients`` picks the rows of ``--instructions`` (default ``httpx,requests,chunks``;
-``openai`` adds the SDK's ``chat.completions.create``, on httpx).
+``openai`` adds the SDK's ``chat.completions.create``, on httpx; ``async`` an
+``httpx.AsyncClient`` send awaited in an event loop, as an asyncio trainer does: its
+"trains" row pays the loop's wait rule, ``integrations._auto.loop_wait``).
 
 ``--run-instructions N [--seeds K]``: the openai-SDK loop of ``--run-loop`` counted
 instead of timed: its process under callgrind, bare and under ``gyreprof run`` (the
@@ -359,6 +361,13 @@ elif client == "requests":
     prep = s.prepare_request(requests.Request("POST", url + "/v1/chat/completions", json=BODY))
     def one(_):
         s.send(prep)
+elif client == "async":  # one AsyncClient request a run of the loop, as a trainer awaits
+    import asyncio
+    loop = asyncio.new_event_loop()
+    ac = httpx.AsyncClient(base_url=url)
+    req = ac.build_request("POST", "/v1/chat/completions", json=BODY)
+    def one(_):
+        loop.run_until_complete(ac.send(req))
 elif client == "openai":
     import openai
     sdk = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
@@ -466,6 +475,8 @@ def _instructions(
         trees = [("this tree", src, "inst")] + ([("before", before, "inst")] if before else [])
         if client != "chunks":  # on a thread that trains, as in an RL loop
             trees.append(("trains", src, "train"))
+            if before:
+                trees.append(("b. trains", before, "train"))
         for name, tree, mode in trees:
             inst = [_count(client, mode, k, url, tree, seed=s)[0] / per for s in range(seeds)]
             added = [i - b for i, b in zip(inst, bare, strict=True)]
@@ -595,7 +606,7 @@ def main() -> None:
         return
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
-    unknown = set(args.clients.split(",")) - {"httpx", "requests", "chunks", "openai"}
+    unknown = set(args.clients.split(",")) - {"httpx", "requests", "chunks", "openai", "async"}
     if unknown:
         ap.error(f"--clients: unknown {', '.join(sorted(unknown))}")
     if args.instructions or args.cpu or args.breakdown:
