@@ -27,8 +27,8 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
   answers (chunks ``CPU_MS`` apart) are read line by line from ``response.content``;
 - ``ascompleted``: as ``run``, the batch read through ``asyncio.as_completed``;
 - ``ahead``: one ``asyncio.run(main())`` that asks for the next batch (a task of ``N``
-  httpx posts), lets it send (a 10 ms ``asyncio.sleep``), then updates inside the
-  coroutine: answers faster than the update have come when the batch is awaited.
+  httpx posts), waits until they are sent (httpcore's trace events), then updates
+  inside the coroutine: answers faster than the update have come when it is awaited.
 
 ``URL`` may name several servers, comma-separated (replicas): in the modes that use
 ``AsyncOpenAI`` calls, request ``i`` of a batch goes to server ``i`` modulo their
@@ -191,8 +191,35 @@ async def aiohttp_one(session: Any, i: int) -> int:
     return lines
 
 
+class Sent:
+    """Requests written whole to the server (httpcore's trace events), and an event set
+    when ``target`` of them were: mode ``ahead`` waits on it, not on a fixed time."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.target = 0
+        self.event: asyncio.Event | None = None
+
+    def expect(self, k: int) -> asyncio.Event:
+        self.n, self.target, self.event = 0, k, asyncio.Event()
+        return self.event
+
+    async def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name == "http11.send_request_body.complete":
+            self.n += 1
+            if self.event is not None and self.n >= self.target:
+                self.event.set()
+
+
+sent = Sent()
+
+
 async def httpx_one(client: httpx.AsyncClient, i: int) -> int:
-    r = await client.post("/v1/chat/completions", json={**BODY, "test_delay_ms": delay_ms})
+    r = await client.post(
+        "/v1/chat/completions",
+        json={**BODY, "test_delay_ms": delay_ms},
+        extensions={"trace": sent.trace},
+    )
     return int(r.json()["usage"]["completion_tokens"])
 
 
@@ -302,8 +329,9 @@ async def ahead(clock: Clock) -> None:
         for _ in range(steps):
             t0, c0 = time.perf_counter(), busy_s()
             await nxt  # asked for before the update
+            out = sent.expect(n)
             nxt = asyncio.ensure_future(httpx_batch(client))
-            await asyncio.sleep(0.01)  # the next batch's requests go out
+            await out.wait()  # the next batch's requests have gone out
             t1, c1 = time.perf_counter(), busy_s()
             update()
             clock.gen_s += t1 - t0
