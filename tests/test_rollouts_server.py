@@ -122,6 +122,22 @@ def test_pages_by_endpoint() -> None:
         smi.check_url("http://h:notaport/metrics")
 
 
+def test_pages_are_read_while_requests_are_in_flight() -> None:
+    """A read at a fixed period lands between a short run's batches and finds the server
+    idle: with requests in flight a page is read at most once a ``POLL_S``, without them
+    only once an ``IDLE_POLL_S``."""
+    page = smi._Page("http://127.0.0.1:1/metrics")
+    assert smi._due(page, 100.0, busy=False)  # never read: at once
+    page.last = 100.0
+    assert not smi._due(page, 100.0 + smi.POLL_S / 2, busy=True)
+    assert smi._due(page, 100.0 + smi.POLL_S, busy=True)
+    assert not smi._due(page, 100.0 + smi.POLL_S, busy=False)
+    assert not smi._due(page, 100.0 + smi.IDLE_POLL_S - 0.01, busy=False)
+    assert smi._due(page, 100.0 + smi.IDLE_POLL_S, busy=False)
+    page.gone = True  # given up: never again
+    assert not smi._due(page, 1e9, busy=True)
+
+
 def test_per_request_metrics_of_the_answers_are_summed() -> None:
     """Answers carrying their own ``metrics`` object: their times summed per endpoint,
     with no metrics page (``/metrics`` answers 404 here)."""
