@@ -211,16 +211,19 @@ def test_weight_sync_routes_are_no_replica() -> None:
 # ----------------------------------------------------------------- real runs
 
 
-def _run(tmp_path: Path, urls: list[str], n: int) -> tuple[dict[str, Any], str]:
+def _run(
+    tmp_path: Path, urls: list[str], n: int, mode: str = "run", *extra: str
+) -> tuple[dict[str, Any], str]:
     proc, data = gyreprof_run(
         tmp_path,
         script("async_trainer.py"),
         ",".join(urls),
-        "run",
+        mode,
         "5",
         str(n),
         "0",
         "20",
+        *extra,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -253,6 +256,17 @@ def test_a_saturated_server_is_said_to_queue(tmp_path: Path) -> None:
         v, text = _run(tmp_path, [srv.url], 16)
     cause = _said(v, text)
     assert cause["kind"] == "server queueing" and "replica" in cause["next"], cause
+
+
+@pytest.mark.stacks
+def test_a_thread_pool_of_sync_clients_into_a_saturated_server(tmp_path: Path) -> None:
+    """No asyncio, no SDK: 8 synchronous httpx posts from a thread pool (``pool.map``),
+    the trainer waiting in the pool's futures, into 2 slots."""
+    _needs_stacks()
+    with MetricsServer(max_num_seqs=2, prefill_ms=10, token_ms=20) as srv:
+        v, text = _run(tmp_path, [srv.url], 8, "map", "0", "0")
+    cause = _said(v, text)
+    assert cause["kind"] == "server queueing", cause
 
 
 @pytest.mark.stacks
