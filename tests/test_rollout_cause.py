@@ -146,9 +146,17 @@ def test_reads_that_missed_the_work_leave_the_queue_to_the_histograms() -> None:
 def test_a_queue_only_at_start_up_is_not_queueing() -> None:
     """The naive rules (any waiting request at any read, or the queue-time histogram
     alone) call this a queueing server."""
-    start_up = [[0.0, 0.0, 4.0, 0.0], [0.5, 0.0, 4.0, 0.0]]
+    # while it starts, the server runs one request and queues four (the reads before
+    # the first answer); once started, two run and none wait
+    start_up = [[0.0, 1.0, 4.0, 0.0], [0.5, 1.0, 4.0, 0.0]]
     steady = [[t, 2.0, 0.0, 0.03] for t in range(1, 5)]
-    s = _server(waiting_max=4.0, waiting_mean=1.5, queue_share=0.35, series=start_up + steady)
+    s = _server(
+        waiting_max=4.0,
+        waiting_mean=1.5,
+        queue_share=0.35,
+        series=start_up + steady,
+        after_first_reads=len(steady),
+    )
     c = rc.find(_report(_ep(server=s)))
     assert c is not None and c.kind == "under-concurrency", c
     assert "from 2 to about 16" in c.next

@@ -109,6 +109,8 @@ _T_GATE = ("tests/test_http_passthrough.py",)
 _T_STREAMS = ("tests/test_http_streams.py",)
 _SM = "src/gyreprof/analysis/server_metrics.py"
 _T_SM = ("tests/test_rollouts_server.py",)
+_RC = "src/gyreprof/analysis/rollout_cause.py"
+_T_RC = "tests/test_rollout_cause.py"
 
 # fmt: off
 MUTANTS: tuple[Mutant, ...] = (
@@ -573,6 +575,26 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("sm-after-first-is-all", _SM,
            "        after = [r[2] for r in rows if r[0] is not None and r[0] >= first_end_ns]",
            "        after = [r[2] for r in rows]", _T_SM),
+    # -- the rollout cause (analysis/rollout_cause.py, issue 34)
+    Mutant("cause-start-up-queue-counts", _RC,
+           "    after = s.series[-s.after_first_reads :]", "    after = s.series",
+           (f"{_T_RC}::test_a_queue_only_at_start_up_is_not_queueing",)),
+    Mutant("cause-no-histogram-witness", _RC,
+           "        if share < QUEUE_SHARE:\n            return None",
+           "        if True:\n            return None",
+           (f"{_T_RC}::test_reads_that_missed_the_work_leave_the_queue_to_the_histograms",)),
+    Mutant("cause-any-replica-is-slow", _RC,
+           "    if ratio < SLOW_REPLICA:", "    if ratio < 1.0:",
+           (f"{_T_RC}::test_the_slow_replica_is_named_with_its_tokens_and_time",)),
+    Mutant("cause-full-cache-underfed", _RC,
+           "    if s.kv_max is not None and s.kv_max >= KV_ROOM:\n        return None",
+           "    if False:\n        return None",
+           (f"{_T_RC}::test_a_server_with_room_and_a_capped_client_is_underfed",)),
+    # -- an asyncio trainer's wait (integrations/_auto/loop_wait.py): never before the update
+    Mutant("loop-wait-reaches-into-the-update", "src/gyreprof/integrations/_auto/loop_wait.py",
+           "    if start < floor:\n        start = floor", "    if start < floor:\n        pass",
+           ("tests/test_signals_asyncio.py::"
+            "test_a_batch_asked_for_before_the_update_is_no_wait_once_answered",)),
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",
