@@ -345,6 +345,25 @@ def test_auto_picks_the_tsc_exactly_where_it_is_invariant_and_the_kernels_clock(
 needs_tsc = pytest.mark.skipif(not _cpu_has_invariant_tsc(), reason="no invariant TSC here")
 
 
+def _clock_pair(rec: Recorder) -> tuple[int, int]:
+    """The recorder's clock and CLOCK_MONOTONIC read together: the pair read between two
+    monotonic reads closest in time, so a preemption between the reads (70 us on a
+    loaded machine, 1.4e-3 of 50 ms) cannot pass for drift."""
+    from gyreprof._core import monotonic_ns
+
+    best = None
+    for _ in range(50):
+        before = monotonic_ns()
+        a = rec.now_ns()
+        after = monotonic_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, a, (before + after) // 2)
+        if best[0] < 2_000:
+            break
+    assert best is not None
+    return best[1], best[2]
+
+
 @needs_tsc
 def test_injected_drift_is_found_and_recalibrated() -> None:
     rec = Recorder(1, clock="auto")
@@ -359,11 +378,9 @@ def test_injected_drift_is_found_and_recalibrated() -> None:
     assert abs(h["error_ppm"] - 1000) < 200
     assert h["ns_per_tick"] == pytest.approx(good, rel=2e-4)
     # after recalibration a duration agrees with CLOCK_MONOTONIC again
-    from gyreprof._core import monotonic_ns
-
-    a0, m0 = rec.now_ns(), monotonic_ns()
+    a0, m0 = _clock_pair(rec)
     time.sleep(0.05)
-    a1, m1 = rec.now_ns(), monotonic_ns()
+    a1, m1 = _clock_pair(rec)
     assert abs((a1 - a0) - (m1 - m0)) / (m1 - m0) < 2e-4
     assert StatsBlock.of(rec).clock_checks()["recalibrations"] == 1
 
