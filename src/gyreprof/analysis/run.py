@@ -165,6 +165,9 @@ class RunReport:
     start_up: Any = None  # analysis.startup.StartUp: the first step told apart, or None
     # pid -> why its Python could not be instrumented (``<pid>.uninstrumented``)
     uninstrumented: dict[int, str] = field(default_factory=dict)
+    # threads and processes that died of an exception (integrations._auto.deaths.Death),
+    # the main process's main thread left out (the program's own end)
+    deaths: list[Any] = field(default_factory=list)
 
     @property
     def contributed(self) -> list[ProcessEntry]:

@@ -165,6 +165,7 @@ class DiagnoseOptions:
     band: float | None = None
     loop_evidence: str | None = None
     rollout_cause: Mapping[str, Any] | None = None
+    dead_feeder: Mapping[str, Any] | None = None
     wait_options: WaitOptions = field(default_factory=WaitOptions)
 
     def replaced(self, knobs: Mapping[str, Any]) -> DiagnoseOptions:
@@ -236,7 +237,11 @@ class Verdict(Record):
     time, and the sampler's add up to at most its untimed share. ``rollout_cause``
     (``gyreprof run`` of a trainer fed by a rollout service, see
     ``gyreprof.analysis.rollout_cause``): why it waits, ``{"kind", "endpoint", "short",
-    "words", "next"}``.
+    "words", "next"}``. ``dead_feeder`` (``gyreprof run``, see
+    ``gyreprof.analysis.feeders``): the thread or process that fed the trainer and died,
+    after which it starved, ``{"who", "exc_type", "message", "where", "function", "at_s",
+    "wait_after", "after_s", "wait_before", "short", "words", "next"}``: then the wait is
+    no sampler's to tune, and the verdict says so first.
     """
 
     bound: str
@@ -265,6 +270,8 @@ class Verdict(Record):
     # the sampler is a rollout service (gyreprof run; analysis.rollout_cause): why the
     # trainer waits on it, {kind, endpoint, short, words, next}; None otherwise
     rollout_cause: dict[str, Any] | None = None
+    # the trainer's feeder died and it starved after (gyreprof run; analysis.feeders)
+    dead_feeder: dict[str, Any] | None = None
 
     @property
     def headline(self) -> str:
@@ -1253,6 +1260,9 @@ def diagnose(
         ``endpoint``, ``short``, ``words``, ``next``): a sampler-bound or balanced
         verdict says it and leads its advice with its ``next``; with no sampler
         profile, nothing is said about sampler phases (a service has none).
+    dead_feeder: the thread or process that fed the trainer died, and it starved after
+        (``gyreprof.analysis.feeders.DeadFeeder`` as a dict): the verdict names it first,
+        its fix is the first advice, and no advice to tune the sampler follows.
     options: the knobs above (``env_phases`` to ``rollout_cause``) as one
         :class:`DiagnoseOptions`, the wait report's in its ``wait_options``.
     knobs: any of those knobs as a keyword (``band=0.0``), or one of ``wait_report``'s
@@ -1338,8 +1348,20 @@ def diagnose(
     if cause is not None:
         found.reasons.append(f"rollouts: {cause['words']}")
         found.advice.insert(0, str(cause["next"]))
-    # 5. caveats are gathered with each side
-    return _verdict(found, report, shape, wall, thresholds, cause)
+    # 5. a feeder that died: the wait after it is starvation, not a slow sampler
+    dead = o.dead_feeder
+    if dead is not None:
+        found.reasons.insert(0, f"feeder: {dead['words']}")
+        found.advice = [str(dead["next"])] + [a for a in found.advice if not _tunes_sampler(a)]
+        found.unknowns = [u for u in found.unknowns if not u.startswith("which sampler phase")]
+    # 6. caveats are gathered with each side
+    return _verdict(found, report, shape, wall, thresholds, cause, dead)
+
+
+def _tunes_sampler(advice: str) -> bool:
+    """Advice that would have the user make the sampler faster (wrong when its feeder died)."""
+    low = advice.lower()
+    return "sampler" in low and any(w in low for w in ("tune", "faster", "speed", "sweep"))
 
 
 def _verdict(
@@ -1349,6 +1371,7 @@ def _verdict(
     wall: _Wall | None,
     thresholds: dict[str, float],
     cause: Mapping[str, Any] | None = None,
+    dead: Mapping[str, Any] | None = None,
 ) -> Verdict:
     """The findings of both sides as one Verdict."""
     return Verdict(
@@ -1372,4 +1395,5 @@ def _verdict(
         band_basis=found.band_basis,
         ceilings=dict(found.ceilings),
         rollout_cause=dict(cause) if cause is not None else None,
+        dead_feeder=dict(dead) if dead is not None else None,
     )

@@ -359,6 +359,9 @@ def wait_report(r: WaitReport) -> str:
 
 def verdict_headline(v: Verdict) -> str:
     sync = v.loop == "sync"
+    dead = getattr(v, "dead_feeder", None)
+    if dead is not None:  # the wait is starvation: no side to tune until the feeder runs
+        return f"starved: the trainer waits on nothing; {dead['short']}"
     if v.bound == "trainer":
         head = (
             "trainer-bound: compute holds the larger share of wall time; tune it first"

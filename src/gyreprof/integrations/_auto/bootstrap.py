@@ -74,6 +74,9 @@ def install_all() -> None:
     from gyreprof.integrations._instrument import when_imported
 
     libs.instrument()
+    from gyreprof.integrations._auto import deaths  # a feeder that dies is named (issue 38)
+
+    deaths.install()
     http.instrument()  # HTTP rollout clients, each when imported
     when_imported("gyreprof.recording.profiler", _join_user_profilers)
     from gyreprof.integrations._auto import autoreset  # issue 38: said in the report

@@ -274,6 +274,7 @@ def collect_run(
     live = _read_live(run_id, started - done, bool(started))
     entries: list[ProcessEntry] = []
     all_notes: list[str] = list(notes or [])
+    deaths: list[Any] = []
     for pid in sorted(started | done):
         record = None
         for path in (rec.done_path(run_dir, pid), rec.start_path(run_dir, pid)):
@@ -295,6 +296,7 @@ def collect_run(
             for n in record.notes:
                 if n not in all_notes:
                     all_notes.append(n)
+            deaths += [d for d in record.deaths if role != "main" or d.who != "main thread"]
         if pid in done and record is not None:
             entry = ProcessEntry(
                 pid,
@@ -345,6 +347,7 @@ def collect_run(
         received=tuple(received),
         warmup_given=warmup_given,
         uninstrumented=_uninstrumented(run_dir),
+        deaths=deaths,
     )
     if report.uninstrumented and report.python_processes:
         for pid, why in sorted(report.uninstrumented.items()):
@@ -705,7 +708,11 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     try:
         loop_kw = _declared_loop(report) or _loop_kwargs(got)
         report.verdict = diagnose(
-            sampler=sampler, trainer=trainer, rollout_cause=_service_cause(report), **loop_kw
+            sampler=sampler,
+            trainer=trainer,
+            rollout_cause=_service_cause(report),
+            dead_feeder=_dead_feeder(report, trainer),
+            **loop_kw,
         )
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
@@ -726,6 +733,27 @@ def _env_loop(report: RunReport) -> bool:
         return False
     phases = report.sampler.summary().phases
     return any(name.startswith("env") and st.count > 0 for name, st in phases.items())
+
+
+def _dead_feeder(report: RunReport, trainer: Any) -> dict[str, Any] | None:
+    """The death after which the trainer starved (``analysis.feeders``), for the verdict;
+    every other death is a note (the trainer kept its pace after it)."""
+    if not report.deaths:
+        return None
+    from gyreprof.analysis import feeders
+
+    found = feeders.find(report.deaths, trainer) if trainer is not None else None
+    for d in report.deaths:
+        if found is None or d.who != found.who or d.where() != found.where:
+            report.notes.append(
+                f"{d.who} (pid {d.pid}) died: {d.words()}; "
+                + (
+                    "the trainer kept its pace after it: not its feeder"
+                    if trainer is not None
+                    else "no trainer profile tells whether it fed one"
+                )
+            )
+    return feeders.as_dict(found)
 
 
 def _service_cause(report: RunReport) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from gyreprof._support.errors import CorruptDataError, InvalidValueError
+from gyreprof.integrations._auto.deaths import Death
 
 RECORD_VERSION = 1
 RECORD_FORMAT = "gyreprof.run-record/1"
@@ -63,6 +64,9 @@ class ProcessRecord:
     # its node's id and IP address ("" for a process of the launcher's own machine)
     node_id: str = field(default="", metadata={"serial_sparse": True})
     node_ip: str = field(default="", metadata={"serial_sparse": True})
+    # threads and processes of it that died of an exception (deaths.py): a trainer's
+    # feeder among them is named first (gyreprof.analysis.feeders)
+    deaths: tuple[Death, ...] = field(default=(), metadata={"serial_sparse": True})
 
     def __post_init__(self) -> None:
         if self.version != RECORD_VERSION:

@@ -48,6 +48,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gyreprof.integrations._auto import deaths as _deaths
 from gyreprof.integrations._auto import records as rec
 
 if TYPE_CHECKING:  # its module imports the compiled core (and numpy): at the first record
@@ -363,6 +364,7 @@ def _record(how: str) -> rec.ProcessRecord:
         how=how,
         loops=(),  # the loop shape is in each trainer's counters (loop.own / loop.fed)
         notes=tuple(_notes),
+        deaths=_deaths.deaths(),
     )
 
 
@@ -420,6 +422,7 @@ def save(how: str, key: int | str | None = None) -> bool:
         return False
     ts = threads()
     if not ts:
+        _save_deaths_only(pid)
         return False
     _saved_pid = pid
     name = pid if key is None else key
@@ -453,6 +456,21 @@ def save(how: str, key: int | str | None = None) -> bool:
         )
         return False
     return True
+
+
+def _save_deaths_only(pid: int) -> None:
+    """A process that recorded nothing but had a thread die (a feeder that died before its
+    first item): its start record carries the deaths, so the run can name them."""
+    global _saved_pid
+    if run_dir is None or not _deaths.deaths():
+        return
+    _saved_pid = pid
+    try:
+        from gyreprof._support.io import write_atomic
+
+        write_atomic(rec.start_path(run_dir, pid), _record(how="exit").to_json().encode())
+    except Exception as exc:  # noqa: BLE001 - on the way out: report, never raise
+        print(f"gyreprof run: pid {pid} could not save what died in it: {exc!r}", file=sys.stderr)
 
 
 def _save_rollouts(name: int | str) -> None:
@@ -636,6 +654,7 @@ def _after_fork_in_child() -> None:
     _lock = threading.RLock()
     _threads = []
     _default_main = 0  # a forked child (a worker) is never the default trainer
+    _deaths.after_fork_in_child()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,5 +1,6 @@
 """multiprocessing's instrumentor (:func:`instrument` / :func:`uninstrument`): a child
-saves its profile at the end of ``_bootstrap``, before ``os._exit``.
+saves its profile at the end of ``_bootstrap``, before ``os._exit``, with the exception its
+``run`` died of, if any (``_auto.deaths``).
 
 Fork and forkserver children leave through ``os._exit`` (no ``atexit``); spawn
 children through ``sys.exit``. Either way ``BaseProcess._bootstrap`` returns
@@ -12,12 +13,14 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from gyreprof.integrations._auto import deaths
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._instrument import Instrumentor
 
 
 def _bootstrap(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def _bootstrap(self: Any, *args: Any, **kwargs: Any) -> Any:
+        deaths.guard_run(self)  # the exception its run dies of (a feeder's), kept
         try:
             return original(self, *args, **kwargs)
         finally:

@@ -1,0 +1,176 @@
+"""Threads and worker processes of a ``gyreprof run`` that died of an exception (issue 38).
+
+A trainer fed through a queue, a pipe or a future starves when what fed it dies, and
+its wait then looks like a slow sampler. Each death is kept here, with the exception
+and the innermost frame of the user's code it was raised in, for the process's record
+(``records.ProcessRecord.deaths``); ``gyreprof.analysis.feeders`` later tells whether
+the trainer starved after it.
+
+Seen:
+
+- a thread's uncaught exception: ``threading.excepthook``, chained (the hook that was
+  set before runs after, so the traceback is printed as before);
+- a ``multiprocessing`` process's: its ``run`` raised (``libs.multiprocessing`` calls
+  :func:`guard_run` in the child's ``_bootstrap``, which prints the traceback itself);
+- a process's main thread: ``sys.excepthook``, chained the same way.
+
+At most :data:`MAX_DEATHS` are kept per process, messages cut at :data:`MAX_MESSAGE`.
+Nothing here runs until something dies.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+MAX_DEATHS = 16
+MAX_MESSAGE = 200
+
+
+@dataclass(frozen=True)
+class Death:
+    """One thread or process ended by an exception: ``who`` (``thread NAME``, ``process
+    NAME``, ``main thread``), the exception's type and message, the innermost frame of
+    the user's code in its traceback (``file``: as the code object names it, ``line``,
+    ``function``) and when (``at_ns``, CLOCK_MONOTONIC, the recorders' timeline)."""
+
+    who: str
+    exc_type: str
+    message: str
+    file: str
+    line: int
+    function: str
+    at_ns: int
+    pid: int = 0
+
+    def where(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+    def words(self) -> str:
+        msg = f": {self.message}" if self.message else ""
+        return f"{self.exc_type}{msg} at {self.where()} ({self.function})"
+
+
+_deaths: list[Death] = []
+_lock = threading.Lock()
+_installed = False
+_thread_hook: Callable[[Any], Any] | None = None
+_sys_hook: Callable[..., Any] | None = None
+
+
+def deaths() -> tuple[Death, ...]:
+    """The deaths kept in this process, oldest first."""
+    with _lock:
+        return tuple(_deaths)
+
+
+def _innermost_user_frame(tb: TracebackType | None) -> tuple[str, int, str]:
+    """(file, line, function) of the traceback's innermost frame in the user's code; the
+    innermost frame at all when every frame is a library's."""
+    from gyreprof.model.trail_file import is_library
+
+    last: tuple[str, int, str] = ("?", 0, "?")
+    user: tuple[str, int, str] | None = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        here = (code.co_filename, tb.tb_lineno, code.co_name)
+        last = here
+        if not is_library(code.co_filename):
+            user = here
+        tb = tb.tb_next
+    return user or last
+
+
+def record(who: str, exc: BaseException | None, tb: TracebackType | None) -> None:
+    """Keep one death (never raises: it runs on the way out of a thread)."""
+    if exc is None or isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        return
+    try:
+        file, line, func = _innermost_user_frame(tb)
+        try:
+            message = str(exc)
+        except Exception:  # noqa: BLE001 - a broken __str__ still names the type
+            message = ""
+        death = Death(
+            who=who,
+            exc_type=type(exc).__name__,
+            message=message[:MAX_MESSAGE],
+            file=file,
+            line=line,
+            function=func,
+            at_ns=time.monotonic_ns(),
+            pid=os.getpid(),
+        )
+        with _lock:
+            if len(_deaths) < MAX_DEATHS:
+                _deaths.append(death)
+    except Exception:  # noqa: BLE001, S110 - the user's hook and traceback come first
+        pass
+
+
+def _on_thread_death(args: Any) -> None:
+    name = args.thread.name if args.thread is not None else "?"
+    record(f"thread `{name}`", args.exc_value, args.exc_traceback)
+    hook = _thread_hook or threading.__excepthook__
+    hook(args)
+
+
+def _on_main_death(
+    exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+) -> None:
+    record("main thread", exc, tb)
+    hook = _sys_hook or sys.__excepthook__
+    hook(exc_type, exc, tb)
+
+
+def install() -> None:
+    """Chain the thread and process exception hooks (once per process)."""
+    global _installed, _thread_hook, _sys_hook
+    if _installed:
+        return
+    _installed = True
+    _thread_hook = threading.excepthook
+    threading.excepthook = _on_thread_death
+    _sys_hook = sys.excepthook
+    sys.excepthook = _on_main_death
+
+
+def uninstall() -> None:
+    """Give the hooks back where they are still ours."""
+    global _installed
+    if not _installed:
+        return
+    _installed = False
+    if threading.excepthook is _on_thread_death:
+        threading.excepthook = _thread_hook or threading.__excepthook__
+    if sys.excepthook is _on_main_death:
+        sys.excepthook = _sys_hook or sys.__excepthook__
+
+
+def guard_run(process: Any) -> None:
+    """Make a ``multiprocessing`` process's ``run`` (in the child, before ``_bootstrap``
+    calls it) keep the exception it dies of; the instance's own attribute, so a subclass's
+    ``run`` is guarded too."""
+    run = process.run
+
+    def run_guarded() -> Any:
+        try:
+            return run()
+        except BaseException as exc:
+            record(f"process `{process.name}`", exc, exc.__traceback__)
+            raise
+
+    process.run = run_guarded
+
+
+def after_fork_in_child() -> None:
+    """A forked child starts with no deaths of its own."""
+    global _lock
+    _lock = threading.Lock()
+    _deaths.clear()

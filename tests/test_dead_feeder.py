@@ -1,0 +1,170 @@
+"""A trainer whose feeder died (issue 38, item 4): ``gyreprof run`` names the thread or
+process, its exception and file:line first, and says nothing of tuning the sampler; a
+thread that dies while the trainer keeps its pace is only a note.
+
+The rule (``analysis.feeders``) is tested on trainer timelines written at known times,
+where the naive rule ("something died and the trainer waits: the feeder died") fails:
+a sampler-bound trainer whose progress reporter dies waits as much after as before.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import gyreprof as gp
+from gyreprof.analysis import feeders
+from gyreprof.analysis.verdict import diagnose
+from gyreprof.integrations._auto.deaths import Death
+from gyreprof.integrations._auto.records import ProcessRecord
+
+SCRIPTS = Path(__file__).parent / "helpers" / "run_scripts"
+SRC = Path(gp.__file__).resolve().parent.parent
+MS = 1_000_000
+
+
+def _trainer(steps: list[tuple[int, int]], start: int) -> gp.Profiler:
+    """A trainer profile of one-step windows, as ``gyreprof run`` closes them: each step
+    a (wait, compute) in ns, back to back from ``start`` (CLOCK_MONOTONIC ns)."""
+    p = gp.Profiler(["wait", "compute"], window_steps=1)
+    rec = p.recorder
+    t = start
+    for wait, compute in steps:
+        rec.begin_at(t)
+        rec.lap_at(0, t + wait)
+        rec.lap_at(1, t + wait + compute)
+        rec.end_at(t + wait + compute)
+        t += wait + compute
+    return p
+
+
+def _death(at_ns: int, who: str = "thread `producer`") -> Death:
+    return Death(who, "ValueError", "bad item", "/app/feed.py", 12, "make_item", at_ns, 7)
+
+
+def _timeline(before: int, wait_ms: float, compute_ms: float, tail_ms: float = 0.0):
+    """``before`` steps of (wait, compute) ending ``tail_ms`` before now; returns the
+    profile and the time its steps ended."""
+    step = int((wait_ms + compute_ms) * MS)
+    start = time.monotonic_ns() - before * step - int(tail_ms * MS)
+    p = _trainer([(int(wait_ms * MS), int(compute_ms * MS))] * before, start)
+    return p, start, start + before * step
+
+
+def test_a_trainer_that_waits_from_a_death_to_its_end_names_that_death() -> None:
+    # 40 steps of 10 ms wait + 10 ms compute, then nothing for 1.2 s until the profile is
+    # taken: the trainer waited in its last (open) wait
+    p, start, end = _timeline(40, 10, 10, tail_ms=1200)
+    found = feeders.find([_death(end - 5 * MS)], p.snapshot())
+    assert found is not None
+    assert found.who == "thread `producer`" and found.where == "feed.py:12"
+    assert found.wait_after > 0.95 and found.wait_before == pytest.approx(0.5, abs=0.02)
+    assert found.after_s == pytest.approx(1.205, abs=0.05)
+    assert "make_item" in found.short and "ValueError: bad item" in found.next
+
+
+def test_a_death_the_trainer_kept_its_pace_after_is_no_feeder_even_when_it_waits_most() -> None:
+    """Sampler-bound all along (85% waiting): the naive rule calls any death its feeder."""
+    p, start, end = _timeline(60, 17, 3)
+    assert feeders.find([_death(start + 600 * MS, "thread `reporter`")], p.snapshot()) is None
+
+
+def test_the_first_death_that_starved_it_is_named_not_an_earlier_harmless_one() -> None:
+    p, start, end = _timeline(50, 10, 10, tail_ms=1500)
+    harmless = _death(start + 200 * MS, "thread `reporter`")
+    found = feeders.find([_death(end, "process `producer`"), harmless], p.snapshot())
+    assert found is not None and found.who == "process `producer`"
+
+
+def test_a_death_just_before_the_end_or_before_a_long_compute_is_no_feeder() -> None:
+    p, start, end = _timeline(40, 10, 10)
+    assert feeders.find([_death(end - 100 * MS)], p.snapshot()) is None  # 0.1 s: too short
+    # the trainer's last step computes for 1 s after the death: it was fed
+    t0 = time.monotonic_ns() - 1_400 * MS
+    q = _trainer([(10 * MS, 10 * MS)] * 10 + [(5 * MS, 1_000 * MS)], t0)
+    assert feeders.find([_death(t0 + 210 * MS)], q.snapshot()) is None
+
+
+def test_windows_of_several_steps_cannot_say_and_say_nothing() -> None:
+    p = gp.Profiler(["wait", "compute"], window_steps=4)
+    t = time.monotonic_ns() - 2_000 * MS
+    for _ in range(8):
+        p.recorder.begin_at(t)
+        p.recorder.lap_at(0, t + 10 * MS)
+        p.recorder.lap_at(1, t + 20 * MS)
+        p.recorder.end_at(t + 20 * MS)
+        t += 20 * MS
+    assert len(p.snapshot().windows()) == 2
+    assert feeders.find([_death(time.monotonic_ns())], p.snapshot()) is None
+
+
+def test_the_verdict_leads_with_the_feeder_and_drops_the_sampler_advice() -> None:
+    p, start, end = _timeline(40, 10, 10, tail_ms=1200)
+    found = feeders.as_dict(feeders.find([_death(end)], p.snapshot()))
+    plain = diagnose(trainer=p.snapshot(), loop="overlapped")
+    assert plain.headline.startswith("sampler-bound") and "tune the sampler" in plain.headline
+    v = diagnose(trainer=p.snapshot(), loop="overlapped", dead_feeder=found)
+    assert v.headline.startswith("starved: ") and "thread `producer`" in v.headline
+    assert v.reasons[0].startswith("feeder: thread `producer` died")
+    assert v.advice[0].startswith("fix what ended thread `producer`")
+    assert not any("sampler" in a and "tune" in a for a in v.advice), v.advice
+    assert v.bound == plain.bound  # the measured side is kept; the words change
+    assert v.dead_feeder is not None and v.dead_feeder["where"] == "feed.py:12"
+    assert "starved" in str(v).splitlines()[0]
+
+
+def test_a_process_record_keeps_its_deaths() -> None:
+    r = ProcessRecord(pid=5, role="child", ppid=1, how="exit", deaths=(_death(123),))
+    back = ProcessRecord.from_json(r.to_json())
+    assert back.deaths == r.deaths and back.deaths[0].words().startswith("ValueError: bad")
+
+
+def _run(mode: str, tmp_path: Path) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
+    env.pop("GYREPROF_RUN_DIR", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "gyreprof", "run", "--json", str(tmp_path / "r.json"), "--"]
+        + [sys.executable, str(SCRIPTS / "dead_feeder_run.py"), mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stderr
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_gyreprof_run_names_a_dead_feeder_first(mode: str, tmp_path: Path) -> None:
+    err = _run(mode, tmp_path)
+    verdict = err[err.index("verdict:") :]
+    head = verdict.splitlines()[0]
+    assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:27" in head
+    assert "(make_item)" in head
+    assert "fix what ended" in verdict and "item 24 came out malformed" in verdict
+    assert "tune the sampler" not in verdict and "which sampler phase" not in verdict
+    import json
+
+    got = json.loads((tmp_path / "r.json").read_text())["verdict"]["dead_feeder"]
+    assert got["who"] == f"{mode} `producer`" and got["wait_after"] >= feeders.STARVED
+
+
+def test_gyreprof_run_notes_a_thread_that_fed_nothing_and_judges_as_before(
+    tmp_path: Path,
+) -> None:
+    err = _run("helper", tmp_path)
+    verdict = err[err.index("verdict:") :]
+    assert "starved" not in verdict and "fix what ended" not in verdict
+    assert (
+        "thread `reporter` (pid " in err
+        and "died: KeyError: 'endpoint' at dead_feeder_run.py:40 (report_progress); the "
+        "trainer kept its pace after it: not its feeder"
+        in err
+    ), err
