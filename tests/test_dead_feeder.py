@@ -9,6 +9,7 @@ a sampler-bound trainer whose progress reporter dies waits as much after as befo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,8 +21,8 @@ import pytest
 import gyreprof as gp
 from gyreprof.analysis import feeders
 from gyreprof.analysis.verdict import diagnose
-from gyreprof.integrations._auto.deaths import Death
 from gyreprof.integrations._auto.records import ProcessRecord
+from gyreprof.model.death import Death
 
 SCRIPTS = Path(__file__).parent / "helpers" / "run_scripts"
 SRC = Path(gp.__file__).resolve().parent.parent
@@ -43,8 +44,9 @@ def _trainer(steps: list[tuple[int, int]], start: int) -> gp.Profiler:
     return p
 
 
-def _death(at_ns: int, who: str = "thread `producer`") -> Death:
-    return Death(who, "ValueError", "bad item", "/app/feed.py", 12, "make_item", at_ns, 7)
+def _death(at_ns: int, who: str = "thread producer") -> Death:
+    kind, name = who.split()
+    return Death(kind, name, "ValueError", "bad item", "/app/feed.py", 12, "make_item", at_ns, 7)
 
 
 def _timeline(before: int, wait_ms: float, compute_ms: float, tail_ms: float = 0.0):
@@ -71,13 +73,13 @@ def test_a_trainer_that_waits_from_a_death_to_its_end_names_that_death() -> None
 def test_a_death_the_trainer_kept_its_pace_after_is_no_feeder_even_when_it_waits_most() -> None:
     """Sampler-bound all along (85% waiting): the naive rule calls any death its feeder."""
     p, start, end = _timeline(60, 17, 3)
-    assert feeders.find([_death(start + 600 * MS, "thread `reporter`")], p.snapshot()) is None
+    assert feeders.find([_death(start + 600 * MS, "thread reporter")], p.snapshot()) is None
 
 
 def test_the_first_death_that_starved_it_is_named_not_an_earlier_harmless_one() -> None:
     p, start, end = _timeline(50, 10, 10, tail_ms=1500)
-    harmless = _death(start + 200 * MS, "thread `reporter`")
-    found = feeders.find([_death(end, "process `producer`"), harmless], p.snapshot())
+    harmless = _death(start + 200 * MS, "thread reporter")
+    found = feeders.find([_death(end, "process producer"), harmless], p.snapshot())
     assert found is not None and found.who == "process `producer`"
 
 
@@ -88,6 +90,15 @@ def test_a_death_just_before_the_end_or_before_a_long_compute_is_no_feeder() -> 
     t0 = time.monotonic_ns() - 1_400 * MS
     q = _trainer([(10 * MS, 10 * MS)] * 10 + [(5 * MS, 1_000 * MS)], t0)
     assert feeders.find([_death(t0 + 210 * MS)], q.snapshot()) is None
+
+
+def test_a_trainer_slowed_but_still_fed_after_a_death_is_not_starved() -> None:
+    """One of two producers dies: the trainer waits more (10% -> 62%), but keeps stepping.
+    The naive rule (the wait rose after a death) calls it starved."""
+    steps = [(2 * MS, 18 * MS)] * 40 + [(30 * MS, 18 * MS)] * 40
+    start = time.monotonic_ns() - 40 * 20 * MS - 40 * 48 * MS
+    p = _trainer(steps, start)
+    assert feeders.find([_death(start + 40 * 20 * MS)], p.snapshot()) is None
 
 
 def test_windows_of_several_steps_cannot_say_and_say_nothing() -> None:
@@ -105,7 +116,7 @@ def test_windows_of_several_steps_cannot_say_and_say_nothing() -> None:
 
 def test_the_verdict_leads_with_the_feeder_and_drops_the_sampler_advice() -> None:
     p, start, end = _timeline(40, 10, 10, tail_ms=1200)
-    found = feeders.as_dict(feeders.find([_death(end)], p.snapshot()))
+    found = dataclasses.asdict(feeders.find([_death(end)], p.snapshot()))
     plain = diagnose(trainer=p.snapshot(), loop="overlapped")
     assert plain.headline.startswith("sampler-bound") and "tune the sampler" in plain.headline
     v = diagnose(trainer=p.snapshot(), loop="overlapped", dead_feeder=found)
@@ -122,6 +133,45 @@ def test_a_process_record_keeps_its_deaths() -> None:
     r = ProcessRecord(pid=5, role="child", ppid=1, how="exit", deaths=(_death(123),))
     back = ProcessRecord.from_json(r.to_json())
     assert back.deaths == r.deaths and back.deaths[0].words().startswith("ValueError: bad")
+
+
+_HOOKS_UNDONE = """
+import sys, threading
+from gyreprof.integrations import libs
+from gyreprof.integrations._auto import deaths
+
+before = threading.excepthook, sys.excepthook
+libs.instrument()
+assert threading.excepthook is not before[0] and sys.excepthook is not before[1]
+
+
+def boom():
+    raise ZeroDivisionError("no rate")
+
+
+t = threading.Thread(target=boom, name="boom")
+t.start()
+t.join()
+(d,) = deaths.deaths()
+print(d.who, d.exc_type, d.function, d.where())
+libs.uninstrument()
+assert (threading.excepthook, sys.excepthook) == before
+print("undone")
+"""
+
+
+def test_the_exception_hooks_are_an_instrumentor_undone_with_the_others() -> None:
+    # in a fresh interpreter: an import in this one (ray's) may chain its own hook on top
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = subprocess.run(
+        [sys.executable, "-c", _HOOKS_UNDONE], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == [
+        "thread `boom` ZeroDivisionError boom <string>:12",
+        "undone",
+    ]
+    assert "ZeroDivisionError: no rate" in out.stderr  # the hook set before still printed it
 
 
 def _run(mode: str, tmp_path: Path) -> str:
@@ -146,7 +196,7 @@ def test_gyreprof_run_names_a_dead_feeder_first(mode: str, tmp_path: Path) -> No
     err = _run(mode, tmp_path)
     verdict = err[err.index("verdict:") :]
     head = verdict.splitlines()[0]
-    assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:27" in head
+    assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:30" in head
     assert "(make_item)" in head
     assert "fix what ended" in verdict and "item 24 came out malformed" in verdict
     assert "tune the sampler" not in verdict and "which sampler phase" not in verdict
@@ -164,7 +214,20 @@ def test_gyreprof_run_notes_a_thread_that_fed_nothing_and_judges_as_before(
     assert "starved" not in verdict and "fix what ended" not in verdict
     assert (
         "thread `reporter` (pid " in err
-        and "died: KeyError: 'endpoint' at dead_feeder_run.py:40 (report_progress); the "
+        and "died: KeyError: 'endpoint' at dead_feeder_run.py:43 (report_progress); the "
         "trainer kept its pace after it: not its feeder"
+        in err
+    ), err
+
+
+def test_a_feeder_that_died_before_recording_anything_is_still_named(tmp_path: Path) -> None:
+    """The producer process dies on its first item: it recorded nothing, so only the start
+    record written for its death (``state._save_deaths_only``) carries it; the trainer
+    never stepped, so nothing tells whether it fed it, and the note says so."""
+    err = _run("first", tmp_path)
+    assert (
+        "process `producer` (pid " in err
+        and "died: ValueError: item 0 came out malformed at dead_feeder_run.py:30 (make_item); "
+        "no trainer profile tells whether it fed one"
         in err
     ), err

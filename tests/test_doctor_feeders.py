@@ -99,11 +99,11 @@ def test_tracebacks_are_read_from_output() -> None:
         "json.decoder.JSONDecodeError: Expecting value\n"
     )
     got = _feeders.tracebacks(text, "/w")
-    assert [(d.thread, d.exc_type, d.where) for d in got] == [
-        ("producer", "ValueError", "train.py:9"),
-        (None, "json.decoder.JSONDecodeError", "worker.py:4"),
+    assert [(d.who, d.exc_type, d.where(), d.function) for d in got] == [
+        ("thread `producer`", "ValueError", "train.py:9", "produce"),
+        ("the program", "json.decoder.JSONDecodeError", "worker.py:4", "<module>"),
     ]
-    assert got[1].words().startswith("JSONDecodeError at worker.py:4")
+    assert _feeders.said(got[1]).startswith("JSONDecodeError at worker.py:4")
 
 
 def test_under_gyreprof_run_the_trail_names_the_dead_thread(tmp_path: Path) -> None:

@@ -380,8 +380,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "if child.status() != psutil.STATUS_ZOMBIE:", "if True:",
            ("tests/test_doctor_feeders.py::test_a_dead_worker_process_on_a_pipe_is_said_first",)),
     Mutant("doctor-thread-traceback-not-read", "src/gyreprof/diagnostics/_feeders.py",
-           "thread, frame, inside = m.group(\"name\"), None, False",
-           "thread, frame, inside = None, None, False",
+           "thread, frames, inside = m.group(\"name\"), [], False",
+           "thread, frames, inside = None, [], False",
            ("tests/test_doctor_feeders.py::test_tracebacks_are_read_from_output",)),
     Mutant("run-first-reset-is-a-start", "src/gyreprof/commands/_startup.py",
            "if self._recorded() and self._progress_events() != 0:",
@@ -590,6 +590,24 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if s.kv_max is not None and s.kv_max >= KV_ROOM:\n        return None",
            "    if False:\n        return None",
            (f"{_T_RC}::test_a_server_with_room_and_a_capped_client_is_underfed",)),
+    # -- a dead feeder (analysis/feeders.py, integrations/_auto/state.py, issue 38 item 4)
+    Mutant("feeder-starved-at-half", "src/gyreprof/analysis/feeders.py",
+           "STARVED = 0.8", "STARVED = 0.5",
+           ("tests/test_dead_feeder.py::"
+            "test_a_trainer_slowed_but_still_fed_after_a_death_is_not_starved",)),
+    Mutant("feeder-no-rise", "src/gyreprof/analysis/feeders.py",
+           "RISE = 0.2", "RISE = -1.0",
+           ("tests/test_dead_feeder.py::"
+            "test_a_death_the_trainer_kept_its_pace_after_is_no_feeder_even_when_it_waits_most",)),
+    Mutant("feeder-no-first-half", "src/gyreprof/analysis/feeders.py",
+           "        if min(after, half) < STARVED", "        if after < STARVED",
+           ("tests/test_dead_feeder.py::"
+            "test_the_first_death_that_starved_it_is_named_not_an_earlier_harmless_one",)),
+    Mutant("feeder-death-only-record-unsaved", "src/gyreprof/integrations/_auto/state.py",
+           "    if run_dir is None or not _deaths.deaths():\n        return",
+           "    if True:\n        return",
+           ("tests/test_dead_feeder.py::"
+            "test_a_feeder_that_died_before_recording_anything_is_still_named",)),
     # -- an asyncio trainer's wait (integrations/_auto/loop_wait.py): never before the update
     Mutant("loop-wait-reaches-into-the-update", "src/gyreprof/integrations/_auto/loop_wait.py",
            "    if start < floor:\n        start = floor", "    if start < floor:\n        pass",

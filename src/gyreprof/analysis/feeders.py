@@ -127,9 +127,3 @@ def _feeder(d: Any, at_s: float, after: float, after_s: float, before: float | N
             "setting helps until it runs again"
         ),
     )
-
-
-def as_dict(feeder: DeadFeeder | None) -> dict[str, Any] | None:
-    import dataclasses
-
-    return dataclasses.asdict(feeder) if feeder is not None else None

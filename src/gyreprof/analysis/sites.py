@@ -229,7 +229,7 @@ def attach(v: Verdict, sites: ProcessSites | None) -> Verdict:
     if line is not None:
         reasons = [r.replace(_TIME_IT_NEXT, _NAMED_BELOW) for r in reasons]
         reasons.append(line)
-        if out.dominant_phase == UNTIMED:
+        if out.dominant_phase == UNTIMED and out.dead_feeder is None:
             advice = [a for a in advice if _TIME_THE_REST not in a]
             advice.insert(0, _sampler_advice(found[0]))
     line = compute_line(out)

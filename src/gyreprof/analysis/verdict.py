@@ -614,6 +614,9 @@ class _Findings:
     band: float | None = None
     band_basis: str | None = None
     ceilings: dict[str, float] = field(default_factory=dict)
+    #: the trainer's feeder died (``DiagnoseOptions.dead_feeder``): its wait is starvation,
+    #: so no step writes advice to make the sampler faster
+    starved: bool = False
 
 
 def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
@@ -1065,6 +1068,8 @@ def _sampler_step(
     look = UNTIMED if untimed_leads else top
     if wall.note:
         found.caveats.append(f"sampler: {wall.note}")
+    if found.starved:
+        tune = []
     if found.bound in ("sampler", "balanced"):
         found.dominant, found.kind = look, top_kind
         found.reasons.append(f"{seen}; {what}")
@@ -1082,9 +1087,10 @@ def _sampler_step(
                 f"{top!r} looks like handing batches over: if it blocks on a full queue, "
                 "the sampler is waiting for its consumer, which points to a trainer-bound run"
             )
-        found.unknowns.append(
-            "whether tuning the sampler pays off at all: " + _advice.profile_trainer()
-        )
+        if not found.starved:
+            found.unknowns.append(
+                "whether tuning the sampler pays off at all: " + _advice.profile_trainer()
+            )
     return top
 
 
@@ -1161,6 +1167,8 @@ def _sampler_side(
 
 
 def _no_sampler(found: _Findings) -> None:
+    if found.starved:
+        return
     if found.bound == "sampler":
         found.unknowns.append(
             "which sampler phase to tune: no sampler profile; " + _advice.profile_sampler()
@@ -1301,7 +1309,7 @@ def diagnose(
         gpu=use_gpu,
         gpu_hints=tuple(gpu_hints),
     )
-    found = _Findings()
+    found = _Findings(starved=o.dead_feeder is not None)
     report: WaitReport | None = None
     shape: _Shape | None = None
 
@@ -1352,16 +1360,9 @@ def diagnose(
     dead = o.dead_feeder
     if dead is not None:
         found.reasons.insert(0, f"feeder: {dead['words']}")
-        found.advice = [str(dead["next"])] + [a for a in found.advice if not _tunes_sampler(a)]
-        found.unknowns = [u for u in found.unknowns if not u.startswith("which sampler phase")]
+        found.advice.insert(0, str(dead["next"]))
     # 6. caveats are gathered with each side
     return _verdict(found, report, shape, wall, thresholds, cause, dead)
-
-
-def _tunes_sampler(advice: str) -> bool:
-    """Advice that would have the user make the sampler faster (wrong when its feeder died)."""
-    low = advice.lower()
-    return "sampler" in low and any(w in low for w in ("tune", "faster", "speed", "sweep"))
 
 
 def _verdict(

@@ -37,7 +37,7 @@ from gyreprof.diagnostics._doctor_rules import (
     RETRY_NEW_THREADS,
     SPIN_CPU_SHARE,
 )
-from gyreprof.diagnostics._feeders import Death
+from gyreprof.model.death import Death
 
 if TYPE_CHECKING:  # the doctor runs without the compiled core: no runtime import of it
     from gyreprof._support.block import Progress
@@ -1198,7 +1198,17 @@ def _trail_deaths(pid: int) -> tuple[list[Death], str | None]:
         at = str(e.get("at"))
         if cwd and at.startswith(cwd.rstrip(os.sep) + os.sep):
             at = at[len(cwd.rstrip(os.sep)) + 1 :]
-        out.append(Death(str(e.get("type")), str(e.get("msg") or ""), at, str(e.get("thread"))))
+        file, _, line = at.rpartition(":")
+        out.append(
+            Death(
+                kind="thread",
+                name=str(e.get("thread")),
+                exc_type=str(e.get("type")),
+                message=str(e.get("msg") or ""),
+                file=file or at,
+                line=int(line) if line.isdigit() else 0,
+            )
+        )
     return out, trail.main_thread_wait(info)
 
 

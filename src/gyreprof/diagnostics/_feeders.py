@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sysconfig
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from gyreprof.model.death import Death, Frame, innermost_user_frame
 
 #: at most this many bytes (the last ones) of each file are read
 MAX_READ_BYTES = 1024 * 1024
@@ -37,19 +37,9 @@ _EXC_LINE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Death:
-    """An exception that ended a thread (``thread`` set) or a program: its type, message
-    and the innermost frame of the traceback (``file:line``)."""
-
-    exc_type: str
-    message: str
-    where: str
-    thread: str | None = None
-
-    def words(self) -> str:
-        short = self.exc_type.rpartition(".")[2]
-        return f"{short} at {self.where}" + (f" ({self.message[:120]})" if self.message else "")
+def said(d: Death) -> str:
+    """The doctor's words for a death: ``ValueError at train.py:9 (bad item)``."""
+    return f"{d.short_type} at {d.where()}" + (f" ({d.message[:120]})" if d.message else "")
 
 
 def _tail(path: str) -> str:
@@ -86,47 +76,47 @@ def _short(file: str, cwd: str | None) -> str:
     return file
 
 
-_STDLIB = tuple(
-    p.rstrip(os.sep) + os.sep
-    for p in {sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")}
-    if p
-)
-
-
-def _is_library(file: str) -> bool:
-    return file.startswith("<") or "-packages" in file or file.startswith(_STDLIB)
-
-
 def tracebacks(text: str, cwd: str | None = None) -> list[Death]:
     """The tracebacks printed in ``text``, oldest first: those ``threading`` printed for
-    a thread (``thread`` set) and top-level ones."""
+    a thread (kind ``thread``) and top-level ones (kind ``program``); each at the
+    innermost frame of the user's code (``model.death.innermost_user_frame``), its file
+    shortened from ``cwd``."""
     out: list[Death] = []
     thread: str | None = None
-    frame: str | None = None
+    frames: list[Frame] = []
     inside = False
     for raw in text.splitlines():
         line = raw.rstrip()
         m = _THREAD_HEAD.match(line)
         if m:
-            thread, frame, inside = m.group("name"), None, False
+            thread, frames, inside = m.group("name"), [], False
             continue
         if line.startswith("Traceback (most recent call last):"):
-            inside, frame = True, None
+            inside, frames = True, []
             continue
         if not inside:
             continue
         f = _FRAME.match(line)
         if f:
-            # the innermost frame of the user's code (not the standard library's)
-            if frame is None or not _is_library(f.group("file")):
-                frame = f"{_short(f.group('file'), cwd)}:{f.group('line')}"
+            frames.append((f.group("file"), int(f.group("line")), f.group("func")))
             continue
         if line.startswith((" ", "\t")) or not line:
             continue
         e = _EXC_LINE.match(line)
-        if e and frame is not None:
-            out.append(Death(e.group("type"), (e.group("msg") or "").strip(), frame, thread))
-        inside, thread, frame = False, None, None
+        if e and frames:
+            file, at, func = innermost_user_frame(frames)
+            out.append(
+                Death(
+                    kind="thread" if thread is not None else "program",
+                    name=thread or "",
+                    exc_type=e.group("type"),
+                    message=(e.group("msg") or "").strip(),
+                    file=_short(file, cwd),
+                    line=at,
+                    function=func,
+                )
+            )
+        inside, thread, frames = False, None, []
     return out
 
 
@@ -188,18 +178,18 @@ def dead_feeders(
     deaths, trail_wait = list(trailed[0]), trailed[1]
     texts = [_tail(p) for p in output_files(pid, log)]
     printed = [d for t in texts for d in tracebacks(t, cwd)]
-    seen = {d.thread for d in deaths}
-    deaths += [d for d in printed if d.thread is not None and d.thread not in seen]
+    seen = {d.name for d in deaths}
+    deaths += [d for d in printed if d.kind == "thread" and d.name not in seen]
     head = _main_wait(main_waits_on, trail_wait)
     out: list[str] = []
     for d in deaths[-3:]:
-        out.append(f"{head} fed by thread `{d.thread}`, which died: {d.words()}")
-    top = [d for d in printed if d.thread is None]
+        out.append(f"{head} fed by {d.who}, which died: {said(d)}")
+    top = [d for d in printed if d.kind == "program"]
     for cpid, name, status in _zombies(proc)[:3]:
         words = f"{head}; its child process {cpid} ({name}) is dead (a zombie"
         words += f", {status})" if status else ")"
         if top:
-            words += f": {top[-1].words()} (the last traceback in its output)"
+            words += f": {said(top[-1])} (the last traceback in its output)"
         out.append(words)
     return out
 

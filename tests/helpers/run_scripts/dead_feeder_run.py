@@ -5,6 +5,8 @@
   waiting 1.5 s for the next (``queue.Empty``);
 - ``process``: the same producer in a ``multiprocessing`` process (fork) named
   ``producer``, through a ``multiprocessing.Queue``;
+- ``first``: the ``process`` producer, dying on its first item (before it puts any):
+  the trainer never steps;
 - ``helper``: the producer makes 60 items and then a ``None`` (the end); a thread named
   ``reporter`` that feeds nothing dies with a KeyError after 0.3 s. The trainer's pace
   never changes: the reporter was not its feeder.
@@ -23,7 +25,8 @@ import time
 
 def make_item(i: int) -> int:
     time.sleep(0.02)  # the sampler's work
-    if i == 24 and sys.argv[1] != "helper":
+    die_at = 0 if sys.argv[1] == "first" else 24
+    if i == die_at and sys.argv[1] != "helper":
         raise ValueError(f"item {i} came out malformed")
     return i
 
@@ -49,7 +52,7 @@ def train_on(item: int) -> None:
 def main() -> None:
     mode = sys.argv[1]
     n = 60
-    if mode == "process":
+    if mode in ("process", "first"):
         q = mp.get_context("fork").Queue()
         feeder = mp.get_context("fork").Process(target=produce, args=(q, n), name="producer")
     else:
@@ -70,7 +73,7 @@ def main() -> None:
         train_on(item)
         got += 1
     print(f"trainer got {got} items", flush=True)
-    if mode == "process":
+    if mode in ("process", "first"):
         feeder.join()
 
 

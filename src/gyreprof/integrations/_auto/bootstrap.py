@@ -73,10 +73,7 @@ def install_all() -> None:
     from gyreprof.integrations import http, libs
     from gyreprof.integrations._instrument import when_imported
 
-    libs.instrument()
-    from gyreprof.integrations._auto import deaths  # a feeder that dies is named (issue 38)
-
-    deaths.install()
+    libs.instrument()  # libs.threads: a feeder that dies is named (issue 38)
     http.instrument()  # HTTP rollout clients, each when imported
     when_imported("gyreprof.recording.profiler", _join_user_profilers)
     from gyreprof.integrations._auto import autoreset  # issue 38: said in the report

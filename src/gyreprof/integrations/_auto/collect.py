@@ -675,6 +675,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         line = _rollout_wait_line(report)
         if line is not None:
             report.notes.append(line)
+        _dead_feeder(report, None)  # what died is said even with nothing to judge
         return  # nothing to judge: the analysis (and numpy) stay unloaded
     from gyreprof.analysis.verdict import diagnose
     from gyreprof.analysis.wait import wait_report
@@ -703,6 +704,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     else:  # the driving process's own wall time; its workers step in parallel to it
         sampler = _merge([e.sampler for e in got if e.role == "main"]) or sampler
     if sampler is None and trainer is None:
+        _dead_feeder(report, None)
         return
     loop_kw: dict[str, Any] = {}
     try:
@@ -740,9 +742,11 @@ def _dead_feeder(report: RunReport, trainer: Any) -> dict[str, Any] | None:
     every other death is a note (the trainer kept its pace after it)."""
     if not report.deaths:
         return None
-    from gyreprof.analysis import feeders
+    found = None
+    if trainer is not None:
+        from gyreprof.analysis import feeders
 
-    found = feeders.find(report.deaths, trainer) if trainer is not None else None
+        found = feeders.find(report.deaths, trainer)
     for d in report.deaths:
         if found is None or d.who != found.who or d.where() != found.where:
             report.notes.append(
@@ -753,7 +757,7 @@ def _dead_feeder(report: RunReport, trainer: Any) -> dict[str, Any] | None:
                     else "no trainer profile tells whether it fed one"
                 )
             )
-    return feeders.as_dict(found)
+    return dataclasses.asdict(found) if found is not None else None
 
 
 def _service_cause(report: RunReport) -> dict[str, Any] | None:

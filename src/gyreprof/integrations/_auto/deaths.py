@@ -24,38 +24,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
+from gyreprof.model.death import Death, Frame, innermost_user_frame
+
 MAX_DEATHS = 16
 MAX_MESSAGE = 200
-
-
-@dataclass(frozen=True)
-class Death:
-    """One thread or process ended by an exception: ``who`` (``thread NAME``, ``process
-    NAME``, ``main thread``), the exception's type and message, the innermost frame of
-    the user's code in its traceback (``file``: as the code object names it, ``line``,
-    ``function``) and when (``at_ns``, CLOCK_MONOTONIC, the recorders' timeline)."""
-
-    who: str
-    exc_type: str
-    message: str
-    file: str
-    line: int
-    function: str
-    at_ns: int
-    pid: int = 0
-
-    def where(self) -> str:
-        return f"{os.path.basename(self.file)}:{self.line}"
-
-    def words(self) -> str:
-        msg = f": {self.message}" if self.message else ""
-        return f"{self.exc_type}{msg} at {self.where()} ({self.function})"
-
 
 _deaths: list[Death] = []
 _lock = threading.Lock()
@@ -70,35 +46,27 @@ def deaths() -> tuple[Death, ...]:
         return tuple(_deaths)
 
 
-def _innermost_user_frame(tb: TracebackType | None) -> tuple[str, int, str]:
-    """(file, line, function) of the traceback's innermost frame in the user's code; the
-    innermost frame at all when every frame is a library's."""
-    from gyreprof.model.trail_file import is_library
-
-    last: tuple[str, int, str] = ("?", 0, "?")
-    user: tuple[str, int, str] | None = None
+def _frames(tb: TracebackType | None) -> Iterator[Frame]:
     while tb is not None:
         code = tb.tb_frame.f_code
-        here = (code.co_filename, tb.tb_lineno, code.co_name)
-        last = here
-        if not is_library(code.co_filename):
-            user = here
+        yield code.co_filename, tb.tb_lineno, code.co_name
         tb = tb.tb_next
-    return user or last
 
 
-def record(who: str, exc: BaseException | None, tb: TracebackType | None) -> None:
-    """Keep one death (never raises: it runs on the way out of a thread)."""
+def record(kind: str, name: str, exc: BaseException | None, tb: TracebackType | None) -> None:
+    """Keep one death of a ``kind`` (``Death.kind``) named ``name`` (never raises: it
+    runs on the way out of a thread)."""
     if exc is None or isinstance(exc, (SystemExit, KeyboardInterrupt)):
         return
     try:
-        file, line, func = _innermost_user_frame(tb)
+        file, line, func = innermost_user_frame(_frames(tb))
         try:
             message = str(exc)
         except Exception:  # noqa: BLE001 - a broken __str__ still names the type
             message = ""
         death = Death(
-            who=who,
+            kind=kind,
+            name=name,
             exc_type=type(exc).__name__,
             message=message[:MAX_MESSAGE],
             file=file,
@@ -116,7 +84,7 @@ def record(who: str, exc: BaseException | None, tb: TracebackType | None) -> Non
 
 def _on_thread_death(args: Any) -> None:
     name = args.thread.name if args.thread is not None else "?"
-    record(f"thread `{name}`", args.exc_value, args.exc_traceback)
+    record("thread", name, args.exc_value, args.exc_traceback)
     hook = _thread_hook or threading.__excepthook__
     hook(args)
 
@@ -124,13 +92,14 @@ def _on_thread_death(args: Any) -> None:
 def _on_main_death(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
-    record("main thread", exc, tb)
+    record("main thread", "MainThread", exc, tb)
     hook = _sys_hook or sys.__excepthook__
     hook(exc_type, exc, tb)
 
 
 def install() -> None:
-    """Chain the thread and process exception hooks (once per process)."""
+    """Chain the thread and process exception hooks (once per process; the ``threads``
+    instrumentor, ``libs.threads``, calls it and undoes it)."""
     global _installed, _thread_hook, _sys_hook
     if _installed:
         return
@@ -163,7 +132,7 @@ def guard_run(process: Any) -> None:
         try:
             return run()
         except BaseException as exc:
-            record(f"process `{process.name}`", exc, exc.__traceback__)
+            record("process", process.name, exc, exc.__traceback__)
             raise
 
     process.run = run_guarded

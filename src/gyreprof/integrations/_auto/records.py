@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from gyreprof._support.errors import CorruptDataError, InvalidValueError
-from gyreprof.integrations._auto.deaths import Death
+from gyreprof.model.death import Death
 
 RECORD_VERSION = 1
 RECORD_FORMAT = "gyreprof.run-record/1"

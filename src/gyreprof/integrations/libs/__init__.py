@@ -18,7 +18,9 @@ patched is its original object again. Calls nest (a count per library).
 - :mod:`.queues`: blocking waits for data (``queue``, ``multiprocessing`` queues,
   futures, ``ray.get`` / ``ray.wait``) and a sampler's blocking put;
 - :mod:`.asyncio`: the event loop's idle wait on rollouts, and batches of requests;
-- :mod:`.multiprocessing`: a child saves its records before ``os._exit``.
+- :mod:`.multiprocessing`: a child saves its records before ``os._exit``, with the
+  exception its ``run`` died of;
+- :mod:`.threads`: the exceptions threads (and the main thread) die of.
 
 :func:`instrument` / :func:`uninstrument` drive all of them (``gyreprof run``'s
 bootstrap, once per process, with :func:`gyreprof.integrations.http.instrument`).
@@ -37,6 +39,7 @@ __all__ = ["LIBRARIES", "instrument", "instrumentor", "uninstrument"]
 #: no patch of its own: it is instrumented through transformers, torch and queues)
 LIBRARIES: tuple[str, ...] = (
     "multiprocessing",
+    "threads",
     "gymnasium",
     "sb3",
     "torchrl",
