@@ -122,6 +122,23 @@ def test_step_wait_is_the_slowest_worker() -> None:
     assert "slowest vector-env worker" in v.reasons[2]
 
 
+def test_the_two_halves_of_a_vector_step_rank_as_one_env_step() -> None:
+    """CleanRL with an AsyncVectorEnv: fwd 34%, step_wait 32%, step_async 25%. The naive
+    rule ranks phases one by one, so the forward leads and the report said "it is not env
+    stepping"; one vector step is 57% of the sampler."""
+    sp = sampler({"fwd": 340 * US, "step_wait": 320 * US, "step_async": 250 * US})
+    v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
+    assert v.dominant_kind == "env" and v.dominant_phase == "step_wait", v.reasons
+    line = next(r for r in v.reasons if r.startswith("sampler:"))
+    assert "one vector env step (step_async + step_wait) takes 62.6%" in line, line
+    assert "'step_wait' 35.2%" in line and "'step_async' 27.5%" in line, line
+    assert "then 'fwd' 37.4%" in line and "it is env stepping" in line, line
+    # a forward larger than both halves together still leads
+    sp = sampler({"fwd": 700 * US, "step_wait": 320 * US, "step_async": 250 * US})
+    v = diagnose(sampler=sp, trainer=trainer(3 * MS, MS))
+    assert v.dominant_phase == "fwd" and v.dominant_kind == "forward/transfer", v.reasons
+
+
 def test_env_phase_names_are_configurable() -> None:
     sp = sampler({"physics_tick": 5 * MS, "fwd": MS})
     tp = trainer(3 * MS, MS)

@@ -981,6 +981,32 @@ def _sampler_wall(
     return _Wall(wall, basis, shares, coverage, note)
 
 
+#: the two halves of one vector-env step (gymnasium's and SB3's ``step_async`` sends the
+#: actions, ``step_wait`` waits for the workers): one env step where the sampler's parts
+#: are ranked, the halves kept apart in the words
+VECTOR_HALVES: tuple[str, str] = ("step_async", "step_wait")
+
+
+def _vector_step(timed: Mapping[str, float]) -> float | None:
+    """The share of one vector-env step (both halves timed), or None."""
+    if all(timed.get(h, 0.0) > 0 for h in VECTOR_HALVES):
+        return sum(timed[h] for h in VECTOR_HALVES)
+    return None
+
+
+def _top_part(timed: Mapping[str, float]) -> tuple[str, float, bool]:
+    """The sampler's largest part: (the phase to look at, its share, whether it is a vector
+    step's half standing for the whole step). The two halves of a vector step rank as one
+    env step: a forward of 34% does not outrank a step of 32% + 25%."""
+    vec = _vector_step(timed)
+    parts = {n: v for n, v in timed.items() if vec is None or n not in VECTOR_HALVES}
+    best = max(parts, key=lambda n: parts[n]) if parts else None
+    if vec is not None and (best is None or vec >= parts[best]):
+        return max(VECTOR_HALVES, key=lambda h: timed[h]), vec, True
+    assert best is not None
+    return best, parts[best], False
+
+
 def _phase_kind_and_tuning(
     top: str, shares: dict[str, float], env_phases: Sequence[str]
 ) -> tuple[str, str, list[str]]:
@@ -990,6 +1016,11 @@ def _phase_kind_and_tuning(
             what += (
                 " - waiting for the slowest vector-env worker (step_async, the send, takes "
                 f"{fmt_pct(shares['step_async'])})"
+            )
+        elif top.lower() == "step_async" and "step_wait" in shares:
+            what += (
+                " - mostly sending the actions to the vector-env workers (step_wait, the "
+                f"wait for their results, takes {fmt_pct(shares['step_wait'])})"
             )
         return (
             "env",
@@ -1008,16 +1039,30 @@ def _phase_kind_and_tuning(
 
 
 def _sampler_words(
-    wall: _Wall, s_summary: Summary, top: str, min_coverage: float
+    wall: _Wall, s_summary: Summary, top: str, min_coverage: float, vector: bool = False
 ) -> tuple[str, bool]:
-    """The sampler's reason (untimed first when coverage is low) and whether untimed leads."""
+    """The sampler's reason (untimed first when coverage is low) and whether untimed leads.
+    ``vector``: ``top`` is a half of the vector-env step that leads, both halves said."""
     shares = wall.shares
+    halves = VECTOR_HALVES if vector else (top,)
     order = sorted(
-        (n for n in shares if n not in (UNTIMED, IDLE)), key=lambda n: shares[n], reverse=True
+        (n for n in shares if n not in (UNTIMED, IDLE, *halves)),
+        key=lambda n: shares[n],
+        reverse=True,
     )
     st = s_summary.phases[top]
-    rest = ", ".join(f"{n!r} {fmt_pct(shares[n])}" for n in order[1:4])
+    top_share = sum(shares[h] for h in halves)
+    rest = ", ".join(f"{n!r} {fmt_pct(shares[n])}" for n in order[:3])
     untimed = shares[UNTIMED]
+    if vector:
+        name = "one vector env step (step_async + step_wait)"
+        stats = ", ".join(
+            f"{h!r} {fmt_pct(shares[h])}, p50 {fmt_ns(s_summary.phases[h].p50)}"
+            for h in sorted(halves, key=lambda h: shares[h], reverse=True)
+        )
+    else:
+        name = repr(top)
+        stats = f"p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)}"
     idle = ""
     if wall.idle >= 0.005:
         idle = (
@@ -1026,7 +1071,7 @@ def _sampler_words(
             "waiting, not work"
         )
     if wall.coverage < min_coverage:
-        untimed_leads = untimed > shares[top]
+        untimed_leads = untimed > top_share
         place = "the largest part" if untimed_leads else "a large part"
         worked = "timed" if wall.idle <= 0 else "of the time it worked is timed"
         text = (
@@ -1034,14 +1079,15 @@ def _sampler_words(
             f"untimed, {place}: only {fmt_pct(wall.coverage)} {worked} (below "
             f"{fmt_pct(min_coverage)}), so no timed phase can be called dominant; time the "
             "rest next (the policy forward, buffer writes, observation conversion: whatever "
-            f"runs between the timed phases). Timed: {top!r} {fmt_pct(shares[top])} (p50 "
-            f"{fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})" + (f", then {rest}" if rest else "") + idle
+            f"runs between the timed phases). Timed: {name} {fmt_pct(top_share)} ({stats})"
+            + (f", then {rest}" if rest else "")
+            + idle
         )
         return text, untimed_leads
-    lead = "the largest" if shares[top] < 0.5 else "dominant"
+    lead = "the largest" if top_share < 0.5 else "dominant"
     text = (
-        f"sampler: {top!r} takes {fmt_pct(shares[top])} of the sampler's wall time (from "
-        f"{wall.basis}; {lead}; p50 {fmt_ns(st.p50)}, p99 {fmt_ns(st.p99)})"
+        f"sampler: {name} takes {fmt_pct(top_share)} of the sampler's wall time (from "
+        f"{wall.basis}; {lead}; {stats})"
         + (f", then {rest}" if rest else "")
         + (f", untimed {fmt_pct(untimed)}" if untimed >= 0.005 else "")
         + idle
@@ -1059,9 +1105,9 @@ def _sampler_step(
 ) -> str:
     """Step 3's verdict: which part of the sampler to look at; returns the top timed phase."""
     timed = {n: v for n, v in wall.shares.items() if n not in (UNTIMED, IDLE)}
-    top = max(timed, key=lambda n: timed[n])
+    top, _, vector = _top_part(timed)
     top_kind, what, tune = _phase_kind_and_tuning(top, wall.shares, env_phases)
-    seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage)
+    seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage, vector)
     if untimed_leads:
         top_kind, what = "untimed", "the untimed part is the largest"
         tune = [_advice.time_untimed()]
