@@ -5,6 +5,7 @@ A gymnasium ``SyncVectorEnv`` of N CartPoles and a numpy linear policy, stepped 
 Each env step spins ``--batch-us / N`` microseconds: a fixed cost per vector step
 shared by its envs (a batched simulator's), so env steps per second of sampling time
 grow about linearly with N and the values of a sweep differ measurably.
+``--async``: an ``AsyncVectorEnv`` (one worker process per env) instead.
 ``--ignore-sigint``: a KeyboardInterrupt is swallowed and the loop goes on (only
 SIGTERM or SIGKILL ends it). Prints ``READY`` once the first step is done.
 """
@@ -35,11 +36,11 @@ def main():
     p.add_argument("--batch-us", type=float, default=400.0)
     p.add_argument("--iters", type=int, default=0)
     p.add_argument("--ignore-sigint", action="store_true")
+    p.add_argument("--async", dest="use_async", action="store_true")
     a = p.parse_args()
     spin_s = a.batch_us / a.num_envs / 1e6
-    envs = gym.vector.SyncVectorEnv(
-        [lambda: Costly(gym.make("CartPole-v1"), spin_s) for _ in range(a.num_envs)]
-    )
+    vector = gym.vector.AsyncVectorEnv if a.use_async else gym.vector.SyncVectorEnv
+    envs = vector([lambda: Costly(gym.make("CartPole-v1"), spin_s) for _ in range(a.num_envs)])
     rng = np.random.default_rng(0)
     w = rng.normal(size=(4, 2))
     obs, _ = envs.reset(seed=0)
