@@ -155,6 +155,22 @@ def test_a_script_that_ignores_sigint_is_stopped_by_sigterm_and_its_data_kept(
     assert run.pid is not None and not psutil.pid_exists(run.pid)  # nothing left behind
 
 
+def test_vector_env_workers_count_in_samples_and_tree_memory(cli, tmp_path: Path) -> None:
+    """An AsyncVectorEnv: the env steps happen in worker processes, the sampling time is
+    the main process's send and wait, and the tree's peak RSS holds the workers."""
+    result = _sweep(
+        cli, tmp_path, "--max-s", "3", "--repeats", "1", "--",
+        sys.executable, CARTPOLE, "--async", "--num-envs", "{2}",
+    )  # fmt: skip
+    (run,) = result.point(2).runs
+    assert run.ok, run.error
+    assert run.samples > 0 and {"step_async", "step_wait"} <= set(run.phases)
+    assert "env_step" not in run.phases  # the workers' own steps overlap: not sampling time
+    assert run.threads["child_processes"] >= 2
+    assert (run.children_rss_bytes or 0) > 0
+    assert (run.tree_peak_bytes or 0) > (run.peak_rss_bytes or 0)
+
+
 def test_a_command_that_is_not_found_exits_2(cli) -> None:
     proc = cli("sweep", "--", "no-such-command-xyz", "--n", "{1,2}")
     assert proc.returncode == 2 and "nothing was run" in proc.stderr
