@@ -1,4 +1,9 @@
-"""``gyreprof sweep module:factory --param P --values ...``: a controlled one-variable sweep."""
+"""``gyreprof sweep module:factory --param P --values ...``: a controlled one-variable sweep.
+
+``gyreprof sweep [options] -- COMMAND`` sweeps an unmodified script instead: the one
+``{v1,v2,...}`` brace list in COMMAND (or in an ``--env NAME={...}``) gives the values,
+and each runs under ``gyreprof run``'s launcher (:mod:`gyreprof.commands._sweep_script`).
+"""
 
 from __future__ import annotations
 
@@ -77,6 +82,9 @@ def fraction_arg(text: str) -> float:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sweep",
+        usage="gyreprof sweep FACTORY --param P --values V1,V2,... [options]\n"
+        "       gyreprof sweep [--env NAME=VALUE] [--max-s S] [--max-steps N] [options] -- "
+        "COMMAND ... {V1,V2,...} ...",
         help="controlled batch-size (or any one-setting) sweep: throughput, phases, peak memory",
         description=(
             "Build the sampler with FACTORY(**fixed, PARAM=value) for each value, in a fresh "
@@ -88,22 +96,32 @@ def register(subparsers: Any) -> None:
             "is not distinguishable from the best (the report states the test). FACTORY "
             "returns an object with .sample() (or a callable) that makes one sampling call "
             "and returns how many samples it produced: an int, or the batch (read as "
-            "gyreprof selfcheck reads it). Exit code 0 when at least one value was "
-            "measured, 1 when none was, 2 for bad input."
+            "gyreprof selfcheck reads it). With -- COMMAND instead of FACTORY, sweep an "
+            "unmodified script: COMMAND holds one brace list {V1,V2,...} (quote it in bash "
+            "and zsh) in one argument, or --env NAME={V1,V2,...} sets an environment "
+            "variable; each value runs COMMAND under gyreprof run's launcher for at most "
+            "--max-s seconds (or --max-steps trainer steps; SIGINT, then SIGTERM) and is "
+            "judged by env steps per second of the sampler's time, its phases, the peak RSS "
+            "of its process tree and the run's verdict. Exit code 0 when at least one value "
+            "was measured, 1 when none was, 2 for bad input."
         ),
         epilog=(
-            "example: gyreprof sweep mypkg.rollout:make_sampler --param batch_size "
+            "examples: gyreprof sweep mypkg.rollout:make_sampler --param batch_size "
             "--values 8,16,32,64 --fixed num_envs=8 --steps 200 --warmup 20 --repeats 3 "
-            "--json out.json --plot out.png"
+            "--json out.json --plot out.png; "
+            "gyreprof sweep --max-s 20 -- python ppo.py --num-envs '{1,2,4,8}'"
         ),
     )
     parser.add_argument(
-        "factory", metavar="FACTORY", help="the sampler factory as package.module:name"
+        "target",
+        nargs=argparse.REMAINDER,
+        metavar="FACTORY | -- COMMAND",
+        help="the sampler factory as package.module:name, or -- and the command to sweep",
     )
-    parser.add_argument("--param", required=True, help="the one keyword that changes")
+    parser.add_argument("--param", default=None, help="the one keyword that changes")
     parser.add_argument(
         "--values",
-        required=True,
+        default=None,
         type=values_arg,
         metavar="V1,V2,...",
         help="values to try, ascending, comma-separated",
@@ -119,14 +137,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--steps",
         type=_args.count(1),
-        default=200,
-        help="measured sampler calls per run (default 200)",
+        default=None,
+        help=f"measured sampler calls per run (default {DEFAULT_STEPS})",
     )
     parser.add_argument(
         "--warmup",
         type=_args.count(0),
-        default=20,
-        help="warm-up calls per run, excluded and reported apart (default 20)",
+        default=None,
+        help=f"warm-up calls per run, excluded and reported apart (default {DEFAULT_WARMUP})",
     )
     parser.add_argument(
         "--repeats",
@@ -185,13 +203,88 @@ def register(subparsers: Any) -> None:
         "--summaries", action="store_true", help="include every run's gyreprof summary in the JSON"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress display")
-    parser.set_defaults(func=run)
+    script = parser.add_argument_group("sweeping a script (-- COMMAND)")
+    script.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for COMMAND (repeatable); NAME={V1,V2,...} sweeps it",
+    )
+    script.add_argument(
+        "--max-s",
+        type=_args.seconds(),
+        default=None,
+        metavar="S",
+        help=f"stop each run after S seconds (default {DEFAULT_MAX_S:g}): SIGINT, then "
+        "SIGTERM; what it recorded is kept",
+    )
+    script.add_argument(
+        "--max-steps",
+        type=_args.count(1),
+        default=None,
+        metavar="N",
+        help="stop each run once its trainer completed N steps (collect-and-update), or at "
+        "--max-s, whichever comes first",
+    )
+    parser.set_defaults(func=run, _parser=parser)
+
+
+DEFAULT_STEPS = 200
+DEFAULT_WARMUP = 20
+DEFAULT_MAX_S = 30.0
+
+#: options of the factory sweep alone, and of the script sweep alone (dest, flag)
+_FACTORY_ONLY = (
+    ("param", "--param"),
+    ("values", "--values"),
+    ("fixed", "--fixed"),
+    ("steps", "--steps"),
+    ("warmup", "--warmup"),
+    ("phases", "--phases"),
+    ("timeout", "--timeout"),
+    ("no_isolate", "--no-isolate"),
+)
+_SCRIPT_ONLY = (("env", "--env"), ("max_s", "--max-s"), ("max_steps", "--max-steps"))
+
+
+def _given(args: argparse.Namespace, dest: str) -> bool:
+    v = getattr(args, dest, None)
+    return v not in (None, [], False)
+
+
+def _split_target(args: argparse.Namespace) -> list[str] | None:
+    """The command of a script sweep (after ``--``), or None for a factory sweep, whose
+    options after FACTORY are parsed here (the target swallowed them)."""
+    target = list(args.target or [])
+    if target and target[0] == "--":
+        return target[1:]
+    if not target:
+        raise UsageError(
+            "give the sampler factory (gyreprof sweep mypkg.mod:make_sampler --param "
+            "batch_size --values 8,16,32) or, after --, the command to sweep (gyreprof sweep "
+            "-- python train.py --num-envs '{1,2,4,8}')"
+        )
+    args.factory = target[0]
+    rest = target[1:]
+    if rest:
+        parser = args._parser
+        again = parser.parse_args(rest, namespace=argparse.Namespace(**vars(args)))
+        if again.target:
+            if again.target[0] == "--":
+                raise UsageError(f"give either a FACTORY ({args.factory}) or -- COMMAND, not both")
+            raise UsageError(f"unexpected argument {again.target[0]!r} after FACTORY")
+        for k, v in vars(again).items():
+            setattr(args, k, v)
+    args.target = [args.factory]
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
 
     from gyreprof.analysis.sweep import SweepUsageError, parse_bytes, sweep
 
+    command = _split_target(args)
     if args.plot:
         _args.require_extra("--plot", "matplotlib", "plot")
     memory_limit = None
@@ -200,6 +293,20 @@ def run(args: argparse.Namespace) -> int:
             memory_limit = parse_bytes(args.memory_limit)
         except ValueError as exc:
             raise UsageError(f"--memory-limit: {exc}") from None
+    if command is not None:
+        return _run_script(args, command, memory_limit)
+    for dest, flag in _SCRIPT_ONLY:
+        if _given(args, dest):
+            raise UsageError(f"{flag} is for sweeping a script (-- COMMAND), not a factory")
+    if args.param is None or args.values is None:
+        missing = " and ".join(f for f, v in (("--param", args.param), ("--values", args.values))
+                               if v is None)  # fmt: skip
+        raise UsageError(
+            f"a factory sweep needs {missing}: e.g. gyreprof sweep {args.factory} --param "
+            "batch_size --values 8,16,32"
+        )
+    steps = DEFAULT_STEPS if args.steps is None else args.steps
+    warmup = DEFAULT_WARMUP if args.warmup is None else args.warmup
     fixed: dict[str, Any] = {}
     for name, value in args.fixed:
         if name in fixed:
@@ -212,15 +319,14 @@ def run(args: argparse.Namespace) -> int:
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
-    to_stdout_json = args.json == "-"
     try:
         result = sweep(
             args.factory,
             args.param,
             args.values,
             fixed=fixed,
-            steps=args.steps,
-            warmup=args.warmup,
+            steps=steps,
+            warmup=warmup,
             repeats=args.repeats,
             isolate=not args.no_isolate,
             memory_limit=memory_limit,
@@ -231,6 +337,12 @@ def run(args: argparse.Namespace) -> int:
         )
     except (SweepUsageError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    return _write(args, result)
+
+
+def _write(args: argparse.Namespace, result: Any) -> int:
+    """Write and print the result as asked; the exit code."""
+    to_stdout_json = args.json == "-"
     if args.json and not to_stdout_json:
         render_json.write(result.to_dict(summaries=args.summaries), args.json, indent=2)
     if args.csv:
@@ -242,3 +354,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(safe_text(result))
     return 0 if result.measured else 1
+
+
+def _run_script(args: argparse.Namespace, command: list[str], memory_limit: int | None) -> int:
+    """``gyreprof sweep [options] -- COMMAND``: the script sweep."""
+    from gyreprof.analysis.sweep.script import BraceSweepError, parse_brace_sweep
+
+    for dest, flag in _FACTORY_ONLY:
+        if _given(args, dest):
+            raise UsageError(
+                f"{flag} is for sweeping a factory; a script sweep (-- COMMAND) takes its "
+                "values from the one brace list {V1,V2,...} in COMMAND or in an --env"
+            )
+    try:
+        spec = parse_brace_sweep(command, args.env)
+    except BraceSweepError as exc:
+        raise UsageError(str(exc)) from None
+    from gyreprof.commands import run as launcher
+
+    first = launcher._resolve(spec.command(spec.values[0]))
+    if isinstance(first, int):  # _resolve said why
+        raise UsageError(f"cannot start {command[0]}; nothing was run")
+    from gyreprof.commands._sweep_script import sweep_script
+
+    result = sweep_script(
+        spec,
+        max_s=DEFAULT_MAX_S if args.max_s is None else args.max_s,
+        max_steps=args.max_steps,
+        repeats=args.repeats,
+        flat_within=args.flat_within,
+        memory_limit=memory_limit,
+        progress=not args.no_progress,
+    )
+    return _write(args, result)

@@ -35,7 +35,32 @@ if TYPE_CHECKING:  # the types are for annotations only
     from gyreprof.analysis.sweep.result import SweepPoint, SweepResult
 
 
+def _is_script(result: SweepResult) -> bool:
+    """A sweep of an unmodified script (``gyreprof sweep -- COMMAND``)."""
+    return result.settings.get("kind") == "script"
+
+
+def _verdict_of(p: SweepPoint) -> str:
+    """A script sweep's verdict at one value: the side most runs were bound by, and the
+    median wait ratio ('sampler, wait 62%'); '-' without one."""
+    import statistics
+
+    sides = [r.verdict_bound for r in p.runs if r.ok and r.verdict_bound]
+    waits = [r.wait_ratio for r in p.runs if r.ok and r.wait_ratio is not None]
+    if not sides and not waits:
+        return "-"
+    side = max(dict.fromkeys(sides), key=sides.count) if sides else "unknown"
+    if len(set(sides)) > 1:
+        side += " (" + "/".join(sorted(set(sides))) + ")"
+    if waits:
+        return f"{side}, wait {fmt_pct(statistics.median(waits))}"
+    return side
+
+
 def _fixed_words(result: SweepResult) -> str:
+    if _is_script(result):
+        env = ", ".join(f"{k}={v}" for k, v in result.fixed.items())
+        return "with the rest of the command" + (f" and {env}" if env else "") + " fixed"
     if not result.fixed:
         return "with nothing else set (factory defaults)"
     return "with " + ", ".join(f"{k}={fmt_value(v)}" for k, v in result.fixed.items()) + " fixed"
@@ -137,7 +162,8 @@ def _phase_shift(result: SweepResult) -> str | None:
         if first is last
         else f"{result.param} {fmt_value(first.value)} -> {fmt_value(last.value)}"
     )
-    return f"Where the call time goes ({span}): " + ", ".join(bits) + "."
+    what = "the sampler's time" if _is_script(result) else "the call time"
+    return f"Where {what} goes ({span}): " + ", ".join(bits) + "."
 
 
 def report_text(result: SweepResult) -> str:
@@ -146,20 +172,29 @@ def report_text(result: SweepResult) -> str:
     lines = [headline(result) + "."]
     how = "each run in a fresh process" if s.get("isolate") else "all runs in this process"
     reps = int(s.get("repeats", 1))
-    steps, warm = int(s.get("steps", 0)), int(s.get("warmup", 0))
-    lines.append(
-        f"Measured: {steps} sampler call{'s' if steps != 1 else ''} per run after {warm} "
-        f"warm-up call{'s' if warm != 1 else ''} (excluded, reported apart); "
-        f"{reps} run{'s' if reps != 1 else ''} per value, "
-        f"figures are medians with min-max; samples/s counts only time inside the sampler "
-        f"calls; {how}."
-    )
+    if _is_script(result):
+        lines.append(_script_measured(result, reps))
+    else:
+        steps, warm = int(s.get("steps", 0)), int(s.get("warmup", 0))
+        lines.append(
+            f"Measured: {steps} sampler call{'s' if steps != 1 else ''} per run after {warm} "
+            f"warm-up call{'s' if warm != 1 else ''} (excluded, reported apart); "
+            f"{reps} run{'s' if reps != 1 else ''} per value, "
+            f"figures are medians with min-max; samples/s counts only time inside the "
+            f"sampler calls; {how}."
+        )
     lines.append(f"Stop: {result.stop_detail}.")
     rec = _recommendation_words(result)
     if rec:
         lines.append(rec)
+    if _is_script(result) and result.measured:
+        lines.append(
+            "Verdict per value (the side the run was bound by; the trainer's wait ratio): "
+            + "; ".join(f"{fmt_value(p.value)}: {_verdict_of(p)}" for p in result.measured)
+            + "."
+        )
     rules = sorted({r.count_rule for p in result.points for r in p.runs if r.ok and r.count_rule})
-    if rules:
+    if rules and not _is_script(result):
         lines.append(
             "Samples per call: each call's return value read as "
             + " / ".join(rules)
@@ -181,15 +216,21 @@ def report_text(result: SweepResult) -> str:
         if result.fixed
         else "no setting given explicitly"
     )
-    lines.append(
-        f"Controlled result: only {param} changed; fixed: {kept}; everything else at the "
-        f"factory's defaults{where}. It holds for these settings on this machine, not as a "
-        "universal optimum."
-    )
+    if _is_script(result):
+        lines.append(
+            f"Controlled result: only {param} changed in: {s.get('command', result.factory)}"
+            f"{where}. It holds for this command on this machine, not as a universal optimum."
+        )
+    else:
+        lines.append(
+            f"Controlled result: only {param} changed; fixed: {kept}; everything else at the "
+            f"factory's defaults{where}. It holds for these settings on this machine, not as "
+            "a universal optimum."
+        )
     shift = _phase_shift(result)
     if shift:
         lines.append(shift)
-    elif result.measured and not any(p.phases for p in result.measured):
+    elif result.measured and not any(p.phases for p in result.measured) and not _is_script(result):
         lines.append(
             "No phase breakdown: give the factory a prof= keyword and declare its phases "
             "(factory.phases = ('env', 'policy')) to see where the call time moves."
@@ -213,6 +254,22 @@ def report_text(result: SweepResult) -> str:
     for w in result.warnings:
         lines.append(f"Warning: {w}")
     return "\n".join(lines)
+
+
+def _script_measured(result: SweepResult, reps: int) -> str:
+    s = result.settings
+    bound = f"at most {float(s.get('max_s') or 0):g} s"
+    if s.get("max_steps"):
+        bound += f" or {int(s['max_steps'])} trainer steps"
+    return (
+        f"Measured: each run is the command under gyreprof run's launcher, stopped after "
+        f"{bound} (SIGINT, then SIGTERM; what it recorded is kept) or at its own end; "
+        f"{reps} run{'s' if reps != 1 else ''} per value in a fresh process each, figures "
+        "are medians with min-max; samples/s counts the env steps of every process over "
+        "the time the driving process spent in the sampler's phases (env steps, vector-env "
+        "send and wait, the policy's forward), not start-up or the update; peak RSS is "
+        "the main process, tree RSS the whole process tree."
+    )
 
 
 _NOTE_LEGEND = (
@@ -283,20 +340,21 @@ def text(result: SweepResult) -> str:
 def table_text(result: SweepResult) -> str:
     """Per-value table, then the per-phase breakdown when the sampler recorded phases."""
     gpu = any(not math.isnan(p.figure("peak_gpu_bytes").median) for p in result.points)
+    script = _is_script(result)
     headers = [
         result.param,
         "samples/s",
         "min-max",
         "vs prev",
-        "call mean",
-        "call p50",
-        "call p99",
-        "1st call",
+        *(("time/step", "step p50", "step p99") if script else ("call mean", "call p50")),
+        *(() if script else ("call p99", "1st call")),
         "peak RSS",
         "tree RSS",
     ]
     if gpu:
         headers.append("GPU peak")
+    if script:
+        headers.append("verdict")
     headers.append("note")
     rows = []
     for p in result.points:
@@ -310,14 +368,16 @@ def table_text(result: SweepResult) -> str:
                 fmt_ns(f("call_mean_ns").median),
                 fmt_ns(f("call_p50_ns").median),
                 fmt_ns(f("call_p99_ns").median),
-                fmt_ns(f("first_call_ns").median),
+                *(() if script else (fmt_ns(f("first_call_ns").median),)),
                 fmt_bytes(f("peak_rss_bytes").median),
                 fmt_bytes(p.memory_figure().median),
             ]
         else:
-            row = [fmt_value(p.value), *(["-"] * 9)]
+            row = [fmt_value(p.value), *(["-"] * (8 if script else 9))]
         if gpu:
             row.append(fmt_bytes(f("peak_gpu_bytes").median))
+        if script:
+            row.append(_verdict_of(p) if p.measured else "-")
         row.append(_note(result, p))
         rows.append(row)
     for v in result.skipped:
@@ -339,7 +399,11 @@ def table_text(result: SweepResult) -> str:
                     f"{fmt_ns(ph.per_call_ns.median)} {fmt_pct(ph.share.median)}" if ph else "-"
                 )
             prows.append(row)
-        out += "\n\nper-call time by phase (median; share of call time):\n"
+        out += (
+            "\n\nsampler time per env step by phase (median; share of the sampler's time):\n"
+            if script
+            else "\n\nper-call time by phase (median; share of call time):\n"
+        )
         out += text_table([result.param, *names], prows)
     return out
 

@@ -69,6 +69,17 @@ and, through a parent-death signal, when the sweeping process itself is
 killed or crashes; the run's temporary folder goes with it
 (:mod:`gyreprof._support.subproc`).
 
+Sweeping a script
+-----------------
+``gyreprof sweep -- python train.py --num-envs '{1,2,4,8}'`` sweeps an unmodified
+script: the one brace list of the command (or of an ``--env NAME={...}``) gives the
+values (:mod:`gyreprof.analysis.sweep.script`), each value runs the command under
+``gyreprof run``'s launcher, bounded by ``--max-s`` / ``--max-steps``
+(:mod:`gyreprof.commands._sweep_script`), and the values, repeats, stop rule and
+result are the ones below (``run_values``, ``conclude`` in ``api``); the result's
+``settings["kind"]`` is ``"script"``. :func:`sweep_command` writes such a command for a
+run's command line.
+
 Decisions
 ---------
 Values are tried in ascending order. The sweep **stops** growing the value
@@ -125,7 +136,8 @@ processes), ``peak_tree_rss_bytes`` (the whole sampler), ``peak_gpu_bytes``),
 dicts ``per_call_ns``, ``share``, ``p50_ns``, ``p99_ns``, ``count_per_call``)
 and ``runs`` (one object per run with the raw figures of that run, its
 ``status``, ``error``, ``stage``, ``exit_code``, ``wall_s``, ``threads``,
-``observed`` settings, ``count_rule`` and ``notes``; ``summary`` holds the run's gyreprof
+``observed`` settings, ``count_rule``, ``notes`` and, in a script sweep, ``verdict_bound``
+and ``wait_ratio``; ``summary`` holds the run's gyreprof
 Summary dict when ``to_dict(summaries=True)``). Times are in ns, memory in
 bytes, rates per second; missing numbers are ``NaN`` or null.
 """
@@ -144,9 +156,21 @@ from gyreprof.analysis.sweep.result import (
     SweepRun,
     parse_bytes,
 )
+from gyreprof.analysis.sweep.script import (
+    BraceSweepError,
+    ScriptSweep,
+    find_sweepable_flag,
+    parse_brace_sweep,
+    sweep_command,
+)
 
 __all__ = [
     "FORMAT",
+    "BraceSweepError",
+    "ScriptSweep",
+    "find_sweepable_flag",
+    "parse_brace_sweep",
+    "sweep_command",
     "RUN_FORMAT",
     "Figure",
     "PhaseFigures",

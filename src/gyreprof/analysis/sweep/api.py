@@ -350,6 +350,9 @@ class _Target:
 
 # ------------------------------------------------------------------ sweep
 
+#: why a sweep stopped: (reason, words, the value it was flat from)
+Stop = tuple[str, str, int | float | None]
+
 
 def sweep(
     factory: Callable[..., Any] | str,
@@ -414,50 +417,82 @@ def sweep(
         phases=None if phases is None else list(phases),
     )
     target = _Target(factory, plan)
-    bar = SweepProgress(
-        enabled=bool(progress), total=len(plan.values) * plan.repeats, title=f"sweep {param}"
+    points, stop, stopped_idx = run_values(
+        plan.param,
+        plan.values,
+        target.run,
+        repeats=plan.repeats,
+        flat_within=plan.flat_within,
+        memory_limit=plan.memory_limit,
+        progress=progress,
     )
+    return conclude(plan, target.name, _settings(plan, target, points), points, stop, stopped_idx)
+
+
+def run_values(
+    param: str,
+    values: Sequence[int | float],
+    run: Callable[[int | float], RunResult],
+    *,
+    repeats: int,
+    flat_within: float,
+    memory_limit: int | None,
+    progress: bool,
+) -> tuple[list[SweepPoint], Stop | None, int | None]:
+    """Run every value (``repeats`` runs of ``run(value)`` each) in ascending order until
+    the stop rule (:func:`~gyreprof.analysis.sweep.decide.stop_check`) ends the sweep:
+    the points, the stop (reason, words, flat_from) or None, and the index of the value
+    it stopped at. What the factory sweep and the script sweep share."""
+    bar = SweepProgress(enabled=bool(progress), total=len(values) * repeats, title=f"sweep {param}")
     points: list[SweepPoint] = []
-    stop: tuple[str, str, int | float | None] | None = None
+    stop: Stop | None = None
     stopped_idx: int | None = None
     # SIGTERM unwinds like Ctrl-C: the current run's processes and folder go first
     with sigterm_unwinds():
         try:
-            for idx, value in enumerate(plan.values):
-                points.append(_run_value(target, value, bar))
-                stop = stop_check(plan.param, points, plan.flat_within, plan.memory_limit)
+            for idx, value in enumerate(values):
+                points.append(_run_value(param, repeats, run, value, bar))
+                stop = stop_check(param, points, flat_within, memory_limit)
                 if stop is not None:
                     stopped_idx = idx
                     break
         finally:
             bar.close()
-    return _conclude(plan, target, points, stop, stopped_idx)
+    return points, stop, stopped_idx
 
 
-def _run_value(target: _Target, value: int | float, bar: SweepProgress) -> SweepPoint:
+def _run_value(
+    param: str,
+    repeats: int,
+    run_one: Callable[[int | float], RunResult],
+    value: int | float,
+    bar: SweepProgress,
+) -> SweepPoint:
     """The repeats of one value; the first failed run ends the value."""
-    plan = target.plan
     runs: list[SweepRun] = []
-    for r in range(plan.repeats):
-        rep = f" run {r + 1}/{plan.repeats}" if plan.repeats > 1 else ""
-        bar.start(f"{plan.param}={fmt_value(value)}{rep}")
-        run = SweepRun.of(value, r, target.run(value))
+    for r in range(repeats):
+        rep = f" run {r + 1}/{repeats}" if repeats > 1 else ""
+        bar.start(f"{param}={fmt_value(value)}{rep}")
+        run = SweepRun.of(value, r, run_one(value))
         runs.append(run)
         bar.done(_run_line(run))
         if not run.ok:
-            bar.skip(plan.repeats - r - 1)
+            bar.skip(repeats - r - 1)
             break
     return SweepPoint.from_runs(value, runs)
 
 
-def _conclude(
-    plan: _Plan,
-    target: _Target,
+def conclude(
+    plan: Any,
+    name: str,
+    settings: dict[str, Any],
     points: list[SweepPoint],
-    stop: tuple[str, str, int | float | None] | None,
+    stop: Stop | None,
     stopped_idx: int | None,
 ) -> SweepResult:
-    """Decide: stop words, recommendation, warnings; build the result."""
+    """Decide: stop words, recommendation, warnings; build the result. ``plan`` has the
+    sweep's ``param``, ``values``, ``fixed``, ``repeats``, ``isolate``, ``flat_within``
+    and ``memory_limit``; ``name`` is what was swept (the factory, or the command)."""
     done = finish_points(points, plan.memory_limit, plan.flat_within)
     skipped = plan.values[stopped_idx + 1 :] if stopped_idx is not None else ()
     if stop is None:
@@ -496,8 +531,8 @@ def _conclude(
                 abandoned=abandoned,
             )
         ),
-        factory=target.name,
-        settings=_settings(plan, target, done),
+        factory=name,
+        settings=settings,
         environment=_environment(),
     )
 

@@ -101,6 +101,12 @@ class RunResult:
 
     ``count_rule`` says how the sampler's return values were read as sample
     counts (see :func:`gyreprof._support.sample_count.count_samples`).
+
+    A run of a script sweep (``gyreprof sweep -- COMMAND``, see
+    :mod:`gyreprof.analysis.sweep.script`) is the command run under ``gyreprof run``'s
+    launcher: a *call* is then one env step, ``samples`` the env steps of every process,
+    ``sample_time_ns`` the time the driving process spent in the sampler's phases, and
+    ``verdict_bound`` / ``wait_ratio`` the run's verdict (None without one).
     """
 
     status: str
@@ -125,6 +131,9 @@ class RunResult:
     rss_seen_bytes: int | None = None
     threads: dict[str, int] = field(default_factory=dict)
     observed: dict[str, Any] = field(default_factory=dict)
+    # a script sweep's run (``gyreprof sweep -- COMMAND``): its verdict's side and wait ratio
+    verdict_bound: str | None = None
+    wait_ratio: float | None = None
     notes: tuple[str, ...] = ()
     pid: int | None = None
     exit_code: int | None = None
