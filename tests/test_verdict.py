@@ -139,6 +139,53 @@ def test_the_two_halves_of_a_vector_step_rank_as_one_env_step() -> None:
     assert v.dominant_phase == "fwd" and v.dominant_kind == "forward/transfer", v.reasons
 
 
+def test_the_next_step_sweeps_the_runs_own_command_or_names_the_setting() -> None:
+    """Under gyreprof run the advice works on the script as it is: the sweep of its own
+    flag, or (no flag visible) the setting to change by hand with what the run predicts;
+    the factory sweep is the Python API's advice only."""
+    sp, tp = sampler({"fwd": 4 * MS, "env": MS}), trainer(3 * MS, MS)
+    cmd = ["python", "dqn.py", "--seed", "4", "--num-envs=4", "--total-timesteps", "4"]
+    v = diagnose(sampler=sp, trainer=tp, command=cmd)
+    assert v.dominant_kind == "forward/transfer"
+    (sweep,) = [a for a in v.advice if "gyreprof sweep" in a]
+    assert sweep.endswith(
+        "gyreprof sweep -- python dqn.py --seed 4 '--num-envs={2,4,8,16}' --total-timesteps 4"
+    ), sweep
+    assert "--num-envs=4 around its 4" not in sweep and "--num-envs around its 4" in sweep
+    v = diagnose(sampler=sp, trainer=tp, command=["python", "train.py", "--seed", "4"])
+    (by_hand,) = [a for a in v.advice if "by hand" in a]
+    assert "a 2x faster sampler makes training at most" in by_hand, by_hand
+    assert "make_sampler" not in " ".join(v.advice)
+    v = diagnose(sampler=sp, trainer=tp)
+    assert any("make_sampler" in a for a in v.advice), v.advice
+    # env stepping dominates: the number of envs is the setting to sweep
+    v = diagnose(sampler=sampler({"env": 4 * MS, "fwd": MS}), trainer=tp, command=cmd)
+    assert v.dominant_kind == "env" and any("'--num-envs={2,4,8,16}'" in a for a in v.advice)
+
+
+def test_a_vector_step_that_costs_more_than_its_workers_stepping_is_its_round_trip() -> None:
+    """SB3 SubprocVecEnv x4 on CartPole: the vector step is most of the sampler, the
+    workers step a few percent of it. The naive reading ("step_wait leads: a slow env
+    worker") advises more workers; it is the round trip, and fewer (or none) help."""
+    sp = sampler({"fwd": MS, "step_async": 2 * MS, "step_wait": 2 * MS})
+    tp = trainer(3 * MS, MS)
+    v = diagnose(sampler=sp, trainer=tp, vector_workers={"workers": 4, "env_s": 0.2})
+    line = next(r for r in v.reasons if r.startswith("sampler:"))
+    assert "round trip to the vector env's 4 worker processes costs more" in line, line
+    assert "each worker spent 50 ms stepping its envs (6% of it)" in line, line
+    assert v.advice[0].startswith("step the envs in this process"), v.advice
+    assert not any("bigger batch" in a for a in v.advice), v.advice
+    # workers that step most of the vector step's time: a slow env, not the round trip
+    v = diagnose(sampler=sp, trainer=tp, vector_workers={"workers": 4, "env_s": 2.8})
+    assert not any("round trip" in r for r in v.reasons), v.reasons
+    assert "slowest vector-env worker" in " ".join(v.reasons)
+    # a forward that leads does not hide a round trip that costs a large part
+    sp = sampler({"fwd": 3 * MS, "step_async": MS, "step_wait": MS})
+    v = diagnose(sampler=sp, trainer=tp, vector_workers={"workers": 4, "env_s": 0.1})
+    assert v.dominant_phase == "fwd" and "round trip" in " ".join(v.reasons), v.reasons
+    assert any(a.startswith("step the envs in this process") for a in v.advice), v.advice
+
+
 def test_env_phase_names_are_configurable() -> None:
     sp = sampler({"physics_tick": 5 * MS, "fwd": MS})
     tp = trainer(3 * MS, MS)

@@ -166,6 +166,8 @@ class DiagnoseOptions:
     loop_evidence: str | None = None
     rollout_cause: Mapping[str, Any] | None = None
     dead_feeder: Mapping[str, Any] | None = None
+    command: Sequence[str] | None = None
+    vector_workers: Mapping[str, float] | None = None
     wait_options: WaitOptions = field(default_factory=WaitOptions)
 
     def replaced(self, knobs: Mapping[str, Any]) -> DiagnoseOptions:
@@ -617,6 +619,10 @@ class _Findings:
     #: the trainer's feeder died (``DiagnoseOptions.dead_feeder``): its wait is starvation,
     #: so no step writes advice to make the sampler faster
     starved: bool = False
+    #: the run's command line (``DiagnoseOptions.command``): a sweep is advised on it
+    command: Sequence[str] | None = None
+    #: a vector env's worker processes (``DiagnoseOptions.vector_workers``)
+    workers: Mapping[str, float] | None = None
 
 
 def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
@@ -1002,14 +1008,89 @@ def _top_part(timed: Mapping[str, float]) -> tuple[str, float, bool]:
     parts = {n: v for n, v in timed.items() if vec is None or n not in VECTOR_HALVES}
     best = max(parts, key=lambda n: parts[n]) if parts else None
     if vec is not None and (best is None or vec >= parts[best]):
-        return max(VECTOR_HALVES, key=lambda h: timed[h]), vec, True
+        return max(VECTOR_HALVES[::-1], key=lambda h: timed[h]), vec, True  # ties: the wait
     assert best is not None
     return best, parts[best], False
 
 
+#: one vector step's time above this many times each worker's stepping: the round trip
+#: to the workers (sending the actions, pickling the results, waking them) costs more
+ROUND_TRIP_X = 2.0
+#: and one vector step at least this share of the sampler's wall time (said even when
+#: another part is larger)
+ROUND_TRIP_SHARE = 0.2
+
+
+def _round_trip(found: _Findings, wall: _Wall) -> tuple[str, list[str]] | None:
+    """When one vector step costs more than ``ROUND_TRIP_X`` times what each of its
+    worker processes spent stepping: the reason's words and the settings to change."""
+    w = found.workers
+    vec = _vector_step(wall.shares)
+    if w is None or vec is None or vec < ROUND_TRIP_SHARE or w.get("workers", 0) < 1:
+        return None
+    step_s = vec * wall.ns / 1e9
+    each_s = float(w["env_s"]) / float(w["workers"])
+    if step_s <= 0 or each_s * ROUND_TRIP_X > step_s:
+        return None
+    n = int(w["workers"])
+    words = (
+        f"the round trip to the vector env's {n} worker processes costs more than their "
+        f"stepping: one vector step (step_async + step_wait) took {fmt_ns(step_s * 1e9)} in "
+        f"all, while each worker spent {fmt_ns(each_s * 1e9)} stepping its envs "
+        f"({each_s / step_s:.0%} of it); the rest is sending actions, pickling observations "
+        "and waking the workers"
+    )
+    advice = [
+        "step the envs in this process: an in-process vector env (SB3 DummyVecEnv, "
+        "gymnasium SyncVectorEnv or vectorization_mode='sync'), or fewer worker processes "
+        "each stepping more envs (SubprocVecEnv / AsyncVectorEnv of larger sub-vectors): the "
+        "env steps are too short for a process round trip each"
+    ]
+    return words, advice
+
+
+def _sweep_next(found: _Findings, what: str) -> str:
+    """How to try other settings of the sampler: with the run's command line, the
+    ``gyreprof sweep`` of that command as it is, on its flag for the number of envs, the
+    rollout's steps or the batch (``analysis.sweep.script``); with none visible, the
+    setting to change by hand and what this run predicts of a faster sampler; with no
+    command (the Python API), the factory sweep."""
+    if found.command is None:
+        return f"sweep {what}: " + _advice.sweep()
+    from gyreprof.analysis.sweep.script import find_sweepable_flag, sweep_command
+
+    cmd = sweep_command(found.command)
+    flag = find_sweepable_flag(found.command)
+    if cmd is not None and flag is not None:
+        return (
+            f"sweep {what} with no code change, {flag.flag} around its {flag.value} (each value "
+            f"run under the launcher: samples/s, phases, peak memory): {cmd}"
+        )
+    gain = (
+        f" (this run predicts that a 2x faster sampler makes training at most "
+        f"{fmt_speedup(found.ceilings['sampler_2x'])})"
+        if "sampler_2x" in found.ceilings
+        else ""
+    )
+    return (
+        f"no flag of the command sets the number of envs or the batch: change {what} by hand "
+        f"(the vector env's num_envs, the steps per rollout) and compare{gain}; a flag for it "
+        "makes it a sweep: gyreprof sweep -- python train.py --num-envs '{1,2,4,8}'"
+    )
+
+
 def _phase_kind_and_tuning(
-    top: str, shares: dict[str, float], env_phases: Sequence[str]
+    top: str,
+    shares: dict[str, float],
+    env_phases: Sequence[str],
+    found: _Findings,
+    trip: tuple[str, list[str]] | None = None,
 ) -> tuple[str, str, list[str]]:
+    """The top part's kind, the words saying what it is, and the advice for it (``trip``:
+    a vector step whose round trip to its workers costs more than their stepping)."""
+    sweep = [_sweep_next(found, "the number of envs")] if found.command is not None else []
+    if trip is not None:
+        return "env", f"it is the vector env's round trip; {trip[0]}", trip[1] + sweep
     if _is_env_phase(top, env_phases):
         what = "it is env stepping"
         if top.lower() == "step_wait" and "step_async" in shares:
@@ -1029,12 +1110,13 @@ def _phase_kind_and_tuning(
                 "look at how the env is called (per-step Python overhead, observation copies, "
                 "resets) and whether the parallelism took effect: " + _advice.check_parallelism(),
                 "a bigger batch will help little while env stepping dominates",
-            ],
+            ]
+            + sweep,
         )
     return (
         "forward/transfer",
         "it is not env stepping (forward pass / transfer / other)",
-        ["sweep batch size and parallelism: " + _advice.sweep()],
+        [_sweep_next(found, "batch size and parallelism")],
     )
 
 
@@ -1106,7 +1188,12 @@ def _sampler_step(
     """Step 3's verdict: which part of the sampler to look at; returns the top timed phase."""
     timed = {n: v for n, v in wall.shares.items() if n not in (UNTIMED, IDLE)}
     top, _, vector = _top_part(timed)
-    top_kind, what, tune = _phase_kind_and_tuning(top, wall.shares, env_phases)
+    trip = _round_trip(found, wall)
+    top_kind, what, tune = _phase_kind_and_tuning(
+        top, wall.shares, env_phases, found, trip if vector else None
+    )
+    if trip is not None and not vector:  # not the largest part, but a large one
+        what, tune = f"{what}; {trip[0]}", tune + trip[1]
     seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage, vector)
     if untimed_leads:
         top_kind, what = "untimed", "the untimed part is the largest"
@@ -1314,6 +1401,14 @@ def diagnose(
         ``endpoint``, ``short``, ``words``, ``next``): a sampler-bound or balanced
         verdict says it and leads its advice with its ``next``; with no sampler
         profile, nothing is said about sampler phases (a service has none).
+    vector_workers: a vector env's worker processes (``gyreprof run``): ``{"workers": N,
+        "env_s": S}``, their env stepping in all (s). When one vector step (``step_async`` +
+        ``step_wait``) leads and takes more than twice what each worker stepped, the round
+        trip to the workers is said to cost more than their stepping, with the settings
+        that change it.
+    command: the run's command line (``gyreprof run``): the advice to try other settings
+        is the ``gyreprof sweep`` of that command on its flag for the number of envs, the
+        steps per rollout or the batch, or says which setting to change by hand.
     dead_feeder: the thread or process that fed the trainer died, and it starved after
         (``gyreprof.analysis.feeders.DeadFeeder`` as a dict): the verdict names it first,
         its fix is the first advice, and no advice to tune the sampler follows.
@@ -1355,7 +1450,8 @@ def diagnose(
         gpu=use_gpu,
         gpu_hints=tuple(gpu_hints),
     )
-    found = _Findings(starved=o.dead_feeder is not None)
+    command = tuple(str(a) for a in o.command) if o.command is not None else None
+    found = _Findings(starved=o.dead_feeder is not None, command=command, workers=o.vector_workers)
     report: WaitReport | None = None
     shape: _Shape | None = None
 

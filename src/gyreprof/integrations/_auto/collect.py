@@ -714,6 +714,8 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
             trainer=trainer,
             rollout_cause=_service_cause(report),
             dead_feeder=_dead_feeder(report, trainer),
+            command=report.command,
+            vector_workers=_vector_workers(got),
             **loop_kw,
         )
     except ValueError as exc:
@@ -727,6 +729,19 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     line = _rollout_wait_line(report)
     if line is not None:
         report.notes.append(line)
+
+
+def _vector_workers(got: list[ProcessEntry]) -> dict[str, float] | None:
+    """A vector env's worker processes (role ``env_worker``): how many, and their env
+    stepping in all (s), for the verdict's round-trip rule; None when there are none."""
+    workers = [e for e in got if e.role == "env_worker" and e.sampler is not None]
+    if not workers:
+        return None
+    env_ns = 0
+    for e in workers:
+        phases = e.sampler.summary().phases
+        env_ns += sum(phases[n].sum_ns for n in ("env_step", "env_reset") if n in phases)
+    return {"workers": float(len(workers)), "env_s": env_ns / 1e9}
 
 
 def _env_loop(report: RunReport) -> bool:
