@@ -74,6 +74,12 @@ def sb3_subproc_train(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
 
 @pytest.fixture(scope="module")
+def sb3_subproc_fast(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    tmp = tmp_path_factory.mktemp("sb3_subproc_fast")
+    return _run(tmp, script("sb3_ppo.py"), "subproc", "none", str(4 * SB3_STEPS), "0", "256")
+
+
+@pytest.fixture(scope="module")
 def torchrl_env(tmp_path_factory: pytest.TempPathFactory) -> Run:
     tmp = tmp_path_factory.mktemp("torchrl_env")
     return _run(
@@ -138,6 +144,21 @@ def test_sb3_subproc_workers_contribute_their_env_steps(sb3_subproc_env: Run) ->
     assert count(data, "sampler", "step_async") == steps // 4
     assert count(data, "sampler", "step_wait") == steps // 4
     assert "processes: 5 of 5 processes contributed" in proc.stderr
+
+
+def test_sb3_subproc_on_cartpole_is_its_round_trip(
+    sb3_subproc_fast: Run, sb3_subproc_env: Run
+) -> None:
+    """SubprocVecEnv x4 on CartPole (~50 us an env step): the vector step costs far more
+    than the workers' stepping, and the advice is the in-process vector env. The same
+    vector env whose envs take 4 ms a step is env stepping, not its round trip."""
+    _, data, _ = sb3_subproc_fast
+    v = data["verdict"]
+    said = " ".join(v["reasons"])
+    assert "round trip to the vector env's 4 worker processes costs more" in said, said
+    assert any(a.startswith("step the envs in this process") for a in v["advice"]), v
+    _, data, _ = sb3_subproc_env
+    assert not any("round trip" in r for r in data["verdict"]["reasons"]), data["verdict"]
 
 
 def test_sb3_subproc_slow_train_counts(sb3_subproc_train: Run) -> None:
