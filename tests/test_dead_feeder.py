@@ -136,7 +136,7 @@ def test_a_process_record_keeps_its_deaths() -> None:
 
 
 _HOOKS_UNDONE = """
-import sys, threading
+import queue, sys, threading  # queue: a module a feeder feeds through (libs.threads.FEEDS)
 from gyreprof.integrations import libs
 from gyreprof.integrations._auto import deaths
 

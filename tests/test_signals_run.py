@@ -230,3 +230,28 @@ def test_a_multi_async_collector_with_slow_envs_is_sampler_bound(tmp_path: Path)
     assert abs(v["wait_ratio"] - expected) < 0.05, (v["wait_ratio"], clock)
     assert v["dominant_phase"] == "env_step" and v["dominant_kind"] == "env", v["reasons"]
     assert data["start_up"] is None
+
+
+# ------------------------------------------------------- CleanRL-style DQN, grad on
+
+
+@pytest.mark.slow
+def test_a_dqn_loop_that_picks_actions_with_grad_on_counts_that_forward_as_sampling(
+    tmp_path: Path,
+) -> None:
+    """CleanRL's dqn.py picks each action with the Q-network outside ``no_grad``. The
+    first of each collect block's forwards comes right after an optimizer step, before
+    any env step: counted as compute, it read the wait about a quarter low. It is the
+    sampler's ``fwd`` now, once per block, and the second minibatch's forward (grad on,
+    right after an optimizer step too, but followed by a backward, not an env step) is
+    not."""
+    data, clock, stdout = _run(tmp_path, "dqn_grad.py", "1500", "2")
+    updates = printed(stdout, "UPDATES")
+    blocks = data["trainer"]["steps"]
+    assert blocks in (updates, updates - 1), (blocks, updates)
+    # one per block after the first update, not two (the minibatch's forward is update work)
+    assert data["sampler"]["phases"]["fwd"]["count"] == updates - 1, data["sampler"]["phases"]
+    v = _verdict(data)
+    expected = clock["collect_s"] / (clock["collect_s"] + clock["update_s"])
+    assert abs(v["wait_ratio"] - expected) < 0.03, (v["wait_ratio"], clock)
+    assert v["loop"] == "sync", v["loop_evidence"]

@@ -97,6 +97,11 @@ def _on_main_death(
     hook(exc_type, exc, tb)
 
 
+def installed() -> bool:
+    """The hooks are chained (:func:`install` ran and was not undone)."""
+    return _installed
+
+
 def install() -> None:
     """Chain the thread and process exception hooks (once per process; the ``threads``
     instrumentor, ``libs.threads``, calls it and undoes it)."""

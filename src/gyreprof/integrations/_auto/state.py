@@ -228,6 +228,18 @@ def no_grad_exit(t: ThreadState, now_ns: int) -> None:
         t.pend_end = now_ns
 
 
+def grad_forward(t: ThreadState, start_ns: int, end_ns: int, last_write: int) -> None:
+    """The first module call after an update ran from ``start_ns`` to ``end_ns`` with grad
+    on (``libs.torch``): with no sampler write inside it, it waits to be classified as
+    a policy forward or update work (``Timeline.classify``), as a no-grad block does."""
+    if t.ng_depth > 0 or t.srec.last_write_ns() != last_write:
+        return
+    if t.pend_end >= 0:
+        t.classify()
+    t.pend_start = start_ns
+    t.pend_end = end_ns
+
+
 def close_open_steps(ts: list[ThreadState]) -> None:
     """Close each thread's open trainer step (at save): its compute ends where sampling
     began again after the last update, else at the last update's end, else now (the

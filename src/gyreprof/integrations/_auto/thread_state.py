@@ -46,6 +46,11 @@ class ThreadState(Timeline):
         "ng_start",
         "ng_lw",
         "ng_dirty",
+        "gf_pre",
+        "gf_post",
+        "gf_module",
+        "gf_start",
+        "gf_lw",
     )
 
     def __init__(self, sampler: Any, trainer: Any) -> None:
@@ -81,6 +86,14 @@ class ThreadState(Timeline):
         self.ng_start = -1
         self.ng_lw = 0  # the sampler's last write when the outermost block began
         self.ng_dirty = False  # the open block held an update signal: not a forward
+        # the first module call after an update, with grad on (libs.torch): its hooks'
+        # handles while armed, the module whose call it is, when it began and the
+        # sampler's last write then
+        self.gf_pre: Any = None
+        self.gf_post: Any = None
+        self.gf_module: Any = None
+        self.gf_start = -1
+        self.gf_lw = 0
         self.pend_start = -1  # the last outermost no-grad block, not classified yet
         self.pend_end = -1
         self.blocks = 0  # collect blocks closed into trainer steps

@@ -15,17 +15,22 @@ from gyreprof.integrations._auto import deaths
 from gyreprof.integrations._instrument import Instrumentor
 
 
-def install(threading: ModuleType) -> None:
-    deaths.install()
-    _inst.patches.on_undo(deaths.uninstall)
+def install(module: ModuleType) -> None:
+    if not deaths.installed():
+        deaths.install()
+        _inst.patches.on_undo(deaths.uninstall)
 
 
-_inst = Instrumentor("threads", {"threading": install})
+#: the modules through which a thread or process feeds a trainer: the first import of one
+#: chains the hooks (``threading`` itself is imported too early and too widely to wait for)
+FEEDS = ("queue", "multiprocessing.queues", "multiprocessing.process", "concurrent.futures._base")
+
+_inst = Instrumentor("threads", dict.fromkeys(FEEDS, install))
 
 
 def instrument() -> None:
-    """Chain the exception hooks now (``threading`` is always imported by then); undone
-    by one :func:`uninstrument`."""
+    """Chain the exception hooks now (a module of :data:`FEEDS` imported) or once one is;
+    undone by one :func:`uninstrument`."""
     _inst.instrument()
 
 

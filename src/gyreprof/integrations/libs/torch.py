@@ -7,6 +7,13 @@ and the policy forwards of every thread's training timeline.
   the backward pass (``torch.Tensor.backward`` and ``torch.autograd.backward``:
   the update begins at the backward's start). They run once per minibatch,
   never per env step; the thread that sends them is the trainer.
+- **Policy forwards with grad on** (CleanRL DQN's action: ``q_network(obs)`` outside any
+  ``no_grad``): after an optimizer step, the thread's first module call is timed, through
+  a one-shot global forward pre-hook (removed at that call) and a forward hook on that
+  module's call alone (removed at its return). It is classified as a no-grad block is:
+  the sampler's ``fwd`` when an env step follows it before the next update, update work
+  otherwise (the next minibatch's forward). No hook is installed outside that window,
+  and none on a thread whose framework patch times ``fwd`` itself.
 - **Policy forwards**: the outermost ``torch.no_grad`` / ``torch.inference_mode``
   block of a thread (the decorator forms enter the same classes) is the
   sampler's ``fwd`` when sampling follows it before the next update signal; a
@@ -36,6 +43,8 @@ def _remove_hooks() -> None:
 
 def _pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     t = st.thread_state()
+    if t.gf_pre is not None or t.gf_post is not None:
+        _disarm(t)
     t.trainer.count(st.OPTIM_STEPS)
     st.update_signal(t, t.now())
 
@@ -43,11 +52,73 @@ def _pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 def _post_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     t = st.thread_state()
     st.update_end(t, t.now())
+    if not t.framework:
+        _arm(t)
+
+
+_armed: set[Any] = set()  # thread states whose first-forward hooks are installed
+
+
+def _arm(t: Any) -> None:
+    """Time ``t``'s thread's next module call (a one-shot global pre-hook)."""
+    if t.gf_pre is not None or t.gf_post is not None:
+        return
+    from torch.nn.modules import module
+
+    t.gf_pre = module.register_module_forward_pre_hook(_first_call)
+    _armed.add(t)
+
+
+def _disarm(t: Any) -> None:
+    for name in ("gf_pre", "gf_post"):
+        handle = getattr(t, name)
+        if handle is not None:
+            handle.remove()
+            setattr(t, name, None)
+    t.gf_module = None
+    _armed.discard(t)
+
+
+def _disarm_all() -> None:
+    for t in list(_armed):
+        _disarm(t)
+
+
+def _first_call(mod: Any, args: Any) -> None:
+    """The global pre-hook: on the armed thread's first module call, remove itself, and
+    with grad on time that call (a forward hook until it returns)."""
+    t = getattr(st.tls, "t", None)
+    if t is None or t.gf_pre is None:
+        return  # another thread's call, or already seen by a hook called with this one
+    t.gf_pre.remove()
+    t.gf_pre = None
+    import torch
+
+    if not torch.is_grad_enabled() or t.ng_depth > 0:
+        _armed.discard(t)
+        return  # a no-grad forward: its block says it
+    from torch.nn.modules import module
+
+    t.gf_module = mod
+    t.gf_lw = t.srec.last_write_ns()
+    t.gf_start = t.now()
+    t.gf_post = module.register_module_forward_hook(_first_return, always_call=True)
+
+
+def _first_return(mod: Any, args: Any, output: Any) -> None:
+    t = getattr(st.tls, "t", None)
+    if t is None or t.gf_module is not mod:
+        return  # a submodule's return, or another thread's
+    end = t.now()
+    _disarm(t)
+    st.grad_forward(t, t.gf_start, end, t.gf_lw)
 
 
 def _backward(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     def backward(*args: Any, **kwargs: Any) -> Any:
         t = st.thread_state()
+        if t.gf_pre is not None or t.gf_post is not None:
+            _disarm(t)
         st.update_signal(t, t.now())
         try:
             return original(*args, **kwargs)
@@ -88,6 +159,7 @@ def install(torch: ModuleType) -> None:
         _handles.append(optim.register_optimizer_step_pre_hook(_pre_step))
         _handles.append(optim.register_optimizer_step_post_hook(_post_step))
         patches.on_undo(_remove_hooks)
+        patches.on_undo(_disarm_all)
     patches.replace(torch.Tensor, "backward", _backward)
     patches.replace(torch.autograd, "backward", _backward)
     for cls in (torch.no_grad, torch.inference_mode):
