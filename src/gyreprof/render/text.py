@@ -781,7 +781,7 @@ def sampler_roles(r: RunReport, *, compact: bool = False) -> list[str]:
         if compact:
             rows = [row for row in rows if row[1] != "0"]
         lines += ["", head + ":", text_table(headers, rows)]
-    if compact:
+    if compact and tables:
         groups = _role_groups(r).values()
         early = warmup_only(*(p.sampler.summary() for ps in groups for p in ps))
         if early:
