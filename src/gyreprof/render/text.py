@@ -667,10 +667,16 @@ def warmup_caveat(r: RunReport) -> str | None:
         "; e.g. " + text.replace("the first ", f"the {side}'s first ", 1)
         for side, text in found.items()
     )
+    if sides["trainer"]:  # the launcher's trainer (or one that marks steps): one option
+        how = _advice.warmup_both()
+    else:  # a trainer of the user's that marks no steps: each side its own way
+        how = (
+            f"for the trainer, {_advice.warmup(False, 'trainer')}; for the sampler, "
+            f"{_advice.warmup(False, 'sampler')}"
+        )
     return (
         f"trainer and sampler: {_notes.WARMUP_NOT_EXCLUDED} from either, so start-up costs "
-        f"(imports, JIT, allocator, first env resets) are in their numbers{detail}; "
-        f"{_advice.warmup_both()}"
+        f"(imports, JIT, allocator, first env resets) are in their numbers{detail}; {how}"
     )
 
 
