@@ -23,8 +23,8 @@ import pytest
 pytest.importorskip("gymnasium")
 
 import gyreprof as gp  # noqa: E402
-from gyreprof._support.format import fmt_pct  # noqa: E402
 from gyreprof._support.advice import advice_for  # noqa: E402
+from gyreprof._support.format import fmt_pct  # noqa: E402
 from gyreprof.analysis.run import HAND_MARKING  # noqa: E402
 from gyreprof.analysis.verdict import diagnose  # noqa: E402
 
