@@ -565,11 +565,15 @@ def cause_words(v: Verdict) -> str:
         return str(dead["short"])
     if v.rollout_cause is not None:
         return str(v.rollout_cause["short"])
-    p = v.dominant_phase
-    if p is None:
-        return ""
     from gyreprof.analysis.sites import where as site_where
 
+    p = v.dominant_phase
+    if v.bound == "trainer":  # the trainer's own time, whatever the sampler's top phase
+        wr = v.wait_report
+        p = p if p is not None and p not in v.sampler_shares else None
+        p = p or (wr.compute_phase if wr is not None else "compute")
+    if p is None:
+        return ""
     if p == UNTIMED:
         untimed = v.sampler_shares.get(UNTIMED, 1.0 - (v.coverage or 0.0))
         text = f"the sampler's untimed {fmt_pct(untimed)} (time outside its timed phases)"
