@@ -194,12 +194,17 @@ def _run(mode: str, tmp_path: Path) -> str:
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_gyreprof_run_names_a_dead_feeder_first(mode: str, tmp_path: Path) -> None:
     err = _run(mode, tmp_path)
+    report = err[err.index("gyreprof run: ") :]
+    # the report opens with the answer: starved, the feeder named, the fix as the next step
+    side, cause, step = report.splitlines()[1:4]
+    assert side.startswith("starved: the trainer waits ") and "on a feeder that died" in side
+    assert cause.startswith(f"cause: its feeder, {mode} `producer`, died: ValueError at ")
+    assert step.startswith("next: fix what ended") and "item 24 came out malformed" in step
     verdict = err[err.index("verdict:") :]
     head = verdict.splitlines()[0]
     assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:30" in head
     assert "(make_item)" in head
-    assert "fix what ended" in verdict and "item 24 came out malformed" in verdict
-    assert "tune the sampler" not in verdict and "which sampler phase" not in verdict
+    assert "tune the sampler" not in report and "which sampler phase" not in report
     import json
 
     got = json.loads((tmp_path / "r.json").read_text())["verdict"]["dead_feeder"]

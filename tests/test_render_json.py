@@ -215,7 +215,14 @@ def test_the_data_classes_delegate_to_the_renderers(results: dict[str, Any]) -> 
     assert str(verdict) == render_text.verdict(verdict)
     assert verdict.headline == render_text.verdict_headline(verdict)
     assert str(run) == render_text.run_report(run)
-    assert str(verdict) in str(run) and str(wait) in str(run)
+    # the run's report holds the verdict (its headline and reasons; the first advice at
+    # the top) and, with --verbose, the whole wait report (its warm-up note said once)
+    text, full = str(run), render_text.run_report(run, verbose=True)
+    assert f"verdict: {verdict.headline}" in text
+    assert all(f"  {i}. {r}" in text for i, r in enumerate(verdict.reasons, 1))
+    assert f"next: {verdict.advice[0]}" in text
+    said = render_text.warmup_caveat(run) is not None
+    assert render_text.wait_report(wait, warmup_said=said) in full
 
 
 def test_every_result_renders_in_every_format(results: dict[str, Any]) -> None:

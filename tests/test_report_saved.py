@@ -53,9 +53,10 @@ def report(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _run_text(stderr: str) -> list[str]:
-    """The run's report from its processes line to the end (before the wall time)."""
+    """The run's report after its head line (its answer first) to the end (before the
+    wall time)."""
     lines = stderr.splitlines()
-    first = next(i for i, x in enumerate(lines) if x.startswith("processes: "))
+    first = next(i for i, x in enumerate(lines) if x.startswith("gyreprof run: ")) + 1
     return [x for x in lines[first:] if not x.startswith("(wall time")]
 
 
@@ -106,12 +107,14 @@ def test_sampler_and_trainer_snapshots_give_the_runs_full_verdict(saved: Saved) 
 
 
 def test_run_html_tells_the_texts_story(saved: Saved) -> None:
-    stderr, data, _, page = saved
+    stderr, data, save, page = saved
     body = page.read_text()
     lines = _run_text(stderr)
     head = next(x for x in lines if x.startswith("verdict: "))[len("verdict: ") :]
     assert html.escape(head, quote=True) in body
-    wait_line = next(x for x in lines if x.startswith("wait ratio: "))
+    # the wait report's lines in full are the --verbose report's
+    full = report(str(save), "--verbose").stdout.splitlines()
+    wait_line = next(x for x in full if x.startswith("wait ratio: "))
     assert html.escape(wait_line, quote=True) in body
     assert "<h2>Trainer" in body and "<h2>Verdict</h2>" in body
     for phase, share in data["verdict"]["sampler_shares"].items():

@@ -78,6 +78,18 @@ def warmup(steps_marked: bool = True, side: str | None = None) -> str:
     return own
 
 
+def warmup_both() -> str:
+    """How to exclude the warm-up of a trainer that marks steps and a sampler that does
+    not, in one sentence (a report that says the warm-up once)."""
+    if where() == "run":
+        return (
+            "rerun with gyreprof run --warmup-s S (both sides) or --warmup-steps N (the "
+            "trainer's first N collect-and-update steps; the sampler marks no steps, so it "
+            "keeps its warm-up)"
+        )
+    return warmup(True)
+
+
 def shorter_warmup() -> str:
     """A warm-up that took the whole run."""
     if where() == "run":

@@ -21,6 +21,7 @@ __all__ = [
     "data_quality",
     "overhead",
     "ring_overwritten",
+    "WARMUP_NOT_EXCLUDED",
     "warmup_not_excluded",
 ]
 
@@ -78,6 +79,11 @@ def overhead(share: float, limit: float | None = None) -> str:
     return f"{text} (above {fmt_pct(limit)}): {_advice.overhead()}"
 
 
+#: how :func:`warmup_not_excluded` starts: a renderer that says the warm-up once finds
+#: the other places that would say it again by it
+WARMUP_NOT_EXCLUDED = "warm-up was not excluded"
+
+
 def warmup_not_excluded(
     detail: str = "", *, steps_marked: bool = True, side: str | None = None
 ) -> str:
@@ -85,6 +91,6 @@ def warmup_not_excluded(
     ``steps_marked`` / ``side``: the profile marks steps, which side it is (see
     :func:`gyreprof._support.advice.warmup`)."""
     return (
-        "warm-up was not excluded, so start-up costs (imports, JIT, allocator, first env "
+        f"{WARMUP_NOT_EXCLUDED}, so start-up costs (imports, JIT, allocator, first env "
         f"resets) are in its numbers{detail}; {_advice.warmup(steps_marked, side)}"
     )

@@ -66,6 +66,20 @@ def positive_number(text: str) -> float:
     return value
 
 
+def add_verbose(parser: argparse.ArgumentParser) -> None:
+    """``--verbose`` / ``-v``: a run's report in full (every table row, the first calls and
+    warm-up means, the profiler overhead, the per-window wait detail, every caveat)
+    instead of the compact one that opens with the answer."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print the run's report in full: rows of phases that did not run, first calls "
+        "and warm-up means, the profiler overhead, the per-window wait detail and every "
+        "caveat (the default report leaves out what does not change the answer)",
+    )
+
+
 def require_extra(
     feature: str, module: str, extra: str, package: str | None = None, note: str = ""
 ) -> None:

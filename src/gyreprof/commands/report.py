@@ -70,6 +70,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--plot", metavar="OUT.png", help="write the pictures to this PNG file")
     p.add_argument("--html", metavar="OUT.html", help="write a self-contained HTML report")
+    from gyreprof.commands._args import add_verbose
+
+    add_verbose(p)
     p.set_defaults(func=run)
 
 
@@ -432,7 +435,8 @@ def _show_run(
     elif args.markdown:
         _print(report.to_markdown())
     else:
-        _print(head + "\n" + render_text.run_report(report))
+        verbose = bool(getattr(args, "verbose", False))
+        _print(head + "\n" + render_text.run_report(report, verbose=verbose))
     return 0
 
 

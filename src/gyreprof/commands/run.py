@@ -197,6 +197,9 @@ def register(sub: Any) -> None:
         "seconds, print what each process is doing (a dead feeder first, where its threads "
         "wait); the final report then says so first (default 60; 0: never)",
     )
+    from gyreprof.commands._args import add_verbose
+
+    add_verbose(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
     p.set_defaults(func=run)
 
@@ -607,7 +610,10 @@ def _run_and_report(
     stalled = watch.final_words(elapsed) if watch is not None else []
     if stalled:  # said first: the numbers below do not cover the time nothing moved
         print("\ngyreprof run: " + "\n  ".join(safe_text(t) for t in stalled), file=sys.stderr)
-    print(f"\n{safe_text(str(report))}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
+    from gyreprof.render.text import run_report
+
+    text = run_report(report, verbose=bool(getattr(args, "verbose", False)))
+    print(f"\n{safe_text(text)}\n(wall time {elapsed:.3g} s)", file=sys.stderr, flush=True)
     if args.json:
         try:
             write_atomic(Path(args.json), (report.to_json() + "\n").encode())

@@ -211,12 +211,43 @@ def rate_cell(rate: float | None) -> str:
     return f"{rate:.3g}"
 
 
-def summary(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> str:
+#: the compact report (``gyreprof run`` without ``--verbose``) shows the profiler's
+#: overhead only from this share of the wall time up
+OVERHEAD_SHOWN = 0.05
+
+
+def summary(
+    s: Summary,
+    shares: tuple[dict[str, float], str] | None = None,
+    *,
+    compact: bool = False,
+    warmup_advice: bool = True,
+    counters: bool = True,
+) -> str:
     """The summary's text; ``shares`` (from :func:`wall_shares`): its share column is of
-    the sampler's wall time, with the untimed row, said under the table."""
+    the sampler's wall time, with the untimed row, said under the table.
+
+    ``compact`` (the run's report without ``--verbose``): no headline and no share basis
+    (the caller's heading carries them), no rows of phases that did not run in steady
+    state (those that ran only in the warm-up are named in a line of their own), no
+    first-call and warm-up-mean lines, and the profiler's overhead only from
+    :data:`OVERHEAD_SHOWN` up. ``warmup_advice=False``: a warm-up that was not excluded
+    is said without how to exclude it (the report says that once, elsewhere).
+    ``counters=False``: no counters line."""
+    return "\n".join(_summary_lines(s, shares, compact, warmup_advice, counters))
+
+
+def _summary_lines(
+    s: Summary,
+    shares: tuple[dict[str, float], str] | None,
+    compact: bool,
+    warmup_advice: bool,
+    counters: bool,
+) -> list[str]:
     lines = []
     src = f" from {s.sources} sources" if s.sources > 1 else ""
-    lines.append("gyreprof: " + summary_headline(s, src))
+    if not compact:
+        lines.append("gyreprof: " + summary_headline(s, src))
     if s.steps:
         spread = s.meta.get("source_rates")
         if s.sources > 1 and isinstance(spread, list) and len(spread) == 3:
@@ -225,26 +256,38 @@ def summary(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> s
                 f"per source: {fmt_rate(lo)} min, {fmt_rate(med)} median, "
                 f"{fmt_rate(hi)} max (wall-clock span of all sources above)"
             )
-    if shares is None:
-        lines.append(summary_table(s))
-    else:
-        lines.append(text_table(list(SUMMARY_HEADERS), wall_rows(s, shares[0])))
+    rows = summary_rows(s) if shares is None else wall_rows(s, shares[0])
+    if compact:
+        rows = [row for row in rows if row[1] != "0"]
+    lines.append(text_table(list(SUMMARY_HEADERS), rows))
+    if shares is not None and not compact:
         lines.append(wall_basis(shares[1]))
-    lines.append(warmup(s.warmup, steps_marked=s.step.count > 0))
     w = s.warmup
+    steps_marked = s.step.count > 0
+    if w.rule != "none" or warmup_advice:
+        lines.append(warmup(w, steps_marked=steps_marked))
+    elif not compact:
+        lines.append("warm-up: none excluded (how to exclude it: under caveats)")
     steady = {**{k: v.mean for k, v in s.phases.items()}, STEP: s.step.mean}
-    if w.first_ns:
-        parts = [
-            f"{safe_name(n)} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
-            for n, v in w.first_ns.items()
-        ]
-        lines.append("first call: " + ", ".join(parts))
-    if w.mean_ns:
-        parts = [
-            f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}" for n, v in w.mean_ns.items()
-        ]
-        lines.append("warm-up vs steady mean: " + ", ".join(parts))
-    lines.append(overhead_line(s))
+    if compact:
+        early = warmup_only(s)
+        if early:
+            lines.append(early)
+    else:
+        if w.first_ns:
+            parts = [
+                f"{safe_name(n)} {fmt_ns(v)} (steady mean {fmt_ns(steady.get(n))})"
+                for n, v in w.first_ns.items()
+            ]
+            lines.append("first call: " + ", ".join(parts))
+        if w.mean_ns:
+            parts = [
+                f"{safe_name(n)} {fmt_ns(v)} -> {fmt_ns(steady.get(n))}"
+                for n, v in w.mean_ns.items()
+            ]
+            lines.append("warm-up vs steady mean: " + ", ".join(parts))
+    if not compact or s.overhead_share >= OVERHEAD_SHOWN:
+        lines.append(overhead_line(s))
     issues = _notes.data_quality(s)
     inexact = [
         safe_name(n)
@@ -255,11 +298,33 @@ def summary(s: Summary, shares: tuple[dict[str, float], str] | None = None) -> s
         issues.append(_notes.inexact_sums(inexact))
     if issues:
         lines.append("note: " + "; ".join(issues))
-    if s.counters:
+    if s.counters and counters:
         lines.append(
             "counters: " + ", ".join(_counter_cell(s, k, v) for k, v in s.counters.items())
         )
-    return "\n".join(lines)
+    return lines
+
+
+def warmup_only(*summaries: Summary) -> str:
+    """The phases that ran only in the warm-up (no steady call, so no row in a compact
+    table), with their first call and warm-up mean; empty when there are none. A phase
+    with no steady call and no warm-up call did not run at all."""
+    found: dict[str, tuple[float, float | None]] = {}
+    for s in summaries:
+        w = s.warmup
+        for name, first in w.first_ns.items():
+            st = s.phases.get(name)
+            if name == STEP or st is None or st.count > 0 or name in found:
+                continue
+            found[name] = (first, w.mean_ns.get(name))
+    if not found:
+        return ""
+    parts = [
+        f"{safe_name(n)} (first call {fmt_ns(first)}"
+        + (f", warm-up mean {fmt_ns(mean)})" if mean is not None else ")")
+        for n, (first, mean) in found.items()
+    ]
+    return "ran only in the warm-up (no steady calls, no row above): " + ", ".join(parts)
 
 
 def _counter_cell(s: Summary, name: str, value: int) -> str:
@@ -289,7 +354,14 @@ def window(w: Window) -> str:
 # ----------------------------------------------------------------- wait report
 
 
-def wait_report(r: WaitReport) -> str:
+def wait_report(r: WaitReport, *, compact: bool = False, warmup_said: bool = False) -> str:
+    """The wait report's text. ``compact`` (the run's report without ``--verbose``, whose
+    first line carries the ratio and its spread): only the spikes' count, the other
+    phases and the notes. ``warmup_said``: the report says how to exclude the warm-up
+    elsewhere, so its note here is left out."""
+    notes = [n for n in r.notes if not (warmup_said and n.startswith(_notes.WARMUP_NOT_EXCLUDED))]
+    if compact:
+        return "\n".join(_wait_compact(r, notes))
     w, c = r.wait_phase, r.compute_phase
     ws, cs = r.wait_per_step, r.compute_per_step
     lines = [
@@ -349,9 +421,27 @@ def wait_report(r: WaitReport) -> str:
                 f"other phase {o.name!r} ({o.source}): spiked in {len(o.spike_windows)} "
                 "window(s); no wait spikes to compare"
             )
-    for note in r.notes:
+    for note in notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
+
+
+def _wait_compact(r: WaitReport, notes: list[str]) -> list[str]:
+    lines = []
+    if r.spikes:
+        med = r.spikes[0].median_wait_per_step_ns
+        lines.append(
+            f"wait spikes: {len(r.spikes)} window(s) with wait per step >= "
+            f"{r.thresholds['spike_factor']:g}x the median window ({fmt_ns(med)}); "
+            "--verbose lists them"
+        )
+    for o in r.other.values():
+        if o.spike_windows and r.spikes:
+            lines.append(
+                f"other phase {o.name!r} ({o.source}): {o.coincident_spikes} of "
+                f"{len(r.spikes)} wait spikes coincide with its own"
+            )
+    return lines + [f"note: {n}" for n in notes]
 
 
 # --------------------------------------------------------------------- verdict
@@ -405,13 +495,99 @@ def verdict_headline(v: Verdict) -> str:
         head += f" (look first at the sampler's untimed {fmt_pct(untimed)}{where})"
     elif v.dominant_phase is not None:
         head += f" (look first at {v.dominant_phase!r})"
-    if v.loop is not None:
-        shape = "synchronous loop" if sync else "overlapped pipeline"
-        if v.loop_source == "default":  # no record showed the shape: say so
-            head += f" [loop shape not detected: judged as an {shape}; --loop tells it]"
+    return head + loop_tag(v)
+
+
+def loop_tag(v: Verdict) -> str:
+    """`` [synchronous loop, timeline]``: the loop shape judged and how it was known
+    (empty without a trainer profile)."""
+    if v.loop is None:
+        return ""
+    shape = "synchronous loop" if v.loop == "sync" else "overlapped pipeline"
+    if v.loop_source == "default":  # no record showed the shape: say so
+        return f" [loop shape not detected: judged as an {shape}; --loop tells it]"
+    return f" [{shape}, {v.loop_source}]"
+
+
+# ------------------------------------------------------- the answer, first
+
+
+#: the side each bound is called by in the answer's first line
+SIDES = {
+    "sampler": "sampler-bound",
+    "trainer": "trainer-bound",
+    "balanced": "balanced",
+    "unknown": "unknown",
+}
+
+
+def answer(v: Verdict, wait: WaitReport | None = None) -> list[str]:
+    """The answer a run's report opens with, in at most three lines: the side with the
+    wait ratio and the spread of its per-window ratios (p10 to p90), the named cause,
+    and the one next step (the verdict's first advice). ``wait``: the run's wait report
+    when the verdict holds none."""
+    wr = v.wait_report if v.wait_report is not None else wait
+    ratio = v.wait_ratio if v.wait_ratio is not None else (wr.ratio if wr is not None else None)
+    dead = getattr(v, "dead_feeder", None)
+    side = "starved" if dead is not None else SIDES.get(v.bound, safe_name(v.bound))
+    if ratio is None:
+        first = f"{side}: no trainer profile, so whether the trainer waits cannot be told"
+    else:
+        first = f"{side}: the trainer waits {fmt_pct(ratio)} of its time"
+        if wr is not None and wr.window_ratios:
+            d = wr.window_distribution
+            n = len(wr.window_ratios)
+            size = "1 step" if wr.window_size == "1 steps" else wr.window_size
+            first += (
+                f" (per window p10 {fmt_pct(d['p10'])}, p90 {fmt_pct(d['p90'])}; "
+                f"{n} window{'s' if n != 1 else ''} of {size})"
+            )
         else:
-            head += f" [{shape}, {v.loop_source}]"
-    return head
+            first += " (no steady windows, so no spread)"
+        if dead is not None:
+            first += ", on a feeder that died"
+        elif v.bound == "balanced" and v.band is not None:
+            first += f", within the noise of the threshold (band +/-{fmt_pct(v.band)})"
+    lines = [first + loop_tag(v)]
+    cause = cause_words(v)
+    if cause:
+        lines.append(f"cause: {cause}")
+    if v.advice:
+        lines.append(f"next: {v.advice[0]}")
+    return lines
+
+
+def cause_words(v: Verdict) -> str:
+    """The verdict's named cause in a few words: the dead feeder, the rollout service's
+    cause, the code or phase the time went to (empty when it names none)."""
+    dead = getattr(v, "dead_feeder", None)
+    if dead is not None:
+        return str(dead["short"])
+    if v.rollout_cause is not None:
+        return str(v.rollout_cause["short"])
+    from gyreprof.analysis.sites import where as site_where
+
+    p = v.dominant_phase
+    if v.bound == "trainer":  # the trainer's own time, whatever the sampler's top phase
+        wr = v.wait_report
+        p = p if p is not None and p not in v.sampler_shares else None
+        p = p or (wr.compute_phase if wr is not None else "compute")
+    if p is None:
+        return ""
+    if p == UNTIMED:
+        untimed = v.sampler_shares.get(UNTIMED, 1.0 - (v.coverage or 0.0))
+        text = f"the sampler's untimed {fmt_pct(untimed)} (time outside its timed phases)"
+        if v.sampler_sites:
+            text += f", mostly {site_where(v.sampler_sites[0])}"
+        return text
+    if p in v.sampler_shares:
+        return f"{p!r}, {fmt_pct(v.sampler_shares[p])} of the sampler's wall time"
+    text = f"the trainer's {p!r}"
+    if v.wait_ratio is not None and v.bound == "trainer":
+        text += f", {fmt_pct(1.0 - v.wait_ratio)} of its time"
+    if v.compute_sites:
+        text += f", mostly {site_where(v.compute_sites[0])}"
+    return text
 
 
 def verdict_sections(v: Verdict) -> list[tuple[str, list[str]]]:
@@ -431,6 +607,81 @@ def verdict(v: Verdict) -> str:
             lines.append(heading)
             lines += [f"  - {x}" for x in items]
     return "\n".join(lines)
+
+
+#: how the verdict's caveat starts that a compact report leaves to ``--verbose``: the
+#: p99 is trustworthy, only the p99.9 is not (and the table shows it as it is)
+_P999_ONLY = "enough for p99, but p99.9 needs at least"
+
+
+def run_verdict(v: Verdict, warmup_line: str | None, *, compact: bool) -> list[str]:
+    """The verdict in a run's report, below its tables: the headline and the numbered
+    reasons, then the advice after the first (which the answer at the top gave), what
+    cannot be told, and the caveats, where ``warmup_line`` replaces the verdict's own
+    warm-up caveats (one line for both sides). ``compact`` leaves out the caveat of a
+    p99.9 resting on fewer samples than it needs."""
+    lines = [f"verdict: {verdict_headline(v)}"]
+    lines += [f"  {i}. {r}" for i, r in enumerate(v.reasons, 1)]
+    caveats = [c for c in v.caveats if not _is_warmup_caveat(c)]
+    if compact:
+        caveats = [c for c in caveats if _P999_ONLY not in c]
+    if warmup_line:
+        caveats.insert(0, warmup_line)
+    sections = [("then:", list(v.advice[1:])), ("cannot tell:", list(v.unknowns))]
+    for heading, items in [*sections, ("caveats:", caveats)]:
+        if len(items) == 1 and heading == "then:":  # one more step: on one line
+            lines.append(f"then: {items[0]}")
+        elif items:
+            lines.append(heading)
+            lines += [f"  - {x}" for x in items]
+    return lines
+
+
+def _is_warmup_caveat(text: str) -> bool:
+    """The verdict's caveat of a side whose warm-up was not excluded (``side: warm-up was
+    not excluded ...``)."""
+    _, _, rest = text.partition(": ")
+    return text.startswith(_notes.WARMUP_NOT_EXCLUDED) or rest.startswith(
+        _notes.WARMUP_NOT_EXCLUDED
+    )
+
+
+def warmup_caveat(r: RunReport) -> str | None:
+    """The run's one line on a warm-up left in its numbers, for the sides whose profiles
+    excluded none (their slowest first call as the verdict found it); None when every
+    side excluded one."""
+    sides: dict[str, bool] = {}  # side -> its profile marks steps
+    for side, src in (("trainer", r.trainer), ("sampler", r.sampler)):
+        if src is not None:
+            s = src.summary()
+            if s.events > 0 and s.warmup.rule == "none":
+                sides[side] = s.step.count > 0
+    if not sides:
+        return None
+    found = {}
+    for c in r.verdict.caveats if r.verdict is not None else []:
+        side, _, rest = c.partition(": ")
+        if side in sides and rest.startswith(_notes.WARMUP_NOT_EXCLUDED) and "; e.g. " in rest:
+            found[side] = rest.split("; e.g. ", 1)[1].split("; ", 1)[0]
+    if len(sides) == 1:
+        ((side, marked),) = sides.items()
+        detail = f"; e.g. {found[side]}" if side in found else ""
+        return f"{side}: " + _notes.warmup_not_excluded(detail, steps_marked=marked, side=side)
+    detail = "".join(
+        "; e.g. " + text.replace("the first ", f"the {side}'s first ", 1)
+        for side, text in found.items()
+    )
+    if sides["trainer"]:  # the launcher's trainer (or one that marks steps): one option
+        how = _advice.warmup_both()
+    else:  # a trainer of the user's that marks no steps: each side its own way
+        how = (
+            f"for the trainer, {_advice.warmup(False, 'trainer')}; for the sampler, "
+            f"{_advice.warmup(False, 'sampler')}"
+        )
+    return (
+        f"trainer and sampler: {_notes.WARMUP_NOT_EXCLUDED} from either, so start-up costs "
+        f"(imports, JIT, allocator, first env resets) are in their numbers{detail}; {how}"
+    )
 
 
 # ------------------------------------------------------------------ run report
@@ -530,12 +781,21 @@ def sampler_role_parts(
     return tables, parallel
 
 
-def sampler_roles(r: RunReport) -> list[str]:
-    """:func:`sampler_role_parts` as text lines (empty when one role recorded everything)."""
+def sampler_roles(r: RunReport, *, compact: bool = False) -> list[str]:
+    """:func:`sampler_role_parts` as text lines (empty when one role recorded everything).
+    ``compact``: no rows of phases with no steady calls (those that ran in the warm-up
+    only are named below the tables)."""
     tables, parallel = sampler_role_parts(r)
     lines: list[str] = []
     for head, headers, rows in tables:
+        if compact:
+            rows = [row for row in rows if row[1] != "0"]
         lines += ["", head + ":", text_table(headers, rows)]
+    if compact and tables:
+        groups = _role_groups(r).values()
+        early = warmup_only(*(p.sampler.summary() for ps in groups for p in ps))
+        if early:
+            lines.append(early)
     if parallel:
         lines += ["", *parallel]
     return lines
@@ -624,22 +884,30 @@ def nodes(r: RunReport) -> list[str]:
     )
 
 
-def run_report(r: RunReport) -> str:
-    """The run's report; its advice worded for where it is read (``r.advice_for``)."""
+def run_report(r: RunReport, *, verbose: bool = False) -> str:
+    """The run's report; its advice worded for where it is read (``r.advice_for``).
+
+    It opens with the answer (:func:`answer`: the side, the wait ratio and its spread,
+    the cause, the next step), then the tables, the wait report and the verdict's
+    reasons, each piece of advice said once. Without ``verbose`` it is compact: no rows
+    of phases that did not run, no first-call and warm-up-mean lines, no profiler
+    overhead below :data:`OVERHEAD_SHOWN`, the wait report's per-window detail and the
+    p99.9 caveat left out; ``verbose`` shows them all."""
     with _advice.advice_for(r.advice_for):
-        return _run_report(r)
+        return _run_report(r, verbose=verbose)
 
 
-def user_profiles(r: RunReport) -> list[str]:
+def user_profiles(r: RunReport, *, compact: bool = False) -> list[str]:
     """The tables of the Profilers the user created in the run's processes, but those
     that stand for the trainer (their advice is the API's: the user wrote them)."""
     lines: list[str] = []
     shown = [(p, u) for p in r.contributed for u in p.user if not u.as_trainer]
     for p, u in shown[:USER_TABLES]:
         s = u.snapshot.summary()
-        lines += ["", f"your profiler {u.name} in {safe_name(p.role)} {p.pid}:"]
+        head = f"your profiler {u.name} in {safe_name(p.role)} {p.pid}:"
+        lines += ["", f"{head} {summary_headline(s)}" if compact else head]
         with _advice.advice_for("code"):
-            lines.append(summary(s))
+            lines.append(summary(s, compact=compact))
     if len(shown) > USER_TABLES:
         lines += ["", f"... and {len(shown) - USER_TABLES} more of your profilers (not shown)"]
     return lines
@@ -657,55 +925,110 @@ def _trainer_heading(r: RunReport) -> str:
     return f"trainer (marked by hand: your {where}):"
 
 
-def _run_report(r: RunReport) -> str:
+def _run_report(r: RunReport, *, verbose: bool = False) -> str:
+    compact = not verbose
     lines: list[str] = []
     if r.command:  # a report read back from a --save folder saved before run.json has none
         cmd = " ".join(r.command)
         ec = "in this process" if r.exit_code is None else f"exit code {r.exit_code}"
         lines.append(f"gyreprof run: {cmd} ({ec})")
-    lines.append("processes: " + run_processes(r))
+    processes = "processes: " + run_processes(r)
     if not r.recognised:
+        lines.append(processes)
         first = r.nothing_recognised()
         lines.append(first)
         lines += [f"note: {n}" for n in r.notes if n != first]
         return "\n".join(lines)
-    roles = sampler_roles(r)
+    v = r.verdict
+    if v is not None:  # the answer first: the side, the ratio and its spread, cause, next
+        lines += [*answer(v, r.wait), ""]
+    # one process that contributed says nothing the report does not (--verbose says it)
+    if verbose or len(r.processes) != 1 or r.missing:
+        lines += [processes, ""]
+    warm = warmup_caveat(r)
+    body: list[str] = []
+    roles = sampler_roles(r, compact=compact)
     if roles:
-        lines += roles
+        body += roles
     elif r.sampler is not None:
         n = merged_count(r)
-        lines.append("")
-        lines.append(f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:")
         s = r.sampler.summary()
-        lines.append(summary(s, wall_shares(s, r.verdict)))
+        shares = wall_shares(s, r.verdict)
+        head = f"sampler phases, merged over {n} process{'es' if n != 1 else ''}:"
+        if compact:
+            head = (
+                f"{head[:-1]} ({summary_headline(s)}); {wall_basis(shares[1])}:"
+                if s.steps
+                else f"{head[:-1]} ({s.events} phase events, no steps marked); "
+                f"{wall_basis(shares[1])}:"
+            )
+        body += ["", head]
+        body.append(
+            summary(s, shares, compact=compact, warmup_advice=warm is None, counters=verbose)
+        )
     if r.trainer is not None:
-        lines.append("")
-        lines.append(_trainer_heading(r))
         own = any(u.as_trainer for p in r.contributed for u in p.user)
+        t = r.trainer.summary()
+        head = _trainer_heading(r)
+        body += ["", f"{head} {summary_headline(t)}" if compact else head]
         with _advice.advice_for("code" if own else r.advice_for):  # the user's Profiler
-            lines.append(summary(r.trainer.summary()))
+            body.append(
+                summary(
+                    t,
+                    compact=compact,
+                    warmup_advice=warm is None,
+                    counters=verbose or own,
+                )
+            )
         su = getattr(r, "start_up", None)
         if su is not None:
-            lines.append(
+            body.append(
                 f"start-up: no warm-up rule was given and the first step waited "
                 f"{fmt_ns(su.wait_ns)}, far above the {su.rest_steps} steps after it "
                 f"(median {fmt_ns(su.rest_p50_ns)}): it is the warm-up above "
                 "(gyreprof run --warmup-steps 0 keeps every step)"
             )
-    lines += nodes(r)
-    lines += user_profiles(r)
+    body += nodes(r)
+    body += user_profiles(r, compact=compact)
     if r.wait is not None:
-        lines.append("")
-        lines.append(wait_report(r.wait))
-    if r.verdict is not None:
-        lines.append("")
-        lines.append(verdict(r.verdict))
+        text = wait_report(r.wait, compact=compact, warmup_said=warm is not None)
+        if text:
+            body += ["", text]
+    if v is not None:
+        body += ["", *run_verdict(v, warm, compact=compact)]
+    elif warm is not None:
+        body += ["", "caveats:", f"  - {warm}"]
     if getattr(r, "rollouts", None) is not None:
-        lines += ["", rollouts(r.rollouts)]
+        body += ["", rollouts(r.rollouts)]
     if r.notes:
-        lines.append("")
-        lines += [f"note: {n}" for n in r.notes]
-    return "\n".join(lines)
+        if verbose or getattr(r, "rollouts", None) is not None:
+            body.append("")  # compact: the notes follow the caveats (each says "note:")
+        body += [f"note: {n}" for n in r.notes]
+    while body and not body[0]:
+        body.pop(0)
+    lines += body
+    return "\n".join(_said_once(lines))
+
+
+#: the prefixes of the lines that give advice or notes (said once in a report)
+_ONCE = ("next: ", "then: ", "- ", "note: ")
+
+
+def _said_once(lines: list[str]) -> list[str]:
+    """The lines without a piece of advice or a note said before in other words than its
+    heading: ``next: X`` at the top and ``  - X`` under a heading below say the same X."""
+    seen: set[str] = set()
+    out = []
+    for line in lines:
+        bare = line.strip()
+        key = next((bare[len(p) :] for p in _ONCE if bare.startswith(p)), None)
+        if key is not None:
+            key = " ".join(key.split()).lower()
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(line)
+    return out
 
 
 # ------------------------------------------------------------------ rollouts
