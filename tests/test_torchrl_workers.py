@@ -124,3 +124,25 @@ def test_a_worker_counter_past_its_wall_time_is_held_to_it() -> None:
     )
     assert w is not None and w.env_step_ns + w.fwd_ns <= w.wall_ns
     assert WorkerTime.from_counters(8, {}) is None  # not a collector's worker
+
+
+def test_phase_ns_reads_the_running_total_of_warm_up_and_steady_time() -> None:
+    """What a worker reads at each batch's start and end: the ns recorded so far in a
+    phase, warm-up included, so the delta is the batch's whatever the warm-up rule."""
+    from gyreprof import Profiler
+    from gyreprof._support.block import StatsBlock
+
+    prof = Profiler(["env", "fwd"], warmup_steps=1)
+    block = StatsBlock.of(prof.recorder)
+    env, fwd = prof.ids("env", "fwd")
+    assert block.phase_ns([env, fwd]) == 0
+    prof.record("env", 1000)  # in the warm-up
+    prof.recorder.flush()
+    assert block.phase_ns([env]) == 1000
+    prof.begin()
+    prof.begin()  # the warm-up step ends
+    prof.record("env", 500)
+    prof.record("fwd", 200)
+    prof.recorder.flush()  # a private block folds in batches (a worker's flushes too)
+    assert block.phase_ns([env]) == 1500
+    assert block.phase_ns([fwd]) == 200

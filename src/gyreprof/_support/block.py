@@ -428,7 +428,8 @@ class StatsBlock:
 
     def phase_ns(self, rows: Sequence[int]) -> int:
         """The ns recorded so far in histogram rows ``rows`` (phase ids), steady and
-        warm-up together (their low words: a running total read twice, a delta taken)."""
+        warm-up together (their low words: a running total read twice, a delta taken).
+        A private block holds what was folded: ``Recorder.flush()`` first."""
         stat, warm = self.stat, self.warm
         return sum(int(stat[h, _rec.STAT_SUM]) + int(warm[h, _rec.WARM_SUM]) for h in rows)
 

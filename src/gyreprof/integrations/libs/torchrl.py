@@ -73,6 +73,7 @@ class _Batches:
         self.start = self.step0 = self.reset0 = self.fwd0 = 0
 
     def begin(self, now_ns: int) -> None:
+        self.t.srec.flush()  # a private block folds its events in batches: fold them now
         b = self.block
         self.start = now_ns
         self.step0, self.reset0, self.fwd0 = (
@@ -82,6 +83,7 @@ class _Batches:
         )
 
     def end(self, now_ns: int) -> None:
+        self.t.srec.flush()
         b, count = self.block, self.t.sampler.count
         batches, wall, step, reset, fwd = self.names
         count(batches)
