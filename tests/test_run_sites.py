@@ -206,6 +206,10 @@ class _Thread:
         self.in_wait = False
         self.inside = False
         self.ng_depth = 0
+        self.in_rollout = False
+        self.in_fwd = False
+        self.rolled = False
+        self.trains = False
         self.clock = 0
 
     def now(self) -> int:
@@ -245,6 +249,37 @@ def test_samples_are_sorted_by_the_threads_timeline() -> None:
     stacks._settle(c, c.tracks[id(t)], final=True)
     assert c.sampler_samples == 3 and c.sampler == {a: 1}
     assert c.compute_samples == 2
+
+
+def test_a_collector_workers_batches_are_sampled_and_not_between_them() -> None:
+    """A TorchRL worker's batch is a data wait and a no-grad block, yet inside it
+    (``in_rollout``) only the env calls and the timed policy forward are timed; between
+    its batches the worker waits for its next order, and is not sampled."""
+    c = stacks._Counts()
+    t = _Thread()
+    a = _user_code()
+    frames: dict[int, Any] = {7: _Frame(a)}
+
+    def look(at: int) -> None:
+        t.clock = at
+        stacks._sample(c, [t], frames)  # type: ignore[arg-type]
+
+    t.srec.since, t.srec.last = 5, 5
+    t.in_rollout = t.rolled = t.in_wait = True
+    t.ng_depth = 1
+    look(10)  # neither an env call nor the forward: untimed, the site's
+    t.in_fwd = True
+    look(20)  # the policy forward: timed
+    t.in_fwd, t.inside = False, True
+    look(30)  # an env call: timed
+    t.inside = False
+    t.srec.last, t.blk_end = 40, 45  # the batch ends at 45
+    t.in_rollout = t.in_wait = False
+    t.ng_depth = 0
+    look(50)  # between batches: not sampled at all
+    stacks._settle(c, c.tracks[id(t)], final=True)
+    assert c.sampler_samples == 3 and c.sampler == {a: 1}
+    assert c.compute_samples == 0
 
 
 def test_site_shares_stay_within_the_untimed_share_and_hedge_few_samples() -> None:
@@ -305,3 +340,16 @@ def test_the_verdict_names_the_largest_site_first() -> None:
     back = type(out).from_dict(out.to_dict())
     assert back.sampler_sites == out.sampler_sites
     assert S.attach(v, None) is v
+
+
+def test_the_spawn_line_of_a_child_is_not_the_users_code() -> None:
+    """A spawned child's outermost frame is ``python -c 'from multiprocessing.spawn
+    import spawn_main; ...'`` (file ``<string>``): the standard library's, so a worker's
+    sample inside package code names the package's frame, not ``<module> (<string>:1)``;
+    a ``python -c`` of the user's stays the user's."""
+    spawn = compile(
+        "from multiprocessing.spawn import spawn_main; spawn_main()", "<string>", "exec"
+    )
+    mine = compile("x = 1", "<string>", "exec")
+    assert stacks._kind_of(spawn) == stacks._STDLIB
+    assert stacks._kind_of(mine) == stacks._USER

@@ -426,6 +426,13 @@ class StatsBlock:
             st[h, _rec.STAT_SUM] = min(total, _INT64_MAX)
         return st
 
+    def phase_ns(self, rows: Sequence[int]) -> int:
+        """The ns recorded so far in histogram rows ``rows`` (phase ids), steady and
+        warm-up together (their low words: a running total read twice, a delta taken).
+        A private block holds what was folded: ``Recorder.flush()`` first."""
+        stat, warm = self.stat, self.warm
+        return sum(int(stat[h, _rec.STAT_SUM]) + int(warm[h, _rec.WARM_SUM]) for h in rows)
+
     def _sum_hi(self, field: int) -> list[int]:
         if "sumhi" not in self._off:
             return [0] * self.nh

@@ -168,6 +168,9 @@ class RunReport:
     # threads and processes that died of an exception (integrations._auto.deaths.Death),
     # the main process's main thread left out (the program's own end)
     deaths: list[Any] = field(default_factory=list)
+    # a multi-process collector's workers, their batches timed in them
+    # (analysis.workers.CollectorWorkers), or None
+    workers: Any = None
 
     @property
     def contributed(self) -> list[ProcessEntry]:

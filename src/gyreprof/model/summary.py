@@ -49,6 +49,11 @@ from gyreprof.model.window import Window
 #: hold each one's calibrated ns per call under the same name
 #: (``gyreprof.model.snapshot.wrapper_overhead``). A Summary leaves them out of its counters.
 WRAPPER_COUNTER_PREFIX = "gyreprof.wrapper."
+#: the sampler counters a collector worker keeps of its batches under ``gyreprof run``
+#: (``libs.torchrl``: ``<prefix>batches``, ``<prefix>wall_ns``, ``<prefix><phase>_ns``,
+#: the phases' ns inside the batches); read per process by the run's report
+#: (``analysis.workers``), left out of a Summary's counters like the wrappers'
+COLLECT_COUNTER_PREFIX = "gyreprof.collect."
 
 if (
     TYPE_CHECKING
@@ -271,7 +276,9 @@ class Summary(Record):
         wrapper = sum(s.wrapper_ns or 0.0 for s in sources if s.steady_ns > 0)
         # the wrappers' call counters are the overhead's input, not the program's counts
         counters = {
-            k: v for k, v in snap.counters.items() if not k.startswith(WRAPPER_COUNTER_PREFIX)
+            k: v
+            for k, v in snap.counters.items()
+            if not k.startswith((WRAPPER_COUNTER_PREFIX, COLLECT_COUNTER_PREFIX))
         }
         warmup_ns = max((s.warmup_ns for s in sources), default=0)
         warm_done = all(s.warmup_done for s in sources)

@@ -8,7 +8,7 @@ text is safe to print.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gyreprof._support import advice as _advice
 from gyreprof._support import forms as _forms
@@ -917,6 +917,21 @@ def user_profiles(r: RunReport, *, compact: bool = False) -> list[str]:
 USER_TABLES = 8
 
 
+def collector_workers(cw: Any) -> list[str]:
+    """A multi-process collector's workers (``analysis.workers.CollectorWorkers``): each
+    part's share of their collection wall time, and their wall time against the loop's."""
+    if cw is None:
+        return []
+    shares = cw.shares
+    parts = ", ".join(f"{n} {fmt_pct(shares[n])}" for n in sorted(shares, key=lambda n: -shares[n]))
+    n = len(cw.workers)
+    return [
+        "",
+        f"collector workers ({n} process{'es' if n != 1 else ''}, timed in each): share of "
+        f"their collection wall time: {parts}; {cw.wall_words()}",
+    ]
+
+
 def _trainer_heading(r: RunReport) -> str:
     mine = [(p, u) for p in r.contributed for u in p.user if u.as_trainer]
     if not mine:
@@ -966,6 +981,7 @@ def _run_report(r: RunReport, *, verbose: bool = False) -> str:
         body.append(
             summary(s, shares, compact=compact, warmup_advice=warm is None, counters=verbose)
         )
+    body += collector_workers(getattr(r, "workers", None))
     if r.trainer is not None:
         own = any(u.as_trainer for p in r.contributed for u in p.user)
         t = r.trainer.summary()

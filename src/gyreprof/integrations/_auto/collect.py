@@ -724,6 +724,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
         from gyreprof.analysis.sites import attach
 
         report.verdict = attach(report.verdict, _sites(got, trainer is not None))
+    _collector_workers(report, got, trainer)
     if report.start_up is not None:
         _judge_with_start_up(report, sampler, whole, loop_kw)
     line = _rollout_wait_line(report)
@@ -742,6 +743,27 @@ def _vector_workers(got: list[ProcessEntry]) -> dict[str, float] | None:
         phases = e.sampler.summary().phases
         env_ns += sum(phases[n].sum_ns for n in ("env_step", "env_reset") if n in phases)
     return {"workers": float(len(workers)), "env_s": env_ns / 1e9}
+
+
+def _collector_workers(report: RunReport, got: list[ProcessEntry], trainer: Any) -> None:
+    """A multi-process collector's workers (processes other than the main one and the
+    trainers whose sampler counted batches of their own): the report keeps them, and
+    the verdict's sampler part is read from their collection time and their stack
+    samples (``analysis.workers``)."""
+    workers = [e for e in got if e.role != "main" and not _trains(e) and e.sampler is not None]
+    if not workers:
+        return
+    from gyreprof.analysis import workers as cw
+    from gyreprof.analysis.sites import merge
+
+    found = cw.from_snapshots([(e.pid, e.sampler) for e in workers], trainer)
+    if found is None:
+        return
+    report.workers = found
+    if report.verdict is not None:
+        pids = {w.pid for w in found.workers}
+        sites = merge([e.sites for e in workers if e.pid in pids and e.sites is not None])
+        report.verdict = cw.attach(report.verdict, found, sites)
 
 
 def _env_loop(report: RunReport) -> bool:

@@ -15,9 +15,12 @@ timeline already keeps (``timeline.Timeline`` / ``thread_state.ThreadState``):
   closed (``last_write_ns``, ``blk_end``), or a block closed at or after it
   (``blocks``, ``prev_end``). Then it counts in the sampler's wall; outside every
   timed phase (no env call, ``inside``; no no-grad block, ``ng_depth``; no data
-  wait) it is charged to its site. A sample the block did not reach is the update's
-  (compute) on a thread whose trainer step is open, else dropped (a worker's loop
-  after its last write);
+  wait) it is charged to its site. Inside a collector's own rollout (``in_rollout``:
+  a TorchRL worker's batch, itself a wait and a no-grad block) only the env calls
+  and the timed policy forward (``in_fwd``) are timed, and a worker that collects
+  such batches and never trains is not sampled between them. A sample the block did not
+  reach is the update's (compute) on a thread whose trainer step is open, else
+  dropped (a worker's loop after its last write);
 - *in the trainer's compute*: no block open and a trainer step open (``step_open``):
   charged to its site.
 
@@ -126,6 +129,17 @@ def _kind(filename: str) -> int:
     return _USER
 
 
+def _kind_of(code: CodeType) -> int:
+    """:func:`_kind` of a code object's file; the ``-c`` line by which multiprocessing
+    starts a spawned or forkserver child (``from multiprocessing.spawn import
+    spawn_main; ...``) is the standard library's, not the user's."""
+    if code.co_filename == "<string>" and any(
+        n.startswith("multiprocessing") for n in code.co_names
+    ):
+        return _STDLIB
+    return _kind(code.co_filename)
+
+
 def _site(f: FrameType | None) -> CodeType | None:
     """The innermost frame of the user's code in the stack from ``f`` outwards; with
     none, the innermost installed package's, else the innermost standard library's
@@ -136,7 +150,7 @@ def _site(f: FrameType | None) -> CodeType | None:
         code = f.f_code
         k = kinds.get(code)
         if k is None:
-            k = kinds[code] = _kind(code.co_filename)
+            k = kinds[code] = _kind_of(code)
         if k == _USER:
             return code
         if k == _PACKAGE:
@@ -191,10 +205,14 @@ def _sample(c: _Counts, ts: list[Any], frames: dict[int, FrameType]) -> None:
             continue
         now = int(t.now())
         waiting = bool(t.in_wait)
-        if waiting or t.srec.since_mark_ns() >= 0 or t.blk_start >= 0:
+        if t.in_rollout:  # a collector's own batch: only env calls and the forward are timed
             if len(tr.pending) < _PENDING_MAX:
-                timed = waiting or t.inside or t.ng_depth > 0
-                tr.pending.append((now, _site(f), timed))
+                tr.pending.append((now, _site(f), bool(t.inside or t.in_fwd)))
+        elif t.rolled and not t.trains:
+            pass  # a collector's worker between its batches: waiting for its next order
+        elif waiting or t.srec.since_mark_ns() >= 0 or t.blk_start >= 0:
+            if len(tr.pending) < _PENDING_MAX:
+                tr.pending.append((now, _site(f), bool(waiting or t.inside or t.ng_depth > 0)))
         elif t.step_open:
             c.in_compute(_site(f))
 

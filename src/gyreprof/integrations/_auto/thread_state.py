@@ -29,6 +29,9 @@ class ThreadState(Timeline):
     __slots__ = (
         "guard_binding",
         "in_collect",
+        "in_rollout",
+        "in_fwd",
+        "rolled",
         "in_train",
         "sampler",
         "env_step",
@@ -59,6 +62,11 @@ class ThreadState(Timeline):
         self.bind(sampler.recorder, trainer.recorder, trainer, FWD, threading.get_ident())
         self.in_collect = False
         self.in_train = False
+        # inside a collector's own rollout (a TorchRL worker's batch): the stack sampler
+        # charges what is neither an env call nor the timed policy forward (``in_fwd``)
+        self.in_rollout = False
+        self.in_fwd = False
+        self.rolled = False  # it collected a batch of its own (in_rollout) at least once
         self.in_wait = False  # inside a data wait already reported (nested gets are not)
         self.sampler = sampler
         ph = sampler.phase
