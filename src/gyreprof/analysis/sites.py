@@ -232,6 +232,8 @@ def attach(v: Verdict, sites: ProcessSites | None) -> Verdict:
         if out.dominant_phase == UNTIMED and out.dead_feeder is None:
             advice = [a for a in advice if _TIME_THE_REST not in a]
             advice.insert(0, _sampler_advice(found[0]))
+            sampler_advice = [_sampler_advice(found[0]), *out.sampler_advice]
+            out = replace(out, sampler_advice=sampler_advice)
     line = compute_line(out)
     if line is not None:
         reasons.append(line)

@@ -274,6 +274,9 @@ class Verdict(Record):
     rollout_cause: dict[str, Any] | None = None
     # the trainer's feeder died and it starved after (gyreprof run; analysis.feeders)
     dead_feeder: dict[str, Any] | None = None
+    # the advice written from the sampler's own phases (a part of ``advice``): where the
+    # sampler's time is read elsewhere (a collector's workers), these are what it replaces
+    sampler_advice: list[str] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
@@ -623,6 +626,8 @@ class _Findings:
     command: Sequence[str] | None = None
     #: a vector env's worker processes (``DiagnoseOptions.vector_workers``)
     workers: Mapping[str, float] | None = None
+    #: the part of ``advice`` written from the sampler's own phases
+    sampler_advice: list[str] = field(default_factory=list)
 
 
 def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
@@ -1207,6 +1212,7 @@ def _sampler_step(
         found.dominant, found.kind = look, top_kind
         found.reasons.append(f"{seen}; {what}")
         found.advice += tune
+        found.sampler_advice += tune
     elif found.bound == "trainer":
         found.reasons.append(
             f"{seen}; this does not matter until the trainer waits for the sampler"
@@ -1214,7 +1220,9 @@ def _sampler_step(
     else:
         found.dominant, found.kind = look, top_kind
         found.reasons.append(f"{seen}; {what}")
-        found.advice += [f"if the trainer turns out to wait for the sampler: {t}" for t in tune]
+        cond = [f"if the trainer turns out to wait for the sampler: {t}" for t in tune]
+        found.advice += cond
+        found.sampler_advice += cond
         if top.lower() in DEFAULT_HANDOFF_PHASES:
             found.reasons.append(
                 f"{top!r} looks like handing batches over: if it blocks on a full queue, "
@@ -1539,4 +1547,5 @@ def _verdict(
         ceilings=dict(found.ceilings),
         rollout_cause=dict(cause) if cause is not None else None,
         dead_feeder=dict(dead) if dead is not None else None,
+        sampler_advice=[a for a in found.sampler_advice if a in found.advice],
     )

@@ -194,14 +194,6 @@ def _advice_for(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
 
 #: the sampler advice ``diagnose`` gives from the training process's own phases, which
 #: the workers' breakdown replaces
-def _replaced_advice() -> tuple[str, ...]:
-    return (_advice.time_untimed(), _advice.sweep(), _advice.check_parallelism())
-
-
-#: the words of the sites' advice on the training process's untimed sampler time
-_SITE_ADVICE = "of the sampler's wall time went there"
-
-
 def attach(v: Verdict, cw: CollectorWorkers | None, worker_sites: Any = None) -> Verdict:
     """The verdict with its sampler part read from the collector's workers: its
     ``sampler_shares`` (of their collection wall time), ``dominant_phase``,
@@ -220,8 +212,8 @@ def attach(v: Verdict, cw: CollectorWorkers | None, worker_sites: Any = None) ->
     at = next((i for i, r in enumerate(v.reasons) if r.startswith("sampler:")), len(reasons))
     reasons.insert(min(at, len(reasons)), line)
     caveats = [c for c in v.caveats if not c.startswith("sampler: the sampler's phases add up")]
-    old = _replaced_advice()
-    advice = [a for a in v.advice if not any(o in a for o in old) and _SITE_ADVICE not in a]
+    # what the training process's own sampler phases advised: its time is the workers'
+    advice = [a for a in v.advice if a not in v.sampler_advice]
     top = cw.leading
     tune = v.bound in ("sampler", "balanced", "unknown") and v.dead_feeder is None
     if tune:
@@ -238,4 +230,5 @@ def attach(v: Verdict, cw: CollectorWorkers | None, worker_sites: Any = None) ->
         coverage=1.0 - untimed,
         sampler_wall=f"the {len(cw.workers)} collector workers' collection wall time",
         sampler_sites=site_rows,
+        sampler_advice=advice[:1] if tune else [],
     )
