@@ -289,7 +289,8 @@ MUTANTS: tuple[Mutant, ...] = (
            's_ev = sev[sev["phase"] >= 0]',
            ("tests/test_verdict.py::test_a_sampler_that_times_its_waiting_is_still_read_as_synchronous",)),
     Mutant("verdict-smallest-phase-leads", _VERDICT,
-           "top = max(timed, key=lambda n: timed[n])", "top = min(timed, key=lambda n: timed[n])",
+           "best = max(parts, key=lambda n: parts[n]) if parts else None",
+           "best = min(parts, key=lambda n: parts[n]) if parts else None",
            ("tests/test_verdict.py::test_waiting_on_env_stepping",
             "tests/test_verdict.py::test_waiting_on_forward_or_transfer")),
     Mutant("verdict-idle-is-worked-time", _VERDICT,  # coverage read on the whole wall
@@ -608,6 +609,23 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if True:\n        return",
            ("tests/test_dead_feeder.py::"
             "test_a_feeder_that_died_before_recording_anything_is_still_named",)),
+    # -- where the sampler's time goes (analysis/verdict.py, issue 38 items 2-3)
+    Mutant("vector-halves-ranked-apart", "src/gyreprof/analysis/verdict.py",
+           "    if vec is not None and (best is None or vec >= parts[best]):",
+           "    if vec is not None and best is None:",
+           ("tests/test_verdict.py::test_the_two_halves_of_a_vector_step_rank_as_one_env_step",)),
+    Mutant("round-trip-whatever-the-workers-step", "src/gyreprof/analysis/verdict.py",
+           "    if step_s <= 0 or each_s * ROUND_TRIP_X > step_s:", "    if step_s <= 0:",
+           ("tests/test_verdict.py::"
+            "test_a_vector_step_that_costs_more_than_its_workers_stepping_is_its_round_trip",)),
+    Mutant("sweep-advice-ignores-the-command", "src/gyreprof/analysis/verdict.py",
+           "    if found.command is None:", "    if True:",
+           ("tests/test_verdict.py::"
+            "test_the_next_step_sweeps_the_runs_own_command_or_names_the_setting",)),
+    Mutant("grad-forward-never-pending", "src/gyreprof/integrations/_auto/state.py",
+           "    if t.ng_depth > 0 or t.srec.last_write_ns() != last_write:", "    if True:",
+           ("tests/test_signals_run.py::"
+            "test_a_dqn_loop_that_picks_actions_with_grad_on_counts_that_forward_as_sampling",)),
     # -- an asyncio trainer's wait (integrations/_auto/loop_wait.py): never before the update
     Mutant("loop-wait-reaches-into-the-update", "src/gyreprof/integrations/_auto/loop_wait.py",
            "    if start < floor:\n        start = floor", "    if start < floor:\n        pass",
