@@ -27,6 +27,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gyreprof._support.errors import InvalidValueError
+
 __all__ = [
     "SWEEPABLE",
     "BraceSweepError",
@@ -336,7 +338,7 @@ def sweep_values_around(current: int) -> tuple[int, ...]:
     """Values a sweep tries around ``current``: half, itself, twice and four times
     (4 -> 2, 4, 8, 16); from 1 upwards when half is below 1 (1 -> 1, 2, 4, 8)."""
     if current < 1:
-        raise ValueError(f"a sweepable setting is a positive whole number, got {current!r}")
+        raise InvalidValueError(f"a sweepable setting is a positive whole number, got {current!r}")
     low = max(1, current // 2)
     if low == current:
         return (current, 2 * current, 4 * current, 8 * current)
