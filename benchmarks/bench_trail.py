@@ -28,8 +28,12 @@ import sys
 import tempfile
 import time
 
+import pytest
+
 SCRIPT = """
 import time
+
+import pytest
 t0, c0 = time.perf_counter(), time.process_time()
 import os, sys
 from gyreprof.integrations._auto import state
@@ -115,9 +119,8 @@ def main() -> None:
     print(f"(target <= +5%; {time.monotonic() - t:.0f} s in all)")
 
 
+@pytest.mark.slow
 def test_trail_startup_sanity() -> None:
-    import pytest
-
     pytest.importorskip("stable_baselines3")
     without, with_ = measure(2)
     ratio = min(x[1] for x in with_["the trail"]) / min(x[1] for x in without)

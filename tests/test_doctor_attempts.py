@@ -80,7 +80,9 @@ def started(*args: str, stdout: Path | None = None) -> Iterator[subprocess.Popen
         proc.wait(10)
 
 
-@pytest.mark.parametrize("named", [False, True], ids=["plain", "log"])
+@pytest.mark.parametrize(
+    "named", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["plain", "log"]
+)
 def test_debug_only_backoff_against_a_dropping_endpoint_is_retrying(
     tmp_path: Path, named: bool
 ) -> None:

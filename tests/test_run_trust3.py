@@ -321,6 +321,7 @@ def _force_quit_run(tmp_path: Path, send: Any, **popen: Any) -> tuple[int, str, 
     return proc.returncode, out, err
 
 
+@pytest.mark.slow
 def test_sigint_to_the_process_group_reaches_the_command_once(tmp_path: Path) -> None:
     """``kill -INT -PGID`` (what process managers, job schedulers and scripts send to a
     whole group): the command force-quit on the second copy in 9 of 10 trials."""

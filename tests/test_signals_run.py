@@ -59,7 +59,7 @@ CLEANRL_STEPS = 4 * 32  # envs x steps per rollout
     ("vec", "slow", "sleep", "bound"),
     [
         ("sync", "env", "0.004", "sampler"),
-        ("sync", "train", "0.06", "trainer"),
+        pytest.param("sync", "train", "0.06", "trainer", marks=pytest.mark.slow),
         pytest.param("async", "env", "0.004", "sampler", marks=pytest.mark.slow),
         pytest.param("async", "train", "0.06", "trainer", marks=pytest.mark.slow),
     ],
@@ -94,7 +94,7 @@ def test_a_cleanrl_loop_gets_its_trainer_from_the_optimizer(
     ("mode", "slow", "n", "sleep", "bound"),
     [
         ("queue", "env", "40", "0.003", "sampler"),
-        ("queue", "train", "40", "0.03", "trainer"),
+        pytest.param("queue", "train", "40", "0.03", "trainer", marks=pytest.mark.slow),
         ("torchfree", "env", "60", "0.01", "sampler"),
         ("torchfree", "train", "60", "0.01", "trainer"),
     ],

@@ -110,6 +110,7 @@ def _sweep(cli, tmp_path: Path, *args: str, timeout: float = 120) -> SweepResult
     return SweepResult.from_dict(data)
 
 
+@pytest.mark.slow
 def test_a_real_script_sweep_runs_each_value_once_per_repeat(cli, tmp_path: Path) -> None:
     """Two values, two repeats: four runs under the launcher, each stopped at --max-s
     (the script never ends) with its records kept."""
@@ -139,6 +140,7 @@ def test_a_real_script_sweep_runs_each_value_once_per_repeat(cli, tmp_path: Path
     assert "verdict" in result.table()
 
 
+@pytest.mark.slow
 def test_a_script_that_ignores_sigint_is_stopped_by_sigterm_and_its_data_kept(
     cli, tmp_path: Path
 ) -> None:
@@ -280,16 +282,23 @@ def test_sweep_command_keeps_environment_settings_and_values_around() -> None:
 
 
 def test_the_helper_imports_only_the_standard_library() -> None:
-    """The verdict's advice calls it: its own imports are the standard library's."""
+    """The verdict's advice calls it: its own imports are the standard library's, and
+    the project's error classes (a module that imports nothing but ``__future__``)."""
     import ast
 
+    import gyreprof._support.errors as errors
     import gyreprof.analysis.sweep.script as script
 
-    tree = ast.parse(Path(script.__file__).read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            names.add((node.module or "").split(".")[0])
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+    def imported(path: str) -> set[str]:
+        names = set()
+        for node in ast.walk(ast.parse(Path(path).read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add(node.module or "")
+        return names
+
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    names = imported(script.__file__) - {"gyreprof._support.errors"}
+    assert {n.split(".")[0] for n in names} <= stdlib, names
+    assert imported(errors.__file__) <= stdlib
