@@ -44,9 +44,11 @@ def _trainer(steps: list[tuple[int, int]], start: int) -> gp.Profiler:
     return p
 
 
-def _death(at_ns: int, who: str = "thread producer") -> Death:
+def _death(at_ns: int, who: str = "thread producer", backlog: int = -1) -> Death:
     kind, name = who.split()
-    return Death(kind, name, "ValueError", "bad item", "/app/feed.py", 12, "make_item", at_ns, 7)
+    return Death(
+        kind, name, "ValueError", "bad item", "/app/feed.py", 12, "make_item", at_ns, 7, backlog
+    )
 
 
 def _timeline(before: int, wait_ms: float, compute_ms: float, tail_ms: float = 0.0):
@@ -99,6 +101,39 @@ def test_a_trainer_slowed_but_still_fed_after_a_death_is_not_starved() -> None:
     start = time.monotonic_ns() - 40 * 20 * MS - 40 * 48 * MS
     p = _trainer(steps, start)
     assert feeders.find([_death(start + 40 * 20 * MS)], p.snapshot()) is None
+
+
+def test_a_feeder_that_left_a_backlog_is_named_once_the_trainer_took_it() -> None:
+    """The producer dies leaving 40 items; the trainer takes them at its compute's pace
+    (40 x 30 ms), then waits 2 s to the end. The first half after the death is the
+    backlog's steps, so a rule that wants starvation from the death on rejects it."""
+    pre = [(10 * MS, 10 * MS)] * 40
+    drain = [(0, 30 * MS)] * 40
+    start = time.monotonic_ns() - 40 * 20 * MS - 40 * 30 * MS - 2_000 * MS
+    p = _trainer(pre + drain, start)
+    death = start + 40 * 20 * MS
+    found = feeders.find([_death(death, backlog=40)], p.snapshot())
+    assert found is not None and found.backlog == 40
+    assert 0.8 < found.drained_s <= 1.2 and found.wait_after >= feeders.STARVED
+    assert found.wait_before == pytest.approx(0.5, abs=0.02)
+    assert "it left 40 items in its queue" in found.words
+    assert f"stepping on those for {found.drained_s:.2f} s" in found.words
+    # the same death with no backlog known: the trainer kept its pace after it
+    assert feeders.find([_death(death)], p.snapshot()) is None
+
+
+def test_a_small_backlog_does_not_explain_a_starvation_long_after_the_death() -> None:
+    """A producer that left 3 items dies at 0.2 s; another keeps the trainer at its pace
+    for 2 s more, then the trainer waits 1.5 s to the end. A rule that lets the starvation
+    start any time after a death names the first producer; its 3 items were taken in
+    30 ms."""
+    start = time.monotonic_ns() - 110 * 20 * MS - 1_500 * MS
+    p = _trainer([(10 * MS, 10 * MS)] * 110, start)
+    death = start + 200 * MS
+    assert feeders.find([_death(death, backlog=3)], p.snapshot()) is None
+    # a backlog that lasts that long (200 items of 10 ms) does explain it
+    found = feeders.find([_death(death, backlog=200)], p.snapshot())
+    assert found is not None and found.drained_s > 1.5
 
 
 def test_windows_of_several_steps_cannot_say_and_say_nothing() -> None:
@@ -191,6 +226,22 @@ def _run(mode: str, tmp_path: Path) -> str:
     return out.stderr
 
 
+def test_gyreprof_run_names_a_feeder_that_died_with_a_backlog_in_its_queue(tmp_path: Path) -> None:
+    """The producer thread dies leaving about 40 items; the trainer takes them for about
+    1.2 s, then waits 1.5 s. Its death, and the backlog, are read in the real run."""
+    err = _run("backlog", tmp_path)
+    report = err[err.index("gyreprof run: ") :]
+    assert report.splitlines()[2].startswith(
+        "cause: its feeder, thread `producer`, died: ValueError at dead_feeder_run.py:34"
+    ), report
+    import json
+
+    got = json.loads((tmp_path / "r.json").read_text())["verdict"]["dead_feeder"]
+    assert 30 <= got["backlog"] <= 40, got
+    assert 0.5 < got["drained_s"] < 1.6 and got["wait_after"] >= feeders.STARVED, got
+    assert f"it left {got['backlog']} items in its queue" in report
+
+
 @pytest.mark.parametrize("mode", ["thread", "process"])
 def test_gyreprof_run_names_a_dead_feeder_first(mode: str, tmp_path: Path) -> None:
     err = _run(mode, tmp_path)
@@ -202,7 +253,7 @@ def test_gyreprof_run_names_a_dead_feeder_first(mode: str, tmp_path: Path) -> No
     assert step.startswith("next: fix what ended") and "item 24 came out malformed" in step
     verdict = err[err.index("verdict:") :]
     head = verdict.splitlines()[0]
-    assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:30" in head
+    assert f"its feeder, {mode} `producer`, died: ValueError at dead_feeder_run.py:34" in head
     assert "(make_item)" in head
     assert "tune the sampler" not in report and "which sampler phase" not in report
     import json
@@ -219,7 +270,7 @@ def test_gyreprof_run_notes_a_thread_that_fed_nothing_and_judges_as_before(
     assert "starved" not in verdict and "fix what ended" not in verdict
     assert (
         "thread `reporter` (pid " in err
-        and "died: KeyError: 'endpoint' at dead_feeder_run.py:43 (report_progress); the "
+        and "died: KeyError: 'endpoint' at dead_feeder_run.py:47 (report_progress); the "
         "trainer kept its pace after it: not its feeder"
         in err
     ), err
@@ -232,7 +283,7 @@ def test_a_feeder_that_died_before_recording_anything_is_still_named(tmp_path: P
     err = _run("first", tmp_path)
     assert (
         "process `producer` (pid " in err
-        and "died: ValueError: item 0 came out malformed at dead_feeder_run.py:30 (make_item); "
+        and "died: ValueError: item 0 came out malformed at dead_feeder_run.py:34 (make_item); "
         "no trainer profile tells whether it fed one"
         in err
     ), err

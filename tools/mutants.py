@@ -601,9 +601,24 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/test_dead_feeder.py::"
             "test_a_death_the_trainer_kept_its_pace_after_is_no_feeder_even_when_it_waits_most",)),
     Mutant("feeder-no-first-half", "src/gyreprof/analysis/feeders.py",
-           "        if min(after, half) < STARVED", "        if after < STARVED",
+           "    return after if min(after, half) >= STARVED else None",
+           "    return after if after >= STARVED else None",
            ("tests/test_dead_feeder.py::"
             "test_the_first_death_that_starved_it_is_named_not_an_earlier_harmless_one",)),
+    Mutant("feeder-backlog-ignored", "src/gyreprof/analysis/feeders.py",
+           "        latest = at + int(DRAIN_SLACK * (max(backlog, 0) + 1) * compute) if backlog > 0 else at",
+           "        latest = at",
+           ("tests/test_dead_feeder.py::"
+            "test_a_feeder_that_left_a_backlog_is_named_once_the_trainer_took_it",)),
+    Mutant("feeder-backlog-unbounded", "src/gyreprof/analysis/feeders.py",
+           "        latest = at + int(DRAIN_SLACK * (max(backlog, 0) + 1) * compute) if backlog > 0 else at",
+           "        latest = end",
+           ("tests/test_dead_feeder.py::"
+            "test_a_small_backlog_does_not_explain_a_starvation_long_after_the_death",)),
+    Mutant("feeder-backlog-unread", "src/gyreprof/integrations/_auto/deaths.py",
+           "            backlog=backlog(),", "            backlog=-1,",
+           ("tests/test_dead_feeder.py::"
+            "test_gyreprof_run_names_a_feeder_that_died_with_a_backlog_in_its_queue",)),
     Mutant("feeder-death-only-record-unsaved", "src/gyreprof/integrations/_auto/state.py",
            "    if run_dir is None or not _deaths.deaths():\n        return",
            "    if True:\n        return",

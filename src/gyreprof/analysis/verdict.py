@@ -242,7 +242,8 @@ class Verdict(Record):
     "words", "next"}``. ``dead_feeder`` (``gyreprof run``, see
     ``gyreprof.analysis.feeders``): the thread or process that fed the trainer and died,
     after which it starved, ``{"who", "exc_type", "message", "where", "function", "at_s",
-    "wait_after", "after_s", "wait_before", "short", "words", "next"}``: then the wait is
+    "wait_after", "after_s", "wait_before", "backlog", "drained_s", "short", "words",
+    "next"}``: then the wait is
     no sampler's to tune, and the verdict says so first.
     """
 

@@ -71,7 +71,8 @@ def _trainer_base() -> type:
         from transformers import Trainer
     except ImportError as exc:
         raise MissingExtraError("gyreprof.integrations.trl", "trl", extra="stacks") from exc
-    return Trainer
+    base: type = Trainer  # typed where transformers is installed, Any where it is not
+    return base
 
 
 def _is_trl(cls: type) -> bool:

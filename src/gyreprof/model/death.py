@@ -26,7 +26,9 @@ class Death:
     who; ``exc_type`` and ``message`` what; ``file``, ``line`` and ``function`` the
     innermost frame of the user's code in its traceback (:func:`innermost_user_frame`);
     ``at_ns`` when (CLOCK_MONOTONIC, the recorders' timeline; 0: unknown) and ``pid``
-    in which process (0: unknown)."""
+    in which process (0: unknown). ``backlog`` is how many items were left in the last
+    queue it put into when it died, the ones a trainer still takes after it (-1: it put
+    into no queue ``gyreprof run`` watches, or that queue cannot tell its size)."""
 
     kind: str
     name: str
@@ -37,6 +39,7 @@ class Death:
     function: str = "?"
     at_ns: int = 0
     pid: int = 0
+    backlog: int = -1
 
     @property
     def who(self) -> str:

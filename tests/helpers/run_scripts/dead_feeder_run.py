@@ -7,6 +7,9 @@
   ``producer``, through a ``multiprocessing.Queue``;
 - ``first``: the ``process`` producer, dying on its first item (before it puts any):
   the trainer never steps;
+- ``backlog``: the ``thread`` producer makes an item every 1 ms and dies on its 41st,
+  leaving about 40 in the queue; the trainer works 30 ms on each (about 1.2 s in all)
+  before it starts waiting;
 - ``helper``: the producer makes 60 items and then a ``None`` (the end); a thread named
   ``reporter`` that feeds nothing dies with a KeyError after 0.3 s. The trainer's pace
   never changes: the reporter was not its feeder.
@@ -24,9 +27,10 @@ import time
 
 
 def make_item(i: int) -> int:
-    time.sleep(0.02)  # the sampler's work
-    die_at = 0 if sys.argv[1] == "first" else 24
-    if i == die_at and sys.argv[1] != "helper":
+    mode = sys.argv[1]
+    time.sleep(0.001 if mode == "backlog" else 0.02)  # the sampler's work
+    die_at = {"first": 0, "backlog": 40}.get(mode, 24)
+    if i == die_at and mode != "helper":
         raise ValueError(f"item {i} came out malformed")
     return i
 
@@ -44,7 +48,7 @@ def report_progress() -> None:
 
 
 def train_on(item: int) -> None:
-    end = time.perf_counter() + 0.01
+    end = time.perf_counter() + (0.03 if sys.argv[1] == "backlog" else 0.01)
     while time.perf_counter() < end:  # the trainer's compute
         pass
 

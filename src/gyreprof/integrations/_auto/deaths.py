@@ -14,8 +14,14 @@ Seen:
   :func:`guard_run` in the child's ``_bootstrap``, which prints the traceback itself);
 - a process's main thread: ``sys.excepthook``, chained the same way.
 
+With each death, the number of items left in the last queue the thread put into
+(``Death.backlog``): a trainer still takes those after its feeder died, so its
+starvation starts later by that much (``analysis.feeders``). The queues' instrumentor
+(``libs.queues``) tells :func:`put_into` of each blocking put: one weak reference kept
+per thread, its size read only when the thread dies.
+
 At most :data:`MAX_DEATHS` are kept per process, messages cut at :data:`MAX_MESSAGE`.
-Nothing here runs until something dies.
+Nothing else here runs until something dies.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
@@ -38,6 +45,28 @@ _lock = threading.Lock()
 _installed = False
 _thread_hook: Callable[[Any], Any] | None = None
 _sys_hook: Callable[..., Any] | None = None
+_fed = threading.local()  # .q: a weak reference to the last queue the thread put into
+
+
+def put_into(q: Any) -> None:
+    """The thread put into ``q`` (a ``queue.Queue`` or ``multiprocessing`` queue)."""
+    try:
+        _fed.q = weakref.ref(q)
+    except TypeError:  # a queue class with no weak references: its size stays unknown
+        _fed.q = None
+
+
+def backlog() -> int:
+    """Items left in the last queue this thread put into; -1 when unknown (none, gone,
+    or a queue that cannot tell, as ``multiprocessing``'s on macOS)."""
+    ref = getattr(_fed, "q", None)
+    q = ref() if ref is not None else None
+    if q is None:
+        return -1
+    try:
+        return max(0, int(q.qsize()))
+    except Exception:  # noqa: BLE001 - NotImplementedError, a closed queue: unknown
+        return -1
 
 
 def deaths() -> tuple[Death, ...]:
@@ -74,6 +103,7 @@ def record(kind: str, name: str, exc: BaseException | None, tb: TracebackType | 
             function=func,
             at_ns=time.monotonic_ns(),
             pid=os.getpid(),
+            backlog=backlog(),
         )
         with _lock:
             if len(_deaths) < MAX_DEATHS:
@@ -145,6 +175,7 @@ def guard_run(process: Any) -> None:
 
 def after_fork_in_child() -> None:
     """A forked child starts with no deaths of its own."""
-    global _lock
+    global _lock, _fed
     _lock = threading.Lock()
     _deaths.clear()
+    _fed = threading.local()

@@ -21,7 +21,9 @@ straight through: one thread-local read, no profilers created. A non-blocking
 env or ran a forward) and whose waits do not count (it does not train) is the sampler
 waiting for the trainer to take its data: counted, in ns, in its sampler profile's
 ``idle_ns`` counter (``analysis.verdict.IDLE_COUNTER``), so the report says "idle", not
-"untimed". A put into a queue with room, or on any other thread, calls straight through.
+"untimed". A put into a queue with room, or on any other thread, calls straight through,
+keeping only a weak reference to the queue (``deaths.put_into``): should the thread die,
+the items it left there are read once (``Death.backlog``).
 
 **Batches of futures** (issue 23): ``Executor.map``, ``concurrent.futures.wait``
 (all completed) and ``as_completed`` over 2+ futures record a *group*
@@ -42,6 +44,7 @@ from types import ModuleType
 from typing import Any
 
 from gyreprof.integrations._auto import state as st
+from gyreprof.integrations._auto.deaths import put_into
 from gyreprof.integrations._instrument import Instrumentor, Make
 
 
@@ -177,6 +180,7 @@ class Queue:
 
         def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
             def put(self: Any, *args: Any, **kwargs: Any) -> Any:
+                put_into(self)  # what a feeder left behind, read if it dies (deaths)
                 t = getattr(st.tls, "t", None)  # most puts: a thread with no state
                 if t is None:
                     return original(self, *args, **kwargs)
