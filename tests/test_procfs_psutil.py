@@ -59,16 +59,22 @@ def test_thread_samples_name_each_thread_and_its_cpu() -> None:
 
 @linux_only
 def test_wakeups_count_the_main_thread_only() -> None:
+    napped, release = threading.Event(), threading.Event()
+
     def nap() -> None:
         for _ in range(60):
             time.sleep(0.001)
+        napped.set()
+        release.wait(10)  # alive while the count is read: its wakeups are there to add
 
     before = _procfs.main_thread_wakeups(os.getpid())
     assert before is not None
     t = threading.Thread(target=nap)
     t.start()
-    t.join()  # the main thread waits once (a few wakeups at most)
+    napped.wait(10)  # the main thread waits once (a few wakeups at most)
     after_worker = _procfs.main_thread_wakeups(os.getpid())
+    release.set()
+    t.join()
     assert after_worker is not None and after_worker - before < 30
     for _ in range(40):
         time.sleep(0.001)
