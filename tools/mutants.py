@@ -646,6 +646,20 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if start < floor:\n        start = floor", "    if start < floor:\n        pass",
            ("tests/test_signals_asyncio.py::"
             "test_a_batch_asked_for_before_the_update_is_no_wait_once_answered",)),
+    # -- the default trainer's block ends only at a whole wait (loop_wait, rollout_log, queues)
+    Mutant("loop-idle-spell-ends-block", "src/gyreprof/integrations/_auto/loop_wait.py",
+           "    _report(w, start, end, kind, False)", "    _report(w, start, end, kind, True)",
+           ("tests/test_signals_asyncio.py::"
+            "test_a_trainer_that_steps_no_optimizer_gets_one_step_a_batch",)),
+    Mutant("gathered-request-ends-block", "src/gyreprof/integrations/_auto/rollout_log.py",
+           "_lw.awaited(self.start, whole=not _lw.in_group())",
+           "_lw.awaited(self.start, whole=True)",
+           ("tests/test_signals_asyncio.py::"
+            "test_a_trainer_that_steps_no_optimizer_gets_one_step_a_batch",)),
+    Mutant("finished-future-in-a-loop-is-a-wait", "src/gyreprof/integrations/libs/queues.py",
+           "            if _in_loop() and self.done():", "            if False:",
+           ("tests/test_signals_asyncio.py::"
+            "test_a_trainer_that_steps_no_optimizer_gets_one_step_a_batch",)),
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",

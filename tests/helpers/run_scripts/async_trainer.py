@@ -35,7 +35,9 @@ answered after ``DELAY_MS``), then runs Adam steps on a small torch model for
 number.
 
 ``$GROUP`` says how a coroutine waits on its batch: ``gather`` (the default),
-``wait`` (``asyncio.wait`` of tasks) or ``taskgroup``.
+``wait`` (``asyncio.wait`` of tasks) or ``taskgroup``. With ``$UPDATE=numpy`` the update
+is matrix products in NumPy, no optimizer step: nothing tells that the main thread
+trains (it stays the default trainer).
 
 Prints one JSON line with the script's own clock: ``wait_ratio`` (the share of the
 loop's wall time spent getting batches) and ``idle_ratio`` (that time less the
@@ -80,8 +82,18 @@ tails: list[float] = []
 BODY = {"model": "m", "messages": [{"role": "user", "content": "a b"}], "max_tokens": 4}
 
 
+NUMPY_UPDATE = os.environ.get("UPDATE") == "numpy"
+
+
 def update() -> None:
     end = time.perf_counter() + update_ms / 1000.0
+    if NUMPY_UPDATE:
+        import numpy as np
+
+        a = np.ones((64, 64))
+        while time.perf_counter() < end:
+            a = np.tanh(a @ a / 64.0)
+        return
     while time.perf_counter() < end:
         loss = model(x).pow(2).mean()
         opt.zero_grad()

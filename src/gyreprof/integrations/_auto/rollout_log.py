@@ -417,7 +417,7 @@ class Request:
         elif _last_failure.get() is not None:
             _last_failure.set(None)
         if _lw.idle.t is not None:  # a thread whose event loop waited on requests
-            _lw.awaited(self.start)
+            _lw.awaited(self.start, whole=not _lw.in_group())  # a gathered one: a piece
 
     def row(self) -> Row:
         """The span as a row (``ROW_FIELDS``)."""

@@ -150,15 +150,18 @@ def default_trainer_here() -> bool:
     )
 
 
-def data_wait(t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed") -> None:
+def data_wait(
+    t: ThreadState, start_ns: int, end_ns: int, kind: str = "fed", closes: bool = True
+) -> None:
     """Thread ``t`` waited for data from ``start_ns`` to ``end_ns`` (``t.now()`` clock).
 
     ``kind``: ``"fed"`` (the data was made elsewhere: a queue, a future, a remote call,
     an asynchronous collector) or ``"own"`` (the thread made it itself: a synchronous
     collector's batch). Call it from the waiting thread, gated by :func:`waiting_thread`
     (or, for own sampling, :func:`own_sampling`). On the default trainer (no thread
-    trained yet) the wait's end is the update signal (``Timeline.data_wait``, compiled)."""
-    t.data_wait(start_ns, end_ns, kind == "own", _default_main)
+    trained yet) the wait's end is the update signal (``Timeline.data_wait``), unless
+    ``closes`` is False: a piece of a wait whose end is reported later."""
+    t.data_wait(start_ns, end_ns, kind == "own", _default_main, closes)
 
 
 def own_sampling(t: ThreadState, start_ns: int, end_ns: int) -> None:

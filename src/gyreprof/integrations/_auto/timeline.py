@@ -122,10 +122,14 @@ class Timeline:
             return False
         return self.trains or (default_main != 0 and self.ident == default_main)
 
-    def data_wait(self, start_ns: int, end_ns: int, own: bool, default_main: int) -> None:
+    def data_wait(
+        self, start_ns: int, end_ns: int, own: bool, default_main: int, closes: bool = True
+    ) -> None:
         """The thread waited for data from ``start_ns`` to ``end_ns`` (the sampler
         recorder's clock); ``own``: it made the data itself. On the default trainer the
-        wait's end closes the block (``state.data_wait``)."""
+        wait's end closes the block (``state.data_wait``), unless ``closes`` is False: a
+        piece of a wait whose end comes later (an event loop's idle time, one request of
+        a gathered batch) widens the block and leaves it open."""
         if not self._is_bound:
             self._unbound()
         if self.blk_start < 0 or start_ns < self.blk_start:
@@ -135,7 +139,8 @@ class Timeline:
         if own:
             self.blk_own = True
         if (
-            not self.trains
+            closes
+            and not self.trains
             and default_main != 0
             and self.ident == default_main
             and not self.framework

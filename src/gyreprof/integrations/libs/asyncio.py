@@ -249,8 +249,18 @@ def _is_awaitable_one(fs: Any) -> bool:
 
 
 def _last_timed(it: Any, start: int, n: int) -> Any:
-    """``as_completed``'s awaitables, the last one ending the group when awaited."""
-    for i, aw in enumerate(it):
+    """``as_completed``'s awaitables, the last one ending the group when awaited. Its
+    tasks are made at the first step of ``it``, in the group's context (they inherit it:
+    their requests are pieces of the group's wait)."""
+    token = _grouping.set(True)
+    try:
+        first = next(it, None)
+    finally:
+        _grouping.reset(token)
+    if first is None:
+        return
+    yield first  # n >= 2: not the last
+    for i, aw in enumerate(it, 1):
         yield aw if i < n - 1 else _group_end(aw, start, n)
 
 
@@ -321,6 +331,7 @@ def install(asyncio: ModuleType) -> None:
         import contextvars
 
         _grouping = contextvars.ContextVar("gyreprof_batch_group", default=False)
+    lw.group_open = _grouping
     patches = _inst.patches
     if patches.replace(asyncio.selector_events.BaseSelectorEventLoop, "__init__", _loop_init):
         patches.on_undo(_unwrap_selectors)

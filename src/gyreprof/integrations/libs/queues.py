@@ -139,6 +139,12 @@ def _wait_kind(kind: str, original: Callable[..., Any], *args: Any, **kwargs: An
     return original(*args, **kwargs)
 
 
+def _in_loop() -> bool:
+    """The calling thread runs an asyncio event loop now."""
+    events = sys.modules.get("asyncio.events")
+    return events is not None and events._get_running_loop() is not None
+
+
 #: on a Future: (thread id, collect blocks closed) of the waiting thread that submitted it
 ASKED = "_gyreprof_asked"
 
@@ -210,11 +216,18 @@ class Future:
     thread submitted itself since its last update is a rollout it asked for (kind
     ``own``: the loop is synchronous, the pool works only while the trainer waits);
     any other (submitted before the update, or by another thread) was made while the
-    trainer trained (``fed``)."""
+    trainer trained (``fed``).
+
+    A finished future read on a thread that runs an event loop is no wait: that is the
+    loop copying an executor's result into its own future (``run_in_executor``: a name
+    lookup, say), which blocks nothing; on the default trainer it would also end the
+    collect block in the middle of a batch (``loop_wait`` says what ends one there)."""
 
     @staticmethod
     def make(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         def result(self: Any, timeout: float | None = None) -> Any:
+            if _in_loop() and self.done():
+                return original(self, timeout)
             return _wait_kind("own" if _asked_here(self) else "fed", original, self, timeout)
 
         return result
