@@ -210,6 +210,38 @@ def test_the_slow_replica_is_named_with_its_tokens_and_time() -> None:
     assert rc.find(_report(fast, even)).kind != "slow replica"  # type: ignore[union-attr]
 
 
+def test_a_replica_that_queues_short_of_slow_is_named_with_its_own_setting() -> None:
+    """A replica with 1 slot beside one with 8 (a real vLLM pair on the CPU: 109 against
+    86 ms a request, 1.26x): no slow replica by the 1.5x rule, and the generic words
+    ("raise the server's --max-num-seqs, or add a replica") would name neither. The one
+    that queues is named, with its peer's time and slots; when both queue, more replicas
+    or slots for all."""
+    calm = _server(running_max=3.0)
+    fast = _ep(
+        "http://127.0.0.1:8001/v1/chat/completions", total_ms=28 * 86.0, requests=28, server=calm
+    )
+    queued = _server(
+        waiting_after_first_max=3.0,
+        waiting_after_first_mean=1.5,
+        queue_share=0.51,
+        running_max=1.0,
+        series=[[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 3.0, 0.0], [2.0, 1.0, 0.0, 0.0]],
+    )
+    slow = _ep(
+        "http://127.0.0.1:8002/v1/chat/completions", total_ms=28 * 109.0, requests=28, server=queued
+    )
+    c = rc.find(_report(fast, slow))
+    assert c is not None and c.kind == "server queueing" and c.endpoint == slow.endpoint, c
+    assert "127.0.0.1:8002" in c.short and "109 ms a request" in c.words
+    assert "86 ms on 127.0.0.1:8001 (its server queued nothing, ran up to 3 at once)" in c.words
+    assert c.next.startswith("raise 127.0.0.1:8002's concurrent sequences (vLLM --max-num-seqs")
+    assert "up to 3 ran at once on its peers" in c.next and "8001 queued nothing" in c.next
+    # both queue: no peer to match
+    both = dataclasses.replace(fast, server=queued)
+    c2 = rc.find(_report(both, slow))
+    assert c2 is not None and c2.next.startswith("every replica queues"), c2
+
+
 def test_weight_sync_routes_are_no_replica() -> None:
     sync = _ep("http://127.0.0.1:8000/update_weights", role="weight sync", total_ms=64 * 900.0)
     c = rc.find(_report(_ep(), sync))

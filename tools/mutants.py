@@ -660,6 +660,12 @@ MUTANTS: tuple[Mutant, ...] = (
            "            if _in_loop() and self.done():", "            if False:",
            ("tests/test_signals_asyncio.py::"
             "test_a_trainer_that_steps_no_optimizer_gets_one_step_a_batch",)),
+    # -- a replica that queues is named with its own setting (analysis/rollout_cause.py)
+    Mutant("queueing-replica-unnamed", "src/gyreprof/analysis/rollout_cause.py",
+           "    elif others:\n        step = _replica_step(e, others)",
+           "    elif False:\n        step = _replica_step(e, others)",
+           ("tests/test_rollout_cause.py::"
+            "test_a_replica_that_queues_short_of_slow_is_named_with_its_own_setting",)),
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",

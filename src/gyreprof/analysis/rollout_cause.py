@@ -13,7 +13,9 @@ and names the first cause that holds, in this order:
    least :data:`QUEUE_MEAN` at a read, or its queue held them at least
    :data:`QUEUE_SHARE` of their time on it, by the reads that caught it at work; when
    no read after the first answer caught the server at work (a short run, read at its
-   start and end), the queue-time histogram's growth decides alone;
+   start and end), the queue-time histogram's growth decides alone; among replicas, the
+   one that queues is named, beside its peers' time a request and slots, and the step is
+   its own setting;
 3. **the long tail**: half the batches wait at least their tail share for their last
    10% of requests (``RolloutReport.tail_dominates``);
 4. **too few requests at once**: its KV cache stayed under :data:`KV_ROOM` and it
@@ -78,7 +80,7 @@ def find(report: RolloutReport) -> RolloutCause | None:
     main = max(eps, key=lambda e: e.total_ms)
     return (
         _slow_replica(eps)
-        or _queueing(main)
+        or _queueing(main, eps)
         or _tail(report, main)
         or _underfed(main)
         or _generation(main)
@@ -163,29 +165,75 @@ def _queue_words(s: ServerReport | None) -> str | None:
     return words
 
 
-def _queueing(e: EndpointReport) -> RolloutCause | None:
+def _queueing(e: EndpointReport, eps: list[EndpointReport]) -> RolloutCause | None:
+    """The server of ``e`` (the endpoint the run spent longest on) queues. Among several
+    replicas (``eps``, the generation endpoints), the one that queues is named, beside
+    its peers' time a request and how many each ran at once: a replica started with
+    fewer slots than the others queues, and slows each step, short of being
+    :data:`SLOW_REPLICA` times slower (a real vLLM with 1 slot against one with 8, on
+    the CPU: 1.26x)."""
     s = e.server
     queue = _queue_words(s)
     if s is None or queue is None:
         return None
     full = s.kv_max is not None and s.kv_max >= KV_FULL
     kv = f" and its KV cache peaked at {s.kv_max:.0%}" if s.kv_max is not None else ""
+    others = [o for o in eps if o is not e]
     if full:
         step = (
             "add a replica, or give the server more KV-cache memory "
             "(vLLM --gpu-memory-utilization): its cache is full"
         )
+    elif others:
+        step = _replica_step(e, others)
     else:
         step = (
             "raise the server's concurrent sequences (vLLM --max-num-seqs, SGLang "
             "--max-running-requests), or add a replica"
         )
+    words = f"the server ({s.source}) {queue}{kv}"
+    short = "the server queues the requests"
+    if others:
+        host = _host(e.endpoint)
+        short = f"one of {len(eps)} replicas ({host}) queues the requests"
+        peers = ", ".join(
+            f"{_per_request_ms(o):.0f} ms on {_host(o.endpoint)}{_at_once(o)}" for o in others
+        )
+        words = (
+            f"the replica {host} ({s.source}) {queue}{kv}; it took "
+            f"{_per_request_ms(e):.0f} ms a request ({e.requests} requests) against {peers}"
+        )
     return RolloutCause(
-        kind="server queueing",
-        endpoint=e.endpoint,
-        short="the server queues the requests",
-        words=f"the server ({s.source}) {queue}{kv}",
-        next=step,
+        kind="server queueing", endpoint=e.endpoint, short=short, words=words, next=step
+    )
+
+
+def _at_once(e: EndpointReport) -> str:
+    """`` (its server queued nothing, ran up to N at once)`` for a replica's words."""
+    s = e.server
+    if s is None or s.source is None:
+        return ""
+    calm = "queued nothing" if _queue_words(s) is None else "queued too"
+    ran = f", ran up to {s.running_max:.0f} at once" if s.running_max is not None else ""
+    return f" (its server {calm}{ran})"
+
+
+def _replica_step(e: EndpointReport, others: list[EndpointReport]) -> str:
+    """What to change when replica ``e`` queues: its own slots, to its calm peers' when
+    some queue nothing, else more replicas."""
+    host = _host(e.endpoint)
+    calm = [o for o in others if o.server is not None and _queue_words(o.server) is None]
+    if not calm:
+        return (
+            "every replica queues: raise their concurrent sequences (vLLM --max-num-seqs, "
+            "SGLang --max-running-requests), or add a replica"
+        )
+    ran = [o.server.running_max for o in calm if o.server and o.server.running_max]
+    peer = f" (up to {max(ran):.0f} ran at once on its peers)" if ran else ""
+    return (
+        f"raise {host}'s concurrent sequences (vLLM --max-num-seqs, SGLang "
+        f"--max-running-requests) to its peers'{peer}, or send it fewer requests than "
+        f"them: {', '.join(_host(o.endpoint) for o in calm)} queued nothing"
     )
 
 
