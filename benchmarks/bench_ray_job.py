@@ -4,8 +4,10 @@ of 64, 256 and 1,024 workers, and one worker's cost of a periodic send.
 The merge goes through the same path as a real job: synthetic inbox payloads (each a
 worker's process record and its sampler and trainer snapshots, the sampler filled
 with ``STEPS`` env steps of lognormal durations), written into a run folder by
-``integrations.ray.job.write_records`` and read back by ``collect_run`` (the report,
-the verdict and the per-node table's data). Timed: the write, the collect, and both.
+``integrations.ray.job.write_records`` (the workers of one node and role merged into
+one group) and read back by ``collect_run`` (the report, the verdict and the per-node
+table's data). Timed: the write, the collect and report, both (wall, and the process's
+CPU time: the machine may be shared).
 
 The send: ``job._payload`` (every thread's snapshots merged, encoded, the process
 record) in a process whose one recording thread has stepped ``STEPS`` env steps; its
@@ -83,26 +85,28 @@ def measure(workers: int, repeats: int = 3) -> dict[str, Any]:
     from gyreprof.integrations.ray import job
 
     got = payloads(workers)
-    writes, collects = [], []
+    writes, collects, cpus = [], [], []
     for _ in range(repeats):
         folder = Path(tempfile.mkdtemp(prefix="gyreprof-bench-ray-job-"))
         try:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             job.write_records(folder, got, [], {"pid": 1, "node_id": "", "node_ip": ""})
             t1 = time.perf_counter()
             report = collect.collect_run(folder, "bench", ["bench"], 0)
-            t2 = time.perf_counter()
             str(report)  # the text report with its per-node table
+            c2, t2 = time.process_time(), time.perf_counter()
             assert report.sampler.summary().phases["env_step"].count == workers * STEPS
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         writes.append(t1 - t0)
         collects.append(t2 - t1)
+        cpus.append(c2 - c0)
     return {
         "workers": workers,
         "write_s": statistics.median(writes),
         "collect_s": statistics.median(collects),
         "merge_s": statistics.median(w + c for w, c in zip(writes, collects, strict=True)),
+        "merge_cpu_s": statistics.median(cpus),
         "bytes_per_worker": len(got[0]["sampler"]),
     }
 
@@ -150,11 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"merge": rows, "send": send}, indent=2))
         return 0
-    print("workers  write     collect+report  total     bytes/worker")
+    print("workers  write     collect+report  total     CPU       bytes/worker")
     for r in rows:
         print(
             f"{r['workers']:>7}  {r['write_s']:.3f} s  {r['collect_s']:.3f} s         "
-            f"{r['merge_s']:.3f} s  {r['bytes_per_worker']}"
+            f"{r['merge_s']:.3f} s  {r['merge_cpu_s']:.3f} s  {r['bytes_per_worker']}"
         )
     if send:
         print(

@@ -164,3 +164,114 @@ def test_a_record_is_never_written_over_a_process_of_the_folder(tmp_path: Path) 
     report = collect.collect_run(tmp_path, "r", ["job"], 0)
     assert report.sampler.summary().phases["env_step"].count == 5
     assert any("has the pid of a process already in the run folder" in n for n in report.notes)
+
+
+def _node_payloads() -> list[dict]:
+    """Six sampling workers on two nodes (one a straggler: 5x the others' env step), and
+    one worker that trained (its files stay its own)."""
+    got = []
+    for i, (node, steps, ns) in enumerate(
+        [("aaaa", 30, 1000), ("aaaa", 40, 1000), ("aaaa", 50, 5000), ("bbbbbb", 20, 1000)]
+        + [("bbbbbb", 25, 1200), ("bbbbbb", 35, 900)]
+    ):
+        p = payload(910001 + i, node, steps, trains=False)
+        p["sampler"] = _snap(rec.SAMPLER_PHASES, steps, ns)
+        got.append(p)
+    return [*got, payload(910100, "aaaa", 10)]
+
+
+def _alone(folder: Path, got: list[dict], job_file: Path) -> None:
+    """The same payloads as one folder of each process's own files (the layout before
+    groups), with the job's file copied."""
+    for p in got:
+        record = rec.ProcessRecord.from_json(p["record"])
+        for side in ("sampler", "trainer"):
+            if p[side] is not None:
+                rec.snap_path(folder, record.pid, side).write_bytes(p[side])
+        rec.done_path(folder, record.pid).write_text(record.to_json())
+    (folder / job.RAY_JOB_FILE).write_bytes(job_file.read_bytes())
+
+
+def test_workers_of_a_node_and_role_are_merged_with_their_own_figures_kept(
+    tmp_path: Path,
+) -> None:
+    from gyreprof.render import text
+
+    got = _node_payloads()
+    merged_dir, alone_dir = tmp_path / "merged", tmp_path / "alone"
+    merged_dir.mkdir()
+    alone_dir.mkdir()
+    assert job.write_records(merged_dir, got, []) == 7
+    # one group a node (its snapshot and its record), the trainer's own files, the job's
+    names = sorted(p.name for p in merged_dir.iterdir())
+    assert names == [
+        "910100.done.json",
+        "910100.sampler.snap",
+        "910100.trainer.snap",
+        "group-0.json",
+        "group-0.sampler.snap",
+        "group-1.json",
+        "group-1.sampler.snap",
+        "ray-job.json",
+    ]
+    _alone(alone_dir, got, merged_dir / job.RAY_JOB_FILE)
+    report = collect.collect_run(merged_dir, "r", ["job"], 0)
+    before = collect.collect_run(alone_dir, "r", ["job"], 0)
+    by_pid = {e.pid: e for e in report.processes}
+    # each worker's own figures are its own snapshot's; its node's group holds their sum
+    for e in before.processes:
+        mine = by_pid[e.pid].sampler_figures()
+        own = e.sampler.summary()
+        assert mine.events == own.events and mine.elapsed_s == own.elapsed_s
+        for name, st in own.phases.items():
+            assert (mine.phases[name].count, mine.phases[name].sum_ns) == (st.count, st.sum_ns)
+    group = by_pid[910001].group
+    assert by_pid[910001].sampler is None and group is by_pid[910002].group
+    assert group.summary().phases["env_step"].count == 30 + 40 + 50
+    assert by_pid[910100].sampler is not None and by_pid[910100].group is None
+    # the report reads as it did from each process's files (the mean lap cost, averaged
+    # over the sources in another grouping, may differ in its last bit)
+    assert _rounded(report.to_dict()) == _rounded(before.to_dict())
+    assert text.nodes(report) == text.nodes(before)
+    assert any("straggler: Runner 910003 on node 10.0.0.4" in x for x in text.nodes(report))
+    assert str(report) == str(before)
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` with its floats to 12 significant figures."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def test_a_saved_folder_keeps_the_merged_groups(tmp_path: Path) -> None:
+    from gyreprof.commands import report as report_cmd
+    from gyreprof.commands import run as run_cmd
+    from gyreprof.render import text
+
+    job.write_records(tmp_path / "run", _node_payloads(), [])
+    report = collect.collect_run(tmp_path / "run", "r", ["job"], 0)
+    run_cmd._save_raw(report, tmp_path / "save")
+    again = report_cmd.saved_run(tmp_path / "save")
+    assert sorted(p.name for p in (tmp_path / "save").glob("group-*")) == [
+        "group-0.sampler.snap",
+        "group-1.sampler.snap",
+    ]
+    assert text.nodes(again) == text.nodes(report)
+    assert text.run_processes(again) == text.run_processes(report)
+    assert _rounded(again.sampler.summary().to_dict()) == _rounded(
+        report.sampler.summary().to_dict()
+    )
+
+
+def test_a_second_job_in_the_folder_keeps_the_first_jobs_groups(tmp_path: Path) -> None:
+    got = _node_payloads()[:3]
+    job.write_records(tmp_path, got, [])
+    job.write_records(tmp_path, got[:2] + [payload(920001, "aaaa", 7, trains=False)] * 2, [])
+    report = collect.collect_run(tmp_path, "r", ["job"], 0)
+    assert report.sampler.summary().phases["env_step"].count == 30 + 40 + 50 + 7
+    assert sum(n.count("already in the run folder") for n in report.notes) == 3

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gyreprof.analysis.startup import StartUp
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
-    from gyreprof.model.summary import Summary
+    from gyreprof.model.summary import Summary, WarmupInfo
 
 FORMAT = "gyreprof.run/1"
 #: how to mark a trainer by hand, as the report prints it: the set-up lines go at the top
@@ -63,6 +63,41 @@ class UserProfile:
         return "Profiler([" + ", ".join(repr(safe_name(p)) for p in self.snapshot.phases) + "])"
 
 
+@dataclass(frozen=True)
+class PhaseTotal(Record):
+    """One phase of a process: its steady calls and their time (ns; NaN when unknown)."""
+
+    count: int
+    sum_ns: float
+
+
+@dataclass(frozen=True)
+class ProcessFigures(Record):
+    """A process's own sampler figures, kept where its snapshot was merged with others'
+    (a Ray job's workers of one node and role, :attr:`ProcessEntry.group`): what the
+    report shows per process, read the way a :class:`~gyreprof.model.summary.Summary`
+    is (``phases[name].count`` and ``.sum_ns``, ``events``, ``elapsed_s``, ``warmup``),
+    and the snapshot's own counters (a collector's batches among them)."""
+
+    events: int
+    elapsed_s: float
+    phases: dict[str, PhaseTotal]
+    warmup: WarmupInfo
+    counters: dict[str, int]
+
+    @classmethod
+    def of(cls, snap: Any) -> ProcessFigures:
+        """The figures of ``snap`` (a Snapshot), as its Summary gives them."""
+        s = snap.summary()
+        return cls(
+            events=s.events,
+            elapsed_s=s.elapsed_s,
+            phases={n: PhaseTotal(st.count, st.sum_ns) for n, st in s.phases.items()},
+            warmup=s.warmup,
+            counters=dict(snap.counters),
+        )
+
+
 @dataclass
 class ProcessEntry(Record):
     """One process of the run: did its numbers reach the report, and how."""
@@ -85,6 +120,32 @@ class ProcessEntry(Record):
     # the Ray node the process ran on (a job's worker reached through Ray; "" elsewhere)
     node_id: str = field(default="", metadata={"serial_sparse": True})
     node_ip: str = field(default="", metadata={"serial_sparse": True})
+    # a process whose sampler snapshot was merged with the others of its node and role (a
+    # Ray job's workers): that merged snapshot, shared by the group's entries, and its own
+    # figures; its ``sampler`` is then None
+    group: Any = field(default=None, metadata={"serial": False})  # Snapshot
+    figures: ProcessFigures | None = field(default=None, metadata={"serial": False})
+
+    def sampler_figures(self) -> Any:
+        """The process's own sampler figures (a Summary, or :class:`ProcessFigures` where
+        its snapshot was merged into its group's); None when it kept no sampler."""
+        if self.sampler is not None:
+            return self.sampler.summary()
+        return self.figures
+
+
+def sampler_snapshots(entries: list[ProcessEntry]) -> list[Any]:
+    """The sampler snapshots that hold ``entries``' sampling: each process's own, and each
+    merged group's once."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    for e in entries:
+        if e.sampler is not None:
+            out.append(e.sampler)
+        elif e.group is not None and id(e.group) not in seen:
+            seen.add(id(e.group))
+            out.append(e.group)
+    return out
 
 
 #: a part of the run record nested whole, with its own format tag and version
@@ -106,6 +167,10 @@ def __getattr__(name: str) -> Any:
         from gyreprof.model.summary import Summary
 
         return Summary
+    if name == "WarmupInfo":
+        from gyreprof.model.summary import WarmupInfo
+
+        return WarmupInfo
     if name == "RolloutReport":
         from gyreprof.analysis.rollouts import RolloutReport
 

@@ -356,9 +356,9 @@ def _measure(
         return _nothing(report, code, sig, stopped, output, memory)
     merged = report.sampler.summary()
     samples = int(merged.phases["env_step"].count) if "env_step" in merged.phases else 0
-    got = [e for e in report.contributed if e.sampler is not None]
+    got = [e for e in report.contributed if e.sampler_figures() is not None]
     drivers = [e for e in got if e.role == "main"] or [e for e in got if e.role != "env_worker"]
-    summaries = [e.sampler.summary() for e in drivers]
+    summaries = [e.sampler_figures() for e in drivers]
     names = [n for n in rec.SAMPLER_PHASES if any(_sum_ns(s, n) > 0 for s in summaries)]
     per_phase = {n: sum(_sum_ns(s, n) for s in summaries) for n in names}
     sample_ns = sum(per_phase.values())

@@ -149,6 +149,7 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
     if not isinstance(listed, list):
         raise CorruptDataError(f"{index} is not a list of processes")
     entries = []
+    groups: dict[int, Any] = {}  # a merged group's number -> its snapshot (None: unreadable)
     for item in listed:
         try:
             pid, role = int(item["pid"]), str(item["role"])
@@ -167,6 +168,7 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
         entry = run_result.ProcessEntry(pid, role, contributed, how, loops, image=image)
         entry.node_id = _text(item.get("node_id"))  # a Ray job's worker: its node
         entry.node_ip = _text(item.get("node_ip"))
+        _join_group(folder, entry, item, groups, notes)
         entries.append(entry)
     for entry, stem in zip(entries, collect.saved_stems(entries), strict=True):
         entry.sampler, entry.trainer = (
@@ -183,6 +185,34 @@ def _saved_entries(folder: Path, notes: list[str]) -> list[Any]:
                 e.trainer = None
                 e.user = tuple(dataclasses.replace(u, as_trainer=False) for u in e.user)
     return entries
+
+
+def _join_group(
+    folder: Path, entry: Any, item: dict[str, Any], groups: dict[int, Any], notes: list[str]
+) -> None:
+    """A process whose sampler was saved merged with its group's (``group-<n>.sampler.snap``,
+    a Ray job's workers of one node and role): the group's snapshot and its own figures
+    from its index entry. A group whose snapshot cannot be read leaves its processes
+    without figures (with a note); figures that are not such a record, with a note."""
+    from gyreprof.analysis import run as run_result
+    from gyreprof.integrations._auto import collect
+
+    n = item.get("group")
+    if n is None:
+        return
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        notes.append(f"skipped the group of pid {entry.pid} in {PROCESSES_JSON}: {n!r}")
+        return
+    if n not in groups:
+        groups[n] = collect._load_snap(folder / f"group-{n}.sampler.snap", "sampler", notes)
+    if groups[n] is None:
+        return
+    try:
+        entry.figures = run_result.ProcessFigures.from_dict(item.get("figures", {}))
+    except (TypeError, ValueError) as exc:
+        notes.append(f"skipped the figures of pid {entry.pid} in {PROCESSES_JSON}: {exc}")
+        return
+    entry.group = groups[n]
 
 
 def _text(value: Any) -> str:
@@ -253,7 +283,7 @@ def saved_run(folder: Path, loop: str | None = None) -> Any:
         command=facts.get("command", []),
         exit_code=facts.get("exit_code"),
         processes=entries,
-        sampler=collect._merge_noting([e.sampler for e in got], "sampler", notes),
+        sampler=collect._merge_noting(run_result.sampler_snapshots(got), "sampler", notes),
         trainer=collect._merge_noting([e.trainer for e in got], "trainer", notes),
         notes=notes,
         python_processes=facts.get("python_processes", len(entries)),

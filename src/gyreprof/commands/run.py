@@ -361,6 +361,15 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
     from gyreprof.integrations._auto.collect import saved_stems
 
     written = []
+    # a merged group's snapshot once (group-<n>.sampler.snap), its processes' own figures
+    # in the index
+    groups: dict[int, int] = {}
+    for e in report.processes:
+        if e.group is not None and e.sampler is None and id(e.group) not in groups:
+            groups[id(e.group)] = len(groups)
+            path = directory / f"group-{groups[id(e.group)]}.sampler.snap"
+            write_atomic(path, e.group.to_bytes())
+            written.append(path)
     # each process image its own name (an exec keeps the pid): none overwrites another
     for e, stem in zip(report.processes, saved_stems(report.processes), strict=True):
         for side in ("sampler", "trainer"):
@@ -387,6 +396,9 @@ def _save_raw(report: Any, directory: Path) -> list[Path]:
     index = directory / "processes.json"
     # each process's loop shapes too: gyreprof report DIR judges the run as it was
     rows = [{**e.to_dict(), "loops": list(e.loops), "image": e.image} for e in report.processes]
+    for row, e in zip(rows, report.processes, strict=True):
+        if id(e.group) in groups and e.figures is not None:
+            row.update(group=groups[id(e.group)], figures=e.figures.to_dict())
     text = json.dumps(rows, indent=2) + "\n"
     write_atomic(index, text.encode())
     written.append(index)

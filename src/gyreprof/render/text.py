@@ -709,7 +709,8 @@ def _role_groups(r: RunReport) -> dict[str, list[ProcessEntry]]:
     """The contributing processes that recorded sampler phases, by role (main first)."""
     groups: dict[str, list[ProcessEntry]] = {}
     for p in sorted(r.contributed, key=lambda p: p.role != "main"):
-        if p.sampler is not None and p.sampler.summary().events > 0:
+        own = p.sampler_figures()
+        if own is not None and own.events > 0:
             groups.setdefault(p.role, []).append(p)
     return groups
 
@@ -754,12 +755,12 @@ def sampler_role_parts(
     if len(groups) < 2:
         return [], []
     tables: list[tuple[str, list[str], list[list[str]]]] = []
-    main_wall = sum(p.sampler.summary().elapsed_s for p in groups.get("main", []))
+    main_wall = sum(p.sampler_figures().elapsed_s for p in groups.get("main", []))
     parallel = []
     for role, procs in groups.items():
         n = len(procs)
-        sums = [p.sampler.summary() for p in procs]
-        if n == 1:
+        sums = [p.sampler_figures() for p in procs]
+        if n == 1 and procs[0].sampler is not None:  # its whole summary: percentiles too
             shares, basis = wall_shares(sums[0], r.verdict)
             head = f"sampler phases of {safe_name(role)} {procs[0].pid}"
             tables.append((head, list(SUMMARY_HEADERS), wall_rows(sums[0], shares)))
@@ -793,7 +794,7 @@ def sampler_roles(r: RunReport, *, compact: bool = False) -> list[str]:
         lines += ["", head + ":", text_table(headers, rows)]
     if compact and tables:
         groups = _role_groups(r).values()
-        early = warmup_only(*(p.sampler.summary() for ps in groups for p in ps))
+        early = warmup_only(*(p.sampler_figures() for ps in groups for p in ps))
         if early:
             lines.append(early)
     if parallel:
@@ -805,7 +806,7 @@ def merged_count(r: RunReport) -> int:
     """How many processes the run's sampler merged: those holding a sampler snapshot, or
     (a report read back from ``gyreprof run --json``, which keeps the merged summary
     alone) the sources the merged summary counts."""
-    n = sum(1 for p in r.contributed if p.sampler is not None)
+    n = sum(1 for p in r.contributed if p.sampler_figures() is not None)
     if n == 0 and r.sampler is not None:
         n = int(r.sampler.summary().sources)
     return n
@@ -823,12 +824,12 @@ def node_parts(r: RunReport) -> tuple[list[str], list[list[str]], list[str]]:
     :data:`STRAGGLER_X` times the median worker's), named. Empty without nodes or
     snapshots (a report read back from its JSON), or when only the driver has one."""
     procs = [p for p in r.contributed if p.node_id]
-    if not any(p.sampler is not None and p.role != "main" for p in procs):
+    sums = {p.pid: p.sampler_figures() for p in procs if p.sampler_figures() is not None}
+    if not any(p.role != "main" for p in procs if p.pid in sums):
         return [], [], []  # no worker came home through Ray (the driver's node alone)
     by_node: dict[str, list[ProcessEntry]] = {}
     for p in procs:
         by_node.setdefault(p.node_id, []).append(p)
-    sums = {p.pid: p.sampler.summary() for p in procs if p.sampler is not None}
     phases = (
         [n for n in r.sampler.phases if any(s.phases[n].count for s in sums.values())]
         if r.sampler is not None

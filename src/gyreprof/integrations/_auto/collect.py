@@ -1,8 +1,9 @@
 """Read a ``gyreprof run`` directory back into one report.
 
 A process counts as contributing when it left complete snapshots (its done
-file) or, if it was killed first, a live segment of this run that can still be
-read. Sampler snapshots are merged over every contributing process; the
+file, or its group's record: a Ray job's workers merged by node and role) or, if it
+was killed first, a live segment of this run that can still be read. Sampler
+snapshots are merged over every contributing process (a group's once); the
 trainer's over those whose training thread completed steps. The verdict comes from
 ``gp.diagnose`` on the two merged sides.
 """
@@ -21,6 +22,7 @@ from gyreprof.analysis.run import (  # the result's types, read here and by the 
     RunReport,
     UserProfile,
     _ending_notes,
+    sampler_snapshots,
 )
 from gyreprof.integrations._auto import records as rec
 
@@ -234,6 +236,36 @@ def _pids(run_dir: Path, suffix: str) -> set[int]:
     return out
 
 
+def _grouped(run_dir: Path, pids: set[int], notes: list[str]) -> dict[int, tuple[Any, Any, Any]]:
+    """The processes of the run folder's groups (``records.GroupRecord``: a Ray job's
+    workers merged by node and role): pid -> (its record, its own figures, the group's
+    merged sampler snapshot). A group whose snapshot cannot be read keeps its records
+    (the processes are listed, without figures); a pid that also has files of its own
+    is skipped with a note, as is a group record that is not one."""
+    from gyreprof._support.io import read_bytes
+    from gyreprof.analysis.run import ProcessFigures
+
+    out: dict[int, tuple[Any, Any, Any]] = {}
+    for n in rec.group_numbers(run_dir):
+        path = rec.group_path(run_dir, n)
+        try:
+            group = rec.GroupRecord.from_json(read_bytes(path, "snapshot", what="run group"))
+            members = [
+                (rec.ProcessRecord.from_json(r), ProcessFigures.from_dict(f))
+                for r, f in zip(group.records, group.figures, strict=True)
+            ]
+        except (OSError, ValueError) as exc:
+            _skipped(notes, path, exc)
+            continue
+        snap = _load_snap(rec.group_snap_path(run_dir, n), "sampler", notes)
+        for record, figures in members:
+            if record.pid in pids or record.pid in out:
+                _skipped(notes, path, ValueError(f"pid {record.pid} is in the folder already"))
+                continue
+            out[record.pid] = (record, figures if snap is not None else None, snap)
+    return out
+
+
 def _uninstrumented(run_dir: Path) -> dict[int, str]:
     """pid -> why its Python was not instrumented (the launcher's sitecustomize wrote it)."""
     from gyreprof._support.format import safe_text
@@ -275,9 +307,12 @@ def collect_run(
     entries: list[ProcessEntry] = []
     all_notes: list[str] = list(notes or [])
     deaths: list[Any] = []
-    for pid in sorted(started | done):
-        record = None
-        for path in (rec.done_path(run_dir, pid), rec.start_path(run_dir, pid)):
+    grouped = _grouped(run_dir, started | done, all_notes)
+    for pid in sorted(started | done | grouped.keys()):
+        record = grouped[pid][0] if pid in grouped else None
+        for path in (
+            () if pid in grouped else (rec.done_path(run_dir, pid), rec.start_path(run_dir, pid))
+        ):
             try:
                 record = rec.read_record(path)
                 break
@@ -297,7 +332,10 @@ def collect_run(
                 if n not in all_notes:
                     all_notes.append(n)
             deaths += [d for d in record.deaths if role != "main" or d.who != "main thread"]
-        if pid in done and record is not None:
+        if pid in grouped and record is not None:
+            entry = ProcessEntry(pid, role, True, record.how, record.loops)
+            entry.figures, entry.group = grouped[pid][1:]
+        elif pid in done and record is not None:
             entry = ProcessEntry(
                 pid,
                 role,
@@ -331,7 +369,7 @@ def collect_run(
         if _trains(e):
             shape = _shape_of(e)[0]
             e.loops = (shape,) if shape is not None else e.loops
-    sampler = _merge_noting([e.sampler for e in got], "sampler", all_notes)
+    sampler = _merge_noting(sampler_snapshots(got), "sampler", all_notes)
     # the trainer side: only the processes whose training thread completed steps
     trainer = _merge_noting([e.trainer for e in got if _trains(e)], "trainer", all_notes)
     report = RunReport(
@@ -735,12 +773,12 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
 def _vector_workers(got: list[ProcessEntry]) -> dict[str, float] | None:
     """A vector env's worker processes (role ``env_worker``): how many, and their env
     stepping in all (s), for the verdict's round-trip rule; None when there are none."""
-    workers = [e for e in got if e.role == "env_worker" and e.sampler is not None]
+    workers = [e for e in got if e.role == "env_worker" and e.sampler_figures() is not None]
     if not workers:
         return None
     env_ns = 0
     for e in workers:
-        phases = e.sampler.summary().phases
+        phases = e.sampler_figures().phases
         env_ns += sum(phases[n].sum_ns for n in ("env_step", "env_reset") if n in phases)
     return {"workers": float(len(workers)), "env_s": env_ns / 1e9}
 
@@ -750,13 +788,16 @@ def _collector_workers(report: RunReport, got: list[ProcessEntry], trainer: Any)
     trainers whose sampler counted batches of their own): the report keeps them, and
     the verdict's sampler part is read from their collection time and their stack
     samples (``analysis.workers``)."""
-    workers = [e for e in got if e.role != "main" and not _trains(e) and e.sampler is not None]
+    workers = [
+        e for e in got if e.role != "main" and not _trains(e) and e.sampler_figures() is not None
+    ]
     if not workers:
         return
     from gyreprof.analysis import workers as cw
     from gyreprof.analysis.sites import merge
 
-    found = cw.from_snapshots([(e.pid, e.sampler) for e in workers], trainer)
+    # each worker's own counters: its snapshot's, or its figures' (a merged group's member)
+    found = cw.from_snapshots([(e.pid, e.sampler or e.figures) for e in workers], trainer)
     if found is None:
         return
     report.workers = found

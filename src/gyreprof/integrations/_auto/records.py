@@ -13,6 +13,13 @@ Per process (``pid``):
 - ``<pid>.done.json``: written last, so its presence means the snapshots are
   complete.
 
+Per group of processes whose samplers were merged before they were written (a Ray job's
+workers of one node and role, ``integrations.ray.job``), numbered ``<n>``:
+
+- ``group-<n>.sampler.snap``: their sampler snapshots merged.
+- ``group-<n>.json`` (:class:`GroupRecord`): written last; each process's record and its
+  own sampler figures (``analysis.run.ProcessFigures``), for the per-process rows.
+
 Every file is written through a unique temporary name and ``os.replace``.
 """
 
@@ -111,6 +118,57 @@ def read_record(path: Path) -> ProcessRecord:
         raise
     except (RecursionError, OverflowError, TypeError, KeyError, AttributeError) as exc:
         raise CorruptDataError(f"malformed gyreprof run record: {type(exc).__name__}") from None
+
+
+GROUP_FORMAT = "gyreprof.run-group/1"
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """The processes of one group (``group-<n>.json``): their records (each a
+    :class:`ProcessRecord`'s JSON) and, in the same order, each one's sampler figures
+    (``analysis.run.ProcessFigures.to_dict()``)."""
+
+    __serial_format__: ClassVar[str] = GROUP_FORMAT
+
+    records: tuple[str, ...]
+    figures: tuple[dict[str, object], ...]
+
+    def to_json(self) -> str:
+        from gyreprof.model._serial import encode
+        from gyreprof.render import json as render_json
+
+        return render_json.write(encode(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> GroupRecord:
+        """Parse a group record; ValueError for anything that is not one."""
+        from gyreprof.model._serial import loads
+
+        out = loads(cls, text)
+        if len(out.records) != len(out.figures):
+            raise InvalidValueError(
+                f"{len(out.records)} records but {len(out.figures)} processes' figures"
+            )
+        return out
+
+
+def group_path(run_dir: Path, n: int) -> Path:
+    return run_dir / f"group-{n}.json"
+
+
+def group_snap_path(run_dir: Path, n: int) -> Path:
+    return run_dir / f"group-{n}.sampler.snap"
+
+
+def group_numbers(run_dir: Path) -> list[int]:
+    """The numbers of the groups whose records ``run_dir`` holds, in order."""
+    out = []
+    for p in run_dir.glob("group-*.json"):
+        head = p.name[len("group-") : -len(".json")]
+        if head.isascii() and head.isdigit():
+            out.append(int(head))
+    return sorted(out)
 
 
 def start_path(run_dir: Path, pid: int | str) -> Path:

@@ -301,9 +301,9 @@ def _runner_notes(entries: Sequence[Any]) -> list[str]:
     how much they were idle. Empty when no env runner contributed env steps."""
     runners = []
     for e in entries:
-        if e.role != ENV_RUNNER or not e.contributed or e.sampler is None:
+        s = e.sampler_figures()
+        if e.role != ENV_RUNNER or not e.contributed or s is None:
             continue
-        s = e.sampler.summary()
         env_ns = float(sum(s.phases[n].sum_ns for n in _ENV_STEPPING if n in s.phases))
         if env_ns > 0 and s.elapsed_s > 0:
             runners.append((e.pid, env_ns / 1e9, s.elapsed_s))

@@ -10,9 +10,12 @@ Only this job's workers get them: processes of other jobs are never touched. Rig
 after ``ray.init`` the driver starts the job's *inbox*, a detached named actor
 (:class:`Inbox`, no CPU, on the driver's node when it can), and at the end of the job
 (``ray.shutdown``, or the driver's exit) asks every worker for its final record,
-writes what arrived into its run folder as the launcher's own records
-(``<pid>.sampler.snap``, ``<pid>.trainer.snap`` when the worker trained, and
-``<pid>.done.json`` with the worker's node) and ends the inbox.
+writes what arrived into its run folder as the launcher's own records and ends the
+inbox. The workers that only sampled are written by node and role: one merged sampler
+snapshot and one record of the group's processes with each one's own figures
+(``group-<n>.sampler.snap``, ``group-<n>.json``); a worker that trained, or is alone in
+its node and role, keeps its own files (``<pid>.sampler.snap``, ``<pid>.trainer.snap``,
+and ``<pid>.done.json`` with the worker's node).
 
 **The hook.** Ray runs the setup hook in each new worker process of the job before
 any task. A hook whose module cannot be imported makes Ray end the worker (so a
@@ -362,7 +365,14 @@ def write_records(
 ) -> int:
     """Write the workers' records (the inbox's payloads) into ``run_dir`` as the launcher's
     own, and the job's file (:data:`RAY_JOB_FILE`: the driver's node, the nodes where
-    gyreprof was missing, the job's notes); the number of processes written."""
+    gyreprof was missing, the job's notes); the number of processes written.
+
+    The workers that only sampled are written by node and role (:func:`_write_group`):
+    their samplers merged into one snapshot, each process's record and own figures in
+    one group record beside it, so a job of 1,024 workers on 16 nodes leaves a few dozen
+    files, not thousands. A worker that trained, or that is alone in its node and role,
+    keeps its own files (``<pid>.sampler.snap``, ``<pid>.trainer.snap``,
+    ``<pid>.done.json``): its trainer and its whole snapshot are its own."""
     import json
 
     from gyreprof._support.format import safe_text
@@ -372,22 +382,57 @@ def write_records(
     written = 0
     periodic = 0
     nodes: set[str] = set()
+    groups: dict[tuple[str, str], list[tuple[rec.ProcessRecord, bytes]]] = {}
+    alone: list[tuple[rec.ProcessRecord, dict[str, Any]]] = []
+    seen = _grouped_pids(run_dir)  # an earlier job's groups in the same folder
     for p in sorted(got, key=lambda p: (str(p.get("node_id")), int(p.get("pid", 0)))):
         try:
             record = rec.ProcessRecord.from_json(str(p["record"]))
             pid = record.pid
-            if rec.done_path(run_dir, pid).exists() or rec.start_path(run_dir, pid).exists():
+            if (
+                pid in seen
+                or rec.done_path(run_dir, pid).exists()
+                or rec.start_path(run_dir, pid).exists()
+            ):
                 notes.append(
                     f"Ray: pid {pid} on node {record.node_ip or '?'} has the pid of a process "
                     "already in the run folder; its record is left out"
                 )
                 continue
+            seen.add(pid)
+            if p.get("trainer") is None and p.get("sampler") is not None:
+                groups.setdefault((record.node_id, record.role), []).append(
+                    (record, bytes(p["sampler"]))
+                )
+            else:
+                alone.append((record, p))
+        except (KeyError, TypeError, ValueError) as exc:
+            notes.append(f"Ray: a worker's record could not be written ({exc})")
+    n = max(rec.group_numbers(run_dir), default=-1) + 1
+    for members in groups.values():
+        try:
+            done = _write_group(run_dir, n, members) if len(members) > 1 else []
+        except OSError as exc:
+            notes.append(
+                f"Ray: the records of {len(members)} worker processes on node "
+                f"{members[0][0].node_ip or '?'} could not be written ({exc})"
+            )
+            continue
+        if not done:  # alone in its node and role, or snapshots that do not merge
+            alone += [(record, {"sampler": data}) for record, data in members]
+            continue
+        n += 1
+        written += len(done)
+        nodes.update(r.node_id for r in done)
+        periodic += sum(r.how == "ray-periodic" for r in done)
+    for record, p in alone:
+        try:
             for side in ("sampler", "trainer"):
                 if p.get(side) is not None:  # a side with no events was not sent
-                    write_atomic(rec.snap_path(run_dir, pid, side), bytes(p[side]))
+                    write_atomic(rec.snap_path(run_dir, record.pid, side), bytes(p[side]))
             # the done record alone (a start record would say the same): two files a worker
-            write_atomic(rec.done_path(run_dir, pid), record.to_json().encode())
-        except (KeyError, TypeError, ValueError, OSError) as exc:
+            write_atomic(rec.done_path(run_dir, record.pid), record.to_json().encode())
+        except (TypeError, ValueError, OSError) as exc:
             notes.append(f"Ray: a worker's record could not be written ({exc})")
             continue
         written += 1
@@ -423,6 +468,52 @@ def write_records(
     job = {"format": "gyreprof.ray-job/1", "driver": driver or {}, "notes": notes}
     write_atomic(run_dir / RAY_JOB_FILE, json.dumps(job, allow_nan=False).encode())
     return written
+
+
+GROUP_CHUNK = 8  # a group's snapshots decoded and merged at a time
+
+
+def _grouped_pids(run_dir: Path) -> set[int]:
+    """The pids of the groups already in ``run_dir`` (a driver that ran an earlier job)."""
+    from gyreprof._support.io import read_bytes
+
+    out: set[int] = set()
+    for n in rec.group_numbers(run_dir):
+        try:
+            group = rec.GroupRecord.from_json(read_bytes(rec.group_path(run_dir, n), "snapshot"))
+            out.update(rec.ProcessRecord.from_json(r).pid for r in group.records)
+        except (OSError, ValueError):
+            continue  # the report says what is wrong with it
+    return out
+
+
+def _write_group(
+    run_dir: Path, n: int, members: list[tuple[rec.ProcessRecord, bytes]]
+) -> list[rec.ProcessRecord]:
+    """Write group ``n`` (``records.group_path``): the ``members``' sampler snapshots merged,
+    then their records and each one's own figures (``analysis.run.ProcessFigures``); the
+    records written. Nothing is written, and the list is empty, when a snapshot does not
+    decode or they do not merge: each member then keeps its own files (and the report
+    says what is wrong with them)."""
+    from gyreprof._support.io import write_atomic
+    from gyreprof.analysis.run import ProcessFigures
+    from gyreprof.model.snapshot import Snapshot, merge
+
+    merged, figures = None, []
+    try:
+        # a few decoded at a time: each holds its dense histograms (~2 MB a snapshot), so
+        # the driver's memory stays bounded however many workers a node ran
+        for i in range(0, len(members), GROUP_CHUNK):
+            snaps = [Snapshot.from_bytes(data) for _, data in members[i : i + GROUP_CHUNK]]
+            figures += [ProcessFigures.of(s).to_dict() for s in snaps]
+            merged = merge(snaps if merged is None else [merged, *snaps])
+    except ValueError:
+        return []
+    assert merged is not None
+    group = rec.GroupRecord(records=tuple(r.to_json() for r, _ in members), figures=tuple(figures))
+    write_atomic(rec.group_snap_path(run_dir, n), merged.to_bytes())
+    write_atomic(rec.group_path(run_dir, n), group.to_json().encode())
+    return [r for r, _ in members]
 
 
 # ------------------------------------------------------------ the inbox actor
