@@ -8,7 +8,8 @@ Checked against the script's own figures: the job's env steps, every actor liste
 its node, the loop's shape (synchronous, or a pipeline read as overlapped), the wait
 ratio within 5 points of the script's clock, a runner killed mid-run keeping its last
 periodic record, and a node where gyreprof is not importable named, the job's exit
-code unchanged. Select with ``pytest -m ray``.
+code unchanged; and a verl-style job (rollout-worker actors returning token batches,
+no env): its wait, loop and side. Select with ``pytest -m ray``.
 """
 
 from __future__ import annotations
@@ -278,3 +279,16 @@ def test_other_jobs_are_never_touched(sync_job: Job, cluster: Cluster) -> None:
     seen = json.loads(line[len("OTHER ") :])
     assert [s["run"] for s in seen] == [None, None], seen
     assert [s["hooked"] for s in seen] == [False, False], seen
+
+
+def test_a_verl_style_token_job(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """verl-style: one rollout-worker actor a node returns token batches (a tiny torch
+    language model sampling under ``no_grad``, no env) to a driver that submits, waits
+    and trains on them. The driver's wait is within 5 points of its own clock, its loop
+    is synchronous (it asked for the refs it waits on), and the run is sampler-bound."""
+    job = Job(tmp_path_factory.mktemp("ray_tokens"), cluster, "tokens")
+    verdict = job.data["verdict"]
+    assert verdict is not None, job.data["notes"]
+    assert verdict["loop"] == "sync" and verdict["bound"] == "sampler", verdict
+    got, own = job.data["wait"]["ratio"], job.own["wait_ratio"]
+    assert abs(got - own) <= 0.05, (got, own)

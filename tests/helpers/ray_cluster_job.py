@@ -10,7 +10,11 @@ figures (env steps it asked for, its clock of the waits, each actor's pid and no
   the driver trains);
 - ``kill``: sync, and after half the iterations the runner on node_b is killed
   (SIGKILL: a crash, as if its node died) once it has sent a periodic record (the
-  script waits past a period).
+  script waits past a period);
+- ``tokens``: verl-style, no env: one rollout-worker actor a node generates ``STEPS``
+  tokens for each of 8 prompts with a tiny random torch language model (autoregressive
+  sampling under ``no_grad``, in its ``generate``) and returns the token batch; the
+  driver submits, ``ray.get``s and trains its own copy of the model on the tokens.
 """
 
 from __future__ import annotations
@@ -52,7 +56,83 @@ class Runner:
         return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "steps": self.steps}
 
 
+VOCAB, PROMPTS = 64, 8
+
+
+def tiny_lm() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Embedding(VOCAB, 64), torch.nn.Tanh(), torch.nn.Linear(64, VOCAB)
+    )
+
+
+@ray.remote(num_cpus=0)
+class RolloutWorker:
+    """A verl-style rollout worker: token batches from a small language model."""
+
+    def __init__(self) -> None:
+        torch.set_num_threads(1)
+        self.model = tiny_lm()
+        self.steps = 0
+
+    def generate(self, n: int) -> list[list[int]]:
+        tokens = torch.zeros(PROMPTS, 1, dtype=torch.long)
+        with torch.no_grad():
+            for _ in range(n):
+                logits = self.model(tokens[:, -1])
+                nxt = torch.multinomial(torch.softmax(logits, -1), 1)
+                tokens = torch.cat([tokens, nxt], 1)
+                time.sleep(0.0005)  # a larger model's decode step
+        self.steps += n
+        return tokens.tolist()
+
+    def where(self) -> dict[str, object]:
+        ctx = ray.get_runtime_context()
+        return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "steps": self.steps}
+
+
+def tokens_main() -> None:
+    """Mode ``tokens`` (see the module doc)."""
+    ray.init(address=ADDRESS)
+    workers = {
+        name: RolloutWorker.options(resources={name: 1}).remote() for name in ("node_a", "node_b")
+    }
+    where = {name: ray.get(w.where.remote()) for name, w in workers.items()}
+    torch.set_num_threads(1)
+    model = tiny_lm()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    wait_s = 0.0
+    t0 = time.perf_counter()
+    for _ in range(ITERS):
+        refs = [w.generate.remote(STEPS) for w in workers.values()]
+        w0 = time.perf_counter()
+        batches = ray.get(refs)
+        wait_s += time.perf_counter() - w0
+        seqs = torch.tensor([row for b in batches for row in b])
+        for _ in range(10):
+            opt.zero_grad()
+            logits = model(seqs[:, :-1])
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, VOCAB), seqs[:, 1:].reshape(-1)
+            )
+            loss.backward()
+            opt.step()
+    total = time.perf_counter() - t0
+    own = {
+        "mode": MODE,
+        "asked_tokens": ITERS * STEPS * PROMPTS * len(workers),
+        "wait_ratio": wait_s / total,
+        "driver_pid": os.getpid(),
+        "runners": where,
+    }
+    ray.shutdown()
+    print("STACK_JSON " + json.dumps(own), flush=True)
+
+
 def main() -> None:
+    if MODE == "tokens":
+        tokens_main()
+        return
     ray.init(address=ADDRESS)
     runners = {name: Runner.options(resources={name: 1}).remote() for name in ("node_a", "node_b")}
     where = {name: ray.get(r.where.remote()) for name, r in runners.items()}
