@@ -285,10 +285,24 @@ def test_a_verl_style_token_job(cluster: Cluster, tmp_path_factory: pytest.TempP
     """verl-style: one rollout-worker actor a node returns token batches (a tiny torch
     language model sampling under ``no_grad``, no env) to a driver that submits, waits
     and trains on them. The driver's wait is within 5 points of its own clock, its loop
-    is synchronous (it asked for the refs it waits on), and the run is sampler-bound."""
+    is synchronous (it asked for the refs it waits on), and the run is sampler-bound.
+    Each worker records no phase at all (no env, no forward followed by an env step):
+    each call of its method is one of its batches, so it is listed with its node and
+    class, and its time is named down to the method that spent it, first in the advice
+    (with no batches, the workers went unlisted and the answer stopped at "sampler")."""
     job = Job(tmp_path_factory.mktemp("ray_tokens"), cluster, "tokens")
     verdict = job.data["verdict"]
     assert verdict is not None, job.data["notes"]
     assert verdict["loop"] == "sync" and verdict["bound"] == "sampler", verdict
     got, own = job.data["wait"]["ratio"], job.own["wait_ratio"]
     assert abs(got - own) <= 0.05, (got, own)
+    procs = job.by_pid()
+    for where in job.own["runners"].values():
+        entry = procs[int(where["pid"])]
+        assert entry["role"] == "RolloutWorker" and entry["node_id"] == where["node_id"], entry
+    # ITERS generate calls each, and the one call that asked where it runs
+    line = next(r for r in verdict["reasons"] if r.startswith("sampler: in the 2 collector"))
+    assert f"({2 * (ITERS + 1)} batches in all" in line, line
+    top = verdict["sampler_sites"][0]
+    assert top["function"] == "RolloutWorker.generate" and top["share"] > 0.5, verdict
+    assert verdict["advice"][0].startswith("look first at RolloutWorker.generate"), verdict

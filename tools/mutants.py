@@ -666,6 +666,14 @@ MUTANTS: tuple[Mutant, ...] = (
            "    elif False:\n        step = _replica_step(e, others)",
            ("tests/test_rollout_cause.py::"
             "test_a_replica_that_queues_short_of_slow_is_named_with_its_own_setting",)),
+    # -- a Ray worker's method calls are its batches, its stack samples sent home (ray/job.py)
+    Mutant("ray-method-calls-no-batches", "src/gyreprof/integrations/ray/job.py",
+           "            return collecting(ex, __ray_actor, *a, **kw)",
+           "            return ex(__ray_actor, *a, **kw)",
+           ("tests/test_ray_cluster.py::test_a_verl_style_token_job",)),
+    Mutant("ray-worker-sites-unsent", "src/gyreprof/integrations/ray/job.py",
+           '    out["sites"] = _sites(final)', '    out["sites"] = None',
+           ("tests/test_ray_cluster.py::test_a_verl_style_token_job",)),
     # -- the instrumentors' undo (integrations/_instrument.py)
     Mutant("undo-leaves-wrapper", "src/gyreprof/integrations/_instrument.py",
            "        self._done.append((owner, name, before, True))",
@@ -783,8 +791,9 @@ MUTANTS: tuple[Mutant, ...] = (
            'periodic += record.how == "ray-periodic"', "periodic += 0",
            ("tests/test_ray_job.py",)),
     Mutant("ray-record-overwrites-a-pid", "src/gyreprof/integrations/ray/job.py",
-           "if rec.done_path(run_dir, pid).exists() or rec.start_path(run_dir, pid).exists():",
-           "if False:", ("tests/test_ray_job.py",)),
+           "                or rec.done_path(run_dir, pid).exists()\n"
+           "                or rec.start_path(run_dir, pid).exists()",
+           "                or False", ("tests/test_ray_job.py",)),
     Mutant("serial-sparse-written", "src/gyreprof/model/_serial.py",
            "        if out.get(key) == value:\n            del out[key]",
            "        if False:\n            del out[key]", ("tests/test_render_json.py",)),

@@ -335,6 +335,7 @@ def collect_run(
         if pid in grouped and record is not None:
             entry = ProcessEntry(pid, role, True, record.how, record.loops)
             entry.figures, entry.group = grouped[pid][1:]
+            entry.sites = load_sites(rec.sites_path(run_dir, pid), all_notes)
         elif pid in done and record is not None:
             entry = ProcessEntry(
                 pid,

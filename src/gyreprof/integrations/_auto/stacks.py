@@ -295,6 +295,18 @@ def record() -> Any:
     if _thread is None or _pid != os.getpid():
         return None
     _stop.set()
+    return _found(final=True)
+
+
+def so_far() -> Any:
+    """What was found so far, sampling on (a Ray worker's periodic send), or None."""
+    if _thread is None or _pid != os.getpid():
+        return None
+    return _found(final=False)
+
+
+def _found(final: bool) -> Any:
+    """The sites counted (``final``: every waiting sample settled, as at the end)."""
     if "gyreprof.analysis.sites" not in sys.modules:
         return None  # not ready yet (see _ready): no sites rather than imports at exit
     if not _lock.acquire(timeout=1.0):
@@ -302,7 +314,7 @@ def record() -> Any:
     try:
         c = _counts
         for tr in c.tracks.values():
-            _settle(c, tr, final=True)
+            _settle(c, tr, final=final)
         from gyreprof.analysis.sites import ProcessSites, SiteCount
 
         def listed(counts: dict[CodeType, int]) -> list[SiteCount]:

@@ -20,7 +20,7 @@ Inside a collector (in-process, or in each worker of a multi-process one):
   that helper is wrapped, so the forward is timed where it runs);
 - each batch a thread collects itself (the inner collector's ``next`` in a worker)
   is counted in its sampler's counters with its wall time and the env_step,
-  env_reset and fwd time inside it (:class:`_Batches`), and marked
+  env_reset and fwd time inside it (``batches.Batches``), and marked
   ``in_rollout`` for the stack sampler: the run's report splits the workers'
   collection time into env, fwd and the untimed rest from these
   (``analysis.workers``).
@@ -33,64 +33,20 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from gyreprof.integrations._auto import records as rec
 from gyreprof.integrations._auto import state as st
 from gyreprof.integrations._auto import versions, workers
+from gyreprof.integrations._auto.batches import Batches
 from gyreprof.integrations._instrument import Instrumentor
 
 # collectors whose trainer loop is synchronous: no batch is collected while the body runs
 SYNC_COLLECTORS = ("Collector", "SyncDataCollector", "MultiSyncCollector", "MultiSyncDataCollector")
 # collectors that collect in the iterating thread itself (a multi-process collector's
-# workers iterate one): their batches are counted (``_Batches``) and marked ``in_rollout``
+# workers iterate one): their batches are counted (``batches.Batches``) and marked ``in_rollout``
 IN_THREAD = ("Collector", "SyncDataCollector")
 
 
-_ENV_STEP = (rec.SAMPLER_PHASES.index("env_step"),)
-_ENV_RESET = (rec.SAMPLER_PHASES.index("env_reset"),)
-_FWD = (rec.SAMPLER_PHASES.index("fwd"),)
 #: the label TorchRL's collector puts around its policy call (``_maybe_record_function``)
 POLICY_LABEL = "Collector.policy"
-
-
-class _Batches:
-    """One thread's own batches of a synchronous collector (in a multi-process
-    collector's worker: the inner collector's batches), kept in its sampler's counters
-    (``model.summary.COLLECT_COUNTER_PREFIX``): how many, their wall time, and the ns of
-    env_step, env_reset and fwd recorded inside them (the phases' running totals read
-    at each batch's start and end; a few reads per batch, none per env step)."""
-
-    __slots__ = ("t", "block", "start", "step0", "reset0", "fwd0", "names")
-
-    def __init__(self, t: Any) -> None:
-        from gyreprof._support.block import StatsBlock
-        from gyreprof.model.summary import COLLECT_COUNTER_PREFIX as P
-
-        self.t = t
-        self.block = StatsBlock.of(t.srec)
-        self.names = tuple(
-            f"{P}{n}" for n in ("batches", "wall_ns", "env_step_ns", "env_reset_ns", "fwd_ns")
-        )
-        self.start = self.step0 = self.reset0 = self.fwd0 = 0
-
-    def begin(self, now_ns: int) -> None:
-        self.t.srec.flush()  # a private block folds its events in batches: fold them now
-        b = self.block
-        self.start = now_ns
-        self.step0, self.reset0, self.fwd0 = (
-            b.phase_ns(_ENV_STEP),
-            b.phase_ns(_ENV_RESET),
-            b.phase_ns(_FWD),
-        )
-
-    def end(self, now_ns: int) -> None:
-        self.t.srec.flush()
-        b, count = self.block, self.t.sampler.count
-        batches, wall, step, reset, fwd = self.names
-        count(batches)
-        count(wall, max(0, now_ns - self.start))
-        count(step, max(0, b.phase_ns(_ENV_STEP) - self.step0))
-        count(reset, max(0, b.phase_ns(_ENV_RESET) - self.reset0))
-        count(fwd, max(0, b.phase_ns(_FWD) - self.fwd0))
 
 
 def _iter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -99,13 +55,13 @@ def _iter(original: Callable[..., Any], name: str) -> Callable[..., Any]:
         here = type(self).__name__ in IN_THREAD
         inner = original(self)
         t = st.thread_state()
-        batches: _Batches | None = None
+        batches: Batches | None = None
         try:
             while True:
                 nested = t.in_wait
                 rollout = here and not nested and not t.in_rollout
                 if rollout and batches is None:
-                    batches = _Batches(t)
+                    batches = Batches(t)
                 t.in_wait = True  # the queue gets inside are this wait, not waits of their own
                 start = t.now()
                 if rollout and batches is not None:

@@ -400,13 +400,15 @@ def write_records(
                 )
                 continue
             seen.add(pid)
+            if p.get("sites"):  # its stack samples: a small file of its own, grouped or not
+                write_atomic(rec.sites_path(run_dir, pid), bytes(p["sites"]))
             if p.get("trainer") is None and p.get("sampler") is not None:
                 groups.setdefault((record.node_id, record.role), []).append(
                     (record, bytes(p["sampler"]))
                 )
             else:
                 alone.append((record, p))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OSError) as exc:
             notes.append(f"Ray: a worker's record could not be written ({exc})")
     n = max(rec.group_numbers(run_dir), default=-1) + 1
     for members in groups.values():
@@ -760,7 +762,16 @@ def _payload(final: bool, how: str = "") -> tuple[dict[str, Any] | None, int]:
     )
     out.update(node_id=node_id, node_ip=node_ip, host=socket.gethostname(), actor_id=_actor_id(ray))
     out["record"] = record.to_json()
+    out["sites"] = _sites(final)
     return out, events
+
+
+def _sites(final: bool) -> bytes | None:
+    """The stack sampler's sites of this process (``<pid>.sites.json``'s text), or None."""
+    from gyreprof.integrations._auto import stacks
+
+    found = stacks.record() if final else stacks.so_far()
+    return None if found is None else found.to_json().encode()
 
 
 def _role(ray: Any) -> str:
@@ -868,9 +879,49 @@ def _wait(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
     return wrapped(*args, **kwargs)
 
 
+def _method_executor(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Ray's executor of an actor method, made in a worker process: each call of a
+    plain (not async, not generator, not Ray's own ``__...``) method is one batch of
+    the worker (``batches.collecting``): what a rollout worker makes on the driver's
+    order, its env steps and forwards timed inside, the rest named by the stack
+    sampler; a learner's update (it steps an optimizer) is no batch."""
+    ex = wrapped(*args, **kwargs)
+    try:
+        name = args[0] if args else kwargs.get("method_name", "")
+        method = args[1] if len(args) > 1 else kwargs.get("method")
+        if st.run_dir is None or not _plain(str(name), method):
+            return ex
+        from gyreprof.integrations._auto.batches import collecting
+
+        def executor(__ray_actor: Any, *a: Any, **kw: Any) -> Any:
+            return collecting(ex, __ray_actor, *a, **kw)
+
+        executor.name = ex.name  # type: ignore[attr-defined] # Ray reads both
+        executor.method = ex.method  # type: ignore[attr-defined]
+        return executor
+    except Exception:  # noqa: BLE001 - an executor of a kind we do not know: Ray's own
+        return ex
+
+
+def _plain(name: str, method: Any) -> bool:
+    """A method of the user's whose call is the whole of its work."""
+    import inspect
+
+    if name.startswith("__") or not callable(method):
+        return False
+    return not (
+        inspect.iscoroutinefunction(method)
+        or inspect.isasyncgenfunction(method)
+        or inspect.isgeneratorfunction(method)
+    )
+
+
 def install(ray: ModuleType) -> None:
     """Patch ``ray.init`` / ``ray.shutdown`` (a driver of the run), the submissions and
-    the waits (every process: the loop shape); idempotent."""
+    the waits (every process: the loop shape), and the executor of actor methods (a
+    worker's calls are its batches); idempotent."""
     with _lock:
         if len(_patches):
             return
@@ -883,6 +934,11 @@ def install(ray: ModuleType) -> None:
 
         _patches.wrap(actor.ActorMethod, "_remote", _submitted)
         _patches.wrap(remote_function.RemoteFunction, "_remote", _submitted)
+        try:
+            from ray._private.function_manager import FunctionActorManager
+        except ImportError:  # a Ray without it: the workers' calls are not batches
+            return
+        _patches.wrap(FunctionActorManager, "_make_actor_method_executor", _method_executor)
 
 
 def uninstall() -> None:
