@@ -353,3 +353,19 @@ def test_the_spawn_line_of_a_child_is_not_the_users_code() -> None:
     mine = compile("x = 1", "<string>", "exec")
     assert stacks._kind_of(spawn) == stacks._STDLIB
     assert stacks._kind_of(mine) == stacks._USER
+
+
+def test_code_objects_of_one_site_are_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``exec`` of a string compiles a code object of its own: two alike by name,
+    file and line are one site (one row, their samples added), not two rows that each
+    read as a rough figure."""
+    one, two = compile("x = 1", "<string>", "exec"), compile("x = 2", "<string>", "exec")
+    assert one is not two
+    c = stacks._Counts()
+    c.compute = {one: 2, two: 3, _user_code(): 1}
+    c.compute_samples = 6
+    monkeypatch.setattr(stacks, "_counts", c)
+    found = stacks._found(final=True)
+    rows = [(s.function, s.file, s.line, s.samples) for s in found.compute]
+    assert rows[0] == ("<module>", "<string>", 1, 5), rows
+    assert len(rows) == 2, rows

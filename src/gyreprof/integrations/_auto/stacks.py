@@ -318,15 +318,17 @@ def _found(final: bool) -> Any:
         from gyreprof.analysis.sites import ProcessSites, SiteCount
 
         def listed(counts: dict[CodeType, int]) -> list[SiteCount]:
-            out = [
-                SiteCount(
+            # one row a site: code objects alike by name, file and line (each exec of a
+            # string compiles its own "<module> (<string>:1)") are one
+            by: dict[tuple[str, str, int], int] = {}
+            for code, n in counts.items():
+                key = (
                     getattr(code, "co_qualname", code.co_name),
                     code.co_filename,
                     max(0, int(code.co_firstlineno)),
-                    n,
                 )
-                for code, n in counts.items()
-            ]
+                by[key] = by.get(key, 0) + n
+            out = [SiteCount(f, file, line, n) for (f, file, line), n in by.items()]
             out.sort(key=lambda s: -s.samples)
             return out
 
