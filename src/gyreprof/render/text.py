@@ -824,7 +824,8 @@ def node_parts(r: RunReport) -> tuple[list[str], list[list[str]], list[str]]:
     :data:`STRAGGLER_X` times the median worker's), named. Empty without nodes or
     snapshots (a report read back from its JSON), or when only the driver has one."""
     procs = [p for p in r.contributed if p.node_id]
-    sums = {p.pid: p.sampler_figures() for p in procs if p.sampler_figures() is not None}
+    figures = {p.pid: p.sampler_figures() for p in procs}
+    sums = {pid: s for pid, s in figures.items() if s is not None}
     if not any(p.role != "main" for p in procs if p.pid in sums):
         return [], [], []  # no worker came home through Ray (the driver's node alone)
     by_node: dict[str, list[ProcessEntry]] = {}

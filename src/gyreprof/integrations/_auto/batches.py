@@ -62,10 +62,6 @@ class Batches:
         count(fwd, max(0, b.phase_ns(_FWD) - self.fwd0))
 
 
-#: per ThreadState: its Batches for :func:`collecting` (made at its first batch)
-_of: dict[int, Batches] = {}
-
-
 def collecting(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` as one batch of the calling thread (see the module doc).
     A call inside another batch or wait, or on a thread that trains (a learner's
@@ -74,9 +70,9 @@ def collecting(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     t = st.thread_state()
     if t.trains or t.in_rollout or t.in_wait:
         return fn(*args, **kwargs)
-    b = _of.get(id(t))
-    if b is None or b.t is not t:
-        b = _of[id(t)] = Batches(t)
+    b = t.batches
+    if b is None:
+        b = t.batches = Batches(t)
     start = t.now()
     b.begin(start)
     t.in_wait = True  # a wait inside it is part of it

@@ -32,6 +32,7 @@ class ThreadState(Timeline):
         "in_rollout",
         "in_fwd",
         "rolled",
+        "batches",
         "in_train",
         "sampler",
         "env_step",
@@ -97,6 +98,7 @@ class ThreadState(Timeline):
         # the first module call after an update, with grad on (libs.torch): its hooks'
         # handles while armed, the module whose call it is, when it began and the
         # sampler's last write then
+        self.batches: Any = None  # its batches.Batches, made at its first (a Ray worker's call)
         self.gf_pre: Any = None
         self.gf_post: Any = None
         self.gf_module: Any = None
