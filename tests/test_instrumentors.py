@@ -377,6 +377,9 @@ def test_asyncio(alone: Callable[[ModuleType], None]) -> None:
         )
         sel = loops[0]._selector
         assert "select" not in vars(sel)  # the live loop's selector is its own again
+        from gyreprof.integrations._auto import loop_wait
+
+        assert loop_wait.group_open is None  # the request log no longer asks for groups
         before = len(rl.groups())
         loops[0].run_until_complete(two())
         assert len(rl.groups()) == before  # no longer recorded

@@ -310,6 +310,10 @@ def _tg_aexit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
     return __aexit__
 
 
+def _forget_groups() -> None:
+    lw.group_open = None
+
+
 def _swap(mods: list[ModuleType], name: str, make: Callable[..., Any]) -> None:
     """Replace function ``name`` in each module that holds the same original."""
     first = getattr(mods[0], name, None)
@@ -331,8 +335,9 @@ def install(asyncio: ModuleType) -> None:
         import contextvars
 
         _grouping = contextvars.ContextVar("gyreprof_batch_group", default=False)
-    lw.group_open = _grouping
     patches = _inst.patches
+    lw.group_open = _grouping  # the request log reads it: a gathered request is a piece
+    patches.on_undo(_forget_groups)
     if patches.replace(asyncio.selector_events.BaseSelectorEventLoop, "__init__", _loop_init):
         patches.on_undo(_unwrap_selectors)
     patches.replace_tree(asyncio.queues.Queue, ("get",), Queue.make)
