@@ -323,13 +323,14 @@ def test_the_verdict_names_the_largest_site_first() -> None:
     prof.end()
     v = gp.diagnose(sampler=prof)
     assert v.dominant_phase == "(untimed)"
+    assert any("time the rest of the sampler step" in a for a in v.advice)
     rec = S.ProcessSites(
         pid=1,
         hz=100.0,
         sampler_samples=100,
         sampler=[S.SiteCount("featurize", "/x/train.py", 14, 60)],
     )
-    out = S.attach(v, rec)
+    out = gp.diagnose(sampler=prof, sites=rec)
     assert out.sampler_sites[0]["function"] == "featurize"
     assert out.advice[0].startswith("look first at featurize (train.py:14)")
     assert not any("time the rest of the sampler step" in a for a in out.advice)
@@ -339,7 +340,17 @@ def test_the_verdict_names_the_largest_site_first() -> None:
     assert "featurize (train.py:14)" in str(out)
     back = type(out).from_dict(out.to_dict())
     assert back.sampler_sites == out.sampler_sites
-    assert S.attach(v, None) is v
+    assert gp.diagnose(sampler=prof, sites=None) == v
+    # balanced: the trainer's side has its advice too, and the site still comes first
+    trainer = gp.Profiler(["wait", "compute"], warmup_steps=0)
+    for _ in range(20):
+        trainer.begin()
+        trainer.record("wait", 500_000)
+        trainer.record("compute", 500_000)
+        trainer.end()
+    both = gp.diagnose(sampler=prof, trainer=trainer, loop="sync", sites=rec)
+    assert both.bound == "balanced" and len(both.advice) > 1, both.advice
+    assert both.advice[0].startswith("look first at featurize (train.py:14)"), both.advice
 
 
 def test_the_spawn_line_of_a_child_is_not_the_users_code() -> None:

@@ -146,3 +146,88 @@ def test_phase_ns_reads_the_running_total_of_warm_up_and_steady_time() -> None:
     prof.recorder.flush()  # a private block folds in batches (a worker's flushes too)
     assert block.phase_ns([env]) == 1500
     assert block.phase_ns([fwd]) == 200
+
+
+def _main_with_one_reset() -> Any:
+    """The training process's own sampler under a multi-process collector: one long
+    start-up reset, which leads its phases (the naive rule's answer)."""
+    from gyreprof import Profiler
+
+    prof = Profiler(["env_reset", "env_step"], warmup_steps=0)
+    prof.begin()
+    prof.record("env_reset", 500_000_000)
+    prof.end()
+    return prof
+
+
+def test_the_workers_are_the_sampler_the_verdict_judges() -> None:
+    """Given the collector's workers, ``diagnose`` reads the sampler from them: their
+    shares, their line, their leading part first in the advice, their sites; the
+    training process's start-up reset and its own sites never lead."""
+    import gyreprof as gp
+    from gyreprof.analysis import sites as S
+
+    s = 1_000_000_000
+    cw = CollectorWorkers(
+        (
+            WorkerTime(11, 4, wall_ns=s, env_step_ns=200_000_000, fwd_ns=300_000_000),
+            WorkerTime(12, 4, wall_ns=s, env_step_ns=200_000_000, fwd_ns=300_000_000),
+        ),
+        loop_wall_ns=float(s),
+        loop_wait_ns=0.8 * s,
+    )
+    own = S.ProcessSites(
+        pid=1, hz=100.0, sampler_samples=50, sampler=[S.SiteCount("main_only", "/x/m.py", 3, 50)]
+    )
+    theirs = S.ProcessSites(
+        pid=11, hz=100.0, sampler_samples=80, sampler=[S.SiteCount("to_batch", "/x/w.py", 9, 40)]
+    )
+    main = _main_with_one_reset()
+    naive = gp.diagnose(sampler=main, sites=own)
+    assert naive.dominant_phase == "env_reset"  # what the workers' figures replace
+    v = gp.diagnose(sampler=main, sites=own, collector_workers=cw, worker_sites=theirs)
+    assert v.sampler_shares == pytest.approx(cw.shares)
+    assert v.dominant_phase == UNTIMED and v.dominant_kind == "untimed"
+    assert v.coverage == pytest.approx(0.5)
+    assert v.sampler_wall == "the 2 collector workers' collection wall time"
+    assert [r["function"] for r in v.sampler_sites] == ["to_batch"]
+    assert v.sampler_sites[0]["share"] == pytest.approx(0.5)
+    assert v.advice[0].startswith("look first at to_batch (w.py:9) in the collector's workers")
+    sampler_lines = [r for r in v.reasons if r.startswith("sampler:")]
+    assert len(sampler_lines) == 1 and sampler_lines[0].startswith("sampler: in the 2 collector")
+    words = str(v)
+    assert "main_only" not in words and "'env_reset'" not in words, words
+    # a training process whose own sampler holds no steady sample is still judged
+    from gyreprof import Profiler
+
+    empty = Profiler(["env_step"], warmup_steps=0)
+    with pytest.raises(ValueError, match="no steady-state samples"):
+        gp.diagnose(sampler=empty)
+    assert gp.diagnose(sampler=empty, collector_workers=cw).sampler_shares == pytest.approx(
+        cw.shares
+    )
+
+
+def test_trainer_bound_workers_are_said_but_not_tuned() -> None:
+    """A trainer-bound run with collector workers: their line is said, with why it does
+    not matter yet, and no advice to tune them comes first."""
+    import gyreprof as gp
+
+    s = 1_000_000_000
+    cw = CollectorWorkers(
+        (WorkerTime(11, 4, wall_ns=s, env_step_ns=700_000_000, fwd_ns=100_000_000),),
+        loop_wall_ns=float(s),
+        loop_wait_ns=0.05 * s,
+    )
+    trainer = gp.Profiler(["wait", "compute"], warmup_steps=0)
+    for _ in range(20):
+        trainer.begin()
+        trainer.record("wait", 50_000)
+        trainer.record("compute", 950_000)
+        trainer.end()
+    v = gp.diagnose(trainer=trainer, collector_workers=cw, loop="sync")
+    assert v.bound == "trainer"
+    line = next(r for r in v.reasons if r.startswith("sampler: in the 1 collector worker,"))
+    assert line.endswith("this does not matter until the trainer waits for the sampler")
+    assert not any("collector's workers" in a for a in v.advice), v.advice
+    assert v.sampler_advice == []

@@ -15,24 +15,22 @@ standard library's, not an installed package's unless the whole stack is; never
 gyreprof's), rolled up per function: its name, file and first line.
 
 :class:`ProcessSites` is what one process leaves (``<pid>.sites.json``, a declared
-record with a version); :func:`merge` adds several; :func:`attach` turns the counts
-into the verdict's ``sampler_sites`` / ``compute_sites`` (shares of the sampler's,
-respectively the compute's, wall time; the sampler's sum held within its untimed
-share) and names the largest site in the verdict's words.
+record with a version); :func:`merge` adds several; :func:`sampler_rows` and
+:func:`rows` turn the counts into the verdict's ``sampler_sites`` / ``compute_sites``
+(shares of the sampler's, respectively the compute's, wall time; the sampler's sum held
+within its untimed share), and the words here name them. ``diagnose`` takes them in its
+``sites`` option (``analysis.verdict``).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from gyreprof._support.errors import InvalidValueError
-from gyreprof._support.format import UNTIMED, fmt_pct, safe_name
+from gyreprof._support.format import fmt_pct, safe_name
 from gyreprof.model._serial import Record, loads, serial_format
-
-if TYPE_CHECKING:
-    from gyreprof.analysis.verdict import Verdict
 
 SITES_FORMAT = "gyreprof.sites/1"
 #: a share resting on fewer samples than this is hedged in the words
@@ -166,26 +164,26 @@ def listing(found: list[dict[str, Any]], most: int = 4) -> str:
     return text + (", ..." if len(found) > most else "")
 
 
-def sampler_line(v: Verdict) -> str | None:
-    """The sampler's line: ``untimed 52%: featurize (train.py:14) 48%, ...``."""
-    if not v.sampler_sites:
+def sampler_line(untimed: float | None, found: list[dict[str, Any]]) -> str | None:
+    """The sampler's line: ``untimed 52%: featurize (train.py:14) 48%, ...``, from its
+    untimed share and its sites (None without sites)."""
+    if not found:
         return None
-    untimed = v.sampler_shares.get(UNTIMED)
     head = f"untimed {fmt_pct(untimed)}" if untimed is not None else "untimed"
-    return f"sampler: {head}: {listing(v.sampler_sites)} (from stack samples)"
+    return f"sampler: {head}: {listing(found)} (from stack samples)"
 
 
-def compute_line(v: Verdict) -> str | None:
+def compute_line(found: list[dict[str, Any]]) -> str | None:
     """The trainer's compute by site: ``compute: update (train.py:40) 61%, ...``."""
-    if not v.compute_sites:
+    if not found:
         return None
     return (
-        f"trainer: compute by site (share of its wall time): {listing(v.compute_sites)} "
-        "(from stack samples)"
+        f"trainer: compute by site (share of its wall time): {listing(found)} (from stack samples)"
     )
 
 
-def _sampler_advice(row: dict[str, Any]) -> str:
+def sampler_advice(row: dict[str, Any]) -> str:
+    """The first advice where the sampler's untimed time leads: its largest site."""
     return (
         f"look first at {where(row)}: {share_words(row)} of the sampler's wall time went "
         "there, outside the timed phases (stack samples); speed it up, batch it, or move "
@@ -193,50 +191,9 @@ def _sampler_advice(row: dict[str, Any]) -> str:
     )
 
 
-def _compute_advice(row: dict[str, Any]) -> str:
+def compute_advice(row: dict[str, Any]) -> str:
+    """The first advice where the trainer's compute holds training back: its largest site."""
     return (
         f"look first at {where(row)}: {share_words(row)} of the trainer's compute went "
         "there (stack samples)"
     )
-
-
-#: the verdict's words asking to time the untimed part by hand (``verdict._sampler_words``),
-#: and what they become once the stack samples name where it went
-_TIME_IT_NEXT = (
-    "time the rest next (the policy forward, buffer writes, observation conversion: "
-    "whatever runs between the timed phases)"
-)
-_NAMED_BELOW = "the stack samples name where it went (below)"
-#: the words of the generic "time the rest yourself" advice (``_support.advice.time_untimed``)
-_TIME_THE_REST = "time the rest of the sampler step"
-
-
-def attach(v: Verdict, sites: ProcessSites | None) -> Verdict:
-    """The verdict with its ``sampler_sites`` and ``compute_sites`` from ``sites``, the
-    sites' lines among its reasons and its first advice naming the largest site where
-    the part it speaks of (the sampler's untimed time, the trainer's compute) leads."""
-    if sites is None:
-        return v
-    untimed = v.sampler_shares.get(UNTIMED, 0.0) if v.sampler_shares else 0.0
-    found = sampler_rows(sites, untimed) if v.sampler_shares else []
-    compute_rows = rows(sites.compute, sites.compute_samples)
-    if not found and not compute_rows:
-        return v
-    out = replace(v, sampler_sites=found, compute_sites=compute_rows)
-    reasons = list(out.reasons)
-    advice = list(out.advice)
-    line = sampler_line(out)
-    if line is not None:
-        reasons = [r.replace(_TIME_IT_NEXT, _NAMED_BELOW) for r in reasons]
-        reasons.append(line)
-        if out.dominant_phase == UNTIMED and out.dead_feeder is None:
-            advice = [a for a in advice if _TIME_THE_REST not in a]
-            advice.insert(0, _sampler_advice(found[0]))
-            sampler_advice = [_sampler_advice(found[0]), *out.sampler_advice]
-            out = replace(out, sampler_advice=sampler_advice)
-    line = compute_line(out)
-    if line is not None:
-        reasons.append(line)
-        if out.bound == "trainer":
-            advice.insert(0, _compute_advice(compute_rows[0]))
-    return replace(out, reasons=reasons, advice=advice)

@@ -74,6 +74,8 @@ from gyreprof._support import notes as _notes
 from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
 from gyreprof._support.format import IDLE, UNTIMED, fmt_ns, fmt_pct, fmt_speedup
 from gyreprof._support.validate import check_fraction, check_positive_int
+from gyreprof.analysis import sites as _sites
+from gyreprof.analysis import workers as _workers
 from gyreprof.analysis.wait import WaitOptions, WaitReport, _busy_before, replaced, report_of
 from gyreprof.model._serial import Record, serial_format
 from gyreprof.model.summary import Summary
@@ -168,6 +170,9 @@ class DiagnoseOptions:
     dead_feeder: Mapping[str, Any] | None = None
     command: Sequence[str] | None = None
     vector_workers: Mapping[str, float] | None = None
+    sites: _sites.ProcessSites | None = None
+    collector_workers: _workers.CollectorWorkers | None = None
+    worker_sites: _sites.ProcessSites | None = None
     wait_options: WaitOptions = field(default_factory=WaitOptions)
 
     def replaced(self, knobs: Mapping[str, Any]) -> DiagnoseOptions:
@@ -629,6 +634,12 @@ class _Findings:
     workers: Mapping[str, float] | None = None
     #: the part of ``advice`` written from the sampler's own phases
     sampler_advice: list[str] = field(default_factory=list)
+    #: the sampler's untimed time by site (``DiagnoseOptions.sites`` or ``worker_sites``)
+    sampler_sites: list[dict[str, Any]] = field(default_factory=list)
+    #: the trainer's compute by site (``DiagnoseOptions.sites``)
+    compute_sites: list[dict[str, Any]] = field(default_factory=list)
+    #: the sampler was judged from a collector's workers (``DiagnoseOptions.collector_workers``)
+    workers_judged: bool = False
 
 
 def _measured_words(report: WaitReport, wait: str, compute: str) -> str:
@@ -1127,10 +1138,16 @@ def _phase_kind_and_tuning(
 
 
 def _sampler_words(
-    wall: _Wall, s_summary: Summary, top: str, min_coverage: float, vector: bool = False
+    wall: _Wall,
+    s_summary: Summary,
+    top: str,
+    min_coverage: float,
+    vector: bool = False,
+    named: bool = False,
 ) -> tuple[str, bool]:
     """The sampler's reason (untimed first when coverage is low) and whether untimed leads.
-    ``vector``: ``top`` is a half of the vector-env step that leads, both halves said."""
+    ``vector``: ``top`` is a half of the vector-env step that leads, both halves said.
+    ``named``: stack samples name where the untimed part went (their line follows)."""
     shares = wall.shares
     halves = VECTOR_HALVES if vector else (top,)
     order = sorted(
@@ -1162,12 +1179,17 @@ def _sampler_words(
         untimed_leads = untimed > top_share
         place = "the largest part" if untimed_leads else "a large part"
         worked = "timed" if wall.idle <= 0 else "of the time it worked is timed"
+        nxt = (
+            "the stack samples name where it went (below)"
+            if named
+            else "time the rest next (the policy forward, buffer writes, observation "
+            "conversion: whatever runs between the timed phases)"
+        )
         text = (
             f"sampler: {fmt_pct(untimed)} of the sampler's wall time (from {wall.basis}) is "
             f"untimed, {place}: only {fmt_pct(wall.coverage)} {worked} (below "
-            f"{fmt_pct(min_coverage)}), so no timed phase can be called dominant; time the "
-            "rest next (the policy forward, buffer writes, observation conversion: whatever "
-            f"runs between the timed phases). Timed: {name} {fmt_pct(top_share)} ({stats})"
+            f"{fmt_pct(min_coverage)}), so no timed phase can be called dominant; {nxt}. "
+            f"Timed: {name} {fmt_pct(top_share)} ({stats})"
             + (f", then {rest}" if rest else "")
             + idle
         )
@@ -1190,8 +1212,10 @@ def _sampler_step(
     *,
     env_phases: Sequence[str],
     min_coverage: float,
+    sites: _sites.ProcessSites | None = None,
 ) -> str:
-    """Step 3's verdict: which part of the sampler to look at; returns the top timed phase."""
+    """Step 3's verdict: which part of the sampler to look at; returns the top timed phase.
+    ``sites``: the stack samples, which name where its untimed time went."""
     timed = {n: v for n, v in wall.shares.items() if n not in (UNTIMED, IDLE)}
     top, _, vector = _top_part(timed)
     trip = _round_trip(found, wall)
@@ -1200,10 +1224,19 @@ def _sampler_step(
     )
     if trip is not None and not vector:  # not the largest part, but a large one
         what, tune = f"{what}; {trip[0]}", tune + trip[1]
-    seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage, vector)
+    if sites is not None:
+        found.sampler_sites = _sites.sampler_rows(sites, wall.shares[UNTIMED])
+    named = bool(found.sampler_sites)
+    seen, untimed_leads = _sampler_words(wall, s_summary, top, min_coverage, vector, named)
     if untimed_leads:
         top_kind, what = "untimed", "the untimed part is the largest"
         tune = [_advice.time_untimed()]
+        if named and found.bound != "trainer" and not found.starved:
+            # the largest site is the first thing to look at, whatever the bound's doubt
+            first = _sites.sampler_advice(found.sampler_sites[0])
+            found.advice.insert(0, first)
+            found.sampler_advice.append(first)
+            tune = []
     look = UNTIMED if untimed_leads else top
     if wall.note:
         found.caveats.append(f"sampler: {wall.note}")
@@ -1289,6 +1322,7 @@ def _sampler_side(
     thresholds: dict[str, float],
     side_kw: dict[str, Any],
     trainer: Source | None = None,
+    sites: _sites.ProcessSites | None = None,
 ) -> _Wall:
     """Step 3 on the sampler's profile: shares of its wall time, what to look at."""
     s_summary = sampler.summary
@@ -1302,10 +1336,69 @@ def _sampler_side(
         )
     wall = _sampler_wall(s_summary, loop, report, wait, _foreign(sampler, trainer))
     top = _sampler_step(
-        found, s_summary, wall, env_phases=env_phases, min_coverage=thresholds["min_coverage"]
+        found,
+        s_summary,
+        wall,
+        env_phases=env_phases,
+        min_coverage=thresholds["min_coverage"],
+        sites=sites,
     )
     found.caveats += _side_caveats("sampler", sampler, s_summary, [top], **side_kw)
     return wall
+
+
+def _workers_step(
+    found: _Findings, cw: _workers.CollectorWorkers, sites: _sites.ProcessSites | None
+) -> _Wall:
+    """Step 3 where a multi-process collector's workers collect: the sampler's time is
+    theirs (``analysis.workers``), shares of their collection wall time, its untimed
+    part by their stack samples' sites; the training process's own sampler phases (a
+    start-up reset) are not judged."""
+    shares = cw.shares
+    untimed = shares[UNTIMED]
+    if sites is not None:
+        found.sampler_sites = _sites.sampler_rows(sites, untimed)
+    line = _workers.line(cw, found.sampler_sites)
+    if found.bound == "trainer":
+        line += "; this does not matter until the trainer waits for the sampler"
+    found.reasons.append(line)
+    found.workers_judged = True
+    if found.bound in ("sampler", "balanced", "unknown") and not found.starved:
+        top = cw.leading
+        first = _workers.advice(cw, found.sampler_sites)
+        found.advice.insert(0, first)
+        found.sampler_advice.append(first)
+        found.dominant = top
+        found.kind = (
+            "env"
+            if top in ("env_step", "env_reset")
+            else "untimed"
+            if top == UNTIMED
+            else "forward/transfer"
+        )
+    if found.bound == "unknown" and not found.starved:
+        found.unknowns.append(
+            "whether tuning the sampler pays off at all: " + _advice.profile_trainer()
+        )
+    n = len(cw.workers)
+    basis = f"the {n} collector worker{'s' if n != 1 else ''}' collection wall time"
+    return _Wall(float(cw.wall_ns), basis, dict(shares), 1.0 - untimed, None)
+
+
+def _site_lines(found: _Findings, wall: _Wall | None, sites: _sites.ProcessSites | None) -> None:
+    """The stack samples' lines: the sampler's untimed time by site (when its own phases
+    were judged), the trainer's compute by site, and, in a trainer-bound run, the
+    compute's largest site as the first advice."""
+    if wall is not None:
+        line = _sites.sampler_line(wall.shares.get(UNTIMED), found.sampler_sites)
+        if line is not None and not found.workers_judged:
+            found.reasons.append(line)
+    found.compute_sites = _sites.rows(sites.compute, sites.compute_samples) if sites else []
+    line = _sites.compute_line(found.compute_sites)
+    if line is not None:
+        found.reasons.append(line)
+        if found.bound == "trainer":
+            found.advice.insert(0, _sites.compute_advice(found.compute_sites[0]))
 
 
 def _no_sampler(found: _Findings) -> None:
@@ -1421,7 +1514,17 @@ def diagnose(
     dead_feeder: the thread or process that fed the trainer died, and it starved after
         (``gyreprof.analysis.feeders.DeadFeeder`` as a dict): the verdict names it first,
         its fix is the first advice, and no advice to tune the sampler follows.
-    options: the knobs above (``env_phases`` to ``rollout_cause``) as one
+    sites: the stack samples of the processes judged (``gyreprof run``;
+        ``gyreprof.analysis.sites.ProcessSites``): the sampler's untimed time and the
+        trainer's compute by code site, in ``sampler_sites`` / ``compute_sites`` and a
+        line each; where untimed time leads the sampler (or compute holds a
+        trainer-bound run back) the largest site is the first advice.
+    collector_workers: a multi-process collector's workers
+        (``gyreprof.analysis.workers.CollectorWorkers``): the sampler's part is read from
+        their collection time (shares of their collection wall time, which replace the
+        training process's own sampler phases), its untimed part by ``worker_sites``,
+        their stack samples.
+    options: the knobs above (``env_phases`` to ``worker_sites``) as one
         :class:`DiagnoseOptions`, the wait report's in its ``wait_options``.
     knobs: any of those knobs as a keyword (``band=0.0``), or one of ``wait_report``'s
         (``window_steps=``, ``other=``, ...): it replaces that field of ``options``.
@@ -1486,9 +1589,12 @@ def diagnose(
             f"{wait!r} around the batch fetch and {compute!r} around the train step) a faster "
             "sampler may or may not speed training up"
         )
-    # 3. where does the sampler's wall time go?
+    # 3. where does the sampler's wall time go? (a collector's workers' time, when it
+    # collects in worker processes)
     wall: _Wall | None = None
-    if s_src is not None:
+    if o.collector_workers is not None:
+        wall = _workers_step(found, o.collector_workers, o.worker_sites)
+    elif s_src is not None:
         wall = _sampler_side(
             found,
             s_src,
@@ -1499,6 +1605,7 @@ def diagnose(
             thresholds,
             side_kw,
             t_src,
+            o.sites,
         )
     elif o.rollout_cause is None:
         _no_sampler(found)
@@ -1507,12 +1614,14 @@ def diagnose(
     if cause is not None:
         found.reasons.append(f"rollouts: {cause['words']}")
         found.advice.insert(0, str(cause["next"]))
-    # 5. a feeder that died: the wait after it is starvation, not a slow sampler
+    # 5. where the untimed time and the compute went, from stack samples
+    _site_lines(found, wall, o.sites)
+    # 6. a feeder that died: the wait after it is starvation, not a slow sampler
     dead = o.dead_feeder
     if dead is not None:
         found.reasons.insert(0, f"feeder: {dead['words']}")
         found.advice.insert(0, str(dead["next"]))
-    # 6. caveats are gathered with each side
+    # 7. caveats are gathered with each side
     return _verdict(found, report, shape, wall, thresholds, cause, dead)
 
 
@@ -1549,4 +1658,6 @@ def _verdict(
         rollout_cause=dict(cause) if cause is not None else None,
         dead_feeder=dict(dead) if dead is not None else None,
         sampler_advice=[a for a in found.sampler_advice if a in found.advice],
+        sampler_sites=list(found.sampler_sites),
+        compute_sites=list(found.compute_sites),
     )

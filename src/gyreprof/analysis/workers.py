@@ -6,8 +6,8 @@ training process only waits for the batches. Under ``gyreprof run`` each worker
 keeps, in its sampler's counters (``model.summary.COLLECT_COUNTER_PREFIX``), its
 batches' wall time and the env_step, env_reset and fwd time recorded inside them
 (``integrations.libs.torchrl``). :func:`from_snapshots` reads them per worker into
-:class:`CollectorWorkers`; :func:`attach` makes the verdict's sampler part speak of
-them: shares of the workers' collection wall time (env, fwd, the untimed rest and
+:class:`CollectorWorkers`; given to ``diagnose`` (its ``collector_workers`` option), they
+make the verdict's sampler part speak of them: shares of the workers' collection wall time (env, fwd, the untimed rest and
 its code sites from the workers' stack samples), never the workers' summed phase
 time against the training process's wall time. The workers run in parallel, so
 their times are added only as a share of their added wall times.
@@ -16,13 +16,12 @@ their times are added only as a share of their added wall times.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gyreprof._support import advice as _advice
 from gyreprof._support.format import UNTIMED, fmt_ns, fmt_pct
 from gyreprof.analysis import sites as _sites
-from gyreprof.analysis.verdict import Verdict
 from gyreprof.model.summary import COLLECT_COUNTER_PREFIX as _P
 
 #: the parts of a worker's collection time, in the order they are named
@@ -141,7 +140,9 @@ def from_snapshots(
     return CollectorWorkers(tuple(sorted(found, key=lambda w: w.pid)), wall, wait)
 
 
-def _line(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
+def line(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
+    """The verdict's sampler reason read from the workers: their parts as shares of their
+    collection wall time, beside the training loop's, and their untimed time by site."""
     shares = cw.shares
     order = sorted(shares, key=lambda p: shares[p], reverse=True)
     parts = ", ".join(
@@ -161,7 +162,9 @@ def _line(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
     return text
 
 
-def _advice_for(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
+def advice(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
+    """The first advice where the sampler is to be tuned: the workers' leading part (or
+    their largest untimed site)."""
     shares = cw.shares
     top = cw.leading
     share = fmt_pct(shares[top])
@@ -189,46 +192,4 @@ def _advice_for(cw: CollectorWorkers, site_rows: list[dict[str, Any]]) -> str:
         f"the collector's own work between the env calls and the policy forward leads in "
         f"its workers (untimed, {share} of their collection time): tensordict handling, "
         "transforms, the copies into the batch; rerun with the stack sampler on to name it"
-    )
-
-
-#: the sampler advice ``diagnose`` gives from the training process's own phases, which
-#: the workers' breakdown replaces
-def attach(v: Verdict, cw: CollectorWorkers | None, worker_sites: Any = None) -> Verdict:
-    """The verdict with its sampler part read from the collector's workers: its
-    ``sampler_shares`` (of their collection wall time), ``dominant_phase``,
-    ``coverage``, ``sampler_sites`` (their stack samples, ``worker_sites``: an
-    ``analysis.sites.ProcessSites``), the sampler's reason and, when the sampler is to
-    be tuned, the first advice naming their leading part."""
-    if cw is None:
-        return v
-    shares = cw.shares
-    untimed = shares[UNTIMED]
-    site_rows = _sites.sampler_rows(worker_sites, untimed) if worker_sites is not None else []
-    line = _line(cw, site_rows)
-    if v.bound == "trainer":
-        line += "; this does not matter until the trainer waits for the sampler"
-    reasons = [r for r in v.reasons if not r.startswith("sampler:")]
-    at = next((i for i, r in enumerate(v.reasons) if r.startswith("sampler:")), len(reasons))
-    reasons.insert(min(at, len(reasons)), line)
-    caveats = [c for c in v.caveats if not c.startswith("sampler: the sampler's phases add up")]
-    # what the training process's own sampler phases advised: its time is the workers'
-    advice = [a for a in v.advice if a not in v.sampler_advice]
-    top = cw.leading
-    tune = v.bound in ("sampler", "balanced", "unknown") and v.dead_feeder is None
-    if tune:
-        advice.insert(0, _advice_for(cw, site_rows))
-    kind = "env" if top in ("env_step", "env_reset") else "untimed" if top == UNTIMED else None
-    return replace(
-        v,
-        reasons=reasons,
-        caveats=caveats,
-        advice=advice,
-        sampler_shares=dict(shares),
-        dominant_phase=top if tune else v.dominant_phase,
-        dominant_kind=(kind or "forward/transfer") if tune else v.dominant_kind,
-        coverage=1.0 - untimed,
-        sampler_wall=f"the {len(cw.workers)} collector workers' collection wall time",
-        sampler_sites=site_rows,
-        sampler_advice=advice[:1] if tune else [],
     )

@@ -745,6 +745,7 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
     if sampler is None and trainer is None:
         _dead_feeder(report, None)
         return
+    worker_sites = _collector_workers(report, got, trainer)
     loop_kw: dict[str, Any] = {}
     try:
         loop_kw = _declared_loop(report) or _loop_kwargs(got)
@@ -755,15 +756,13 @@ def _judge(report: RunReport, got: list[ProcessEntry]) -> None:
             dead_feeder=_dead_feeder(report, trainer),
             command=report.command,
             vector_workers=_vector_workers(got),
+            sites=_sites(got, trainer is not None),
+            collector_workers=report.workers,
+            worker_sites=worker_sites,
             **loop_kw,
         )
     except ValueError as exc:
         report.notes.append(f"no verdict: {exc}")
-    if report.verdict is not None and any(e.sites is not None for e in got):
-        from gyreprof.analysis.sites import attach
-
-        report.verdict = attach(report.verdict, _sites(got, trainer is not None))
-    _collector_workers(report, got, trainer)
     if report.start_up is not None:
         _judge_with_start_up(report, sampler, whole, loop_kw)
     line = _rollout_wait_line(report)
@@ -784,28 +783,26 @@ def _vector_workers(got: list[ProcessEntry]) -> dict[str, float] | None:
     return {"workers": float(len(workers)), "env_s": env_ns / 1e9}
 
 
-def _collector_workers(report: RunReport, got: list[ProcessEntry], trainer: Any) -> None:
+def _collector_workers(report: RunReport, got: list[ProcessEntry], trainer: Any) -> Any:
     """A multi-process collector's workers (processes other than the main one and the
-    trainers whose sampler counted batches of their own): the report keeps them, and
-    the verdict's sampler part is read from their collection time and their stack
-    samples (``analysis.workers``)."""
+    trainers whose sampler counted batches of their own), kept in ``report.workers``
+    for the report and the verdict, whose sampler part is read from their collection
+    time (``analysis.workers``); returns their stack samples merged (or None)."""
     workers = [
         e for e in got if e.role != "main" and not _trains(e) and e.sampler_figures() is not None
     ]
     if not workers:
-        return
+        return None
     from gyreprof.analysis import workers as cw
     from gyreprof.analysis.sites import merge
 
     # each worker's own counters: its snapshot's, or its figures' (a merged group's member)
     found = cw.from_snapshots([(e.pid, e.sampler or e.figures) for e in workers], trainer)
     if found is None:
-        return
+        return None
     report.workers = found
-    if report.verdict is not None:
-        pids = {w.pid for w in found.workers}
-        sites = merge([e.sites for e in workers if e.pid in pids and e.sites is not None])
-        report.verdict = cw.attach(report.verdict, found, sites)
+    pids = {w.pid for w in found.workers}
+    return merge([e.sites for e in workers if e.pid in pids and e.sites is not None])
 
 
 def _env_loop(report: RunReport) -> bool:
