@@ -1,12 +1,17 @@
 """The stack sampler's cost (issue 38): ``gyreprof run`` with its stack sampler (the
 default rate, or ``--stacks-hz N``) against ``gyreprof run --no-stacks``, and py-spy at
 100 Hz on the same command, on a bare CartPole loop (``tests/helpers/run_scripts/
-bare_cartpole.py``).
+bare_cartpole.py``), a CleanRL-style PPO loop (``signals_cleanrl.py``: a SyncVectorEnv of
+4 CartPoles, torch MLP, Adam) or SB3 PPO (``sb3_ppo.py``: 4 envs in a DummyVecEnv).
 
 Runnable comparison (interleaved: each round runs every mode once, in a rotating order)::
 
     python benchmarks/bench_stacks.py --rounds 7 --steps 200000
     python benchmarks/bench_stacks.py --rounds 7 --steps 200000 --hz 100 --no-py-spy
+    python benchmarks/bench_stacks.py --case cleanrl --rounds 5 --steps 40
+    python benchmarks/bench_stacks.py --case sb3 --rounds 5 --steps 4096
+
+(``--steps``: CartPole steps, CleanRL iterations of 4 x 32 steps, or SB3 timesteps.)
 
 Per run it records the CPU time (user + system) of the whole process tree -- the
 launcher, the script and, for py-spy, py-spy itself -- and the CPU time inside the
@@ -29,7 +34,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "tests" / "helpers" / "run_scripts" / "bare_cartpole.py"
+SCRIPTS = ROOT / "tests" / "helpers" / "run_scripts"
+CASES = ("cartpole", "cleanrl", "sb3")
+#: each case's name in the report
+NAMES = {"cartpole": "bare CartPole", "cleanrl": "CleanRL-style PPO", "sb3": "SB3 PPO"}
+
+
+def _script(case: str, steps: int) -> list[str]:
+    if case == "cleanrl":
+        return [str(SCRIPTS / "signals_cleanrl.py"), "sync", "env", str(steps), "0"]
+    if case == "sb3":
+        return [str(SCRIPTS / "sb3_ppo.py"), "dummy", "none", str(steps), "0", "128"]
+    return [str(SCRIPTS / "bare_cartpole.py"), str(steps)]
 
 
 def _env() -> dict[str, str]:
@@ -37,6 +53,7 @@ def _env() -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT / "src") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
     )
+    env["OMP_NUM_THREADS"] = "1"  # torch's threads would fight over the cores
     return env
 
 
@@ -45,9 +62,11 @@ def _tree_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _command(mode: str, steps: int, hz: float | None, py_spy: str | None) -> list[str]:
+def _command(
+    mode: str, steps: int, hz: float | None, py_spy: str | None, case: str = "cartpole"
+) -> list[str]:
     run = [sys.executable, "-m", "gyreprof", "run"]
-    script = ["--", sys.executable, str(SCRIPT), str(steps)]
+    script = ["--", sys.executable, *_script(case, steps)]
     if mode == "no-stacks":
         return [*run, "--no-stacks", *script]
     if mode == "stacks":
@@ -59,11 +78,13 @@ def _command(mode: str, steps: int, hz: float | None, py_spy: str | None) -> lis
     raise ValueError(f"unknown mode {mode!r}")
 
 
-def one(mode: str, steps: int, hz: float | None, py_spy: str | None) -> dict[str, float]:
+def one(
+    mode: str, steps: int, hz: float | None, py_spy: str | None, case: str = "cartpole"
+) -> dict[str, float]:
     """One run: the tree's CPU seconds, the loop's CPU seconds and the wall seconds."""
     before, t0 = _tree_cpu(), time.perf_counter()
     proc = subprocess.run(
-        _command(mode, steps, hz, py_spy),
+        _command(mode, steps, hz, py_spy, case),
         capture_output=True,
         text=True,
         env=_env(),
@@ -83,6 +104,7 @@ def one(mode: str, steps: int, hz: float | None, py_spy: str | None) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--case", choices=CASES, default="cartpole")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=200_000)
     p.add_argument("--hz", type=float, default=None, help="--stacks-hz (default: the default)")
@@ -94,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(a.rounds):
         order = modes[r % len(modes) :] + modes[: r % len(modes)]
         for m in order:
-            runs[m].append(one(m, a.steps, a.hz, py_spy))
+            runs[m].append(one(m, a.steps, a.hz, py_spy, a.case))
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr, flush=True)
     base = runs["no-stacks"]
     print(
-        f"bare CartPole, {a.steps} steps, {a.rounds} rounds, load average {os.getloadavg()[0]:.1f}"
+        f"{NAMES[a.case]}, {a.steps} steps, {a.rounds} rounds, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     print(f"{'mode':<10} {'tree CPU s':>11} {'loop CPU s':>11} {'tree CPU':>9} {'loop CPU':>9}")
     for m in modes:
