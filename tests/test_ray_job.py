@@ -237,6 +237,30 @@ def test_workers_of_a_node_and_role_are_merged_with_their_own_figures_kept(
     assert str(report) == str(before)
 
 
+def test_a_group_with_a_snapshot_whose_buckets_are_bad_keeps_its_processes_files(
+    tmp_path: Path,
+) -> None:
+    """The group's snapshots are read with their buckets still encoded; one whose buckets
+    do not add up to its record stops its group's merge when they are decoded: nothing of
+    the group is written, each of its processes keeps its own files (and the report says
+    what is wrong with the bad one), the other node is merged."""
+    from helpers.crafted import join_snapshot, split_snapshot
+
+    got = _node_payloads()
+    prefix, header, rows = split_snapshot(got[1]["sampler"])
+    header["stat"][0][0] -= 1  # env_step's record: one value fewer than its buckets hold
+    header["stat"][0][1] -= 1000
+    got[1]["sampler"] = join_snapshot(prefix, header, rows)
+    assert job.write_records(tmp_path, got, []) == 7
+    names = sorted(p.name for p in tmp_path.glob("*.sampler.snap"))
+    assert names == [f"{pid}.sampler.snap" for pid in (910001, 910002, 910003, 910100)] + [
+        "group-0.sampler.snap"
+    ]
+    report = collect.collect_run(tmp_path, "r", ["job"], 0)
+    assert any("910002" in n and "do not add up" in n for n in report.notes), report.notes
+    assert report.sampler.summary().phases["env_step"].count == 30 + 50 + 20 + 25 + 35 + 10
+
+
 def _rounded(value: Any) -> Any:
     """``value`` with its floats to 12 significant figures."""
     if isinstance(value, float):

@@ -13,6 +13,7 @@ import gyreprof as gp
 from gyreprof._core import encode_counts
 from gyreprof._support.errors import CorruptDataError
 from gyreprof.model.histogram import layout_edges
+from gyreprof.model.snapshot import EncodedSnapshot
 
 from helpers.crafted import as_version_1, join_snapshot, split_snapshot
 
@@ -120,3 +121,81 @@ def test_rolling_windows_read_flat_equal_the_nested_lists() -> None:
         header["meta"]["windows_closed"] = 0
         back = gp.Snapshot.from_bytes(join_snapshot(prefix, header, rows))
         assert back.rolling is not None and back.rolling.shape == (0, 0)
+
+
+def _other() -> gp.Snapshot:
+    prof = gp.Profiler(["fwd", "env"], label="other")  # the phases in another order
+    for d in (700, 20_000, 3_000_000):
+        prof.begin()
+        prof.record("env", d)
+        prof.record("fwd", d // 2)
+    prof.end()
+    return prof.snapshot()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two snapshots (or their records) alike in every field."""
+    import dataclasses
+
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if not (np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y):
+            return False
+    return True
+
+
+def test_an_encoded_read_holds_the_snapshot_and_merges_as_it() -> None:
+    """Its records are the Snapshot's; its buckets, decoded, are the Snapshot's; a merge
+    of encoded reads is the merge of the Snapshots (the buckets straight into the sums)."""
+    other = _other().to_bytes()
+    enc = EncodedSnapshot.from_bytes(SEED)
+    snap = gp.Snapshot.from_bytes(SEED)
+    assert enc.rows == snap.rows and enc.steady_ns == snap.steady_ns
+    assert _same(enc.snapshot(), snap)
+    assert _same(gp.merge([enc]), snap)
+    encoded = [enc, EncodedSnapshot.from_bytes(other), enc]
+    dense = [snap, gp.Snapshot.from_bytes(other), snap]
+    assert _same(gp.merge(encoded), gp.merge(dense))
+    assert _same(gp.merge([enc, dense[1]]), gp.merge(dense[:2]))  # the two kinds mixed
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda lo: ({3000: 2, 3100: 1}, int(lo[3000 + 1]), int(lo[3100])), "lie outside"),
+        (lambda lo: ({3000: 2, 3100: 1}, int(lo[3000]), int(lo[3100]) - 1), "lie outside"),
+        (lambda lo: ({3000: 2, 3100: 2}, int(lo[3000]), int(lo[3100])), "do not add up"),
+    ],
+)
+def test_an_encoded_reads_buckets_are_checked_before_they_are_added(edit: Any, match: str) -> None:
+    """Buckets ``Snapshot.from_bytes`` refuses are refused where the encoded read decodes
+    them (its records read: they are sound), in the same words."""
+    buckets, vmin, vmax = edit(_edges())
+    prefix, header, rows = split_snapshot(SEED)
+    _row(header, rows, buckets, vmin, vmax)
+    if match == "do not add up":
+        header["stat"][0][0] -= 1  # the buckets count one more than the record
+        header["stat"][0][1] -= vmax
+    bad = join_snapshot(prefix, header, rows)
+    with pytest.raises(CorruptDataError, match=match):
+        gp.Snapshot.from_bytes(bad)
+    enc = EncodedSnapshot.from_bytes(bad)
+    for merging in ([enc], [EncodedSnapshot.from_bytes(SEED), enc]):
+        with pytest.raises(CorruptDataError, match=match):
+            gp.merge(merging)
+
+
+def test_an_encoded_read_refuses_bad_records_and_truncated_counts() -> None:
+    prefix, header, rows = split_snapshot(SEED)
+    header["stat"][0][2] = header["stat"][0][3] + 1  # min above max
+    for blob in (join_snapshot(prefix, header, rows), SEED[:-9], b"GYRS"):
+        with pytest.raises(ValueError) as dense:
+            gp.Snapshot.from_bytes(blob)
+        with pytest.raises(ValueError) as enc:
+            EncodedSnapshot.from_bytes(blob)
+        assert str(enc.value) == str(dense.value)
+    prefix, header, rows = split_snapshot(SEED)
+    rows[0] = rows[0][:-1] + b"\x80"  # a varint cut off at the end of the row
+    enc_bad = EncodedSnapshot.from_bytes(join_snapshot(prefix, header, rows))
+    with pytest.raises(CorruptDataError, match="truncated counts"):
+        enc_bad.snapshot()

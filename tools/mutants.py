@@ -219,6 +219,15 @@ MUTANTS: tuple[Mutant, ...] = (
            "counters[k] = counters.get(k, 0) + v", "counters[k] = v", _T_MERGE),
     Mutant("merge-first-fastest", _SNAP,
            "f > first[dst]", "f < first[dst]", _T_MERGE),
+    # an encoded read's buckets, decoded straight into a merge's sums (snapshot/binary.py)
+    Mutant("encoded-buckets-unchecked", "src/gyreprof/model/snapshot/binary.py",
+           "got = decode_counts_into(data, length, scratch)\n"
+           "            _check_row(h, got, record, lo)",
+           "got = decode_counts_into(data, length, scratch)",
+           ("tests/test_snapshot_decode_checks.py",)),
+    Mutant("encoded-scratch-not-cleared", "src/gyreprof/model/snapshot/binary.py",
+           "                scratch[span] = 0", "                pass",
+           ("tests/test_snapshot_decode_checks.py",)),
     Mutant("merge-time-adds-seconds", _SNAP_REC,  # parallel sources' seconds counted twice
            "return max(longest, hi - lo)", "return sum(b - a for _, a, b in spans)", _T_SNAP),
     # -- interval (snapshot/algebra.py) and as_snapshot (snapshot/build.py)

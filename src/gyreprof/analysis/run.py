@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from gyreprof.analysis.startup import StartUp
     from gyreprof.analysis.verdict import Verdict
     from gyreprof.analysis.wait import WaitReport
+    from gyreprof.model.snapshot import SnapshotRecords
     from gyreprof.model.summary import Summary, WarmupInfo
 
 FORMAT = "gyreprof.run/1"
@@ -86,14 +87,16 @@ class ProcessFigures(Record):
     counters: dict[str, int]
 
     @classmethod
-    def of(cls, snap: Any) -> ProcessFigures:
-        """The figures of ``snap`` (a Snapshot), as its Summary gives them."""
-        s = snap.summary()
+    def of(cls, snap: SnapshotRecords) -> ProcessFigures:
+        """The figures of ``snap`` (a Snapshot, or an EncodedSnapshot: its records alone),
+        as its Summary gives them, without the Summary's percentiles."""
+        from gyreprof.model.summary import steady_sum_ns, warmup_info
+
         return cls(
-            events=s.events,
-            elapsed_s=s.elapsed_s,
-            phases={n: PhaseTotal(st.count, st.sum_ns) for n, st in s.phases.items()},
-            warmup=s.warmup,
+            events=snap.totals.events,
+            elapsed_s=snap.steady_ns / 1e9,
+            phases={r.name: PhaseTotal(r.count, steady_sum_ns(r)) for r in snap.rows[:-1]},
+            warmup=warmup_info(snap),
             counters=dict(snap.counters),
         )
 

@@ -58,7 +58,7 @@ COLLECT_COUNTER_PREFIX = "gyreprof.collect."
 if (
     TYPE_CHECKING
 ):  # a Summary is computed from a Snapshot; gyreprof.model.snapshot imports this module
-    from gyreprof.model.snapshot import Snapshot
+    from gyreprof.model.snapshot import Snapshot, SnapshotRecords
 
 __all__ = [
     "SUMMARY_FORMAT",
@@ -67,6 +67,8 @@ __all__ = [
     "Summary",
     "WarmupInfo",
     "default_meta",
+    "steady_sum_ns",
+    "warmup_info",
 ]
 
 
@@ -154,6 +156,40 @@ class WarmupInfo(Record):
 # -------------------------------------------------------------------- summary
 
 
+def steady_sum_ns(row: PhaseRow) -> float:
+    """A row's steady time as ``PhaseStats.sum_ns`` reads it: 0.0 for no values, NaN for
+    a sum held at the int64 limit with nothing exact behind it (unknown, not the limit)."""
+    if row.count <= 0:
+        return 0.0
+    return float(row.sum) if row.sum != _checks.INT64_MAX else math.nan
+
+
+def warmup_info(snap: SnapshotRecords) -> WarmupInfo:
+    """How ``snap``'s warm-up was told apart from its steady state, and what it cost (a
+    Snapshot's, or the records of one whose buckets are still encoded)."""
+    sources = snap.sources
+    cfg = snap.config
+    if cfg.warmup_steps > 0:
+        rule = "first step" if cfg.warmup_steps == 1 else f"first {cfg.warmup_steps} steps"
+    elif cfg.warmup_ns > 0:
+        rule = f"first {cfg.warmup_ns / 1e9:g} s"
+    else:
+        rule = "none"
+    return WarmupInfo(
+        rule=rule,
+        steps=snap.totals.warmup_steps_done,
+        elapsed_ns=max((s.warmup_ns for s in sources), default=0),
+        done=all(s.warmup_done for s in sources),
+        first_ns={r.name: float(r.first) for r in snap.rows if r.first >= 0},
+        mean_ns={
+            r.name: r.warm_mean if r.warm_sum != _checks.INT64_MAX else math.nan
+            for r in snap.rows
+            if r.warm_count > 0
+        },
+        max_ns={r.name: float(r.warm_max) for r in snap.rows if r.warm_count > 0},
+    )
+
+
 def _phase_stats(
     counts: np.ndarray, row: PhaseRow, layout: tuple[int, int, int], denom: float
 ) -> PhaseStats:
@@ -191,7 +227,7 @@ def _phase_stats(
         p99=float(p99),
         p999=float(p999),
         share=((total / denom) if denom > 0 else 0.0) if known and denom == denom else math.nan,
-        sum_ns=float(total) if known else math.nan,
+        sum_ns=steady_sum_ns(row),
         _counts=counts,
         _layout=layout,
     )
@@ -280,29 +316,9 @@ class Summary(Record):
             for k, v in snap.counters.items()
             if not k.startswith((WRAPPER_COUNTER_PREFIX, COLLECT_COUNTER_PREFIX))
         }
-        warmup_ns = max((s.warmup_ns for s in sources), default=0)
-        warm_done = all(s.warmup_done for s in sources)
-        cfg = snap.config
-        if cfg.warmup_steps > 0:
-            rule = "first step" if cfg.warmup_steps == 1 else f"first {cfg.warmup_steps} steps"
-        elif cfg.warmup_ns > 0:
-            rule = f"first {cfg.warmup_ns / 1e9:g} s"
-        else:
-            rule = "none"
-        totals = snap.totals
-        warmup = WarmupInfo(
-            rule=rule,
-            steps=totals.warmup_steps_done,
-            elapsed_ns=warmup_ns,
-            done=warm_done,
-            first_ns={r.name: float(r.first) for r in snap.rows if r.first >= 0},
-            mean_ns={
-                r.name: r.warm_mean if r.warm_sum != _checks.INT64_MAX else math.nan
-                for r in snap.rows
-                if r.warm_count > 0
-            },
-            max_ns={r.name: float(r.warm_max) for r in snap.rows if r.warm_count > 0},
-        )
+        warmup = warmup_info(snap)
+        warmup_ns = warmup.elapsed_ns
+        cfg, totals = snap.config, snap.totals
         t = snap.times
         wall_ns = 0
         if len(sources) == 1 and t.start_ns > 0:

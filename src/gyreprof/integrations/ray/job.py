@@ -472,9 +472,6 @@ def write_records(
     return written
 
 
-GROUP_CHUNK = 8  # a group's snapshots decoded and merged at a time
-
-
 def _grouped_pids(run_dir: Path) -> set[int]:
     """The pids of the groups already in ``run_dir`` (a driver that ran an earlier job)."""
     from gyreprof._support.io import read_bytes
@@ -499,19 +496,16 @@ def _write_group(
     says what is wrong with them)."""
     from gyreprof._support.io import write_atomic
     from gyreprof.analysis.run import ProcessFigures
-    from gyreprof.model.snapshot import Snapshot, merge
+    from gyreprof.model.snapshot import EncodedSnapshot, merge
 
-    merged, figures = None, []
     try:
-        # a few decoded at a time: each holds its dense histograms (~2 MB a snapshot), so
-        # the driver's memory stays bounded however many workers a node ran
-        for i in range(0, len(members), GROUP_CHUNK):
-            snaps = [Snapshot.from_bytes(data) for _, data in members[i : i + GROUP_CHUNK]]
-            figures += [ProcessFigures.of(s).to_dict() for s in snaps]
-            merged = merge(snaps if merged is None else [merged, *snaps])
+        # read with their histograms left encoded (a few kB each, not a dense ~2 MB), each
+        # one's figures from its records, the buckets decoded straight into the group's sums
+        snaps = [EncodedSnapshot.from_bytes(data) for _, data in members]
+        figures = [ProcessFigures.of(s).to_dict() for s in snaps]
+        merged = merge(snaps)
     except ValueError:
         return []
-    assert merged is not None
     group = rec.GroupRecord(records=tuple(r.to_json() for r, _ in members), figures=tuple(figures))
     write_atomic(rec.group_snap_path(run_dir, n), merged.to_bytes())
     write_atomic(rec.group_path(run_dir, n), group.to_json().encode())

@@ -8,10 +8,12 @@ snapshots, one job a module:
 - ``records``: the records inside a snapshot (``SnapshotConfig``, ``Times``,
   ``Totals``, ``SourceRecord``, ``Meta``), read and written by the generic codec
   (``gyreprof.model._serial``), and the wall-clock span of its sources (``wall_span_ns``);
-- ``model``: the ``Snapshot`` record itself, its checks, ``from_stats`` (built from a
-  stats block, through ``gyreprof._support.block``) and its views; ``Snapshot.summary()`` is
-  the Summary computed from it (``gyreprof.model.summary``, which knows a Snapshot by type
-  only: the dependency goes one way);
+- ``model``: the ``Snapshot`` record itself (its ``SnapshotRecords`` and its buckets),
+  its checks, ``from_stats`` (built from a stats block, through ``gyreprof._support.block``)
+  and its views; ``Snapshot.summary()`` is the Summary computed from it
+  (``gyreprof.model.summary``, which knows a Snapshot by type only: the dependency goes
+  one way); and ``EncodedSnapshot``, one read with its histograms left encoded (a merge
+  decodes them straight into its sums);
 - ``binary``: the binary format (``to_bytes`` / ``from_bytes``);
 - ``algebra``: ``merge``, parallel sources (worker processes, threads, actors)
   combined: counts and histograms add up, extremes take the extreme, and time is the
@@ -36,7 +38,12 @@ from gyreprof.model.histogram import STEP, PhaseRow, exact_percentiles, layout_e
 from gyreprof.model.snapshot.algebra import interval, merge
 from gyreprof.model.snapshot.binary import SNAPSHOT_MAGIC, SNAPSHOT_VERSION
 from gyreprof.model.snapshot.build import ProfilerIdentity, as_snapshot, build_snapshot
-from gyreprof.model.snapshot.model import Snapshot, unix_offset_ns
+from gyreprof.model.snapshot.model import (
+    EncodedSnapshot,
+    Snapshot,
+    SnapshotRecords,
+    unix_offset_ns,
+)
 from gyreprof.model.snapshot.overhead import overhead_of, wrapper_overhead
 from gyreprof.model.snapshot.records import (
     COUNT_CAP,
@@ -54,6 +61,7 @@ from gyreprof.model.window import Window, WindowStats, windows_from_events
 
 __all__ = [
     "COUNT_CAP",
+    "EncodedSnapshot",
     "SNAPSHOT_MAGIC",
     "SNAPSHOT_VERSION",
     "STEP",
@@ -62,6 +70,7 @@ __all__ = [
     "ProfilerIdentity",
     "Snapshot",
     "SnapshotConfig",
+    "SnapshotRecords",
     "SourceRecord",
     "Times",
     "Totals",

@@ -13,7 +13,7 @@ from gyreprof._support import checks as _checks
 from gyreprof._support import limits as _limits
 from gyreprof._support.errors import ArgumentTypeError, InvalidValueError
 from gyreprof.model.histogram import layout_edges
-from gyreprof.model.snapshot.model import Snapshot
+from gyreprof.model.snapshot.model import EncodedSnapshot, Snapshot
 from gyreprof.model.snapshot.records import (
     _IDENTITY,
     _INT64_MAX,
@@ -35,7 +35,7 @@ def _sat_add(a: int, b: int) -> tuple[int, bool]:
     return total, False
 
 
-def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
+def merge(snapshots: Iterable[Snapshot | EncodedSnapshot]) -> Snapshot:
     """Merge snapshots of parallel sources (workers, threads, actors) into one.
 
     Phases are matched by name (the union, in first-seen order); the histogram
@@ -43,13 +43,15 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
     extremes; the times span the sources, so steps_per_s is the fleet's throughput
     over that span. Associative and commutative up to phase order.
     Merging several sources drops their rolling windows (they belong to one
-    source each); merging a single snapshot returns it unchanged.
+    source each); merging a single snapshot returns it unchanged. An
+    ``EncodedSnapshot`` (read with its histograms still encoded) is merged as the
+    Snapshot it holds, its buckets decoded straight into the sums.
     """
     snaps = list(snapshots)
     if not snaps:
         raise InvalidValueError("merge needs at least one snapshot")
     for s in snaps:
-        if not isinstance(s, Snapshot):
+        if not isinstance(s, (Snapshot, EncodedSnapshot)):
             raise ArgumentTypeError(f"merge takes Snapshot objects, got {type(s).__name__}")
     layout = snaps[0].layout
     for s in snaps[1:]:
@@ -59,14 +61,14 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
                 "(lowest_ns, highest_ns, significant_figures)"
             )
     if len(snaps) == 1:
-        return snaps[0]
+        return snaps[0] if isinstance(snaps[0], Snapshot) else snaps[0].snapshot()
     names: list[str] = []
     for s in snaps:
         for p in s.phases:
             if p not in names:
                 names.append(p)
     nh = len(names) + 1
-    L = snaps[0].counts.shape[1]
+    L = len(layout_edges(*layout)[0])
     _limits.check_dense(nh, L, what="merge")
     counts = np.zeros((nh, L), dtype=np.int64)
     stat = np.zeros((nh, 4), dtype=np.int64)
@@ -103,7 +105,9 @@ def merge(snapshots: Iterable[Snapshot]) -> Snapshot:
             for src_row, total in enumerate(got):
                 have = acc[rows[src_row]]
                 acc[rows[src_row]] = None if have is None or total is None else have + total
-        if rows == list(range(nh)):
+        if isinstance(s, EncodedSnapshot):
+            s.add_counts_into(counts, rows)  # each row checked, then added
+        elif rows == list(range(nh)):
             np.add(counts, s.counts, out=counts)
         else:
             for src_row, dst in enumerate(rows):

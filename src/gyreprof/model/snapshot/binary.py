@@ -7,7 +7,8 @@ histogram's varint-encoded counts (u32-length-prefixed), and in version 2 the ro
 windows (u32-length-prefixed, little-endian int64 in byte planes, their shape in the
 header as ``rolling_shape``). Version 1 kept the rolling windows in the header as lists.
 Every read value is checked: bad input is a ``CorruptDataError`` (a ValueError) saying
-what and where.
+what and where. :func:`read_encoded` reads the same bytes with each histogram left
+encoded (``EncodedSnapshot``), its buckets checked when :func:`add_counts` decodes them.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from gyreprof.model.snapshot.records import (
 if TYPE_CHECKING:  # the Snapshot class passes itself in: no import cycle
     from gyreprof.model.snapshot.model import Snapshot
 
-__all__ = ["SNAPSHOT_MAGIC", "SNAPSHOT_VERSION", "read", "write"]
+__all__ = ["SNAPSHOT_MAGIC", "SNAPSHOT_VERSION", "add_counts", "read", "read_encoded", "write"]
 
 SNAPSHOT_MAGIC = b"GYRS"
 SNAPSHOT_VERSION = 2
@@ -116,6 +117,17 @@ def read(data: bytes | bytearray | memoryview, build: Callable[..., _S]) -> _S:
     """The snapshot ``build`` (the Snapshot class) makes of bytes made by :func:`write`; ``CorruptDataError`` (a ValueError) says what is
     wrong with bad input, ``BudgetError`` (a ValueError) when decoding it would need more
     memory than ``GYREPROF_MEMORY_BUDGET`` allows."""
+    return _read(data, build, decode=True)
+
+
+def read_encoded(data: bytes | bytearray | memoryview, build: Callable[..., _S]) -> _S:
+    """As :func:`read`, for ``build`` the EncodedSnapshot class: every record read and
+    checked, each histogram's counts kept encoded (``encoded``: one bytes a row, the
+    buckets checked when :func:`add_counts` decodes them), no dense array allocated."""
+    return _read(data, build, decode=False)
+
+
+def _read(data: bytes | bytearray | memoryview, build: Callable[..., _S], *, decode: bool) -> _S:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ArgumentTypeError(f"Snapshot.from_bytes needs bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -138,7 +150,7 @@ def read(data: bytes | bytearray | memoryview, build: Callable[..., _S]) -> _S:
     except (zlib.error, lzma.LZMAError, EOFError) as exc:
         raise CorruptDataError(f"corrupted or truncated snapshot: {exc}") from None
     try:
-        return _limits.check_snapshot(build(**_from_body(body, version)))
+        return _limits.check_snapshot(build(**_from_body(body, version, decode=decode)))
     except _limits.BudgetError:
         raise
     except ValueError as exc:
@@ -147,8 +159,9 @@ def read(data: bytes | bytearray | memoryview, build: Callable[..., _S]) -> _S:
         raise CorruptDataError(f"corrupted snapshot: {type(exc).__name__}: {exc}") from None
 
 
-def _from_body(body: bytes, version: int = 1) -> dict[str, Any]:
-    """The constructor keywords of the snapshot in ``body`` (decompressed)."""
+def _from_body(body: bytes, version: int = 1, *, decode: bool = True) -> dict[str, Any]:
+    """The constructor keywords of the snapshot in ``body`` (decompressed): its histograms
+    decoded into ``counts`` and checked, or with ``decode=False`` left ``encoded``."""
     if len(body) < 4:
         raise InvalidValueError("header length missing")
     (hlen,) = struct.unpack_from("<I", body, 0)
@@ -171,18 +184,22 @@ def _from_body(body: bytes, version: int = 1) -> dict[str, Any]:
     nh = len(phases) + 1
     dense = _limits.check_dense(nh, L, what="snapshot")
     stat = _int_table(header["stat"], (nh, 4), "stat table")
-    counts = np.zeros((nh, L), dtype=np.int64)
+    counts = np.zeros((nh, L), dtype=np.int64) if decode else None
     view = memoryview(body)
     lo = layout_edges(lowest, highest, sf)[0]
     decoded = []  # (total, first, last non-empty bucket) of each row, from its decoding
-    for row in counts:
+    encoded = []  # each row's encoded counts, where they are not decoded here
+    for h in range(nh):
         if pos + 4 > len(body):
             raise InvalidValueError("histogram data truncated")
         (n,) = struct.unpack_from("<I", body, pos)
         pos += 4
         if pos + n > len(body):
             raise InvalidValueError("histogram data truncated")
-        decoded.append(decode_counts_into(view[pos : pos + n], L, row))
+        if counts is not None:
+            decoded.append(decode_counts_into(view[pos : pos + n], L, counts[h]))
+        else:
+            encoded.append(body[pos : pos + n])
         pos += n
     rolling_arr = None
     if version >= 2:
@@ -207,10 +224,11 @@ def _from_body(body: bytes, version: int = 1) -> dict[str, Any]:
     lap = header["lap_cost_ns"]
     if not isinstance(lap, (int, float)) or isinstance(lap, bool):
         raise InvalidValueError(f"lap cost {lap!r} is not a number")
+    histograms = {"counts": counts} if counts is not None else {"encoded": tuple(encoded)}
     return dict(
+        **histograms,
         phases=tuple(phases),
         config=config,
-        counts=counts,
         stat=stat,
         warm=warm,
         first=_int_table(header["first"], (nh,), "first values"),
@@ -304,20 +322,53 @@ def _check_counts(
     ``lo[i1] > vmax``, and bucket ``i0`` below the min's when ``lo[i0 + 1] <= vmin``."""
     if not len(decoded):
         return
-    last = len(lo) - 1
-    for h, ((total, i0, i1), (n, _, vmin, vmax)) in enumerate(
-        zip(decoded, stat.tolist(), strict=True)
-    ):
-        if n > COUNT_CAP:
-            raise InvalidValueError(
-                "a histogram counts more than the 2^62 - 1 values a snapshot holds"
-            )
-        if total != n:
-            raise InvalidValueError("histogram counts do not add up to the recorded totals")
-        if n <= 0 or vmin < 0 or vmin > vmax:
-            continue  # the constructor judges the extremes
-        if (i0 < last and int(lo[i0 + 1]) <= vmin) or int(lo[i1]) > vmax:
-            raise InvalidValueError(
-                f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold "
-                "its values"
-            )
+    for h, (got, record) in enumerate(zip(decoded, stat.tolist(), strict=True)):
+        _check_row(h, got, record, lo)
+
+
+def _check_row(h: int, decoded: tuple[int, int, int], record: list[int], lo: np.ndarray) -> None:
+    """Histogram ``h``'s decoded ``(total, first, last)`` against its stat ``record``
+    (count, sum, min, max): see :func:`_check_counts`."""
+    total, i0, i1 = decoded
+    n, _, vmin, vmax = record
+    if n > COUNT_CAP:
+        raise InvalidValueError("a histogram counts more than the 2^62 - 1 values a snapshot holds")
+    if total != n:
+        raise InvalidValueError("histogram counts do not add up to the recorded totals")
+    if n <= 0 or vmin < 0 or vmin > vmax:
+        return  # the constructor judges the extremes
+    if (i0 < len(lo) - 1 and int(lo[i0 + 1]) <= vmin) or int(lo[i1]) > vmax:
+        raise InvalidValueError(
+            f"histogram {h}: min {vmin} / max {vmax} lie outside the buckets that hold its values"
+        )
+
+
+def add_counts(
+    encoded: Sequence[bytes],
+    stat: np.ndarray,
+    layout: tuple[int, int, int],
+    counts: np.ndarray,
+    rows: Sequence[int],
+) -> None:
+    """Decode each histogram of ``encoded`` (one a row of ``stat``, a snapshot's records,
+    read by :func:`read_encoded`) and add it to row ``rows[h]`` of ``counts`` (int64, the
+    layout's length): a sum of many snapshots' histograms without a dense copy of each.
+    Each row is checked as :func:`read` checks it before anything of it is added
+    (``CorruptDataError`` saying what is wrong); a row's buckets are decoded into one
+    scratch row, and only the buckets between its first and last that hold a count are
+    added and cleared. The caller keeps the sums within int64 (``merge`` refuses rows
+    whose counts would pass it, and each row's total is its record's count)."""
+    length = counts.shape[1]
+    lo = layout_edges(*layout)[0]
+    scratch = np.zeros(length, dtype=np.int64)
+    try:
+        for h, (data, record, dst) in enumerate(zip(encoded, stat.tolist(), rows, strict=True)):
+            got = decode_counts_into(data, length, scratch)
+            _check_row(h, got, record, lo)
+            _, i0, i1 = got
+            if i0 >= 0:  # the decoder wrote counts between i0 and i1 only (zeros elsewhere)
+                span = slice(i0, i1 + 1)
+                np.add(counts[dst, span], scratch[span], out=counts[dst, span])
+                scratch[span] = 0
+    except ValueError as exc:
+        raise CorruptDataError(f"corrupted snapshot: {exc}") from None

@@ -44,7 +44,7 @@ from gyreprof.model.snapshot.records import (
 from gyreprof.model.summary import Summary
 from gyreprof.model.window import Window, rolling_windows
 
-__all__ = ["Snapshot", "unix_offset_ns"]
+__all__ = ["EncodedSnapshot", "Snapshot", "SnapshotRecords", "unix_offset_ns"]
 
 
 def unix_offset_ns(snapshot: Snapshot) -> int | None:
@@ -153,20 +153,19 @@ def _settle(
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Snapshot:
-    """Immutable copy of what one or more Recorders counted. Mergeable, serialisable.
-
-    Arrays have one row per phase plus a last row for whole steps (``STEP``):
-    ``counts`` holds the steady-state bucket counts. The scalar record of each
-    row (steady count, sum, min, max; warm-up count, sum, max; first value) is
-    read by name through ``rows`` / ``row(name)``; ``stat``, ``warm`` and
-    ``first`` are their packed storage. Every field is read-only; construction
-    checks that the records agree with each other (ValueError otherwise).
+class SnapshotRecords:
+    """What a snapshot records besides its histograms' buckets: the phases, the scalar
+    record of each histogram (one row per phase plus a last row for whole steps,
+    ``STEP``: steady count, sum, min, max; warm-up count, sum, max; first value, read
+    by name through ``rows`` / ``row(name)``, stored packed in ``stat``, ``warm`` and
+    ``first``), the totals, counters, times, sources, rolling windows and meta. Every
+    field is read-only; construction checks that the records agree with each other
+    (ValueError otherwise). A :class:`Snapshot` is these records and its buckets; an
+    :class:`EncodedSnapshot` these records and its buckets still encoded.
     """
 
     phases: tuple[str, ...]
     config: SnapshotConfig
-    counts: np.ndarray
     stat: np.ndarray
     warm: np.ndarray
     first: np.ndarray
@@ -192,10 +191,6 @@ class Snapshot:
             raise ArgumentTypeError(
                 f"config must be a SnapshotConfig, got {type(self.config).__name__}"
             )
-        counts = np.ascontiguousarray(self.counts, dtype=np.int64)
-        if counts.ndim != 2 or counts.shape[0] != nh:
-            raise InvalidValueError(f"counts must have {nh} rows, got shape {counts.shape}")
-        put(self, "counts", _readonly(counts) if counts.flags.writeable else counts)
         stat = _table(self.stat, (nh, 4), "stat")
         warm = _table(self.warm, (nh, 3), "warm")
         first = _table(self.first, (nh,), "first")
@@ -258,13 +253,6 @@ class Snapshot:
             raise InvalidValueError(f"lap cost {lap} is not a number >= 0")
         put(self, "lap_cost_ns", lap)
 
-    def replace(self, **changes: Any) -> Snapshot:
-        """A copy with the given fields (constructor keywords) replaced, validated as new."""
-        unknown = set(changes) - {f.name for f in fields(self) if f.init}
-        if unknown:
-            raise ArgumentTypeError(f"Snapshot has no field(s) {sorted(unknown)}")
-        return dataclasses.replace(self, **changes)
-
     # -- the per-histogram records -------------------------------------------------
 
     @property
@@ -282,6 +270,78 @@ class Snapshot:
             raise MissingKeyError(
                 f"no phase {name!r} in this snapshot (phases: {list(self.phases)})"
             ) from None
+
+    # -- convenience -------------------------------------------------------------
+
+    @property
+    def steps(self) -> int:
+        """Steps completed, warm-up included."""
+        return self.totals.steps_completed
+
+    @property
+    def steady_steps(self) -> int:
+        """Steps completed in steady state (warm-up excluded)."""
+        return self._rows[-1].count
+
+    @property
+    def steady_ns(self) -> int:
+        """Steady-state wall ns: the span the sources cover (see ``wall_span_ns``)."""
+        return wall_span_ns(self.sources)
+
+    @property
+    def steady_s(self) -> float:
+        """Steady-state wall seconds: the span the sources cover (see ``wall_span_ns``)."""
+        return self.steady_ns / 1e9
+
+    def rate_spread(self) -> tuple[float, float, float] | None:
+        """(min, median, max) of the sources' own steady rates; None with fewer than two."""
+        return rate_spread(self.sources)
+
+    @property
+    def open_phase(self) -> str | None:
+        """The phase open when the snapshot was taken (single-source snapshots only)."""
+        p = self.times.open_phase
+        return self.phases[p] if 0 <= p < len(self.phases) else None
+
+    @property
+    def open_since_ns(self) -> int:
+        return self.times.open_since_ns
+
+    @property
+    def layout(self) -> tuple[int, int, int]:
+        return self.config.layout
+
+    def windows(self) -> list[Window]:
+        """The closed rolling windows of this snapshot, oldest first."""
+        return rolling_windows(self.rolling, self.phases, closed=self.meta.windows_closed)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Snapshot(SnapshotRecords):
+    """Immutable copy of what one or more Recorders counted. Mergeable, serialisable.
+
+    Its records (:class:`SnapshotRecords`: one row per phase plus a last row for whole
+    steps, ``STEP``) and ``counts``, the steady-state bucket counts of each row. Every
+    field is read-only; construction checks that the records agree with each other
+    (ValueError otherwise).
+    """
+
+    counts: np.ndarray = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        SnapshotRecords.__post_init__(self)  # (no bare super(): a slots dataclass)
+        nh = len(self.phases) + 1
+        counts = np.ascontiguousarray(self.counts, dtype=np.int64)
+        if counts.ndim != 2 or counts.shape[0] != nh:
+            raise InvalidValueError(f"counts must have {nh} rows, got shape {counts.shape}")
+        object.__setattr__(self, "counts", _readonly(counts) if counts.flags.writeable else counts)
+
+    def replace(self, **changes: Any) -> Snapshot:
+        """A copy with the given fields (constructor keywords) replaced, validated as new."""
+        unknown = set(changes) - {f.name for f in fields(self) if f.init}
+        if unknown:
+            raise ArgumentTypeError(f"Snapshot has no field(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **changes)
 
     # -- building from a recorder's stats block ---------------------------------
 
@@ -400,50 +460,6 @@ class Snapshot:
             sources=(source,),
             meta=meta.replace(**exact_meta) if exact_meta else meta,
         )
-
-    # -- convenience -------------------------------------------------------------
-
-    @property
-    def steps(self) -> int:
-        """Steps completed, warm-up included."""
-        return self.totals.steps_completed
-
-    @property
-    def steady_steps(self) -> int:
-        """Steps completed in steady state (warm-up excluded)."""
-        return self._rows[-1].count
-
-    @property
-    def steady_ns(self) -> int:
-        """Steady-state wall ns: the span the sources cover (see ``wall_span_ns``)."""
-        return wall_span_ns(self.sources)
-
-    @property
-    def steady_s(self) -> float:
-        """Steady-state wall seconds: the span the sources cover (see ``wall_span_ns``)."""
-        return self.steady_ns / 1e9
-
-    def rate_spread(self) -> tuple[float, float, float] | None:
-        """(min, median, max) of the sources' own steady rates; None with fewer than two."""
-        return rate_spread(self.sources)
-
-    @property
-    def open_phase(self) -> str | None:
-        """The phase open when the snapshot was taken (single-source snapshots only)."""
-        p = self.times.open_phase
-        return self.phases[p] if 0 <= p < len(self.phases) else None
-
-    @property
-    def open_since_ns(self) -> int:
-        return self.times.open_since_ns
-
-    @property
-    def layout(self) -> tuple[int, int, int]:
-        return self.config.layout
-
-    def windows(self) -> list[Window]:
-        """The closed rolling windows of this snapshot, oldest first."""
-        return rolling_windows(self.rolling, self.phases, closed=self.meta.windows_closed)
 
     def first_step_as_warmup(self) -> Snapshot:
         """A copy with the first step counted as warm-up, as ``warmup_steps=1`` would have
@@ -573,4 +589,48 @@ class Snapshot:
     def __repr__(self) -> str:
         return (
             f"Snapshot(phases={list(self.phases)}, steps={self.steps}, sources={len(self.sources)})"
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EncodedSnapshot(SnapshotRecords):
+    """A snapshot read from its bytes with its histograms left encoded: its records
+    (:class:`SnapshotRecords`) read and checked as ``Snapshot.from_bytes`` checks them,
+    and ``encoded``, each row's counts in the format's encoding. Its buckets are checked
+    when they are decoded: into a Snapshot (:meth:`snapshot`), or straight into the sums
+    of a merge (``merge`` takes it as it takes a Snapshot), so that merging many reads no
+    dense copy of each (a Ray job's workers, ``integrations.ray.job``)."""
+
+    encoded: tuple[bytes, ...] = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        SnapshotRecords.__post_init__(self)  # (no bare super(): a slots dataclass)
+        encoded = tuple(self.encoded)
+        if len(encoded) != len(self.phases) + 1 or not all(isinstance(e, bytes) for e in encoded):
+            raise InvalidValueError(f"encoded must hold {len(self.phases) + 1} rows of bytes")
+        object.__setattr__(self, "encoded", encoded)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> EncodedSnapshot:
+        """Read bytes made by ``Snapshot.to_bytes``, the histograms left encoded; bad
+        records raise as ``Snapshot.from_bytes`` does, bad buckets when decoded."""
+        return binary.read_encoded(data, cls)
+
+    def add_counts_into(self, counts: np.ndarray, rows: Sequence[int]) -> None:
+        """Add this snapshot's histogram ``h`` to row ``rows[h]`` of ``counts`` (see
+        ``binary.add_counts``: each checked first; ``CorruptDataError`` if it is bad)."""
+        binary.add_counts(self.encoded, self.stat, self.layout, counts, rows)
+
+    def snapshot(self) -> Snapshot:
+        """The Snapshot these bytes hold (as ``Snapshot.from_bytes`` reads it)."""
+        nh = len(self.phases) + 1
+        counts = np.zeros((nh, len(layout_edges(*self.layout)[0])), dtype=np.int64)
+        self.add_counts_into(counts, range(nh))
+        records = {f.name: getattr(self, f.name) for f in fields(SnapshotRecords) if f.init}
+        return Snapshot(**records, counts=counts)
+
+    def __repr__(self) -> str:
+        return (
+            f"EncodedSnapshot(phases={list(self.phases)}, steps={self.steps}, "
+            f"sources={len(self.sources)})"
         )
