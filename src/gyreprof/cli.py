@@ -79,6 +79,8 @@ def _named_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # this process is the command (not a caller of main): it ends after it
+        _no_final_collection()
     args_in = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_named_command(args_in))
     args = parser.parse_args(args_in)
@@ -97,6 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _quiet_broken_pipe()
+
+
+def _no_final_collection() -> None:
+    """At exit, move every object to the collector's permanent generation (``gc.freeze``),
+    so that the interpreter's last collection does not walk everything the command loaded:
+    ~20 M instructions, 6% of what ``gyreprof run -- python -c pass`` adds. Its memory goes
+    back with the process; nothing of gyreprof's leaves a cycle to finalise at exit."""
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
 
 
 def _quiet_broken_pipe() -> int:

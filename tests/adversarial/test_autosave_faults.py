@@ -285,7 +285,7 @@ def test_a_guessed_temp_name_fails_instead_of_following_the_link(
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
-    monkeypatch.setattr(_io.secrets, "token_hex", lambda n: "guessed")
+    monkeypatch.setattr(_io, "_random_hex", lambda n: "guessed")
     target = tmp_path / "run.snap"
     (tmp_path / f".run.snap.{os.getpid()}.guessed.tmp").symlink_to(victim)
     with pytest.raises(FileExistsError):

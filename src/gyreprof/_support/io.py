@@ -28,17 +28,18 @@ import errno
 import io
 import os
 import re
-import secrets
 import signal
 import stat
 import threading
-import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gyreprof._support.errors import CorruptDataError, InvalidValueError, MissingFileError
+
+if TYPE_CHECKING:
+    import zipfile
 
 __all__ = [
     "ENV_MAX_INPUT",
@@ -259,6 +260,8 @@ def open_events(path: str | os.PathLike[str]) -> io.BytesIO:
     member is inflated once here (in 1 MiB pieces), so corrupt data is a
     ``CorruptDataError`` (a ValueError) now rather than a zlib error inside ``np.load``.
     """
+    import zipfile  # here: every gyreprof run launcher writes through this module
+
     data = read_bytes(path, "events")
     cap = input_cap("events")
     buf = io.BytesIO(data)
@@ -357,6 +360,12 @@ def check_target(path: str | os.PathLike[str], folder: Path | None = None) -> No
         )
 
 
+def _random_hex(nbytes: int) -> str:
+    """``secrets.token_hex(nbytes)``: the same ``os.urandom`` bytes, without importing
+    ``secrets`` (its ``hmac`` loads OpenSSL, a few ms of every launcher's start)."""
+    return os.urandom(nbytes).hex()
+
+
 def _open_temp(path: Path) -> tuple[Path, Path, int]:
     """For :func:`write_atomic` and :func:`atomic_open`: make ``path``'s folder, refuse
     another user's target there (:func:`check_target`), and create a fresh temp file
@@ -366,7 +375,7 @@ def _open_temp(path: Path) -> tuple[Path, Path, int]:
     check_target(path, folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
-    tmp = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    tmp = folder / f".{path.name}.{os.getpid()}.{_random_hex(8)}.tmp"
     return folder, tmp, os.open(tmp, flags, 0o666)
 
 

@@ -34,79 +34,9 @@ from typing import Any
 
 from gyreprof._support.errors import UsageError
 
-SITECUSTOMIZE = '''"""Written by `gyreprof run`: instrument this process, then run any other sitecustomize."""
-
-import os as _os
-import sys as _sys
-
-
-def _gyreprof_refused(why):
-    """Say that this process is not instrumented, and why: on stderr, and in the run's
-    folder (``<pid>.uninstrumented``), where the report reads it."""
-    print(f"gyreprof run: pid {_os.getpid()} ({_sys.executable}) is not instrumented: {why}",
-          file=_sys.stderr)
-    try:
-        path = _os.path.join(_os.environ["GYREPROF_RUN_DIR"], f"{_os.getpid()}.uninstrumented")
-        flags = _os.O_CREAT | _os.O_WRONLY | _os.O_TRUNC | getattr(_os, "O_NOFOLLOW", 0)
-        fd = _os.open(path, flags, 0o600)
-        try:
-            _os.write(fd, str(why).encode("utf-8", "replace")[:2000])
-        finally:
-            _os.close(fd)
-    except (OSError, KeyError):
-        pass
-
-
-def _gyreprof_start():
-    try:
-        from gyreprof.integrations._auto import bootstrap
-    except ImportError:
-        extra = _os.environ.get("GYREPROF_RUN_PATH")
-        if not extra:
-            return
-        # a folder that holds gyreprof alone (not the site-packages it came from)
-        _sys.path.append(extra)
-        try:
-            from gyreprof.integrations._auto import bootstrap
-        except ImportError as exc:
-            if extra in _sys.path:
-                _sys.path.remove(extra)
-            for name in [m for m in _sys.modules if m == "gyreprof" or m.startswith("gyreprof.")]:
-                del _sys.modules[name]
-            _gyreprof_refused(exc)
-            return
-    try:
-        bootstrap.start()
-    except ImportError as exc:
-        _gyreprof_refused(exc)
-    except Exception as exc:
-        _gyreprof_refused(repr(exc))
-
-
-def _gyreprof_chain():
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    mine = _sys.modules.pop("sitecustomize", None)
-    saved = list(_sys.path)
-    _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != here]
-    try:
-        __import__("sitecustomize")
-    except ImportError as exc:
-        if exc.name != "sitecustomize":
-            print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\\n{exc!r}",
-                  file=_sys.stderr)
-        if mine is not None:
-            _sys.modules["sitecustomize"] = mine
-    except Exception as exc:
-        print(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\\n{exc!r}",
-              file=_sys.stderr)
-    finally:
-        _sys.path[:] = saved
-
-
-if _os.environ.get("GYREPROF_RUN_DIR"):
-    _gyreprof_start()
-_gyreprof_chain()
-'''
+#: what every Python process of the run runs first (its run folder's site/sitecustomize.py):
+#: a file of this package, copied with its compiled form (:func:`_put_sitecustomize`)
+SITECUSTOMIZE = Path(__file__).with_name("_sitecustomize.py")
 
 
 def register(sub: Any) -> None:
@@ -325,12 +255,11 @@ def _resolve(command: list[str]) -> list[str] | int:
 
 def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     import gyreprof
-    from gyreprof._support.io import write_atomic
 
     env = dict(os.environ)
     site = run_dir / "site"
     site.mkdir()
-    write_atomic(site / "sitecustomize.py", SITECUSTOMIZE.encode())
+    _put_sitecustomize(site)
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
     env["GYREPROF_RUN_DIR"] = str(run_dir)
@@ -349,6 +278,33 @@ def _environment(run_dir: Path, run_id: str) -> dict[str, str]:
     env.pop(options.ENV_WARMUP_S, None)
     env.pop(options.ENV_STACKS_HZ, None)
     return env
+
+
+def _put_sitecustomize(site: Path) -> None:
+    """``site/sitecustomize.py``: a copy of :data:`SITECUSTOMIZE` with its mtime and, where
+    this installation compiled it, its bytecode (which names the source's mtime and size:
+    each Python of this version in the run loads it instead of compiling the source, ~14 M
+    instructions a process; another version, or stale bytecode, compiles as before)."""
+    from gyreprof._support.io import write_atomic
+
+    target = site / "sitecustomize.py"
+    st = os.stat(SITECUSTOMIZE)
+    write_atomic(target, SITECUSTOMIZE.read_bytes())
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if sys.pycache_prefix is not None:  # bytecode kept outside the run folder: not copied
+        return
+    from importlib.util import cache_from_source
+
+    try:
+        code = Path(cache_from_source(str(SITECUSTOMIZE))).read_bytes()
+    except (OSError, NotImplementedError):  # not compiled here (a checkout run with -B)
+        return
+    cached = Path(cache_from_source(str(target)))
+    try:
+        cached.parent.mkdir()
+        write_atomic(cached, code)
+    except OSError:  # a file-size limit, a full disk: each process compiles the source
+        pass
 
 
 def _save_raw(report: Any, directory: Path) -> list[Path]:

@@ -5,16 +5,21 @@ report: this module stays light (no numpy, no reader)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from gyreprof._support.format import safe_name
-from gyreprof.live import _layout as lay
+from gyreprof.live import _folder
 
 #: the note ``gyreprof run`` leaves in the segment folder when it ends, one per pid
 ENDED_PREFIX = "gyreprof-ended-"
 ENDED_FORMAT = "gyreprof.run-ended/1"
-#: notes older than this are removed when a run writes its own
+#: notes older than this are removed when a run writes its own, at most once a
+#: :data:`ENDED_SWEEP_S` (the last time in the folder's :data:`ENDED_SWEPT` file's mtime):
+#: a week of runs leaves thousands of notes, and each run would stat them all
 ENDED_KEEP_S = 7 * 24 * 3600.0
+ENDED_SWEEP_S = 3600.0
+ENDED_SWEPT = "gyreprof-ended.swept"
 
 
 def remember_run(
@@ -30,11 +35,9 @@ def remember_run(
     from gyreprof._support import io as _io
 
     try:
-        folder = lay.segment_dir(create=True)
+        folder = _folder.segment_dir(create=True)
         now = time.time()
-        for old in folder.glob(ENDED_PREFIX + "*.json"):
-            if now - old.stat().st_mtime > ENDED_KEEP_S:
-                old.unlink(missing_ok=True)
+        _sweep(folder, now)
         kept = {k: os.path.abspath(v) for k, v in records.items() if v}
         note = {
             "format": ENDED_FORMAT,
@@ -50,6 +53,30 @@ def remember_run(
         return
 
 
+def _sweep(folder: Path, now: float) -> None:
+    """Remove the notes older than :data:`ENDED_KEEP_S`, unless the folder was swept less
+    than :data:`ENDED_SWEEP_S` ago."""
+    import os
+
+    swept = folder / ENDED_SWEPT
+    try:
+        if now - os.stat(swept).st_mtime < ENDED_SWEEP_S:
+            return
+    except FileNotFoundError:
+        pass
+    with os.scandir(folder) as entries:
+        for old in entries:
+            name = old.name
+            if name.startswith(ENDED_PREFIX) and name.endswith(".json"):
+                if now - old.stat().st_mtime > ENDED_KEEP_S:
+                    (folder / name).unlink(missing_ok=True)
+    fd = os.open(swept, os.O_CREAT | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        os.utime(fd, (now, now))
+    finally:
+        os.close(fd)
+
+
 def ended_run(pid: int) -> str | None:
     """What ``gyreprof top PID`` says of a pid whose ``gyreprof run`` ended: the command,
     when and how it ended, and where its records are (None without a note, or when the
@@ -58,7 +85,7 @@ def ended_run(pid: int) -> str | None:
 
     import psutil
 
-    path = lay.segment_dir() / f"{ENDED_PREFIX}{pid}.json"
+    path = _folder.segment_dir() / f"{ENDED_PREFIX}{pid}.json"
     try:
         with open(path, "rb") as f:
             note = json.loads(f.read(65536))

@@ -24,7 +24,7 @@ from gyreprof.analysis.run import (  # the result's types, read here and by the 
     _ending_notes,
     sampler_snapshots,
 )
-from gyreprof.integrations._auto import records as rec
+from gyreprof.integrations._auto import run_files as rec  # names; records where there is one
 
 if TYPE_CHECKING:
     pass
@@ -188,8 +188,10 @@ def _exec_images(run_dir: Path, notes: list[str], main_pid: int | None) -> list[
         pid = rec.parse_exec_key(key)
         if pid is None:
             continue
+        from gyreprof.integrations._auto.records import read_record
+
         try:
-            record = rec.read_record(p)
+            record = read_record(p)
         except (OSError, ValueError) as exc:
             _skipped(notes, p, exc)
             continue
@@ -247,11 +249,13 @@ def _grouped(run_dir: Path, pids: set[int], notes: list[str]) -> dict[int, tuple
 
     out: dict[int, tuple[Any, Any, Any]] = {}
     for n in rec.group_numbers(run_dir):
+        from gyreprof.integrations._auto.records import GroupRecord, ProcessRecord
+
         path = rec.group_path(run_dir, n)
         try:
-            group = rec.GroupRecord.from_json(read_bytes(path, "snapshot", what="run group"))
+            group = GroupRecord.from_json(read_bytes(path, "snapshot", what="run group"))
             members = [
-                (rec.ProcessRecord.from_json(r), ProcessFigures.from_dict(f))
+                (ProcessRecord.from_json(r), ProcessFigures.from_dict(f))
                 for r, f in zip(group.records, group.figures, strict=True)
             ]
         except (OSError, ValueError) as exc:
@@ -309,12 +313,14 @@ def collect_run(
     deaths: list[Any] = []
     grouped = _grouped(run_dir, started | done, all_notes)
     for pid in sorted(started | done | grouped.keys()):
+        from gyreprof.integrations._auto.records import read_record
+
         record = grouped[pid][0] if pid in grouped else None
         for path in (
             () if pid in grouped else (rec.done_path(run_dir, pid), rec.start_path(run_dir, pid))
         ):
             try:
-                record = rec.read_record(path)
+                record = read_record(path)
                 break
             except FileNotFoundError:
                 continue
@@ -564,6 +570,8 @@ def _adopt_trainer(entry: ProcessEntry, mine: list[UserProfile]) -> list[UserPro
 
 def _role_notes(entries: list[ProcessEntry]) -> list[str]:
     """What the processes of a framework's own roles did (RLlib's env runners)."""
+    if not entries:  # a run that recorded nothing loads no framework's module
+        return []
     from gyreprof.integrations.libs import rllib
 
     return rllib.role_notes(entries)
