@@ -299,3 +299,51 @@ def test_a_second_job_in_the_folder_keeps_the_first_jobs_groups(tmp_path: Path) 
     report = collect.collect_run(tmp_path, "r", ["job"], 0)
     assert report.sampler.summary().phases["env_step"].count == 30 + 40 + 50 + 7
     assert sum(n.count("already in the run folder") for n in report.notes) == 3
+
+
+# ------------------------------------------------------------ the inbox's long poll
+
+
+@pytest.fixture
+def inbox(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The inbox's class in this process (no Ray): its flag on this process put back."""
+    monkeypatch.delenv(job.ENV_INBOX_HERE, raising=False)
+    return job.Inbox()
+
+
+def test_the_long_poll_lengthens_with_the_fleet(inbox: Any) -> None:
+    """Receiving a send costs the inbox ~3 ms (BENCHMARKS.md, "records streaming in"):
+    a fleet's polls last as long as keeps it within 1% of a core, the period at least."""
+    for open_polls, wait_s in [(0, 2.0), (1, 2.0), (6, 2.0), (64, 19.2), (1024, 307.2)]:
+        inbox.polling = open_polls
+        assert inbox.wait_s(2.0) == pytest.approx(wait_s)
+        assert open_polls * inbox.SEND_CPU_S / inbox.wait_s(2.0) <= inbox.SHARE + 1e-12
+    assert inbox.wait_s(400.0) == 400.0  # a period set longer stays the worker's own
+    inbox.polling = 100_000
+    assert inbox.wait_s(2.0) == job.MAX_POLL_S == 600.0  # the longest period a worker takes
+
+
+def test_a_long_poll_of_a_large_fleet_answers_a_refresh_and_the_flush_at_once(
+    inbox: Any,
+) -> None:
+    import asyncio
+
+    async def answer(ask: Any) -> str:
+        poll = asyncio.ensure_future(inbox.wait_flush(2.0, "actor-a"))
+        for _ in range(1000):  # until the poll is open (its wait: the 600 s cap)
+            if inbox.polling == 5001:
+                break
+            await asyncio.sleep(0)
+        assert inbox.wait_s(2.0) == job.MAX_POLL_S
+        await ask()
+        got: str = await asyncio.wait_for(poll, timeout=60)
+        assert inbox.polling == 5000
+        return got
+
+    async def main() -> tuple[str, str]:
+        inbox.polling = 5000  # the rest of the fleet's polls
+        refreshed = await answer(lambda: inbox.refresh("actor-a"))
+        flushed = await answer(inbox.flush)
+        return refreshed, flushed
+
+    assert asyncio.run(main()) == ("refresh", "final")

@@ -28,12 +28,14 @@ temp folder) and starts its sender thread (:func:`start_sender`).
 
 **The sender** (one daemon thread per worker): a long poll on the inbox
 (``wait_flush``), which returns when the driver asks for the final records or after
-``GYREPROF_RAY_PERIOD_S`` seconds (2 by default); each time, when the process
-recorded something new, it sends its snapshots (all threads merged) and its process
-record to the inbox. Off the hot path: the recording threads are never stopped (the
-Profilers' readers are lock-free). An actor the job ends (RLlib stops its env runners
-before ``ray.shutdown``) sends its final record from its exit handlers; a worker
-killed outright, or whose node dies, keeps what it last sent. A worker whose final
+``GYREPROF_RAY_PERIOD_S`` seconds (2 by default; longer in a fleet of more than 6
+workers: 0.3 s a worker, at most 600 s, so that receiving the fleet's records costs
+the inbox's node about 1% of one core, see :class:`Inbox`); each time, when the
+process recorded something new, it sends its snapshots (all threads merged) and its
+process record to the inbox. Off the hot path: the recording threads are never stopped
+(the Profilers' readers are lock-free). An actor the job ends (RLlib stops its env
+runners before ``ray.shutdown``) sends its final record from its exit handlers; a
+worker killed outright, or whose node dies, keeps what it last sent. A worker whose final
 record went home, or that exits, removes its files from its node's run folder.
 
 **Ray's loop shape.** A ``ray.get`` / ``ray.wait`` on refs that the waiting training
@@ -533,7 +535,17 @@ import os
 class Inbox:
     """The job's inbox (a detached named actor, asyncio): the latest record of each worker
     process, the nodes where gyreprof was missing, and the flush the driver asks for.
-    Defined by value (gyreprof's ray.job): it runs on whichever node Ray puts it."""
+    Defined by value (gyreprof's ray.job): it runs on whichever node Ray puts it.
+
+    A worker's periodic send costs the inbox's process about SEND_CPU_S of CPU (the
+    record and the long poll: two Ray calls; BENCHMARKS.md, "records streaming in"), so
+    a long poll lasts the worker's period, or as long as keeps the fleet's sends within
+    SHARE of one core (the open polls times SEND_CPU_S / SHARE), at most MAX_WAIT_S. The
+    driver's flush, and its refresh of an actor, answer a poll at once all the same."""
+
+    SEND_CPU_S = 0.003
+    SHARE = 0.01
+    MAX_WAIT_S = 600.0  # the longest period a worker takes (_period)
 
     def __init__(self):
         os.environ["GYREPROF_RAY_INBOX_HERE"] = "1"  # this process's own sender stays quiet
@@ -542,6 +554,12 @@ class Inbox:
         self.flushed = asyncio.Event()
         self.asked = {}  # actor id -> Event: the driver wants a fresh record before a kill
         self.puts = {}  # actor id -> records received
+        self.polling = 0  # long polls open now: one a live sender
+
+    def wait_s(self, timeout_s):
+        """How long a long poll asked for timeout_s (the worker's period) lasts."""
+        fleet_s = min(self.MAX_WAIT_S, self.polling * self.SEND_CPU_S / self.SHARE)
+        return max(timeout_s, fleet_s)
 
     async def put(self, payload):
         key = (str(payload.get("node_id")), int(payload.get("pid", 0)))
@@ -558,14 +576,17 @@ class Inbox:
 
     async def wait_flush(self, timeout_s, actor_id=""):
         """"final" once the driver asked for the final records, "refresh" when it wants
-        this actor's record now (it is about to kill it), "" after timeout_s."""
+        this actor's record now (it is about to kill it), "" after wait_s(timeout_s)."""
         waits = [asyncio.ensure_future(self.flushed.wait())]
         if actor_id:
             self.puts.setdefault(actor_id, 0)
             waits.append(asyncio.ensure_future(self.asked.setdefault(actor_id, asyncio.Event()).wait()))
+        self.polling += 1
         try:
-            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            wait = self.wait_s(timeout_s)
+            await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self.polling -= 1
             for w in waits:
                 w.cancel()
         if self.flushed.is_set():
@@ -608,6 +629,7 @@ def _define_inbox() -> type:
 #: the job's inbox actor class (see :data:`_INBOX_SOURCE`): a class of a module no worker
 #: imports, so cloudpickle sends it by value and a node without gyreprof can host it
 Inbox = _define_inbox()
+MAX_POLL_S = float(vars(Inbox)["MAX_WAIT_S"])  # the longest long poll the inbox holds
 ENV_INBOX_HERE = "GYREPROF_RAY_INBOX_HERE"
 
 
@@ -692,7 +714,8 @@ def _send_loop(inbox_name: str, period: float) -> None:
                 continue
         aid = _actor_id(ray)
         try:
-            answer = ray.get(inbox.wait_flush.remote(period, aid), timeout=period + 60)
+            poll = inbox.wait_flush.remote(period, aid)  # longer in a large fleet
+            answer = ray.get(poll, timeout=max(period, MAX_POLL_S) + 60)
         except ray.exceptions.GetTimeoutError:
             answer = ""
         except Exception:  # noqa: BLE001 - the inbox is gone: the job has ended
