@@ -306,8 +306,11 @@ def test_a_second_job_in_the_folder_keeps_the_first_jobs_groups(tmp_path: Path) 
 
 @pytest.fixture
 def inbox(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The inbox's class in this process (no Ray): its flag on this process put back."""
-    monkeypatch.delenv(job.ENV_INBOX_HERE, raising=False)
+    """The inbox's class in this process (no Ray): its flag on this process put back.
+    (``setenv`` first: ``delenv`` of an unset name records nothing to undo, and the flag
+    the inbox sets would outlive the test, silencing the senders of every later job.)"""
+    monkeypatch.setenv(job.ENV_INBOX_HERE, "")
+    monkeypatch.delenv(job.ENV_INBOX_HERE)
     return job.Inbox()
 
 
@@ -347,3 +350,9 @@ def test_a_long_poll_of_a_large_fleet_answers_a_refresh_and_the_flush_at_once(
         return refreshed, flushed
 
     assert asyncio.run(main()) == ("refresh", "final")
+
+
+def test_the_inbox_fixture_leaves_no_flag_behind() -> None:
+    """Runs after the tests above: the inbox's flag, which keeps a process's sender quiet,
+    is not left on the test process (every later Ray job's workers inherit it)."""
+    assert job.ENV_INBOX_HERE not in os.environ
