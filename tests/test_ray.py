@@ -25,6 +25,8 @@ from gyreprof.analysis.wait import WaitReport  # noqa: E402
 from gyreprof.integrations import ray as gpray  # noqa: E402
 from gyreprof.model.summary import Summary  # noqa: E402
 
+from helpers.waiting import wait_for  # noqa: E402
+
 pytestmark = pytest.mark.ray
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -333,9 +335,16 @@ def test_busy_actors_monitor_and_timeout(cluster):
     stuck = PlainProfiled.remote(True)
     # first answers (actor start-up, first snapshot) may be slow on a loaded machine
     ray.get([runner.gyreprof_snapshot.remote(), stuck.gyreprof_snapshot.remote()], timeout=120)
-    loop = runner.busy.remote(4.5)
-    stuck.sleep.remote(8.0)  # not waited for: killed below
-    time.sleep(0.3)
+    # both stay busy until they are killed at the end: no step of the test races the
+    # length of their calls
+    loop = runner.busy.remote(600.0)
+    stuck.sleep.remote(600.0)
+
+    def runner_steps() -> int:
+        merged = gpray.collect([runner], timeout_s=10).merged
+        return merged.steps if merged is not None else 0
+
+    wait_for(lambda: runner_steps() > 0, "the runner's loop to step", 120)
     seen: list[gpray.FleetPoint] = []
     mon = gpray.FleetMonitor(
         {"runner": runner, "stuck": stuck},
@@ -344,7 +353,7 @@ def test_busy_actors_monitor_and_timeout(cluster):
         on_update=lambda point, fleet: seen.append(point),
     )
     with mon:
-        time.sleep(2.6)
+        wait_for(lambda: len(mon.points) >= 3, "three points of the monitor", 120)
     assert not mon.running
     points = mon.points
     assert len(points) >= 3, mon.errors
@@ -375,7 +384,7 @@ def test_busy_actors_monitor_and_timeout(cluster):
     assert time.monotonic() - t0 < 5
     assert fleet.missing["actor-1"].reason == "timeout"
     assert "profiled_remote" in fleet.missing["actor-1"].detail
-    assert ray.get(loop, timeout=60) > 0
+    assert ray.wait([loop], timeout=0)[0] == []
     ray.kill(runner)
     ray.kill(stuck)
 

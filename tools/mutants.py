@@ -743,17 +743,17 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("trust3-closes-an-fd-not-ours", "src/gyreprof/_support/io.py",
            "        if mine:\n            try:\n                os.close(fd)",
            "        if True:\n            try:\n                os.close(fd)",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_a_live_reader_whose_fd_became_a_program_file_neither_reads_nor_closes_it",)),
     Mutant("trust3-segment-mapping-keeps-its-fd", "src/gyreprof/live/publish.py",
            "            self._owner = _ctypes_map(fd, size)",
            "            self._owner = mmap.mmap(\n                fd, size, mmap.MAP_SHARED, "
            "mmap.PROT_READ | mmap.PROT_WRITE\n            )",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_a_program_that_closes_every_fd_and_opens_its_own_files_keeps_every_byte",)),
     Mutant("trust3-exec-images-one-number", "src/gyreprof/integrations/_auto/collect.py",
            "        e.image = seen.get(e.pid, 0)", "        e.image = 0",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_each_image_of_an_exec_under_save_keeps_its_record_and_report_counts_once",)),
     Mutant("trust3-autosave-since-the-profiler", "src/gyreprof/recording/_autosave.py",
            "        if not changed and not _written_since_start(path):",
@@ -763,23 +763,23 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("trust3-shares-over-one-summed", "src/gyreprof/_support/checks.py",
            "    if total > 1.0 + SHARE_ROUNDING * max(1, len(shares)):",
            "    if False:",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_the_summary_decoder_refuses_impossible_shares_nan_and_missing_keys",)),
     Mutant("trust3-share-base-step-only", "src/gyreprof/_support/checks.py",
            "    return max(step_total, phase_total)", "    return step_total or phase_total",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_durations_given_to_record_never_make_a_share_above_one",)),
     Mutant("trust3-segment-region-unchecked", "src/gyreprof/live/_layout.py",
            "        if key not in offsets:", "        if False:",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_a_segment_whose_metadata_lacks_a_region_is_a_value_error_never_no_segment",)),
     Mutant("trust3-command-shares-the-group", "src/gyreprof/commands/run.py",
            "    own_group = not _terminal_on_stdin()", "    own_group = False",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_sigint_to_the_process_group_reaches_the_command_once",)),
     Mutant("trust3-getsignal-shows-gyreprofs", "src/gyreprof/integrations/_auto/state.py",
            "    _autosave.hide_own_handlers()", "    pass",
-           ("tests/test_run_trust3.py::"
+           ("tests/test_run_fds_signals_shares.py::"
             "test_getsignal_under_gyreprof_run_shows_what_the_program_would_see",)),
     # -- issue 38: code sites from stack samples, two Profilers on one thread
     Mutant("sites-shares-not-held-to-untimed", "src/gyreprof/analysis/sites.py",
