@@ -692,3 +692,58 @@ def test_a_reader_whose_segment_shrinks_gets_a_value_error(live_dir: Path) -> No
             r.snapshot()
         with pytest.raises(ValueError, match="truncated"):
             r.counter_names()
+
+
+def test_event_counts_are_the_snapshots_counts_read_without_a_snapshot(live_dir: Path) -> None:
+    """What gyreprof run's stall watch reads of each segment every second: per phase the
+    steady and warm-up events (a snapshot row's count + warm_count) and the steps
+    completed, the same numbers as a full snapshot's."""
+    from gyreprof.diagnostics._doctor_evidence import _launcher_events
+
+    prof = gp.Profiler(["env", "fwd", "idle"], live="gyreprof-run-x:trainer", warmup_steps=5)
+    env, fwd = prof.ids("env", "fwd")
+    for i in range(40):
+        prof.begin()
+        prof.lap(env)
+        if i % 3:
+            prof.lap(fwd)
+    prof.begin()
+    prof.lap(env)  # a step begun, not completed
+    try:
+        with gp.live.attach(prof.live.path) as r:
+            counts, steps = r.event_counts()
+            snap = r.snapshot(windows=False)
+        want = {row.name: row.count + row.warm_count for row in snap.rows[:-1]}
+        assert counts == want == {"env": 41, "fwd": 26, "idle": 0}
+        assert steps == snap.totals.steps_completed == 40
+        # the steady and warm-up parts are both in: 5 of env's events were warm-up
+        assert snap.rows[0].warm_count == 5 and snap.rows[0].count == 36
+        assert _launcher_events(os.getpid()) == {**want, "(trainer steps)": 40}
+    finally:
+        prof.live.close()
+
+
+@pytest.mark.parametrize("damage", ["negative bucket", "negative warm-up", "past int64"])
+def test_event_counts_refuse_counts_no_writer_produces(live_dir: Path, damage: str) -> None:
+    from gyreprof.diagnostics._doctor_evidence import _launcher_events
+
+    prof = gp.Profiler(["env"], live="gyreprof-run-y:sampler")
+    for _ in range(10):
+        prof.begin()
+        prof.lap(0)
+    try:
+        with gp.live.attach(prof.live.path) as r:
+            stats, taken = r._copy()
+            block = r._block(stats)
+            if damage == "negative bucket":
+                block.counts[0, int(np.flatnonzero(block.counts[0])[0])] = -1
+            elif damage == "negative warm-up":
+                block.warm[0, 0] = -3
+            else:
+                block.counts[0, :2] = 2**62
+            r._copy = lambda: (stats, taken)  # type: ignore[method-assign]
+            with pytest.raises(ValueError, match="is corrupted"):
+                r.event_counts()
+        assert _launcher_events(os.getpid()) == {"env": 10}  # the real segment reads
+    finally:
+        prof.live.close()

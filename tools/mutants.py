@@ -739,6 +739,16 @@ MUTANTS: tuple[Mutant, ...] = (
            "if own > fed and wait is not None and wait.sum_ns > 0:",
            "if own < fed and wait is not None and wait.sum_ns > 0:",
            ("tests/test_run_doors.py::test_top_never_adds_a_samplers_segment_to_a_trainers",)),
+    # -- the stall watch's read of a segment (issue 33, round 5): a snapshot's counts
+    Mutant("watch-counts-leave-out-the-warm-up", "src/gyreprof/live/reader.py",
+           "totals = steady.sum(axis=1) + warm",
+           "totals = steady.sum(axis=1)",
+           ("tests/test_live.py::"
+            "test_event_counts_are_the_snapshots_counts_read_without_a_snapshot",)),
+    Mutant("watch-counts-take-a-negative-warm-up", "src/gyreprof/live/reader.py",
+           "_checks.check_counts(np.concatenate((steady.ravel(), warm)), what=where)",
+           "_checks.check_counts(steady.ravel(), what=where)",
+           ("tests/test_live.py::test_event_counts_refuse_counts_no_writer_produces",)),
     # -- trust, round three (issue 37): fds, exec images, shared autosave, shares, signals
     Mutant("trust3-closes-an-fd-not-ours", "src/gyreprof/_support/io.py",
            "        if mine:\n            try:\n                os.close(fd)",

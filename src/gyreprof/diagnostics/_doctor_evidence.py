@@ -308,16 +308,16 @@ def _launcher_events(pid: int) -> dict[str, int] | None:
         try:
             reader = live.attach(e.path)  # type: ignore[attr-defined,unused-ignore]
             try:
-                snap = reader.snapshot(windows=False)
+                counts, steps = reader.event_counts()
             finally:
                 reader.close()
         except Exception:  # a segment torn or gone between list and read: skip it
             continue
-        for row in snap.rows[:-1]:
-            out[row.name] = out.get(row.name, 0) + row.count + row.warm_count
+        for name, n in counts.items():
+            out[name] = out.get(name, 0) + n
         if (e.name or "").endswith(":trainer"):
             key = "(trainer steps)"
-            out[key] = out.get(key, 0) + snap.totals.steps_completed
+            out[key] = out.get(key, 0) + steps
     return out
 
 

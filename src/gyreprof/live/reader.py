@@ -555,10 +555,10 @@ class LiveReader:
         c0, c1 = int(off["counts"]), int(off["wring"])
         if (stats[c0:c1] < 0).any():
             raise CorruptDataError(f"{where}: a negative histogram bucket count")
-        # every total built from them (events, merges) must stay within int64
+        # every total built from them (events, merges) must stay within int64 (check_counts
+        # adds them up in int64 where that cannot wrap, exactly in Python ints where it can)
         _checks.check_counts(
-            np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])).astype(object),
-            what=where,
+            np.concatenate((stats[c0 : int(off["wcounts"])], block.warm[:, 0])), what=where
         )
         if block.any_negative_sum():
             raise CorruptDataError(f"{where}: a negative sum of durations")
@@ -668,6 +668,29 @@ class LiveReader:
                 raise
             except ValueError as exc:
                 raise CorruptDataError(f"{self.path} is corrupted: {exc}") from None
+
+    def event_counts(self) -> tuple[dict[str, int], int]:
+        """The events recorded so far per phase (steady and warm-up: a snapshot row's
+        ``count + warm_count``) and the steps completed, from one copy of the block, with
+        no snapshot built: what a watch for movement asks each second of every segment of
+        a run (``gyreprof run``'s stall watch), at a few percent of :meth:`snapshot`'s
+        cost. CorruptDataError for a negative count or counts past the int64 range."""
+        if self.retired:
+            snap = self.snapshot(windows=False)
+            counts = {r.name: r.count + r.warm_count for r in snap.rows[:-1]}
+            return counts, snap.totals.steps_completed
+        where = f"{self.path} is corrupted"
+        with decode_errors(where):
+            stats, _ = self._copy()
+            block = self._block(stats)
+            steady, warm = block.counts[: len(self.phases)], block.warm[: len(self.phases), 0]
+            # none negative, and their total within int64
+            _checks.check_counts(np.concatenate((steady.ravel(), warm)), what=where)
+            totals = steady.sum(axis=1) + warm  # within int64: checked just above
+            steps = block.steps_completed
+            if steps < 0 or steps > block.steps_begun:
+                raise CorruptDataError(f"{where}: {steps} steps completed")
+        return {name: int(totals[i]) for i, name in enumerate(self.phases)}, int(steps)
 
     def summary(self) -> Summary:
         """Steady-state summary of the writer's run so far."""
