@@ -21,7 +21,7 @@ import statistics
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -143,6 +143,21 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
     _FORM_COSTS[clock] = costs
     return costs
+
+
+def form_costs(clock: str = "monotonic") -> dict[str, float]:
+    """ns per event of each recording form (:data:`FORMS`) for ``clock``: measured in this
+    process at the first call (about 10 ms), or the costs :func:`use_form_costs` gave."""
+    return dict(_measure_form_costs(clock))
+
+
+def use_form_costs(clock: str, costs: Mapping[str, float]) -> None:
+    """Take ``costs`` (ns per event, one per form of :data:`FORMS`) as this process's form
+    costs for ``clock`` instead of measuring them: what another process of the same Python
+    measured on this machine moments before (``gyreprof run``'s workers). Costs already
+    measured or given here are kept."""
+    if clock not in _FORM_COSTS:
+        _FORM_COSTS[clock] = {f: float(costs[f]) for f in FORMS}
 
 
 _EXTRA_COSTS: dict[str, float] = {}

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from gyreprof.integrations._auto import calibration, versions, workers
 from gyreprof.integrations._auto import state as st
-from gyreprof.integrations._auto import versions, workers
 from gyreprof.integrations._instrument import Instrumentor
 
 #: ``make(fn, kind, guarded, state)``: a wrapper of ``fn`` bound to ``state`` (calibration)
@@ -263,12 +263,16 @@ def _calibration_state() -> Any:
 def wrapper_costs() -> dict[str, float]:
     """ns one call of each wrapper kind adds (``gyreprof.wrapper.<kind>.timed`` for an
     outermost, timed call, ``.inner`` for one the nesting guard passes through),
-    measured once per process (~15-25 ms of CPU; ``env_reset`` is the same wrapper as
+    measured once per process, or under ``gyreprof run`` once per run for each Python
+    (~15-25 ms of CPU; ``env_reset`` is the same wrapper as
     ``env_step``, ``step_wait`` as ``step_async``): the costs ``overhead_share``
     prices the counted calls with."""
     if not _COSTS:
         try:
-            _COSTS.update(measure_costs())
+            # measured once per run for each Python (integrations._auto.calibration): the
+            # calibration's own profilers take the recording forms' shared costs too
+            calibration.settle_form_costs()
+            _COSTS.update(calibration.shared("wrappers", counter_names(), measure_costs))
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
             st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
             _COSTS.update(dict.fromkeys(counter_names(), 0.0))

@@ -1,0 +1,123 @@
+"""The instrumentation's own per-call costs, measured once per run for each Python.
+
+Each process prices what it adds to the loop it measures: the env wrappers
+(``libs.gymnasium.measure_costs``, ~25 ms of CPU) and the recording forms
+(``recording.profiler.form_costs``, ~10 ms). Under ``gyreprof run`` the first process
+of an interpreter to measure them writes them into the run's folder
+(``calibration-<key>.json``, ``key`` naming the interpreter and this gyreprof), and
+every later process of that interpreter takes them from there: a run's spawn and
+forkserver workers, started on the same machine seconds later, each saved ~35 ms (a
+fork child has them in memory already). A file that cannot be read, or holds a value
+no measurement gives (not a finite number of ns in ``[0, 1 ms)``, a name missing or
+unknown), is not used: the process measures its own and writes them.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from gyreprof.integrations._auto import state as st
+
+#: the clock of the run's profilers (``Profiler``'s default)
+CLOCK = "monotonic"
+#: no wrapper or recording form costs a millisecond a call
+LIMIT_NS = 1e6
+#: the file is a few hundred bytes; one larger is not ours
+MAX_BYTES = 64 * 1024
+
+_forms_pid = 0  # the process whose form costs are settled (a fork child inherits them)
+
+
+def path() -> Path | None:
+    """This interpreter's file in the run's folder; None outside a run."""
+    if st.run_dir is None:
+        return None
+    from gyreprof._version import __version__
+
+    ident = "\0".join(
+        (os.path.realpath(sys.executable), sys.version, __version__, os.path.realpath(__file__))
+    )
+    tag = sys.implementation.cache_tag or "python"
+    return st.run_dir / f"calibration-{tag}-{binascii.crc32(ident.encode()):08x}.json"
+
+
+def _read(where: Path) -> dict[str, Any]:
+    """The file's entries; {} where it is missing, unreadable or not one JSON object."""
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return {}
+    try:
+        data = os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        return {}
+    try:
+        got = json.loads(data)
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def valid(costs: Any, names: Iterable[str]) -> dict[str, float] | None:
+    """``costs`` as floats when it holds exactly ``names``, each a finite number of ns in
+    ``[0, LIMIT_NS)``; else None."""
+    want = list(names)
+    if not isinstance(costs, dict) or set(costs) != set(want):
+        return None
+    out = {}
+    for name in want:
+        v = costs[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        f = float(v)
+        if not 0.0 <= f < LIMIT_NS:  # NaN fails both
+            return None
+        out[name] = f
+    return out
+
+
+def shared(
+    entry: str, names: Iterable[str], measure: Callable[[], dict[str, float]]
+) -> dict[str, float]:
+    """``entry``'s costs (ns per call, by name) from the run's file for this interpreter,
+    else measured now with ``measure()`` and added to the file (outside a run: measured)."""
+    want = list(names)
+    where = path()
+    if where is not None:
+        got = valid(_read(where).get(entry), want)
+        if got is not None:
+            return got
+    costs = measure()
+    if where is not None and valid(costs, want) is not None:
+        entries = _read(where)
+        entries[entry] = {k: float(costs[k]) for k in want}
+        try:
+            from gyreprof._support.io import write_atomic
+
+            write_atomic(where, json.dumps(entries, sort_keys=True).encode())
+        except OSError:
+            pass  # the next process measures its own
+    return costs
+
+
+def settle_form_costs() -> None:
+    """This process's recording-form costs for the run's clock: from the run's file, or
+    measured and written there (once per process; a fork child keeps its parent's)."""
+    global _forms_pid
+    if _forms_pid == os.getpid():
+        return
+    from gyreprof.recording import profiler
+
+    costs = shared("forms", profiler.FORMS, lambda: profiler.form_costs(CLOCK))
+    profiler.use_form_costs(CLOCK, costs)
+    _forms_pid = os.getpid()

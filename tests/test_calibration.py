@@ -1,0 +1,175 @@
+"""The instrumentation's own costs are measured once per run for each Python: the first
+process measures and writes them into the run's folder, later ones (spawn workers) take
+them from there; a file that holds what no measurement gives is not used."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gyreprof
+from gyreprof.integrations._auto import calibration
+from gyreprof.integrations._auto import state as st
+from gyreprof.recording import profiler
+
+NAMES = ["a.timed", "a.inner"]
+MEASURED = {"a.timed": 150.5, "a.inner": 25.25}
+
+
+@pytest.fixture()
+def in_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(st, "run_dir", tmp_path)
+    return tmp_path
+
+
+def _measure(calls: list[int]) -> dict[str, float]:
+    calls.append(1)
+    return dict(MEASURED)
+
+
+def test_outside_a_run_each_process_measures_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(st, "run_dir", None)
+    calls: list[int] = []
+    assert calibration.path() is None
+    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_the_first_process_measures_and_the_next_reads(in_run: Path) -> None:
+    calls: list[int] = []
+    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    path = calibration.path()
+    assert path is not None and path.parent == in_run
+    assert json.loads(path.read_text()) == {"wrappers": MEASURED}
+
+    def fail() -> dict[str, float]:
+        raise AssertionError("measured although the run's file has them")
+
+    assert calibration.shared("wrappers", NAMES, fail) == MEASURED
+    # another entry is added beside it, the first kept
+    assert calibration.shared("forms", ["lap"], lambda: {"lap": 90.0}) == {"lap": 90.0}
+    assert json.loads(path.read_text()) == {"wrappers": MEASURED, "forms": {"lap": 90.0}}
+    assert len(calls) == 1
+
+
+def test_the_file_is_named_for_the_interpreter(in_run: Path) -> None:
+    path = calibration.path()
+    assert path is not None
+    assert path.name.startswith(f"calibration-{sys.implementation.cache_tag}-")
+    assert path.name.endswith(".json")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"wrappers": [150.5, 25.25]}',
+        b'{"wrappers": {"a.timed": 150.5}}',  # a name missing
+        b'{"wrappers": {"a.timed": 150.5, "a.inner": 25.25, "b": 1.0}}',  # one unknown
+        b'{"wrappers": {"a.timed": 150.5, "a.inner": -1.0}}',
+        b'{"wrappers": {"a.timed": 150.5, "a.inner": NaN}}',
+        b'{"wrappers": {"a.timed": 150.5, "a.inner": Infinity}}',
+        b'{"wrappers": {"a.timed": 1e9, "a.inner": 25.25}}',  # a second a call
+        b'{"wrappers": {"a.timed": "150.5", "a.inner": 25.25}}',
+        b'{"wrappers": {"a.timed": true, "a.inner": 25.25}}',
+        b'{"wrappers": {"a.timed": 150.5, "a.inner": 25.25}}' + b" " * (70 * 1024),
+        b"\xff\xfe{}",
+    ],
+)
+def test_a_file_no_measurement_writes_is_measured_over(in_run: Path, bad: bytes) -> None:
+    path = calibration.path()
+    assert path is not None
+    path.write_bytes(bad)
+    got = calibration.shared("wrappers", NAMES, lambda: {"a.timed": 160.0, "a.inner": 30.0})
+    assert got == {"a.timed": 160.0, "a.inner": 30.0}
+    # rewritten with what this process measured (a file that was not an object: replaced)
+    assert json.loads(path.read_text())["wrappers"] == got
+
+
+def test_a_symlink_in_the_run_folder_is_not_followed(
+    in_run: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "costs.json"
+    elsewhere.write_text(json.dumps({"wrappers": {"a.timed": 1.0, "a.inner": 1.0}}))
+    path = calibration.path()
+    assert path is not None
+    path.symlink_to(elsewhere)
+    assert calibration.shared("wrappers", NAMES, lambda: dict(MEASURED)) == MEASURED
+    assert json.loads(elsewhere.read_text())["wrappers"]["a.timed"] == 1.0  # untouched
+
+
+def test_a_measurement_no_file_may_hold_is_returned_but_not_written(in_run: Path) -> None:
+    got = calibration.shared("wrappers", NAMES, lambda: {"a.timed": math.nan, "a.inner": 1.0})
+    assert math.isnan(got["a.timed"])
+    path = calibration.path()
+    assert path is not None and not path.exists()
+
+
+def test_given_form_costs_are_taken_and_measured_ones_kept() -> None:
+    clock = "monotonic-test-only"
+    profiler._FORM_COSTS.pop(clock, None)
+    try:
+        given = {f: 10.0 + i for i, f in enumerate(profiler.FORMS)}
+        profiler.use_form_costs(clock, given)
+        assert profiler.form_costs(clock) == given
+        profiler.use_form_costs(clock, {f: 99.0 for f in profiler.FORMS})
+        assert profiler.form_costs(clock) == given  # the first costs stay
+    finally:
+        profiler._FORM_COSTS.pop(clock, None)
+
+
+SCRIPT = """\
+import json, multiprocessing as mp, os, sys
+import gymnasium as gym
+
+def costs():
+    from gyreprof.integrations.libs import gymnasium as g
+    from gyreprof.recording import profiler
+    env = gym.make("CartPole-v1")  # this process records: its thread's profilers exist
+    env.reset(seed=0)
+    env.step(0)
+    return os.getpid(), g.wrapper_costs(), profiler.form_costs()
+
+if __name__ == "__main__":
+    main = costs()
+    with mp.get_context("spawn").Pool(2) as pool:
+        workers = pool.starmap(costs, [()] * 2)
+    from gyreprof.integrations._auto import calibration
+    with open(sys.argv[1], "w") as f:
+        json.dump({"main": main, "workers": workers,
+                   "file": json.loads(calibration.path().read_text())}, f)
+"""
+
+
+def test_a_runs_spawn_workers_take_the_costs_its_main_process_measured(tmp_path: Path) -> None:
+    """Measured values differ from one measurement to the next in their last digits: the
+    workers' being the main process's to the last bit says that they were read, not
+    measured again."""
+    pytest.importorskip("gymnasium")
+    script = tmp_path / "spawned.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "costs.json"
+    env = dict(os.environ)
+    src = str(Path(gyreprof.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-m", "gyreprof", "run", "--", sys.executable, str(script), str(out)]
+    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
+    got = json.loads(out.read_text())
+    main_pid, wrappers, forms = got["main"]
+    assert wrappers["gyreprof.wrapper.env_step.timed"] > 0 and all(v > 0 for v in forms.values())
+    assert got["file"] == {"wrappers": wrappers, "forms": forms}
+    pids = {main_pid}
+    for pid, w, f in got["workers"]:
+        pids.add(pid)
+        assert (w, f) == (wrappers, forms)
+    assert len(pids) == 3  # two processes besides the main one
