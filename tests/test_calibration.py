@@ -15,7 +15,6 @@ import pytest
 
 import gyreprof
 from gyreprof.integrations._auto import calibration
-from gyreprof.integrations._auto import state as st
 from gyreprof.recording import profiler
 
 NAMES = ["a.timed", "a.inner"]
@@ -23,8 +22,8 @@ MEASURED = {"a.timed": 150.5, "a.inner": 25.25}
 
 
 @pytest.fixture()
-def in_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(st, "run_dir", tmp_path)
+def in_run(tmp_path: Path) -> Path:
+    """A run's folder (``state.run_dir`` in a process of the run)."""
     return tmp_path
 
 
@@ -33,36 +32,33 @@ def _measure(calls: list[int]) -> dict[str, float]:
     return dict(MEASURED)
 
 
-def test_outside_a_run_each_process_measures_and_writes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(st, "run_dir", None)
+def test_outside_a_run_each_process_measures_and_writes_nothing(tmp_path: Path) -> None:
     calls: list[int] = []
-    assert calibration.path() is None
-    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
-    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    assert calibration.path(None) is None
+    assert calibration.shared(None, "wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    assert calibration.shared(None, "wrappers", NAMES, lambda: _measure(calls)) == MEASURED
     assert len(calls) == 2 and list(tmp_path.iterdir()) == []
 
 
 def test_the_first_process_measures_and_the_next_reads(in_run: Path) -> None:
     calls: list[int] = []
-    assert calibration.shared("wrappers", NAMES, lambda: _measure(calls)) == MEASURED
-    path = calibration.path()
+    assert calibration.shared(in_run, "wrappers", NAMES, lambda: _measure(calls)) == MEASURED
+    path = calibration.path(in_run)
     assert path is not None and path.parent == in_run
     assert json.loads(path.read_text()) == {"wrappers": MEASURED}
 
     def fail() -> dict[str, float]:
         raise AssertionError("measured although the run's file has them")
 
-    assert calibration.shared("wrappers", NAMES, fail) == MEASURED
+    assert calibration.shared(in_run, "wrappers", NAMES, fail) == MEASURED
     # another entry is added beside it, the first kept
-    assert calibration.shared("forms", ["lap"], lambda: {"lap": 90.0}) == {"lap": 90.0}
+    assert calibration.shared(in_run, "forms", ["lap"], lambda: {"lap": 90.0}) == {"lap": 90.0}
     assert json.loads(path.read_text()) == {"wrappers": MEASURED, "forms": {"lap": 90.0}}
     assert len(calls) == 1
 
 
 def test_the_file_is_named_for_the_interpreter(in_run: Path) -> None:
-    path = calibration.path()
+    path = calibration.path(in_run)
     assert path is not None
     assert path.name.startswith(f"calibration-{sys.implementation.cache_tag}-")
     assert path.name.endswith(".json")
@@ -87,10 +83,10 @@ def test_the_file_is_named_for_the_interpreter(in_run: Path) -> None:
     ],
 )
 def test_a_file_no_measurement_writes_is_measured_over(in_run: Path, bad: bytes) -> None:
-    path = calibration.path()
+    path = calibration.path(in_run)
     assert path is not None
     path.write_bytes(bad)
-    got = calibration.shared("wrappers", NAMES, lambda: {"a.timed": 160.0, "a.inner": 30.0})
+    got = calibration.shared(in_run, "wrappers", NAMES, lambda: {"a.timed": 160.0, "a.inner": 30.0})
     assert got == {"a.timed": 160.0, "a.inner": 30.0}
     # rewritten with what this process measured (a file that was not an object: replaced)
     assert json.loads(path.read_text())["wrappers"] == got
@@ -101,17 +97,19 @@ def test_a_symlink_in_the_run_folder_is_not_followed(
 ) -> None:
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "costs.json"
     elsewhere.write_text(json.dumps({"wrappers": {"a.timed": 1.0, "a.inner": 1.0}}))
-    path = calibration.path()
+    path = calibration.path(in_run)
     assert path is not None
     path.symlink_to(elsewhere)
-    assert calibration.shared("wrappers", NAMES, lambda: dict(MEASURED)) == MEASURED
+    assert calibration.shared(in_run, "wrappers", NAMES, lambda: dict(MEASURED)) == MEASURED
     assert json.loads(elsewhere.read_text())["wrappers"]["a.timed"] == 1.0  # untouched
 
 
 def test_a_measurement_no_file_may_hold_is_returned_but_not_written(in_run: Path) -> None:
-    got = calibration.shared("wrappers", NAMES, lambda: {"a.timed": math.nan, "a.inner": 1.0})
+    got = calibration.shared(
+        in_run, "wrappers", NAMES, lambda: {"a.timed": math.nan, "a.inner": 1.0}
+    )
     assert math.isnan(got["a.timed"])
-    path = calibration.path()
+    path = calibration.path(in_run)
     assert path is not None and not path.exists()
 
 
@@ -130,6 +128,7 @@ def test_given_form_costs_are_taken_and_measured_ones_kept() -> None:
 
 SCRIPT = """\
 import json, multiprocessing as mp, os, sys
+from pathlib import Path
 import gymnasium as gym
 
 def costs():
@@ -142,12 +141,12 @@ def costs():
 
 if __name__ == "__main__":
     main = costs()
-    with mp.get_context("spawn").Pool(2) as pool:
+    with mp.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:  # a process a task
         workers = pool.starmap(costs, [()] * 2)
     from gyreprof.integrations._auto import calibration
     with open(sys.argv[1], "w") as f:
         json.dump({"main": main, "workers": workers,
-                   "file": json.loads(calibration.path().read_text())}, f)
+                   "file": json.loads(calibration.path(Path(os.environ["GYREPROF_RUN_DIR"])).read_text())}, f)
 """
 
 

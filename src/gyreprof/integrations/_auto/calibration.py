@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gyreprof.integrations._auto import state as st
-
 #: the clock of the run's profilers (``Profiler``'s default)
 CLOCK = "monotonic"
 #: no wrapper or recording form costs a millisecond a call
@@ -34,9 +32,9 @@ MAX_BYTES = 64 * 1024
 _forms_pid = 0  # the process whose form costs are settled (a fork child inherits them)
 
 
-def path() -> Path | None:
-    """This interpreter's file in the run's folder; None outside a run."""
-    if st.run_dir is None:
+def path(run_dir: Path | None) -> Path | None:
+    """This interpreter's file in the run's folder ``run_dir``; None outside a run (None)."""
+    if run_dir is None:
         return None
     from gyreprof._version import __version__
 
@@ -44,7 +42,7 @@ def path() -> Path | None:
         (os.path.realpath(sys.executable), sys.version, __version__, os.path.realpath(__file__))
     )
     tag = sys.implementation.cache_tag or "python"
-    return st.run_dir / f"calibration-{tag}-{binascii.crc32(ident.encode()):08x}.json"
+    return run_dir / f"calibration-{tag}-{binascii.crc32(ident.encode()):08x}.json"
 
 
 def _read(where: Path) -> dict[str, Any]:
@@ -87,12 +85,16 @@ def valid(costs: Any, names: Iterable[str]) -> dict[str, float] | None:
 
 
 def shared(
-    entry: str, names: Iterable[str], measure: Callable[[], dict[str, float]]
+    run_dir: Path | None,
+    entry: str,
+    names: Iterable[str],
+    measure: Callable[[], dict[str, float]],
 ) -> dict[str, float]:
-    """``entry``'s costs (ns per call, by name) from the run's file for this interpreter,
-    else measured now with ``measure()`` and added to the file (outside a run: measured)."""
+    """``entry``'s costs (ns per call, by name) from the file of the run in ``run_dir`` for
+    this interpreter, else measured now with ``measure()`` and added to the file (outside
+    a run, ``run_dir`` None: measured)."""
     want = list(names)
-    where = path()
+    where = path(run_dir)
     if where is not None:
         got = valid(_read(where).get(entry), want)
         if got is not None:
@@ -110,7 +112,7 @@ def shared(
     return costs
 
 
-def settle_form_costs() -> None:
+def settle_form_costs(run_dir: Path | None) -> None:
     """This process's recording-form costs for the run's clock: from the run's file, or
     measured and written there (once per process; a fork child keeps its parent's)."""
     global _forms_pid
@@ -118,6 +120,6 @@ def settle_form_costs() -> None:
         return
     from gyreprof.recording import profiler
 
-    costs = shared("forms", profiler.FORMS, lambda: profiler.form_costs(CLOCK))
+    costs = shared(run_dir, "forms", profiler.FORMS, lambda: profiler.form_costs(CLOCK))
     profiler.use_form_costs(CLOCK, costs)
     _forms_pid = os.getpid()

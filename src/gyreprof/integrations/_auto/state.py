@@ -289,7 +289,7 @@ def new_thread() -> ThreadState:
     skw, tkw = {**kw, **warmup_kwargs("sampler")}, {**kw, **warmup_kwargs("trainer")}
     from gyreprof.integrations._auto import calibration
 
-    calibration.settle_form_costs()  # once per run for each Python, not once per process
+    calibration.settle_form_costs(run_dir)  # once per run for each Python, not once per process
     try:
         sampler = Profiler(rec.SAMPLER_PHASES, live=live_s, **skw)
         trainer = Profiler(rec.TRAINER_PHASES, live=live_t, window_steps=1, **tkw)

@@ -271,8 +271,9 @@ def wrapper_costs() -> dict[str, float]:
         try:
             # measured once per run for each Python (integrations._auto.calibration): the
             # calibration's own profilers take the recording forms' shared costs too
-            calibration.settle_form_costs()
-            _COSTS.update(calibration.shared("wrappers", counter_names(), measure_costs))
+            calibration.settle_form_costs(st.run_dir)
+            costs = calibration.shared(st.run_dir, "wrappers", counter_names(), measure_costs)
+            _COSTS.update(costs)
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
             st.note(f"the env wrappers' cost could not be measured ({exc!r}): not priced")
             _COSTS.update(dict.fromkeys(counter_names(), 0.0))
