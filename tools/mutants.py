@@ -749,6 +749,16 @@ MUTANTS: tuple[Mutant, ...] = (
            "_checks.check_counts(np.concatenate((steady.ravel(), warm)), what=where)",
            "_checks.check_counts(steady.ravel(), what=where)",
            ("tests/test_live.py::test_event_counts_refuse_counts_no_writer_produces",)),
+    # -- a run's own costs measured once per Python (issue 33, round 5)
+    Mutant("calibration-takes-a-negative-cost", "src/gyreprof/integrations/_auto/calibration.py",
+           "if not 0.0 <= f < LIMIT_NS:", "if not f < LIMIT_NS:",
+           ("tests/test_calibration.py::test_a_file_no_measurement_writes_is_measured_over",)),
+    Mutant("calibration-every-process-measures", "src/gyreprof/integrations/_auto/calibration.py",
+           "        if got is not None:\n            return got",
+           "        if got is None:\n            return got",
+           ("tests/test_calibration.py::test_the_first_process_measures_and_the_next_reads",
+            "tests/test_calibration.py::"
+            "test_a_runs_spawn_workers_take_the_costs_its_main_process_measured")),
     # -- trust, round three (issue 37): fds, exec images, shared autosave, shares, signals
     Mutant("trust3-closes-an-fd-not-ours", "src/gyreprof/_support/io.py",
            "        if mine:\n            try:\n                os.close(fd)",
