@@ -113,17 +113,45 @@ def test_a_measurement_no_file_may_hold_is_returned_but_not_written(in_run: Path
     assert path is not None and not path.exists()
 
 
-def test_given_form_costs_are_taken_and_measured_ones_kept() -> None:
+def test_form_costs_come_from_the_source_once_and_are_kept() -> None:
     clock = "monotonic-test-only"
+    given = {f: 10.0 + i for i, f in enumerate(profiler.FORMS)}
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def source(c: str, forms: tuple[str, ...], measure: object) -> dict[str, float]:
+        asked.append((c, forms))
+        return dict(given)
+
     profiler._FORM_COSTS.pop(clock, None)
+    profiler.set_form_cost_source(source)
     try:
-        given = {f: 10.0 + i for i, f in enumerate(profiler.FORMS)}
-        profiler.use_form_costs(clock, given)
         assert profiler.form_costs(clock) == given
-        profiler.use_form_costs(clock, {f: 99.0 for f in profiler.FORMS})
-        assert profiler.form_costs(clock) == given  # the first costs stay
+        assert profiler.form_costs(clock) == given  # taken once per process
+        assert asked == [(clock, profiler.FORMS)]
+        profiler.set_form_cost_source(lambda c, f, m: {k: 99.0 for k in f})
+        assert profiler.form_costs(clock) == given  # costs taken are kept
     finally:
+        profiler.set_form_cost_source(None)
         profiler._FORM_COSTS.pop(clock, None)
+
+
+def test_the_source_shares_form_costs_through_the_runs_file(in_run: Path) -> None:
+    source = calibration.form_cost_source(in_run)
+    forms = ("lap", "begin")
+    assert source("monotonic", forms, lambda: {"lap": 50.0, "begin": 60.0}) == {
+        "lap": 50.0,
+        "begin": 60.0,
+    }
+
+    def fail() -> dict[str, float]:
+        raise AssertionError("measured although the run's file has them")
+
+    assert source("monotonic", forms, fail) == {"lap": 50.0, "begin": 60.0}
+    # another clock is its own entry: measured
+    assert source("tsc", forms, lambda: {"lap": 20.0, "begin": 25.0})["lap"] == 20.0
+    path = calibration.path(in_run)
+    assert path is not None
+    assert set(json.loads(path.read_text())) == {"forms.monotonic", "forms.tsc"}
 
 
 SCRIPT = """\
@@ -166,9 +194,66 @@ def test_a_runs_spawn_workers_take_the_costs_its_main_process_measured(tmp_path:
     got = json.loads(out.read_text())
     main_pid, wrappers, forms = got["main"]
     assert wrappers["gyreprof.wrapper.env_step.timed"] > 0 and all(v > 0 for v in forms.values())
-    assert got["file"] == {"wrappers": wrappers, "forms": forms}
+    assert got["file"] == {"wrappers": wrappers, "forms.monotonic": forms}
     pids = {main_pid}
     for pid, w, f in got["workers"]:
         pids.add(pid)
         assert (w, f) == (wrappers, forms)
     assert len(pids) == 3  # two processes besides the main one
+
+
+def test_a_fifo_in_place_of_the_file_is_measured_over_not_waited_on(in_run: Path) -> None:
+    path = calibration.path(in_run)
+    assert path is not None
+    os.mkfifo(path)  # opening it to read would wait for a writer that never comes
+    assert calibration.shared(in_run, "wrappers", NAMES, lambda: dict(MEASURED)) == MEASURED
+    assert json.loads(path.read_text()) == {"wrappers": MEASURED}  # a file in its place
+
+
+QUEUE_SCRIPT = """\
+import json, multiprocessing as mp, os, queue, sys, threading
+from pathlib import Path
+
+def costs():
+    # a plain queue loop timed with the user's own Profiler: no library gyreprof patches
+    import gyreprof as gp
+    prof = gp.Profiler(["get"])
+    q = queue.Queue()
+    for i in range(20):
+        threading.Timer(0.001, q.put, (i,)).start()
+        prof.begin()
+        with prof.phase("get"):
+            q.get()
+    prof.end()
+    return os.getpid(), {k: prof.form_cost_ns[k] for k in ("lap", "begin", "with", "timed", "record")}
+
+if __name__ == "__main__":
+    main = costs()
+    with mp.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:  # a process a task
+        workers = pool.starmap(costs, [()] * 2)
+    from gyreprof.integrations._auto import calibration
+    where = calibration.path(Path(os.environ["GYREPROF_RUN_DIR"]))
+    with open(sys.argv[1], "w") as f:
+        json.dump({"main": main, "workers": workers, "file": json.loads(where.read_text())}, f)
+"""
+
+
+def test_a_plain_queue_loops_own_profilers_in_spawn_workers_share_the_form_costs(
+    tmp_path: Path,
+) -> None:
+    """No gymnasium, no torch: the Profilers a user makes in each process take the form
+    costs the run's first process measured."""
+    script = tmp_path / "queues.py"
+    script.write_text(QUEUE_SCRIPT)
+    out = tmp_path / "costs.json"
+    env = dict(os.environ)
+    src = str(Path(gyreprof.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [sys.executable, "-m", "gyreprof", "run", "--", sys.executable, str(script), str(out)]
+    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
+    got = json.loads(out.read_text())
+    main_pid, forms = got["main"]
+    assert set(forms) == set(profiler.FORMS) and all(v > 0 for v in forms.values())
+    assert got["file"] == {"forms.monotonic": forms}  # no env wrapper: none was patched
+    assert len({main_pid} | {pid for pid, _ in got["workers"]}) == 3
+    assert all(f == forms for _, f in got["workers"]), got

@@ -67,6 +67,7 @@ INPUT_CAPS: dict[str, int] = {
     "events": 1 * _GiB,  # .npz written by save_events (the raw event ring)
     "requirements": 4 * _MiB,  # requirements*.txt, pyproject.toml, environment.yml
     "step_file": 64 * _KiB,  # doctor's step file: one integer
+    "calibration": 64 * _KiB,  # a run's measured costs of its own instrumentation
 }
 
 #: What each kind is called in messages.
@@ -77,6 +78,7 @@ _WHAT = {
     "events": "events file",
     "requirements": "requirements file",
     "step_file": "step file",
+    "calibration": "calibration file",
     "log": "log file",
     "input": "input file",
 }

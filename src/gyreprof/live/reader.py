@@ -673,23 +673,20 @@ class LiveReader:
         """The events recorded so far per phase (steady and warm-up: a snapshot row's
         ``count + warm_count``) and the steps completed, from one copy of the block, with
         no snapshot built: what a watch for movement asks each second of every segment of
-        a run (``gyreprof run``'s stall watch), at a few percent of :meth:`snapshot`'s
-        cost. CorruptDataError for a negative count or counts past the int64 range."""
+        a run (``gyreprof run``'s stall watch), at a fraction of :meth:`snapshot`'s cost.
+        CorruptDataError where a snapshot of the same copy would be refused as one no
+        writer produces (a negative count, counts past the int64 range, ...)."""
         if self.retired:
             snap = self.snapshot(windows=False)
             counts = {r.name: r.count + r.warm_count for r in snap.rows[:-1]}
             return counts, snap.totals.steps_completed
-        where = f"{self.path} is corrupted"
-        with decode_errors(where):
+        with decode_errors(f"{self.path} is corrupted"):
             stats, _ = self._copy()
+            self._check_copy(stats)  # what a snapshot refuses: counts within int64 among it
             block = self._block(stats)
-            steady, warm = block.counts[: len(self.phases)], block.warm[: len(self.phases), 0]
-            # none negative, and their total within int64
-            _checks.check_counts(np.concatenate((steady.ravel(), warm)), what=where)
-            totals = steady.sum(axis=1) + warm  # within int64: checked just above
+            n = len(self.phases)
+            totals = block.counts[:n].sum(axis=1) + block.warm[:n, 0]
             steps = block.steps_completed
-            if steps < 0 or steps > block.steps_begun:
-                raise CorruptDataError(f"{where}: {steps} steps completed")
         return {name: int(totals[i]) for i, name in enumerate(self.phases)}, int(steps)
 
     def summary(self) -> Summary:

@@ -21,7 +21,7 @@ import statistics
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,7 +117,8 @@ def _tight_costs(fns: tuple[Any, ...]) -> dict[str, float]:
 
 
 def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, float]:
-    """ns per event of each recording form, as a real loop pays it; cached per clock.
+    """ns per event of each recording form, as a real loop pays it, measured now
+    (:func:`form_costs` takes them once per process).
 
     In a real loop the work between two boundaries evicts what a boundary touches
     (its lines of the stats block, the ring slot, the timer), so a boundary costs
@@ -125,8 +126,6 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     32 KB (an L1 data cache's worth of traffic), minus the copies alone; the lower
     quartile of ``rounds`` short runs per form, the forms interleaved. About 10 ms in all.
     """
-    if clock in _FORM_COSTS:
-        return _FORM_COSTS[clock]
     rec = Recorder(2, 1024, clock=clock, window_steps=1 << 40)
     fns = (rec.lap, rec.begin, rec.timer(0), TimedFunction(rec.timer(1), _noop), rec.record)
     a, b = np.zeros(4096), np.ones(4096)
@@ -140,24 +139,39 @@ def _measure_form_costs(clock: str, n: int = 50, rounds: int = 7) -> dict[str, f
     costs = _costs_from({k: statistics.quantiles(v, n=4)[0] for k, v in res.items()})
     # never below what the form costs in a tight loop (a cheap lower bound, 1000 calls)
     tight = _tight_costs(fns)
-    costs = {f: max(costs[f], tight[f], 1.0) for f in FORMS}
-    _FORM_COSTS[clock] = costs
-    return costs
+    return {f: max(costs[f], tight[f], 1.0) for f in FORMS}
+
+
+#: ``source(clock, forms, measure)``: where this process's form costs come from
+#: (``measure()`` measures them here); None: measured here (:func:`set_form_cost_source`)
+FormCostSource = Callable[[str, tuple[str, ...], Callable[[], dict[str, float]]], dict[str, float]]
+_FORM_COST_SOURCE: FormCostSource | None = None
+
+
+def set_form_cost_source(source: FormCostSource | None) -> None:
+    """Get the costs of the recording ``forms`` (:data:`FORMS`) for each clock from
+    ``source(clock, forms, measure)`` (``measure()`` measures them in this process) instead
+    of measuring them here; None: measure. The
+    recording layer knows no caller: under ``gyreprof run`` the process's bootstrap sets
+    the one that shares one process's measurement with the run's other processes of the
+    same Python (``integrations._auto.calibration``). Costs a process has already taken
+    are kept."""
+    global _FORM_COST_SOURCE
+    _FORM_COST_SOURCE = source
 
 
 def form_costs(clock: str = "monotonic") -> dict[str, float]:
-    """ns per event of each recording form (:data:`FORMS`) for ``clock``: measured in this
-    process at the first call (about 10 ms), or the costs :func:`use_form_costs` gave."""
-    return dict(_measure_form_costs(clock))
+    """ns per event of each recording form (:data:`FORMS`) for ``clock``, taken once per
+    process: from the source :func:`set_form_cost_source` set, else measured here."""
+    costs = _FORM_COSTS.get(clock)
+    if costs is None:
 
+        def measure() -> dict[str, float]:
+            return _measure_form_costs(clock)
 
-def use_form_costs(clock: str, costs: Mapping[str, float]) -> None:
-    """Take ``costs`` (ns per event, one per form of :data:`FORMS`) as this process's form
-    costs for ``clock`` instead of measuring them: what another process of the same Python
-    measured on this machine moments before (``gyreprof run``'s workers). Costs already
-    measured or given here are kept."""
-    if clock not in _FORM_COSTS:
-        _FORM_COSTS[clock] = {f: float(costs[f]) for f in FORMS}
+        source = _FORM_COST_SOURCE
+        costs = _FORM_COSTS[clock] = source(clock, FORMS, measure) if source else measure()
+    return dict(costs)
 
 
 _EXTRA_COSTS: dict[str, float] = {}
@@ -312,7 +326,7 @@ class Profiler:
         self.label = label
         self._index = {name: i for i, name in enumerate(self.phases)}
         # what each recording form costs, for overhead_share (calibrated once per process)
-        self.form_cost_ns: dict[str, float] = {**_measure_form_costs(clock), **_EXTRA_COSTS}
+        self.form_cost_ns: dict[str, float] = {**form_costs(clock), **_EXTRA_COSTS}
         self.lap_cost_ns = self.form_cost_ns["lap"]
         # the one owner of the recordings and of who this profiler is (phases, label,
         # lap cost, counter names): thread retirement, autosave and live publishing share it

@@ -61,10 +61,13 @@ WATCHED = frozenset(
 
 
 def _join_user_profilers(profiler_module: Any) -> None:
-    """A ``gp.Profiler`` the user creates in this process joins the run's report."""
+    """A ``gp.Profiler`` the user creates in this process joins the run's report, and
+    every Profiler of the process takes the recording forms' costs the run shares."""
+    from gyreprof.integrations._auto import calibration, state
     from gyreprof.integrations._auto.user import join_run
 
     profiler_module.on_create(join_run)
+    profiler_module.set_form_cost_source(calibration.form_cost_source(state.run_dir))
 
 
 def install_all() -> None:

@@ -2,7 +2,8 @@
 
 Each process prices what it adds to the loop it measures: the env wrappers
 (``libs.gymnasium.measure_costs``, ~25 ms of CPU) and the recording forms
-(``recording.profiler.form_costs``, ~10 ms). Under ``gyreprof run`` the first process
+(``recording.profiler.form_costs``, ~10 ms, through :func:`form_cost_source`, which the
+bootstrap sets for every Profiler of the process, the user's own included). Under ``gyreprof run`` the first process
 of an interpreter to measure them writes them into the run's folder
 (``calibration-<key>.json``, ``key`` naming the interpreter and this gyreprof), and
 every later process of that interpreter takes them from there: a run's spawn and
@@ -22,22 +23,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-#: the clock of the run's profilers (``Profiler``'s default)
-CLOCK = "monotonic"
+from gyreprof._support.io import read_bytes, write_atomic
+from gyreprof._version import __version__
+
 #: no wrapper or recording form costs a millisecond a call
 LIMIT_NS = 1e6
-#: the file is a few hundred bytes; one larger is not ours
-MAX_BYTES = 64 * 1024
-
-_forms_pid = 0  # the process whose form costs are settled (a fork child inherits them)
 
 
 def path(run_dir: Path | None) -> Path | None:
     """This interpreter's file in the run's folder ``run_dir``; None outside a run (None)."""
     if run_dir is None:
         return None
-    from gyreprof._version import __version__
-
     ident = "\0".join(
         (os.path.realpath(sys.executable), sys.version, __version__, os.path.realpath(__file__))
     )
@@ -46,22 +42,13 @@ def path(run_dir: Path | None) -> Path | None:
 
 
 def _read(where: Path) -> dict[str, Any]:
-    """The file's entries; {} where it is missing, unreadable or not one JSON object."""
+    """The file's entries; {} where it is missing, a link, not a regular file, over its
+    cap (``_support.io``'s ``calibration`` kind), unreadable or not one JSON object."""
     try:
-        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return {}
-    try:
-        data = os.read(fd, MAX_BYTES + 1)
-    except OSError:
-        return {}
-    finally:
-        os.close(fd)
-    if len(data) > MAX_BYTES:
-        return {}
-    try:
-        got = json.loads(data)
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        if where.is_symlink():  # the run's own files are never links
+            return {}
+        got = json.loads(read_bytes(where, "calibration"))
+    except (OSError, ValueError):  # a FIFO or device, too big, not UTF-8 JSON
         return {}
     return got if isinstance(got, dict) else {}
 
@@ -104,22 +91,21 @@ def shared(
         entries = _read(where)
         entries[entry] = {k: float(costs[k]) for k in want}
         try:
-            from gyreprof._support.io import write_atomic
-
             write_atomic(where, json.dumps(entries, sort_keys=True).encode())
         except OSError:
             pass  # the next process measures its own
     return costs
 
 
-def settle_form_costs(run_dir: Path | None) -> None:
-    """This process's recording-form costs for the run's clock: from the run's file, or
-    measured and written there (once per process; a fork child keeps its parent's)."""
-    global _forms_pid
-    if _forms_pid == os.getpid():
-        return
-    from gyreprof.recording import profiler
+def form_cost_source(
+    run_dir: Path | None,
+) -> Callable[[str, tuple[str, ...], Callable[[], dict[str, float]]], dict[str, float]]:
+    """The recording forms' costs shared through the run's file, one entry per clock
+    (``forms.<clock>``): what ``recording.profiler.set_form_cost_source`` takes."""
 
-    costs = shared(run_dir, "forms", profiler.FORMS, lambda: profiler.form_costs(CLOCK))
-    profiler.use_form_costs(CLOCK, costs)
-    _forms_pid = os.getpid()
+    def source(
+        clock: str, forms: tuple[str, ...], measure: Callable[[], dict[str, float]]
+    ) -> dict[str, float]:
+        return shared(run_dir, f"forms.{clock}", forms, measure)
+
+    return source

@@ -287,9 +287,6 @@ def new_thread() -> ThreadState:
     from gyreprof.integrations._auto.options import warmup_kwargs  # gyreprof run --warmup-*
 
     skw, tkw = {**kw, **warmup_kwargs("sampler")}, {**kw, **warmup_kwargs("trainer")}
-    from gyreprof.integrations._auto import calibration
-
-    calibration.settle_form_costs(run_dir)  # once per run for each Python, not once per process
     try:
         sampler = Profiler(rec.SAMPLER_PHASES, live=live_s, **skw)
         trainer = Profiler(rec.TRAINER_PHASES, live=live_t, window_steps=1, **tkw)

@@ -269,9 +269,7 @@ def wrapper_costs() -> dict[str, float]:
     prices the counted calls with."""
     if not _COSTS:
         try:
-            # measured once per run for each Python (integrations._auto.calibration): the
-            # calibration's own profilers take the recording forms' shared costs too
-            calibration.settle_form_costs(st.run_dir)
+            # measured once per run for each Python (integrations._auto.calibration)
             costs = calibration.shared(st.run_dir, "wrappers", counter_names(), measure_costs)
             _COSTS.update(costs)
         except Exception as exc:  # noqa: BLE001 - the patch works uncalibrated too
