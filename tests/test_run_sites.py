@@ -353,6 +353,38 @@ def test_the_verdict_names_the_largest_site_first() -> None:
     assert both.advice[0].startswith("look first at featurize (train.py:14)"), both.advice
 
 
+def test_a_list_resting_on_one_or_two_samples_gets_no_line_but_stays_in_the_json() -> None:
+    """Any site with a share used to earn a line: one sample in a short run, a CleanRL
+    loop whose untimed part was 1%, put two lines of noise in a 30-line report."""
+    row = {"function": "learn", "file": "/x/train.py", "line": 67, "share": 0.01}
+    for n, said in ((1, False), (2, False), (3, True), (40, True)):
+        found = [dict(row, samples=n)]
+        assert (S.sampler_line(0.3, found) is not None) is said, n
+        assert (S.compute_line(found) is not None) is said, n
+    # an untimed share of 1% gets no line however many samples name it; 5% does
+    many = [dict(row, samples=40)]
+    assert S.sampler_line(0.01, many) is None
+    assert S.sampler_line(0.05, many) is not None
+    # the samples of a list are added: two sites of 2 and 1 samples make a line
+    two = [dict(row, samples=2), dict(row, function="g", samples=1)]
+    assert S.compute_line(two) is not None
+    import gyreprof as gp
+
+    prof = gp.Profiler(["env", "fwd"])
+    for _ in range(50):
+        prof.begin()
+        with prof.phase("env"):
+            sum(range(2000))
+        sum(range(20))  # a little untimed
+    prof.end()
+    one = S.ProcessSites(
+        pid=1, hz=25.0, sampler_samples=1, sampler=[S.SiteCount("learn", "/x/t.py", 67, 1)]
+    )
+    out = gp.diagnose(sampler=prof, sites=one)
+    assert out.sampler_sites and out.sampler_sites[0]["samples"] == 1  # in the JSON
+    assert not any(r.startswith("sampler: untimed ") for r in out.reasons)
+
+
 def test_the_spawn_line_of_a_child_is_not_the_users_code() -> None:
     """A spawned child's outermost frame is ``python -c 'from multiprocessing.spawn
     import spawn_main; ...'`` (file ``<string>``): the standard library's, so a worker's

@@ -39,6 +39,12 @@ FEW_SAMPLES = 20
 MAX_SITES = 10
 #: a site below this share is left out of the verdict's lists
 MIN_SHARE = 0.005
+#: a list resting on fewer samples in all gets no line of the report (it stays in the
+#: verdict's JSON): one sample of a short run says nothing about where time went
+MIN_LINE_SAMPLES = 3
+#: the sampler's sites get a line where its untimed share is at least this (below, the
+#: verdict's own untimed figure says all there is to say)
+MIN_UNTIMED_LINE = 0.05
 
 
 @dataclass(frozen=True)
@@ -164,18 +170,24 @@ def listing(found: list[dict[str, Any]], most: int = 4) -> str:
     return text + (", ..." if len(found) > most else "")
 
 
+def _samples(found: list[dict[str, Any]]) -> int:
+    return sum(int(r["samples"]) for r in found)
+
+
 def sampler_line(untimed: float | None, found: list[dict[str, Any]]) -> str | None:
     """The sampler's line: ``untimed 52%: featurize (train.py:14) 48%, ...``, from its
-    untimed share and its sites (None without sites)."""
-    if not found:
+    untimed share and its sites (None without sites, with too few samples to tell, or
+    with an untimed share below :data:`MIN_UNTIMED_LINE`)."""
+    if _samples(found) < MIN_LINE_SAMPLES or (untimed is not None and untimed < MIN_UNTIMED_LINE):
         return None
     head = f"untimed {fmt_pct(untimed)}" if untimed is not None else "untimed"
     return f"sampler: {head}: {listing(found)} (from stack samples)"
 
 
 def compute_line(found: list[dict[str, Any]]) -> str | None:
-    """The trainer's compute by site: ``compute: update (train.py:40) 61%, ...``."""
-    if not found:
+    """The trainer's compute by site: ``compute: update (train.py:40) 61%, ...`` (None
+    without sites, or with too few samples to tell)."""
+    if _samples(found) < MIN_LINE_SAMPLES:
         return None
     return (
         f"trainer: compute by site (share of its wall time): {listing(found)} (from stack samples)"
