@@ -759,6 +759,14 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/test_calibration.py::test_the_first_process_measures_and_the_next_reads",
             "tests/test_calibration.py::"
             "test_a_runs_spawn_workers_take_the_costs_its_main_process_measured")),
+    Mutant("sites-one-sample-gets-a-line", "src/gyreprof/analysis/sites.py",
+           "MIN_LINE_SAMPLES = 3", "MIN_LINE_SAMPLES = 1",
+           ("tests/test_run_sites.py::"
+            "test_a_list_resting_on_one_or_two_samples_gets_no_line_but_stays_in_the_json",)),
+    Mutant("sites-tiny-untimed-gets-a-line", "src/gyreprof/analysis/sites.py",
+           "MIN_UNTIMED_LINE = 0.05", "MIN_UNTIMED_LINE = 0.0",
+           ("tests/test_run_sites.py::"
+            "test_a_list_resting_on_one_or_two_samples_gets_no_line_but_stays_in_the_json",)),
     # -- trust, round three (issue 37): fds, exec images, shared autosave, shares, signals
     Mutant("trust3-closes-an-fd-not-ours", "src/gyreprof/_support/io.py",
            "        if mine:\n            try:\n                os.close(fd)",
