@@ -151,7 +151,7 @@ def replicas(model_dir: Path, tmp_path: Path) -> Iterator[tuple[VLLM, VLLM]]:
 
 
 def _run(
-    tmp_path: Path, url: str, n: int, steps: int = 6
+    tmp_path: Path, url: str, n: int, steps: int = 6, update_ms: int = 20
 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     for name in ("openai", "torch", "prometheus_client"):
         pytest.importorskip(name)
@@ -164,7 +164,7 @@ def _run(
         str(steps),
         str(n),
         "0",
-        "20",
+        str(update_ms),
         options=("--warmup-steps", "1"),
         timeout=300,
     )
@@ -191,15 +191,19 @@ def test_a_saturated_vllm_is_said_to_queue(tmp_path: Path, vllm: VLLM) -> None:
 
 @pytest.mark.parametrize("vllm", [64], indirect=True)
 def test_an_underfed_vllm_asks_for_more_concurrency(tmp_path: Path, vllm: VLLM) -> None:
-    """2 requests at once into 64 slots: no queue; raise the concurrency. (Its batches
-    take ~40 ms: 60 steps give the reader a few seconds to catch the server at work.)"""
-    own, data, text = _run(tmp_path, vllm.url, 2, steps=60)
+    """2 requests at once into 64 slots: no queue; raise the concurrency. Its batches
+    take 16 to 40 ms by the machine: with a 20 ms update the run was trainer-bound (44%
+    wait) on one, rightly without a rollout cause, so the update is 4 ms (a wait of ~80%
+    on both), and 100 steps give the reader a few seconds to catch the server at work."""
+    own, data, text = _run(tmp_path, vllm.url, 2, steps=100, update_ms=4)
+    assert own["wait_ratio"] > 0.6, own
     assert data["wait"]["ratio"] == pytest.approx(own["wait_ratio"], abs=0.05), own
     [ep] = [e for e in data["rollouts"]["endpoints"] if e["endpoint"].endswith("/completions")]
     s = ep["server"]
     assert s["source"] == "vllm" and (s["queue_share"] or 0.0) < 0.2, s
-    cause = data["verdict"]["rollout_cause"]
-    assert cause["kind"] == "under-concurrency", (cause, s)
+    v = data["verdict"]
+    cause = v["rollout_cause"]
+    assert cause is not None and cause["kind"] == "under-concurrency", (v, own, s)
     assert "raise the rollout concurrency from 2" in cause["next"]
 
 
