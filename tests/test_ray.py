@@ -383,7 +383,8 @@ def test_busy_actors_monitor_and_timeout(cluster):
     fleet = gpray.collect([runner, stuck], timeout_s=0.5)
     assert time.monotonic() - t0 < 5
     assert fleet.missing["actor-1"].reason == "timeout"
-    assert "profiled_remote" in fleet.missing["actor-1"].detail
+    detail = fleet.missing["actor-1"].detail
+    assert "use profiled_remote" in detail and "time.sleep(0)" in detail, detail
     assert ray.wait([loop], timeout=0)[0] == []
     ray.kill(runner)
     ray.kill(stuck)

@@ -223,8 +223,11 @@ class Gatherer:
                     aid,
                     "timeout",
                     f"no answer within {timeout_s:g} s (asked {time.monotonic() - sent:.1f} s "
-                    "ago); a plain actor answers between method calls - use "
-                    "profiled_remote to answer while it is busy",
+                    "ago); a plain @ray.remote actor answers between method calls - use "
+                    "profiled_remote to answer while it is busy; a profiled_remote actor "
+                    "whose method makes a short system call every few ms keeps the "
+                    "interpreter lock until the method returns - call time.sleep(0) in "
+                    "that loop now and then (docs/api.md, Ray)",
                 )
             )
 
