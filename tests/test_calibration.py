@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-import gyreprof
 from gyreprof.integrations._auto import calibration
 from gyreprof.recording import profiler
+
+from helpers.run_scripts.runhelp import gyreprof_run
 
 NAMES = ["a.timed", "a.inner"]
 MEASURED = {"a.timed": 150.5, "a.inner": 25.25}
@@ -30,6 +31,15 @@ def in_run(tmp_path: Path) -> Path:
 def _measure(calls: list[int]) -> dict[str, float]:
     calls.append(1)
     return dict(MEASURED)
+
+
+def _costs_under_run(tmp_path: Path, text: str) -> dict[str, Any]:
+    """What the script ``text`` wrote of its processes' costs, run under ``gyreprof run``."""
+    script, out = tmp_path / "costs.py", tmp_path / "costs.json"
+    script.write_text(text)
+    proc, _ = gyreprof_run(tmp_path, sys.executable, str(script), str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(out.read_text()))
 
 
 def test_outside_a_run_each_process_measures_and_writes_nothing(tmp_path: Path) -> None:
@@ -183,15 +193,7 @@ def test_a_runs_spawn_workers_take_the_costs_its_main_process_measured(tmp_path:
     workers' being the main process's to the last bit says that they were read, not
     measured again."""
     pytest.importorskip("gymnasium")
-    script = tmp_path / "spawned.py"
-    script.write_text(SCRIPT)
-    out = tmp_path / "costs.json"
-    env = dict(os.environ)
-    src = str(Path(gyreprof.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-m", "gyreprof", "run", "--", sys.executable, str(script), str(out)]
-    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
-    got = json.loads(out.read_text())
+    got = _costs_under_run(tmp_path, SCRIPT)
     main_pid, wrappers, forms = got["main"]
     assert wrappers["gyreprof.wrapper.env_step.timed"] > 0 and all(v > 0 for v in forms.values())
     assert got["file"] == {"wrappers": wrappers, "forms.monotonic": forms}
@@ -243,15 +245,7 @@ def test_a_plain_queue_loops_own_profilers_in_spawn_workers_share_the_form_costs
 ) -> None:
     """No gymnasium, no torch: the Profilers a user makes in each process take the form
     costs the run's first process measured."""
-    script = tmp_path / "queues.py"
-    script.write_text(QUEUE_SCRIPT)
-    out = tmp_path / "costs.json"
-    env = dict(os.environ)
-    src = str(Path(gyreprof.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    cmd = [sys.executable, "-m", "gyreprof", "run", "--", sys.executable, str(script), str(out)]
-    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
-    got = json.loads(out.read_text())
+    got = _costs_under_run(tmp_path, QUEUE_SCRIPT)
     main_pid, forms = got["main"]
     assert set(forms) == set(profiler.FORMS) and all(v > 0 for v in forms.values())
     assert got["file"] == {"forms.monotonic": forms}  # no env wrapper: none was patched

@@ -32,7 +32,7 @@ from gyreprof.cli import main as cli_main
 from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveReader
 
-from helpers.segments import segment_parts
+from helpers.segments import segment_bytes, segment_parts
 from helpers.waiting import wait_for
 
 HERE = Path(__file__).resolve().parent
@@ -617,16 +617,8 @@ def test_clean_skips_things_that_only_look_like_segments(live_dir) -> None:
 def _segment_claiming(pid: int, **meta_changes: Any) -> bytes:
     """A well-formed segment for ``pid`` (its real start time), metadata changed as asked."""
     meta, stats, ident = segment_parts(pid, "claimed")
-    cfg = meta["config"]
     meta.update(meta_changes)
-    head, _, _ = lay.build_header(
-        pid=pid,
-        identity=ident,
-        stats_bytes=len(stats),
-        max_counters=int(cfg["max_counters"]),
-        meta=meta,
-    )
-    return head + stats
+    return segment_bytes(pid, meta, stats, ident)
 
 
 def _plant(live_dir: Path, serial: int, data: bytes, mode: int = 0o600) -> Path:

@@ -24,7 +24,7 @@ from gyreprof.live import _layout as lay
 from gyreprof.live.reader import LiveReader
 
 from helpers.run_scripts.runhelp import gyreprof_run, script
-from helpers.segments import segment_parts
+from helpers.segments import segment_bytes, segment_parts
 
 # ------------------------------------------------ 1: fds that are no longer gyreprof's
 
@@ -196,15 +196,8 @@ def _plant_segment(serial: int, change: Any) -> Path:
     pid = os.getpid()
     meta, stats, ident = segment_parts(pid)
     change(meta)
-    head, _, _ = lay.build_header(
-        pid=pid,
-        identity=ident,
-        stats_bytes=len(stats),
-        max_counters=int(meta["config"]["max_counters"]),
-        meta=meta,
-    )
     path = lay.segment_dir(create=True) / lay.segment_filename(pid, serial)
-    path.write_bytes(head + stats)
+    path.write_bytes(segment_bytes(pid, meta, stats, ident))
     path.chmod(0o600)
     return path
 

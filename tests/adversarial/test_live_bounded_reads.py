@@ -30,7 +30,7 @@ from helpers.crossuser import (
     shared_dir_fixture,  # noqa: F401 - the fixture shared_dir
     victim,
 )
-from helpers.segments import segment_parts
+from helpers.segments import segment_bytes, segment_parts
 
 
 @pytest.fixture
@@ -86,14 +86,7 @@ def _deep_segment(pid: int, depth: int = 100_000) -> bytes:
 def _padded_segment(pid: int, pad: int) -> bytes:
     meta, stats, ident = segment_parts(pid)
     meta["pad"] = "x" * pad
-    head, _, _ = lay.build_header(
-        pid=pid,
-        identity=ident,
-        stats_bytes=len(stats),
-        max_counters=int(meta["config"]["max_counters"]),
-        meta=meta,
-    )
-    return head + stats
+    return segment_bytes(pid, meta, stats, ident)
 
 
 def _good_segment(pid: int) -> bytes:
@@ -214,14 +207,7 @@ def test_a_config_that_disagrees_with_its_block_size_is_corrupt(live_dir: Path) 
     meta, stats, ident = segment_parts(os.getpid())
     meta["config"]["offsets"]["words"] += 4096  # more words than the settings give
     stats += bytes(8 * 4096)
-    head, _, _ = lay.build_header(
-        pid=os.getpid(),
-        identity=ident,
-        stats_bytes=len(stats),
-        max_counters=int(meta["config"]["max_counters"]),
-        meta=meta,
-    )
-    path = _plant_here(live_dir, 7, head + stats)
+    path = _plant_here(live_dir, 7, segment_bytes(os.getpid(), meta, stats, ident))
     with pytest.raises(ValueError, match="a Recorder with those settings has"):
         gp.live.attach(path)
 

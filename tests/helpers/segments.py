@@ -34,3 +34,18 @@ def segment_parts(
     ident = lay.process_identity(pid)
     assert ident is not None
     return meta, stats, ident
+
+
+def segment_bytes(
+    pid: int, meta: dict[str, Any], stats: bytes, ident: lay.ProcessIdentity
+) -> bytes:
+    """A segment's bytes for ``pid``: the header of ``meta`` (its config's ``max_counters``)
+    and ``ident``, then ``stats``."""
+    head, _, _ = lay.build_header(
+        pid=pid,
+        identity=ident,
+        stats_bytes=len(stats),
+        max_counters=int(meta["config"]["max_counters"]),
+        meta=meta,
+    )
+    return head + stats
