@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import gyreprof as gp
 from gyreprof.analysis import sites as S
 from gyreprof.integrations._auto import stacks
 
@@ -312,8 +313,6 @@ def test_site_shares_stay_within_the_untimed_share_and_hedge_few_samples() -> No
 
 
 def test_the_verdict_names_the_largest_site_first() -> None:
-    import gyreprof as gp
-
     prof = gp.Profiler(["env", "fwd"])
     for _ in range(50):
         prof.begin()
@@ -368,21 +367,22 @@ def test_a_list_resting_on_one_or_two_samples_gets_no_line_but_stays_in_the_json
     # the samples of a list are added: two sites of 2 and 1 samples make a line
     two = [dict(row, samples=2), dict(row, function="g", samples=1)]
     assert S.compute_line(two) is not None
-    import gyreprof as gp
-
+    # through diagnose, on a sampler whose untimed share is about half (over the 5%
+    # line): 1 sample gives no line, 3 give one
     prof = gp.Profiler(["env", "fwd"])
     for _ in range(50):
         prof.begin()
         with prof.phase("env"):
             sum(range(2000))
-        sum(range(20))  # a little untimed
+        sum(range(2000))  # as much untimed
     prof.end()
-    one = S.ProcessSites(
-        pid=1, hz=25.0, sampler_samples=1, sampler=[S.SiteCount("learn", "/x/t.py", 67, 1)]
-    )
-    out = gp.diagnose(sampler=prof, sites=one)
-    assert out.sampler_sites and out.sampler_sites[0]["samples"] == 1  # in the JSON
-    assert not any(r.startswith("sampler: untimed ") for r in out.reasons)
+    for n, said in ((1, False), (3, True)):
+        sites = S.ProcessSites(
+            pid=1, hz=25.0, sampler_samples=n, sampler=[S.SiteCount("learn", "/x/t.py", 67, n)]
+        )
+        out = gp.diagnose(sampler=prof, sites=sites)
+        assert out.sampler_sites and out.sampler_sites[0]["samples"] == n  # in the JSON
+        assert any(r.startswith("sampler: untimed ") for r in out.reasons) is said, out.reasons
 
 
 def test_the_spawn_line_of_a_child_is_not_the_users_code() -> None:
