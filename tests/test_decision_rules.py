@@ -163,3 +163,28 @@ def test_an_array_counts_its_first_dimension() -> None:
     assert count_samples(np.zeros((5, 3))).n == 5
     assert count_samples(np.zeros((2, 7, 4))).n == 2
     assert count_samples({"obs": np.zeros((6, 2)), "rew": np.zeros(6)}).n == 6
+
+
+# ------------------------------------------------------------- a rollout service's cause
+
+UNDERFED = {
+    "kind": "under-concurrency",
+    "endpoint": "http://127.0.0.1:8000/v1/chat/completions",
+    "short": "the client sends too few requests at once (2)",
+    "words": "the client keeps at most 2 requests in flight; the server queued none",
+    "next": "raise the rollout concurrency from 2 to about 16",
+}
+
+
+def test_a_rollout_cause_leads_only_where_the_trainer_waits_the_larger_share() -> None:
+    """The naive rule names a found cause always. A real vLLM answering in 16 ms beside a
+    20 ms update waited 44%: trainer-bound, and raising the concurrency is not the first
+    thing to do; at 60% the cause leads the advice."""
+    sync = {"loop": "sync", "rollout_cause": UNDERFED}  # the real run's shape, from its timeline
+    low = diagnose(trainer=_trainer(44 * MS // 10, 56 * MS // 10), **sync)
+    assert low.bound == "trainer" and low.rollout_cause is None, str(low)
+    assert UNDERFED["next"] not in low.advice
+    high = diagnose(trainer=_trainer(6 * MS, 4 * MS), **sync)
+    assert high.bound == "sampler" and high.rollout_cause == UNDERFED, str(high)
+    assert high.advice[0] == UNDERFED["next"]
+    assert f"rollouts: {UNDERFED['words']}" in high.reasons

@@ -593,6 +593,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "        if share < QUEUE_SHARE:\n            return None",
            "        if True:\n            return None",
            (f"{_T_RC}::test_reads_that_missed_the_work_leave_the_queue_to_the_histograms",)),
+    Mutant("cause-leads-a-trainer-bound-run", _VERDICT,
+           '    cause = o.rollout_cause if found.bound in ("sampler", "balanced") else None',
+           "    cause = o.rollout_cause",
+           ("tests/test_decision_rules.py::"
+            "test_a_rollout_cause_leads_only_where_the_trainer_waits_the_larger_share",)),
     Mutant("cause-any-replica-is-slow", _RC,
            "    if ratio < SLOW_REPLICA:", "    if ratio < 1.0:",
            (f"{_T_RC}::test_the_slow_replica_is_named_with_its_tokens_and_time",)),
